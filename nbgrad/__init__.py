@@ -1,0 +1,72 @@
+"""nbgrad: a PyTorch-style reverse-mode autograd engine on NumPy (and CuPy), built to be seen.
+
+``import nbgrad as ng`` stands in for ``import torch`` for autograd work: the same names,
+signatures, gradients, ``grad_fn`` names, hook order and errors. In a notebook,
+``%load_ext nbgrad`` adds the ``%%autograd`` cell magic (``pip install nbgrad[notebook]``).
+"""
+
+from __future__ import annotations
+
+from . import backend, dtypes
+from .backend import Device as device
+from .dtypes import (
+    bool,
+    double,
+    float,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    half,
+    int,
+    int8,
+    int16,
+    int32,
+    int64,
+    long,
+    set_default_dtype,
+    short,
+    uint8,
+)
+from .dtypes import dtype as dtype
+from .tensor import (
+    Size,
+    Tensor,
+    arange,
+    as_tensor,
+    cat,
+    empty,
+    empty_like,
+    eye,
+    from_dlpack,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    manual_seed,
+    ones,
+    ones_like,
+    rand,
+    randint,
+    randn,
+    randperm,
+    stack,
+    tensor,
+    where,
+    zeros,
+    zeros_like,
+)
+from . import autograd  # noqa: E402
+from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from . import _functions  # noqa: E402
+from ._functions import *  # noqa: E402,F401,F403
+from . import cuda  # noqa: E402
+
+__version__ = "0.1.0"
+
+
+def load_ipython_extension(ipython):
+    """``%load_ext nbgrad``: register the ``%%autograd`` cell magic (needs nbgrad[notebook])."""
+    from .notebook import load_ipython_extension as _load
+
+    _load(ipython)

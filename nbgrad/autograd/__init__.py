@@ -1,0 +1,219 @@
+"""``nbgrad.autograd``: backward, grad, Functions, grad modes, gradcheck and the engine.
+
+Mirrors ``torch/autograd/__init__.py``: ``backward`` and ``grad`` check their arguments as
+PyTorch's ``_make_grads`` does, then hand the roots to the engine.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from . import functional, graph
+from .anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
+from .engine import get_default_engine
+from .function import Function, FunctionCtx, once_differentiable
+from .grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from .gradcheck import gradcheck, gradgradcheck
+
+__all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
+           "gradgradcheck", "functional", "graph", "no_grad", "enable_grad", "set_grad_enabled",
+           "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "detect_anomaly",
+           "set_detect_anomaly", "is_anomaly_enabled", "Variable"]
+
+
+class Variable:
+    """PyTorch's legacy ``Variable``; here it only carries ``_execution_engine``."""
+
+    _execution_engine = get_default_engine()
+
+
+def _tensor_or_tensors(x, what):
+    from nbgrad.tensor import Tensor
+
+    if isinstance(x, Tensor):
+        return (x,)
+    if x is None:
+        return ()
+    if not isinstance(x, (list, tuple)):
+        raise TypeError(f"{what} must be a Tensor or a sequence of Tensors, got {type(x).__name__}")
+    for t in x:
+        if t is not None and not isinstance(t, Tensor):
+            raise TypeError(f"{what} must contain only Tensors, got {type(t).__name__}")
+    return tuple(x)
+
+
+def _make_grads(outputs, grads):
+    """Check or create the gradient for each output (``_make_grads``)."""
+    from nbgrad.tensor import Tensor, ones_like
+
+    new_grads = []
+    for i, (out, grad) in enumerate(zip(outputs, grads)):
+        if isinstance(grad, Tensor):
+            if grad.shape != out.shape:
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[{i}] has a shape of {grad.shape} and "
+                    f"output[{i}] has a shape of {out.shape}."
+                )
+            new_grads.append(grad)
+        elif grad is None:
+            if out._requires_grad:
+                if out.numel() != 1:
+                    raise RuntimeError(
+                        "grad can be implicitly created only for scalar outputs; output "
+                        f"{i} has shape {list(out.shape)}. Pass gradient= (a tensor of that "
+                        "shape), or reduce the output first, e.g. out.sum().backward()."
+                    )
+                if not out.is_floating_point():
+                    raise RuntimeError(
+                        "grad can be implicitly created only for real scalar outputs but got "
+                        f"{out.dtype}"
+                    )
+                new_grads.append(ones_like(out))
+            else:
+                new_grads.append(None)
+        else:
+            raise TypeError(
+                f"gradients can be either Tensors or None, but got {type(grad).__name__}"
+            )
+    return new_grads
+
+
+def _root_edges(tensors):
+    from nbgrad.tensor import _edge_of
+
+    edges = []
+    for i, t in enumerate(tensors):
+        if not t._requires_grad:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn. "
+                "Call requires_grad_() on the leaf tensors you want gradients for before the "
+                "forward pass."
+            )
+        edges.append(_edge_of(t))
+    return edges
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+             grad_variables=None, inputs=None):
+    """Accumulate gradients of ``tensors`` into the ``.grad`` of the leaves (or of ``inputs``).
+
+    Example:
+        >>> import nbgrad as ng
+        >>> x = ng.tensor([1.0, 2.0], requires_grad=True)
+        >>> ng.autograd.backward((x * x).sum())
+        >>> x.grad
+        tensor([2., 4.])
+    """
+    from nbgrad.tensor import _edge_of
+
+    if grad_variables is not None:
+        grad_tensors = grad_variables
+    if inputs is not None:
+        inputs = _tensor_or_tensors(inputs, "inputs")
+        if len(inputs) == 0:
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    tensors = _tensor_or_tensors(tensors, "tensors")
+    if grad_tensors is None:
+        grad_tensors = [None] * len(tensors)
+    else:
+        grad_tensors = list(_tensor_or_tensors(grad_tensors, "grad_tensors"))
+    if len(grad_tensors) != len(tensors):
+        raise RuntimeError(f"got {len(tensors)} tensors and {len(grad_tensors)} gradients")
+    grads = _make_grads(tensors, grad_tensors)
+    if retain_graph is None:
+        retain_graph = create_graph
+    if create_graph:
+        warnings.warn(
+            "Using backward() with create_graph=True will create a reference cycle between the "
+            "parameter and its gradient which can cause a memory leak. We recommend using "
+            "autograd.grad when creating the graph to avoid this. If you have to use this "
+            "function, make sure to reset the .grad fields of your parameters to None after use "
+            "to break the cycle and avoid the leak.",
+            UserWarning,
+            stacklevel=3,
+        )
+    roots = _root_edges(tensors)
+    outputs = None
+    if inputs is not None:
+        outputs = []
+        for t in inputs:
+            if not t._requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            if t.grad_fn is not None:
+                t.retain_grad()
+            outputs.append(_edge_of(t))
+    get_default_engine().execute(roots, grads, retain_graph, create_graph, outputs,
+                                 accumulate_grad=True)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """Gradients of ``outputs`` w.r.t. ``inputs``, returned (not accumulated into ``.grad``).
+
+    Only the nodes needed to reach ``inputs`` run.
+
+    Example:
+        >>> import nbgrad as ng
+        >>> x = ng.tensor(3.0, requires_grad=True)
+        >>> (g,) = ng.autograd.grad(x ** 3, x, create_graph=True)
+        >>> g, ng.autograd.grad(g, x)[0]
+        (tensor(27., grad_fn=<MulBackward0>), tensor(18.))
+    """
+    from nbgrad.tensor import _edge_of, zeros_like
+
+    if is_grads_batched:
+        raise NotImplementedError("is_grads_batched=True is not supported by nbgrad")
+    if materialize_grads and allow_unused is False:
+        raise ValueError(
+            "Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
+            "allow_unused=False."
+        )
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    outputs = _tensor_or_tensors(outputs, "outputs")
+    inputs = _tensor_or_tensors(inputs, "inputs")
+    if len(inputs) == 0:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
+    if grad_outputs is None:
+        grad_outputs = [None] * len(outputs)
+    else:
+        grad_outputs = list(_tensor_or_tensors(grad_outputs, "grad_outputs"))
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"grad(): got {len(outputs)} tensors and {len(grad_outputs)} gradients")
+    grads = _make_grads(outputs, grad_outputs)
+    if retain_graph is None:
+        retain_graph = create_graph
+    roots = _root_edges(outputs)
+    edges = []
+    for t in inputs:
+        if not t._requires_grad:
+            raise RuntimeError(
+                "One of the differentiated Tensors does not require grad. Only tensors with "
+                "requires_grad=True (or results computed from them) can be differentiated."
+            )
+        edges.append(_edge_of(t))
+    result = get_default_engine().execute(roots, grads, retain_graph, create_graph, edges,
+                                          accumulate_grad=False)
+    out = []
+    for i, (g, t) in enumerate(zip(result, inputs)):
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(
+                    f"The differentiated Tensor at index {i} appears to not have been used in "
+                    "the graph. Set allow_unused=True if this is the desired behavior."
+                )
+            if materialize_grads:
+                g = zeros_like(t)
+        elif g.shape != t.shape:
+            from nbgrad.derivatives import sum_to
+
+            g = sum_to(g, t.shape)
+        out.append(g)
+    return tuple(out)

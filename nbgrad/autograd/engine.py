@@ -1,0 +1,555 @@
+"""The autograd engine: ``NodeTask``, ``ReadyQueue``, ``InputBuffer``, ``GraphTask``, ``Engine``.
+
+Mirrors ``torch/csrc/autograd/engine.cpp`` / ``graph_task.h`` / ``input_buffer.cpp`` and reads
+top-down in the order things happen: ``Engine.execute`` builds a ``GraphTask``,
+``compute_dependencies`` counts the incoming edges of every node reachable from the roots,
+``init_to_execute`` marks which nodes ``grad(inputs=...)`` needs, and ``thread_main`` pops ready
+nodes (highest ``sequence_nr`` first) and runs ``evaluate_function`` on each: hooks, the node,
+validation, and routing of each output gradient to the ``InputBuffer`` of the next node, which
+becomes ready when its dependency count reaches zero.
+
+NOTE [Hook order]
+When the gradients for a node N arrive (PyTorch's order, measured in
+``shared/reference/pytorch-behaviour.md``):
+  1. tensor hooks registered on the tensors N produced (``Tensor.register_hook``), in
+     registration order, each seeing the previous one's result;
+  2. ``retain_grad`` hooks (always after every tensor hook, even ones registered later);
+  3. N's prehooks (``Node.register_prehook``);
+  4. N itself (``Node.apply``);
+  5. N's post hooks (``Node.register_hook``), called with ``(grad_inputs, grad_outputs)``.
+For a leaf, N is its AccumulateGrad: tensor hooks, prehooks, accumulation into ``.grad``, then
+post-accumulate-grad hooks (inside ``AccumulateGrad.apply``), then post hooks (``grad_inputs=()``).
+With ``grad(inputs=...)``, a node that is not needed runs only its tensor hooks (1), and a
+captured gradient is taken before them when the node is needed.
+
+NOTE [Ready queues]
+One ready queue per device. The CPU queue belongs to the graph task and is drained by the
+thread that called backward; every other device has one queue and one long-lived worker
+thread shared by all graph tasks (``Engine.device_queue``). A node runs on the queue of the
+device of its input gradients. See ``nbgrad/autograd/threads.py``... for now the CPU is the only
+device with nodes, and its queue is the graph task's.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import warnings
+
+from . import anomaly_mode as _anomaly
+from .grad_mode import _state as _grad_state
+from .graph import AccumulateGrad, Edge, GraphRoot, Node, hook_name
+
+__all__ = ["NodeTask", "ReadyQueue", "InputBuffer", "GraphTask", "Engine", "get_default_engine"]
+
+
+class NodeTask:
+    """A node whose inputs are all in: ready to run (``NodeTask`` in engine.h)."""
+
+    __slots__ = ("graph_task", "node", "inputs", "reentrant_depth")
+
+    def __init__(self, graph_task, node, inputs, reentrant_depth=0):
+        self.graph_task = graph_task
+        self.node = node
+        self.inputs = inputs
+        self.reentrant_depth = reentrant_depth
+
+
+class ReadyQueue:
+    """A max-heap of NodeTasks keyed by (reentrant depth, ``sequence_nr``) (``ReadyQueue``)."""
+
+    __slots__ = ("_heap", "_counter", "device", "_cond")
+
+    def __init__(self, device=None):
+        self._heap = []
+        self._counter = itertools.count()
+        self.device = device
+        self._cond = threading.Condition(threading.Lock())
+
+    def push(self, task: NodeTask):
+        entry = (-task.reentrant_depth, -task.node._sequence_nr_, next(self._counter), task)
+        with self._cond:
+            heapq.heappush(self._heap, entry)
+            self._cond.notify()
+
+    def pop(self, timeout=None) -> NodeTask | None:
+        """The ready task with the highest priority; waits up to ``timeout`` when empty."""
+        with self._cond:
+            if not self._heap:
+                if timeout == 0 or not self._cond.wait_for(lambda: self._heap, timeout):
+                    return None
+            return heapq.heappop(self._heap)[3]
+
+    def __len__(self):
+        return len(self._heap)
+
+    def __bool__(self):
+        return bool(self._heap)
+
+    def snapshot(self):
+        """The waiting nodes, highest priority first (for the notebook's stepper)."""
+        with self._cond:
+            return [entry[3].node for entry in sorted(self._heap)]
+
+
+class InputBuffer:
+    """Gradients arriving at one node, summed per input (``InputBuffer``)."""
+
+    __slots__ = ("buffer",)
+
+    def __init__(self, size):
+        self.buffer = [None] * size
+
+    def add(self, pos, grad):
+        if grad is None:
+            return
+        old = self.buffer[pos]
+        if old is None:
+            self.buffer[pos] = grad
+        else:
+            self.buffer[pos] = _accumulate(old, grad)
+
+
+def _accumulate(old, new):
+    if _grad_state.enabled:  # create_graph: record the sum
+        return old + new
+    from nbgrad.tensor import _wrap
+
+    return _wrap(old._data + new._data, old._device)
+
+
+class _ExecInfo:
+    """For ``grad(inputs=...)``: whether a node must run, and which gradients to capture."""
+
+    __slots__ = ("needed", "captures")
+
+    def __init__(self):
+        self.needed = False
+        self.captures = None
+
+    def should_execute(self):
+        return self.needed or self.captures is not None
+
+
+class GraphTask:
+    """The state of one backward call (``GraphTask`` in graph_task.h)."""
+
+    __slots__ = ("keep_graph", "create_graph", "dependencies", "not_ready", "exec_info",
+                 "captured_vars", "outstanding_tasks", "exception", "final_callbacks",
+                 "cpu_ready_queue", "reentrant_depth", "listeners", "owner", "completed",
+                 "_lock", "__weakref__")
+
+    def __init__(self, keep_graph, create_graph, reentrant_depth, listeners):
+        self.keep_graph = keep_graph
+        self.create_graph = create_graph
+        self.dependencies = {}
+        self.not_ready = {}
+        self.exec_info = None
+        self.captured_vars = []
+        self.outstanding_tasks = 0
+        self.exception = None
+        self.final_callbacks = []
+        self.cpu_ready_queue = ReadyQueue("cpu")
+        self.reentrant_depth = reentrant_depth
+        self.listeners = listeners
+        self.owner = threading.get_ident()
+        self.completed = False
+        self._lock = threading.Lock()
+
+
+class _CurrentTask(threading.local):
+    graph_task = None
+    depth = 0
+
+
+_current = _CurrentTask()
+
+
+class Engine:
+    """Runs backward passes (``torch::autograd::Engine``).
+
+    ``listeners`` is a plain list of callables ``listener(event, data)`` that the notebook
+    layer installs; with none installed the engine checks one empty list per step.
+    """
+
+    def __init__(self):
+        self.listeners = []
+
+    # -- public entry points ------------------------------------------------------------------
+    def execute(self, roots, grads, keep_graph, create_graph, outputs=None, accumulate_grad=True):
+        """Run backward from ``roots`` (Edges) seeded with ``grads``; return captured gradients
+        for ``outputs`` (Edges), as ``Engine::execute``."""
+        roots = [r if isinstance(r, Edge) else Edge(*r) for r in roots]
+        parent = _current.graph_task
+        depth = parent.reentrant_depth + 1 if parent is not None else 0
+        graph_task = GraphTask(keep_graph, create_graph, depth, tuple(self.listeners))
+        if len(roots) == 1:
+            root = roots[0].function
+            buffer = InputBuffer(max(len(root._input_metadata_), roots[0].input_nr + 1))
+            buffer.add(roots[0].input_nr, grads[0])
+        else:
+            root = GraphRoot(roots, grads)
+            buffer = InputBuffer(0)
+        self.compute_dependencies(root, graph_task)
+        if outputs is not None:
+            self.init_to_execute(root, graph_task, outputs, accumulate_grad)
+        if graph_task.listeners:
+            self._emit(graph_task, "task_start", root=root,
+                       dependencies=dict(graph_task.dependencies))
+        graph_task.cpu_ready_queue.push(NodeTask(graph_task, root, buffer.buffer, depth))
+        self._emit_ready(graph_task, root, "cpu")
+        prev = _current.graph_task
+        _current.graph_task = graph_task
+        prev_grad = _grad_state.enabled
+        try:
+            self.thread_main(graph_task)
+            self.exec_post_processing(graph_task)
+        finally:
+            _current.graph_task = prev
+            _grad_state.enabled = prev_grad
+            graph_task.completed = True
+            if graph_task.listeners:
+                self._emit(graph_task, "task_end", error=graph_task.exception)
+        return graph_task.captured_vars
+
+    def queue_callback(self, callback):
+        """Run ``callback()`` once the current backward pass has finished."""
+        graph_task = _current.graph_task
+        if graph_task is None:
+            raise RuntimeError("Final callbacks can only be installed during backward pass.")
+        with graph_task._lock:
+            graph_task.final_callbacks.append(callback)
+
+    # -- building the task --------------------------------------------------------------------
+    @staticmethod
+    def compute_dependencies(root, graph_task):
+        """Count incoming edges of every node reachable from ``root`` (iterative, no recursion)."""
+        deps = graph_task.dependencies
+        seen = {root}
+        stack = [root]
+        while stack:
+            fn = stack.pop()
+            for edge in fn._next_edges:
+                nxt = edge.function
+                if nxt is not None:
+                    deps[nxt] = deps.get(nxt, 0) + 1
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        stack.append(nxt)
+
+    @staticmethod
+    def init_to_execute(root, graph_task, outputs, accumulate_grad):
+        """Mark the nodes on a path to ``outputs``; others are skipped (``init_to_execute``)."""
+        exec_info = {}
+        graph_task.captured_vars = [None] * len(outputs)
+        for idx, edge in enumerate(outputs):
+            info = exec_info.setdefault(edge.function, _ExecInfo())
+            if accumulate_grad:
+                info.needed = True
+            else:
+                if info.captures is None:
+                    info.captures = []
+                info.captures.append((edge.input_nr, idx))
+        root_info = exec_info.setdefault(root, _ExecInfo())
+        root_info.needed = True
+        # iterative DFS: a node is needed when any of its children should execute
+        visited = {root}
+        stack = [(root, iter(root._next_edges))]
+        while stack:
+            fn, children = stack[-1]
+            pushed = False
+            for edge in children:
+                child = edge.function
+                if child is None:
+                    continue
+                if child in visited:
+                    info = exec_info.get(child)
+                    if info is not None and info.should_execute():
+                        exec_info.setdefault(fn, _ExecInfo()).needed = True
+                    continue
+                visited.add(child)
+                stack.append((child, iter(child._next_edges)))
+                pushed = True
+                break
+            if not pushed:
+                stack.pop()
+                if stack:
+                    info = exec_info.get(fn)
+                    if info is not None and info.should_execute():
+                        exec_info.setdefault(stack[-1][0], _ExecInfo()).needed = True
+        graph_task.exec_info = exec_info
+
+    # -- running ------------------------------------------------------------------------------
+    def thread_main(self, graph_task):
+        """Drain the graph task's CPU ready queue on this thread (``Engine::thread_main``)."""
+        queue = graph_task.cpu_ready_queue
+        heap = queue._heap
+        _grad_state.enabled = graph_task.create_graph
+        while heap:
+            task = queue.pop(0)
+            if graph_task.exception is not None:
+                continue
+            try:
+                self.evaluate_function(graph_task, task.node, task.inputs)
+            except BaseException as e:  # noqa: BLE001 - re-raised below with its own type
+                graph_task.exception = e
+                self._annotate(e, task.node)
+                raise
+
+    def _annotate(self, error, node):
+        if _anomaly._state.enabled and node._metadata and "traceback_" in node._metadata:
+            warnings.warn(
+                f"Error detected in {node.name()}. Traceback of forward call that caused the "
+                "error:\n" + "".join(node._metadata["traceback_"]),
+                UserWarning,
+                stacklevel=3,
+            )
+        note = f"(raised in the backward of {node.name()})"
+        if hasattr(error, "add_note") and note not in getattr(error, "__notes__", ()):
+            error.add_note(note)
+
+    def evaluate_function(self, graph_task, node, inputs):
+        """Hooks, the node, validation and routing for one ready node.
+
+        See NOTE [Hook order].
+        """
+        listeners = graph_task.listeners
+        exec_info = graph_task.exec_info
+        if exec_info is not None:
+            info = exec_info.get(node)
+            if info is None:
+                return
+            if not info.needed:
+                inputs = self.call_tensor_pre_hooks(graph_task, node, inputs)
+            if info.captures is not None:
+                for input_idx, output_idx in info.captures:
+                    graph_task.captured_vars[output_idx] = inputs[input_idx]
+            if not info.needed:
+                return
+        if node._tensor_pre_hooks or node._retains_grad_hooks:
+            inputs = self.call_tensor_pre_hooks(graph_task, node, inputs)
+        if node._pre_hooks:
+            inputs = self.call_pre_hooks(graph_task, node, inputs)
+        if listeners:
+            self._emit(graph_task, "node_start", node=node, inputs=list(inputs))
+        outputs = node.apply(inputs)
+        edges = node._next_edges
+        if len(outputs) != len(edges):
+            raise RuntimeError(
+                f"Function {node.name()} returned an invalid number of gradients - expected "
+                f"{len(edges)}, but got {len(outputs)}"
+            )
+        self.validate_outputs(node, edges, outputs)
+        if _anomaly._state.enabled and _anomaly._state.check_nan:
+            _check_nan(node, outputs)
+        if node._post_hooks:
+            outputs = self.call_post_hooks(graph_task, node, outputs, inputs)
+        if listeners:
+            self._emit(graph_task, "node_end", node=node, outputs=list(outputs))
+        if not graph_task.keep_graph:
+            node.release_variables()
+        if not edges:
+            return
+        deps = graph_task.dependencies
+        not_ready = graph_task.not_ready
+        queue = graph_task.cpu_ready_queue
+        for i, edge in enumerate(edges):
+            fn = edge.function
+            if fn is None:
+                continue
+            count = deps[fn] - 1
+            deps[fn] = count
+            if exec_info is not None:
+                info = exec_info.get(fn)
+                if info is None or not info.should_execute():
+                    continue
+            buf = not_ready.get(fn)
+            if buf is None:
+                buf = InputBuffer(len(fn._input_metadata_) or 1)
+                if count:
+                    not_ready[fn] = buf
+            elif not count:
+                del not_ready[fn]
+            buf.add(edge.input_nr, outputs[i])
+            if not count:
+                queue.push(NodeTask(graph_task, fn, buf.buffer, graph_task.reentrant_depth))
+                if listeners:
+                    self._emit_ready(graph_task, fn, "cpu")
+
+    @staticmethod
+    def validate_outputs(node, edges, grads):
+        """Reduce each gradient to its input's shape and dtype, or raise (``validate_outputs``)."""
+        for i, grad in enumerate(grads):
+            if grad is None:
+                continue
+            fn = edges[i].function
+            if fn is None:
+                continue
+            meta = fn._input_metadata_[edges[i].input_nr]
+            shape = grad._data.shape
+            if shape != meta.shape:
+                if not _expandable(meta.shape, shape):
+                    raise RuntimeError(
+                        f"Function {node.name()} returned an invalid gradient at index {i} - got "
+                        f"{list(shape)} but expected shape compatible with {list(meta.shape)}"
+                    )
+                from nbgrad.derivatives import sum_to
+
+                grad = sum_to(grad, meta.shape)
+                grads[i] = grad
+            if grad._data.dtype != meta.dtype.np:
+                grads[i] = grad = grad.to(meta.dtype)
+            if grad._device != meta.device:
+                grads[i] = grad.to(meta.device)
+
+    # -- hooks ------------------------------------------------------------------------------
+    def call_tensor_pre_hooks(self, graph_task, node, inputs):
+        """Tensor hooks, then retain_grad hooks (see NOTE [Hook order])."""
+        hooks = node._tensor_pre_hooks
+        if hooks:
+            inputs = list(inputs)
+            for h in tuple(hooks):
+                if not h.enabled:
+                    continue
+                k = h.output_nr
+                grad = inputs[k]
+                if grad is None:
+                    continue
+                new = h.fn(grad)
+                if graph_task.listeners:
+                    self._emit(graph_task, "hook", kind="tensor", node=node, handle=h,
+                               before=grad, after=new)
+                if new is not None:
+                    _check_hook_value(h.fn, grad, new)
+                    inputs[k] = new
+        retains = node._retains_grad_hooks
+        if retains:
+            for k, ref in retains.items():
+                t = ref()
+                grad = inputs[k] if k < len(inputs) else None
+                if t is None or grad is None:
+                    continue
+                if t._grad is None:
+                    t._grad = grad._detached_copy() if not graph_task.create_graph else grad.clone()
+                else:
+                    t._grad = t._grad + grad
+        return inputs
+
+    def call_pre_hooks(self, graph_task, node, inputs):
+        for h in tuple(node._pre_hooks):
+            if not h.enabled:
+                continue
+            before = tuple(inputs)
+            new = h.fn(before)
+            if graph_task.listeners:
+                self._emit(graph_task, "hook", kind="prehook", node=node, handle=h,
+                           before=before, after=new)
+            if new is not None:
+                inputs = _check_hook_values(h.fn, before, new)
+        return inputs
+
+    def call_post_hooks(self, graph_task, node, outputs, inputs):
+        for h in tuple(node._post_hooks):
+            if not h.enabled:
+                continue
+            before = tuple(outputs)
+            new = h.fn(before, tuple(inputs))
+            if graph_task.listeners:
+                self._emit(graph_task, "hook", kind="posthook", node=node, handle=h,
+                           before=before, after=new)
+            if new is not None:
+                outputs = _check_hook_values(h.fn, before, new)
+        return outputs
+
+    # -- callbacks and events -----------------------------------------------------------------
+    def exec_post_processing(self, graph_task):
+        """Run the callbacks queued with ``queue_callback`` (they may queue more)."""
+        i = 0
+        while True:
+            with graph_task._lock:
+                if i >= len(graph_task.final_callbacks):
+                    break
+                cb = graph_task.final_callbacks[i]
+            cb()
+            i += 1
+
+    def _emit(self, graph_task, event, **data):
+        data["graph_task"] = graph_task
+        for listener in graph_task.listeners:
+            listener(event, data)
+
+    def _emit_ready(self, graph_task, node, device):
+        if graph_task.listeners:
+            self._emit(graph_task, "node_ready", node=node, device=device)
+
+
+def _expandable(target, shape):
+    """Whether ``shape`` can be summed down to ``target`` (``target`` broadcasts to it)."""
+    if len(target) > len(shape):
+        return False
+    for t, s in zip(reversed(target), reversed(shape)):
+        if t != s and t != 1:
+            return False
+    return True
+
+
+def _check_hook_value(fn, old, new):
+    from nbgrad.tensor import Tensor
+
+    name = hook_name(fn)
+    if not isinstance(new, Tensor):
+        raise TypeError(
+            f"hook '{name}' returned a {type(new).__name__}; a tensor hook must return a Tensor "
+            "or None"
+        )
+    if new.shape != old.shape:
+        raise RuntimeError(
+            f"hook '{name}' has changed the size of value: expected {list(old.shape)} but got "
+            f"{list(new.shape)}"
+        )
+    if new.dtype is not old.dtype:
+        raise RuntimeError(
+            f"hook '{name}' has changed the type of value (was {old.dtype._legacy[:-6]} got "
+            f"{new.dtype._legacy[:-6]})"
+        )
+    if new.device != old.device:
+        raise RuntimeError(
+            f"hook '{name}' has changed the device of value (was {old.device} got {new.device})"
+        )
+
+
+def _check_hook_values(fn, old, new):
+    if not isinstance(new, (tuple, list)):
+        raise TypeError(
+            f"hook '{hook_name(fn)}' returned a {type(new).__name__}; expected a tuple of "
+            "Tensors or None"
+        )
+    if len(new) != len(old):
+        raise RuntimeError(
+            f"hook '{hook_name(fn)}' has returned an incorrect number of values (got {len(new)}, "
+            f"but expected {len(old)})"
+        )
+    for o, n in zip(old, new):
+        if o is not None and n is not None:
+            _check_hook_value(fn, o, n)
+    return list(new)
+
+
+def _check_nan(node, outputs):
+    import numpy as np
+
+    for i, g in enumerate(outputs):
+        if g is not None and g._data.dtype.kind == "f" and bool(np.isnan(np.asarray(g._data)).any()):
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
+
+
+_default_engine = Engine()
+
+
+def get_default_engine() -> Engine:
+    """The engine ``backward`` and ``grad`` use (``Variable._execution_engine``)."""
+    return _default_engine
+
+
+__all__ += ["AccumulateGrad", "Node"]

@@ -1,0 +1,348 @@
+"""Custom autograd Functions, and the engine-built nodes that are not rows of the op table.
+
+Mirrors ``torch/autograd/function.py`` (``Function``, ``FunctionCtx``, ``once_differentiable``)
+and ``torch/csrc/autograd/functions/tensor.h`` (``CopySlices``, ``ToCopyBackward0`` across
+devices). As in PyTorch, ``ctx`` *is* the node: ``y.grad_fn`` of a custom Function's output is
+the object its ``forward`` received as ``ctx``, named ``<ClassName>Backward``.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from nbgrad import backend
+from nbgrad.autograd.grad_mode import _state as _grad_state
+from nbgrad.autograd.graph import ERR_FREED, FREED, Edge, Node, SavedTensor, unpack_saved
+
+__all__ = ["Function", "FunctionCtx", "once_differentiable", "BackwardCFunction", "CopySlices"]
+
+
+class FunctionCtx:
+    """What ``forward`` can tell ``backward`` (the ``ctx`` argument)."""
+
+    def save_for_backward(self, *tensors):
+        """Save tensors (or None) for ``backward``; read them back with ``saved_tensors``."""
+        from nbgrad.tensor import Tensor
+
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(
+                    "save_for_backward can only save variables, but argument "
+                    f"{tensors.index(t)} is of type {type(t).__name__}"
+                )
+        self.to_save = tensors
+
+    def mark_dirty(self, *args):
+        """Mark input tensors that ``forward`` modified in place."""
+        self.dirty_tensors = args
+
+    def mark_non_differentiable(self, *args):
+        """Mark outputs that have no gradient."""
+        self.non_differentiable = args
+
+    def set_materialize_grads(self, value: bool):
+        """Whether ``None`` gradients reach ``backward`` as zeros (default True)."""
+        self.materialize_grads = value
+
+    def save_for_forward(self, *tensors):
+        self.saved_for_forward = tensors
+
+
+class BackwardCFunction(Node, FunctionCtx):
+    """The node of a custom Function (``<ClassName>Backward``); also its ``ctx``."""
+
+    _forward_cls = None
+
+    def __init__(self):
+        super().__init__(())
+        self.to_save = ()
+        self.dirty_tensors = ()
+        self.non_differentiable = ()
+        self.materialize_grads = True
+        self.needs_input_grad = ()
+        self._saved = None
+        self._input_positions = ()
+        self._n_args = 0
+
+    def name(self):
+        return type(self).__name__
+
+    @property
+    def saved_tensors(self):
+        """The tensors passed to ``save_for_backward``, checked for in-place changes."""
+        saved = self._saved
+        if saved is None:  # inside forward, before apply() packs them
+            return tuple(self.to_save)
+        if saved is FREED:
+            raise RuntimeError(ERR_FREED)
+        return tuple(None if s is None else unpack_saved(s, self) for s in saved)
+
+    @property
+    def saved_variables(self):
+        return self.saved_tensors
+
+    def release_variables(self):
+        if self._saved is not None:
+            self._saved = FREED
+
+    def apply(self, grads):
+        from nbgrad.tensor import zeros
+
+        cls = self._forward_cls
+        if self.materialize_grads:
+            grads = [
+                zeros(m.shape, dtype=m.dtype, device=m.device) if g is None else g
+                for g, m in zip(grads, self._input_metadata_)
+            ]
+        results = cls.backward(self, *grads)
+        if not isinstance(results, tuple):
+            results = (results,)
+        n = self._n_args
+        if len(results) != n:
+            if len(results) > n and all(r is None for r in results[n:]):
+                results = results[:n]
+            else:
+                raise RuntimeError(
+                    f"function {self.name()} returned an incorrect number of gradients (expected "
+                    f"{n}, got {len(results)})"
+                )
+        out = []
+        for pos in self._input_positions:
+            out.append(results[pos])
+        for pos, r in enumerate(results):
+            if r is not None and pos not in self._input_positions:
+                raise RuntimeError(
+                    f"function {self.name()} returned a gradient different than None at position "
+                    f"{pos + 1}, but the corresponding forward input was not a Variable"
+                )
+        return out
+
+
+class _FunctionMeta(type):
+    """Gives each Function subclass its node class, ``<ClassName>Backward``."""
+
+    def __init__(cls, name, bases, attrs):
+        backward_cls = type(name + "Backward", (BackwardCFunction,), {"_forward_cls": cls})
+        cls._backward_cls = backward_cls
+        super().__init__(name, bases, attrs)
+
+
+class Function(metaclass=_FunctionMeta):
+    """Base class for custom differentiable operations (``torch.autograd.Function``).
+
+    Example:
+        >>> import nbgrad as ng
+        >>> class Square(ng.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         ctx.save_for_backward(x)
+        ...         return x * x
+        ...     @staticmethod
+        ...     def backward(ctx, grad):
+        ...         (x,) = ctx.saved_tensors
+        ...         return 2 * x * grad
+        >>> x = ng.tensor([3.0], requires_grad=True)
+        >>> y = Square.apply(x)
+        >>> y.grad_fn.name()
+        'SquareBackward'
+        >>> y.backward(); x.grad
+        tensor([6.])
+    """
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError(
+            "Custom Functions are used through their class: call MyFunction.apply(...) instead "
+            "of instantiating them."
+        )
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement the backward function for custom autograd.Function.")
+
+    vjp = backward
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        from nbgrad.tensor import Tensor, _edge_of
+
+        ctx = cls._backward_cls()
+        tensor_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        is_executable = _grad_state.enabled and any(args[i]._requires_grad for i in tensor_positions)
+        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+        ctx._n_args = len(args)
+        ctx._input_positions = tuple(tensor_positions)
+        prev = _grad_state.enabled
+        _grad_state.enabled = False
+        try:
+            outputs = cls.forward(ctx, *args, **kwargs)
+        finally:
+            _grad_state.enabled = prev
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        if not is_executable:
+            return outputs
+        ctx._next_edges = tuple(_edge_of(args[i]) for i in tensor_positions)
+        dirty = {id(t) for t in ctx.dirty_tensors}
+        non_diff = {id(t) for t in ctx.non_differentiable}
+        inputs_by_id = {id(args[i]): args[i] for i in tensor_positions}
+        new_outs = []
+        meta = []
+        for k, o in enumerate(outs):
+            if not isinstance(o, Tensor):
+                new_outs.append(o)
+                continue
+            if id(o) in dirty:
+                if o._requires_grad and o.grad_fn is None:
+                    raise RuntimeError(
+                        "a leaf Variable that requires grad has been used in an in-place "
+                        "operation."
+                    )
+            elif id(o) in inputs_by_id:
+                o = o.view_as(o) if o._requires_grad else o.detach()
+                o = o.detach() if id(o) in non_diff else o
+            if id(outs[k]) in non_diff:
+                o._requires_grad = False
+                o.grad_fn = None
+            elif o.is_floating_point():
+                o._set_history(ctx, k) if id(outs[k]) in dirty else _set_output(o, ctx, k)
+            meta.append(o._metadata_tuple())
+            new_outs.append(o)
+        ctx._input_metadata_ = tuple(meta)
+        out_ids = {id(o) for o in new_outs if isinstance(o, Tensor)}
+        ctx._saved = tuple(
+            None if t is None else SavedTensor(t, is_output=id(t) in out_ids and t.grad_fn is ctx)
+            for t in ctx.to_save
+        )
+        ctx.to_save = ()
+        if getattr(cls.backward, "_once_differentiable", False):
+            pass
+        return new_outs[0] if single else tuple(new_outs)
+
+
+def _set_output(t, node, output_nr):
+    t.grad_fn = node
+    t._output_nr = output_nr
+    t._requires_grad = True
+
+
+class _DelayedError(Node):
+    """Raises when differentiated: the gradient of a ``once_differentiable`` backward."""
+
+    __slots__ = ("msg",)
+    _name = "DelayedError"
+
+    def __init__(self, msg, edges):
+        super().__init__(edges)
+        self.msg = msg
+
+    def apply(self, grads):
+        raise RuntimeError(self.msg)
+
+
+def once_differentiable(fn):
+    """Decorate a custom ``backward`` that cannot itself be differentiated."""
+
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        from nbgrad.tensor import Tensor, _edge_of
+
+        prev = _grad_state.enabled
+        _grad_state.enabled = False
+        try:
+            outputs = fn(ctx, *args)
+        finally:
+            _grad_state.enabled = prev
+        if not prev:
+            return outputs
+        requires = [a for a in args if isinstance(a, Tensor) and a._requires_grad]
+        if not requires:
+            return outputs
+        edges = tuple(_edge_of(a) for a in requires)
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        wrapped = []
+        for o in outs:
+            if isinstance(o, Tensor):
+                err = _DelayedError(
+                    "trying to differentiate twice a function that was marked with "
+                    "@once_differentiable",
+                    edges,
+                )
+                err._input_metadata_ = (o._metadata_tuple(),)
+                o = o.detach()
+                _set_output(o, err, 0)
+            wrapped.append(o)
+        return wrapped[0] if single else tuple(wrapped)
+
+    wrapper._once_differentiable = True
+    return wrapper
+
+
+class CopySlices(Node):
+    """The base's node after an in-place op on one of its views (PyTorch's ``CopySlices``).
+
+    It wraps the in-place op's node ``fn``: the gradient for the view's region goes through
+    ``fn``; the rest of the base's gradient passes through unchanged.
+    """
+
+    __slots__ = ("fn", "chain")
+    _name = "CopySlices"
+
+    def __init__(self, base_edge, fn, chain, base_meta):
+        super().__init__((base_edge,) + tuple(fn._next_edges[1:]))
+        self.fn = fn
+        self.chain = chain
+        self._input_metadata_ = (base_meta,)
+
+    def apply(self, grads):
+        from nbgrad.derivatives import _apply_view_chain
+        from nbgrad.tensor import zeros_like
+
+        grad = grads[0]
+        if grad is None:
+            return [None] * len(self._next_edges)
+        view_grad = _apply_view_chain(grad, self.chain)
+        res = list(self.fn.apply([view_grad]))
+        region = res[0] if res and res[0] is not None else zeros_like(view_grad)
+        if region.shape != view_grad.shape:
+            from nbgrad.derivatives import sum_to
+
+            region = sum_to(region, view_grad.shape)
+        return [grad._view_scatter(region, self.chain)] + res[1:]
+
+    def release_variables(self):
+        self.fn.release_variables()
+
+
+class ToCopyBackward0(Node):
+    """Backward of a copy to another device: the gradient goes back to the source device."""
+
+    __slots__ = ("src_device",)
+    _name = "ToCopyBackward0"
+
+    def __init__(self, edge, src_device, meta):
+        super().__init__((edge,))
+        self.src_device = src_device
+        self._input_metadata_ = (meta,)
+
+    def apply(self, grads):
+        g = grads[0]
+        return [None if g is None else g.to(self.src_device)]
+
+
+def _to_device(t, device):
+    """``t.to(device)``, recorded as ``ToCopyBackward0`` when gradients are tracked."""
+    from nbgrad.tensor import _edge_of, _wrap
+
+    out = _wrap(backend.transfer(t._data, t._device, device), device)
+    if _grad_state.enabled and t._requires_grad:
+        node = ToCopyBackward0(_edge_of(t), t._device, out._metadata_tuple())
+        _set_output(out, node, 0)
+    return out
+
+
+__all__ += ["Edge"]

@@ -1,0 +1,201 @@
+"""Higher-level differentiation: ``vjp``, ``jvp``, ``jacobian``, ``hessian``, ``hvp``, ``vhp``.
+
+Mirrors ``torch/autograd/functional.py`` (reverse mode; ``jvp`` by the double-vjp trick).
+"""
+
+from __future__ import annotations
+
+__all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
+
+
+def _as_tuple(x, arg_name, fn_name):
+    from nbgrad.tensor import Tensor
+
+    if isinstance(x, Tensor):
+        return False, (x,)
+    if not isinstance(x, (tuple, list)):
+        raise TypeError(
+            f"The {arg_name} given to {fn_name} must be either a Tensor or a tuple of Tensors but "
+            f"the value given is of type {type(x).__name__}."
+        )
+    for el in x:
+        if not isinstance(el, Tensor):
+            raise TypeError(
+                f"The {arg_name} given to {fn_name} must be either a Tensor or a tuple of Tensors "
+                f"but one element is of type {type(el).__name__}."
+            )
+    return True, tuple(x)
+
+
+def _prep(inputs, create_graph):
+    out = []
+    for t in inputs:
+        if create_graph and t.requires_grad:
+            out.append(t.view_as(t))
+        else:
+            out.append(t.detach().requires_grad_(True))
+    return tuple(out)
+
+
+def _finish(xs, is_tuple, create_graph):
+    xs = tuple(x if create_graph or x is None else x.detach() for x in xs)
+    return xs if is_tuple else xs[0]
+
+
+def _grads(outputs, inputs, grad_outputs, create_graph, strict, fn_name):
+    from nbgrad.autograd import grad as _grad
+    from nbgrad.tensor import zeros_like
+
+    outs = [o for o in outputs if o.requires_grad]
+    gos = [g for o, g in zip(outputs, grad_outputs) if o.requires_grad]
+    if not outs:
+        if strict:
+            raise RuntimeError(f"The output of the user-provided function given to {fn_name} is independent of its inputs. This is not allowed in strict mode.")
+        return tuple(zeros_like(x) for x in inputs)
+    res = _grad(outs, inputs, gos, create_graph=create_graph, retain_graph=True, allow_unused=True)
+    result = []
+    for i, (g, x) in enumerate(zip(res, inputs)):
+        if g is None:
+            if strict:
+                raise RuntimeError(f"The output of the user-provided function is independent of input {i}. This is not allowed in strict mode.")
+            g = zeros_like(x)
+        result.append(g)
+    return tuple(result)
+
+
+def vjp(func, inputs, v=None, create_graph=False, strict=False):
+    """``(func(inputs), v^T J)``."""
+    from nbgrad.autograd.grad_mode import enable_grad
+
+    with enable_grad():
+        is_tuple, inputs = _as_tuple(inputs, "inputs", "vjp")
+        inputs = _prep(inputs, create_graph)
+        out_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", "vjp")
+        if v is None:
+            if any(o.numel() != 1 for o in outputs):
+                raise RuntimeError("The vector v can only be None if the user-provided function returns a single Tensor with a single element.")
+            vs = (None,) * len(outputs)
+        else:
+            vs = _as_tuple(v, "v", "vjp")[1]
+            for o, vv in zip(outputs, vs):
+                if o.shape != vv.shape:
+                    raise RuntimeError(f"Mismatch in shape: v has shape {vv.shape} but the output has shape {o.shape}")
+        grads = _grads(outputs, inputs, vs, create_graph, strict, "vjp")
+    return _finish(outputs, out_tuple, create_graph), _finish(grads, is_tuple, create_graph)
+
+
+def jvp(func, inputs, v=None, create_graph=False, strict=False):
+    """``(func(inputs), J v)`` by the double-vjp trick."""
+    from nbgrad.autograd import grad as _grad
+    from nbgrad.autograd.grad_mode import enable_grad
+    from nbgrad.tensor import zeros_like
+
+    with enable_grad():
+        is_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
+        inputs = _prep(inputs, create_graph)
+        if v is None:
+            if any(x.numel() != 1 for x in inputs):
+                raise RuntimeError("The vector v can only be None if the input to the user-provided function is a single Tensor with a single element.")
+            from nbgrad.tensor import ones_like
+
+            vs = tuple(ones_like(x) for x in inputs)
+        else:
+            vs = _as_tuple(v, "v", "jvp")[1]
+        out_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", "jvp")
+        us = tuple(zeros_like(o).requires_grad_(True) for o in outputs)
+        gs = _grads(outputs, inputs, us, True, strict, "jvp")
+        pairs = [(g, vv) for g, vv in zip(gs, vs) if g.requires_grad]
+        if pairs:
+            res = _grad([g for g, _ in pairs], us, [vv for _, vv in pairs],
+                        create_graph=create_graph, retain_graph=True, allow_unused=True)
+        else:
+            res = (None,) * len(us)
+        res = tuple(zeros_like(o) if r is None else r for r, o in zip(res, outputs))
+    return _finish(outputs, out_tuple, create_graph), _finish(res, out_tuple, create_graph)
+
+
+def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
+             strategy="reverse-mode"):
+    """The Jacobian of ``func`` at ``inputs``: shape ``output.shape + input.shape`` per pair."""
+    from nbgrad.autograd.grad_mode import enable_grad
+    from nbgrad.tensor import stack, zeros
+
+    if strategy != "reverse-mode":
+        raise ValueError("nbgrad's jacobian supports strategy='reverse-mode' only")
+    with enable_grad():
+        is_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
+        inputs = _prep(inputs, create_graph)
+        out_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", "jacobian")
+        jac = []
+        for o in outputs:
+            rows = [[] for _ in inputs]
+            for j in range(o.numel()):
+                g = zeros(o.numel(), dtype=o.dtype, device=o.device)
+                g._data[j] = 1
+                g = g.reshape(o.shape)
+                gs = _grads((o,), inputs, (g,), create_graph, strict, "jacobian")
+                for i, gi in enumerate(gs):
+                    rows[i].append(gi)
+            per_input = []
+            for i, x in enumerate(inputs):
+                if rows[i]:
+                    per_input.append(stack(rows[i]).reshape(tuple(o.shape) + tuple(x.shape)))
+                else:
+                    per_input.append(zeros(tuple(o.shape) + tuple(x.shape), dtype=x.dtype))
+            jac.append(_finish(per_input, is_tuple, create_graph))
+    return tuple(jac) if out_tuple else jac[0]
+
+
+def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
+            outer_jacobian_strategy="reverse-mode"):
+    """The Hessian of a scalar function ``func`` at ``inputs``."""
+    is_tuple, inputs_t = _as_tuple(inputs, "inputs", "hessian")
+
+    def jac_func(*inp):
+        out = func(*inp)
+        _, outs = _as_tuple(out, "outputs of the user-provided function", "hessian")
+        if len(outs) != 1 or outs[0].numel() != 1:
+            raise RuntimeError("The Tensor returned by the function given to hessian should contain a single element")
+        return jacobian(lambda *x: func(*x).reshape(()), inp, create_graph=True)
+
+    # jac_func returns one gradient per input, so ``res[i][j]`` is d2f / dx_i dx_j
+    res = jacobian(jac_func, inputs_t, create_graph=create_graph, strict=strict)
+    return res if is_tuple else res[0][0]
+
+
+def vhp(func, inputs, v=None, create_graph=False, strict=False):
+    """``(func(inputs), v^T H)`` for a scalar function."""
+    from nbgrad.autograd import grad as _grad
+    from nbgrad.autograd.grad_mode import enable_grad
+    from nbgrad.tensor import zeros_like
+
+    with enable_grad():
+        is_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")
+        inputs = _prep(inputs, create_graph)
+        out = func(*inputs)
+        _, outs = _as_tuple(out, "outputs of the user-provided function", "vhp")
+        if len(outs) != 1 or outs[0].numel() != 1:
+            raise RuntimeError("The function given in vhp should return a single Tensor with a single element.")
+        if v is None:
+            if any(x.numel() != 1 for x in inputs):
+                raise RuntimeError("The vector v can only be None if the input to the user-provided function is a single Tensor with a single element.")
+            from nbgrad.tensor import ones_like
+
+            vs = tuple(ones_like(x) for x in inputs)
+        else:
+            vs = _as_tuple(v, "v", "vhp")[1]
+        gs = _grads(outs, inputs, (None,), True, strict, "vhp")
+        pairs = [(g, vv) for g, vv in zip(gs, vs) if g.requires_grad]
+        if pairs:
+            res = _grad([g for g, _ in pairs], inputs, [vv for _, vv in pairs],
+                        create_graph=create_graph, retain_graph=True, allow_unused=True)
+        else:
+            res = (None,) * len(inputs)
+        res = tuple(zeros_like(x) if r is None else r for r, x in zip(res, inputs))
+    return _finish(outs, False, create_graph), _finish(res, is_tuple, create_graph)
+
+
+def hvp(func, inputs, v=None, create_graph=False, strict=False):
+    """``(func(inputs), H v)``; the Hessian of a twice-differentiable scalar function is
+    symmetric, so this equals ``vhp``."""
+    return vhp(func, inputs, v, create_graph, strict)

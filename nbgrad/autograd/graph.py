@@ -1,0 +1,417 @@
+"""The backward graph: ``Node``, ``Edge``, ``GraphRoot``, ``AccumulateGrad`` and saved tensors.
+
+Mirrors ``torch/csrc/autograd/function.h`` (Node), ``edge.h``, ``functions/accumulate_grad.h``,
+``saved_variable.h`` and ``torch/autograd/graph.py``. A Node is a backward function: it takes
+the gradients of its forward outputs and returns the gradients of its forward inputs, which
+flow along ``next_functions`` (one Edge per forward input) to the next nodes.
+
+This module imports nothing from ``nbgrad.tensor`` at import time (the tensor imports it).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import weakref
+from typing import NamedTuple
+
+__all__ = ["Node", "Edge", "GraphRoot", "AccumulateGrad", "RemovableHandle", "SavedTensor",
+           "saved_tensors_hooks", "InputMetadata", "UINT64_MAX"]
+
+UINT64_MAX = 2**64 - 1
+
+# NOTE [sequence_nr]
+# PyTorch takes a node's sequence number from a per-thread counter when the forward op runs, so
+# that later ops run first in backward. nbgrad uses one process-wide counter (itertools.count is
+# atomic under the GIL): the order within a thread is the same, and numbers stay unique across
+# threads, which also makes them stable node ids for the notebook's snapshots.
+_sequence_counter = itertools.count()
+next_sequence_nr = _sequence_counter.__next__
+
+
+class Edge(NamedTuple):
+    """``(function, input_nr)``: which input of which Node a gradient flows into."""
+
+    function: "Node | None"
+    input_nr: int
+
+
+NO_EDGE = Edge(None, 0)
+
+
+class InputMetadata(NamedTuple):
+    """Shape, dtype and device of a gradient that a node expects (one per forward output)."""
+
+    shape: tuple
+    dtype: object
+    device: object
+
+
+class RemovableHandle:
+    """A registered hook. ``remove()`` takes it out; ``enabled`` switches it off and on.
+
+    The hook inventory (``nbgrad.autograd.graph.hook_inventory``) lists these handles.
+    """
+
+    _ids = itertools.count()
+    __slots__ = ("id", "fn", "kind", "enabled", "output_nr", "_owner", "_hooks_ref", "__weakref__")
+
+    def __init__(self, hooks: list, fn, kind: str, owner=None, output_nr=None):
+        self.id = next(RemovableHandle._ids)
+        self.fn = fn
+        self.kind = kind
+        self.enabled = True
+        self.output_nr = output_nr
+        self._owner = weakref.ref(owner) if owner is not None else None
+        self._hooks_ref = hooks
+        hooks.append(self)
+
+    @property
+    def owner(self):
+        """The tensor, node or module the hook is registered on (None once collected)."""
+        return self._owner() if self._owner is not None else None
+
+    @property
+    def name(self):
+        return getattr(self.fn, "__qualname__", None) or getattr(self.fn, "__name__", repr(self.fn))
+
+    @property
+    def registered(self) -> bool:
+        return self._hooks_ref is not None and self in self._hooks_ref
+
+    def remove(self):
+        hooks = self._hooks_ref
+        if hooks is not None and self in hooks:
+            hooks.remove(self)
+        self._hooks_ref = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+    def __repr__(self):
+        state = "enabled" if self.enabled else "disabled"
+        return f"<RemovableHandle {self.kind} hook {self.name!r} ({state})>"
+
+
+def hook_name(fn) -> str:
+    return getattr(fn, "__name__", None) or type(fn).__name__
+
+
+class Node:
+    """A backward function in the graph (``torch.autograd.graph.Node``).
+
+    ``next_functions`` holds one ``(Node or None, input_nr)`` per forward input;
+    ``_sequence_nr()`` orders ready nodes in the engine (higher runs first).
+    """
+
+    __slots__ = ("_next_edges", "_sequence_nr_", "_input_metadata_", "_pre_hooks", "_post_hooks",
+                 "_tensor_pre_hooks", "_retains_grad_hooks", "_metadata", "__weakref__")
+
+    _name = None
+
+    def __init__(self, next_edges=(), sequence_nr=None):
+        self._next_edges = tuple(next_edges)
+        self._sequence_nr_ = next_sequence_nr() if sequence_nr is None else sequence_nr
+        self._input_metadata_ = ()
+        self._pre_hooks = None
+        self._post_hooks = None
+        self._tensor_pre_hooks = None
+        self._retains_grad_hooks = None
+        self._metadata = None
+
+    # -- identity ---------------------------------------------------------------------------
+    def name(self) -> str:
+        """PyTorch's name for this node, e.g. ``'MulBackward0'``."""
+        return self._name or type(self).__name__
+
+    def _sequence_nr(self) -> int:
+        return self._sequence_nr_
+
+    @property
+    def sequence_nr(self) -> int:
+        return self._sequence_nr_
+
+    @property
+    def next_functions(self):
+        return tuple((e.function, e.input_nr) for e in self._next_edges)
+
+    @property
+    def num_outputs(self) -> int:
+        """How many gradients ``apply`` returns (one per next edge)."""
+        return len(self._next_edges)
+
+    @property
+    def _input_metadata(self):
+        return self._input_metadata_
+
+    @property
+    def input_metadata(self):
+        return self._input_metadata_
+
+    @property
+    def metadata(self) -> dict:
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
+
+    def __repr__(self):
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    # -- hooks ------------------------------------------------------------------------------
+    def register_prehook(self, fn) -> RemovableHandle:
+        """Register ``fn(grad_outputs) -> new grad_outputs or None``, run before the node.
+
+        See NOTE [Hook order] in ``nbgrad/autograd/engine.py``.
+        """
+        if self._pre_hooks is None:
+            self._pre_hooks = []
+        return RemovableHandle(self._pre_hooks, fn, "node_prehook", owner=self)
+
+    def register_hook(self, fn) -> RemovableHandle:
+        """Register ``fn(grad_inputs, grad_outputs) -> new grad_inputs or None``, run after it."""
+        if self._post_hooks is None:
+            self._post_hooks = []
+        return RemovableHandle(self._post_hooks, fn, "node_hook", owner=self)
+
+    def _register_tensor_pre_hook(self, fn, output_nr, tensor) -> RemovableHandle:
+        if self._tensor_pre_hooks is None:
+            self._tensor_pre_hooks = []
+        return RemovableHandle(self._tensor_pre_hooks, fn, "tensor_hook", owner=tensor,
+                               output_nr=output_nr)
+
+    def _add_retains_grad_hook(self, tensor, output_nr):
+        if self._retains_grad_hooks is None:
+            self._retains_grad_hooks = {}
+        self._retains_grad_hooks[output_nr] = weakref.ref(tensor)
+
+    # -- execution ----------------------------------------------------------------------------
+    def apply(self, grads):
+        """Gradients w.r.t. the forward outputs -> gradients w.r.t. the forward inputs."""
+        raise NotImplementedError
+
+    def __call__(self, *grads):
+        return self.apply(list(grads))
+
+    def release_variables(self):
+        """Free saved values after a backward without ``retain_graph``."""
+
+    def _saved_tensor_names(self):
+        return ()
+
+
+class GraphRoot(Node):
+    """The root when backward starts from several tensors: it hands out their gradients."""
+
+    __slots__ = ("_grads",)
+
+    def __init__(self, edges, grads):
+        super().__init__(edges, sequence_nr=UINT64_MAX)
+        self._grads = list(grads)
+
+    def apply(self, grads):
+        return list(self._grads)
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf: it writes the incoming gradient into ``variable.grad``.
+
+    It is the only code that writes ``.grad`` (besides ``retain_grad``). Its ``sequence_nr`` is
+    2**64 - 1, so a leaf's gradient is stored as soon as it is ready.
+    """
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        super().__init__((), sequence_nr=UINT64_MAX)
+        self.variable = variable
+        self._input_metadata_ = (variable._metadata_tuple(),)
+
+    def apply(self, grads):
+        grad = grads[0]
+        var = self.variable
+        if grad is None:
+            return ()
+        _accumulate_into_grad(var, grad)
+        hooks = var._post_accumulate_grad_hooks
+        if hooks:
+            for h in tuple(hooks):
+                if h.enabled:
+                    _call_hook_with_events(h, (var,), self, "post_accumulate_grad")
+        return ()
+
+
+def _call_hook_with_events(handle, args, node, kind):
+    """Call a hook; the engine wraps this with listener events when listeners exist."""
+    return handle.fn(*args)
+
+
+def _accumulate_into_grad(var, grad):
+    """``AccumulateGrad::accumulateGrad``: store or add ``grad`` into ``var.grad``."""
+    from .grad_mode import _state
+
+    old = var._grad
+    if _state.enabled:  # create_graph: keep the graph of the gradient
+        var._grad = grad if old is None else old + grad
+        return
+    if old is None:
+        var._grad = grad._detached_copy()
+    elif old._requires_grad:
+        var._grad = old.detach() + grad
+    else:
+        old._add_inplace_data(grad)
+
+
+# -- saved tensors ------------------------------------------------------------------------
+
+ERR_FREED = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward."
+)
+
+
+class _Freed:
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<freed>"
+
+
+FREED = _Freed()
+
+
+class _SavedHooksState(threading.local):
+    stack = ()
+
+
+_saved_hooks = _SavedHooksState()
+
+
+class saved_tensors_hooks:
+    """Context manager setting ``pack_hook`` / ``unpack_hook`` for tensors saved for backward.
+
+    Mirrors ``torch.autograd.graph.saved_tensors_hooks``: every tensor a node saves inside the
+    block is passed to ``pack_hook``; what it returns is stored, and ``unpack_hook`` turns it back
+    into a tensor when backward needs it.
+    """
+
+    def __init__(self, pack_hook, unpack_hook):
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError("saved_tensors_hooks() expects two callables: pack_hook, unpack_hook")
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self):
+        _saved_hooks.stack = _saved_hooks.stack + ((self.pack_hook, self.unpack_hook),)
+        return self
+
+    def __exit__(self, *exc):
+        _saved_hooks.stack = _saved_hooks.stack[:-1]
+        return False
+
+
+class SavedTensor:
+    """A tensor saved for backward (``SavedVariable``): remembers its version to detect
+    in-place changes, and for a node's own output stores no reference to the node (no cycle).
+    """
+
+    __slots__ = ("_tensor", "_data", "_counter", "_version", "_is_output", "_output_nr",
+                 "_requires_grad", "_device", "_grad_fn_name", "_packed", "_unpack_hook",
+                 "_weak_grad_fn")
+
+    def __init__(self, tensor, is_output=False):
+        self._version = tensor._version_counter[0]
+        self._counter = tensor._version_counter
+        self._is_output = is_output
+        self._output_nr = tensor._output_nr
+        self._requires_grad = tensor._requires_grad
+        self._packed = None
+        self._unpack_hook = None
+        grad_fn = tensor.grad_fn
+        self._grad_fn_name = grad_fn.name() if grad_fn is not None else None
+        stack = _saved_hooks.stack
+        if stack:
+            pack, unpack = stack[-1]
+            self._tensor = None
+            self._data = None
+            self._unpack_hook = unpack
+            self._packed = pack(tensor if not is_output else tensor.detach())
+            self._weak_grad_fn = None if not is_output else None
+            if not is_output:
+                self._weak_grad_fn = grad_fn
+            return
+        if is_output:
+            self._tensor = None
+            self._data = tensor._data
+            self._device = tensor._device
+        else:
+            self._tensor = tensor
+            self._data = None
+        self._weak_grad_fn = None
+
+    def unpack(self, node):
+        """The saved tensor, checked against in-place changes (``SavedVariable::unpack``)."""
+        if self._counter[0] != self._version:
+            self._raise_version_error()
+        if self._unpack_hook is not None:
+            t = self._unpack_hook(self._packed)
+            from nbgrad.tensor import Tensor
+
+            if not isinstance(t, Tensor):
+                raise TypeError(
+                    f"Output of saved tensor unpack_hook expected to be a Tensor but got result "
+                    f"of type {type(t).__name__}"
+                )
+            if self._is_output:
+                t = t._alias_with_grad_fn(node, self._output_nr)
+            elif self._weak_grad_fn is not None and t.grad_fn is None:
+                t = t._alias_with_grad_fn(self._weak_grad_fn, self._output_nr)
+            return t
+        if self._is_output:
+            from nbgrad.tensor import Tensor
+
+            return Tensor._from_saved_output(self._data, self._device, node, self._output_nr,
+                                             self._counter)
+        return self._tensor
+
+    def _raise_version_error(self):
+        shape = list(self._shape())
+        dtype = self._dtype_name()
+        which = f", which is output {self._output_nr} of {self._grad_fn_name}," if (
+            self._grad_fn_name) else ""
+        raise RuntimeError(
+            "one of the variables needed for gradient computation has been modified by an "
+            f"inplace operation: [nbgrad.{dtype} {shape}]{which} is at version "
+            f"{self._counter[0]}; expected version {self._version} instead. Hint: enable anomaly "
+            "detection to find the operation that failed to compute its gradient, with "
+            "nbgrad.autograd.set_detect_anomaly(True)."
+        )
+
+    def _shape(self):
+        if self._tensor is not None:
+            return self._tensor.shape
+        if self._data is not None:
+            return self._data.shape
+        return getattr(self._packed, "shape", ())
+
+    def _dtype_name(self):
+        from nbgrad import dtypes
+
+        src = self._tensor._data if self._tensor is not None else self._data
+        if src is None:
+            return "Tensor"
+        return dtypes.from_numpy_dtype(src.dtype)._legacy
+
+
+def unpack_saved(value, node):
+    """Unpack one saved slot: a plain value, a SavedTensor, or FREED (raises)."""
+    if type(value) is SavedTensor:
+        return value.unpack(node)
+    if value is FREED:
+        raise RuntimeError(ERR_FREED)
+    return value

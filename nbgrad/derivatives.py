@@ -1,0 +1,721 @@
+"""The one table of ops: forward kernels and derivative formulas, one row per op.
+
+Mirrors PyTorch's ``tools/autograd/derivatives.yaml`` with the density of tinygrad's gradient
+table. Each row names the op, the Node class PyTorch would create (``MulBackward0``), its
+tensor inputs, an array-level forward kernel that receives ``xp`` (NumPy or CuPy, so one kernel
+serves every device), and one formula per differentiable input.
+
+The formulas' parameters are a fixed vocabulary: ``grad`` (or ``grads`` for several outputs),
+``result``, the row's input and attribute names, and ``<input>_shape``. A node saves exactly
+what its formulas name (``_saved_self``, ``_saved_result``, ...). Formulas use Tensor ops, never
+raw arrays, so backward is itself differentiable (``create_graph=True``). No formula handles
+broadcasting: the engine sums each gradient to its input's shape (``validate_outputs``).
+
+The table is checked at import: a formula naming an unknown parameter, or a tensor input with
+neither a formula nor a ``nondiff`` mark, raises.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+import numpy as np
+
+from nbgrad import tensor as _T
+from nbgrad.autograd.graph import FREED, ERR_FREED, Node, SavedTensor, unpack_saved
+
+OPS: dict[str, "OpInfo"] = {}
+
+
+class OpInfo:
+    """One row of the table."""
+
+    def __init__(row, name, node, inputs, forward, *, attrs="", promote=None, view=False,
+                 outputs=1, diff_outputs=None, nondiff=(), differentiable=True, promote_attrs=(),
+                 **formulas):
+        row.name = name
+        row.node_name = node
+        row.inputs = tuple(i.rstrip("*") for i in inputs.split())
+        row.list_input = tuple(i.endswith("*") for i in inputs.split())
+        row.attrs = tuple(attrs.split())
+        row.forward = forward
+        row.promote = promote  # None | "binary" | "float" | "cmp"
+        row.view = view
+        row.outputs = outputs
+        row.diff_outputs = diff_outputs  # None: every output is differentiable
+        row.nondiff = frozenset(nondiff)
+        row.promoted = tuple(i not in row.nondiff for i in row.inputs)
+        row.promote_attrs = promote_attrs
+        row.differentiable = differentiable and bool(formulas)
+        row.formulas = formulas
+        row.node_class = None
+        row._check()
+
+    def _check(self):
+        vocab = {"grad", "grads", "result", *self.inputs, *self.attrs}
+        vocab |= {f"{i}_shape" for i in self.inputs}
+        if self.outputs > 1:
+            vocab |= {f"result{k}" for k in range(self.outputs)}
+        for inp, f in self.formulas.items():
+            if inp not in self.inputs:
+                raise TypeError(f"op table row '{self.name}': formula for unknown input '{inp}'")
+            for p in inspect.signature(f).parameters:
+                if p not in vocab:
+                    raise TypeError(
+                        f"op table row '{self.name}': formula for '{inp}' names unknown "
+                        f"parameter '{p}' (known: {sorted(vocab)})"
+                    )
+        if self.differentiable:
+            for inp in self.inputs:
+                if inp not in self.formulas and inp not in self.nondiff:
+                    raise TypeError(
+                        f"op table row '{self.name}': input '{inp}' has neither a formula nor a "
+                        "nondiff mark"
+                    )
+
+
+def op(name, node, inputs, forward, **kw):
+    OPS[name] = OpInfo(name, node, inputs, forward, **kw)
+
+
+def _mm_check(xp, a, b):
+    if a.shape[-1] != b.shape[-2 if b.ndim > 1 else 0]:
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({'x'.join(map(str, a.shape))} and "
+            f"{'x'.join(map(str, b.shape))})"
+        )
+    return a @ b
+
+
+# fmt: off
+# ---- the table --------------------------------------------------------------------------------
+# elementwise binary
+op("add", "AddBackward0", "self other", lambda xp, self, other, alpha: self + other if alpha == 1 else self + alpha * other,
+   attrs="alpha", promote="binary",
+   self=lambda grad: grad,
+   other=lambda grad, alpha: grad if alpha == 1 else grad * alpha)
+op("sub", "SubBackward0", "self other", lambda xp, self, other, alpha: self - other if alpha == 1 else self - alpha * other,
+   attrs="alpha", promote="binary",
+   self=lambda grad: grad,
+   other=lambda grad, alpha: -grad if alpha == 1 else grad * -alpha)
+op("rsub", "RsubBackward1", "self", lambda xp, self, other, alpha: other - alpha * self,
+   attrs="other alpha", promote="binary", promote_attrs=("other",),
+   self=lambda grad, alpha: -grad if alpha == 1 else grad * -alpha)
+op("mul", "MulBackward0", "self other", lambda xp, self, other: self * other, promote="binary",
+   self=lambda grad, other: grad * other,
+   other=lambda grad, self: grad * self)
+op("div", "DivBackward0", "self other", lambda xp, self, other: self / other, promote="float",
+   self=lambda grad, other: grad / other,
+   other=lambda grad, self, other: -grad * self / (other * other))
+op("pow", "PowBackward0", "self", lambda xp, self, exponent: self ** exponent,
+   attrs="exponent", promote="binary", promote_attrs=("exponent",),
+   self=lambda grad, self, exponent: _pow_backward(grad, self, exponent))
+op("pow_tensor", "PowBackward1", "self exponent", lambda xp, self, exponent: self ** exponent,
+   promote="binary",
+   self=lambda grad, self, exponent: _pow_backward(grad, self, exponent),
+   exponent=lambda grad, self, result: grad * _T.where((self == 0) & (result >= 0), 0.0, result * self.log()))
+op("rpow", "PowBackward2", "exponent", lambda xp, exponent, self: self ** exponent,
+   attrs="self", promote="float", promote_attrs=("self",),
+   exponent=lambda grad, self, result: grad * result * math.log(self) if self > 0 else grad * _T.where(result == 0, 0.0, result * math.log(self) if self > 0 else math.nan))
+op("maximum", "MaximumBackward0", "self other", lambda xp, self, other: xp.maximum(self, other),
+   promote="binary",
+   self=lambda grad, self, other: _T.where(self == other, grad / 2, grad).masked_fill(self < other, 0),
+   other=lambda grad, self, other: _T.where(self == other, grad / 2, grad).masked_fill(self > other, 0))
+op("minimum", "MinimumBackward0", "self other", lambda xp, self, other: xp.minimum(self, other),
+   promote="binary",
+   self=lambda grad, self, other: _T.where(self == other, grad / 2, grad).masked_fill(self > other, 0),
+   other=lambda grad, self, other: _T.where(self == other, grad / 2, grad).masked_fill(self < other, 0))
+op("where", "WhereBackward0", "condition self other", lambda xp, condition, self, other: xp.where(condition, self, other),
+   promote="binary", nondiff=("condition",),
+   self=lambda grad, condition: _T.where(condition, grad, 0.0),
+   other=lambda grad, condition: _T.where(condition, 0.0, grad))
+op("masked_fill", "MaskedFillBackward0", "self mask", lambda xp, self, mask, value: xp.where(mask, xp.asarray(value, dtype=self.dtype), self),
+   attrs="value", nondiff=("mask",),
+   self=lambda grad, mask: grad.masked_fill(mask, 0))
+# comparisons and logic: no gradient
+for _name, _fn in (("eq", np.equal), ("ne", np.not_equal), ("lt", np.less), ("le", np.less_equal),
+                   ("gt", np.greater), ("ge", np.greater_equal)):
+    op(_name, None, "self other", (lambda f: lambda xp, self, other: getattr(xp, f.__name__)(self, other))(_fn),
+       promote="binary", differentiable=False)
+op("logical_and", None, "self other", lambda xp, self, other: xp.logical_and(self, other), differentiable=False)
+op("logical_or", None, "self other", lambda xp, self, other: xp.logical_or(self, other), differentiable=False)
+op("logical_xor", None, "self other", lambda xp, self, other: xp.logical_xor(self, other), differentiable=False)
+op("logical_not", None, "self", lambda xp, self: xp.logical_not(self), differentiable=False)
+op("argmax", None, "self", lambda xp, self, dim, keepdim: _argreduce(xp.argmax, xp, self, dim, keepdim), attrs="dim keepdim", differentiable=False)
+op("argmin", None, "self", lambda xp, self, dim, keepdim: _argreduce(xp.argmin, xp, self, dim, keepdim), attrs="dim keepdim", differentiable=False)
+
+# elementwise unary
+op("neg", "NegBackward0", "self", lambda xp, self: -self, self=lambda grad: -grad)
+op("abs", "AbsBackward0", "self", lambda xp, self: xp.abs(self), self=lambda grad, self: grad * self.sign())
+op("sign", "SignBackward0", "self", lambda xp, self: xp.sign(self), self=lambda grad: _T.zeros_like(grad))
+op("exp", "ExpBackward0", "self", lambda xp, self: xp.exp(self), promote="float", self=lambda grad, result: grad * result)
+op("log", "LogBackward0", "self", lambda xp, self: xp.log(self), promote="float", self=lambda grad, self: grad / self)
+op("log1p", "Log1PBackward0", "self", lambda xp, self: xp.log1p(self), promote="float", self=lambda grad, self: grad / (self + 1))
+op("sqrt", "SqrtBackward0", "self", lambda xp, self: xp.sqrt(self), promote="float", self=lambda grad, result: grad / (2 * result))
+op("rsqrt", "RsqrtBackward0", "self", lambda xp, self: 1 / xp.sqrt(self), promote="float", self=lambda grad, result: -0.5 * grad * result ** 3)
+op("reciprocal", "ReciprocalBackward0", "self", lambda xp, self: 1 / self, promote="float", self=lambda grad, result: -grad * (result * result))
+op("sin", "SinBackward0", "self", lambda xp, self: xp.sin(self), promote="float", self=lambda grad, self: grad * self.cos())
+op("cos", "CosBackward0", "self", lambda xp, self: xp.cos(self), promote="float", self=lambda grad, self: grad * -self.sin())
+op("tanh", "TanhBackward0", "self", lambda xp, self: xp.tanh(self), promote="float", self=lambda grad, result: grad * (1 - result * result))
+op("sigmoid", "SigmoidBackward0", "self", lambda xp, self: _sigmoid(xp, self), promote="float", self=lambda grad, result: grad * (1 - result) * result)
+op("relu", "ReluBackward0", "self", lambda xp, self: xp.maximum(self, 0), self=lambda grad, result: _T.where(result > 0, grad, 0.0))
+op("erf", "ErfBackward0", "self", lambda xp, self: _erf(xp, self), promote="float", self=lambda grad, self: grad * (2 / math.sqrt(math.pi)) * (-self * self).exp())
+op("gelu", "GeluBackward0", "self", lambda xp, self, approximate: _gelu(xp, self, approximate), attrs="approximate", promote="float",
+   self=lambda grad, self, approximate: _gelu_backward(grad, self, approximate))
+op("clamp", "ClampBackward1", "self", lambda xp, self, min, max: _clamp(xp, self, min, max), attrs="min max",
+   self=lambda grad, self, min, max: _T.where(_clamp_mask(self, min, max), grad, 0.0))
+op("to_dtype", "ToCopyBackward0", "self", lambda xp, self, dtype: self.astype(dtype.np), attrs="dtype", self=lambda grad: grad)
+op("clone", "CloneBackward0", "self", lambda xp, self: self.copy(), self=lambda grad: grad)
+
+# reductions
+op("sum", "SumBackward0", "self", lambda xp, self, dtype: _sum(xp, self, None, False, dtype), attrs="dtype",
+   self=lambda grad, self_shape: grad.expand(self_shape))
+op("sum_dim", "SumBackward1", "self", lambda xp, self, dim, keepdim, dtype: _sum(xp, self, dim, keepdim, dtype), attrs="dim keepdim dtype",
+   self=lambda grad, self_shape, dim, keepdim: _expand_reduced(grad, self_shape, dim, keepdim))
+op("mean", "MeanBackward0", "self", lambda xp, self: xp.mean(self), promote="float",
+   self=lambda grad, self_shape: grad.expand(self_shape) / max(math.prod(self_shape), 1))
+op("mean_dim", "MeanBackward1", "self", lambda xp, self, dim, keepdim: xp.mean(self, axis=dim, keepdims=keepdim), attrs="dim keepdim", promote="float",
+   self=lambda grad, self_shape, dim, keepdim: _expand_reduced(grad, self_shape, dim, keepdim) / _count(self_shape, dim))
+op("prod", "ProdBackward0", "self", lambda xp, self: xp.prod(self), self=lambda grad, self, result: _prod_backward(grad, self, result, None, False))
+op("prod_dim", "ProdBackward1", "self", lambda xp, self, dim, keepdim: xp.prod(self, axis=dim, keepdims=keepdim), attrs="dim keepdim",
+   self=lambda grad, self, result, dim, keepdim: _prod_backward(grad, self, result, dim, keepdim))
+op("max", "MaxBackward1", "self", lambda xp, self: _nonempty(xp.max, self, "max"), self=lambda grad, self, result: _evenly_distribute(grad, self, result))
+op("min", "MinBackward1", "self", lambda xp, self: _nonempty(xp.min, self, "min"), self=lambda grad, self, result: _evenly_distribute(grad, self, result))
+op("max_dim", "MaxBackward0", "self", lambda xp, self, dim, keepdim: _value_and_index(xp, xp.argmax, self, dim, keepdim), attrs="dim keepdim",
+   outputs=2, diff_outputs=(0,), self=lambda grad, result1, self_shape, dim, keepdim: _value_selecting_backward(grad, dim, result1, self_shape, keepdim))
+op("min_dim", "MinBackward0", "self", lambda xp, self, dim, keepdim: _value_and_index(xp, xp.argmin, self, dim, keepdim), attrs="dim keepdim",
+   outputs=2, diff_outputs=(0,), self=lambda grad, result1, self_shape, dim, keepdim: _value_selecting_backward(grad, dim, result1, self_shape, keepdim))
+op("amax", "AmaxBackward0", "self", lambda xp, self, dim, keepdim: xp.amax(self, axis=dim, keepdims=keepdim), attrs="dim keepdim",
+   self=lambda grad, self, result, dim, keepdim: _scale_grad_by_count(grad, self, result, dim, keepdim))
+op("amin", "AminBackward0", "self", lambda xp, self, dim, keepdim: xp.amin(self, axis=dim, keepdims=keepdim), attrs="dim keepdim",
+   self=lambda grad, self, result, dim, keepdim: _scale_grad_by_count(grad, self, result, dim, keepdim))
+op("var", "VarBackward0", "self", lambda xp, self, dim, correction, keepdim: xp.var(self, axis=dim, ddof=correction, keepdims=keepdim), attrs="dim correction keepdim", promote="float",
+   self=lambda grad, self, dim, correction, keepdim: _var_backward(grad, self, dim, correction, keepdim))
+op("std", "StdBackward0", "self", lambda xp, self, dim, correction, keepdim: xp.std(self, axis=dim, ddof=correction, keepdims=keepdim), attrs="dim correction keepdim", promote="float",
+   self=lambda grad, self, result, dim, correction, keepdim: _std_backward(grad, self, result, dim, correction, keepdim))
+op("norm", "LinalgVectorNormBackward0", "self", lambda xp, self, ord, dim, keepdim: _vector_norm(xp, self, ord, dim, keepdim), attrs="ord dim keepdim", promote="float",
+   self=lambda grad, self, result, ord, dim, keepdim: _norm_backward(grad, self, result, ord, dim, keepdim))
+op("logsumexp", "LogsumexpBackward0", "self", lambda xp, self, dim, keepdim: _logsumexp(xp, self, dim, keepdim), attrs="dim keepdim", promote="float",
+   self=lambda grad, self, result, dim, keepdim: _expand_reduced(grad, self.shape, dim, keepdim) * (self - _expand_reduced(result, self.shape, dim, keepdim)).exp())
+op("softmax", "SoftmaxBackward0", "self", lambda xp, self, dim: _softmax(xp, self, dim), attrs="dim", promote="float",
+   self=lambda grad, result, dim: (grad - (grad * result).sum(dim, keepdim=True)) * result)
+op("log_softmax", "LogSoftmaxBackward0", "self", lambda xp, self, dim: _log_softmax(xp, self, dim), attrs="dim", promote="float",
+   self=lambda grad, result, dim: grad - result.exp() * grad.sum(dim, keepdim=True))
+
+# linear algebra
+op("mm", "MmBackward0", "self mat2", _mm_check,
+   self=lambda grad, mat2: grad.mm(mat2.t()),
+   mat2=lambda grad, self: self.t().mm(grad))
+op("dot", "DotBackward0", "self tensor", lambda xp, self, tensor: xp.dot(self, tensor),
+   self=lambda grad, tensor: grad * tensor,
+   tensor=lambda grad, self: grad * self)
+op("mv", "MvBackward0", "self vec", _mm_check,
+   self=lambda grad, vec: grad.unsqueeze(1) * vec.unsqueeze(0),
+   vec=lambda grad, self: self.t().mv(grad))
+op("bmm", "BmmBackward0", "self mat2", lambda xp, self, mat2: xp.matmul(self, mat2),
+   self=lambda grad, mat2: grad.bmm(mat2.transpose(1, 2)),
+   mat2=lambda grad, self: self.transpose(1, 2).bmm(grad))
+op("matmul", "MatmulBackward0", "self other", _mm_check,
+   self=lambda grad, self, other: _matmul_backward(grad, self, other, 0),
+   other=lambda grad, self, other: _matmul_backward(grad, self, other, 1))
+
+# views (share memory with their base) and shape ops
+op("view", "ViewBackward0", "self", lambda xp, self, shape: _view(xp, self, shape), attrs="shape", view=True,
+   self=lambda grad, self_shape: grad.reshape(self_shape))
+op("reshape_copy", "UnsafeViewBackward0", "self", lambda xp, self, shape: xp.reshape(self, shape).copy(), attrs="shape",
+   self=lambda grad, self_shape: grad.reshape(self_shape))
+op("t", "TBackward0", "self", lambda xp, self: self.T, view=True, self=lambda grad: grad.t())
+op("transpose", "TransposeBackward0", "self", lambda xp, self, dim0, dim1: xp.swapaxes(self, dim0, dim1), attrs="dim0 dim1", view=True,
+   self=lambda grad, dim0, dim1: grad.transpose(dim0, dim1))
+op("permute", "PermuteBackward0", "self", lambda xp, self, dims: xp.transpose(self, dims), attrs="dims", view=True,
+   self=lambda grad, dims: grad.permute(tuple(np.argsort(dims))))
+op("expand", "ExpandBackward0", "self", lambda xp, self, size: xp.broadcast_to(self, size), attrs="size", view=True,
+   self=lambda grad, self_shape: sum_to(grad, self_shape))
+op("squeeze", "SqueezeBackward0", "self", lambda xp, self: xp.reshape(self, tuple(s for s in self.shape if s != 1)), view=True,
+   self=lambda grad, self_shape: grad.reshape(self_shape))
+op("squeeze_dim", "SqueezeBackward1", "self", lambda xp, self, dim: xp.squeeze(self, dim) if self.shape[dim] == 1 else self[...], attrs="dim", view=True,
+   self=lambda grad, self_shape: grad.reshape(self_shape))
+op("unsqueeze", "UnsqueezeBackward0", "self", lambda xp, self, dim: xp.expand_dims(self, dim), attrs="dim", view=True,
+   self=lambda grad, dim: grad.squeeze(dim))
+op("select", "SelectBackward0", "self", lambda xp, self, dim, index: self[(slice(None),) * dim + (index,)], attrs="dim index", view=True,
+   self=lambda grad, self_shape, dim, index: grad._index_backward(self_shape, (slice(None),) * dim + (index,), False))
+op("slice", "SliceBackward0", "self", lambda xp, self, dim, start, end, step: self[(slice(None),) * dim + (slice(start, end, step),)],
+   attrs="dim start end step", view=True,
+   self=lambda grad, self_shape, dim, start, end, step: grad._index_backward(self_shape, (slice(None),) * dim + (slice(start, end, step),), False))
+op("index", "IndexBackward0", "self", lambda xp, self, indices: self[indices], attrs="indices",
+   self=lambda grad, self_shape, indices: grad._index_backward(self_shape, indices, True))
+op("index_backward", "IndexBackwardBackward0", "self", lambda xp, self, shape, indices, accumulate: _index_backward(xp, self, shape, indices, accumulate),
+   attrs="shape indices accumulate", self=lambda grad, indices: grad[indices])
+op("index_put", "IndexPutBackward0", "self values", lambda xp, self, values, indices: _index_put(xp, self, values, indices),
+   attrs="indices", promote="binary",
+   self=lambda grad, indices: grad._index_put(indices, 0.0),
+   values=lambda grad, indices: grad[indices])
+op("cat", "CatBackward0", "tensors*", lambda xp, tensors, dim: xp.concatenate(tensors, axis=dim), attrs="dim", promote="binary",
+   tensors=lambda grad, tensors_shape, dim: _split_like(grad, [s[dim] for s in tensors_shape], dim))
+op("stack", "StackBackward0", "tensors*", lambda xp, tensors, dim: xp.stack(tensors, axis=dim), attrs="dim", promote="binary",
+   tensors=lambda grad, tensors_shape, dim: [grad.select(dim, i) for i in range(len(tensors_shape))])
+op("split", "SplitBackward0", "self", lambda xp, self, sizes, dim: _split(xp, self, sizes, dim), attrs="sizes dim", outputs=-1,
+   self=lambda grads, self, sizes, dim: _cat_grads(grads, self, sizes, dim))
+op("split_with_sizes", "SplitWithSizesBackward0", "self", lambda xp, self, sizes, dim: _split(xp, self, sizes, dim), attrs="sizes dim", outputs=-1,
+   self=lambda grads, self, sizes, dim: _cat_grads(grads, self, sizes, dim))
+op("gather", "GatherBackward0", "self index", lambda xp, self, dim, index: xp.take_along_axis(self, index, axis=dim), attrs="dim", nondiff=("index",),
+   self=lambda grad, self_shape, dim, index: _T.zeros(self_shape, dtype=grad.dtype, device=grad.device).scatter_add(dim, index, grad))
+op("scatter_add", "ScatterAddBackward0", "self index src", lambda xp, self, dim, index, src: _scatter_add(xp, self, dim, index, src), attrs="dim",
+   nondiff=("index",), promote="binary",
+   self=lambda grad: grad,
+   src=lambda grad, dim, index: grad.gather(dim, index))
+op("index_select", "IndexSelectBackward0", "self index", lambda xp, self, dim, index: xp.take(self, index, axis=dim), attrs="dim", nondiff=("index",),
+   self=lambda grad, self_shape, dim, index: _T.zeros(self_shape, dtype=grad.dtype, device=grad.device).index_add(dim, index, grad))
+op("index_add", "IndexAddBackward0", "self index source", lambda xp, self, dim, index, source: _index_add(xp, self, dim, index, source), attrs="dim",
+   nondiff=("index",), promote="binary",
+   self=lambda grad: grad,
+   source=lambda grad, dim, index: grad.index_select(dim, index))
+op("view_scatter", "AsStridedScatterBackward0", "self src", lambda xp, self, src, chain: _view_scatter(xp, self, src, chain), attrs="chain",
+   self=lambda grad, src, chain: grad._view_scatter(_T.zeros_like(src), chain),
+   src=lambda grad, chain: _apply_view_chain(grad, chain))
+
+# in-place forms (their out-of-place kernels; see Tensor._inplace)
+op("copy", "CopyBackwards", "self src", lambda xp, self, src: xp.broadcast_to(src.astype(self.dtype, copy=False), self.shape).copy(),
+   self=lambda grad: _T.zeros_like(grad), src=lambda grad: grad)
+op("fill", "FillBackward2", "self", lambda xp, self, value: xp.full(self.shape, value, dtype=self.dtype), attrs="value",
+   self=lambda grad: _T.zeros_like(grad))
+op("zero", "ZeroBackward0", "self", lambda xp, self: xp.zeros_like(self), self=lambda grad: _T.zeros_like(grad))
+# fmt: on
+
+
+# ---- helpers the formulas and kernels name ------------------------------------------------------
+def sum_to(t, shape):
+    """Sum ``t`` down to ``shape`` (the reverse of broadcasting), differentiably."""
+    shape = tuple(shape)
+    tshape = t.shape
+    if tshape == shape:
+        return t
+    lead = len(tshape) - len(shape)
+    dims = tuple(range(lead)) + tuple(
+        i + lead for i, s in enumerate(shape) if s == 1 and tshape[i + lead] != 1
+    )
+    r = t.sum(dims, keepdim=True) if dims else t
+    return r.reshape(shape) if r.shape != shape else r
+
+
+def _sigmoid(xp, a):
+    # numerically stable for large |a|
+    with np.errstate(over="ignore"):
+        return 1 / (1 + xp.exp(-a))
+
+
+def _erf(xp, a):
+    from nbgrad.backend import erf
+
+    return erf(xp, a).astype(a.dtype, copy=False)
+
+
+def _gelu(xp, a, approximate):
+    if approximate == "tanh":
+        k = math.sqrt(2 / math.pi)
+        return 0.5 * a * (1 + xp.tanh(k * (a + 0.044715 * a**3)))
+    return (a * 0.5 * (1 + _erf(xp, a / math.sqrt(2)))).astype(a.dtype, copy=False)
+
+
+def _gelu_backward(grad, x, approximate):
+    if approximate == "tanh":
+        k = math.sqrt(2 / math.pi)
+        inner = k * (x + 0.044715 * x**3)
+        t = inner.tanh()
+        d_inner = k * (1 + 3 * 0.044715 * x * x)
+        return grad * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner)
+    cdf = 0.5 * (1 + (x * (1 / math.sqrt(2))).erf())
+    pdf = (x * x * -0.5).exp() * (1 / math.sqrt(2 * math.pi))
+    return grad * (cdf + x * pdf)
+
+
+def _clamp(xp, a, lo, hi):
+    if lo is not None:
+        a = xp.maximum(a, lo)
+    if hi is not None:
+        a = xp.minimum(a, hi)
+    return a.astype(a.dtype, copy=False)
+
+
+def _clamp_mask(x, lo, hi):
+    if lo is not None and hi is not None:
+        return (x >= lo).logical_and(x <= hi)
+    if lo is not None:
+        return x >= lo
+    if hi is not None:
+        return x <= hi
+    return _T.ones_like(x, dtype=_T.bool_)
+
+
+def _pow_backward(grad, self, exponent):
+    if not isinstance(exponent, _T.Tensor) and exponent == 0:
+        return _T.zeros_like(grad)
+    if isinstance(exponent, _T.Tensor):
+        return _T.where(exponent == 0, 0.0, grad * exponent * self ** (exponent - 1))
+    return grad * exponent * self ** (exponent - 1)
+
+
+def _sum(xp, a, dim, keepdim, dtype):
+    if dtype is not None:
+        a = a.astype(dtype.np)
+    elif a.dtype.kind in "biu":
+        a = a.astype(np.int64)
+    return xp.sum(a, axis=dim, keepdims=keepdim)
+
+
+def _count(shape, dim):
+    return max(math.prod(shape[d] for d in dim), 1) if dim is not None else max(math.prod(shape), 1)
+
+
+def _expand_reduced(grad, self_shape, dim, keepdim):
+    """Undo a reduction's shape change: unsqueeze reduced dims, then expand."""
+    if dim is None:
+        return grad.reshape((1,) * len(self_shape)).expand(self_shape) if self_shape else grad
+    if not keepdim:
+        for d in sorted(dim):
+            grad = grad.unsqueeze(d)
+    return grad.expand(self_shape)
+
+
+def _nonempty(fn, a, name):
+    if a.size == 0:
+        raise RuntimeError(
+            f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+            "Specify the reduction dim with the 'dim' argument."
+        )
+    return fn(a)
+
+
+def _argreduce(fn, xp, a, dim, keepdim):
+    if dim is None:
+        r = fn(a)
+        return xp.reshape(r, (1,) * a.ndim) if keepdim else r
+    r = fn(a, axis=dim)
+    return xp.expand_dims(r, dim) if keepdim else r
+
+
+def _value_and_index(xp, argfn, a, dim, keepdim):
+    if a.shape and a.shape[dim] == 0:
+        raise IndexError(f"max(): Expected reduction dim {dim} to have non-zero size.")
+    idx = argfn(a, axis=dim) if a.ndim else xp.zeros((), dtype=np.int64)
+    idx = idx.astype(np.int64)
+    idx_k = xp.expand_dims(idx, dim) if a.ndim else idx
+    values = xp.take_along_axis(a, idx_k, axis=dim) if a.ndim else a.copy()
+    if not keepdim and a.ndim:
+        values = xp.squeeze(values, dim)
+        return values, idx
+    return values, idx_k
+
+
+def _value_selecting_backward(grad, dim, indices, self_shape, keepdim):
+    if not self_shape:
+        return grad
+    if not keepdim:
+        grad = grad.unsqueeze(dim)
+        indices = indices.unsqueeze(dim)
+    return _T.zeros(self_shape, dtype=grad.dtype, device=grad.device).scatter_add(dim, indices, grad)
+
+
+def _evenly_distribute(grad, self, result):
+    mask = self == result
+    return _T.where(mask, grad / mask.sum(), 0.0)
+
+
+def _scale_grad_by_count(grad, self, result, dim, keepdim):
+    mask = self == _expand_reduced(result, self.shape, dim, keepdim)
+    count = mask.sum(dim, keepdim=True) if dim is not None else mask.sum()
+    return _T.where(mask, _expand_reduced(grad, self.shape, dim, keepdim) / count, 0.0)
+
+
+def _prod_backward(grad, self, result, dim, keepdim):
+    g = _expand_reduced(grad, self.shape, dim, keepdim)
+    if not bool((self == 0).any()):
+        return g * _expand_reduced(result, self.shape, dim, keepdim) / self
+    # with zeros: the product of all the other elements, computed without dividing
+    x = self if dim is not None else self.reshape(-1)
+    d = dim[0] if dim is not None else 0
+    n = x.shape[d]
+    others = []
+    for i in range(n):
+        parts = [x.narrow(d, j, 1) for j in range(n) if j != i]
+        if parts:
+            others.append(_T.cat(parts, d).prod(d, keepdim=True))
+        else:
+            others.append(_T.ones_like(x.narrow(d, 0, 1)))
+    excl = _T.cat(others, d).reshape(self.shape)
+    return g * excl
+
+
+def _var_backward(grad, self, dim, correction, keepdim):
+    n = _count(self.shape, dim)
+    return (2.0 / max(n - correction, 0)) * _expand_reduced(grad, self.shape, dim, keepdim) * (
+        self - (self.mean(dim, keepdim=True) if dim is not None else self.mean())
+    )
+
+
+def _std_backward(grad, self, result, dim, correction, keepdim):
+    n = _count(self.shape, dim)
+    mean = self.mean(dim, keepdim=True) if dim is not None else self.mean()
+    r = _expand_reduced(result, self.shape, dim, keepdim)
+    g = _expand_reduced(grad, self.shape, dim, keepdim)
+    return _T.where(r == 0, 0.0, g * (self - mean) / (r * max(n - correction, 0)))
+
+
+def _vector_norm(xp, a, ord, dim, keepdim):
+    absa = xp.abs(a)
+    if ord == math.inf:
+        return xp.amax(absa, axis=dim, keepdims=keepdim)
+    if ord == 2:
+        return xp.sqrt(xp.sum(a * a, axis=dim, keepdims=keepdim))
+    if ord == 1:
+        return xp.sum(absa, axis=dim, keepdims=keepdim)
+    return xp.sum(absa**ord, axis=dim, keepdims=keepdim) ** (1.0 / ord)
+
+
+def _norm_backward(grad, self, result, ord, dim, keepdim):
+    g = _expand_reduced(grad, self.shape, dim, keepdim)
+    r = _expand_reduced(result, self.shape, dim, keepdim)
+    if ord == 2:
+        return _T.where(r == 0, 0.0, self * g / r)
+    if ord == 1:
+        return self.sign() * g
+    if ord == math.inf:
+        mask = self.abs() == r
+        count = mask.sum(dim, keepdim=True) if dim is not None else mask.sum()
+        return _T.where(mask, self.sign() * g / count, 0.0)
+    return _T.where(r == 0, 0.0, self * self.abs() ** (ord - 2) * g / r ** (ord - 1))
+
+
+def _logsumexp(xp, a, dim, keepdim):
+    if a.size == 0:
+        return xp.log(xp.sum(xp.exp(a), axis=dim, keepdims=keepdim))
+    m = xp.amax(a, axis=dim, keepdims=True)
+    m = xp.where(xp.isfinite(m), m, 0)
+    out = xp.log(xp.sum(xp.exp(a - m), axis=dim, keepdims=True)) + m
+    return out if keepdim else xp.squeeze(out, axis=dim)
+
+
+def _softmax(xp, a, dim):
+    if a.size == 0:
+        return a.copy()
+    e = xp.exp(a - xp.amax(a, axis=dim, keepdims=True))
+    return e / xp.sum(e, axis=dim, keepdims=True)
+
+
+def _log_softmax(xp, a, dim):
+    if a.size == 0:
+        return a.copy()
+    s = a - xp.amax(a, axis=dim, keepdims=True)
+    return s - xp.log(xp.sum(xp.exp(s), axis=dim, keepdims=True))
+
+
+def _matmul_backward(grad, self, other, which):
+    """matmul's gradient for 1-d and batched (broadcast) operands; the engine sums batches."""
+    a = self.unsqueeze(0) if self.dim() == 1 else self
+    b = other.unsqueeze(-1) if other.dim() == 1 else other
+    g = grad
+    if self.dim() == 1:
+        g = g.unsqueeze(-2)
+    if other.dim() == 1:
+        g = g.unsqueeze(-1)
+    if which == 0:
+        r = g.matmul(b.transpose(-1, -2))
+        return r.squeeze(-2) if self.dim() == 1 else r
+    r = a.transpose(-1, -2).matmul(g)
+    return r.squeeze(-1) if other.dim() == 1 else r
+
+
+def _view(xp, a, shape):
+    try:
+        return xp.reshape(a, shape, copy=False)
+    except ValueError:
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at least one "
+            "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
+        ) from None
+
+
+def _index_backward(xp, grad, shape, indices, accumulate):
+    out = xp.zeros(shape, dtype=grad.dtype)
+    if accumulate:
+        xp.add.at(out, indices, grad)
+    else:
+        out[indices] = grad
+    return out
+
+
+def _index_put(xp, a, values, indices):
+    out = a.copy()
+    out[indices] = values
+    return out
+
+
+def _split(xp, a, sizes, dim):
+    outs, start = [], 0
+    for s in sizes:
+        outs.append(a[(slice(None),) * dim + (slice(start, start + s),)])
+        start += s
+    return tuple(outs)
+
+
+def _split_like(grad, sizes, dim):
+    outs, start = [], 0
+    for s in sizes:
+        outs.append(grad.narrow(dim, start, s))
+        start += s
+    return outs
+
+
+def _cat_grads(grads, self, sizes, dim):
+    parts = []
+    for g, s in zip(grads, sizes):
+        if g is None:
+            shape = list(self.shape)
+            shape[dim] = s
+            g = _T.zeros(shape, dtype=self.dtype, device=self.device)
+        parts.append(g)
+    return _T.cat(parts, dim)
+
+
+def _along_axis_key(xp, index, dim):
+    key = list(xp.indices(index.shape, sparse=True))
+    key[dim] = index
+    return tuple(key)
+
+
+def _scatter_add(xp, a, dim, index, src):
+    out = a.copy()
+    src = src[tuple(slice(0, s) for s in index.shape)]
+    xp.add.at(out, _along_axis_key(xp, index, dim), src)
+    return out
+
+
+def _index_add(xp, a, dim, index, source):
+    out = a.copy()
+    xp.add.at(out, (slice(None),) * dim + (index,), source)
+    return out
+
+
+def _view_scatter(xp, base, src, chain):
+    out = base.copy()
+    v = out
+    for view_op, attrs in chain:
+        v = OPS[view_op].forward(xp, v, **attrs)
+    v[...] = src
+    return out
+
+
+def _apply_view_chain(t, chain):
+    for view_op, attrs in chain:
+        t = _T._dispatch(OPS[view_op], (t,), attrs)
+    return t
+
+
+# ---- rows -> Node classes -------------------------------------------------------------------
+class TableNode(Node):
+    """A node made from a row of the table: it unpacks what its formulas name and calls them."""
+
+    __slots__ = ()
+    _op: OpInfo
+    _raw_plan: tuple  # ((input_index, is_list, formula, params), ...)
+    _saved_names: tuple
+
+    def apply(self, grads):
+        op = self._op
+        n_edges = len(self._next_edges)
+        if op.outputs == 1:
+            grad = grads[0]
+            if grad is None:
+                return [None] * n_edges
+        else:
+            if all(g is None for g in grads):
+                return [None] * n_edges
+            grad = grads[0]
+        env = {"grad": grad, "grads": grads}
+        out = [None] * n_edges
+        edges = self._next_edges
+        for i, is_list, formula, params in self._raw_plan:
+            start, stop = (0, n_edges) if is_list else (i, i + 1)
+            if not any(edges[i].function is not None for i in range(start, stop)):
+                continue
+            args = []
+            for p in params:
+                if p not in env:
+                    env[p] = self._load(p)
+                args.append(env[p])
+            value = formula(*args)
+            if is_list:
+                out[start:stop] = list(value)
+            else:
+                out[start] = value
+        return out
+
+    def _load(self, name):
+        try:
+            value = getattr(self, "_s_" + name)
+        except AttributeError:
+            raise RuntimeError(f"{self.name()} did not save '{name}'") from None
+        if type(value) is list:
+            return [unpack_saved(v, self) for v in value]
+        return unpack_saved(value, self)
+
+    def release_variables(self):
+        for name in self._saved_names:
+            slot = "_s_" + name
+            value = getattr(self, slot, None)
+            if type(value) is SavedTensor:
+                setattr(self, slot, FREED)
+            elif type(value) is list and value and type(value[0]) is SavedTensor:
+                setattr(self, slot, FREED)
+
+    def _saved_tensor_names(self):
+        return self._saved_names
+
+
+def _saved_property(name):
+    slot = "_s_" + name
+
+    def getter(self):
+        value = getattr(self, slot)
+        if value is FREED:
+            raise RuntimeError(ERR_FREED)
+        if type(value) is list:
+            return tuple(unpack_saved(v, self) for v in value)
+        return unpack_saved(value, self)
+
+    getter.__name__ = "_saved_" + name
+    return property(getter, doc=f"The saved value '{name}' (as PyTorch's ``_saved_{name}``).")
+
+
+def _build_node_class(info: OpInfo):
+    saved = []
+    plan = []
+    for i, inp in enumerate(info.inputs):
+        f = info.formulas.get(inp)
+        if f is None:
+            continue
+        params = tuple(inspect.signature(f).parameters)
+        plan.append((i, info.list_input[i], f, params))
+        for p in params:
+            if p not in ("grad", "grads") and p not in saved:
+                saved.append(p)
+    ns = {
+        "__slots__": tuple("_s_" + s for s in saved),
+        "_op": info,
+        "_name": info.node_name,
+        "_raw_plan": tuple(plan),
+        "_saved_names": tuple(saved),
+        "__doc__": f"Backward of ``{info.name}`` (PyTorch's ``{info.node_name}``).",
+    }
+    for s in saved:
+        ns["_saved_" + s] = _saved_property(s)
+    # PyTorch calls the saved shape of ``self`` ``_saved_self_sym_sizes``
+    if "self_shape" in saved:
+        ns["_saved_self_sym_sizes"] = _saved_property("self_shape")
+    return type(info.node_name, (TableNode,), ns)
+
+
+for _info in OPS.values():
+    if _info.differentiable:
+        _info.node_class = _build_node_class(_info)

@@ -1,0 +1,1922 @@
+"""``Tensor``: an array on a device plus its place in the autograd graph.
+
+Mirrors ``torch/_tensor.py`` and the dispatch in ``torch/csrc/autograd/generated``: every op
+goes through :func:`_dispatch`, which promotes dtypes as PyTorch does, runs the row's forward
+kernel from ``nbgrad/derivatives.py`` on the device's array module, and, when gradients are
+being recorded, creates the row's Node with one Edge per input and saves what its formulas
+name. In-place ops go through :meth:`Tensor._inplace` (version counters, leaf checks, and
+``CopySlices`` for views).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import numpy as np
+
+from nbgrad import backend, dtypes
+from nbgrad.autograd import anomaly_mode as _anomaly
+from nbgrad.autograd.grad_mode import _state as _grad_state
+from nbgrad.autograd.graph import (
+    NO_EDGE,
+    AccumulateGrad,
+    Edge,
+    InputMetadata,
+    Node,
+    RemovableHandle,
+    SavedTensor,
+    next_sequence_nr,
+)
+from nbgrad.backend import CPU, Device
+
+__all__ = ["Tensor", "Size", "tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones",
+           "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "rand", "randn",
+           "randint", "arange", "linspace", "eye", "manual_seed", "cat", "stack", "where"]
+
+_ndarray = np.ndarray
+_FROM_NP = dtypes._FROM_NP
+bool_ = dtypes.bool
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple that prints as ``nbgrad.Size([2, 3])``."""
+
+    def __repr__(self):
+        return f"nbgrad.Size({list(self)})"
+
+    def numel(self):
+        return math.prod(self)
+
+
+# ---- dispatch ---------------------------------------------------------------------------------
+_NO_ATTRS: dict = {}
+
+
+def _result_dtype(op, args, attrs):
+    """The dtype PyTorch would compute in, for a row with ``promote`` set."""
+    tensors = []
+    scalars = []
+    for a, promoted in zip(args, op.promoted):
+        if not promoted:
+            continue
+        if type(a) is Tensor:
+            tensors.append(a)
+        elif type(a) is list:
+            tensors.extend(a)
+        elif a is not None:
+            scalars.append(a)
+    for name in op.promote_attrs:
+        scalars.append(attrs[name])
+    first = tensors[0]._data.dtype if tensors else None
+    if first is not None and all(t._data.dtype == first for t in tensors):
+        d = _FROM_NP[first]
+        kind = d._kind
+        if all((type(s) is not float or kind == 2) and (type(s) is not int or kind >= 1)
+               for s in scalars):
+            if op.promote == "float" and kind < 2:
+                return dtypes.get_default_dtype()
+            return d
+    d = dtypes.result_type(tensors, scalars)
+    if op.promote == "float" and not d.is_floating_point:
+        return dtypes.get_default_dtype()
+    return d
+
+
+def _check_device(t, device):
+    if t._device != device:
+        raise RuntimeError(
+            "Expected all tensors to be on the same device, but found at least two devices, "
+            f"{device} and {t._device}! Move them with .to(device) first."
+        )
+
+
+def _dispatch(op, args, attrs=_NO_ATTRS, out=None):
+    """Run one row of the op table on ``args`` (Tensors, lists of Tensors, scalars or None)."""
+    device = None
+    requires_grad = False
+    promote = op.promote
+    if promote is not None:
+        rdtype = _result_dtype(op, args, attrs).np
+        pmask = op.promoted
+    arrays = []
+    for i, a in enumerate(args):
+        if type(a) is Tensor:
+            if device is None:
+                device = a._device
+            elif a._device is not device and a._device != device:
+                _check_device(a, device)
+            data = a._data
+            if promote is not None and pmask[i] and data.dtype != rdtype:
+                data = data.astype(rdtype)
+            arrays.append(data)
+            if a._requires_grad:
+                requires_grad = True
+        elif type(a) is list:
+            datas = []
+            for t in a:
+                if device is None:
+                    device = t._device
+                else:
+                    _check_device(t, device)
+                data = t._data
+                if promote is not None and data.dtype != rdtype:
+                    data = data.astype(rdtype)
+                datas.append(data)
+                if t._requires_grad:
+                    requires_grad = True
+            arrays.append(datas)
+        elif isinstance(a, Tensor):
+            raise TypeError(f"unsupported Tensor subclass {type(a).__name__}")
+        else:
+            arrays.append(a)
+    if device is None:
+        device = CPU
+    if out is None:
+        xp = np if device is CPU else backend.get_xp(device)
+        try:
+            with np.errstate(all="ignore"):
+                out = op.forward(xp, *arrays, **attrs)
+        except ValueError as e:
+            raise RuntimeError(f"{op.name}(): {_shapes_message(args, e)}") from None
+    record = requires_grad and op.differentiable and _grad_state.enabled
+    if op.outputs != 1:
+        results = tuple(_wrap(o, device) for o in out)
+        if op.view:
+            for r in results:
+                _mark_view(r, args[0], None)
+        if record:
+            _record(op, args, attrs, results)
+        return results
+    if type(out) is not _ndarray:
+        out = (np if device is CPU else backend.get_xp(device)).asarray(out)
+    result = Tensor.__new__(Tensor)
+    result._data = out
+    result._device = device
+    result._grad = None
+    result._output_nr = 0
+    result._retains_grad = False
+    result._grad_accumulator = None
+    result._post_accumulate_grad_hooks = None
+    if op.view:
+        _mark_view(result, args[0], (op.name, attrs))
+    else:
+        result._version_counter = [0]
+        result._base = None
+        result._view_chain = None
+    if record:
+        result._requires_grad = True
+        result.grad_fn = None
+        _record(op, args, attrs, (result,))
+    else:
+        result._requires_grad = False
+        result.grad_fn = None
+    return result
+
+
+def _shapes_message(args, err):
+    shapes = [list(a.shape) for a in args if type(a) is Tensor]
+    if len(shapes) >= 2:
+        return (
+            f"The size of tensor a ({shapes[0]}) must match the size of tensor b ({shapes[1]}): "
+            f"shapes {shapes[0]} and {shapes[1]} cannot be broadcast together ({err})"
+        )
+    return str(err)
+
+
+def _mark_view(result, src, step):
+    base = src._base if src._base is not None else src
+    result._base = base
+    result._version_counter = src._version_counter
+    if step is None or (src._base is not None and src._view_chain is None):
+        result._view_chain = None  # several views from one op: no in-place on them
+    else:
+        result._view_chain = (src._view_chain or ()) + (step,)
+
+
+def _edge_of(t):
+    """``gradient_edge``: where a gradient for tensor ``t`` should flow."""
+    fn = t.grad_fn
+    if fn is not None:
+        return Edge(fn, t._output_nr)
+    if t._requires_grad:
+        return Edge(t._get_grad_accumulator(), 0)
+    return NO_EDGE
+
+
+def _new_node(cls, edges):
+    node = cls.__new__(cls)
+    node._next_edges = edges
+    node._sequence_nr_ = next_sequence_nr()
+    node._pre_hooks = None
+    node._post_hooks = None
+    node._tensor_pre_hooks = None
+    node._retains_grad_hooks = None
+    node._metadata = None
+    return node
+
+
+def _record(op, args, attrs, results):
+    """Create the row's Node: edges to the inputs, saved values, input metadata."""
+    edges = []
+    for a in args:
+        if type(a) is Tensor:
+            fn = a.grad_fn
+            if fn is not None:
+                edges.append(Edge(fn, a._output_nr))
+            elif a._requires_grad:
+                edges.append(Edge(a._get_grad_accumulator(), 0))
+            else:
+                edges.append(NO_EDGE)
+        elif type(a) is list:
+            edges.extend(_edge_of(t) for t in a)
+        else:
+            edges.append(NO_EDGE)
+    for i, inp in enumerate(op.inputs):
+        if inp in op.nondiff:
+            edges[i] = NO_EDGE
+    node = _new_node(op.node_class, tuple(edges))
+    names = op.inputs
+    for name in node._saved_names:
+        if name in attrs:
+            value = attrs[name]
+        elif name == "result":
+            value = SavedTensor(results[0], is_output=True)
+        elif name.startswith("result"):
+            value = SavedTensor(results[int(name[6:])], is_output=True)
+        elif name.endswith("_shape"):
+            a = args[names.index(name[:-6])]
+            value = [t.shape for t in a] if type(a) is list else a.shape
+        else:
+            a = args[names.index(name)]
+            if type(a) is Tensor:
+                value = SavedTensor(a)
+            elif type(a) is list:
+                value = [SavedTensor(t) for t in a]
+            else:
+                value = a
+        setattr(node, "_s_" + name, value)
+    meta = []
+    for k, r in enumerate(results):
+        meta.append(InputMetadata(r.shape, r.dtype, r._device))
+        if op.diff_outputs is None or k in op.diff_outputs:
+            r.grad_fn = node
+            r._output_nr = k
+            r._requires_grad = True
+    node._input_metadata_ = tuple(meta)
+    if _anomaly._state.enabled:
+        _anomaly.record_traceback(node)
+    return node
+
+
+def _wrap(data, device=CPU, requires_grad=False):
+    if type(data) is not _ndarray and device is CPU:
+        data = np.asarray(data)
+    t = Tensor.__new__(Tensor)
+    t._data = data
+    t._device = device
+    t._requires_grad = requires_grad
+    t.grad_fn = None
+    t._grad = None
+    t._output_nr = 0
+    t._version_counter = [0]
+    t._base = None
+    t._view_chain = None
+    t._retains_grad = False
+    t._grad_accumulator = None
+    t._post_accumulate_grad_hooks = None
+    return t
+
+
+def _op(name):
+    from nbgrad.derivatives import OPS
+
+    return OPS[name]
+
+
+def _dim(d, ndim):
+    """Normalise a (possibly negative) dimension index."""
+    n = max(ndim, 1)
+    if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
+        raise TypeError(f"dim must be an int, got {type(d).__name__}")
+    if not -n <= d < n:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})"
+        )
+    return int(d) % n if ndim else 0
+
+
+def _dims(dim, ndim):
+    if isinstance(dim, (list, tuple)):
+        return tuple(sorted({_dim(d, ndim) for d in dim}))
+    return (_dim(dim, ndim),)
+
+
+def _shape_arg(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
+        size = size[0]
+    for s in size:
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            raise TypeError(f"size must be a tuple of ints, but got an element of type {type(s).__name__}")
+    return tuple(int(s) for s in size)
+
+
+# ---- Tensor -----------------------------------------------------------------------------------
+class Tensor:
+    """A multi-dimensional array that can record the operations applied to it.
+
+    Example:
+        >>> import nbgrad as ng
+        >>> x = ng.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        >>> y = (x * x).sum()
+        >>> y.backward()
+        >>> x.grad
+        tensor([2., 4., 6.])
+    """
+
+    __slots__ = ("_data", "_device", "_requires_grad", "grad_fn", "_grad", "_output_nr",
+                 "_version_counter", "_base", "_view_chain", "_retains_grad",
+                 "_grad_accumulator", "_post_accumulate_grad_hooks", "__weakref__")
+
+    __array_priority__ = 1000  # numpy scalars defer to Tensor's reflected operators
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("use nbgrad.tensor(data) or a creation function (zeros, randn, ...)")
+
+    # -- metadata ---------------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_dim(dim, self._data.ndim)]
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return int(self._data.size)
+
+    def nelement(self) -> int:
+        return int(self._data.size)
+
+    def __len__(self):
+        if not self._data.ndim:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    @property
+    def dtype(self):
+        return _FROM_NP[self._data.dtype]
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._device.type == "cuda"
+
+    def is_floating_point(self) -> bool:
+        return self._data.dtype.kind == "f"
+
+    def element_size(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad=True):
+        """Set ``requires_grad`` on a leaf in place; returns self."""
+        if not isinstance(requires_grad, bool):
+            raise TypeError(f"requires_grad must be a bool, got {type(requires_grad).__name__}")
+        if self.grad_fn is not None:
+            if requires_grad:
+                return self
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a "
+                "computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach()."
+            )
+        if requires_grad and self._data.dtype.kind not in "fc":
+            raise RuntimeError(
+                "only Tensors of floating point and complex dtype can require gradients "
+                f"(got {self.dtype}). Convert it first, e.g. t.float().requires_grad_()"
+            )
+        self._requires_grad = requires_grad
+        return self
+
+    @property
+    def grad(self):
+        if self.grad_fn is not None and not self._retains_grad:
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its "
+                ".grad attribute won't be populated during autograd.backward(). If you indeed "
+                "want the .grad field to be populated for a non-leaf Tensor, use .retain_grad() "
+                "on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure "
+                "you access the leaf Tensor instead.",
+                UserWarning,
+                stacklevel=2,
+            )
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got {type(value).__name__}")
+            if value.shape != self.shape:
+                raise RuntimeError(
+                    f"assigned grad has data of a different size: {list(value.shape)} vs "
+                    f"{list(self.shape)}"
+                )
+            if value.dtype is not self.dtype:
+                raise RuntimeError("assigned grad has data of a different type")
+            if value._device != self._device:
+                raise RuntimeError("assigned grad has data located on a different device")
+        self._grad = value
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    @property
+    def output_nr(self) -> int:
+        return self._output_nr
+
+    @property
+    def _version(self) -> int:
+        return self._version_counter[0]
+
+    @property
+    def data(self):
+        """A tensor sharing this one's memory, detached, with its own version counter."""
+        t = _wrap(self._data, self._device)
+        return t
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        self._data = value._data
+        self._device = value._device
+
+    @property
+    def T(self):
+        return self.permute(tuple(range(self.ndim - 1, -1, -1))) if self.ndim > 2 else self.t()
+
+    @property
+    def mT(self):
+        return self.transpose(-2, -1)
+
+    def _metadata_tuple(self):
+        return InputMetadata(self.shape, self.dtype, self._device)
+
+    def _get_grad_accumulator(self):
+        acc = self._grad_accumulator
+        if acc is None:
+            acc = AccumulateGrad(self)
+            self._grad_accumulator = acc
+        return acc
+
+    # -- conversions ------------------------------------------------------------------------
+    def numpy(self, *, force=False):
+        """The data as a NumPy array sharing memory (RuntimeError if it requires grad)."""
+        if self._requires_grad and not force:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                "instead."
+            )
+        if self._device.type != "cpu" and not force:
+            raise TypeError(
+                f"can't convert {self._device} device type tensor to numpy. Use Tensor.cpu() to "
+                "copy the tensor to host memory first."
+            )
+        return backend.to_numpy(self._data, self._device)
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.detach().numpy() if self._device.type == "cpu" else self.detach().cpu().numpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self._data.size} elements cannot be converted to Scalar"
+            )
+        return backend.to_numpy(self._data, self._device).reshape(()).item()
+
+    def tolist(self):
+        return backend.to_numpy(self._data, self._device).tolist()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with more than one value is ambiguous"
+                if self._data.size
+                else "Boolean value of Tensor with no values is ambiguous"
+            )
+        return bool(self.item())
+
+    def __index__(self):
+        if self._data.dtype.kind not in "iu" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __dlpack__(self, stream=None, **kwargs):
+        return self.detach()._data.__dlpack__(**kwargs) if not stream else self._data.__dlpack__(stream=stream)
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
+    def detach(self):
+        """A tensor sharing memory and version counter, outside the graph."""
+        t = _wrap(self._data, self._device)
+        t._version_counter = self._version_counter
+        t._base = self._base if self._base is not None else self
+        t._view_chain = None
+        return t
+
+    def detach_(self):
+        if self._base is not None and self._base._requires_grad:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead, or use the base tensor."
+            )
+        self.grad_fn = None
+        self._requires_grad = False
+        self._output_nr = 0
+        return self
+
+    def _detached_copy(self):
+        return _wrap(self._data.copy(), self._device)
+
+    def _add_inplace_data(self, other):
+        self._data += other._data
+        self._version_counter[0] += 1
+
+    def clone(self):
+        return _dispatch(_op("clone"), (self,))
+
+    def contiguous(self):
+        return self
+
+    def is_contiguous(self):
+        return bool(self._data.flags.c_contiguous)
+
+    def to(self, *args, dtype=None, device=None, copy=False):
+        """Move to a device and/or convert to a dtype (differentiable: ``ToCopyBackward0``)."""
+        for a in args:
+            if isinstance(a, dtypes.dtype):
+                dtype = a
+            elif isinstance(a, Tensor):
+                dtype, device = a.dtype, a.device
+            elif isinstance(a, (str, Device)):
+                device = a
+            else:
+                raise TypeError(f"to() received an invalid argument {a!r}")
+        result = self
+        if device is not None:
+            device = backend.as_device(device)
+            if device != self._device:
+                from nbgrad.autograd.function import _to_device
+
+                result = _to_device(result, device)
+        if dtype is not None:
+            dtype = dtypes.as_dtype(dtype)
+            if dtype is not result.dtype:
+                result = _dispatch(_op("to_dtype"), (result,), {"dtype": dtype})
+        if copy and result is self:
+            result = self.clone()
+        return result
+
+    def cpu(self):
+        return self.to("cpu")
+
+    def cuda(self, device=None):
+        return self.to(backend.as_device("cuda" if device is None else device))
+
+    def float(self):
+        return self.to(dtypes.float32)
+
+    def double(self):
+        return self.to(dtypes.float64)
+
+    def half(self):
+        return self.to(dtypes.float16)
+
+    def long(self):
+        return self.to(dtypes.int64)
+
+    def int(self):
+        return self.to(dtypes.int32)
+
+    def bool(self):
+        return self.to(dtypes.bool)
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return f"nbgrad.{self.dtype._legacy}"
+        return self.to(dtype)
+
+    # -- autograd ---------------------------------------------------------------------------
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate the gradient of this tensor into the ``.grad`` of the graph's leaves."""
+        from nbgrad.autograd import backward
+
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def register_hook(self, hook):
+        """Register ``hook(grad) -> Tensor or None``, run when this tensor's gradient is computed.
+
+        See NOTE [Hook order] in ``nbgrad/autograd/engine.py``.
+
+        Example:
+            >>> import nbgrad as ng
+            >>> x = ng.ones(2, requires_grad=True)
+            >>> h = x.register_hook(lambda g: g * 10)
+            >>> (x * 3).sum().backward()
+            >>> x.grad
+            tensor([30., 30.])
+        """
+        if not callable(hook):
+            raise TypeError(f"register_hook() expects a callable, got {type(hook).__name__}")
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            return self.grad_fn._register_tensor_pre_hook(hook, self._output_nr, self)
+        return self._get_grad_accumulator()._register_tensor_pre_hook(hook, 0, self)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Register ``hook(tensor)``, run after a leaf's ``.grad`` has been accumulated."""
+        if not callable(hook):
+            raise TypeError(
+                f"register_post_accumulate_grad_hook() expects a callable, got {type(hook).__name__}"
+            )
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors"
+            )
+        if self._post_accumulate_grad_hooks is None:
+            self._post_accumulate_grad_hooks = []
+        self._get_grad_accumulator()
+        return RemovableHandle(self._post_accumulate_grad_hooks, hook, "post_accumulate_grad",
+                               owner=self)
+
+    def retain_grad(self):
+        """Keep ``.grad`` for this non-leaf tensor after backward."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None or self._retains_grad:
+            return
+        self.grad_fn._add_retains_grad_hook(self, self._output_nr)
+        self._retains_grad = True
+
+    @classmethod
+    def _from_saved_output(cls, data, device, node, output_nr, counter):
+        t = _wrap(data, device, True)
+        t.grad_fn = node
+        t._output_nr = output_nr
+        t._version_counter = counter
+        return t
+
+    def _alias_with_grad_fn(self, node, output_nr):
+        t = _wrap(self._data, self._device, True)
+        t.grad_fn = node
+        t._output_nr = output_nr
+        return t
+
+    # -- operators --------------------------------------------------------------------------
+    def __add__(self, other):
+        return _dispatch(_ADD, (self, _arg(other)), _ALPHA1)
+
+    def __radd__(self, other):
+        return _dispatch(_ADD, (self, _arg(other)), _ALPHA1)
+
+    def __sub__(self, other):
+        return _dispatch(_SUB, (self, _arg(other)), _ALPHA1)
+
+    def __rsub__(self, other):
+        return _dispatch(_op("rsub"), (self,), {"other": _scalar(other), "alpha": 1})
+
+    def __mul__(self, other):
+        return _dispatch(_MUL, (self, _arg(other)))
+
+    def __rmul__(self, other):
+        return _dispatch(_MUL, (self, _arg(other)))
+
+    def __truediv__(self, other):
+        return _dispatch(_DIV, (self, _arg(other)))
+
+    def __rtruediv__(self, other):
+        return self.reciprocal() * other
+
+    def __pow__(self, exponent):
+        if isinstance(exponent, Tensor):
+            return _dispatch(_op("pow_tensor"), (self, exponent))
+        return _dispatch(_op("pow"), (self,), {"exponent": _scalar(exponent)})
+
+    def __rpow__(self, other):
+        return _dispatch(_op("rpow"), (self,), {"self": _scalar(other)})
+
+    def __matmul__(self, other):
+        return self.matmul(other)
+
+    def __rmatmul__(self, other):
+        return as_tensor(other, device=self._device).matmul(self)
+
+    def __neg__(self):
+        return _dispatch(_op("neg"), (self,))
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return self.abs()
+
+    def __eq__(self, other):
+        return _dispatch(_op("eq"), (self, _arg(other)))
+
+    def __ne__(self, other):
+        return _dispatch(_op("ne"), (self, _arg(other)))
+
+    def __lt__(self, other):
+        return _dispatch(_op("lt"), (self, _arg(other)))
+
+    def __le__(self, other):
+        return _dispatch(_op("le"), (self, _arg(other)))
+
+    def __gt__(self, other):
+        return _dispatch(_op("gt"), (self, _arg(other)))
+
+    def __ge__(self, other):
+        return _dispatch(_op("ge"), (self, _arg(other)))
+
+    def __and__(self, other):
+        return self.logical_and(other)
+
+    def __or__(self, other):
+        return self.logical_or(other)
+
+    def __xor__(self, other):
+        return self.logical_xor(other)
+
+    def __invert__(self):
+        if self._data.dtype.kind != "b":
+            raise TypeError("~ is only supported for bool tensors in nbgrad")
+        return self.logical_not()
+
+    __hash__ = object.__hash__
+
+    def __iadd__(self, other):
+        return self.add_(other)
+
+    def __isub__(self, other):
+        return self.sub_(other)
+
+    def __imul__(self, other):
+        return self.mul_(other)
+
+    def __itruediv__(self, other):
+        return self.div_(other)
+
+    # -- elementwise ops --------------------------------------------------------------------
+    def add(self, other, *, alpha=1):
+        return _dispatch(_ADD, (self, _arg(other)), {"alpha": alpha})
+
+    def sub(self, other, *, alpha=1):
+        return _dispatch(_SUB, (self, _arg(other)), {"alpha": alpha})
+
+    def mul(self, other):
+        return _dispatch(_MUL, (self, _arg(other)))
+
+    def div(self, other):
+        return _dispatch(_DIV, (self, _arg(other)))
+
+    def pow(self, exponent):
+        return self.__pow__(exponent)
+
+    def neg(self):
+        return _dispatch(_op("neg"), (self,))
+
+    def abs(self):
+        return _dispatch(_op("abs"), (self,))
+
+    def sign(self):
+        return _dispatch(_op("sign"), (self,))
+
+    def exp(self):
+        return _dispatch(_op("exp"), (self,))
+
+    def log(self):
+        return _dispatch(_op("log"), (self,))
+
+    def log1p(self):
+        return _dispatch(_op("log1p"), (self,))
+
+    def sqrt(self):
+        return _dispatch(_op("sqrt"), (self,))
+
+    def rsqrt(self):
+        return _dispatch(_op("rsqrt"), (self,))
+
+    def reciprocal(self):
+        return _dispatch(_op("reciprocal"), (self,))
+
+    def sin(self):
+        return _dispatch(_op("sin"), (self,))
+
+    def cos(self):
+        return _dispatch(_op("cos"), (self,))
+
+    def tanh(self):
+        return _dispatch(_TANH, (self,))
+
+    def sigmoid(self):
+        return _dispatch(_op("sigmoid"), (self,))
+
+    def relu(self):
+        return _dispatch(_op("relu"), (self,))
+
+    def erf(self):
+        return _dispatch(_op("erf"), (self,))
+
+    def gelu(self, approximate="none"):
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"approximate argument must be either none or tanh, got {approximate!r}")
+        return _dispatch(_op("gelu"), (self,), {"approximate": approximate})
+
+    def clamp(self, min=None, max=None):
+        if min is None and max is None:
+            raise RuntimeError("clamp(): At least one of 'min' or 'max' must not be None")
+        return _dispatch(_op("clamp"), (self,), {"min": _opt_scalar(min), "max": _opt_scalar(max)})
+
+    clip = clamp
+
+    def maximum(self, other):
+        return _dispatch(_op("maximum"), (self, _tensor_arg(other, self)))
+
+    def minimum(self, other):
+        return _dispatch(_op("minimum"), (self, _tensor_arg(other, self)))
+
+    def masked_fill(self, mask, value):
+        mask = _tensor_arg(mask, self)
+        if mask._data.dtype.kind != "b":
+            raise RuntimeError(f"masked_fill only supports boolean masks, but got mask with dtype {mask.dtype}")
+        if isinstance(value, Tensor):
+            if value.dim() != 0:
+                raise RuntimeError(
+                    "masked_fill only supports a 0-dimensional value tensor, but got tensor with "
+                    f"{value.dim()} dimension(s)."
+                )
+            return where(mask, value.to(self.dtype), self)
+        return _dispatch(_op("masked_fill"), (self, mask), {"value": _scalar(value)})
+
+    def logical_and(self, other):
+        return _dispatch(_op("logical_and"), (self, _tensor_arg(other, self)))
+
+    def logical_or(self, other):
+        return _dispatch(_op("logical_or"), (self, _tensor_arg(other, self)))
+
+    def logical_xor(self, other):
+        return _dispatch(_op("logical_xor"), (self, _tensor_arg(other, self)))
+
+    def logical_not(self):
+        return _dispatch(_op("logical_not"), (self,))
+
+    def eq(self, other):
+        return self.__eq__(other)
+
+    def ne(self, other):
+        return self.__ne__(other)
+
+    def lt(self, other):
+        return self.__lt__(other)
+
+    def le(self, other):
+        return self.__le__(other)
+
+    def gt(self, other):
+        return self.__gt__(other)
+
+    def ge(self, other):
+        return self.__ge__(other)
+
+    def any(self):
+        return _wrap(np.asarray(bool(self._data.any())), self._device)
+
+    def all(self):
+        return _wrap(np.asarray(bool(self._data.all())), self._device)
+
+    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        return bool(np.allclose(np.asarray(self), np.asarray(other), rtol, atol, equal_nan))
+
+    def equal(self, other):
+        return self.shape == other.shape and bool(np.array_equal(np.asarray(self), np.asarray(other)))
+
+    # -- reductions -------------------------------------------------------------------------
+    def sum(self, dim=None, keepdim=False, *, dtype=None):
+        if dim is None:
+            return _dispatch(_op("sum"), (self,), {"dtype": dtype})
+        dims = _dims(dim, self.ndim) if self.ndim else None
+        if dims is None:
+            return _dispatch(_op("sum"), (self,), {"dtype": dtype})
+        return _dispatch(_op("sum_dim"), (self,), {"dim": dims, "keepdim": keepdim, "dtype": dtype})
+
+    def mean(self, dim=None, keepdim=False, *, dtype=None):
+        if dtype is not None:
+            return self.to(dtype).mean(dim, keepdim)
+        if not self.is_floating_point():
+            raise RuntimeError(
+                "mean(): could not infer output dtype. Input dtype must be either a floating "
+                f"point or complex dtype. Got: {self.dtype._legacy[:-6]}"
+            )
+        if dim is None or not self.ndim:
+            return _dispatch(_op("mean"), (self,))
+        return _dispatch(_op("mean_dim"), (self,), {"dim": _dims(dim, self.ndim), "keepdim": keepdim})
+
+    def prod(self, dim=None, keepdim=False):
+        if dim is None:
+            return _dispatch(_op("prod"), (self,))
+        return _dispatch(_op("prod_dim"), (self,), {"dim": (_dim(dim, self.ndim),), "keepdim": keepdim})
+
+    def _minmax(self, name, dim, keepdim):
+        if dim is None:
+            return _dispatch(_op(name), (self,))
+        if isinstance(dim, Tensor):
+            return self.maximum(dim) if name == "max" else self.minimum(dim)
+        values, indices = _dispatch(_op(name + "_dim"), (self,), {"dim": _dim(dim, self.ndim), "keepdim": keepdim})
+        return _MinMax(values, indices)
+
+    def max(self, dim=None, keepdim=False):
+        return self._minmax("max", dim, keepdim)
+
+    def min(self, dim=None, keepdim=False):
+        return self._minmax("min", dim, keepdim)
+
+    def amax(self, dim=(), keepdim=False):
+        dims = _dims(dim, self.ndim) if dim not in ((), None) else None
+        return _dispatch(_op("amax"), (self,), {"dim": dims, "keepdim": keepdim})
+
+    def amin(self, dim=(), keepdim=False):
+        dims = _dims(dim, self.ndim) if dim not in ((), None) else None
+        return _dispatch(_op("amin"), (self,), {"dim": dims, "keepdim": keepdim})
+
+    def argmax(self, dim=None, keepdim=False):
+        d = None if dim is None else _dim(dim, self.ndim)
+        return _dispatch(_op("argmax"), (self,), {"dim": d, "keepdim": keepdim})
+
+    def argmin(self, dim=None, keepdim=False):
+        d = None if dim is None else _dim(dim, self.ndim)
+        return _dispatch(_op("argmin"), (self,), {"dim": d, "keepdim": keepdim})
+
+    def _var_args(self, dim, unbiased, keepdim, correction):
+        if correction is None:
+            correction = 1 if unbiased in (None, True) else 0
+        dims = None if dim is None else _dims(dim, self.ndim)
+        return {"dim": dims, "correction": correction, "keepdim": keepdim}
+
+    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        return _dispatch(_op("var"), (self,), self._var_args(dim, unbiased, keepdim, correction))
+
+    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        return _dispatch(_op("std"), (self,), self._var_args(dim, unbiased, keepdim, correction))
+
+    def norm(self, p="fro", dim=None, keepdim=False):
+        ord = 2 if p in ("fro", None) else p
+        if not isinstance(ord, (int, float)):
+            raise ValueError(f"norm(): p must be a number or 'fro', got {p!r}")
+        dims = None if dim is None else _dims(dim, self.ndim)
+        return _dispatch(_op("norm"), (self,), {"ord": ord, "dim": dims, "keepdim": keepdim})
+
+    def logsumexp(self, dim, keepdim=False):
+        return _dispatch(_op("logsumexp"), (self,), {"dim": _dims(dim, self.ndim), "keepdim": keepdim})
+
+    def softmax(self, dim):
+        return _dispatch(_op("softmax"), (self,), {"dim": _dim(dim, self.ndim)})
+
+    def log_softmax(self, dim):
+        return _dispatch(_op("log_softmax"), (self,), {"dim": _dim(dim, self.ndim)})
+
+    # -- linear algebra ---------------------------------------------------------------------
+    def matmul(self, other):
+        """Matrix product with PyTorch's dispatch: dot, mv, mm, bmm, or broadcast matmul."""
+        other = _tensor_arg(other, self)
+        a, b = self.ndim, other.ndim
+        if a == 0 or b == 0:
+            raise RuntimeError(
+                f"both arguments to matmul need to be at least 1D, but they are {a}D and {b}D"
+            )
+        if a == 1 and b == 1:
+            return self.dot(other)
+        if a == 2 and b == 1:
+            return self.mv(other)
+        if a == 2 and b == 2:
+            return self.mm(other)
+        return _dispatch(_op("matmul"), (self, other))
+
+    def mm(self, mat2):
+        if self.ndim != 2 or mat2.ndim != 2:
+            raise RuntimeError(f"mm(): expected 2-D tensors, got {self.ndim}-D and {mat2.ndim}-D")
+        return _dispatch(_MM, (self, mat2))
+
+    def mv(self, vec):
+        return _dispatch(_op("mv"), (self, vec))
+
+    def dot(self, tensor):
+        if self.ndim != 1 or tensor.ndim != 1:
+            raise RuntimeError(f"1D tensors expected, but got {self.ndim}D and {tensor.ndim}D tensors")
+        if self.shape[0] != tensor.shape[0]:
+            raise RuntimeError(
+                "inconsistent tensor size, expected tensor [{}] and src [{}] to have the same "
+                "number of elements, but got {} and {} elements respectively".format(
+                    self.shape[0], tensor.shape[0], self.shape[0], tensor.shape[0])
+            )
+        return _dispatch(_op("dot"), (self, tensor))
+
+    def bmm(self, mat2):
+        if self.ndim != 3 or mat2.ndim != 3:
+            raise RuntimeError(f"batch1 must be a 3D tensor, got {self.ndim}D and {mat2.ndim}D")
+        return _dispatch(_op("bmm"), (self, mat2))
+
+    # -- shape ops and views ----------------------------------------------------------------
+    def view(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
+            raise NotImplementedError("view(dtype) is not supported by nbgrad")
+        return _dispatch(_op("view"), (self,), {"shape": self._infer_shape(_shape_arg(shape))})
+
+    def view_as(self, other):
+        return self.view(other.shape)
+
+    def reshape(self, *shape):
+        shape = self._infer_shape(_shape_arg(shape))
+        try:
+            np.reshape(self._data, shape, copy=False)
+        except ValueError:
+            return _dispatch(_op("reshape_copy"), (self,), {"shape": shape})
+        return _dispatch(_op("view"), (self,), {"shape": shape})
+
+    def reshape_as(self, other):
+        return self.reshape(other.shape)
+
+    def _infer_shape(self, shape):
+        n = self._data.size
+        if shape.count(-1) > 1:
+            raise RuntimeError("only one dimension can be inferred")
+        if -1 in shape:
+            known = math.prod(s for s in shape if s != -1)
+            if known == 0 or n % known:
+                raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {n}")
+            shape = tuple(n // known if s == -1 else s for s in shape)
+        if math.prod(shape) != n:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {n}")
+        return shape
+
+    def t(self):
+        if self.ndim > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
+        return _dispatch(_op("t"), (self,))
+
+    def transpose(self, dim0, dim1):
+        n = self.ndim
+        return _dispatch(_op("transpose"), (self,), {"dim0": _dim(dim0, n), "dim1": _dim(dim1, n)})
+
+    def swapaxes(self, axis0, axis1):
+        return self.transpose(axis0, axis1)
+
+    def permute(self, *dims):
+        dims = _shape_arg(dims)
+        n = self.ndim
+        if len(dims) != n:
+            raise RuntimeError(
+                f"permute(sparse_coo): number of dimensions in the tensor input does not match "
+                f"the length of the desired ordering of dimensions i.e. input.dim() = {n} is not "
+                f"equal to len(dims) = {len(dims)}"
+            )
+        dims = tuple(_dim(d, n) for d in dims)
+        if len(set(dims)) != n:
+            raise RuntimeError("permute(): duplicate dims are not allowed.")
+        return _dispatch(_op("permute"), (self,), {"dims": dims})
+
+    def expand(self, *sizes):
+        sizes = _shape_arg(sizes)
+        if len(sizes) < self.ndim:
+            raise RuntimeError(
+                f"expand: the number of sizes provided ({len(sizes)}) must be greater or equal to "
+                f"the number of dimensions in the tensor ({self.ndim})"
+            )
+        lead = len(sizes) - self.ndim
+        final = []
+        for i, s in enumerate(sizes):
+            if i >= lead:
+                cur = self._data.shape[i - lead]
+                if s == -1:
+                    s = cur
+                elif cur != 1 and cur != s:
+                    raise RuntimeError(
+                        f"The expanded size of the tensor ({s}) must match the existing size "
+                        f"({cur}) at non-singleton dimension {i}.  Target sizes: {list(sizes)}.  "
+                        f"Tensor sizes: {list(self.shape)}"
+                    )
+            elif s == -1:
+                raise RuntimeError(
+                    "The expanded size of the tensor (-1) isn't allowed in a leading, "
+                    "non-existing dimension 0"
+                )
+            final.append(s)
+        return _dispatch(_op("expand"), (self,), {"size": tuple(final)})
+
+    def expand_as(self, other):
+        return self.expand(other.shape)
+
+    def broadcast_to(self, shape):
+        return self.expand(shape)
+
+    def squeeze(self, dim=None):
+        if dim is None:
+            return _dispatch(_op("squeeze"), (self,))
+        return _dispatch(_op("squeeze_dim"), (self,), {"dim": _dim(dim, self.ndim)})
+
+    def unsqueeze(self, dim):
+        return _dispatch(_op("unsqueeze"), (self,), {"dim": _dim(dim, self.ndim + 1)})
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        if self.ndim == 0:
+            return self.reshape(1)
+        s, e = _dim(start_dim, self.ndim), _dim(end_dim, self.ndim)
+        if s > e:
+            raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+        if s == e:
+            return self
+        shape = self.shape
+        return self.reshape(shape[:s] + (math.prod(shape[s : e + 1]),) + shape[e + 1 :])
+
+    def select(self, dim, index):
+        d = _dim(dim, self.ndim)
+        size = self._data.shape[d]
+        if not -size <= index < size:
+            raise IndexError(
+                f"select(): index {index} out of range for tensor of size {list(self.shape)} at "
+                f"dimension {d}"
+            )
+        return _dispatch(_op("select"), (self,), {"dim": d, "index": int(index) % size})
+
+    def narrow(self, dim, start, length):
+        d = _dim(dim, self.ndim)
+        return _dispatch(_op("slice"), (self,), {"dim": d, "start": start, "end": start + length, "step": 1})
+
+    def unbind(self, dim=0):
+        return tuple(self.select(dim, i) for i in range(self.shape[_dim(dim, self.ndim)]))
+
+    def split(self, split_size_or_sections, dim=0):
+        d = _dim(dim, self.ndim)
+        n = self._data.shape[d]
+        if isinstance(split_size_or_sections, (list, tuple)):
+            sizes = tuple(int(s) for s in split_size_or_sections)
+            if sum(sizes) != n:
+                raise RuntimeError(
+                    f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's "
+                    f"size at dimension {d}), but got split_sizes={list(sizes)}"
+                )
+            return _dispatch(_op("split_with_sizes"), (self,), {"sizes": sizes, "dim": d})
+        step = int(split_size_or_sections)
+        if step <= 0:
+            raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
+        sizes = tuple(min(step, n - i) for i in range(0, n, step)) or (0,)
+        return _dispatch(_op("split"), (self,), {"sizes": sizes, "dim": d})
+
+    def chunk(self, chunks, dim=0):
+        if chunks <= 0:
+            raise RuntimeError("chunk expects `chunks` to be greater than 0")
+        n = self.shape[_dim(dim, self.ndim)]
+        return self.split(max(-(-n // chunks), 1), dim)
+
+    def gather(self, dim, index):
+        index = _index_tensor(index, "gather")
+        return _dispatch(_op("gather"), (self, index), {"dim": _dim(dim, self.ndim)})
+
+    def scatter_add(self, dim, index, src):
+        index = _index_tensor(index, "scatter_add")
+        return _dispatch(_op("scatter_add"), (self, index, src), {"dim": _dim(dim, self.ndim)})
+
+    def index_select(self, dim, index):
+        index = _index_tensor(index, "index_select")
+        if index.ndim > 1:
+            raise IndexError("index_select(): Index is supposed to be a vector")
+        return _dispatch(_op("index_select"), (self, index.reshape(-1)), {"dim": _dim(dim, self.ndim)})
+
+    def index_add(self, dim, index, source):
+        index = _index_tensor(index, "index_add")
+        return _dispatch(_op("index_add"), (self, index, source), {"dim": _dim(dim, self.ndim)})
+
+    def _index_backward(self, shape, indices, accumulate):
+        return _dispatch(_op("index_backward"), (self,), {"shape": tuple(shape), "indices": indices, "accumulate": accumulate})
+
+    def _index_put(self, indices, values):
+        return _dispatch(_op("index_put"), (self, _arg(values)), {"indices": indices})
+
+    def _view_scatter(self, src, chain):
+        return _dispatch(_op("view_scatter"), (self, src), {"chain": chain})
+
+    def __getitem__(self, key):
+        """Basic indexing makes views (``SelectBackward0``, ``SliceBackward0``, ...); advanced
+        indexing makes a copy (``IndexBackward0``), as in PyTorch."""
+        if not isinstance(key, tuple):
+            key = (key,)
+        t = self
+        dim = 0
+        advanced = []
+        has_advanced = False
+        n_specified = sum(1 for k in key if k is not None and k is not Ellipsis and not _is_bool_mask(k))
+        n_specified += sum(_bool_ndim(k) for k in key if _is_bool_mask(k))
+        if n_specified > self.ndim:
+            raise IndexError(
+                f"too many indices for tensor of dimension {self.ndim}"
+            )
+        for k in key:
+            if k is Ellipsis:
+                skip = self.ndim - n_specified
+                dim += skip
+                advanced.extend([slice(None)] * skip)
+                n_specified += skip  # only one Ellipsis
+            elif k is None:
+                t = t.unsqueeze(dim)
+                advanced.append(slice(None))
+                dim += 1
+            elif isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+                size = t.shape[dim]
+                if not -size <= k < size:
+                    raise IndexError(
+                        f"index {k} is out of bounds for dimension {dim} with size {size}"
+                    )
+                t = t.select(dim, int(k))
+            elif isinstance(k, slice):
+                size = t.shape[dim]
+                start, stop, step = k.indices(size)
+                if k.step is not None and k.step <= 0:
+                    raise ValueError("step must be greater than zero")
+                if (start, stop, step) != (0, size, 1):
+                    t = _dispatch(_op("slice"), (t,), {"dim": dim, "start": start, "end": max(stop, start), "step": step})
+                advanced.append(slice(None))
+                dim += 1
+            else:
+                idx = _index_array(k, self._device)
+                advanced.append(idx)
+                has_advanced = True
+                dim += idx.ndim if idx.dtype.kind == "b" else 1
+        if has_advanced:
+            try:
+                t = _dispatch(_op("index"), (t,), {"indices": tuple(advanced)})
+            except (IndexError, RuntimeError) as e:
+                raise IndexError(str(e)) from None
+        elif t is self:
+            t = _dispatch(_op("slice"), (t,), {"dim": 0, "start": 0, "end": self.shape[0], "step": 1}) if self.ndim else self.view(())
+        return t
+
+    def __setitem__(self, key, value):
+        """``t[key] = value``: ``CopySlices`` for basic keys, ``IndexPutBackward0`` otherwise."""
+        keys = key if isinstance(key, tuple) else (key,)
+        if all(k is Ellipsis or k == slice(None) for k in keys if isinstance(k, slice) or k is Ellipsis) and all(
+            k is Ellipsis or isinstance(k, slice) for k in keys
+        ) and all(k is Ellipsis or k == slice(None) for k in keys):
+            self.copy_(_tensor_arg(value, self))
+            return
+        if all(k is None or k is Ellipsis or isinstance(k, (int, np.integer, slice)) for k in keys):
+            view = self[key]
+            view._view_copy_(_tensor_arg(value, self))
+            return
+        indices = tuple(_index_array(k, self._device) if not (k is None or k is Ellipsis or isinstance(k, (int, slice))) else k for k in keys)
+        self._inplace(_op("index_put"), (_arg(value),), {"indices": indices})
+
+    def _view_copy_(self, src):
+        return self._inplace(_op("copy"), (src,), _NO_ATTRS)
+
+    # -- in-place ops -----------------------------------------------------------------------
+    def _inplace(self, op, others, attrs):
+        """Apply ``op`` in place: check, write the data, bump the version, rebase history.
+
+        NOTE [In-place ops and views]
+        The row's out-of-place kernel computes the new value, which is written into this
+        tensor's memory (so every view and the base see it) and the shared version counter is
+        bumped, which makes saved copies of the old value fail their check in backward. For the
+        graph, the row's node is created with a shadow of ``self`` (same autograd identity; a
+        copy of the old data if the formulas need it). On a plain tensor the node becomes
+        ``grad_fn``. On a view, the base's history is rebased through ``CopySlices`` (which
+        wraps the node and the view chain) and the view's ``grad_fn`` is regenerated from it.
+        """
+        grad_on = _grad_state.enabled
+        base = self._base
+        if grad_on:
+            if self._requires_grad and self.grad_fn is None:
+                if base is not None and base._requires_grad and base.grad_fn is None:
+                    raise RuntimeError(
+                        "a view of a leaf Variable that requires grad is being used in an in-place "
+                        "operation."
+                    )
+                raise RuntimeError(
+                    "a leaf Variable that requires grad is being used in an in-place operation."
+                )
+            if base is not None and base._requires_grad and base.grad_fn is None:
+                raise RuntimeError(
+                    "a view of a leaf Variable that requires grad is being used in an in-place "
+                    "operation."
+                )
+        needs_graph = grad_on and op.differentiable and (
+            self._requires_grad or any(isinstance(o, Tensor) and o._requires_grad for o in others)
+        )
+        if needs_graph and base is not None and self._view_chain is None and self._requires_grad:
+            raise RuntimeError(
+                f"Output {self._output_nr} of {self.grad_fn.name() if self.grad_fn else 'a view op'} "
+                "is a view and is being modified inplace. This view is the output of a function "
+                "that returns multiple views. Such functions do not allow the output views to be "
+                "modified inplace. You should replace the inplace operation by an out-of-place one."
+            )
+        if not needs_graph:
+            with _NoGrad():
+                result = _dispatch(op, (self, *others), attrs)
+            self._write(result)
+            return self
+        shadow = _wrap(self._data.copy() if "self" in op.node_class._saved_names else self._data,
+                       self._device, self._requires_grad)
+        shadow.grad_fn = self.grad_fn
+        shadow._output_nr = self._output_nr
+        if self.grad_fn is None and self._requires_grad:
+            shadow._grad_accumulator = self._get_grad_accumulator()
+        result = _dispatch(op, (shadow, *others), attrs)
+        self._write(result)
+        node = result.grad_fn
+        if base is None or self._view_chain is None:
+            self._set_history(node, 0)
+        else:
+            from nbgrad.autograd.function import CopySlices
+
+            base_edge = _edge_of(base)
+            copy_slices = CopySlices(base_edge, node, self._view_chain, base._metadata_tuple())
+            base._set_history(copy_slices, 0)
+            with _EnableGrad():
+                regenerated = base
+                from nbgrad.derivatives import _apply_view_chain
+
+                regenerated = _apply_view_chain(base, self._view_chain)
+            self._set_history(regenerated.grad_fn, 0)
+        return self
+
+    def _write(self, result):
+        data = result._data
+        if data.dtype != self._data.dtype:
+            if data.dtype.kind == "f" and self._data.dtype.kind in "biu" or (
+                data.dtype.kind in "iu" and self._data.dtype.kind == "b"
+            ):
+                raise RuntimeError(
+                    f"result type {_FROM_NP[data.dtype]._legacy[:-6]} can't be cast to the desired "
+                    f"output type {self.dtype._legacy[:-6]}"
+                )
+        try:
+            if self._data.ndim:
+                self._data[...] = data
+            else:
+                self._data[()] = data
+        except ValueError as e:
+            raise RuntimeError(
+                f"in-place operation failed: {e}. An expanded tensor can't be written in place; "
+                "clone() it first."
+            ) from None
+        self._version_counter[0] += 1
+
+    def _set_history(self, node, output_nr):
+        retained = self._retains_grad
+        self.grad_fn = node
+        self._output_nr = output_nr
+        self._requires_grad = node is not None or self._requires_grad
+        if retained and node is not None:
+            node._add_retains_grad_hook(self, output_nr)
+
+    def add_(self, other, *, alpha=1):
+        return self._inplace(_ADD, (_arg(other),), {"alpha": alpha})
+
+    def sub_(self, other, *, alpha=1):
+        return self._inplace(_SUB, (_arg(other),), {"alpha": alpha})
+
+    def mul_(self, other):
+        return self._inplace(_MUL, (_arg(other),), _NO_ATTRS)
+
+    def div_(self, other):
+        return self._inplace(_DIV, (_arg(other),), _NO_ATTRS)
+
+    def clamp_(self, min=None, max=None):
+        if min is None and max is None:
+            raise RuntimeError("clamp_(): At least one of 'min' or 'max' must not be None")
+        return self._inplace(_op("clamp"), (), {"min": _opt_scalar(min), "max": _opt_scalar(max)})
+
+    def zero_(self):
+        return self._inplace(_op("zero"), (), _NO_ATTRS)
+
+    def fill_(self, value):
+        if isinstance(value, Tensor):
+            if value.dim():
+                raise RuntimeError(
+                    f"fill_ only supports 0-dimension value tensor but got tensor with "
+                    f"{value.dim()} dimensions."
+                )
+            return self.copy_(value)
+        return self._inplace(_op("fill"), (), {"value": _scalar(value)})
+
+    def copy_(self, src):
+        src = _tensor_arg(src, self)
+        if src._device != self._device:
+            src = src.to(self._device)
+        try:
+            np.broadcast_shapes(src.shape, self.shape)
+        except ValueError:
+            raise RuntimeError(
+                f"The size of tensor a ({list(self.shape)}) must match the size of tensor b "
+                f"({list(src.shape)}): copy_() can't broadcast the source to the destination"
+            ) from None
+        return self._inplace(_op("copy"), (src,), _NO_ATTRS)
+
+    # -- printing ---------------------------------------------------------------------------
+    def __repr__(self):
+        return _format_tensor(self)
+
+    def __str__(self):
+        return _format_tensor(self)
+
+    def __format__(self, spec):
+        if self._data.ndim == 0 and spec:
+            return format(self.item(), spec)
+        return str(self)
+
+    def __iter__(self):
+        if not self._data.ndim:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __reduce_ex__(self, protocol):
+        return (_rebuild, (backend.to_numpy(self._data, self._device).copy(), str(self._device),
+                           self._requires_grad))
+
+
+def _rebuild(array, device, requires_grad):
+    return tensor(array, device=device, requires_grad=requires_grad)
+
+
+class _MinMax(tuple):
+    """``(values, indices)`` as returned by ``max(dim)`` / ``min(dim)``."""
+
+    def __new__(cls, values, indices):
+        return super().__new__(cls, (values, indices))
+
+    @property
+    def values(self):
+        return self[0]
+
+    @property
+    def indices(self):
+        return self[1]
+
+    def __repr__(self):
+        return f"return_types(\nvalues={self[0]!r},\nindices={self[1]!r})"
+
+
+class _NoGrad:
+    def __enter__(self):
+        self.prev = _grad_state.enabled
+        _grad_state.enabled = False
+
+    def __exit__(self, *exc):
+        _grad_state.enabled = self.prev
+
+
+class _EnableGrad(_NoGrad):
+    def __enter__(self):
+        self.prev = _grad_state.enabled
+        _grad_state.enabled = True
+
+
+def _is_bool_mask(k):
+    if isinstance(k, Tensor):
+        return k._data.dtype.kind == "b"
+    if isinstance(k, np.ndarray):
+        return k.dtype.kind == "b"
+    return isinstance(k, list) and len(k) > 0 and all(isinstance(v, bool) for v in k)
+
+
+def _bool_ndim(k):
+    return k.ndim if hasattr(k, "ndim") else 1
+
+
+def _index_array(k, device):
+    if isinstance(k, Tensor):
+        if k._data.dtype.kind not in "biu":
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        return k._data
+    arr = np.asarray(k)
+    if arr.dtype.kind not in "biu":
+        raise IndexError(
+            "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
+            f"valid indices (got {type(k).__name__})"
+        )
+    if device is not CPU:
+        arr = backend.transfer(arr, CPU, device)
+    return arr
+
+
+def _index_tensor(index, fname):
+    if not isinstance(index, Tensor):
+        index = tensor(index)
+    if index._data.dtype.kind not in "iu":
+        raise RuntimeError(f"{fname}(): Expected dtype int64 for index, got {index.dtype}")
+    return index
+
+
+def _arg(x):
+    """An operand: a Tensor stays, a Python/NumPy scalar becomes a plain number."""
+    if type(x) is Tensor:
+        return x
+    if type(x) is float or type(x) is int or type(x) is bool:
+        return x
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, numbers.Number):
+        return x
+    if isinstance(x, (np.ndarray, list, tuple)):
+        return as_tensor(x)
+    raise TypeError(f"unsupported operand type: {type(x).__name__}")
+
+
+def _scalar(x):
+    if isinstance(x, Tensor):
+        if x.numel() != 1:
+            raise RuntimeError("a Tensor with more than one element cannot be used as a scalar")
+        return x.item()
+    if isinstance(x, np.generic):
+        return x.item()
+    if not isinstance(x, numbers.Number):
+        raise TypeError(f"expected a number, got {type(x).__name__}")
+    return x
+
+
+def _opt_scalar(x):
+    return None if x is None else _scalar(x)
+
+
+def _tensor_arg(x, like):
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, (bool, int, float)):
+        d = dtypes.result_type([like], [x])
+        return _wrap(np.asarray(x, dtype=d.np), like._device)
+    return as_tensor(x, device=like._device)
+
+
+# ---- printing -------------------------------------------------------------------------------
+def _format_tensor(t):
+    data = backend.to_numpy(t._data, t._device)
+    kind = data.dtype.kind
+    if kind == "f" and data.size:
+        finite = data[np.isfinite(data)]
+        absmax = float(np.abs(finite).max()) if finite.size else 0.0
+        absmin = float(np.abs(finite[finite != 0]).min()) if np.any(finite != 0) else 0.0
+        integral = bool(np.all(finite == np.round(finite)))
+        if integral and absmax < 1e8:
+            fmt = lambda v: _fmt_special(v) or f"{v:.0f}."  # noqa: E731
+        elif absmax >= 1e8 or (absmin and absmin < 1e-4) or (absmax / max(absmin, 1e-300) > 1e3 and absmin):
+            fmt = lambda v: _fmt_special(v) or f"{v:.4e}"  # noqa: E731
+        else:
+            fmt = lambda v: _fmt_special(v) or f"{v:.4f}"  # noqa: E731
+        body = np.array2string(data, separator=", ", formatter={"float_kind": fmt}, prefix="tensor(",
+                               threshold=1000, edgeitems=3, max_line_width=80)
+    elif kind == "b":
+        body = np.array2string(data, separator=", ", prefix="tensor(", threshold=1000,
+                               formatter={"bool": lambda v: " True" if v else "False"})
+    else:
+        body = np.array2string(data, separator=", ", prefix="tensor(", threshold=1000)
+    extras = []
+    if t._device.type != "cpu":
+        extras.append(f"device='{t._device}'")
+    d = t.dtype
+    if data.size == 0 and d is not dtypes.get_default_dtype():
+        extras.append(f"size={tuple(data.shape)}")
+    if d is not dtypes.get_default_dtype() and d is not dtypes.int64 and d is not dtypes.bool:
+        extras.append(f"dtype={d}")
+    if t.grad_fn is not None:
+        extras.append(f"grad_fn=<{t.grad_fn.name()}>")
+    elif t._requires_grad:
+        extras.append("requires_grad=True")
+    return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+
+def _fmt_special(v):
+    if np.isnan(v):
+        return "nan"
+    if np.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return None
+
+
+# ---- creation -----------------------------------------------------------------------------
+def _infer_np(data, dtype):
+    """NumPy array for ``data`` with PyTorch's dtype inference."""
+    if dtype is not None:
+        dtype = dtypes.as_dtype(dtype)
+    if isinstance(data, Tensor):
+        arr = backend.to_numpy(data._data, data._device)
+    elif isinstance(data, np.ndarray):
+        arr = data
+    else:
+        if isinstance(data, (list, tuple)) and any(isinstance(v, Tensor) for v in _flat(data)):
+            data = _nested_tolist(data)
+        try:
+            arr = np.array(data)
+        except ValueError as e:
+            raise ValueError(f"could not build a tensor from the given data: {e}") from None
+        if arr.dtype == object or arr.dtype.kind in "USV":
+            raise TypeError(f"could not convert data of type {type(data).__name__} to a tensor")
+        if dtype is None:
+            if arr.dtype.kind == "f":
+                arr = arr.astype(dtypes.get_default_dtype().np)
+            elif arr.dtype.kind in "iu":
+                arr = arr.astype(np.int64)
+    if dtype is not None:
+        if arr.dtype != dtype.np:
+            arr = arr.astype(dtype.np)
+    else:
+        dtypes.from_numpy_dtype(arr.dtype)
+    return arr
+
+
+def _flat(data):
+    for v in data:
+        if isinstance(v, (list, tuple)):
+            yield from _flat(v)
+        else:
+            yield v
+
+
+def _nested_tolist(data):
+    if isinstance(data, Tensor):
+        return data.tolist()
+    if isinstance(data, (list, tuple)):
+        return [_nested_tolist(v) for v in data]
+    return data
+
+
+def _place(arr, device, requires_grad):
+    device = backend.as_device(device)
+    if device is not CPU and device != CPU:
+        arr = backend.transfer(arr, CPU, device)
+    else:
+        device = CPU
+    t = _wrap(arr, device)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False):
+    """A new tensor holding a copy of ``data`` (nested lists, scalars, arrays or a Tensor).
+
+    Example:
+        >>> import nbgrad as ng
+        >>> ng.tensor([1, 2]).dtype, ng.tensor([1.0, 2.0]).dtype
+        (nbgrad.int64, nbgrad.float32)
+    """
+    arr = _infer_np(data, dtype)
+    arr = np.array(arr, copy=True)
+    return _place(arr, device, requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """Like ``tensor`` but shares memory with ``data`` when it can."""
+    if isinstance(data, Tensor):
+        out = data
+        if dtype is not None or device is not None:
+            out = data.to(dtype=dtype, device=device)
+        return out
+    arr = _infer_np(data, dtype)
+    return _place(arr, device, False)
+
+
+def from_numpy(ndarray):
+    """A tensor sharing memory with ``ndarray`` (changes to one show in the other)."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    dtypes.from_numpy_dtype(ndarray.dtype)
+    return _wrap(ndarray, CPU)
+
+
+def from_dlpack(ext_tensor):
+    """A tensor sharing memory with any object that implements the DLPack protocol."""
+    if hasattr(ext_tensor, "__dlpack_device__"):
+        dev_type, dev_id = ext_tensor.__dlpack_device__()
+        if dev_type == 2:  # kDLCUDA
+            xp = backend.get_xp(backend.as_device(f"cuda:{dev_id}"))
+            return _wrap(xp.from_dlpack(ext_tensor), backend.as_device(f"cuda:{dev_id}"))
+    return _wrap(np.from_dlpack(ext_tensor), CPU)
+
+
+def _factory(fill, size, dtype, device, requires_grad, default=None):
+    shape = _shape_arg(size)
+    d = dtypes.as_dtype(dtype) if dtype is not None else (default or dtypes.get_default_dtype())
+    dev = backend.as_device(device)
+    xp = backend.get_xp(dev)
+    arr = fill(xp, shape, d.np)
+    t = _wrap(arr, dev)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    return _factory(lambda xp, s, d: xp.zeros(s, d), size, dtype, device, requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    return _factory(lambda xp, s, d: xp.ones(s, d), size, dtype, device, requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    return _factory(lambda xp, s, d: xp.empty(s, d), size, dtype, device, requires_grad)
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    default = dtypes.scalar_dtype(fill_value) if dtype is None else None
+    return _factory(lambda xp, s, d: xp.full(s, fill_value, d), (tuple(size),), dtype, device,
+                    requires_grad, default)
+
+
+def _like(t, dtype, device):
+    return (dtype if dtype is not None else t.dtype), (device if device is not None else t.device)
+
+
+def zeros_like(input, dtype=None, device=None, requires_grad=False):
+    d, dev = _like(input, dtype, device)
+    return zeros(input.shape, dtype=d, device=dev, requires_grad=requires_grad)
+
+
+def ones_like(input, dtype=None, device=None, requires_grad=False):
+    d, dev = _like(input, dtype, device)
+    return ones(input.shape, dtype=d, device=dev, requires_grad=requires_grad)
+
+
+def empty_like(input, dtype=None, device=None, requires_grad=False):
+    d, dev = _like(input, dtype, device)
+    return empty(input.shape, dtype=d, device=dev, requires_grad=requires_grad)
+
+
+def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):
+    d, dev = _like(input, dtype, device)
+    return full(input.shape, fill_value, dtype=d, device=dev, requires_grad=requires_grad)
+
+
+_rng = np.random.default_rng()
+
+
+def manual_seed(seed):
+    """Seed nbgrad's random number generator (``rand``, ``randn``, ``randint``, init)."""
+    global _rng
+    if not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"manual_seed expected an int, got {type(seed).__name__}")
+    _rng = np.random.default_rng(int(seed))
+    return _rng
+
+
+def _host_random(fill, size, dtype, device, requires_grad, default=None):
+    shape = _shape_arg(size)
+    d = dtypes.as_dtype(dtype) if dtype is not None else (default or dtypes.get_default_dtype())
+    arr = np.asarray(fill(shape)).astype(d.np)
+    return _place(arr, device, requires_grad)
+
+
+def rand(*size, dtype=None, device=None, requires_grad=False):
+    return _host_random(lambda s: _rng.random(s), size, dtype, device, requires_grad)
+
+
+def randn(*size, dtype=None, device=None, requires_grad=False):
+    return _host_random(lambda s: _rng.standard_normal(s), size, dtype, device, requires_grad)
+
+
+def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=False):
+    if high is None:
+        low, high = 0, low
+    if size is None:
+        raise TypeError("randint() missing required argument 'size'")
+    return _host_random(lambda s: _rng.integers(low, high, s), (tuple(size),), dtype, device,
+                        requires_grad, dtypes.int64)
+
+
+def randperm(n, dtype=None, device=None):
+    return _place(_rng.permutation(n).astype((dtypes.as_dtype(dtype) if dtype else dtypes.int64).np), device, False)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        floating = any(isinstance(v, float) for v in (start, end, step))
+        dtype = dtypes.get_default_dtype() if floating else dtypes.int64
+    arr = np.arange(start, end, step).astype(dtypes.as_dtype(dtype).np)
+    return _place(arr, device, requires_grad)
+
+
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    d = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    return _place(np.linspace(start, end, steps).astype(d.np), device, requires_grad)
+
+
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    d = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    return _place(np.eye(n, m, dtype=d.np), device, requires_grad)
+
+
+# ---- functions over several tensors ---------------------------------------------------------
+def cat(tensors, dim=0):
+    """Concatenate tensors along ``dim`` (``CatBackward0``)."""
+    tensors = _tensor_list(tensors, "cat")
+    ref = next((t for t in tensors if t.ndim), tensors[0])
+    if ref.ndim == 0:
+        raise RuntimeError("zero-dimensional tensor cannot be concatenated")
+    d = _dim(dim, ref.ndim)
+    tensors = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or tensors[:1]
+    for i, t in enumerate(tensors):
+        if t.ndim != ref.ndim or any(a != b for k, (a, b) in enumerate(zip(t.shape, ref.shape)) if k != d):
+            raise RuntimeError(
+                f"Sizes of tensors must match except in dimension {d}. Expected size "
+                f"{list(ref.shape)} but got size {list(t.shape)} for tensor number {i} in the list."
+            )
+    return _dispatch(_op("cat"), (list(tensors),), {"dim": d})
+
+
+def stack(tensors, dim=0):
+    """Stack same-shaped tensors along a new dimension ``dim`` (``StackBackward0``)."""
+    tensors = _tensor_list(tensors, "stack")
+    shape = tensors[0].shape
+    for i, t in enumerate(tensors):
+        if t.shape != shape:
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got {list(shape)} at entry 0 "
+                f"and {list(t.shape)} at entry {i}"
+            )
+    return _dispatch(_op("stack"), (list(tensors),), {"dim": _dim(dim, len(shape) + 1)})
+
+
+def _tensor_list(tensors, fname):
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{fname}(): argument 'tensors' must be a tuple or list of Tensors, got {type(tensors).__name__}")
+    if not tensors:
+        raise RuntimeError(f"{fname}(): expected a non-empty list of Tensors")
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{fname}(): expected Tensor as element in argument 'tensors', got {type(t).__name__}")
+    return list(tensors)
+
+
+def where(condition, input=None, other=None):
+    """Elementwise ``input if condition else other`` (``WhereBackward0``)."""
+    if input is None and other is None:
+        return tuple(tensor(a) for a in np.nonzero(np.asarray(condition)))
+    like = input if isinstance(input, Tensor) else other if isinstance(other, Tensor) else None
+    if like is None:
+        like = _wrap(np.asarray(0.0, dtype=dtypes.get_default_dtype().np))
+    if not isinstance(condition, Tensor):
+        condition = tensor(condition)
+    if condition._data.dtype.kind != "b":
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}")
+    return _dispatch(_op("where"), (condition, _arg(input), _arg(other)))
+
+
+# rows used on the hot path, looked up once
+from nbgrad import derivatives as _derivatives  # noqa: E402
+
+_ADD = _derivatives.OPS["add"]
+_SUB = _derivatives.OPS["sub"]
+_MUL = _derivatives.OPS["mul"]
+_DIV = _derivatives.OPS["div"]
+_MM = _derivatives.OPS["mm"]
+_TANH = _derivatives.OPS["tanh"]
+_ALPHA1 = {"alpha": 1}
