@@ -242,9 +242,9 @@ def _record(op, args, attrs, results):
         if name in attrs:
             value = attrs[name]
         elif name == "result":
-            value = SavedTensor(results[0], is_output=True)
+            value = SavedTensor(results[0], True, op.node_name)
         elif name.startswith("result"):
-            value = SavedTensor(results[int(name[6:])], is_output=True)
+            value = SavedTensor(results[int(name[6:])], True, op.node_name)
         elif name.endswith("_shape"):
             a = args[names.index(name[:-6])]
             value = [t.shape for t in a] if type(a) is list else a.shape

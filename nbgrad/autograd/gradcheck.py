@@ -31,10 +31,8 @@ def _outputs(func, inputs):
 
 def _numerical_jacobian(func, inputs, diff_idx, outputs, eps):
     """``J[out][inp]`` of shape (out.numel(), inp.numel()) by central differences."""
-    from nbgrad.autograd.grad_mode import no_grad
-
     jac = [[np.zeros((o.numel(), inputs[i].numel())) for i in diff_idx] for o in outputs]
-    with no_grad():
+    if True:  # inputs are perturbed in place, behind autograd's back (no version bump)
         for col, i in enumerate(diff_idx):
             data = inputs[i]._data
             for j in range(data.size):

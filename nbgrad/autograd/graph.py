@@ -324,7 +324,7 @@ class SavedTensor:
                  "_requires_grad", "_device", "_grad_fn_name", "_packed", "_unpack_hook",
                  "_weak_grad_fn")
 
-    def __init__(self, tensor, is_output=False):
+    def __init__(self, tensor, is_output=False, grad_fn_name=None):
         self._version = tensor._version_counter[0]
         self._counter = tensor._version_counter
         self._is_output = is_output
@@ -333,7 +333,7 @@ class SavedTensor:
         self._packed = None
         self._unpack_hook = None
         grad_fn = tensor.grad_fn
-        self._grad_fn_name = grad_fn.name() if grad_fn is not None else None
+        self._grad_fn_name = grad_fn_name or (grad_fn.name() if grad_fn is not None else None)
         stack = _saved_hooks.stack
         if stack:
             pack, unpack = stack[-1]
