@@ -33,7 +33,7 @@ class OpInfo:
 
     def __init__(row, name, node, inputs, forward, *, attrs="", promote=None, view=False,
                  outputs=1, diff_outputs=None, nondiff=(), differentiable=True, promote_attrs=(),
-                 **formulas):
+                 quiet=None, **formulas):
         row.name = name
         row.node_name = node
         row.inputs = tuple(i.rstrip("*") for i in inputs.split())
@@ -47,6 +47,8 @@ class OpInfo:
         row.nondiff = frozenset(nondiff)
         row.promoted = tuple(i not in row.nondiff for i in row.inputs)
         row.promote_attrs = promote_attrs
+        # NumPy warns on overflow, 0/0, log(0)...; PyTorch gives inf/nan silently
+        row.quiet = name in _QUIET if quiet is None else quiet
         row.differentiable = differentiable and bool(formulas)
         row.formulas = formulas
         row.node_class = None
@@ -73,6 +75,12 @@ class OpInfo:
                         f"op table row '{self.name}': input '{inp}' has neither a formula nor a "
                         "nondiff mark"
                     )
+
+
+_QUIET = {"div", "pow", "pow_tensor", "rpow", "exp", "log", "log1p", "sqrt", "rsqrt",
+          "reciprocal", "sigmoid", "var", "std", "mean", "mean_dim", "norm", "logsumexp",
+          "softmax", "log_softmax", "prod", "prod_dim", "erf", "gelu", "matmul", "mm",
+          "bmm", "mv", "dot"}
 
 
 def op(name, node, inputs, forward, **kw):
@@ -259,15 +267,15 @@ op("split", "SplitBackward0", "self", lambda xp, self, sizes, dim: _split(xp, se
    self=lambda grads, self, sizes, dim: _cat_grads(grads, self, sizes, dim))
 op("split_with_sizes", "SplitWithSizesBackward0", "self", lambda xp, self, sizes, dim: _split(xp, self, sizes, dim), attrs="sizes dim", outputs=-1,
    self=lambda grads, self, sizes, dim: _cat_grads(grads, self, sizes, dim))
-op("gather", "GatherBackward0", "self index", lambda xp, self, dim, index: xp.take_along_axis(self, index, axis=dim), attrs="dim", nondiff=("index",),
+op("gather", "GatherBackward0", "self index", lambda xp, self, index, dim: xp.take_along_axis(self, index, axis=dim), attrs="dim", nondiff=("index",),
    self=lambda grad, self_shape, dim, index: _T.zeros(self_shape, dtype=grad.dtype, device=grad.device).scatter_add(dim, index, grad))
-op("scatter_add", "ScatterAddBackward0", "self index src", lambda xp, self, dim, index, src: _scatter_add(xp, self, dim, index, src), attrs="dim",
+op("scatter_add", "ScatterAddBackward0", "self index src", lambda xp, self, index, src, dim: _scatter_add(xp, self, dim, index, src), attrs="dim",
    nondiff=("index",), promote="binary",
    self=lambda grad: grad,
    src=lambda grad, dim, index: grad.gather(dim, index))
-op("index_select", "IndexSelectBackward0", "self index", lambda xp, self, dim, index: xp.take(self, index, axis=dim), attrs="dim", nondiff=("index",),
+op("index_select", "IndexSelectBackward0", "self index", lambda xp, self, index, dim: xp.take(self, index, axis=dim), attrs="dim", nondiff=("index",),
    self=lambda grad, self_shape, dim, index: _T.zeros(self_shape, dtype=grad.dtype, device=grad.device).index_add(dim, index, grad))
-op("index_add", "IndexAddBackward0", "self index source", lambda xp, self, dim, index, source: _index_add(xp, self, dim, index, source), attrs="dim",
+op("index_add", "IndexAddBackward0", "self index source", lambda xp, self, index, source, dim: _index_add(xp, self, dim, index, source), attrs="dim",
    nondiff=("index",), promote="binary",
    self=lambda grad: grad,
    source=lambda grad, dim, index: grad.index_select(dim, index))
@@ -618,37 +626,42 @@ class TableNode(Node):
 
     __slots__ = ()
     _op: OpInfo
-    _raw_plan: tuple  # ((input_index, is_list, formula, params), ...)
+    _raw_plan: tuple  # ((edge_index, is_list, formula, params), ...)
     _saved_names: tuple
 
     def apply(self, grads):
-        op = self._op
-        n_edges = len(self._next_edges)
-        if op.outputs == 1:
-            grad = grads[0]
-            if grad is None:
-                return [None] * n_edges
-        else:
-            if all(g is None for g in grads):
-                return [None] * n_edges
-            grad = grads[0]
-        env = {"grad": grad, "grads": grads}
-        out = [None] * n_edges
         edges = self._next_edges
+        grad = grads[0]
+        if self._op.outputs == 1:
+            if grad is None:
+                return [None] * len(edges)
+        elif all(g is None for g in grads):
+            return [None] * len(edges)
+        out = [None] * len(edges)
+        env = None
         for i, is_list, formula, params in self._raw_plan:
-            start, stop = (0, n_edges) if is_list else (i, i + 1)
-            if not any(edges[i].function is not None for i in range(start, stop)):
+            if is_list:
+                if all(e.function is None for e in edges):
+                    continue
+            elif edges[i].function is None:
                 continue
             args = []
             for p in params:
-                if p not in env:
-                    env[p] = self._load(p)
-                args.append(env[p])
+                if p == "grad":
+                    args.append(grad)
+                elif p == "grads":
+                    args.append(grads)
+                else:
+                    if env is None:
+                        env = {}
+                    if p not in env:
+                        env[p] = self._load(p)
+                    args.append(env[p])
             value = formula(*args)
             if is_list:
-                out[start:stop] = list(value)
+                out[:] = list(value)
             else:
-                out[start] = value
+                out[i] = value
         return out
 
     def _load(self, name):
@@ -661,6 +674,8 @@ class TableNode(Node):
         return unpack_saved(value, self)
 
     def release_variables(self):
+        if not self._saved_names:
+            return
         for name in self._saved_names:
             slot = "_s_" + name
             value = getattr(self, slot, None)
@@ -696,11 +711,25 @@ def _build_node_class(info: OpInfo):
         if f is None:
             continue
         params = tuple(inspect.signature(f).parameters)
-        plan.append((i, info.list_input[i], f, params))
+        # the node has no edge for a nondiff input: index the plan by edge, not by input
+        edge_i = i - sum(1 for inp in info.inputs[:i] if inp in info.nondiff)
+        plan.append((edge_i, info.list_input[i], f, params))
         for p in params:
             if p not in ("grad", "grads") and p not in saved:
                 saved.append(p)
+    # how _record fills each slot: ("attr", name) | ("result", k) | ("shape", i) | ("input", i)
+    save_plan = []
+    for s in saved:
+        if s in info.attrs:
+            save_plan.append(("_s_" + s, "attr", s))
+        elif s == "result" or (s.startswith("result") and s[6:].isdigit()):
+            save_plan.append(("_s_" + s, "result", int(s[6:] or 0)))
+        elif s.endswith("_shape"):
+            save_plan.append(("_s_" + s, "shape", info.inputs.index(s[:-6])))
+        else:
+            save_plan.append(("_s_" + s, "input", info.inputs.index(s)))
     ns = {
+        "_save_plan": tuple(save_plan),
         "__slots__": tuple("_s_" + s for s in saved),
         "_op": info,
         "_name": info.node_name,

@@ -92,8 +92,8 @@ def _check_device(t, device):
         )
 
 
-def _dispatch(op, args, attrs=_NO_ATTRS, out=None):
-    """Run one row of the op table on ``args`` (Tensors, lists of Tensors, scalars or None)."""
+def _prepare(op, args, attrs):
+    """The general path of dispatch: device check, PyTorch type promotion, array extraction."""
     device = None
     requires_grad = False
     promote = op.promote
@@ -131,12 +131,45 @@ def _dispatch(op, args, attrs=_NO_ATTRS, out=None):
             raise TypeError(f"unsupported Tensor subclass {type(a).__name__}")
         else:
             arrays.append(a)
-    if device is None:
+    return arrays, device if device is not None else CPU, requires_grad
+
+
+def _dispatch(op, args, attrs=_NO_ATTRS, out=None):
+    """Run one row of the op table on ``args`` (Tensors, lists of Tensors, scalars or None)."""
+    # NOTE [Dispatch fast path]
+    # Most calls are CPU tensors of one floating dtype, possibly with Python numbers: no
+    # promotion or device check can change anything, so skip straight to the kernel.
+    arrays = []
+    requires_grad = False
+    dtype = None
+    for a in args:
+        ta = type(a)
+        if ta is Tensor:
+            data = a._data
+            if a._device is not CPU or (dtype is not None and data.dtype != dtype):
+                break
+            dtype = data.dtype
+            arrays.append(data)
+            if a._requires_grad:
+                requires_grad = True
+        elif ta is not float and ta is not int:
+            break
+        else:
+            arrays.append(a)
+    else:
+        if dtype is None or dtype.kind != "f":
+            arrays = None
+    if arrays is None or len(arrays) != len(args):
+        arrays, device, requires_grad = _prepare(op, args, attrs)
+    else:
         device = CPU
     if out is None:
         xp = np if device is CPU else backend.get_xp(device)
         try:
-            with np.errstate(all="ignore"):
+            if op.quiet:
+                with np.errstate(all="ignore"):
+                    out = op.forward(xp, *arrays, **attrs)
+            else:
                 out = op.forward(xp, *arrays, **attrs)
         except ValueError as e:
             raise RuntimeError(f"{op.name}(): {_shapes_message(args, e)}") from None
@@ -233,30 +266,26 @@ def _record(op, args, attrs, results):
             edges.extend(_edge_of(t) for t in a)
         else:
             edges.append(NO_EDGE)
-    for i, inp in enumerate(op.inputs):
-        if inp in op.nondiff:
-            edges[i] = NO_EDGE
+    if op.nondiff:  # as PyTorch: a non-differentiable input (index, mask) gets no edge
+        edges = [e for inp, e in zip(op.inputs, edges) if inp not in op.nondiff]
     node = _new_node(op.node_class, tuple(edges))
-    names = op.inputs
-    for name in node._saved_names:
-        if name in attrs:
-            value = attrs[name]
-        elif name == "result":
-            value = SavedTensor(results[0], True, op.node_name)
-        elif name.startswith("result"):
-            value = SavedTensor(results[int(name[6:])], True, op.node_name)
-        elif name.endswith("_shape"):
-            a = args[names.index(name[:-6])]
-            value = [t.shape for t in a] if type(a) is list else a.shape
-        else:
-            a = args[names.index(name)]
+    for slot, kind, key in node._save_plan:
+        if kind == "attr":
+            value = attrs[key]
+        elif kind == "input":
+            a = args[key]
             if type(a) is Tensor:
                 value = SavedTensor(a)
             elif type(a) is list:
                 value = [SavedTensor(t) for t in a]
             else:
                 value = a
-        setattr(node, "_s_" + name, value)
+        elif kind == "result":
+            value = SavedTensor(results[key], True, op.node_name)
+        else:
+            a = args[key]
+            value = [t.shape for t in a] if type(a) is list else a.shape
+        setattr(node, slot, value)
     meta = []
     for k, r in enumerate(results):
         meta.append(InputMetadata(r.shape, r.dtype, r._device))
@@ -580,7 +609,8 @@ class Tensor:
         return _dispatch(_op("clone"), (self,))
 
     def contiguous(self):
-        return self
+        """Self when contiguous, else a contiguous copy (``CloneBackward0``), as PyTorch."""
+        return self if self._data.flags.c_contiguous else self.clone()
 
     def is_contiguous(self):
         return bool(self._data.flags.c_contiguous)

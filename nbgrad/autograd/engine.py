@@ -57,18 +57,26 @@ class NodeTask:
 
 
 class ReadyQueue:
-    """A max-heap of NodeTasks keyed by (reentrant depth, ``sequence_nr``) (``ReadyQueue``)."""
+    """A max-heap of NodeTasks keyed by (reentrant depth, ``sequence_nr``) (``ReadyQueue``).
 
-    __slots__ = ("_heap", "_counter", "device", "_cond")
+    A graph task's CPU queue is only touched by the thread that owns the task, so it pushes
+    without taking the lock (``shared=False``); a device queue is shared with its worker.
+    """
 
-    def __init__(self, device=None):
+    __slots__ = ("_heap", "_counter", "device", "_cond", "shared")
+
+    def __init__(self, device=None, shared=True):
         self._heap = []
-        self._counter = itertools.count()
+        self._counter = itertools.count().__next__
         self.device = device
+        self.shared = shared
         self._cond = threading.Condition(threading.Lock())
 
     def push(self, task: NodeTask):
-        entry = (-task.reentrant_depth, -task.node._sequence_nr_, next(self._counter), task)
+        entry = (-task.reentrant_depth, -task.node._sequence_nr_, self._counter(), task)
+        if not self.shared:
+            heapq.heappush(self._heap, entry)
+            return
         with self._cond:
             heapq.heappush(self._heap, entry)
             self._cond.notify()
@@ -150,7 +158,7 @@ class GraphTask:
         self.outstanding_tasks = 0
         self.exception = None
         self.final_callbacks = []
-        self.cpu_ready_queue = ReadyQueue("cpu")
+        self.cpu_ready_queue = ReadyQueue("cpu", shared=False)
         self.reentrant_depth = reentrant_depth
         self.listeners = listeners
         self.owner = threading.get_ident()
@@ -283,15 +291,16 @@ class Engine:
     # -- running ------------------------------------------------------------------------------
     def thread_main(self, graph_task):
         """Drain the graph task's CPU ready queue on this thread (``Engine::thread_main``)."""
-        queue = graph_task.cpu_ready_queue
-        heap = queue._heap
+        heap = graph_task.cpu_ready_queue._heap
+        heappop = heapq.heappop
+        evaluate = self.evaluate_function
         _grad_state.enabled = graph_task.create_graph
         while heap:
-            task = queue.pop(0)
+            task = heappop(heap)[3]
             if graph_task.exception is not None:
                 continue
             try:
-                self.evaluate_function(graph_task, task.node, task.inputs)
+                evaluate(graph_task, task.node, task.inputs)
             except BaseException as e:  # noqa: BLE001 - re-raised below with its own type
                 graph_task.exception = e
                 self._annotate(e, task.node)
@@ -400,7 +409,7 @@ class Engine:
                 grads[i] = grad
             if grad._data.dtype != meta.dtype.np:
                 grads[i] = grad = grad.to(meta.dtype)
-            if grad._device != meta.device:
+            if grad._device is not meta.device and grad._device != meta.device:
                 grads[i] = grad.to(meta.device)
 
     # -- hooks ------------------------------------------------------------------------------

@@ -79,6 +79,13 @@ class RemovableHandle:
     def registered(self) -> bool:
         return self._hooks_ref is not None and self in self._hooks_ref
 
+    def disable(self):
+        """Keep the hook registered but skip it until ``enable()``."""
+        self.enabled = False
+
+    def enable(self):
+        self.enabled = True
+
     def remove(self):
         hooks = self._hooks_ref
         if hooks is not None and self in hooks:
@@ -340,7 +347,11 @@ class SavedTensor:
             self._tensor = None
             self._data = None
             self._unpack_hook = unpack
-            self._packed = pack(tensor if not is_output else tensor.detach())
+            _saved_hooks.stack = ()  # a pack hook's own saves are not packed again
+            try:
+                self._packed = pack(tensor if not is_output else tensor.detach())
+            finally:
+                _saved_hooks.stack = stack
             self._weak_grad_fn = None if not is_output else None
             if not is_output:
                 self._weak_grad_fn = grad_fn
@@ -415,3 +426,77 @@ def unpack_saved(value, node):
     if value is FREED:
         raise RuntimeError(ERR_FREED)
     return value
+
+
+# -- the hook inventory ---------------------------------------------------------------------
+
+
+class HookInfo(NamedTuple):
+    """One registered hook, as listed by :func:`hook_inventory`."""
+
+    kind: str  # tensor_hook | node_prehook | node_hook | post_accumulate_grad | module hooks
+    target_kind: str  # "tensor" | "node" | "module"
+    target: object
+    name: str
+    enabled: bool
+    handle: RemovableHandle
+
+
+def _infos(handles, target_kind, target=None):
+    for h in tuple(handles or ()):
+        owner = target if target is not None else h.owner
+        yield HookInfo(h.kind, target_kind, owner, h.name, h.enabled, h)
+
+
+def hook_inventory(*roots) -> list[HookInfo]:
+    """Every hook reachable from the graphs of ``roots`` (tensors, nodes or modules).
+
+    PyTorch has no such list; nbgrad's hook editor is built on it. Each entry carries its
+    handle: ``handle.enabled = False`` switches a hook off without removing it,
+    ``handle.remove()`` removes it.
+
+    Example:
+        >>> import nbgrad as ng
+        >>> x = ng.ones(2, requires_grad=True)
+        >>> y = x * 2
+        >>> h = y.register_hook(lambda g: g)
+        >>> [(i.kind, i.target_kind) for i in hook_inventory(y)]
+        [('tensor_hook', 'tensor')]
+    """
+    out: list[HookInfo] = []
+    start: list[Node] = []
+    for r in roots:
+        if isinstance(r, Node):
+            start.append(r)
+        elif hasattr(r, "_module_hook_infos"):
+            out.extend(r._module_hook_infos())
+        elif hasattr(r, "grad_fn"):
+            if r.grad_fn is not None:
+                start.append(r.grad_fn)
+            elif getattr(r, "_grad_accumulator", None) is not None:
+                start.append(r._grad_accumulator)
+        else:
+            raise TypeError(
+                f"hook_inventory() takes tensors, nodes or modules, got {type(r).__name__}"
+            )
+    seen = set(start)
+    stack = list(start)
+    order = []
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        for e in node._next_edges:
+            if e.function is not None and e.function not in seen:
+                seen.add(e.function)
+                stack.append(e.function)
+    order.sort(key=lambda n: -n._sequence_nr_ if n._sequence_nr_ != UINT64_MAX else 1)
+    for node in order:
+        out.extend(_infos(node._tensor_pre_hooks, "tensor"))
+        out.extend(_infos(node._pre_hooks, "node", node))
+        out.extend(_infos(node._post_hooks, "node", node))
+        if isinstance(node, AccumulateGrad):
+            out.extend(_infos(node.variable._post_accumulate_grad_hooks, "tensor", node.variable))
+    return out
+
+
+__all__ += ["HookInfo", "hook_inventory"]

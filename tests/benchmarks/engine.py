@@ -1,0 +1,579 @@
+"""Engine benchmarks: nbgrad next to hand-written NumPy, PyTorch and HIPS autograd.
+
+Run from the repository root::
+
+    python tests/benchmarks/engine.py               # every workload, 7 repeats after a warm-up
+    python tests/benchmarks/engine.py --quick       # 3 repeats (1 process per framework for W5)
+    python tests/benchmarks/engine.py --only W1,W3  # a subset of W1, W3, W5, W6
+
+Every figure is the median over the repeats, and every framework does the same work in the same
+run: the repeats go round-robin over the frameworks (nbgrad, then NumPy, PyTorch, HIPS autograd)
+so that a slow patch of the machine hits them all alike, with ``gc.collect()`` before each timed
+call and the collector left on inside it. PyTorch (CPU) and HIPS autograd are optional: a
+framework that is not installed reads "n/a" (``pip install -e '.[bench]'`` for HIPS autograd and
+psutil). Thread counts are left at their defaults (``torch.set_num_threads`` is not called; the
+header prints what PyTorch uses); NumPy's BLAS threads are its defaults too.
+
+Workloads
+---------
+W1  Per-op overhead. A chain ``x = x * 1.0001 + 0.001`` on a (16,) float64 tensor, with
+    ``tanh().sum()`` at the end, then backward. Each ``*`` and ``+`` counts as one op; the
+    figures are microseconds per op for the forward, the backward and their total, for chains
+    of 2,000 and 20,000 ops (to show that the cost per op does not grow with the graph). The
+    NumPy baseline runs the same forward and a hand-written backward (it stores the ``tanh``
+    output, the one thing it needs, and loops back over the chain). HIPS autograd's ``grad``
+    does forward and backward in one call, so only its total is given.
+W3  Training step. A 784-512-512-10 tanh MLP at batch 256 in float32: forward, softmax
+    cross-entropy (``log_softmax`` times a one-hot target, mean over the batch), backward and
+    an in-place SGD update under ``no_grad`` (grads set to None after it). Milliseconds per
+    step. The NumPy baseline is the same step written by hand; PyTorch runs the same model with
+    torch ops. All start from the same weights and their losses are checked against each other.
+W5  Peak memory. Forward and backward through 200 ops cycling ``* 1.0001``, ``+ 0.001`` and
+    ``tanh`` (which saves its result) on a (1000, 1000) float64 tensor (8 MB), then ``sum``
+    and backward. Each framework runs in a fresh subprocess (``--w5-child NAME``), which imports
+    it, makes the input, warms it up on a small input, and takes its resident set size (RSS) as
+    the baseline; the figure is the peak RSS during the work minus that baseline, in MB (10**6
+    bytes). The peak is read from VmHWM after resetting it through /proc/self/clear_refs, or
+    from ``getrusage(RUSAGE_SELF).ru_maxrss`` where that reset is not possible. The NumPy
+    baseline stores exactly what its backward needs: the 66 ``tanh`` outputs (528 MB).
+W6  Hessian-vector product of ``sum(tanh(x) ** 3)`` for x of shape (1000,) float64 by double
+    backward: ``g = grad(f, x, create_graph=True)``, then ``grad((g * v).sum(), x)`` (nbgrad,
+    PyTorch), ``autograd.hessian_vector_product`` (HIPS), or the analytic H v written by hand
+    (NumPy). Milliseconds per product.
+
+Below the table the script prints the ratios the project targets, each with its target and
+"ok" or "MISS".
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+import nbgrad as ng
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+try:
+    import autograd as hips
+    import autograd.numpy as anp
+    from autograd import grad as hips_grad
+except ImportError:
+    hips = anp = hips_grad = None
+
+try:
+    import psutil
+except ImportError:
+    psutil = None
+
+FRAMEWORKS = ("nbgrad", "numpy", "torch", "autograd")
+WORKLOADS = ("W1", "W3", "W5", "W6")
+NAN = float("nan")
+
+# A step returns a tuple of seconds, one per phase (e.g. forward, backward, total).
+Step = Callable[[], tuple]
+
+
+def installed(name: str) -> bool:
+    return {"torch": torch, "autograd": hips}.get(name, True) is not None
+
+
+def run_rounds(steps: dict[str, Step], repeats: int, warmup: int = 1) -> dict[str, tuple]:
+    """Run every step round-robin, ``warmup`` untimed rounds then ``repeats`` timed rounds.
+
+    Returns, per framework, the median of each phase over the timed rounds.
+    """
+    for _ in range(warmup):
+        for step in steps.values():
+            step()
+    samples: dict[str, list[tuple]] = {name: [] for name in steps}
+    for _ in range(repeats):
+        for name, step in steps.items():
+            gc.collect()
+            samples[name].append(step())
+    return {
+        name: tuple(statistics.median(phase) for phase in zip(*rows))
+        for name, rows in samples.items()
+    }
+
+
+def per_call(fn: Callable[[], object], number: int) -> Step:
+    """A one-phase step: seconds per call of ``fn``, averaged over ``number`` calls."""
+
+    def step():
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        return ((time.perf_counter() - start) / number,)
+
+    return step
+
+
+def check_close(label: str, results: dict[str, np.ndarray], rtol: float, atol: float = 0.0):
+    """Warn (do not fail) when a framework's answer differs from the NumPy baseline's."""
+    ref = results["numpy"]
+    for name, value in results.items():
+        if not np.allclose(value, ref, rtol=rtol, atol=atol):
+            err = np.max(np.abs(np.asarray(value, dtype=np.float64) - ref))
+            print(f"WARNING {label}: {name} differs from NumPy (max abs diff {err:.3g})")
+
+
+# --------------------------------------------------------------------------------------------
+# W1: per-op overhead of a long elementwise chain
+# --------------------------------------------------------------------------------------------
+
+MUL, ADD = 1.0001, 0.001
+
+
+def w1_steps(x0: np.ndarray, n_ops: int) -> tuple[dict[str, Step], dict[str, Callable]]:
+    """Steps returning (forward, backward, total) seconds, and one-shot gradient functions."""
+    pairs = n_ops // 2
+
+    def numpy_grad():
+        x = x0.copy()
+        for _ in range(pairs):
+            x = x * MUL + ADD
+        t = np.tanh(x)  # saved for the backward of tanh
+        t_fwd = time.perf_counter()
+        g = 1.0 - t * t  # d sum(tanh(x)) / dx
+        for _ in range(pairs):
+            g = g * MUL  # backward of "+ ADD" is the identity; of "* MUL" a scale
+        return g, t_fwd
+
+    def nbgrad_grad():
+        x = ng.tensor(x0, requires_grad=True)
+        y = x
+        for _ in range(pairs):
+            y = y * MUL + ADD
+        out = y.tanh().sum()
+        t_fwd = time.perf_counter()
+        out.backward()
+        return x.grad.numpy(), t_fwd
+
+    def torch_grad():
+        x = torch.tensor(x0, requires_grad=True)
+        y = x
+        for _ in range(pairs):
+            y = y * MUL + ADD
+        out = y.tanh().sum()
+        t_fwd = time.perf_counter()
+        out.backward()
+        return x.grad.numpy(), t_fwd
+
+    def hips_f(x):
+        for _ in range(pairs):
+            x = x * MUL + ADD
+        return anp.sum(anp.tanh(x))
+
+    def phases(grad_fn):
+        def step():
+            start = time.perf_counter()
+            _, t_fwd = grad_fn()
+            end = time.perf_counter()
+            return t_fwd - start, end - t_fwd, end - start
+
+        return step
+
+    grads = {"nbgrad": lambda: nbgrad_grad()[0], "numpy": lambda: numpy_grad()[0]}
+    steps = {"nbgrad": phases(nbgrad_grad), "numpy": phases(numpy_grad)}
+    if torch is not None:
+        grads["torch"] = lambda: torch_grad()[0]
+        steps["torch"] = phases(torch_grad)
+    if hips is not None:
+        hips_df = hips_grad(hips_f)
+        grads["autograd"] = lambda: hips_df(x0)
+        total = per_call(lambda: hips_df(x0), 1)
+        steps["autograd"] = lambda: (NAN, NAN, total()[0])
+    return steps, grads
+
+
+def bench_w1(repeats: int) -> list[tuple[str, dict[str, tuple]]]:
+    x0 = np.random.default_rng(1).standard_normal(16)
+    sections = []
+    for n_ops in (2_000, 20_000):
+        steps, grads = w1_steps(x0, n_ops)
+        check_close(f"W1 {n_ops} ops", {k: g() for k, g in grads.items()}, rtol=1e-10)
+        medians = run_rounds(steps, repeats)
+        us_per_op = {k: tuple(s * 1e6 / n_ops for s in v) for k, v in medians.items()}
+        sections.append((f"{n_ops:,}", us_per_op))
+    return sections
+
+
+# --------------------------------------------------------------------------------------------
+# W3: training step of a 784-512-512-10 tanh MLP
+# --------------------------------------------------------------------------------------------
+
+SIZES, BATCH, LR = (784, 512, 512, 10), 256, 0.01
+
+
+def w3_data():
+    rng = np.random.default_rng(3)
+    params = []
+    for fan_in, fan_out in zip(SIZES[:-1], SIZES[1:]):
+        bound = 1.0 / np.sqrt(fan_in)
+        params.append(rng.uniform(-bound, bound, (fan_in, fan_out)).astype(np.float32))
+        params.append(rng.uniform(-bound, bound, fan_out).astype(np.float32))
+    x = rng.standard_normal((BATCH, SIZES[0])).astype(np.float32)
+    labels = rng.integers(0, SIZES[-1], BATCH)
+    onehot = np.eye(SIZES[-1], dtype=np.float32)[labels]
+    return params, x, onehot
+
+
+def w3_numpy_step(params, x, onehot):
+    w1, b1, w2, b2, w3, b3 = params
+    h1 = np.tanh(x @ w1 + b1)
+    h2 = np.tanh(h1 @ w2 + b2)
+    logits = h2 @ w3 + b3
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    exp = np.exp(shifted)
+    sumexp = exp.sum(axis=1, keepdims=True)
+    log_probs = shifted - np.log(sumexp)
+    loss = -(log_probs * onehot).sum() / BATCH
+
+    d_logits = (exp / sumexp - onehot) / BATCH
+    d_z2 = (d_logits @ w3.T) * (1 - h2 * h2)
+    d_z1 = (d_z2 @ w2.T) * (1 - h1 * h1)
+    grads = (x.T @ d_z1, d_z1.sum(0), h1.T @ d_z2, d_z2.sum(0), h2.T @ d_logits, d_logits.sum(0))
+    for p, g in zip(params, grads):
+        p -= LR * g
+    return loss
+
+
+def w3_nbgrad_step(params, x, onehot):
+    w1, b1, w2, b2, w3, b3 = params
+    h1 = (x @ w1 + b1).tanh()
+    h2 = (h1 @ w2 + b2).tanh()
+    log_probs = (h2 @ w3 + b3).log_softmax(1)
+    loss = -(log_probs * onehot).sum(1).mean()
+    loss.backward()
+    with ng.no_grad():
+        for p in params:
+            p.sub_(p.grad, alpha=LR)
+            p.grad = None
+    return loss.item()
+
+
+def w3_torch_step(params, x, onehot):
+    w1, b1, w2, b2, w3, b3 = params
+    h1 = torch.tanh(x @ w1 + b1)
+    h2 = torch.tanh(h1 @ w2 + b2)
+    log_probs = torch.log_softmax(h2 @ w3 + b3, 1)
+    loss = -(log_probs * onehot).sum(1).mean()
+    loss.backward()
+    with torch.no_grad():
+        for p in params:
+            p.sub_(p.grad, alpha=LR)
+            p.grad = None
+    return loss.item()
+
+
+def bench_w3(repeats: int, number: int) -> dict[str, tuple]:
+    params, x, onehot = w3_data()
+    fns = {
+        "nbgrad": (
+            w3_nbgrad_step,
+            [ng.from_numpy(p.copy()).requires_grad_() for p in params],
+            ng.from_numpy(x),
+            ng.from_numpy(onehot),
+        ),
+        "numpy": (w3_numpy_step, [p.copy() for p in params], x, onehot),
+    }
+    if torch is not None:
+        fns["torch"] = (
+            w3_torch_step,
+            [torch.from_numpy(p.copy()).requires_grad_() for p in params],
+            torch.from_numpy(x),
+            torch.from_numpy(onehot),
+        )
+    # The first step of each starts from the same weights: their losses must agree.
+    losses = {k: np.float64(fn(*args)) for k, (fn, *args) in fns.items()}
+    check_close("W3 loss", losses, rtol=1e-4)
+    steps = {
+        k: per_call(lambda fn=fn, args=args: fn(*args), number) for k, (fn, *args) in fns.items()
+    }
+    medians = run_rounds(steps, repeats)
+    return {k: (v[0] * 1e3,) for k, v in medians.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# W5: peak memory of forward + backward through 200 ops, one fresh process per framework
+# --------------------------------------------------------------------------------------------
+
+W5_OPS, W5_SHAPE = 200, (1000, 1000)
+
+
+def w5_numpy(x0: np.ndarray) -> np.ndarray:
+    saved = []  # the tanh outputs: all that the backward needs
+    x = x0
+    for i in range(W5_OPS):
+        if i % 3 == 0:
+            x = x * MUL
+        elif i % 3 == 1:
+            x = x + ADD
+        else:
+            x = np.tanh(x)
+            saved.append(x)
+    del x
+    g = np.ones(x0.shape)  # d sum / d out
+    for i in reversed(range(W5_OPS)):
+        if i % 3 == 0:
+            g = g * MUL
+        elif i % 3 == 2:
+            t = saved.pop()
+            g = g * (1.0 - t * t)
+            del t
+    return g
+
+
+def w5_framework(x):
+    """nbgrad and PyTorch run the same code on a leaf ``x`` that requires grad."""
+    y = x
+    for i in range(W5_OPS):
+        y = y * MUL if i % 3 == 0 else y + ADD if i % 3 == 1 else y.tanh()
+    loss = y.sum()
+    del y  # hold no more than the NumPy baseline does
+    loss.backward()
+    return x.grad.numpy()
+
+
+def w5_hips(x0: np.ndarray) -> np.ndarray:
+    def f(x):
+        for i in range(W5_OPS):
+            x = x * MUL if i % 3 == 0 else x + ADD if i % 3 == 1 else anp.tanh(x)
+        return anp.sum(x)
+
+    return hips_grad(f)(x0)
+
+
+def rss_bytes() -> int:
+    if psutil is not None:
+        return psutil.Process().memory_info().rss
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def reset_peak_rss() -> bool:
+    """Reset the kernel's high-water mark of RSS (Linux); False where that is not possible."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss_bytes(was_reset: bool) -> int:
+    if was_reset:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kB on Linux
+
+
+def w5_child(name: str) -> None:
+    """Body of ``--w5-child NAME``: print {"peak_mb": ...} as JSON for one framework."""
+    leaf = {
+        "numpy": lambda a: a,
+        "autograd": lambda a: a,
+        "nbgrad": lambda a: ng.tensor(a, requires_grad=True),
+        "torch": lambda a: torch.tensor(a, requires_grad=True),
+    }[name]
+    run = {"numpy": w5_numpy, "autograd": w5_hips}.get(name, w5_framework)
+    run(leaf(np.random.default_rng(0).standard_normal((10, 10))))  # warm up lazy imports
+    x = leaf(np.random.default_rng(5).standard_normal(W5_SHAPE))  # the one 8 MB input
+    gc.collect()
+    baseline = rss_bytes()
+    was_reset = reset_peak_rss()
+    grad = run(x)
+    peak = peak_rss_bytes(was_reset)
+    checksum = float(grad.sum())
+    print(json.dumps({"peak_mb": (peak - baseline) / 1e6, "checksum": checksum, "hwm": was_reset}))
+
+
+def bench_w5(repeats: int) -> dict[str, tuple]:
+    samples: dict[str, list[float]] = {name: [] for name in FRAMEWORKS if installed(name)}
+    checksums: dict[str, float] = {}
+    for _ in range(repeats):
+        for name in samples:
+            proc = subprocess.run(
+                [sys.executable, os.path.abspath(__file__), "--w5-child", name],
+                capture_output=True,
+                text=True,
+            )
+            if proc.returncode != 0:
+                print(f"WARNING W5: the {name} child failed:\n{proc.stderr[-2000:]}")
+                samples[name].append(NAN)
+                continue
+            report = json.loads(proc.stdout.strip().splitlines()[-1])
+            samples[name].append(report["peak_mb"])
+            checksums[name] = report["checksum"]
+    if "numpy" in checksums:
+        check_close("W5 grad sum", {k: np.float64(v) for k, v in checksums.items()}, rtol=1e-9)
+    return {k: (statistics.median(v),) for k, v in samples.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# W6: Hessian-vector product by double backward
+# --------------------------------------------------------------------------------------------
+
+
+def bench_w6(repeats: int, number: int) -> dict[str, tuple]:
+    rng = np.random.default_rng(6)
+    x0, v0 = rng.standard_normal(1000), rng.standard_normal(1000)
+
+    def numpy_hvp():
+        t = np.tanh(x0)  # d2/dx2 tanh(x)**3 = (6t - 12t**3)(1 - t**2)
+        return (6.0 * t - 12.0 * t**3) * (1.0 - t * t) * v0
+
+    def double_backward(lib, x, v):
+        def hvp():
+            f = (x.tanh() ** 3).sum()
+            (g,) = lib.autograd.grad(f, x, create_graph=True)
+            (hv,) = lib.autograd.grad((g * v).sum(), x)
+            return hv
+
+        return hvp
+
+    fns = {
+        "nbgrad": double_backward(ng, ng.tensor(x0, requires_grad=True), ng.tensor(v0)),
+        "numpy": numpy_hvp,
+    }
+    if torch is not None:
+        fns["torch"] = double_backward(
+            torch, torch.tensor(x0, requires_grad=True), torch.tensor(v0)
+        )
+    if hips is not None:
+        hips_hvp = hips.hessian_vector_product(lambda x: anp.sum(anp.tanh(x) ** 3))
+        fns["autograd"] = lambda: hips_hvp(x0, v0)
+    results = {k: fn() for k, fn in fns.items()}
+    results = {k: r.detach().numpy() if hasattr(r, "detach") else r for k, r in results.items()}
+    check_close("W6 Hv", results, rtol=1e-9, atol=1e-12)
+    medians = run_rounds({k: per_call(fn, number) for k, fn in fns.items()}, repeats)
+    return {k: (v[0] * 1e3,) for k, v in medians.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------------------------
+
+
+def fmt(value: float | None, digits: int) -> str:
+    if value is None:
+        return "n/a"
+    if value != value:  # NaN: not measured for this framework (e.g. HIPS forward alone)
+        return "-"
+    return f"{value:.{digits}f}"
+
+
+def table_row(label: str, figures: dict[str, tuple], phase: int, digits: int) -> str:
+    cells = [fmt(figures[k][phase] if k in figures else None, digits) for k in FRAMEWORKS]
+    return f"{label:<30}" + "".join(f"{c:>11}" for c in cells)
+
+
+def ratio_row(label: str, num: float | None, den: float | None, target: float) -> str:
+    if num is None or den is None or num != num or den != den:
+        return f"  {label:<44}{'n/a':>8}   target <= {target}"
+    ratio = num / den
+    verdict = "ok" if ratio <= target else "MISS"
+    return f"  {label:<44}{ratio:>8.2f}   target <= {target:<5} {verdict}"
+
+
+def get(figures: dict[str, tuple], name: str, phase: int = 0) -> float | None:
+    return figures[name][phase] if name in figures else None
+
+
+def header(repeats: int) -> None:
+    torch_info = "n/a"
+    if torch is not None:
+        torch_info = f"{torch.__version__} ({torch.get_num_threads()} threads, default)"
+    hips_info = "n/a"
+    if hips is not None:
+        from importlib.metadata import version
+
+        hips_info = version("autograd")
+    print(f"nbgrad engine benchmarks: median of {repeats} repeats after a warm-up")
+    print(
+        f"python {platform.python_version()}, numpy {np.__version__}, torch {torch_info}, "
+        f"autograd {hips_info}, {os.cpu_count()} CPUs, {platform.machine()}"
+    )
+    print()
+    print(f"{'':<30}" + "".join(f"{k:>11}" for k in FRAMEWORKS))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="3 repeats instead of 7")
+    parser.add_argument("--only", default=",".join(WORKLOADS), help="e.g. W1,W3")
+    parser.add_argument("--w5-child", choices=FRAMEWORKS, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.w5_child:
+        w5_child(args.w5_child)
+        return
+    only = [w.strip().upper() for w in args.only.split(",") if w.strip()]
+    unknown = sorted(set(only) - set(WORKLOADS))
+    if unknown:
+        parser.error(f"unknown workload(s) {', '.join(unknown)}; choose from {WORKLOADS}")
+    repeats = 3 if args.quick else 7
+    header(repeats)
+    ratios: list[str] = []
+
+    if "W1" in only:
+        for n_ops, f in bench_w1(repeats):
+            print(f"W1 {n_ops} ops (us/op)")
+            for phase, name in enumerate(("forward", "backward", "total")):
+                print(table_row(f"  {name}", f, phase, 3))
+            ratios += [
+                ratio_row(
+                    f"W1 {n_ops} total / HIPS total",
+                    get(f, "nbgrad", 2),
+                    get(f, "autograd", 2),
+                    0.8,
+                ),
+                ratio_row(
+                    f"W1 {n_ops} total / PyTorch total",
+                    get(f, "nbgrad", 2),
+                    get(f, "torch", 2),
+                    1.3,
+                ),
+                ratio_row(
+                    f"W1 {n_ops} backward / PyTorch backward",
+                    get(f, "nbgrad", 1),
+                    get(f, "torch", 1),
+                    1.0,
+                ),
+            ]
+    if "W3" in only:
+        f = bench_w3(repeats, number=3 if args.quick else 5)
+        print(table_row("W3 MLP train step (ms)", f, 0, 2))
+        ratios.append(ratio_row("W3 step / NumPy step", get(f, "nbgrad"), get(f, "numpy"), 1.15))
+    if "W5" in only:
+        f = bench_w5(1 if args.quick else 3)
+        print(table_row("W5 peak memory (MB)", f, 0, 1))
+        ratios.append(ratio_row("W5 peak / NumPy peak", get(f, "nbgrad"), get(f, "numpy"), 1.1))
+    if "W6" in only:
+        f = bench_w6(repeats, number=20 if args.quick else 50)
+        print(table_row("W6 Hessian-vector product (ms)", f, 0, 3))
+        ratios.append(ratio_row("W6 HVP / HIPS HVP", get(f, "nbgrad"), get(f, "autograd"), 1.0))
+
+    print()
+    print("nbgrad ratios against the project's targets")
+    print("\n".join(ratios))
+
+
+if __name__ == "__main__":
+    main()
