@@ -116,10 +116,11 @@ op("mul", "MulBackward0", "self other", lambda xp, self, other: self * other, pr
 op("div", "DivBackward0", "self other", lambda xp, self, other: self / other, promote="float",
    self=lambda grad, other: grad / other,
    other=lambda grad, self, other: -grad * self / (other * other))
-op("pow", "PowBackward0", "self", lambda xp, self, exponent: self ** exponent,
+# (NumPy computes bool ** bool in int8; the operands are already promoted, so keep their dtype)
+op("pow", "PowBackward0", "self", lambda xp, self, exponent: (self ** exponent).astype(self.dtype, copy=False),
    attrs="exponent", promote="binary", promote_attrs=("exponent",),
    self=lambda grad, self, exponent: _pow_backward(grad, self, exponent))
-op("pow_tensor", "PowBackward1", "self exponent", lambda xp, self, exponent: self ** exponent,
+op("pow_tensor", "PowBackward1", "self exponent", lambda xp, self, exponent: (self ** exponent).astype(self.dtype, copy=False),
    promote="binary",
    self=lambda grad, self, exponent: _pow_backward(grad, self, exponent),
    exponent=lambda grad, self, result: grad * _T.where((self == 0) & (result >= 0), 0.0, result * self.log()))
@@ -181,9 +182,9 @@ op("sum", "SumBackward0", "self", lambda xp, self, dtype: _sum(xp, self, None, F
    self=lambda grad, self_shape: grad.expand(self_shape))
 op("sum_dim", "SumBackward1", "self", lambda xp, self, dim, keepdim, dtype: _sum(xp, self, dim, keepdim, dtype), attrs="dim keepdim dtype",
    self=lambda grad, self_shape, dim, keepdim: _expand_reduced(grad, self_shape, dim, keepdim))
-op("mean", "MeanBackward0", "self", lambda xp, self: xp.mean(self), promote="float",
+op("mean", "MeanBackward0", "self", lambda xp, self: _mean(xp, self, None, False), promote="float",
    self=lambda grad, self_shape: grad.expand(self_shape) / max(math.prod(self_shape), 1))
-op("mean_dim", "MeanBackward1", "self", lambda xp, self, dim, keepdim: xp.mean(self, axis=dim, keepdims=keepdim), attrs="dim keepdim", promote="float",
+op("mean_dim", "MeanBackward1", "self", lambda xp, self, dim, keepdim: _mean(xp, self, dim, keepdim), attrs="dim keepdim", promote="float",
    self=lambda grad, self_shape, dim, keepdim: _expand_reduced(grad, self_shape, dim, keepdim) / _count(self_shape, dim))
 op("prod", "ProdBackward0", "self", lambda xp, self: xp.prod(self), self=lambda grad, self, result: _prod_backward(grad, self, result, None, False))
 op("prod_dim", "ProdBackward1", "self", lambda xp, self, dim, keepdim: xp.prod(self, axis=dim, keepdims=keepdim), attrs="dim keepdim",
@@ -224,14 +225,19 @@ op("mv", "MvBackward0", "self vec", _mm_check,
 op("bmm", "BmmBackward0", "self mat2", lambda xp, self, mat2: xp.matmul(self, mat2),
    self=lambda grad, mat2: grad.bmm(mat2.transpose(1, 2)),
    mat2=lambda grad, self: self.transpose(1, 2).bmm(grad))
-op("matmul", "MatmulBackward0", "self other", _mm_check,
-   self=lambda grad, self, other: _matmul_backward(grad, self, other, 0),
-   other=lambda grad, self, other: _matmul_backward(grad, self, other, 1))
+# matmul has no row: as in PyTorch it is composite (dot, mv, mm, or bmm/mm plus _unsafe_view)
 
 # views (share memory with their base) and shape ops
 op("view", "ViewBackward0", "self", lambda xp, self, shape: _view(xp, self, shape), attrs="shape", view=True,
    self=lambda grad, self_shape: grad.reshape(self_shape))
-op("reshape_copy", "UnsafeViewBackward0", "self", lambda xp, self, shape: xp.reshape(self, shape).copy(), attrs="shape",
+# reshape of a viewable but non-contiguous tensor (PyTorch's _reshape_alias)
+op("reshape_alias", "ReshapeAliasBackward0", "self", lambda xp, self, shape: _view(xp, self, shape), attrs="shape", view=True,
+   self=lambda grad, self_shape: grad.reshape(self_shape))
+# _unsafe_view: a reshape of a fresh tensor that PyTorch does not track as a view (no copy)
+op("unsafe_view", "UnsafeViewBackward0", "self", lambda xp, self, shape: xp.reshape(self, shape), attrs="shape",
+   self=lambda grad, self_shape: grad.reshape(self_shape))
+# squeeze_(dim) on a fresh (non-view) tensor, as matmul's 1-D @ 2-D case does
+op("squeeze_dim_", "SqueezeBackward4", "self", lambda xp, self, dim: xp.squeeze(self, dim) if self.shape[dim] == 1 else self, attrs="dim",
    self=lambda grad, self_shape: grad.reshape(self_shape))
 op("t", "TBackward0", "self", lambda xp, self: self.T, view=True, self=lambda grad: grad.t())
 op("transpose", "TransposeBackward0", "self", lambda xp, self, dim0, dim1: xp.swapaxes(self, dim0, dim1), attrs="dim0 dim1", view=True,
@@ -242,18 +248,25 @@ op("expand", "ExpandBackward0", "self", lambda xp, self, size: xp.broadcast_to(s
    self=lambda grad, self_shape: sum_to(grad, self_shape))
 op("squeeze", "SqueezeBackward0", "self", lambda xp, self: xp.reshape(self, tuple(s for s in self.shape if s != 1)), view=True,
    self=lambda grad, self_shape: grad.reshape(self_shape))
-op("squeeze_dim", "SqueezeBackward1", "self", lambda xp, self, dim: xp.squeeze(self, dim) if self.shape[dim] == 1 else self[...], attrs="dim", view=True,
+op("squeeze_dim", "SqueezeBackward1", "self", lambda xp, self, dim: xp.squeeze(self, dim) if self.ndim and self.shape[dim] == 1 else self[...], attrs="dim", view=True,
    self=lambda grad, self_shape: grad.reshape(self_shape))
 op("unsqueeze", "UnsqueezeBackward0", "self", lambda xp, self, dim: xp.expand_dims(self, dim), attrs="dim", view=True,
    self=lambda grad, dim: grad.squeeze(dim))
-op("select", "SelectBackward0", "self", lambda xp, self, dim, index: self[(slice(None),) * dim + (index,)], attrs="dim index", view=True,
-   self=lambda grad, self_shape, dim, index: grad._index_backward(self_shape, (slice(None),) * dim + (index,), False))
+# the trailing Ellipsis keeps a full index a 0-d view (NumPy would return a scalar copy)
+op("select", "SelectBackward0", "self", lambda xp, self, dim, index: self[(slice(None),) * dim + (index, Ellipsis)], attrs="dim index", view=True,
+   self=lambda grad, self_shape, dim, index: _T._dispatch(OPS["select_backward"], (grad,), {"shape": self_shape, "dim": dim, "index": index}))
 op("slice", "SliceBackward0", "self", lambda xp, self, dim, start, end, step: self[(slice(None),) * dim + (slice(start, end, step),)],
    attrs="dim start end step", view=True,
-   self=lambda grad, self_shape, dim, start, end, step: grad._index_backward(self_shape, (slice(None),) * dim + (slice(start, end, step),), False))
+   self=lambda grad, self_shape, dim, start, end, step: _T._dispatch(OPS["slice_backward"], (grad,), {"shape": self_shape, "dim": dim, "start": start, "end": end, "step": step}))
 op("index", "IndexBackward0", "self", lambda xp, self, indices: self[indices], attrs="indices",
    self=lambda grad, self_shape, indices: grad._index_backward(self_shape, indices, True))
-op("index_backward", "IndexBackwardBackward0", "self", lambda xp, self, shape, indices, accumulate: _index_backward(xp, self, shape, indices, accumulate),
+# the backward formulas of select, slice and index, as ops of their own (double backward)
+op("select_backward", "SelectBackwardBackward0", "self", lambda xp, self, shape, dim, index: _index_backward(xp, self, shape, (slice(None),) * dim + (index,), False),
+   attrs="shape dim index", self=lambda grad, dim, index: _T._dispatch(OPS["select"], (grad,), {"dim": dim, "index": index}))
+op("slice_backward", "SliceBackwardBackward0", "self", lambda xp, self, shape, dim, start, end, step: _index_backward(xp, self, shape, (slice(None),) * dim + (slice(start, end, step),), False),
+   attrs="shape dim start end step", self=lambda grad, dim, start, end, step: _T._dispatch(OPS["slice"], (grad,), {"dim": dim, "start": start, "end": end, "step": step}))
+# PyTorch's index backward is _index_put_impl_(zeros, indices, grad, accumulate=True)
+op("index_backward", "IndexPutImplBackward0", "self", lambda xp, self, shape, indices, accumulate: _index_backward(xp, self, shape, indices, accumulate),
    attrs="shape indices accumulate", self=lambda grad, indices: grad[indices])
 op("index_put", "IndexPutBackward0", "self values", lambda xp, self, values, indices: _index_put(xp, self, values, indices),
    attrs="indices", promote="binary",
@@ -263,10 +276,12 @@ op("cat", "CatBackward0", "tensors*", lambda xp, tensors, dim: xp.concatenate(te
    tensors=lambda grad, tensors_shape, dim: _split_like(grad, [s[dim] for s in tensors_shape], dim))
 op("stack", "StackBackward0", "tensors*", lambda xp, tensors, dim: xp.stack(tensors, axis=dim), attrs="dim", promote="binary",
    tensors=lambda grad, tensors_shape, dim: [grad.select(dim, i) for i in range(len(tensors_shape))])
-op("split", "SplitBackward0", "self", lambda xp, self, sizes, dim: _split(xp, self, sizes, dim), attrs="sizes dim", outputs=-1,
+op("split", "SplitBackward0", "self", lambda xp, self, sizes, dim: _split(xp, self, sizes, dim), attrs="sizes dim", outputs=-1, view=True,
    self=lambda grads, self, sizes, dim: _cat_grads(grads, self, sizes, dim))
-op("split_with_sizes", "SplitWithSizesBackward0", "self", lambda xp, self, sizes, dim: _split(xp, self, sizes, dim), attrs="sizes dim", outputs=-1,
+op("split_with_sizes", "SplitWithSizesBackward0", "self", lambda xp, self, sizes, dim: _split(xp, self, sizes, dim), attrs="sizes dim", outputs=-1, view=True,
    self=lambda grads, self, sizes, dim: _cat_grads(grads, self, sizes, dim))
+op("unbind", "UnbindBackward0", "self", lambda xp, self, dim: tuple(xp.moveaxis(self, dim, 0)), attrs="dim", outputs=-1, view=True,
+   self=lambda grads, self_shape, dim: _unbind_backward(grads, self_shape, dim))
 op("gather", "GatherBackward0", "self index", lambda xp, self, index, dim: xp.take_along_axis(self, index, axis=dim), attrs="dim", nondiff=("index",),
    self=lambda grad, self_shape, dim, index: _T.zeros(self_shape, dtype=grad.dtype, device=grad.device).scatter_add(dim, index, grad))
 op("scatter_add", "ScatterAddBackward0", "self index src", lambda xp, self, index, src, dim: _scatter_add(xp, self, dim, index, src), attrs="dim",
@@ -279,9 +294,6 @@ op("index_add", "IndexAddBackward0", "self index source", lambda xp, self, index
    nondiff=("index",), promote="binary",
    self=lambda grad: grad,
    source=lambda grad, dim, index: grad.index_select(dim, index))
-op("view_scatter", "AsStridedScatterBackward0", "self src", lambda xp, self, src, chain: _view_scatter(xp, self, src, chain), attrs="chain",
-   self=lambda grad, src, chain: grad._view_scatter(_T.zeros_like(src), chain),
-   src=lambda grad, chain: _apply_view_chain(grad, chain))
 
 # in-place forms (their out-of-place kernels; see Tensor._inplace)
 op("copy", "CopyBackwards", "self src", lambda xp, self, src: xp.broadcast_to(src.astype(self.dtype, copy=False), self.shape).copy(),
@@ -289,6 +301,42 @@ op("copy", "CopyBackwards", "self src", lambda xp, self, src: xp.broadcast_to(sr
 op("fill", "FillBackward2", "self", lambda xp, self, value: xp.full(self.shape, value, dtype=self.dtype), attrs="value",
    self=lambda grad: _T.zeros_like(grad))
 op("zero", "ZeroBackward0", "self", lambda xp, self: xp.zeros_like(self), self=lambda grad: _T.zeros_like(grad))
+
+# nn: linear, convolution, losses, normalisation, embedding (reached through nbgrad.nn.functional)
+op("addmm", "AddmmBackward0", "self mat1 mat2", lambda xp, self, mat1, mat2, beta, alpha: _addmm(xp, self, mat1, mat2, beta, alpha),
+   attrs="beta alpha",
+   self=lambda grad, beta: grad if beta == 1 else grad * beta,
+   mat1=lambda grad, mat2, alpha: grad.mm(mat2.t()) if alpha == 1 else grad.mm(mat2.t()) * alpha,
+   mat2=lambda grad, mat1, alpha: mat1.t().mm(grad) if alpha == 1 else mat1.t().mm(grad) * alpha)
+# padding is ((top, bottom), (left, right)); see NOTE [Convolution's double backward]
+op("convolution", "ConvolutionBackward0", "input weight bias", lambda xp, input, weight, bias, stride, padding, dilation, groups: _conv2d(xp, input, weight, bias, stride, padding, dilation, groups),
+   attrs="stride padding dilation groups",
+   input=lambda grad, weight, input_shape, stride, padding, dilation, groups: _conv2d_input_grad(grad, weight, input_shape, stride, padding, dilation, groups),
+   weight=lambda grad, input, weight_shape, stride, padding, dilation, groups: _conv2d_weight_grad(input, grad, weight_shape, stride, padding, dilation, groups),
+   bias=lambda grad: grad.sum((0, 2, 3)))
+op("convolution_input_grad", "ConvolutionBackwardBackward0", "grad_output weight", lambda xp, grad_output, weight, input_shape, stride, padding, dilation, groups: _conv2d_transpose(xp, grad_output, weight, input_shape, stride, padding, dilation, groups),
+   attrs="input_shape stride padding dilation groups",
+   grad_output=lambda grad, weight, stride, padding, dilation, groups: _conv2d_call(grad, weight, stride, padding, dilation, groups),
+   weight=lambda grad, grad_output, weight_shape, stride, padding, dilation, groups: _conv2d_weight_grad(grad, grad_output, weight_shape, stride, padding, dilation, groups))
+op("convolution_weight_grad", "ConvolutionBackwardBackward0", "input grad_output", lambda xp, input, grad_output, weight_shape, stride, padding, dilation, groups: _conv2d_weight(xp, input, grad_output, weight_shape, stride, padding, dilation, groups),
+   attrs="weight_shape stride padding dilation groups",
+   input=lambda grad, grad_output, input_shape, stride, padding, dilation, groups: _conv2d_input_grad(grad_output, grad, input_shape, stride, padding, dilation, groups),
+   grad_output=lambda grad, input, stride, padding, dilation, groups: _conv2d_call(input, grad, stride, padding, dilation, groups))
+op("mse_loss", "MseLossBackward0", "self target", lambda xp, self, target, reduction: _loss_reduction((self - target) ** 2, reduction),
+   attrs="reduction", promote="binary",
+   self=lambda grad, self, target, reduction: _mse_loss_backward(grad, self, target, reduction),
+   target=lambda grad, self, target, reduction: -_mse_loss_backward(grad, self, target, reduction))
+op("nll_loss", "NllLossBackward0", "self target weight", lambda xp, self, target, weight, reduction, ignore_index: _nll_loss(xp, self, target, weight, reduction, ignore_index),
+   attrs="reduction ignore_index", nondiff=("target", "weight"), quiet=True,
+   self=lambda grad, self_shape, target, weight, reduction, ignore_index: _nll_loss_backward(grad, self_shape, target, weight, reduction, ignore_index))
+op("layer_norm", "NativeLayerNormBackward0", "input weight bias", lambda xp, input, weight, bias, normalized_shape, eps: _layer_norm(xp, input, weight, bias, normalized_shape, eps),
+   attrs="normalized_shape eps",
+   input=lambda grad, input, weight, normalized_shape, eps: _layer_norm_input_grad(grad, input, weight, normalized_shape, eps),
+   weight=lambda grad, input, normalized_shape, eps: _sum_leading(grad * _layer_norm_stats(input, normalized_shape, eps)[0], len(normalized_shape)),
+   bias=lambda grad, normalized_shape: _sum_leading(grad, len(normalized_shape)))
+op("embedding", "EmbeddingBackward0", "weight indices", lambda xp, weight, indices, padding_idx: xp.take(weight, indices, axis=0),
+   attrs="padding_idx", nondiff=("indices",),
+   weight=lambda grad, weight_shape, indices, padding_idx: _embedding_backward(grad, weight_shape, indices, padding_idx))
 # fmt: on
 
 
@@ -376,6 +424,15 @@ def _count(shape, dim):
     return max(math.prod(shape[d] for d in dim), 1) if dim is not None else max(math.prod(shape), 1)
 
 
+def _mean(xp, a, dim, keepdim):
+    if a.size:
+        return xp.mean(a, axis=dim, keepdims=keepdim)
+    # the mean of nothing is nan, quietly, as in PyTorch (NumPy warns "Mean of empty slice")
+    n = math.prod(a.shape[d] for d in dim) if dim is not None else 0
+    with np.errstate(all="ignore"):
+        return xp.sum(a, axis=dim, keepdims=keepdim) / n if n else xp.sum(a, axis=dim, keepdims=keepdim) * math.nan
+
+
 def _expand_reduced(grad, self_shape, dim, keepdim):
     """Undo a reduction's shape change: unsqueeze reduced dims, then expand."""
     if dim is None:
@@ -441,8 +498,8 @@ def _prod_backward(grad, self, result, dim, keepdim):
     if not bool((self == 0).any()):
         return g * _expand_reduced(result, self.shape, dim, keepdim) / self
     # with zeros: the product of all the other elements, computed without dividing
-    x = self if dim is not None else self.reshape(-1)
-    d = dim[0] if dim is not None else 0
+    x = self if dim else self.reshape(-1)  # dim None (all) or () (a 0-d tensor)
+    d = dim[0] if dim else 0
     n = x.shape[d]
     others = []
     for i in range(n):
@@ -518,22 +575,6 @@ def _log_softmax(xp, a, dim):
     return s - xp.log(xp.sum(xp.exp(s), axis=dim, keepdims=True))
 
 
-def _matmul_backward(grad, self, other, which):
-    """matmul's gradient for 1-d and batched (broadcast) operands; the engine sums batches."""
-    a = self.unsqueeze(0) if self.dim() == 1 else self
-    b = other.unsqueeze(-1) if other.dim() == 1 else other
-    g = grad
-    if self.dim() == 1:
-        g = g.unsqueeze(-2)
-    if other.dim() == 1:
-        g = g.unsqueeze(-1)
-    if which == 0:
-        r = g.matmul(b.transpose(-1, -2))
-        return r.squeeze(-2) if self.dim() == 1 else r
-    r = a.transpose(-1, -2).matmul(g)
-    return r.squeeze(-1) if other.dim() == 1 else r
-
-
 def _view(xp, a, shape):
     try:
         return xp.reshape(a, shape, copy=False)
@@ -586,6 +627,13 @@ def _cat_grads(grads, self, sizes, dim):
     return _T.cat(parts, dim)
 
 
+def _unbind_backward(grads, self_shape, dim):
+    like = next(g for g in grads if g is not None)
+    shape = self_shape[:dim] + self_shape[dim + 1 :]
+    zeros = lambda: _T.zeros(shape, dtype=like.dtype, device=like.device)  # noqa: E731
+    return _T.stack([zeros() if g is None else g for g in grads], dim)
+
+
 def _along_axis_key(xp, index, dim):
     key = list(xp.indices(index.shape, sparse=True))
     key[dim] = index
@@ -605,19 +653,209 @@ def _index_add(xp, a, dim, index, source):
     return out
 
 
-def _view_scatter(xp, base, src, chain):
-    out = base.copy()
-    v = out
-    for view_op, attrs in chain:
-        v = OPS[view_op].forward(xp, v, **attrs)
-    v[...] = src
-    return out
-
-
 def _apply_view_chain(t, chain):
     for view_op, attrs in chain:
         t = _T._dispatch(OPS[view_op], (t,), attrs)
     return t
+
+
+# ---- helpers of the nn rows: linear, convolution, losses, normalisation --------------------------
+def _addmm(xp, self, mat1, mat2, beta, alpha):
+    prod = _mm_check(xp, mat1, mat2)
+    if alpha != 1:
+        prod = prod * alpha
+    if beta == 0:  # as PyTorch: self is ignored, even its nan and inf
+        return prod
+    return prod + (self if beta == 1 else beta * self)
+
+
+# NOTE [Convolution's double backward]
+# conv2d C(x, w) is bilinear, so with F(x, w, gy) = <gy, C(x, w)> its input gradient
+# T(gy, w) = dF/dx and weight gradient W(x, gy) = dF/dw are bilinear too, and the derivatives
+# of T and W are again C, T and W: the backward of T(gy, w) sends C(g, w) to gy and W(g, gy) to
+# w; the backward of W(x, gy) sends T(gy, g) to x and C(x, g) to gy. Three rows (convolution,
+# convolution_input_grad, convolution_weight_grad) with NumPy kernels (im2col through a strided
+# view and one matmul per group) are thus differentiable to any order. PyTorch has one
+# ConvolutionBackwardBackward0 node for both gradients; nbgrad has one of that name for each.
+def _conv_columns(xp, x, kh, kw, stride, padding, dilation, groups):
+    """im2col: the padded input's sliding windows as one ``(K, N * Ho * Wo)`` matrix per group,
+    ``K = C / groups * kh * kw``; returns ``(columns, Ho, Wo)``."""
+    (pt, pb), (pl, pr) = padding
+    if pt or pb or pl or pr:
+        x = xp.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    n, c, h, w = x.shape
+    (sh, sw), (dh, dw) = stride, dilation
+    ho = (h - dh * (kh - 1) - 1) // sh + 1
+    wo = (w - dw * (kw - 1) - 1) // sw + 1
+    if ho <= 0 or wo <= 0:
+        raise RuntimeError(
+            f"Calculated padded input size per channel: ({h} x {w}). Kernel size: "
+            f"({dh * (kh - 1) + 1} x {dw * (kw - 1) + 1}). Kernel size can't be greater than "
+            "actual input size"
+        )
+    cg = c // groups
+    s0, s1, s2, s3 = x.strides
+    windows = xp.lib.stride_tricks.as_strided(
+        x, (groups, cg, kh, kw, n, ho, wo), (s1 * cg, s1, s2 * dh, s3 * dw, s0, s2 * sh, s3 * sw)
+    )
+    return windows.reshape(groups, cg * kh * kw, n * ho * wo), ho, wo
+
+
+def _grouped_grad_output(gy, groups):
+    """``(N, O, Ho, Wo)`` -> ``(groups, O / groups, N * Ho * Wo)``."""
+    n, o, ho, wo = gy.shape
+    return gy.reshape(n, groups, o // groups, ho * wo).transpose(1, 2, 0, 3).reshape(
+        groups, o // groups, n * ho * wo
+    )
+
+
+def _conv2d(xp, x, weight, bias, stride, padding, dilation, groups):
+    o, cg, kh, kw = weight.shape
+    n, c = x.shape[:2]
+    cols, ho, wo = _conv_columns(xp, x, kh, kw, stride, padding, dilation, groups)
+    out = xp.matmul(weight.reshape(groups, o // groups, cg * kh * kw), cols)
+    out = out.reshape(o, n, ho, wo).transpose(1, 0, 2, 3)
+    if bias is not None:
+        out = out + bias.reshape(1, o, 1, 1)
+    return xp.ascontiguousarray(out)
+
+
+def _conv2d_transpose(xp, gy, weight, input_shape, stride, padding, dilation, groups):
+    """T(gy, w): the gradient of conv2d with respect to its input (col2im of ``w^T gy``)."""
+    o, cg, kh, kw = weight.shape
+    n, c, h, w = input_shape
+    _, _, ho, wo = gy.shape
+    (pt, pb), (pl, pr) = padding
+    (sh, sw), (dh, dw) = stride, dilation
+    w_t = weight.reshape(groups, o // groups, cg * kh * kw).transpose(0, 2, 1)
+    cols = xp.matmul(w_t, _grouped_grad_output(gy, groups)).reshape(c, kh, kw, n, ho, wo)
+    dx = xp.zeros((n, c, h + pt + pb, w + pl + pr), dtype=cols.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            rows = slice(i * dh, i * dh + sh * (ho - 1) + 1, sh)
+            cols_ = slice(j * dw, j * dw + sw * (wo - 1) + 1, sw)
+            dx[:, :, rows, cols_] += cols[:, i, j].transpose(1, 0, 2, 3)
+    return xp.ascontiguousarray(dx[:, :, pt : pt + h, pl : pl + w])
+
+
+def _conv2d_weight(xp, x, gy, weight_shape, stride, padding, dilation, groups):
+    """W(x, gy): the gradient of conv2d with respect to its weight."""
+    o, cg, kh, kw = weight_shape
+    cols, _, _ = _conv_columns(xp, x, kh, kw, stride, padding, dilation, groups)
+    dw = xp.matmul(_grouped_grad_output(gy, groups), cols.transpose(0, 2, 1))
+    return dw.reshape(o, cg, kh, kw)
+
+
+def _conv_attrs(stride, padding, dilation, groups):
+    return {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
+
+
+def _conv2d_call(input, weight, stride, padding, dilation, groups):
+    attrs = _conv_attrs(stride, padding, dilation, groups)
+    return _T._dispatch(OPS["convolution"], (input, weight, None), attrs)
+
+
+def _conv2d_input_grad(grad_output, weight, input_shape, stride, padding, dilation, groups):
+    attrs = _conv_attrs(stride, padding, dilation, groups)
+    attrs["input_shape"] = tuple(input_shape)
+    return _T._dispatch(OPS["convolution_input_grad"], (grad_output, weight), attrs)
+
+
+def _conv2d_weight_grad(input, grad_output, weight_shape, stride, padding, dilation, groups):
+    attrs = _conv_attrs(stride, padding, dilation, groups)
+    attrs["weight_shape"] = tuple(weight_shape)
+    return _T._dispatch(OPS["convolution_weight_grad"], (input, grad_output), attrs)
+
+
+def _loss_reduction(losses, reduction):
+    if reduction == "mean":
+        return losses.mean()
+    if reduction == "sum":
+        return losses.sum()
+    return losses
+
+
+def _mse_loss_backward(grad, self, target, reduction):
+    diff = self - target
+    if reduction == "mean":
+        return grad * diff * (2 / max(diff.numel(), 1))
+    return grad * diff * 2
+
+
+def _nll_loss(xp, self, target, weight, reduction, ignore_index):
+    """``-self[i, target[i]]`` weighted by ``weight[target[i]]``; for 1-d or 2-d ``self``."""
+    x = self.reshape(1, -1) if self.ndim == 1 else self
+    t = target.reshape(-1)
+    valid = t != ignore_index
+    bad = (t < 0) | (t >= x.shape[1])
+    if bool((bad & valid).any()):
+        raise IndexError(f"Target {int(t[bad & valid][0])} is out of bounds.")
+    safe = xp.where(valid, t, 0)
+    w = weight[safe] if weight is not None else xp.ones(t.shape, dtype=x.dtype)
+    w = w * valid
+    losses = -x[xp.arange(t.shape[0]), safe] * w
+    if reduction == "none":
+        return losses.reshape(target.shape)
+    if reduction == "sum":
+        return losses.sum()
+    return losses.sum() / w.sum()
+
+
+def _nll_loss_backward(grad, self_shape, target, weight, reduction, ignore_index):
+    t = target.reshape(-1)
+    valid = t != ignore_index
+    safe = _T.where(valid, t, 0)
+    if weight is not None:
+        w = weight.index_select(0, safe).to(grad.dtype) * valid
+    else:
+        w = valid.to(grad.dtype)
+    if reduction == "mean":
+        w = w / w.sum()
+    g = grad.reshape(-1) if reduction == "none" else grad
+    n_classes = self_shape[-1] if self_shape else 1
+    out = _T.zeros((t.shape[0], n_classes), dtype=grad.dtype, device=grad.device)
+    return out.scatter_add(1, safe.unsqueeze(1), (-w * g).unsqueeze(1)).reshape(self_shape)
+
+
+def _layer_norm(xp, x, weight, bias, normalized_shape, eps):
+    axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
+    mean = x.mean(axis=axes, keepdims=True)
+    var = x.var(axis=axes, keepdims=True)
+    y = (x - mean) / xp.sqrt(var + eps)
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y.astype(x.dtype, copy=False)
+
+
+def _layer_norm_stats(input, normalized_shape, eps):
+    """``(x_hat, rstd, dims)`` recomputed with Tensor ops, so that they are differentiable."""
+    dims = tuple(range(input.dim() - len(normalized_shape), input.dim()))
+    centred = input - input.mean(dims, keepdim=True)
+    rstd = ((centred * centred).mean(dims, keepdim=True) + eps).rsqrt()
+    return centred * rstd, rstd, dims
+
+
+def _layer_norm_input_grad(grad, input, weight, normalized_shape, eps):
+    x_hat, rstd, dims = _layer_norm_stats(input, normalized_shape, eps)
+    g = grad * weight if weight is not None else grad
+    return rstd * (g - g.mean(dims, keepdim=True) - x_hat * (g * x_hat).mean(dims, keepdim=True))
+
+
+def _sum_leading(t, n_trailing):
+    """Sum over all but the last ``n_trailing`` dimensions."""
+    lead = tuple(range(t.dim() - n_trailing))
+    return t.sum(lead) if lead else t
+
+
+def _embedding_backward(grad, weight_shape, indices, padding_idx):
+    flat = indices.reshape(-1)
+    g = grad.reshape(-1, weight_shape[1])
+    if padding_idx is not None:
+        g = g.masked_fill((flat == padding_idx).unsqueeze(1), 0)
+    out = _T.zeros(weight_shape, dtype=grad.dtype, device=grad.device)
+    return out.index_add(0, flat, g)
 
 
 # ---- rows -> Node classes -------------------------------------------------------------------
@@ -674,14 +912,8 @@ class TableNode(Node):
         return unpack_saved(value, self)
 
     def release_variables(self):
-        if not self._saved_names:
-            return
-        for name in self._saved_names:
-            slot = "_s_" + name
-            value = getattr(self, slot, None)
-            if type(value) is SavedTensor:
-                setattr(self, slot, FREED)
-            elif type(value) is list and value and type(value[0]) is SavedTensor:
+        for slot in self._tensor_slots:
+            if getattr(self, slot, None) is not None:
                 setattr(self, slot, FREED)
 
     def _saved_tensor_names(self):
@@ -692,7 +924,7 @@ def _saved_property(name):
     slot = "_s_" + name
 
     def getter(self):
-        value = getattr(self, slot)
+        value = getattr(self, slot, None)
         if value is FREED:
             raise RuntimeError(ERR_FREED)
         if type(value) is list:
@@ -718,18 +950,24 @@ def _build_node_class(info: OpInfo):
             if p not in ("grad", "grads") and p not in saved:
                 saved.append(p)
     # how _record fills each slot: ("attr", name) | ("result", k) | ("shape", i) | ("input", i)
+    # plus the inputs whose formulas need the value: as in PyTorch, a value is saved only when
+    # one of them has a live edge (``x * y`` with ``y`` constant does not save ``x``)
     save_plan = []
     for s in saved:
+        needers = tuple(i for i, _, _, params in plan if s in params)
+        if any(info.list_input):
+            needers = ()
         if s in info.attrs:
-            save_plan.append(("_s_" + s, "attr", s))
+            save_plan.append(("_s_" + s, "attr", s, needers))
         elif s == "result" or (s.startswith("result") and s[6:].isdigit()):
-            save_plan.append(("_s_" + s, "result", int(s[6:] or 0)))
+            save_plan.append(("_s_" + s, "result", int(s[6:] or 0), needers))
         elif s.endswith("_shape"):
-            save_plan.append(("_s_" + s, "shape", info.inputs.index(s[:-6])))
+            save_plan.append(("_s_" + s, "shape", info.inputs.index(s[:-6]), needers))
         else:
-            save_plan.append(("_s_" + s, "input", info.inputs.index(s)))
+            save_plan.append(("_s_" + s, "input", info.inputs.index(s), needers))
     ns = {
         "_save_plan": tuple(save_plan),
+        "_tensor_slots": tuple(p[0] for p in save_plan if p[1] in ("input", "result")),
         "__slots__": tuple("_s_" + s for s in saved),
         "_op": info,
         "_name": info.node_name,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import time
 import warnings
 
 import numpy as np
@@ -61,7 +62,7 @@ def _result_dtype(op, args, attrs):
     for a, promoted in zip(args, op.promoted):
         if not promoted:
             continue
-        if type(a) is Tensor:
+        if isinstance(a, Tensor):  # Tensor or a subclass (nn.Parameter)
             tensors.append(a)
         elif type(a) is list:
             tensors.extend(a)
@@ -102,7 +103,7 @@ def _prepare(op, args, attrs):
         pmask = op.promoted
     arrays = []
     for i, a in enumerate(args):
-        if type(a) is Tensor:
+        if isinstance(a, Tensor):  # Tensor or a subclass (nn.Parameter)
             if device is None:
                 device = a._device
             elif a._device is not device and a._device != device:
@@ -127,15 +128,27 @@ def _prepare(op, args, attrs):
                 if t._requires_grad:
                     requires_grad = True
             arrays.append(datas)
-        elif isinstance(a, Tensor):
-            raise TypeError(f"unsupported Tensor subclass {type(a).__name__}")
         else:
             arrays.append(a)
     return arrays, device if device is not None else CPU, requires_grad
 
 
+# NOTE [Forward listeners]
+# The notebook's recorder (nbgrad/notebook/recorder.py) sees every forward call through this
+# list of callables ``listener(op, args, attrs, result, elapsed)``; ``result`` is a Tensor or a
+# tuple of them, ``elapsed`` the op's wall time in seconds. With no listener, ``_dispatch`` pays
+# one empty-list check at entry and one before it returns; nothing is timed.
+_forward_listeners: list = []
+
+
+def _notify_forward(op, args, attrs, result, elapsed):
+    for listener in tuple(_forward_listeners):
+        listener(op, args, attrs, result, elapsed)
+
+
 def _dispatch(op, args, attrs=_NO_ATTRS, out=None):
     """Run one row of the op table on ``args`` (Tensors, lists of Tensors, scalars or None)."""
+    t0 = time.perf_counter() if _forward_listeners else 0.0
     # NOTE [Dispatch fast path]
     # Most calls are CPU tensors of one floating dtype, possibly with Python numbers: no
     # promotion or device check can change anything, so skip straight to the kernel.
@@ -181,6 +194,8 @@ def _dispatch(op, args, attrs=_NO_ATTRS, out=None):
                 _mark_view(r, args[0], None)
         if record:
             _record(op, args, attrs, results)
+        if _forward_listeners:
+            _notify_forward(op, args, attrs, results, time.perf_counter() - t0)
         return results
     if type(out) is not _ndarray:
         out = (np if device is CPU else backend.get_xp(device)).asarray(out)
@@ -205,11 +220,13 @@ def _dispatch(op, args, attrs=_NO_ATTRS, out=None):
     else:
         result._requires_grad = False
         result.grad_fn = None
+    if _forward_listeners:
+        _notify_forward(op, args, attrs, result, time.perf_counter() - t0)
     return result
 
 
 def _shapes_message(args, err):
-    shapes = [list(a.shape) for a in args if type(a) is Tensor]
+    shapes = [list(a.shape) for a in args if isinstance(a, Tensor)]
     if len(shapes) >= 2:
         return (
             f"The size of tensor a ({shapes[0]}) must match the size of tensor b ({shapes[1]}): "
@@ -250,16 +267,19 @@ def _new_node(cls, edges):
     return node
 
 
+_new_tuple = tuple.__new__  # NamedTuple instances without the Python-level __new__
+
+
 def _record(op, args, attrs, results):
     """Create the row's Node: edges to the inputs, saved values, input metadata."""
     edges = []
     for a in args:
-        if type(a) is Tensor:
+        if isinstance(a, Tensor):  # Tensor or a subclass (nn.Parameter)
             fn = a.grad_fn
             if fn is not None:
-                edges.append(Edge(fn, a._output_nr))
+                edges.append(_new_tuple(Edge, (fn, a._output_nr)))
             elif a._requires_grad:
-                edges.append(Edge(a._get_grad_accumulator(), 0))
+                edges.append(_new_tuple(Edge, (a._get_grad_accumulator(), 0)))
             else:
                 edges.append(NO_EDGE)
         elif type(a) is list:
@@ -269,12 +289,18 @@ def _record(op, args, attrs, results):
     if op.nondiff:  # as PyTorch: a non-differentiable input (index, mask) gets no edge
         edges = [e for inp, e in zip(op.inputs, edges) if inp not in op.nondiff]
     node = _new_node(op.node_class, tuple(edges))
-    for slot, kind, key in node._save_plan:
+    for slot, kind, key, needers in node._save_plan:
+        if needers:
+            for i in needers:
+                if edges[i].function is not None:
+                    break
+            else:
+                continue  # no formula that needs it will run
         if kind == "attr":
             value = attrs[key]
         elif kind == "input":
             a = args[key]
-            if type(a) is Tensor:
+            if isinstance(a, Tensor):
                 value = SavedTensor(a)
             elif type(a) is list:
                 value = [SavedTensor(t) for t in a]
@@ -288,7 +314,8 @@ def _record(op, args, attrs, results):
         setattr(node, slot, value)
     meta = []
     for k, r in enumerate(results):
-        meta.append(InputMetadata(r.shape, r.dtype, r._device))
+        data = r._data
+        meta.append(_new_tuple(InputMetadata, (data.shape, _FROM_NP[data.dtype], r._device)))
         if op.diff_outputs is None or k in op.diff_outputs:
             r.grad_fn = node
             r._output_nr = k
@@ -338,8 +365,11 @@ def _dim(d, ndim):
 
 def _dims(dim, ndim):
     if isinstance(dim, (list, tuple)):
-        return tuple(sorted({_dim(d, ndim) for d in dim}))
-    return (_dim(dim, ndim),)
+        dims = tuple(sorted({_dim(d, ndim) for d in dim}))
+    else:
+        dims = (_dim(dim, ndim),)
+    # a 0-d tensor accepts dim 0 or -1 as PyTorch does; reducing over it reduces nothing
+    return dims if ndim else ()
 
 
 def _shape_arg(size):
@@ -429,6 +459,12 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value):
+        if self.grad_fn is not None:  # as PyTorch, the setter refuses either value on a non-leaf
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables."
+                + ("" if value else " If you want to use a computed variable in a subgraph that "
+                   "doesn't require differentiation use var_no_grad = var.detach().")
+            )
         self.requires_grad_(value)
 
     def requires_grad_(self, requires_grad=True):
@@ -445,7 +481,7 @@ class Tensor:
             )
         if requires_grad and self._data.dtype.kind not in "fc":
             raise RuntimeError(
-                "only Tensors of floating point and complex dtype can require gradients "
+                "Only Tensors of floating point and complex dtype can require gradients "
                 f"(got {self.dtype}). Convert it first, e.g. t.float().requires_grad_()"
             )
         self._requires_grad = requires_grad
@@ -598,6 +634,9 @@ class Tensor:
         self._output_nr = 0
         return self
 
+    def _detached_alias(self):
+        return _wrap(self._data, self._device)
+
     def _detached_copy(self):
         return _wrap(self._data.copy(), self._device)
 
@@ -747,9 +786,10 @@ class Tensor:
         return _dispatch(_ADD, (self, _arg(other)), _ALPHA1)
 
     def __sub__(self, other):
-        return _dispatch(_SUB, (self, _arg(other)), _ALPHA1)
+        return _dispatch(_SUB, (self, _sub_arg(self, other)), _ALPHA1)
 
     def __rsub__(self, other):
+        _sub_arg(self, other)
         return _dispatch(_op("rsub"), (self,), {"other": _scalar(other), "alpha": 1})
 
     def __mul__(self, other):
@@ -838,7 +878,7 @@ class Tensor:
         return _dispatch(_ADD, (self, _arg(other)), {"alpha": alpha})
 
     def sub(self, other, *, alpha=1):
-        return _dispatch(_SUB, (self, _arg(other)), {"alpha": alpha})
+        return _dispatch(_SUB, (self, _sub_arg(self, other)), {"alpha": alpha})
 
     def mul(self, other):
         return _dispatch(_MUL, (self, _arg(other)))
@@ -971,9 +1011,7 @@ class Tensor:
     def sum(self, dim=None, keepdim=False, *, dtype=None):
         if dim is None:
             return _dispatch(_op("sum"), (self,), {"dtype": dtype})
-        dims = _dims(dim, self.ndim) if self.ndim else None
-        if dims is None:
-            return _dispatch(_op("sum"), (self,), {"dtype": dtype})
+        dims = _dims(dim, self.ndim)
         return _dispatch(_op("sum_dim"), (self,), {"dim": dims, "keepdim": keepdim, "dtype": dtype})
 
     def mean(self, dim=None, keepdim=False, *, dtype=None):
@@ -984,14 +1022,14 @@ class Tensor:
                 "mean(): could not infer output dtype. Input dtype must be either a floating "
                 f"point or complex dtype. Got: {self.dtype._legacy[:-6]}"
             )
-        if dim is None or not self.ndim:
+        if dim is None:
             return _dispatch(_op("mean"), (self,))
         return _dispatch(_op("mean_dim"), (self,), {"dim": _dims(dim, self.ndim), "keepdim": keepdim})
 
     def prod(self, dim=None, keepdim=False):
         if dim is None:
             return _dispatch(_op("prod"), (self,))
-        return _dispatch(_op("prod_dim"), (self,), {"dim": (_dim(dim, self.ndim),), "keepdim": keepdim})
+        return _dispatch(_op("prod_dim"), (self,), {"dim": _dims(dim, self.ndim), "keepdim": keepdim})
 
     def _minmax(self, name, dim, keepdim):
         if dim is None:
@@ -1064,9 +1102,14 @@ class Tensor:
             return self.dot(other)
         if a == 2 and b == 1:
             return self.mv(other)
+        if a == 1 and b == 2:
+            out = self.unsqueeze(0).mm(other)
+            return _dispatch(_op("squeeze_dim_"), (out,), {"dim": 0})
         if a == 2 and b == 2:
             return self.mm(other)
-        return _dispatch(_op("matmul"), (self, other))
+        if _should_fold(self, other):
+            return _matmul_folded(self, other)
+        return _matmul_batched(self, other)
 
     def mm(self, mat2):
         if self.ndim != 2 or mat2.ndim != 2:
@@ -1103,11 +1146,15 @@ class Tensor:
 
     def reshape(self, *shape):
         shape = self._infer_shape(_shape_arg(shape))
+        # as PyTorch's reshape: view if contiguous, _reshape_alias if viewable, else
+        # _unsafe_view(clone()) (ViewBackward0 / ReshapeAliasBackward0 / UnsafeViewBackward0)
+        if self._data.flags.c_contiguous:
+            return _dispatch(_op("view"), (self,), {"shape": shape})
         try:
             np.reshape(self._data, shape, copy=False)
         except ValueError:
-            return _dispatch(_op("reshape_copy"), (self,), {"shape": shape})
-        return _dispatch(_op("view"), (self,), {"shape": shape})
+            return _dispatch(_op("unsafe_view"), (self.clone(),), {"shape": shape})
+        return _dispatch(_op("reshape_alias"), (self,), {"shape": shape})
 
     def reshape_as(self, other):
         return self.reshape(other.shape)
@@ -1219,7 +1266,9 @@ class Tensor:
         return _dispatch(_op("slice"), (self,), {"dim": d, "start": start, "end": start + length, "step": 1})
 
     def unbind(self, dim=0):
-        return tuple(self.select(dim, i) for i in range(self.shape[_dim(dim, self.ndim)]))
+        if not self.ndim:
+            raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+        return _dispatch(_op("unbind"), (self,), {"dim": _dim(dim, self.ndim)})
 
     def split(self, split_size_or_sections, dim=0):
         d = _dim(dim, self.ndim)
@@ -1267,9 +1316,6 @@ class Tensor:
 
     def _index_put(self, indices, values):
         return _dispatch(_op("index_put"), (self, _arg(values)), {"indices": indices})
-
-    def _view_scatter(self, src, chain):
-        return _dispatch(_op("view_scatter"), (self, src), {"chain": chain})
 
     def __getitem__(self, key):
         """Basic indexing makes views (``SelectBackward0``, ``SliceBackward0``, ...); advanced
@@ -1385,6 +1431,16 @@ class Tensor:
                 "modified inplace. You should replace the inplace operation by an out-of-place one."
             )
         if not needs_graph:
+            ufunc = _INPLACE_UFUNCS.get(op.name)
+            other = others[0] if others else None
+            if (ufunc is not None and attrs.get("alpha", 1) == 1 and self._data.dtype.kind == "f"
+                    and (type(other) is float or type(other) is int
+                         or (type(other) is Tensor and other._data.dtype == self._data.dtype
+                             and other._device == self._device))):
+                # an optimizer's ``p.sub_(lr * g)``: write in place, no temporary copy
+                ufunc(self._data, other._data if type(other) is Tensor else other, out=self._data)
+                self._version_counter[0] += 1
+                return self
             with _NoGrad():
                 result = _dispatch(op, (self, *others), attrs)
             self._write(result)
@@ -1448,7 +1504,7 @@ class Tensor:
         return self._inplace(_ADD, (_arg(other),), {"alpha": alpha})
 
     def sub_(self, other, *, alpha=1):
-        return self._inplace(_SUB, (_arg(other),), {"alpha": alpha})
+        return self._inplace(_SUB, (_sub_arg(self, other),), {"alpha": alpha})
 
     def mul_(self, other):
         return self._inplace(_MUL, (_arg(other),), _NO_ATTRS)
@@ -1507,6 +1563,65 @@ class Tensor:
     def __reduce_ex__(self, protocol):
         return (_rebuild, (backend.to_numpy(self._data, self._device).copy(), str(self._device),
                            self._requires_grad))
+
+
+def _should_fold(tensor1, tensor2):
+    """Whether matmul folds the batch of the larger operand into mm/mv (ATen's should_fold)."""
+    larger = tensor1.ndim >= tensor2.ndim
+    t1 = tensor1._data if larger else np.swapaxes(tensor2._data, -1, -2)
+    dim_t2 = tensor2.ndim if larger else tensor1.ndim
+    if not (t1.ndim >= 3 and dim_t2 <= 2):
+        return False
+    if (tensor2 if larger else tensor1)._requires_grad:
+        return True  # folding avoids a batched gradient for the small operand (not grad-mode aware, as ATen)
+    if tensor1.ndim == 2:
+        return False
+    if t1.size == 0:
+        return True
+    shape, strides = t1.shape, t1.strides
+    return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(t1.ndim - 2))
+
+
+def _matmul_folded(tensor1, tensor2):
+    """N-d @ 1-d/2-d (or the transpose) as one mm/mv, as ATen's ``_matmul_impl``."""
+    transpose = tensor2.ndim > tensor1.ndim
+    t1 = tensor2.mT if transpose else tensor1
+    t2 = (tensor1.t() if tensor1.ndim == 2 else tensor1) if transpose else tensor2
+    output_shape = tuple(t1.shape[:-1])
+    folded = t1.reshape(math.prod(output_shape), t1.shape[-1])
+    if t2.ndim == 2:
+        output = _dispatch(_op("unsafe_view"), (folded.mm(t2),), {"shape": output_shape + (t2.shape[1],)})
+        return output.mT.contiguous() if transpose else output
+    return _dispatch(_op("unsafe_view"), (folded.mv(t2),), {"shape": output_shape})
+
+
+def _matmul_batched(tensor1, tensor2):
+    """Broadcast batched matmul through bmm, as ATen's ``_matmul_impl``."""
+    d1, d2 = tensor1.ndim, tensor2.ndim
+    n = tensor1.shape[-2] if d1 > 1 else 1
+    m1 = tensor1.shape[-1]
+    m2 = tensor2.shape[-2] if d2 > 1 else tensor2.shape[0]
+    p = tensor2.shape[-1] if d2 > 1 else 1
+    try:
+        batch = tuple(np.broadcast_shapes(tensor1.shape[: max(d1 - 2, 0)], tensor2.shape[: max(d2 - 2, 0)]))
+    except ValueError:
+        raise RuntimeError(
+            f"The size of tensor a ({list(tensor1.shape[:-2])}) must match the size of tensor b "
+            f"({list(tensor2.shape[:-2])}) at a non-singleton batch dimension"
+        ) from None
+    b = math.prod(batch)
+    expanded1 = tensor1.expand(batch + (n, m1)).reshape(b, n, m1)
+    if d2 == 1:
+        expanded2 = tensor2.expand(batch + (m2,)).reshape(b, m2).unsqueeze(2)
+    else:
+        expanded2 = tensor2.expand(batch + (m2, p)).reshape(b, m2, p)
+    if m1 != m2:
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: [{b}, {m1}] but got: "
+            f"[{b}, {m2}]."
+        )
+    output_shape = batch + ((n,) if d1 > 1 else ()) + ((p,) if d2 > 1 else ())
+    return _dispatch(_op("unsafe_view"), (expanded1.bmm(expanded2),), {"shape": output_shape})
 
 
 def _rebuild(array, device, requires_grad):
@@ -1599,6 +1714,22 @@ def _arg(x):
     raise TypeError(f"unsupported operand type: {type(x).__name__}")
 
 
+def _sub_arg(self, other):
+    """``_arg(other)`` for a subtraction, which PyTorch refuses on bools."""
+    other_bool = type(other) is bool or (isinstance(other, Tensor) and other._data.dtype.kind == "b")
+    if self._data.dtype.kind == "b" and other_bool and isinstance(other, Tensor):
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
+            "or `logical_xor()` operator instead."
+        )
+    if self._data.dtype.kind == "b" or other_bool:
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+            "trying to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
+    return _arg(other)
+
+
 def _scalar(x):
     if isinstance(x, Tensor):
         if x.numel() != 1:
@@ -1634,11 +1765,19 @@ def _format_tensor(t):
         absmin = float(np.abs(finite[finite != 0]).min()) if np.any(finite != 0) else 0.0
         integral = bool(np.all(finite == np.round(finite)))
         if integral and absmax < 1e8:
-            fmt = lambda v: _fmt_special(v) or f"{v:.0f}."  # noqa: E731
+            base = lambda v: _fmt_special(v) or f"{v:.0f}."  # noqa: E731
         elif absmax >= 1e8 or (absmin and absmin < 1e-4) or (absmax / max(absmin, 1e-300) > 1e3 and absmin):
-            fmt = lambda v: _fmt_special(v) or f"{v:.4e}"  # noqa: E731
+            base = lambda v: _fmt_special(v) or f"{v:.4e}"  # noqa: E731
         else:
-            fmt = lambda v: _fmt_special(v) or f"{v:.4f}"  # noqa: E731
+            base = lambda v: _fmt_special(v) or f"{v:.4f}"  # noqa: E731
+        # as PyTorch's _Formatter: every element right-justified to the widest nonzero finite one
+        nonzero = finite[finite != 0]
+        widest = [0.0]
+        if nonzero.size:  # the extremes, and the smallest magnitude (a long exponent)
+            widest += [float(nonzero.max()), float(nonzero.min()),
+                       float(nonzero[np.argmin(np.abs(nonzero))])]
+        width = max(len(base(v)) for v in widest)
+        fmt = lambda v: base(v).rjust(width)  # noqa: E731
         body = np.array2string(data, separator=", ", formatter={"float_kind": fmt}, prefix="tensor(",
                                threshold=1000, edgeitems=3, max_line_width=80)
     elif kind == "b":
@@ -1646,6 +1785,8 @@ def _format_tensor(t):
                                formatter={"bool": lambda v: " True" if v else "False"})
     else:
         body = np.array2string(data, separator=", ", prefix="tensor(", threshold=1000)
+    # PyTorch writes a summarised row's gap as " ..." (NumPy: "...")
+    body = body.replace(", ..., ", ",  ..., ").replace(", ...,\n", ",  ...,\n")
     extras = []
     if t._device.type != "cpu":
         extras.append(f"device='{t._device}'")
@@ -1892,7 +2033,8 @@ def cat(tensors, dim=0):
     if ref.ndim == 0:
         raise RuntimeError("zero-dimensional tensor cannot be concatenated")
     d = _dim(dim, ref.ndim)
-    tensors = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or tensors[:1]
+    if ref.ndim != 1:  # legacy empty 1-d tensors are skipped; among 1-d ones they concatenate
+        tensors = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or tensors[:1]
     for i, t in enumerate(tensors):
         if t.ndim != ref.ndim or any(a != b for k, (a, b) in enumerate(zip(t.shape, ref.shape)) if k != d):
             raise RuntimeError(
@@ -1950,3 +2092,4 @@ _DIV = _derivatives.OPS["div"]
 _MM = _derivatives.OPS["mm"]
 _TANH = _derivatives.OPS["tanh"]
 _ALPHA1 = {"alpha": 1}
+_INPLACE_UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide}

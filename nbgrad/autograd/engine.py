@@ -32,28 +32,56 @@ device with nodes, and its queue is the graph task's.
 
 from __future__ import annotations
 
+import atexit
 import heapq
 import itertools
 import threading
 import warnings
+from typing import NamedTuple
 
 from . import anomaly_mode as _anomaly
 from .grad_mode import _state as _grad_state
+from nbgrad.backend import CPU
+
 from .graph import AccumulateGrad, Edge, GraphRoot, Node, hook_name
 
 __all__ = ["NodeTask", "ReadyQueue", "InputBuffer", "GraphTask", "Engine", "get_default_engine"]
 
 
-class NodeTask:
+class NodeTask(NamedTuple):
     """A node whose inputs are all in: ready to run (``NodeTask`` in engine.h)."""
 
-    __slots__ = ("graph_task", "node", "inputs", "reentrant_depth")
+    graph_task: object
+    node: Node
+    inputs: list
+    reentrant_depth: int = 0
 
-    def __init__(self, graph_task, node, inputs, reentrant_depth=0):
-        self.graph_task = graph_task
-        self.node = node
-        self.inputs = inputs
-        self.reentrant_depth = reentrant_depth
+
+_new_tuple = tuple.__new__
+_tiebreak = itertools.count()
+MAX_DEPTH = 60  # reentrant backward calls on one thread before moving to a helper thread
+
+
+class _WorkerLocal(threading.local):
+    capture = False
+    task = None  # on a device worker: the graph task whose warnings to capture
+
+
+_worker_local = _WorkerLocal()
+_original_showwarning = warnings.showwarning
+
+
+def _showwarning(message, category, filename, lineno, file=None, line=None):
+    """Warnings raised on a device worker are kept and replayed in the caller."""
+    task = _worker_local.task
+    if task is not None:
+        task.warnings.append(warnings.WarningMessage(message, category, filename, lineno))
+        return
+    _original_showwarning(message, category, filename, lineno, file, line)
+
+
+warnings.showwarning = _showwarning
+heappush = heapq.heappush
 
 
 class ReadyQueue:
@@ -73,7 +101,7 @@ class ReadyQueue:
         self._cond = threading.Condition(threading.Lock())
 
     def push(self, task: NodeTask):
-        entry = (-task.reentrant_depth, -task.node._sequence_nr_, self._counter(), task)
+        entry = (-task.reentrant_depth, -task.node._sequence_nr_, next(_tiebreak), task)
         if not self.shared:
             heapq.heappush(self._heap, entry)
             return
@@ -89,6 +117,15 @@ class ReadyQueue:
                     return None
             return heapq.heappop(self._heap)[3]
 
+    # NOTE: heappush/heappop on a list are atomic under the GIL (the entries compare on ints
+    # only), which is why a graph task's CPU queue can be pushed to by a worker without the lock;
+    # the worker then notifies the graph task's condition.
+
+    def push_shutdown(self):
+        with self._cond:
+            heapq.heappush(self._heap, (float("-inf"), 0, next(_tiebreak), None))
+            self._cond.notify()
+
     def __len__(self):
         return len(self._heap)
 
@@ -101,22 +138,27 @@ class ReadyQueue:
             return [entry[3].node for entry in sorted(self._heap)]
 
 
-class InputBuffer:
-    """Gradients arriving at one node, summed per input (``InputBuffer``)."""
+class InputBuffer(list):
+    """Gradients arriving at one node, summed per input (``InputBuffer``): a list with one
+    slot per input of the node."""
 
-    __slots__ = ("buffer",)
+    __slots__ = ()
 
     def __init__(self, size):
-        self.buffer = [None] * size
+        super().__init__([None] * size)
+
+    @property
+    def buffer(self):
+        return self
 
     def add(self, pos, grad):
         if grad is None:
             return
-        old = self.buffer[pos]
+        old = self[pos]
         if old is None:
-            self.buffer[pos] = grad
+            self[pos] = grad
         else:
-            self.buffer[pos] = _accumulate(old, grad)
+            self[pos] = _accumulate(old, grad)
 
 
 def _accumulate(old, new):
@@ -146,7 +188,7 @@ class GraphTask:
     __slots__ = ("keep_graph", "create_graph", "dependencies", "not_ready", "exec_info",
                  "captured_vars", "outstanding_tasks", "exception", "final_callbacks",
                  "cpu_ready_queue", "reentrant_depth", "listeners", "owner", "completed",
-                 "_lock", "__weakref__")
+                 "check_nan", "threaded", "cond", "warnings", "_lock", "__weakref__")
 
     def __init__(self, keep_graph, create_graph, reentrant_depth, listeners):
         self.keep_graph = keep_graph
@@ -163,12 +205,17 @@ class GraphTask:
         self.listeners = listeners
         self.owner = threading.get_ident()
         self.completed = False
+        self.check_nan = _anomaly._state.enabled and _anomaly._state.check_nan
+        self.threaded = False  # set once a node is sent to a device worker
         self._lock = threading.Lock()
+        self.cond = threading.Condition(self._lock)
+        self.warnings = []
 
 
 class _CurrentTask(threading.local):
-    graph_task = None
-    depth = 0
+    graph_task = None  # the graph task whose node this thread is running (queue_callback)
+    depth = 0  # nested execute() calls on this thread (reentrant backward)
+    device_queue = None  # on a device worker: the queue it serves
 
 
 _current = _CurrentTask()
@@ -183,11 +230,22 @@ class Engine:
 
     def __init__(self):
         self.listeners = []
+        self._device_queues = {}
+        self._workers = []
+        self._workers_lock = threading.Lock()
 
     # -- public entry points ------------------------------------------------------------------
     def execute(self, roots, grads, keep_graph, create_graph, outputs=None, accumulate_grad=True):
         """Run backward from ``roots`` (Edges) seeded with ``grads``; return captured gradients
-        for ``outputs`` (Edges), as ``Engine::execute``."""
+        for ``outputs`` (Edges), as ``Engine::execute``.
+
+        A backward started inside a backward node (reentrant) runs on the same thread, up to
+        ``MAX_DEPTH`` nested calls; deeper, it moves to a helper thread (``add_thread_pool_task``).
+        """
+        if _current.depth >= MAX_DEPTH:
+            return self._execute_on_helper_thread(
+                roots, grads, keep_graph, create_graph, outputs, accumulate_grad
+            )
         roots = [r if isinstance(r, Edge) else Edge(*r) for r in roots]
         parent = _current.graph_task
         depth = parent.reentrant_depth + 1 if parent is not None else 0
@@ -205,21 +263,40 @@ class Engine:
         if graph_task.listeners:
             self._emit(graph_task, "task_start", root=root,
                        dependencies=dict(graph_task.dependencies))
-        graph_task.cpu_ready_queue.push(NodeTask(graph_task, root, buffer.buffer, depth))
-        self._emit_ready(graph_task, root, "cpu")
         prev = _current.graph_task
-        _current.graph_task = graph_task
         prev_grad = _grad_state.enabled
+        _current.graph_task = graph_task
+        _current.depth += 1
         try:
+            self._push_ready(graph_task, root, buffer, grads[0] if len(roots) == 1 else None)
             self.thread_main(graph_task)
             self.exec_post_processing(graph_task)
         finally:
             _current.graph_task = prev
+            _current.depth -= 1
             _grad_state.enabled = prev_grad
             graph_task.completed = True
+            for w in graph_task.warnings:  # replay warnings raised on worker threads
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
             if graph_task.listeners:
                 self._emit(graph_task, "task_end", error=graph_task.exception)
         return graph_task.captured_vars
+
+    def _execute_on_helper_thread(self, *args):
+        result, error = [], []
+
+        def run():
+            try:
+                result.append(self.execute(*args))
+            except BaseException as e:  # noqa: BLE001 - re-raised in the calling thread
+                error.append(e)
+
+        thread = threading.Thread(target=run, name="nbgrad-reentrant", daemon=True)
+        thread.start()
+        thread.join()
+        if error:
+            raise error[0]
+        return result[0]
 
     def queue_callback(self, callback):
         """Run ``callback()`` once the current backward pass has finished."""
@@ -290,21 +367,133 @@ class Engine:
 
     # -- running ------------------------------------------------------------------------------
     def thread_main(self, graph_task):
-        """Drain the graph task's CPU ready queue on this thread (``Engine::thread_main``)."""
+        """Run ``graph_task``'s CPU nodes on this thread until it completes (``thread_main``).
+
+        Nodes of other devices run on their workers; this thread waits for them, and wakes when
+        a worker hands back a CPU node or finishes the last outstanding one. On a device worker
+        (a reentrant backward), it also serves its own device queue while it waits.
+        """
         heap = graph_task.cpu_ready_queue._heap
         heappop = heapq.heappop
         evaluate = self.evaluate_function
+        own_queue = _current.device_queue
         _grad_state.enabled = graph_task.create_graph
-        while heap:
-            task = heappop(heap)[3]
-            if graph_task.exception is not None:
+        while True:
+            if heap:
+                task = heappop(heap)[3]
+                if graph_task.exception is not None:
+                    continue
+                try:
+                    evaluate(graph_task, task.node, task.inputs)
+                except BaseException as e:  # noqa: BLE001 - re-raised below with its own type
+                    self._fail(graph_task, e, task.node)
                 continue
+            if not graph_task.outstanding_tasks:
+                break
+            if own_queue is not None:
+                task = own_queue.pop(timeout=0)
+                if task is not None:
+                    self._run_device_task(task)
+                    _grad_state.enabled = graph_task.create_graph
+                    continue
             try:
-                evaluate(graph_task, task.node, task.inputs)
-            except BaseException as e:  # noqa: BLE001 - re-raised below with its own type
-                graph_task.exception = e
-                self._annotate(e, task.node)
+                with graph_task.cond:
+                    if not heap and graph_task.outstanding_tasks:
+                        graph_task.cond.wait(0.005 if own_queue is not None else 0.1)
+            except KeyboardInterrupt as e:  # the notebook's stop button: end the task now
+                self._fail(graph_task, e, None)
                 raise
+        if graph_task.exception is not None:
+            raise graph_task.exception
+
+    def _fail(self, graph_task, error, node):
+        """Record the first error of a graph task; the remaining nodes are skipped."""
+        with graph_task._lock:
+            if graph_task.exception is None:
+                graph_task.exception = error
+                if node is not None:
+                    self._annotate(error, node)
+
+    # -- device queues and workers (NOTE [Ready queues]) ---------------------------------------
+    def device_queue(self, device):
+        """The ready queue of ``device``, starting its worker thread on first use."""
+        queue = self._device_queues.get(device)
+        if queue is None:
+            with self._workers_lock:
+                queue = self._device_queues.get(device)
+                if queue is None:
+                    queue = ReadyQueue(device)
+                    thread = threading.Thread(
+                        target=self._worker_main, args=(queue,), daemon=True,
+                        name=f"nbgrad-worker-{device}",
+                    )
+                    self._workers.append((queue, thread))
+                    self._device_queues[device] = queue
+                    thread.start()
+        return queue
+
+    def _worker_main(self, queue):
+        """A device's worker: run its ready nodes, for whichever graph task, forever."""
+        _current.device_queue = queue
+        _worker_local.capture = True
+        while True:
+            task = queue.pop()
+            if task is None:  # shutdown
+                return
+            self._run_device_task(task)
+
+    def _run_device_task(self, task):
+        graph_task = task.graph_task
+        prev = _current.graph_task
+        prev_grad = _grad_state.enabled
+        prev_capture = _worker_local.task
+        _current.graph_task = graph_task
+        _worker_local.task = graph_task
+        _grad_state.enabled = graph_task.create_graph
+        try:
+            if graph_task.exception is None:
+                self.evaluate_function(graph_task, task.node, task.inputs)
+        except BaseException as e:  # noqa: BLE001 - handed to the graph task's owner
+            self._fail(graph_task, e, task.node)
+        finally:
+            _current.graph_task = prev
+            _worker_local.task = prev_capture
+            _grad_state.enabled = prev_grad
+            with graph_task.cond:
+                graph_task.outstanding_tasks -= 1
+                graph_task.cond.notify_all()
+
+    def _push_ready(self, graph_task, node, buffer, grad):
+        """Put a ready node on the queue of the device of its input gradients."""
+        if grad is None:
+            grad = next((g for g in buffer if g is not None), None)
+        device = grad._device if grad is not None else (
+            node._input_metadata_[0].device if node._input_metadata_ else CPU
+        )
+        task = _new_tuple(NodeTask, (graph_task, node, buffer, graph_task.reentrant_depth))
+        if device is CPU or device.type == "cpu":
+            heappush(graph_task.cpu_ready_queue._heap,
+                     (-task.reentrant_depth, -node._sequence_nr_, next(_tiebreak), task))
+            if graph_task.threaded:
+                with graph_task.cond:
+                    graph_task.cond.notify_all()
+        else:
+            queue = self.device_queue(device)
+            with graph_task.cond:
+                graph_task.threaded = True
+                graph_task.outstanding_tasks += 1
+            queue.push(task)
+        if graph_task.listeners:
+            self._emit_ready(graph_task, node, str(device))
+
+    def shutdown(self, timeout=1.0):
+        """Stop the device workers (at interpreter exit)."""
+        for queue, _ in self._workers:
+            queue.push_shutdown()
+        for _, thread in self._workers:
+            thread.join(timeout)
+        self._workers.clear()
+        self._device_queues.clear()
 
     def _annotate(self, error, node):
         if _anomaly._state.enabled and node._metadata and "traceback_" in node._metadata:
@@ -349,8 +538,9 @@ class Engine:
                 f"Function {node.name()} returned an invalid number of gradients - expected "
                 f"{len(edges)}, but got {len(outputs)}"
             )
-        self.validate_outputs(node, edges, outputs)
-        if _anomaly._state.enabled and _anomaly._state.check_nan:
+        if edges:
+            self.validate_outputs(node, edges, outputs)
+        if graph_task.check_nan:
             _check_nan(node, outputs)
         if node._post_hooks:
             outputs = self.call_post_hooks(graph_task, node, outputs, inputs)
@@ -360,11 +550,22 @@ class Engine:
             node.release_variables()
         if not edges:
             return
+        if graph_task.threaded:
+            with graph_task._lock:
+                ready = self._route(graph_task, edges, outputs)
+        else:
+            ready = self._route(graph_task, edges, outputs)
+        for fn, buf, grad in ready:
+            self._push_ready(graph_task, fn, buf, grad)
+
+    @staticmethod
+    def _route(graph_task, edges, outputs):
+        """Add each output to its next node's InputBuffer; return the nodes now ready."""
         deps = graph_task.dependencies
         not_ready = graph_task.not_ready
-        queue = graph_task.cpu_ready_queue
-        for i, edge in enumerate(edges):
-            fn = edge.function
+        exec_info = graph_task.exec_info
+        ready = []
+        for (fn, input_nr), grad in zip(edges, outputs):
             if fn is None:
                 continue
             count = deps[fn] - 1
@@ -380,11 +581,10 @@ class Engine:
                     not_ready[fn] = buf
             elif not count:
                 del not_ready[fn]
-            buf.add(edge.input_nr, outputs[i])
+            buf.add(input_nr, grad)
             if not count:
-                queue.push(NodeTask(graph_task, fn, buf.buffer, graph_task.reentrant_depth))
-                if listeners:
-                    self._emit_ready(graph_task, fn, "cpu")
+                ready.append((fn, buf, grad))
+        return ready
 
     @staticmethod
     def validate_outputs(node, edges, grads):
@@ -554,6 +754,7 @@ def _check_nan(node, outputs):
 
 
 _default_engine = Engine()
+atexit.register(_default_engine.shutdown)
 
 
 def get_default_engine() -> Engine:

@@ -305,14 +305,19 @@ class CopySlices(Node):
         grad = grads[0]
         if grad is None:
             return [None] * len(self._next_edges)
-        view_grad = _apply_view_chain(grad, self.chain)
-        res = list(self.fn.apply([view_grad]))
-        region = res[0] if res and res[0] is not None else zeros_like(view_grad)
-        if region.shape != view_grad.shape:
+        # as PyTorch: the base's gradient is a copy of ``grad`` whose view region is then
+        # overwritten in place with ``fn``'s gradient; with create_graph that copy_ is itself
+        # recorded, so a double backward goes through CopySlices again
+        result = grad.clone()
+        grad_slice = _apply_view_chain(result, self.chain)
+        res = list(self.fn.apply([grad_slice.clone()]))
+        region = res[0] if res and res[0] is not None else zeros_like(grad_slice)
+        if region.shape != grad_slice.shape:
             from nbgrad.derivatives import sum_to
 
-            region = sum_to(region, view_grad.shape)
-        return [grad._view_scatter(region, self.chain)] + res[1:]
+            region = sum_to(region, grad_slice.shape)
+        grad_slice.copy_(region)
+        return [result] + res[1:]
 
     def release_variables(self):
         self.fn.release_variables()

@@ -11,9 +11,12 @@ This module imports nothing from ``nbgrad.tensor`` at import time (the tensor im
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 import weakref
 from typing import NamedTuple
+
+import numpy as np
 
 __all__ = ["Node", "Edge", "GraphRoot", "AccumulateGrad", "RemovableHandle", "SavedTensor",
            "saved_tensors_hooks", "InputMetadata", "UINT64_MAX"]
@@ -255,8 +258,16 @@ def _call_hook_with_events(handle, args, node, kind):
     return handle.fn(*args)
 
 
+_accumulate_lock = threading.Lock()  # several threads may run backward into one leaf
+
+
 def _accumulate_into_grad(var, grad):
     """``AccumulateGrad::accumulateGrad``: store or add ``grad`` into ``var.grad``."""
+    with _accumulate_lock:
+        _accumulate_locked(var, grad)
+
+
+def _accumulate_locked(var, grad):
     from .grad_mode import _state
 
     old = var._grad
@@ -264,11 +275,36 @@ def _accumulate_into_grad(var, grad):
         var._grad = grad if old is None else old + grad
         return
     if old is None:
-        var._grad = grad._detached_copy()
+        var._grad = grad._detached_alias() if _can_steal(grad) else grad._detached_copy()
     elif old._requires_grad:
         var._grad = old.detach() + grad
     else:
         old._add_inplace_data(grad)
+
+
+def _can_steal(grad):
+    """Whether ``.grad`` may take ``grad``'s array without a copy.
+
+    NOTE [Stealing the gradient]
+    PyTorch's AccumulateGrad stores the incoming gradient itself when nothing else holds it
+    (``use_count() == 1``) and copies otherwise, so that a later in-place accumulation cannot
+    change a tensor someone else sees. nbgrad asks CPython the same question: the gradient
+    tensor is referenced only by the engine (its input buffer, ``AccumulateGrad.apply``'s local,
+    the arguments of ``_accumulate_into_grad``, ``_accumulate_locked`` and this function: 6 with
+    getrefcount's own), and
+    its array only by that tensor, and the array owns its memory.
+    Any other holder (a hook that kept the gradient, a second leaf fed the same tensor, a view)
+    makes the count higher, and the gradient is copied.
+    """
+    data = grad._data
+    return (
+        type(data) is np.ndarray
+        and data.base is None
+        and data.flags.writeable
+        and sys.getrefcount(grad) <= 6
+        and sys.getrefcount(data) <= 3
+        and not grad._requires_grad
+    )
 
 
 # -- saved tensors ------------------------------------------------------------------------
@@ -393,8 +429,12 @@ class SavedTensor:
     def _raise_version_error(self):
         shape = list(self._shape())
         dtype = self._dtype_name()
-        which = f", which is output {self._output_nr} of {self._grad_fn_name}," if (
-            self._grad_fn_name) else ""
+        # as PyTorch: a saved input is named by its grad_fn now (the in-place op that changed
+        # it), a saved output by the node that produced it
+        name, output_nr = self._grad_fn_name, self._output_nr
+        if self._tensor is not None and self._tensor.grad_fn is not None:
+            name, output_nr = self._tensor.grad_fn.name(), self._tensor._output_nr
+        which = f", which is output {output_nr} of {name}," if name else ""
         raise RuntimeError(
             "one of the variables needed for gradient computation has been modified by an "
             f"inplace operation: [nbgrad.{dtype} {shape}]{which} is at version "

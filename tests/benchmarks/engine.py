@@ -7,12 +7,17 @@ Run from the repository root::
     python tests/benchmarks/engine.py --only W1,W3  # a subset of W1, W3, W5, W6
 
 Every figure is the median over the repeats, and every framework does the same work in the same
-run: the repeats go round-robin over the frameworks (nbgrad, then NumPy, PyTorch, HIPS autograd)
-so that a slow patch of the machine hits them all alike, with ``gc.collect()`` before each timed
-call and the collector left on inside it. PyTorch (CPU) and HIPS autograd are optional: a
-framework that is not installed reads "n/a" (``pip install -e '.[bench]'`` for HIPS autograd and
-psutil). Thread counts are left at their defaults (``torch.set_num_threads`` is not called; the
-header prints what PyTorch uses); NumPy's BLAS threads are its defaults too.
+run. In W1 and W6 the repeats go round-robin over the frameworks (nbgrad, then NumPy, PyTorch,
+HIPS autograd) so that a slow patch of the machine hits them all alike; W3 runs each framework's
+repeats in one block after a pause instead, since its matrix products are multi-threaded and a
+BLAS pool that is still spinning from the previous framework's call (OpenBLAS for NumPy and
+nbgrad, PyTorch's own for PyTorch) would slow the next one down. ``gc.collect()`` runs before
+each timed call and the collector is left on inside it.
+
+PyTorch (CPU) and HIPS autograd are optional: a framework that is not installed reads "n/a"
+(``pip install -e '.[bench]'`` installs HIPS autograd and psutil). Thread counts are left at
+their defaults: ``torch.set_num_threads`` is not called (the header prints how many threads
+PyTorch uses), and NumPy's BLAS keeps its own default.
 
 Workloads
 ---------
@@ -35,7 +40,11 @@ W5  Peak memory. Forward and backward through 200 ops cycling ``* 1.0001``, ``+ 
     the baseline; the figure is the peak RSS during the work minus that baseline, in MB (10**6
     bytes). The peak is read from VmHWM after resetting it through /proc/self/clear_refs, or
     from ``getrusage(RUSAGE_SELF).ru_maxrss`` where that reset is not possible. The NumPy
-    baseline stores exactly what its backward needs: the 66 ``tanh`` outputs (528 MB).
+    baseline stores exactly what its backward needs: the 66 ``tanh`` outputs (528 MB). The
+    children run with ``MALLOC_MMAP_THRESHOLD_=1048576`` so that every 8 MB array is its own
+    mmap, returned to the system when freed: the figure then counts what the framework holds,
+    not glibc's heap heuristics (with glibc's default, dynamic threshold PyTorch reads about
+    1.6 GB instead of about 0.55 GB; NumPy and nbgrad are about the same either way).
 W6  Hessian-vector product of ``sum(tanh(x) ** 3)`` for x of shape (1000,) float64 by double
     backward: ``g = grad(f, x, create_graph=True)``, then ``grad((g * v).sum(), x)`` (nbgrad,
     PyTorch), ``autograd.hessian_vector_product`` (HIPS), or the analytic H v written by hand
@@ -92,19 +101,36 @@ def installed(name: str) -> bool:
     return {"torch": torch, "autograd": hips}.get(name, True) is not None
 
 
-def run_rounds(steps: dict[str, Step], repeats: int, warmup: int = 1) -> dict[str, tuple]:
-    """Run every step round-robin, ``warmup`` untimed rounds then ``repeats`` timed rounds.
+def run_rounds(
+    steps: dict[str, Step], repeats: int, warmup: int = 1, interleave: bool = True
+) -> dict[str, tuple]:
+    """Run ``warmup`` untimed calls then ``repeats`` timed calls of every step.
 
-    Returns, per framework, the median of each phase over the timed rounds.
+    Interleaved, the calls go round-robin over the frameworks. Otherwise each framework runs
+    all its calls in one block after a pause, for multi-threaded work: a BLAS thread pool that
+    spins for a while after its last call would slow down the next framework's threads.
+    Returns, per framework, the median of each phase over the timed calls.
     """
-    for _ in range(warmup):
-        for step in steps.values():
-            step()
     samples: dict[str, list[tuple]] = {name: [] for name in steps}
-    for _ in range(repeats):
+
+    def timed(name):
+        gc.collect()
+        samples[name].append(steps[name]())
+
+    if interleave:
+        for _ in range(warmup):
+            for step in steps.values():
+                step()
+        for _ in range(repeats):
+            for name in steps:
+                timed(name)
+    else:
         for name, step in steps.items():
-            gc.collect()
-            samples[name].append(step())
+            time.sleep(0.5)
+            for _ in range(warmup):
+                step()
+            for _ in range(repeats):
+                timed(name)
     return {
         name: tuple(statistics.median(phase) for phase in zip(*rows))
         for name, rows in samples.items()
@@ -206,7 +232,7 @@ def bench_w1(repeats: int) -> list[tuple[str, dict[str, tuple]]]:
     sections = []
     for n_ops in (2_000, 20_000):
         steps, grads = w1_steps(x0, n_ops)
-        check_close(f"W1 {n_ops} ops", {k: g() for k, g in grads.items()}, rtol=1e-10)
+        check_close(f"W1 {n_ops} ops", {k: g() for k, g in grads.items()}, 1e-10, 1e-12)
         medians = run_rounds(steps, repeats)
         us_per_op = {k: tuple(s * 1e6 / n_ops for s in v) for k, v in medians.items()}
         sections.append((f"{n_ops:,}", us_per_op))
@@ -305,7 +331,7 @@ def bench_w3(repeats: int, number: int) -> dict[str, tuple]:
     steps = {
         k: per_call(lambda fn=fn, args=args: fn(*args), number) for k, (fn, *args) in fns.items()
     }
-    medians = run_rounds(steps, repeats)
+    medians = run_rounds(steps, repeats, interleave=False)
     return {k: (v[0] * 1e3,) for k, v in medians.items()}
 
 
@@ -414,6 +440,7 @@ def bench_w5(repeats: int) -> dict[str, tuple]:
                 [sys.executable, os.path.abspath(__file__), "--w5-child", name],
                 capture_output=True,
                 text=True,
+                env={**os.environ, "MALLOC_MMAP_THRESHOLD_": str(1 << 20)},
             )
             if proc.returncode != 0:
                 print(f"WARNING W5: the {name} child failed:\n{proc.stderr[-2000:]}")

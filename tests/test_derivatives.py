@@ -1,0 +1,668 @@
+"""One parametrised test over every row of the op table (``nbgrad.derivatives.OPS``).
+
+Modelled on PyTorch's OpInfo: each row has a small declarative list of cases. A case names its
+row, a callable that reaches the row through the public Tensor API (``lambda x, y: x * y``), a
+NumPy reference, and a few samples (shapes, with broadcasting, 0-d and empty tensors where the
+op allows them). The same callable runs on nbgrad and on torch tensors (``lib(x)`` is the
+library of ``x``), so torch is only a test oracle, imported inside the parity test.
+
+Checks per case:
+
+- forward against the NumPy reference;
+- ``gradcheck`` and ``gradgradcheck`` in float64 (differentiable rows); a row with
+  ``differentiable=False`` checks instead that its output does not require grad;
+- parity with PyTorch in float64: outputs, dtypes, gradients for a random upstream gradient,
+  and ``grad_fn.name()``.
+
+Rows that are internal helpers (``rsub``, ``unsafe_view``, ``index_backward``, ``copy``, ...)
+are reached through the public API that uses them: ``2 - x``, ``x ** y``, ``x @ y``, in-place
+ops on a clone, ``t[k] = v``, and double backward through indexing or through an in-place op on
+a view. For each differentiable case the row's node must show up in the graph that the case
+builds, so a case cannot claim a row that it does not exercise.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import warnings
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+import scipy.special
+
+import nbgrad as ng
+from nbgrad.derivatives import OPS
+
+
+# ---- the vocabulary of the cases -----------------------------------------------------------
+def lib(t):
+    """The library that tensor ``t`` belongs to: nbgrad, or torch in the parity test."""
+    return ng if isinstance(t, ng.Tensor) else sys.modules["torch"]
+
+
+class Const:
+    """An input that does not require grad (an index, a mask), given by its values."""
+
+    def __init__(self, values):
+        self.values = np.asarray(values)
+
+    def __repr__(self):
+        return f"const{list(self.values.shape)}"
+
+
+class Values:
+    """A float64 input that requires grad, with these exact values (ties, zeros, ...)."""
+
+    def __init__(self, values):
+        self.values = np.asarray(values, dtype=np.float64)
+
+    def __repr__(self):
+        return f"values{list(self.values.shape)}"
+
+
+@dataclass
+class Case:
+    """One way to reach a row of the table, on several samples.
+
+    ``samples``: a list of tuples of input specs; a spec is a shape (a random float64 tensor
+    that requires grad, drawn from ``domain``), ``Values`` or ``Const``.
+    ``domain``: ``"signed"`` (|x| in [0.25, 2], either sign), ``"positive"`` ([0.5, 2]) or
+    ``"ints"`` (integers in [-2, 2], to get ties and zeros for comparisons and logic).
+    ``grad``: False for parity-only cases at points where the op is not differentiable (ties),
+    where finite differences mean nothing; ``gradgrad``: False where only the second
+    derivative is undefined.
+    """
+
+    op: str
+    fn: Callable
+    ref: Callable
+    samples: list
+    domain: str = "signed"
+    grad: bool = True
+    gradgrad: bool = True
+    gradcheck_kw: dict = field(default_factory=dict)
+
+
+UNARY = [((2, 3),), ((),), ((0, 2),)]
+BINARY = [((2, 3), (2, 3)), ((2, 3), (3,)), ((), (2, 1)), ((2, 1), (1, 3)), ((0, 3), (1, 3))]
+NO_EMPTY = [((2, 3),), ((),), ((4,),)]
+
+
+# ---- small helpers shared by functions and references ----------------------------------------
+def gelu(x, approximate="none"):
+    if isinstance(x, ng.Tensor):
+        return x.gelu(approximate)
+    return sys.modules["torch"].nn.functional.gelu(x, approximate=approximate)
+
+
+def np_gelu(a, approximate="none"):
+    if approximate == "tanh":
+        return 0.5 * a * (1 + np.tanh(math.sqrt(2 / math.pi) * (a + 0.044715 * a**3)))
+    return 0.5 * a * (1 + scipy.special.erf(a / math.sqrt(2)))
+
+
+def np_softmax(a, dim):
+    e = np.exp(a - np.max(a, axis=dim, keepdims=True)) if a.size else a
+    return e / np.sum(e, axis=dim, keepdims=True) if a.size else a
+
+
+def np_norm(a, p=2, dim=None, keepdim=False):
+    if p == math.inf:
+        return np.amax(np.abs(a), axis=dim, keepdims=keepdim)
+    return np.sum(np.abs(a) ** p, axis=dim, keepdims=keepdim) ** (1 / p)
+
+
+def np_mean(a, axis=None, keepdims=False):
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.mean(a, axis=axis, keepdims=keepdims)
+
+
+def np_scatter(shape, index, values):
+    out = np.zeros(shape)
+    np.add.at(out, index, values)
+    return out
+
+
+def np_put(a, key, v):
+    out = a.copy()
+    out[key] = v
+    return out
+
+
+def put_items(x, v):
+    y = x.clone()
+    y[[0, 1], [2, 0]] = v
+    return y
+
+
+def put_mask(x, mask):
+    y = x.clone()
+    y[mask] = 0.5
+    return y
+
+
+def put_slice(x, v):
+    y = x * 1
+    y[0:1] = v
+    return y
+
+
+def copy_into(x, v):
+    y = x.clone()
+    y.copy_(v)
+    return y
+
+
+def mul_on_view(x, w):
+    """An in-place op on a view of a non-leaf: CopySlices over the base."""
+    y = x.clone()
+    y[0].mul_(w)
+    return y
+
+
+def grad_of(fn, create_graph=True):
+    """The first-order gradient of ``sum(fn(x, ...) ** 2)`` w.r.t. ``x``, recorded (so that
+    checking it checks the rows that the backward pass itself uses)."""
+
+    def g(x, *rest):
+        y = fn(x, *rest)
+        return lib(x).autograd.grad((y * y).sum(), x, create_graph=create_graph)[0]
+
+    return g
+
+
+def np_grad_index(a, key):
+    return np_scatter(a.shape, key, 2 * a[key])
+
+
+def np_grad_mul_on_view(a, w):
+    g = 2 * a.copy()
+    g[0] = 2 * a[0] * w * w
+    return g
+
+
+def np_max_dim(a, dim, keepdim=False):
+    return np.max(a, axis=dim, keepdims=keepdim), np.argmax(a, axis=dim, keepdims=keepdim)
+
+
+def np_min_dim(a, dim, keepdim=False):
+    return np.min(a, axis=dim, keepdims=keepdim), np.argmin(a, axis=dim, keepdims=keepdim)
+
+
+def np_split(a, sizes, dim):
+    return tuple(np.split(a, np.cumsum(sizes)[:-1], axis=dim))
+
+
+def np_along(a, dim, index):
+    return np.take_along_axis(a, index, axis=dim)
+
+
+def np_scatter_add(a, dim, index, src):
+    out = a.copy()
+    key = list(np.indices(index.shape, sparse=True))
+    key[dim] = index
+    np.add.at(out, tuple(key), src[tuple(slice(0, s) for s in index.shape)])
+    return out
+
+
+def np_index_add(a, dim, index, src):
+    out = a.copy()
+    np.add.at(out, (slice(None),) * dim + (index,), src)
+    return out
+
+
+TIES = Values([[1.0, 3.0, 3.0], [0.5, -1.0, 0.5]])
+WITH_ZERO = Values([[1.5, 0.0, -2.0], [0.5, 1.25, -0.75]])
+TWO_ZEROS = Values([[1.5, 0.0, 0.0], [0.5, 1.25, -0.75]])
+MASK = Const([[True, False, True], [False, False, True]])
+MASK_ROW = Const([False, True, True])
+INDEX = Const([[0, 2], [1, 1]])
+
+
+# ---- the cases, grouped as the table is --------------------------------------------------
+# fmt: off
+CASES = [
+    # elementwise binary
+    Case("add", lambda x, y: x + y, np.add, BINARY),
+    Case("add", lambda x, y: x.add(y, alpha=2), lambda a, b: a + 2 * b, BINARY[:2]),
+    Case("add", lambda x: x + 2.5, lambda a: a + 2.5, UNARY),
+    Case("add", lambda x, y: x.clone().add_(y), np.add, BINARY[:2]),
+    Case("sub", lambda x, y: x - y, np.subtract, BINARY),
+    Case("sub", lambda x, y: x.sub(y, alpha=0.5), lambda a, b: a - 0.5 * b, BINARY[:2]),
+    Case("sub", lambda x: x - 1.5, lambda a: a - 1.5, UNARY),
+    Case("rsub", lambda x: 2.5 - x, lambda a: 2.5 - a, UNARY),
+    Case("mul", lambda x, y: x * y, np.multiply, BINARY),
+    Case("mul", lambda x: x * 3, lambda a: a * 3, UNARY),
+    Case("mul", lambda x, y: x.clone().mul_(y), np.multiply, BINARY[:2]),
+    Case("div", lambda x, y: x / y, np.divide, BINARY),
+    Case("div", lambda x: x / 4, lambda a: a / 4, UNARY),
+    Case("div", lambda x, y: x.clone().div_(y), np.divide, BINARY[:2]),
+    Case("pow", lambda x: x**2, lambda a: a**2, UNARY),
+    Case("pow", lambda x: x**3, lambda a: a**3, UNARY),
+    Case("pow", lambda x: x**0, lambda a: a**0, UNARY),
+    Case("pow", lambda x: x**0.5, np.sqrt, UNARY, domain="positive"),
+    Case("pow", lambda x: x**-1.5, lambda a: a**-1.5, UNARY, domain="positive"),
+    Case("pow_tensor", lambda x, y: x**y, np.power, BINARY, domain="positive"),
+    Case("rpow", lambda x: 2**x, lambda a: 2.0**a, UNARY),
+    Case("rpow", lambda x: 0.5**x, lambda a: 0.5**a, UNARY),
+    Case("maximum", lambda x, y: x.maximum(y), np.maximum, BINARY),
+    Case("maximum", lambda x, y: lib(x).maximum(x, y), np.maximum, [(TIES, TIES)], grad=False),
+    Case("minimum", lambda x, y: x.minimum(y), np.minimum, BINARY),
+    Case("minimum", lambda x, y: lib(x).minimum(x, y), np.minimum, [(TIES, TIES)], grad=False),
+    Case("where", lambda c, x, y: lib(x).where(c, x, y), np.where,
+         [(MASK, (2, 3), (2, 3)), (MASK_ROW, (2, 1), (3,)), (Const(True), (), (2,)),
+          (Const(np.zeros((0, 3), bool)), (0, 3), (3,))]),
+    Case("where", lambda x, y: lib(x).where(x > 0, x, y), lambda a, b: np.where(a > 0, a, b),
+         BINARY[:2]),
+    Case("masked_fill", lambda x, m: x.masked_fill(m, 0.5), lambda a, m: np.where(m, 0.5, a),
+         [((2, 3), MASK), ((2, 3), MASK_ROW), ((), Const(True)), ((0, 3), MASK_ROW)]),
+    # comparisons and logic: forward only, never require grad
+    Case("eq", lambda x, y: x == y, np.equal, BINARY, domain="ints"),
+    Case("eq", lambda x: x == 1, lambda a: a == 1, UNARY, domain="ints"),
+    Case("ne", lambda x, y: x != y, np.not_equal, BINARY, domain="ints"),
+    Case("lt", lambda x, y: x < y, np.less, BINARY, domain="ints"),
+    Case("le", lambda x, y: x <= y, np.less_equal, BINARY, domain="ints"),
+    Case("gt", lambda x, y: x > y, np.greater, BINARY, domain="ints"),
+    Case("gt", lambda x: x > 0, lambda a: a > 0, UNARY, domain="ints"),
+    Case("ge", lambda x, y: x >= y, np.greater_equal, BINARY, domain="ints"),
+    Case("logical_and", lambda x, y: x.logical_and(y), np.logical_and, BINARY, domain="ints"),
+    Case("logical_and", lambda x, y: (x > 0) & (y > 0), lambda a, b: (a > 0) & (b > 0),
+         BINARY[:2], domain="ints"),
+    Case("logical_or", lambda x, y: x.logical_or(y), np.logical_or, BINARY, domain="ints"),
+    Case("logical_xor", lambda x, y: x.logical_xor(y), np.logical_xor, BINARY, domain="ints"),
+    Case("logical_not", lambda x: x.logical_not(), np.logical_not, UNARY, domain="ints"),
+    Case("logical_not", lambda x: ~(x > 0), lambda a: ~(a > 0), UNARY, domain="ints"),
+    Case("argmax", lambda x: x.argmax(), np.argmax, NO_EMPTY),
+    Case("argmax", lambda x: x.argmax(1), lambda a: np.argmax(a, 1), [((2, 3),), ((0, 3),)]),
+    Case("argmax", lambda x: x.argmax(0), np.argmax, [((),)]),
+    Case("argmax", lambda x: x.argmax(0, keepdim=True), lambda a: np.argmax(a, 0, keepdims=True),
+         [((2, 3),)]),
+    Case("argmin", lambda x: x.argmin(), np.argmin, NO_EMPTY),
+    Case("argmin", lambda x: x.argmin(-1), lambda a: np.argmin(a, -1), [((2, 3),)]),
+    # elementwise unary
+    Case("neg", lambda x: -x, np.negative, UNARY),
+    Case("neg", lambda x: x.neg(), np.negative, UNARY),
+    Case("abs", lambda x: x.abs(), np.abs, UNARY),
+    Case("abs", lambda x: abs(x), np.abs, UNARY),
+    Case("sign", lambda x: x.sign(), np.sign, UNARY),
+    Case("exp", lambda x: x.exp(), np.exp, UNARY),
+    Case("log", lambda x: x.log(), np.log, UNARY, domain="positive"),
+    Case("log1p", lambda x: x.log1p(), np.log1p, UNARY, domain="positive"),
+    Case("sqrt", lambda x: x.sqrt(), np.sqrt, UNARY, domain="positive"),
+    Case("rsqrt", lambda x: x.rsqrt(), lambda a: 1 / np.sqrt(a), UNARY, domain="positive"),
+    Case("reciprocal", lambda x: x.reciprocal(), np.reciprocal, UNARY),
+    Case("reciprocal", lambda x: 1 / x, np.reciprocal, UNARY),
+    Case("sin", lambda x: x.sin(), np.sin, UNARY),
+    Case("cos", lambda x: x.cos(), np.cos, UNARY),
+    Case("tanh", lambda x: x.tanh(), np.tanh, UNARY),
+    Case("sigmoid", lambda x: x.sigmoid(), lambda a: 1 / (1 + np.exp(-a)), UNARY),
+    Case("relu", lambda x: x.relu(), lambda a: np.maximum(a, 0), UNARY),
+    Case("erf", lambda x: x.erf(), scipy.special.erf, UNARY),
+    Case("gelu", gelu, np_gelu, UNARY),
+    Case("gelu", lambda x: gelu(x, "tanh"), lambda a: np_gelu(a, "tanh"), UNARY),
+    Case("clamp", lambda x: x.clamp(-0.5, 1.0), lambda a: np.clip(a, -0.5, 1.0), UNARY),
+    Case("clamp", lambda x: x.clamp(min=0.3), lambda a: np.maximum(a, 0.3), UNARY),
+    Case("clamp", lambda x: x.clamp(max=0.3), lambda a: np.minimum(a, 0.3), UNARY),
+    Case("clamp", lambda x: x.clone().clamp_(-1.0, 1.0), lambda a: np.clip(a, -1, 1), UNARY),
+    # float32 output: finite differences need a larger step and tolerance
+    Case("to_dtype", lambda x: x.to(lib(x).float32), lambda a: a.astype(np.float32), UNARY,
+         gradcheck_kw=dict(eps=1e-3, atol=1e-3)),
+    Case("to_dtype", lambda x: x.float(), lambda a: a.astype(np.float32), UNARY[:1],
+         gradcheck_kw=dict(eps=1e-3, atol=1e-3)),
+    Case("clone", lambda x: x.clone(), np.copy, UNARY),
+    # reductions
+    Case("sum", lambda x: x.sum(), np.sum, UNARY),
+    Case("sum_dim", lambda x: x.sum(1), lambda a: a.sum(1), [((2, 3),), ((0, 3),), ((2, 0),)]),
+    Case("sum_dim", lambda x: x.sum((0, 2), keepdim=True), lambda a: a.sum((0, 2), keepdims=True),
+         [((2, 1, 3),)]),
+    Case("sum_dim", lambda x: x.sum(-1), lambda a: a.sum(-1), [((2, 3),), ((),)]),
+    Case("mean", lambda x: x.mean(), np_mean, UNARY),
+    Case("mean_dim", lambda x: x.mean(1), lambda a: np_mean(a, 1), [((2, 3),), ((0, 3),)]),
+    Case("mean_dim", lambda x: x.mean(0), np_mean, [((),)]),
+    Case("mean_dim", lambda x: x.mean((0, 1), keepdim=True),
+         lambda a: np_mean(a, (0, 1), keepdims=True), [((2, 3),), ((2, 3, 1),)]),
+    Case("prod", lambda x: x.prod(), np.prod, UNARY + [(WITH_ZERO,), (TWO_ZEROS,)]),
+    Case("prod_dim", lambda x: x.prod(1), lambda a: a.prod(1),
+         [((2, 3),), (WITH_ZERO,), (TWO_ZEROS,), ((0, 3),)]),
+    Case("prod_dim", lambda x: x.prod(0, keepdim=True), lambda a: a.prod(0, keepdims=True),
+         [((2, 3),), (WITH_ZERO,)]),
+    Case("prod_dim", lambda x: x.prod(0), np.prod, [((),), (Values(0.0),)]),
+    Case("max", lambda x: x.max(), np.max, NO_EMPTY),
+    Case("max", lambda x: x.max(), np.max, [(TIES,)], grad=False),
+    Case("min", lambda x: x.min(), np.min, NO_EMPTY),
+    Case("min", lambda x: x.min(), np.min, [(TIES,)], grad=False),
+    Case("max_dim", lambda x: tuple(x.max(1)), lambda a: np_max_dim(a, 1), [((2, 3),), ((0, 3),)]),
+    Case("max_dim", lambda x: tuple(x.max(0, keepdim=True)), lambda a: np_max_dim(a, 0, True),
+         [((2, 3),)]),
+    Case("max_dim", lambda x: x.max(0)[0], np.max, [((),)]),
+    Case("min_dim", lambda x: tuple(x.min(-1)), lambda a: np_min_dim(a, -1), [((2, 3),)]),
+    Case("min_dim", lambda x: x.min(1, keepdim=True).values, lambda a: a.min(1, keepdims=True),
+         [((2, 3),)]),
+    Case("amax", lambda x: x.amax(1), lambda a: a.max(1), [((2, 3),), ((0, 3),)]),
+    Case("amax", lambda x: x.amax(0), np.max, [((),)]),
+    Case("amax", lambda x: x.amax(), np.max, NO_EMPTY),
+    Case("amax", lambda x: x.amax((0, 1), keepdim=True), lambda a: a.max((0, 1), keepdims=True),
+         [((2, 3),)]),
+    Case("amax", lambda x: x.amax(1), lambda a: a.max(1), [(TIES,)], grad=False),
+    Case("amin", lambda x: x.amin(0), lambda a: a.min(0), [((2, 3),)]),
+    Case("amin", lambda x: x.amin(), np.min, [(TIES,)], grad=False),
+    Case("var", lambda x: x.var(), lambda a: np.var(a, ddof=1), [((2, 3),), ((4,),)]),
+    # std is 0 here: its second derivative is nan (as in torch), so no gradgradcheck
+    Case("std", lambda x: x.std(0, correction=0), np.std, [((),)], gradgrad=False),
+    Case("var", lambda x: x.var(1), lambda a: np.var(a, 1, ddof=1), [((2, 3),)]),
+    Case("var", lambda x: x.var(0, keepdim=True, correction=0),
+         lambda a: np.var(a, 0, keepdims=True), [((2, 3),)]),
+    Case("var", lambda x: x.var(0, correction=0), np.var, [((),)]),
+    Case("var", lambda x: x.var(unbiased=False), np.var, [((2, 3),), ((),)]),
+    Case("std", lambda x: x.std(), lambda a: np.std(a, ddof=1), [((2, 3),), ((4,),)]),
+    Case("std", lambda x: x.std(1, keepdim=True), lambda a: np.std(a, 1, ddof=1, keepdims=True),
+         [((2, 3),)]),
+    Case("std", lambda x: x.std(correction=0), np.std, [((2, 3),)]),
+    Case("norm", lambda x: x.norm(), np_norm, [((2, 3),), ((),), ((0, 3),)]),
+    Case("norm", lambda x: x.norm(1), lambda a: np_norm(a, 1), NO_EMPTY),
+    Case("norm", lambda x: x.norm(float("inf")), lambda a: np_norm(a, math.inf), NO_EMPTY),
+    Case("norm", lambda x: x.norm(3, dim=1), lambda a: np_norm(a, 3, 1), [((2, 3),)]),
+    Case("norm", lambda x: x.norm(dim=0), np.abs, [((),)]),
+    Case("norm", lambda x: x.norm(dim=0, keepdim=True), lambda a: np_norm(a, 2, 0, True),
+         [((2, 3),)]),
+    Case("logsumexp", lambda x: x.logsumexp(1), lambda a: scipy.special.logsumexp(a, 1),
+         [((2, 3),), ((0, 3),)]),
+    Case("logsumexp", lambda x: x.logsumexp((0, 1), keepdim=True),
+         lambda a: scipy.special.logsumexp(a, (0, 1), keepdims=True), [((2, 3),)]),
+    Case("logsumexp", lambda x: x.logsumexp(0), lambda a: scipy.special.logsumexp(a), [((),)]),
+    Case("softmax", lambda x: x.softmax(1), lambda a: np_softmax(a, 1), [((2, 3),), ((0, 3),)]),
+    Case("softmax", lambda x: x.softmax(0), lambda a: np_softmax(a, 0), [((2, 3),), ((),)]),
+    Case("log_softmax", lambda x: x.log_softmax(-1), lambda a: np.log(np_softmax(a, -1)),
+         [((2, 3),), ((),), ((0, 3),)]),
+    # linear algebra
+    Case("mm", lambda x, y: x.mm(y), np.matmul,
+         [((2, 3), (3, 2)), ((0, 3), (3, 2)), ((2, 0), (0, 3))]),
+    Case("mm", lambda x, y: x @ y, np.matmul, [((2, 3), (3, 1))]),
+    Case("dot", lambda x, y: x.dot(y), np.dot, [((3,), (3,)), ((0,), (0,))]),
+    Case("dot", lambda x, y: x @ y, np.dot, [((3,), (3,))]),
+    Case("mv", lambda x, y: x.mv(y), np.matmul, [((2, 3), (3,)), ((0, 3), (3,))]),
+    Case("mv", lambda x, y: x @ y, np.matmul, [((2, 3), (3,))]),
+    Case("bmm", lambda x, y: x.bmm(y), np.matmul, [((2, 2, 3), (2, 3, 2)), ((0, 2, 3), (0, 3, 1))]),
+    # views and shape ops
+    Case("view", lambda x: x.view(3, 2), lambda a: a.reshape(3, 2), [((2, 3),), ((6,),)]),
+    Case("view", lambda x: x.view(-1), lambda a: a.reshape(-1), [((2, 3),), ((),), ((0, 3),)]),
+    Case("view", lambda x: x.reshape(1, 3, 2), lambda a: a.reshape(1, 3, 2), [((2, 3),)]),
+    Case("view", lambda x: x.flatten(), lambda a: a.reshape(-1), [((2, 1, 3),)]),
+    Case("reshape_alias", lambda x: x.t().reshape(x.shape[1], x.shape[0], 1),
+         lambda a: a.T[..., None], [((2, 3),), ((3, 2),)]),
+    Case("reshape_alias", lambda x: x.transpose(0, 1).reshape(3, 2), lambda a: a.T, [((2, 3),)]),
+    Case("reshape_alias", lambda x: x[:, ::2].reshape(2, 2, 1), lambda a: a[:, ::2][..., None],
+         [((2, 3),)]),
+    # a reshape that must copy: clone, then _unsafe_view
+    Case("unsafe_view", lambda x: x.t().reshape(-1), lambda a: a.T.reshape(-1), [((2, 3),)]),
+    Case("unsafe_view", lambda x: x.transpose(0, 1).reshape(-1), lambda a: a.T.reshape(-1),
+         [((2, 3),)]),
+    # torch's matmul is composite: it folds the batch into mm/mv or expands it into bmm and
+    # ends in an _unsafe_view
+    Case("unsafe_view", lambda x, y: x @ y, np.matmul,
+         [((2, 2, 3), (3, 2)), ((3,), (2, 3, 2)), ((2, 3, 2), (2,)), ((2, 1, 2, 3), (3, 3, 1)),
+          ((2, 2, 3), (2, 3, 1))]),
+    Case("t", lambda x: x.t(), np.transpose, [((2, 3),), ((3,),), ((),), ((0, 2),)]),
+    Case("transpose", lambda x: x.transpose(0, 2), lambda a: np.swapaxes(a, 0, 2),
+         [((2, 1, 3),), ((2, 0, 1),)]),
+    Case("transpose", lambda x: x.transpose(-1, 0), lambda a: np.swapaxes(a, -1, 0), [((2, 3),)]),
+    Case("permute", lambda x: x.permute(2, 0, 1), lambda a: np.transpose(a, (2, 0, 1)),
+         [((2, 1, 3),), ((2, 0, 1),)]),
+    Case("expand", lambda x: x.expand(2, 3), lambda a: np.broadcast_to(a, (2, 3)),
+         [((3,),), ((1, 3),), ((),)]),
+    Case("expand", lambda x: x.expand(2, -1, 0), lambda a: np.broadcast_to(a, (2, 1, 0)),
+         [((1, 1),)]),
+    Case("expand", lambda x, y: x + y.expand_as(x), lambda a, b: a + b, [((2, 3), (1, 3))]),
+    Case("squeeze", lambda x: x.squeeze(), np.squeeze, [((2, 1, 3),), ((1, 1),), ((),), ((0, 1),)]),
+    Case("squeeze_dim", lambda x: x.squeeze(1), lambda a: np.squeeze(a, 1), [((2, 1, 3),)]),
+    Case("squeeze_dim", lambda x: x.squeeze(0), lambda a: a, [((2, 3),), ((),)]),
+    # 1-d @ 2-d: mm of the unsqueezed vector, then squeeze_(0) on the fresh result
+    Case("squeeze_dim_", lambda x, y: x @ y, np.matmul, [((2,), (2, 3)), ((0,), (0, 2))]),
+    Case("unsqueeze", lambda x: x.unsqueeze(0), lambda a: a[None], UNARY),
+    Case("unsqueeze", lambda x: x.unsqueeze(-1), lambda a: a[..., None], UNARY),
+    Case("unsqueeze", lambda x: x[:, None], lambda a: a[:, None], [((2, 3),)]),
+    Case("select", lambda x: x[1], lambda a: a[1], [((2, 3),), ((3,),)]),
+    Case("select", lambda x: x.select(1, -1), lambda a: a[:, -1], [((2, 3),), ((0, 3),)]),
+    Case("unbind", lambda x: x.unbind(1), lambda a: tuple(np.moveaxis(a, 1, 0)),
+         [((2, 3),), ((0, 3),)]),
+    Case("unbind", lambda x: x.unbind()[1], lambda a: a[1], [((3, 2),)]),
+    Case("unbind", lambda x: tuple(x), lambda a: tuple(a), [((2, 3),), ((3,),)]),
+    Case("slice", lambda x: x[:, 1:], lambda a: a[:, 1:], [((2, 3),)]),
+    Case("slice", lambda x: x[::2], lambda a: a[::2], [((3, 2),), ((5,),)]),
+    Case("slice", lambda x: x.narrow(1, 0, 2), lambda a: a[:, 0:2], [((2, 3),)]),
+    Case("slice", lambda x: x[2:], lambda a: a[2:], [((2, 3),)]),
+    Case("index", lambda x: x[[0, 1, 0]], lambda a: a[[0, 1, 0]], [((2, 3),)]),
+    Case("index", lambda x: x[:, [2, 0]], lambda a: a[:, [2, 0]], [((2, 3),)]),
+    Case("index", lambda x, m: x[m], lambda a, m: a[m], [((2, 3), MASK)]),
+    Case("index", lambda x, m: x[:, m], lambda a, m: a[:, m], [((2, 3), MASK_ROW)]),
+    Case("index", lambda x, i: x[i], lambda a, i: a[i],
+         [((3, 2), INDEX), ((3,), Const(np.zeros(0, np.int64)))]),
+    Case("index", lambda x: x[[0, 1], [2, 2]], lambda a: a[[0, 1], [2, 2]], [((2, 3),)]),
+    Case("index_put", put_items, lambda a, v: np_put(a, ([0, 1], [2, 0]), v),
+         [((2, 3), (2,)), ((2, 3), ())]),
+    Case("index_put", put_mask, lambda a, m: np_put(a, m, 0.5), [((2, 3), MASK)]),
+    Case("cat", lambda x, y: lib(x).cat([x, y]), lambda a, b: np.concatenate([a, b]),
+         [((2, 3), (1, 3)), ((0, 3), (2, 3)), ((2,), (0,))]),
+    Case("cat", lambda x, y: lib(x).cat([x, y, x], 1), lambda a, b: np.concatenate([a, b, a], 1),
+         [((2, 1), (2, 2))]),
+    Case("stack", lambda x, y: lib(x).stack([x, y]), lambda a, b: np.stack([a, b]),
+         [((2, 3), (2, 3)), ((), ()), ((0,), (0,))]),
+    Case("stack", lambda x, y: lib(x).stack([x, y], -1), lambda a, b: np.stack([a, b], -1),
+         [((2, 3), (2, 3))]),
+    Case("split", lambda x: x.split(2), lambda a: np_split(a, [2, 2, 1], 0), [((5, 2),)]),
+    Case("split", lambda x: x.split(1, dim=1), lambda a: np_split(a, [1, 1, 1], 1), [((2, 3),)]),
+    Case("split", lambda x: x.chunk(2), lambda a: np_split(a, [2, 1], 0), [((3, 2),)]),
+    # only the first output is used: the others' gradients are undefined (None)
+    Case("split", lambda x: x.split(2)[0], lambda a: a[:2], [((3, 2),)]),
+    Case("split_with_sizes", lambda x: x.split([1, 2], dim=1),
+         lambda a: np_split(a, [1, 2], 1), [((2, 3),)]),
+    Case("split_with_sizes", lambda x: x.split([0, 2]), lambda a: np_split(a, [0, 2], 0),
+         [((2, 3),)]),
+    Case("gather", lambda x, i: x.gather(1, i), lambda a, i: np_along(a, 1, i),
+         [((2, 3), INDEX), ((2, 3), Const(np.zeros((2, 0), np.int64)))]),
+    Case("gather", lambda x, i: x.gather(0, i), lambda a, i: np_along(a, 0, i),
+         [((3, 2), Const([[2, 0], [2, 2], [1, 0]]))]),
+    Case("scatter_add", lambda x, i, s: x.scatter_add(0, i, s),
+         lambda a, i, s: np_scatter_add(a, 0, i, s),
+         [((2, 3), Const([[0, 1, 0], [0, 0, 1]]), (2, 3)), ((2, 3), Const([[1, 1, 0]]), (1, 3))]),
+    Case("scatter_add", lambda x, i, s: x.scatter_add(1, i, s),
+         lambda a, i, s: np_scatter_add(a, 1, i, s), [((2, 3), INDEX, (2, 2))]),
+    Case("index_select", lambda x, i: x.index_select(0, i),
+         lambda a, i: np.take(a, i, 0),
+         [((2, 3), Const([1, 0, 1])), ((2, 3), Const(np.zeros(0, np.int64)))]),
+    Case("index_select", lambda x, i: x.index_select(1, i), lambda a, i: np.take(a, i, 1),
+         [((2, 3), Const([2]))]),
+    Case("index_add", lambda x, i, s: x.index_add(0, i, s),
+         lambda a, i, s: np_index_add(a, 0, i, s), [((2, 3), Const([1, 0, 1]), (3, 3))]),
+    Case("index_add", lambda x, i, s: x.index_add(1, i, s),
+         lambda a, i, s: np_index_add(a, 1, i, s), [((2, 3), Const([2, 2]), (2, 2))]),
+    # in-place forms, on a clone (a leaf that requires grad may not be changed in place)
+    Case("copy", copy_into, lambda a, v: np.broadcast_to(v, a.shape).copy(),
+         [((2, 3), (2, 3)), ((2, 3), (3,)), ((), ())]),
+    Case("copy", put_slice, lambda a, v: np_put(a, slice(0, 1), v), [((2, 3), (3,))]),
+    Case("fill", lambda x: x.clone().fill_(2.0), lambda a: np.full_like(a, 2.0), UNARY),
+    Case("zero", lambda x: x.clone().zero_(), np.zeros_like, UNARY),
+    # rows reached only from inside backward formulas: first-order gradients, recorded
+    Case("index_backward", grad_of(lambda x: x[[0, 1, 0]]),
+         lambda a: np_grad_index(a, [0, 1, 0]), [((2, 3),)]),
+    Case("select_backward", grad_of(lambda x: x[1]), lambda a: np_grad_index(a, 1), [((2, 3),)]),
+    Case("select_backward", grad_of(lambda x: x.select(1, 0)),
+         lambda a: np_grad_index(a, (slice(None), 0)), [((2, 3),)]),
+    Case("slice_backward", grad_of(lambda x: x[:, 1:]),
+         lambda a: np_grad_index(a, (slice(None), slice(1, None))), [((2, 3),)]),
+    Case("slice_backward", grad_of(lambda x: x[::2]), lambda a: np_grad_index(a, slice(0, None, 2)),
+         [((3, 2),)]),
+    # CopySlices' backward copies fn's gradient into a view of the base's gradient with copy_
+    Case("copy", grad_of(mul_on_view), np_grad_mul_on_view, [((2, 3), (3,)), ((2, 3), ())]),
+]
+# fmt: on
+
+
+# ---- running a case on nbgrad and on torch -------------------------------------------------
+def _sample_values(case, sample, seed):
+    rng = np.random.default_rng(seed)
+    values = []
+    for spec in sample:
+        if isinstance(spec, (Const, Values)):
+            values.append(spec.values)
+        elif case.domain == "positive":
+            values.append(rng.uniform(0.5, 2.0, spec))
+        elif case.domain == "ints":
+            values.append(rng.integers(-2, 3, spec).astype(np.float64))
+        else:
+            values.append(rng.uniform(0.25, 2.0, spec) * rng.choice([-1.0, 1.0], spec))
+    return [np.asarray(v) for v in values]  # 0-d draws come back as NumPy scalars
+
+
+def _requires_grad(spec):
+    return not isinstance(spec, Const)
+
+
+def _ng_inputs(sample, values):
+    return [
+        ng.tensor(v, requires_grad=True) if _requires_grad(s) else ng.tensor(v)
+        for s, v in zip(sample, values)
+    ]
+
+
+def _as_tuple(out):
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+
+def _to_numpy(t):
+    return np.asarray(t.detach().cpu().numpy())
+
+
+def _dtype_name(dtype):
+    return str(dtype).rsplit(".", 1)[-1]
+
+
+def _node_names(outputs):
+    """Names of every node reachable from ``outputs`` (and of the nodes a CopySlices wraps)."""
+    seen, names = set(), set()
+    stack = [o.grad_fn for o in outputs if isinstance(o, ng.Tensor) and o.grad_fn is not None]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        names.add(node.name())
+        if getattr(node, "fn", None) is not None and hasattr(node.fn, "next_functions"):
+            stack.append(node.fn)
+        stack.extend(fn for fn, _ in node.next_functions if fn is not None)
+    return names
+
+
+def _params():
+    params, count = [], {}
+    for case in CASES:
+        for sample in case.samples:
+            k = count[case.op] = count.get(case.op, -1) + 1
+            name = f"{case.op}-{k}-" + ",".join(map(repr, sample))
+            params.append(pytest.param(case, sample, zlib.crc32(name.encode()), id=name))
+    return params
+
+
+PARAMS = _params()
+DIFF_PARAMS = [p for p in PARAMS if OPS[p.values[0].op].differentiable and p.values[0].grad]
+GRADGRAD_PARAMS = [p for p in DIFF_PARAMS if p.values[0].gradgrad]
+
+
+# ---- the checks ----------------------------------------------------------------------------
+def test_every_row_has_a_case():
+    covered = {case.op for case in CASES}
+    assert covered == set(OPS), (
+        f"rows without a case: {sorted(set(OPS) - covered)}; "
+        f"cases for unknown rows: {sorted(covered - set(OPS))}"
+    )
+
+
+def test_every_differentiable_row_is_gradchecked():
+    checked = {p.values[0].op for p in DIFF_PARAMS}
+    assert checked == {name for name, row in OPS.items() if row.differentiable}
+
+
+@pytest.mark.parametrize("case, sample, seed", PARAMS)
+def test_forward(case, sample, seed):
+    values = _sample_values(case, sample, seed)
+    inputs = _ng_inputs(sample, values)
+    outputs = _as_tuple(case.fn(*inputs))
+    expected = _as_tuple(case.ref(*[v.copy() for v in values]))
+    assert len(outputs) == len(expected)
+    for out, exp in zip(outputs, expected):
+        assert isinstance(out, ng.Tensor)
+        exp = np.asarray(exp)
+        assert tuple(out.shape) == exp.shape
+        np.testing.assert_allclose(_to_numpy(out), exp, rtol=1e-6, atol=1e-7)
+    row = OPS[case.op]
+    if not row.differentiable:
+        assert not any(o.requires_grad for o in outputs)
+        assert all(o.grad_fn is None for o in outputs)
+    else:
+        names = _node_names(outputs)
+        assert row.node_name in names, f"{case.op}: the case never reaches {row.node_name}"
+
+
+@pytest.mark.parametrize("case, sample, seed", DIFF_PARAMS)
+def test_gradcheck(case, sample, seed):
+    inputs = _ng_inputs(sample, _sample_values(case, sample, seed))
+    assert ng.autograd.gradcheck(case.fn, inputs, **case.gradcheck_kw)
+
+
+@pytest.mark.parametrize("case, sample, seed", GRADGRAD_PARAMS)
+@pytest.mark.filterwarnings("ignore:Input #.* is not a double precision")  # float32 outputs
+def test_gradgradcheck(case, sample, seed):
+    inputs = _ng_inputs(sample, _sample_values(case, sample, seed))
+    ng.manual_seed(seed)
+    assert ng.autograd.gradgradcheck(case.fn, inputs, **case.gradcheck_kw)
+
+
+@pytest.mark.parametrize("case, sample, seed", PARAMS)
+def test_torch_parity(case, sample, seed):
+    torch = pytest.importorskip("torch")
+    values = _sample_values(case, sample, seed)
+    ng_in = _ng_inputs(sample, values)
+    th_in = [
+        torch.tensor(v, requires_grad=_requires_grad(s) and v.dtype.kind == "f")
+        for s, v in zip(sample, values)
+    ]
+    ng_out = _as_tuple(case.fn(*ng_in))
+    th_out = _as_tuple(case.fn(*th_in))
+    assert len(ng_out) == len(th_out)
+    for a, b in zip(ng_out, th_out):
+        assert tuple(a.shape) == tuple(b.shape)
+        assert _dtype_name(a.dtype) == _dtype_name(b.dtype)
+        np.testing.assert_allclose(_to_numpy(a), _to_numpy(b), rtol=1e-6, atol=1e-6)
+        assert a.requires_grad == b.requires_grad
+        if b.grad_fn is not None:
+            expected = b.grad_fn.name().removeprefix("torch::autograd::")
+            assert a.grad_fn is not None and a.grad_fn.name() == expected
+
+    # gradients for a random upstream gradient
+    diff = [k for k, b in enumerate(th_out) if b.requires_grad]
+    if not diff:
+        return
+    wrt = [k for k, t in enumerate(th_in) if t.requires_grad]
+    rng = np.random.default_rng(seed + 1)
+    upstream = [rng.standard_normal(tuple(th_out[k].shape)) for k in diff]
+    ng_grads = ng.autograd.grad(
+        [ng_out[k] for k in diff],
+        [ng_in[i] for i in wrt],
+        [ng.tensor(g) for g in upstream],
+        allow_unused=True,
+    )
+    th_grads = torch.autograd.grad(
+        [th_out[k] for k in diff],
+        [th_in[i] for i in wrt],
+        [torch.tensor(g) for g in upstream],
+        allow_unused=True,
+    )
+    for i, a, b in zip(wrt, ng_grads, th_grads):
+        assert (a is None) == (b is None), f"input {i}: nbgrad {a}, torch {b}"
+        if a is not None:
+            np.testing.assert_allclose(_to_numpy(a), _to_numpy(b), rtol=1e-6, atol=1e-6)

@@ -1,0 +1,612 @@
+"""Tests for ``nbgrad/tensor.py``: creation and dtype inference, type promotion, views and
+memory sharing, version counters, conversions, DLPack, printing, indexing and ``__setitem__``.
+PyTorch (where installed) and NumPy are the references.
+"""
+
+import numpy as np
+import pytest
+
+import nbgrad as ng
+
+torch = pytest.importorskip("torch")
+
+
+def dname(dtype):
+    """``'float32'`` for ``torch.float32`` and ``nbgrad.float32`` alike."""
+    return str(dtype).rsplit(".", 1)[-1]
+
+
+# -- creation and dtype inference -----------------------------------------------------------------
+@pytest.mark.parametrize(
+    "data",
+    [
+        [1, 2, 3],
+        [1.0, 2.0],
+        [1, 2.5],
+        3,
+        2.5,
+        True,
+        [True, False],
+        [[1, 2], [3, 4]],
+        [],
+        np.array([1, 2], dtype=np.int32),
+        np.array([1.0, 2.0], dtype=np.float64),
+        np.array([1.0], dtype=np.float16),
+        np.array([True]),
+    ],
+    ids=repr,
+)
+def test_tensor_dtype_inference_like_pytorch(data):
+    t, n = torch.tensor(data), ng.tensor(data)
+    assert dname(n.dtype) == dname(t.dtype)
+    assert tuple(n.shape) == tuple(t.shape)
+    np.testing.assert_array_equal(n.numpy(), t.numpy())
+
+
+def test_default_float_dtype_is_float32_and_ints_are_int64():
+    assert ng.get_default_dtype() is ng.float32
+    assert ng.tensor([1.0]).dtype is ng.float32
+    assert ng.tensor([1]).dtype is ng.int64
+    assert ng.tensor(True).dtype is ng.bool
+    assert ng.zeros(2).dtype is ng.float32
+    assert ng.tensor([1, 2], dtype=ng.float64).dtype is ng.float64
+
+
+def test_set_default_dtype():
+    try:
+        ng.set_default_dtype(ng.float64)
+        assert ng.tensor([1.0]).dtype is ng.float64
+        assert ng.ones(2).dtype is ng.float64
+        assert ng.tensor([1]).dtype is ng.int64
+    finally:
+        ng.set_default_dtype(ng.float32)
+    assert ng.tensor([1.0]).dtype is ng.float32
+
+
+def _creations(lib):
+    return {
+        "zeros": lib.zeros(2, 3),
+        "zeros_tuple": lib.zeros((2, 3)),
+        "ones": lib.ones(4),
+        "ones_int": lib.ones(2, dtype=lib.int64),
+        "full_float": lib.full((2, 2), 1.5),
+        "full_int": lib.full((2,), 7),
+        "full_bool": lib.full((2,), True),
+        "empty": lib.empty(3, 1),
+        "arange_int": lib.arange(5),
+        "arange_float": lib.arange(0, 1, 0.25),
+        "arange_start": lib.arange(2, 8, 2),
+        "linspace": lib.linspace(0, 1, 5),
+        "eye": lib.eye(3),
+        "eye_rect": lib.eye(2, 3),
+        "zeros_like": lib.zeros_like(lib.ones(2, dtype=lib.float64)),
+        "ones_like": lib.ones_like(lib.tensor([1, 2])),
+        "full_like": lib.full_like(lib.ones(3), 2.0),
+        "rand": lib.rand(2, 3),
+        "randn": lib.randn(3),
+        "randint": lib.randint(0, 10, (4,)),
+        "rand_f64": lib.rand(2, dtype=lib.float64),
+    }
+
+
+def test_creation_functions_like_pytorch():
+    t, n = _creations(torch), _creations(ng)
+    for key in t:
+        assert tuple(n[key].shape) == tuple(t[key].shape), key
+        assert dname(n[key].dtype) == dname(t[key].dtype), key
+        assert not n[key].requires_grad
+        if key not in ("empty", "rand", "randn", "randint", "rand_f64"):
+            np.testing.assert_allclose(n[key].numpy(), t[key].numpy(), err_msg=key)
+
+
+def test_random_ranges_and_seed():
+    ng.manual_seed(0)
+    a = ng.rand(1000)
+    assert 0.0 <= a.numpy().min() and a.numpy().max() < 1.0
+    r = ng.randint(3, 6, (1000,))
+    assert set(np.unique(r.numpy())) <= {3, 4, 5}
+    ng.manual_seed(123)
+    x = ng.randn(5)
+    ng.manual_seed(123)
+    y = ng.randn(5)
+    np.testing.assert_array_equal(x.numpy(), y.numpy())
+
+
+def test_creation_requires_grad():
+    x = ng.zeros(2, requires_grad=True)
+    assert x.requires_grad and x.is_leaf and x.grad_fn is None
+    assert ng.tensor([1.0], requires_grad=True).requires_grad
+
+
+def test_tensor_copies_and_as_tensor_shares():
+    a = np.array([1.0, 2.0], dtype=np.float32)
+    t = ng.tensor(a)
+    a[0] = 10
+    assert t[0].item() == 1.0
+    s = ng.as_tensor(a)
+    a[1] = 20
+    assert s[1].item() == 20.0
+
+
+def test_metadata():
+    x = ng.zeros(2, 3, 4)
+    assert x.shape == (2, 3, 4)
+    assert x.size() == (2, 3, 4)
+    assert x.size(1) == 3 and x.size(-1) == 4
+    assert x.dim() == 3 and x.ndim == 3
+    assert x.numel() == 24
+    assert repr(x.shape) == "nbgrad.Size([2, 3, 4])"
+    assert str(x.device) == "cpu"
+    assert len(x) == 2
+
+
+# -- type promotion -------------------------------------------------------------------------------
+DTYPES = ["bool", "int32", "int64", "float16", "float32", "float64"]
+SCALARS = [2, 2.5, True]
+
+
+def _dtype_or_error(fn):
+    """The result's dtype name, or the type of the exception raised."""
+    try:
+        return dname(fn().dtype)
+    except Exception as e:  # noqa: BLE001 - compared with PyTorch's
+        return type(e)
+
+
+def _make(lib, dtype_name, zero_dim=False):
+    data = [1, 0] if dtype_name == "bool" else [1, 2]
+    t = lib.tensor(data, dtype=getattr(lib, dtype_name))
+    return t[0] if zero_dim else t
+
+
+@pytest.mark.parametrize("op", ["add", "mul", "sub", "div"])
+@pytest.mark.parametrize("a", DTYPES)
+@pytest.mark.parametrize("b", DTYPES)
+def test_tensor_tensor_promotion_like_pytorch(op, a, b):
+    results = {}
+    for lib in (torch, ng):
+        for zero_dim in (False, True):
+            x, y = _make(lib, a), _make(lib, b, zero_dim)
+            results[(lib.__name__, zero_dim)] = _dtype_or_error(lambda: getattr(x, op)(y))
+    assert results[("nbgrad", False)] == results[("torch", False)]
+    assert results[("nbgrad", True)] == results[("torch", True)]
+
+
+@pytest.mark.parametrize("op", ["add", "mul", "div", "rsub", "rmul", "pow"])
+@pytest.mark.parametrize("a", DTYPES)
+@pytest.mark.parametrize("s", SCALARS, ids=repr)
+def test_tensor_scalar_promotion_like_pytorch(op, a, s):
+    fns = {
+        "add": lambda x: x + s,
+        "mul": lambda x: x * s,
+        "div": lambda x: x / s,
+        "rsub": lambda x: s - x,
+        "rmul": lambda x: s * x,
+        "pow": lambda x: x**s,
+    }
+    res = {}
+    for lib in (torch, ng):
+        x = _make(lib, a)
+        try:
+            r = fns[op](x)
+        except Exception as e:  # noqa: BLE001 - compared with PyTorch's
+            res[lib.__name__] = (type(e), None)
+        else:
+            res[lib.__name__] = (dname(r.dtype), r.tolist())
+    assert res["nbgrad"][0] == res["torch"][0]
+    if res["torch"][1] is not None:
+        np.testing.assert_allclose(res["nbgrad"][1], res["torch"][1], rtol=1e-3)
+
+
+def test_promotion_examples_from_the_contract():
+    assert (ng.tensor([1, 2]) * 2.5).dtype is ng.float32
+    x32 = ng.tensor([1.0, 2.0])
+    assert (x32 * ng.tensor(2.0, dtype=ng.float64)).dtype is ng.float32
+    assert (x32 * 3).dtype is ng.float32
+    assert (ng.tensor([1, 2]) + ng.tensor([True, False])).dtype is ng.int64
+    assert (ng.tensor([1, 2], dtype=ng.int32) + ng.tensor(5)).dtype is ng.int32
+    assert (ng.tensor([1, 2]) / 2).dtype is ng.float32
+    assert (ng.tensor([True]) + True).dtype is ng.bool
+    assert (x32 + ng.tensor([1.0], dtype=ng.float64)).dtype is ng.float64
+
+
+@pytest.mark.parametrize("a", DTYPES)
+@pytest.mark.parametrize("b", DTYPES)
+def test_comparison_and_where_dtypes_like_pytorch(a, b):
+    res = {}
+    for lib in (torch, ng):
+        x, y = _make(lib, a), _make(lib, b)
+        res[lib.__name__] = (
+            dname((x < y).dtype),
+            dname((x == y).dtype),
+            dname(lib.where(x > 0, x, y).dtype),
+        )
+    assert res["nbgrad"] == res["torch"]
+
+
+# -- views and memory -----------------------------------------------------------------------------
+def test_from_numpy_shares_memory_both_ways():
+    a = np.arange(6, dtype=np.float32)
+    t = ng.from_numpy(a)
+    a[0] = 100
+    assert t[0].item() == 100
+    t[1] = 200.0
+    assert a[1] == 200
+    t.add_(1)
+    assert a[2] == 3
+    assert t.dtype is ng.float32
+    assert ng.from_numpy(np.arange(3)).dtype is ng.int64
+
+
+@pytest.mark.parametrize(
+    "make_view",
+    [
+        lambda t: t.view(2, 3),
+        lambda t: t.view(3, 2).t(),
+        lambda t: t.view(2, 3).transpose(0, 1),
+        lambda t: t.view(2, 3).permute(1, 0),
+        lambda t: t[1:4],
+        lambda t: t[::2],
+        lambda t: t[2],
+        lambda t: t.unsqueeze(0),
+        lambda t: t.view(1, 6).squeeze(0),
+        lambda t: t.view(2, 3)[:, 1],
+        lambda t: t.reshape(3, 2),
+        lambda t: t.view(2, 3).expand(2, 2, 3),
+        lambda t: t.flatten(),
+        lambda t: t.view(2, 3).select(1, 2),
+        lambda t: t.narrow(0, 1, 3),
+        lambda t: t.split(2)[1],
+        lambda t: t.detach(),
+        lambda t: t[...],
+    ],
+)
+def test_views_share_memory_with_base_and_numpy(make_view):
+    a = np.arange(6, dtype=np.float32)
+    base = ng.from_numpy(a)
+    v = make_view(base)
+    assert np.shares_memory(np.asarray(v), a)
+    assert v._version == base._version
+    before = base._version
+    base.add_(1)
+    np.testing.assert_array_equal(np.asarray(v), np.asarray(make_view(ng.from_numpy(a))))
+    assert v._version == base._version == before + 1
+    # and with PyTorch: the same op is a view there
+    tb = torch.arange(6, dtype=torch.float32)
+    tv = make_view(tb)
+    assert tv.untyped_storage().data_ptr() == tb.untyped_storage().data_ptr()
+
+
+def test_writing_through_a_view_changes_the_base():
+    a = np.zeros(6, dtype=np.float32)
+    base = ng.from_numpy(a)
+    v = base.view(2, 3)
+    v[1, 2] = 5.0
+    v[0].fill_(2.0)
+    np.testing.assert_array_equal(a, [2, 2, 2, 0, 0, 5])
+    assert base._version == v._version == 2
+
+
+def test_view_on_non_contiguous_raises_and_reshape_copies_like_pytorch():
+    errors = {}
+    for lib in (torch, ng):
+        x = lib.arange(6.0).view(2, 3).t()
+        assert not x.is_contiguous()
+        with pytest.raises(RuntimeError) as info:
+            x.view(6)
+        errors[lib.__name__] = info.value
+        assert "view size is not compatible with input tensor's size and stride" in str(info.value)
+        r = x.reshape(6)
+        assert r.tolist() == [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]
+        r.add_(100)
+        assert x.tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]  # a copy: x unchanged
+    assert type(errors["nbgrad"]) is type(errors["torch"])
+    x = ng.arange(6.0).view(2, 3).t()
+    assert not np.shares_memory(np.asarray(x.reshape(6)), np.asarray(x))
+    assert np.shares_memory(np.asarray(x.reshape(3, 1, 2)), np.asarray(x))
+    c = x.contiguous()
+    assert c.is_contiguous() and not np.shares_memory(np.asarray(c), np.asarray(x))
+    y = ng.arange(6.0)
+    assert y.contiguous() is y
+
+
+def test_is_contiguous_like_pytorch():
+    def cases(lib):
+        x = lib.arange(24.0).view(2, 3, 4)
+        return [x, x.t() if x.dim() == 2 else x.transpose(0, 2), x[:, 1], x[:, :, ::2], x[0], x[1:]]
+
+    for n, t in zip(cases(ng), cases(torch)):
+        assert n.is_contiguous() == t.is_contiguous()
+
+
+# -- version counters -----------------------------------------------------------------------------
+def test_version_counter_like_pytorch():
+    res = {}
+    for lib in (torch, ng):
+        x = lib.ones(4)
+        v = x[1:3]
+        d = x.detach()
+        log = [x._version]
+        x.add_(1)
+        log.append(x._version)
+        v.mul_(2)
+        log += [x._version, v._version, d._version]
+        x[0] = 5.0
+        log.append(x._version)
+        d.zero_()
+        log += [x._version, v._version]
+        y = x * 2  # a new tensor starts at 0
+        log.append(y._version)
+        x.copy_(lib.ones(4))
+        x.fill_(3.0)
+        x.clamp_(0.0, 1.0)
+        x.sub_(1)
+        x.div_(2)
+        log.append(x._version)
+        res[lib.__name__] = log
+    assert res["nbgrad"] == res["torch"]
+    assert res["nbgrad"][1] == 1
+
+
+def test_out_of_place_ops_do_not_bump_versions():
+    x = ng.ones(3)
+    _ = x + 1
+    _ = x.exp()
+    _ = x.view(3)
+    assert x._version == 0
+
+
+# -- detach and conversions -----------------------------------------------------------------------
+def test_detach_shares_memory_and_leaves_the_graph():
+    x = ng.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    d = y.detach()
+    assert not d.requires_grad and d.grad_fn is None and d.is_leaf
+    assert np.shares_memory(np.asarray(d), np.asarray(y))
+    d[0] = 10.0
+    assert y[0].item() == 10.0
+    assert y._version == d._version == 1
+    xd = x.detach()
+    assert np.shares_memory(xd.numpy(), np.asarray(x))
+
+
+def test_item_tolist_numpy():
+    x = ng.tensor([[1.5, 2.0], [3.0, 4.0]])
+    assert x.tolist() == [[1.5, 2.0], [3.0, 4.0]]
+    assert isinstance(x[0, 0].item(), float) and x[0, 0].item() == 1.5
+    assert isinstance(ng.tensor(3).item(), int)
+    assert isinstance(ng.tensor(True).item(), bool)
+    assert ng.tensor([7]).item() == 7
+    assert ng.tensor(2.5).tolist() == 2.5
+    arr = x.numpy()
+    assert isinstance(arr, np.ndarray) and arr.dtype == np.float32
+    arr[0, 0] = 9.0
+    assert x[0, 0].item() == 9.0  # numpy() shares memory
+    with pytest.raises(RuntimeError, match="cannot be converted to Scalar"):
+        x.item()
+    assert float(ng.tensor(2.5)) == 2.5 and int(ng.tensor(3)) == 3
+    r = ng.tensor([1.0], requires_grad=True)
+    assert r.detach().numpy().tolist() == [1.0]
+    np.testing.assert_array_equal(np.asarray(r), [1.0])
+
+
+def test_item_and_tolist_like_pytorch():
+    for data in ([1, 2], [[1.5], [2.5]], 3.25, [True, False]):
+        n, t = ng.tensor(data), torch.tensor(data)
+        assert n.tolist() == t.tolist()
+    assert ng.tensor([4.5]).item() == torch.tensor([4.5]).item()
+
+
+def test_dtype_conversions():
+    x = ng.tensor([1.7, -2.2])
+    assert x.double().dtype is ng.float64
+    assert x.long().tolist() == torch.tensor([1.7, -2.2]).long().tolist()
+    assert x.int().dtype is ng.int32
+    assert x.bool().tolist() == [True, True]
+    assert x.to(ng.float16).dtype is ng.float16
+    assert x.float() is x
+
+
+def test_clone_copies():
+    x = ng.tensor([1.0, 2.0])
+    c = x.clone()
+    c[0] = 5.0
+    assert x[0].item() == 1.0
+    assert x._version == 0
+
+
+# -- DLPack ---------------------------------------------------------------------------------------
+def test_dlpack_to_numpy_shares_memory():
+    t = ng.tensor([1.0, 2.0, 3.0])
+    a = np.from_dlpack(t)
+    np.testing.assert_array_equal(a, [1.0, 2.0, 3.0])
+    assert a.dtype == np.float32
+    t[0] = 10.0
+    assert a[0] == 10.0
+    assert t.__dlpack_device__() == (1, 0)
+
+
+def test_dlpack_from_numpy_shares_memory():
+    a = np.arange(4, dtype=np.float64)
+    t = ng.from_dlpack(a)
+    assert t.dtype is ng.float64
+    assert t.tolist() == [0.0, 1.0, 2.0, 3.0]
+    a[3] = 30
+    assert t[3].item() == 30.0
+
+
+def test_dlpack_round_trip_and_with_pytorch():
+    t = ng.arange(6.0).view(2, 3)
+    back = ng.from_dlpack(np.from_dlpack(t))
+    assert back.tolist() == t.tolist()
+    assert np.shares_memory(np.asarray(back), np.asarray(t))
+    tt = torch.from_dlpack(t)
+    assert tt.tolist() == t.tolist()
+    from_torch = ng.from_dlpack(torch.arange(3))
+    assert from_torch.dtype is ng.int64 and from_torch.tolist() == [0, 1, 2]
+
+
+def test_dlpack_of_requires_grad_tensor():
+    x = ng.tensor([1.0, 2.0], requires_grad=True)
+    a = np.from_dlpack(x)
+    assert a.tolist() == [1.0, 2.0]
+
+
+# -- printing -------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda lib: lib.tensor([1.0, 2.0, 3.0]),
+        lambda lib: lib.tensor([1, 2, 3]),
+        lambda lib: lib.tensor(3.5),
+        lambda lib: lib.tensor([1.5, -2.25]),
+        lambda lib: lib.tensor([True, False]),
+        lambda lib: lib.tensor([[1.0, 2.0], [3.0, 4.0]]),
+        lambda lib: lib.tensor([1.0, 2.0], dtype=lib.float64),
+        lambda lib: lib.tensor([1, 2], dtype=lib.int32),
+        lambda lib: lib.tensor([1.0, 2.0], requires_grad=True),
+        lambda lib: lib.tensor([1.0, 2.0], requires_grad=True) * 2,
+        lambda lib: lib.tensor([0.1234567, 10.5]),
+        lambda lib: lib.zeros(0),
+        lambda lib: lib.tensor([1e-5, 1.0]),
+        lambda lib: lib.tensor([float("nan"), float("inf"), 1.0]),
+    ],
+)
+def test_repr_like_pytorch(make):
+    assert repr(make(ng)) == repr(make(torch)).replace("torch.", "nbgrad.")
+
+
+def test_repr_of_larger_tensors_like_pytorch():
+    data = np.linspace(-3, 50, 12, dtype=np.float32).reshape(3, 4)
+    assert repr(ng.from_numpy(data)) == repr(torch.from_numpy(data))
+    big = np.arange(2000, dtype=np.float32) / 7
+    assert repr(ng.from_numpy(big)) == repr(torch.from_numpy(big))
+
+
+# -- indexing -------------------------------------------------------------------------------------
+INDICES = [
+    1,
+    -1,
+    (0, 2),
+    slice(1, 3),
+    slice(None, None, 2),
+    (slice(None), 1),
+    (Ellipsis, 0),
+    (None, 1),
+    (slice(1, None), None, slice(None, 2)),
+    [0, 2],
+    ([0, 2], [1, 3]),
+    (slice(None), [3, 0, 0]),
+    np.array([[0, 1], [2, 2]]),
+    np.array([True, False, True]),
+    (1, [0, 1, 3]),
+    ([[0], [2]], [1, 3]),
+    (Ellipsis, [1, 2]),
+    (slice(0, 3, 2), [True, False, True, False]),
+]
+
+
+@pytest.mark.parametrize("index", INDICES, ids=repr)
+def test_getitem_like_numpy(index):
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = ng.from_numpy(a.copy())
+    got = t[index]
+    np.testing.assert_array_equal(got.numpy(), a[index])
+    assert tuple(got.shape) == a[index].shape
+
+
+@pytest.mark.parametrize("index", INDICES, ids=repr)
+def test_getitem_like_pytorch(index):
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    tidx = index
+    if isinstance(index, np.ndarray):
+        tidx = torch.from_numpy(index)
+    got, ref = ng.from_numpy(a.copy())[index], torch.from_numpy(a.copy())[tidx]
+    assert tuple(got.shape) == tuple(ref.shape)
+    np.testing.assert_array_equal(got.numpy(), ref.numpy())
+
+
+def test_getitem_with_tensor_indices():
+    x = ng.arange(10.0)
+    np.testing.assert_array_equal(x[ng.tensor([1, 3])].numpy(), [1.0, 3.0])
+    np.testing.assert_array_equal(x[x > 6].numpy(), [7.0, 8.0, 9.0])
+    assert x[ng.tensor(4)].item() == 4.0
+
+
+def test_getitem_errors_like_pytorch():
+    for lib in (torch, ng):
+        x = lib.zeros(3, 4)
+        with pytest.raises(IndexError):
+            x[3]
+        with pytest.raises(IndexError):
+            x[0, 0, 0]
+        with pytest.raises(IndexError):
+            x[[0, 5]]
+
+
+def test_basic_indexing_is_a_view_and_advanced_a_copy():
+    x = ng.arange(12.0).view(3, 4)
+    assert np.shares_memory(np.asarray(x[1]), np.asarray(x))
+    assert np.shares_memory(np.asarray(x[:, 1:3]), np.asarray(x))
+    assert not np.shares_memory(np.asarray(x[[0, 1]]), np.asarray(x))
+    assert not np.shares_memory(np.asarray(x[x > 3]), np.asarray(x))
+
+
+SETITEMS = [
+    (1, 5.0),
+    ((0, 2), -1.0),
+    (slice(1, 3), 7.0),
+    ((slice(None), 1), np.array([1.0, 2.0, 3.0], dtype=np.float32)),
+    (Ellipsis, 0.0),
+    ([0, 2], 9.0),
+    (([0, 2], [1, 3]), np.array([4.0, 5.0], dtype=np.float32)),
+    (np.array([True, False, True]), 3.0),
+    ((slice(None), slice(None, None, 2)), np.array([[1.0, 2.0]], dtype=np.float32)),
+    (slice(None), np.arange(4, dtype=np.float32)),
+]
+
+
+@pytest.mark.parametrize("index, value", SETITEMS, ids=repr)
+def test_setitem_like_numpy_and_pytorch(index, value):
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = ng.from_numpy(a.copy())
+    ref = a.copy()
+    ref[index] = value
+    nvalue = ng.from_numpy(value) if isinstance(value, np.ndarray) else value
+    t[index] = nvalue
+    np.testing.assert_array_equal(t.numpy(), ref)
+    assert t._version == 1
+    tt = torch.from_numpy(a.copy())
+    tidx = torch.from_numpy(index) if isinstance(index, np.ndarray) else index
+    tt[tidx] = torch.from_numpy(value) if isinstance(value, np.ndarray) else value
+    np.testing.assert_array_equal(t.numpy(), tt.numpy())
+
+
+def test_setitem_with_tensor_value_and_mask():
+    x = ng.zeros(5)
+    x[x == 0] = 2.0
+    x[ng.tensor([0, 4])] = ng.tensor([1.0, 3.0])
+    assert x.tolist() == [1.0, 2.0, 2.0, 2.0, 3.0]
+
+
+def test_setitem_casts_to_the_tensor_dtype():
+    x = ng.zeros(3, dtype=ng.int64)
+    x[0] = 2
+    assert x.dtype is ng.int64 and x.tolist() == [2, 0, 0]
+    y = ng.zeros(2)
+    y[0] = ng.tensor(3.0, dtype=ng.float64)
+    assert y.dtype is ng.float32 and y.tolist() == [3.0, 0.0]
+
+
+def test_setitem_records_gradients_like_pytorch():
+    res = {}
+    for lib in (torch, ng):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        v = lib.tensor([10.0, 20.0], requires_grad=True)
+        y = x * 2
+        y[1:] = v * v
+        y[0] = 0.5
+        (y * lib.tensor([1.0, 2.0, 3.0])).sum().backward()
+        res[lib.__name__] = (x.grad.tolist(), v.grad.tolist(), y.grad_fn.name())
+    assert res["nbgrad"][:2] == res["torch"][:2]
+    assert res["nbgrad"][2] == res["torch"][2].replace("torch::autograd::", "")
