@@ -93,6 +93,38 @@ def _check_device(t, device):
         )
 
 
+def _binary(op, a, b, attrs=_NO_ATTRS):
+    """``op(a, b)`` for a float CPU ``a`` and a Python number or same-dtype CPU tensor ``b``.
+
+    The arithmetic operators' path: the same result as ``_dispatch`` (which it falls back to
+    for anything else) without its general argument handling. See NOTE [Dispatch fast path].
+    """
+    da = a._data
+    if a._device is CPU and da.dtype.kind == "f":
+        tb = type(b)
+        if tb is float or tb is int:
+            db = b
+            rg = a._requires_grad
+        elif tb is Tensor and b._device is CPU and b._data.dtype == da.dtype:
+            db = b._data
+            rg = a._requires_grad or b._requires_grad
+        else:
+            return _dispatch(op, (a, _arg(b)), attrs)
+        try:
+            if op.quiet:
+                with np.errstate(all="ignore"):
+                    out = op.forward(np, da, db, **attrs)
+            else:
+                out = op.forward(np, da, db, **attrs)
+        except ValueError as e:
+            raise RuntimeError(f"{op.name}(): {_shapes_message((a, b), e)}") from None
+        result = _wrap(out if type(out) is _ndarray else np.asarray(out))
+        if rg and _grad_state.enabled:
+            _record(op, (a, b), attrs, (result,))
+        return result
+    return _dispatch(op, (a, _arg(b)), attrs)
+
+
 def _prepare(op, args, attrs):
     """The general path of dispatch: device check, PyTorch type promotion, array extraction."""
     device = None
@@ -157,7 +189,7 @@ def _dispatch(op, args, attrs=_NO_ATTRS, out=None):
     dtype = None
     for a in args:
         ta = type(a)
-        if ta is Tensor:
+        if ta is Tensor or (ta is not float and ta is not int and isinstance(a, Tensor)):
             data = a._data
             if a._device is not CPU or (dtype is not None and data.dtype != dtype):
                 break
@@ -288,8 +320,13 @@ def _record(op, args, attrs, results):
             edges.append(NO_EDGE)
     if op.nondiff:  # as PyTorch: a non-differentiable input (index, mask) gets no edge
         edges = [e for inp, e in zip(op.inputs, edges) if inp not in op.nondiff]
-    node = _new_node(op.node_class, tuple(edges))
-    for slot, kind, key, needers in node._save_plan:
+    cls = op.node_class
+    node = cls.__new__(cls)
+    node._next_edges = tuple(edges)
+    node._sequence_nr_ = next_sequence_nr()
+    node._pre_hooks = node._post_hooks = node._tensor_pre_hooks = None
+    node._retains_grad_hooks = node._metadata = None
+    for slot, kind, key, needers in cls._save_plan:
         if needers:
             for i in needers:
                 if edges[i].function is not None:
@@ -312,15 +349,24 @@ def _record(op, args, attrs, results):
             a = args[key]
             value = [t.shape for t in a] if type(a) is list else a.shape
         setattr(node, slot, value)
-    meta = []
-    for k, r in enumerate(results):
+    if len(results) == 1:
+        r = results[0]
         data = r._data
-        meta.append(_new_tuple(InputMetadata, (data.shape, _FROM_NP[data.dtype], r._device)))
-        if op.diff_outputs is None or k in op.diff_outputs:
-            r.grad_fn = node
-            r._output_nr = k
-            r._requires_grad = True
-    node._input_metadata_ = tuple(meta)
+        node._input_metadata_ = (
+            _new_tuple(InputMetadata, (data.shape, _FROM_NP[data.dtype], r._device)),
+        )
+        r.grad_fn = node
+        r._requires_grad = True
+    else:
+        meta = []
+        for k, r in enumerate(results):
+            data = r._data
+            meta.append(_new_tuple(InputMetadata, (data.shape, _FROM_NP[data.dtype], r._device)))
+            if op.diff_outputs is None or k in op.diff_outputs:
+                r.grad_fn = node
+                r._output_nr = k
+                r._requires_grad = True
+        node._input_metadata_ = tuple(meta)
     if _anomaly._state.enabled:
         _anomaly.record_traceback(node)
     return node
@@ -780,10 +826,10 @@ class Tensor:
 
     # -- operators --------------------------------------------------------------------------
     def __add__(self, other):
-        return _dispatch(_ADD, (self, _arg(other)), _ALPHA1)
+        return _binary(_ADD, self, other, _ALPHA1)
 
     def __radd__(self, other):
-        return _dispatch(_ADD, (self, _arg(other)), _ALPHA1)
+        return _binary(_ADD, self, other, _ALPHA1)
 
     def __sub__(self, other):
         return _dispatch(_SUB, (self, _sub_arg(self, other)), _ALPHA1)
@@ -793,13 +839,13 @@ class Tensor:
         return _dispatch(_op("rsub"), (self,), {"other": _scalar(other), "alpha": 1})
 
     def __mul__(self, other):
-        return _dispatch(_MUL, (self, _arg(other)))
+        return _binary(_MUL, self, other)
 
     def __rmul__(self, other):
-        return _dispatch(_MUL, (self, _arg(other)))
+        return _binary(_MUL, self, other)
 
     def __truediv__(self, other):
-        return _dispatch(_DIV, (self, _arg(other)))
+        return _binary(_DIV, self, other)
 
     def __rtruediv__(self, other):
         return self.reciprocal() * other

@@ -167,7 +167,7 @@ def test_tensor_tensor_promotion_like_pytorch(op, a, b):
     for lib in (torch, ng):
         for zero_dim in (False, True):
             x, y = _make(lib, a), _make(lib, b, zero_dim)
-            results[(lib.__name__, zero_dim)] = _dtype_or_error(lambda: getattr(x, op)(y))
+            results[(lib.__name__, zero_dim)] = _dtype_or_error(lambda x=x, y=y: getattr(x, op)(y))
     assert results[("nbgrad", False)] == results[("torch", False)]
     assert results[("nbgrad", True)] == results[("torch", True)]
 

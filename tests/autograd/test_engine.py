@@ -286,9 +286,7 @@ def test_gradients_of_structure_graphs_match_pytorch(build):
         leaves = []
         for o in outs:
             for fn in all_nodes(o.grad_fn):
-                if node_name(fn) == "AccumulateGrad" and all(
-                    fn.variable is not v for v in leaves
-                ):
+                if node_name(fn) == "AccumulateGrad" and all(fn.variable is not v for v in leaves):
                     leaves.append(fn.variable)
         gs = lib.autograd.grad(total, leaves)
         grads[lib.__name__] = sorted(
@@ -655,7 +653,7 @@ def test_listener_events_in_order(listener):
     for k in range(0, len(seq), 2):
         assert seq[k][0] == "node_start" and seq[k + 1][0] == "node_end"
         assert seq[k][1] is seq[k + 1][1]
-    for e, d in listener:
+    for _event, d in listener:
         assert d["graph_task"] is listener[0][1]["graph_task"]
 
 
@@ -684,14 +682,6 @@ def test_listener_task_end_reports_error(listener):
         y.sum().backward()
     assert listener[-1][0] == "task_end"
     assert isinstance(listener[-1][1]["error"], ValueError)
-
-
-def test_no_listener_no_events():
-    engine = ng.autograd.Variable._execution_engine
-    assert engine.listeners == []
-    x = ng.tensor([1.0], requires_grad=True)
-    (x * 2).sum().backward()
-    assert engine.listeners == []
 
 
 # -- failures -------------------------------------------------------------------------------------

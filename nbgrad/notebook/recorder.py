@@ -1,0 +1,661 @@
+"""The recorder: a context manager that sees every forward call and every backward step.
+
+Model: Chainer's ``FunctionHook`` (a context manager with callbacks around each function call)
+and its ``computational_graph`` (extract first, draw later). This module holds no widget code
+and imports neither IPython nor ipywidgets, so that ``nbgrad.nn`` may consult it.
+
+Inside ``with record() as rec:``
+
+- every forward call that goes through the op table is a :class:`Record`: the op, its input and
+  output tensors (shape, dtype, device), the Node it created, its wall time, and the line of user
+  code that made it (the first frame outside the ``nbgrad`` package; under ``%%autograd`` the
+  cell's own line, counted as the notebook shows it, the ``%%autograd`` line being line 1);
+- module calls are :class:`ModuleCall` groups (nested as the modules are), see NOTE [Module
+  groups];
+- every backward pass that runs is a :class:`BackwardTrace`: the engine's events with a copy of
+  the state the stepper shows (ready queues, changed dependency counts, input buffers, hooks).
+
+The recorder listens to ``nbgrad.tensor._forward_listeners`` and to
+``ng.autograd.Variable._execution_engine.listeners`` only between ``__enter__`` and ``__exit__``;
+an exception inside the block still removes both listeners and closes every open group, so
+nothing is recorded outside the block. Forward calls are recorded from the thread that entered
+the block; the ops that derivative formulas run during a backward pass are recorded too, marked
+``phase="backward"``, and are not part of the forward graph.
+
+NOTE [Module groups]
+``nbgrad.nn`` is the lower layer, so it must not import this package. Two ways in, tried in
+this order when a recorder starts:
+  1. PyTorch's global module hooks: if ``nbgrad.nn`` (already imported) offers
+     ``register_module_forward_pre_hook`` and ``register_module_forward_hook`` (at
+     ``nbgrad.nn.modules.module`` or ``nbgrad.nn``), the recorder registers one of each for the
+     length of the block;
+  2. otherwise ``Module.__call__`` may consult the recorder stack without importing anything
+     heavy::
+
+         rec = sys.modules.get("nbgrad.notebook.recorder")
+         token = rec.module_enter(self) if rec is not None and rec._active else None
+         try:
+             ...
+         finally:
+             if token is not None:
+                 rec.module_exit(token)
+
+``module_enter``/``module_exit`` are ignored by a recorder that uses the global hooks.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+import threading
+import time
+import weakref
+
+__all__ = ["Recorder", "Record", "ModuleCall", "BackwardTrace", "Step", "HookCall", "record",
+           "current", "module_enter", "module_exit"]
+
+_NBGRAD_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+# the recorder stack: the recorders whose block is running, innermost last
+_active: list = []
+
+
+def current():
+    """The innermost running recorder, or None."""
+    return _active[-1] if _active else None
+
+
+def module_enter(module):
+    """Tell the running recorders that ``module`` is being called; returns a token."""
+    return [(rec, rec._module_enter(module, "explicit")) for rec in tuple(_active)]
+
+
+def module_exit(token, error=None):
+    """Close the groups opened by :func:`module_enter`."""
+    for rec, group in reversed(token or ()):
+        if group is not None:
+            rec._module_exit(group, error)
+
+
+class TensorInfo:
+    """Shape, dtype, device of a tensor in a record, and where it sits in the graph."""
+
+    __slots__ = ("shape", "dtype", "device", "requires_grad", "node", "output_nr")
+
+    def __init__(self, t):
+        self.shape = tuple(t.shape)
+        self.dtype = str(t.dtype).rsplit(".", 1)[-1]
+        self.device = str(t.device)
+        self.requires_grad = bool(t.requires_grad)
+        fn = t.grad_fn
+        if fn is None and t.requires_grad:
+            fn = t._grad_accumulator
+        self.node = fn
+        self.output_nr = t.output_nr if t.grad_fn is not None else 0
+
+    def __repr__(self):
+        return f"TensorInfo({list(self.shape)}, {self.dtype}, {self.device})"
+
+
+class Record:
+    """One forward call: ``op`` name, inputs and outputs (:class:`TensorInfo`), the Node it
+    created (or None), ``elapsed`` seconds, the user code line, the module group and phase."""
+
+    __slots__ = ("index", "op", "inputs", "outputs", "node", "elapsed", "filename", "lineno",
+                 "line", "source", "group", "phase", "pass_index", "_outputs_ref", "__weakref__")
+
+    def __repr__(self):
+        node = self.node.name() if self.node is not None else None
+        return f"<Record #{self.index} {self.op} -> {node} line {self.line}>"
+
+    def output_tensors(self):
+        """The output tensors that are still alive (the record keeps weak references)."""
+        out = []
+        for ref in self._outputs_ref:
+            t = ref()
+            if t is not None:
+                out.append(t)
+        return out
+
+
+class ModuleCall:
+    """One call of a module: a group of records, nested inside its parent's group."""
+
+    __slots__ = ("index", "name", "type", "path", "parent", "depth", "start", "end", "error",
+                 "_module_ref", "source")
+
+    @property
+    def module(self):
+        return self._module_ref() if self._module_ref is not None else None
+
+    def __repr__(self):
+        return f"<ModuleCall #{self.index} {self.path} ({self.type}) records {self.start}:{self.end}>"
+
+
+class HookCall:
+    """A hook that fired during backward, with the gradient before and after it (summaries)."""
+
+    __slots__ = ("kind", "node", "handle", "name", "before", "after", "changed")
+
+    def __repr__(self):
+        return f"<HookCall {self.kind} {self.name} on {self.node.name()}>"
+
+
+class Step:
+    """One node of a backward pass, as the engine saw it when the node started.
+
+    ``ready``: the nodes waiting on each device's queue while this one runs; ``dependencies``
+    and ``buffers``: the counts and not-ready input buffers that changed since the previous
+    step (the routing of the previous nodes' outputs); ``made_ready``: the nodes this one's
+    outputs made ready.
+    """
+
+    __slots__ = ("index", "node", "device", "inputs", "outputs", "hooks", "ready",
+                 "dependencies", "buffers", "made_ready", "time")
+
+    def __repr__(self):
+        return f"<Step {self.index} {self.node.name()}>"
+
+
+class BackwardTrace:
+    """One backward pass (one graph task) as a list of :class:`Step` s.
+
+    The trace is a record: the stepper replays it (forward and back) after the pass has run.
+    """
+
+    def __init__(self, index, root, dependencies, graph_task, max_values):
+        self.index = index
+        self.root = root
+        self.keep_graph = bool(getattr(graph_task, "keep_graph", False))
+        self.create_graph = bool(getattr(graph_task, "create_graph", False))
+        self.initial_dependencies = dict(dependencies)
+        self.initial_ready = {}
+        self.steps: list[Step] = []
+        self.hook_calls: list[HookCall] = []
+        self.edge_grads: dict = {}  # (node, edge index) -> gradient summary
+        self.node_inputs: dict = {}  # node -> summaries of the gradients it received
+        self.final_dependencies: dict = {}
+        self.final_buffers: dict = {}
+        self.error = None
+        self.finished = False
+        self.max_values = max_values
+        self._graph_task = weakref.ref(graph_task)
+        self._ready: dict = {}  # device -> {node: None} (from node_ready/node_start events)
+        self._pending = []  # nodes that ended and whose routing is not yet observed
+        self._current = {}  # thread -> Step running
+        self._pending_hooks = {}  # node -> hooks that fired before node_start
+
+    @property
+    def order(self):
+        """The nodes in the order they ran."""
+        return [s.node for s in self.steps]
+
+    def __repr__(self):
+        root = self.root.name() if self.root is not None else None
+        return f"<BackwardTrace #{self.index} from {root}: {len(self.steps)} steps>"
+
+    # -- building (called from the engine listener) --------------------------------------------
+    def _summary(self, value):
+        from .snapshot import grad_summary
+
+        return grad_summary(value, self.max_values)
+
+    def _observe_routing(self, graph_task):
+        """What the nodes that ended since the last step changed: counts and buffers."""
+        deps_changed = {}
+        buffers = {}
+        deps = graph_task.dependencies
+        not_ready = graph_task.not_ready
+        for node in self._pending:
+            for edge in node._next_edges:
+                fn = edge.function
+                if fn is None or fn in deps_changed:
+                    continue
+                deps_changed[fn] = deps.get(fn, 0)
+                buf = not_ready.get(fn)
+                if buf is not None:
+                    buffers[fn] = [self._summary(g) for g in buf]
+        self._pending = []
+        return deps_changed, buffers
+
+    def _ready_now(self, graph_task, running=None):
+        ready = {"cpu": list(graph_task.cpu_ready_queue.snapshot())}
+        for device, nodes in self._ready.items():
+            if device != "cpu":
+                ready[device] = sorted((n for n in nodes if n is not running),
+                                       key=lambda n: -n._sequence_nr())
+        return ready
+
+
+class Recorder:
+    """Records forward calls, module calls and backward passes inside a ``with`` block.
+
+    Example:
+        >>> import nbgrad as ng
+        >>> from nbgrad.notebook import record
+        >>> x = ng.ones(3, requires_grad=True)
+        >>> with record() as rec:
+        ...     y = (x * 2).sum()
+        >>> [r.op for r in rec.records], [r.node.name() for r in rec.records]
+        (['mul', 'sum'], ['MulBackward0', 'SumBackward0'])
+    """
+
+    def __init__(self, *, forward=True, backward=True, max_values=16, cell_filename=None,
+                 line_offset=0):
+        self.forward = forward
+        self.backward = backward
+        self.max_values = max_values
+        self.cell_filename = cell_filename
+        self.line_offset = line_offset
+        self.records: list[Record] = []
+        self.modules: list[ModuleCall] = []
+        self.passes: list[BackwardTrace] = []
+        self.error = None
+        self.running = False
+        self.seq_start = None
+        self.seq_end = None
+        self._thread = None
+        self._open_groups: list[ModuleCall] = []
+        self._open_traces: dict = {}
+        self._subscribers: list = []
+        self._module_source = None
+        self._module_handles = []
+        self._engine = None
+        self._backward_depth = 0
+        self._lock = threading.RLock()
+        self._busy = threading.local()
+
+    # -- the block ---------------------------------------------------------------------------
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, etype, value, tb):
+        if value is not None and self.error is None:
+            self.error = f"{etype.__name__}: {value}"
+        self.stop()
+        return False
+
+    def start(self):
+        """Begin recording (``__enter__``)."""
+        if self.running:
+            raise RuntimeError("this recorder is already running")
+        from nbgrad import tensor as _tensor
+        from nbgrad.autograd import Variable
+        from nbgrad.autograd.graph import next_sequence_nr
+
+        self.running = True
+        self._thread = threading.get_ident()
+        if self.seq_start is None:
+            self.seq_start = next_sequence_nr()
+        self.seq_end = None
+        _active.append(self)
+        if self.forward:
+            _tensor._forward_listeners.append(self._on_forward)
+            self._install_module_hooks()
+        if self.backward:
+            self._engine = Variable._execution_engine
+            self._engine.listeners.append(self._on_engine)
+        return self
+
+    def stop(self):
+        """Stop recording (``__exit__``): remove every listener, close open groups."""
+        if not self.running:
+            return
+        from nbgrad import tensor as _tensor
+        from nbgrad.autograd.graph import next_sequence_nr
+
+        self.running = False
+        _remove(_tensor._forward_listeners, self._on_forward)
+        if self._engine is not None:
+            _remove(self._engine.listeners, self._on_engine)
+            self._engine = None
+        for h in self._module_handles:
+            h.remove()
+        self._module_handles = []
+        self._module_source = None
+        _remove(_active, self)
+        while self._open_groups:
+            self._module_exit(self._open_groups[-1], "not closed")
+        for trace in self._open_traces.values():
+            trace.finished = True
+            if trace.error is None:
+                trace.error = "the recording stopped during this backward pass"
+        self._open_traces = {}
+        self._backward_depth = 0
+        self.seq_end = next_sequence_nr()
+        self._notify(final=True)
+
+    def resume_backward(self):
+        """A context manager that records backward passes only (for the hook editor's button)."""
+        return _BackwardOnly(self)
+
+    # -- subscribers (the live graph view) ---------------------------------------------------
+    def subscribe(self, callback):
+        """Call ``callback(recorder, final)`` after each change (the view throttles itself)."""
+        self._subscribers.append(callback)
+
+    def unsubscribe(self, callback):
+        _remove(self._subscribers, callback)
+
+    def _notify(self, final=False):
+        for cb in tuple(self._subscribers):
+            try:
+                cb(self, final)
+            except Exception:  # noqa: BLE001 - a view must never break the user's code
+                pass
+
+    # -- forward calls -----------------------------------------------------------------------
+    def _on_forward(self, op, args, attrs, result, elapsed):
+        if threading.get_ident() != self._thread and not self._backward_depth:
+            return
+        if getattr(self._busy, "on", False):
+            return
+        self._busy.on = True
+        try:
+            self._add_record(op, args, result, elapsed)
+        finally:
+            self._busy.on = False
+        if not self._backward_depth:
+            self._notify()
+
+    def _add_record(self, op, args, result, elapsed):
+        from nbgrad.tensor import Tensor
+
+        rec = Record()
+        inputs = []
+        for a in args:
+            if type(a) is Tensor:
+                inputs.append(TensorInfo(a))
+            elif type(a) is list:
+                inputs.extend(TensorInfo(t) for t in a if isinstance(t, Tensor))
+        outs = result if isinstance(result, tuple) else (result,)
+        rec.op = op.name
+        rec.inputs = inputs
+        rec.outputs = [TensorInfo(t) for t in outs]
+        rec._outputs_ref = [weakref.ref(t) for t in outs]
+        node = None
+        for t in outs:
+            if t.grad_fn is not None:
+                node = t.grad_fn
+                break
+        rec.node = node
+        rec.elapsed = elapsed
+        rec.filename, rec.lineno, rec.line, rec.source = self._where()
+        with self._lock:
+            rec.group = self._open_groups[-1] if self._open_groups else None
+            if self._backward_depth:
+                rec.phase = "backward"
+                rec.pass_index = self.passes[-1].index if self.passes else None
+            else:
+                rec.phase = "forward"
+                rec.pass_index = None
+            rec.index = len(self.records)
+            self.records.append(rec)
+
+    def _where(self):
+        """(filename, lineno, line shown to the user, source text) of the user code."""
+        frame = sys._getframe(3)
+        first = None
+        cell = self.cell_filename
+        while frame is not None:
+            fname = frame.f_code.co_filename
+            if not fname.startswith(_NBGRAD_DIR):
+                if first is None:
+                    first = frame
+                    if cell is None:
+                        break
+                if fname == cell:
+                    first = frame
+                    break
+            frame = frame.f_back
+        if first is None:
+            return None, None, None, ""
+        fname, lineno = first.f_code.co_filename, first.f_lineno
+        source = linecache.getline(fname, lineno).strip()
+        line = lineno + self.line_offset if fname == cell else lineno
+        return fname, lineno, line, source
+
+    # -- module groups -----------------------------------------------------------------------
+    def _install_module_hooks(self):
+        nn = sys.modules.get("nbgrad.nn")
+        if nn is None:
+            return
+        where = getattr(getattr(nn, "modules", None), "module", None)
+        pre = getattr(where, "register_module_forward_pre_hook", None) or getattr(
+            nn, "register_module_forward_pre_hook", None)
+        post = getattr(where, "register_module_forward_hook", None) or getattr(
+            nn, "register_module_forward_hook", None)
+        if pre is None or post is None:
+            return
+        rec = self
+
+        def pre_hook(module, args):
+            rec._module_enter(module, "global_hooks")
+
+        def post_hook(module, args, output):
+            for group in reversed(rec._open_groups):
+                if group.module is module:
+                    rec._module_exit(group)
+                    break
+
+        self._module_handles = [pre(pre_hook), post(post_hook)]
+        self._module_source = "global_hooks"
+
+    def _module_enter(self, module, source):
+        if not self.running or not self.forward:
+            return None
+        if self._module_source is not None and source != self._module_source:
+            return None
+        if threading.get_ident() != self._thread:
+            return None
+        with self._lock:
+            parent = self._open_groups[-1] if self._open_groups else None
+            group = ModuleCall()
+            group.index = len(self.modules)
+            group.type = type(module).__name__
+            group.name = _child_name(parent.module if parent else None, module) or group.type
+            group.path = f"{parent.path}.{group.name}" if parent is not None else group.name
+            group.parent = parent
+            group.depth = parent.depth + 1 if parent is not None else 0
+            group.start = len(self.records)
+            group.end = None
+            group.error = None
+            group.source = source
+            try:
+                group._module_ref = weakref.ref(module)
+            except TypeError:
+                group._module_ref = None
+            self.modules.append(group)
+            self._open_groups.append(group)
+        return group
+
+    def _module_exit(self, group, error=None):
+        with self._lock:
+            if group not in self._open_groups:
+                return
+            # close any group left open inside it (an exception skipped its exit)
+            while self._open_groups:
+                g = self._open_groups.pop()
+                g.end = len(self.records)
+                if g is group:
+                    g.error = error
+                    break
+                g.error = g.error or "not closed"
+
+    # -- backward passes ---------------------------------------------------------------------
+    def _on_engine(self, event, data):
+        if getattr(self._busy, "on", False):
+            return
+        self._busy.on = True
+        try:
+            self._engine_event(event, data)
+        finally:
+            self._busy.on = False
+
+    def _engine_event(self, event, data):
+        gt = data["graph_task"]
+        key = id(gt)
+        if event == "task_start":
+            with self._lock:
+                trace = BackwardTrace(len(self.passes), data["root"], data["dependencies"], gt,
+                                      self.max_values)
+                self.passes.append(trace)
+                self._open_traces[key] = trace
+                self._backward_depth += 1
+            return
+        trace = self._open_traces.get(key)
+        if trace is None:
+            return
+        thread = threading.get_ident()
+        if event == "node_ready":
+            node, device = data["node"], str(data["device"])
+            trace._ready.setdefault(device, {})[node] = None
+            running = trace._current.get(thread)
+            if running is not None:
+                running.made_ready.append(node)
+            elif not trace.steps:
+                trace.initial_ready.setdefault(device, []).append(node)
+        elif event == "hook":
+            call = HookCall()
+            call.kind = data["kind"]
+            call.node = data["node"]
+            call.handle = data["handle"]
+            call.name = getattr(call.handle, "name", "?")
+            call.before = _summaries(trace, data["before"])
+            after = data["after"]
+            call.changed = after is not None
+            call.after = _summaries(trace, after) if after is not None else call.before
+            trace.hook_calls.append(call)
+            running = trace._current.get(thread)
+            if running is not None and running.node is call.node:
+                running.hooks.append(call)
+            else:
+                trace._pending_hooks.setdefault(call.node, []).append(call)
+        elif event == "node_start":
+            node = data["node"]
+            step = Step()
+            step.index = len(trace.steps)
+            step.node = node
+            step.device = "cpu"
+            for device, nodes in trace._ready.items():
+                if node in nodes:
+                    step.device = device
+                    del nodes[node]
+                    break
+            step.inputs = [trace._summary(g) for g in data["inputs"]]
+            step.outputs = []
+            step.hooks = trace._pending_hooks.pop(node, [])
+            step.dependencies, step.buffers = trace._observe_routing(gt)
+            step.ready = trace._ready_now(gt, node)
+            step.made_ready = []
+            step.time = time.perf_counter()
+            trace.node_inputs[node] = step.inputs
+            trace.steps.append(step)
+            trace._current[thread] = step
+        elif event == "node_end":
+            node = data["node"]
+            step = trace._current.get(thread)
+            outputs = data["outputs"]
+            summaries = [trace._summary(g) for g in outputs]
+            if step is not None and step.node is node:
+                step.outputs = summaries
+            for i, s in enumerate(summaries):
+                trace.edge_grads[(node, i)] = s
+            trace._pending.append(node)
+        elif event == "task_end":
+            trace._current.pop(thread, None)
+            trace.final_dependencies, trace.final_buffers = trace._observe_routing(gt)
+            err = data.get("error")
+            trace.error = f"{type(err).__name__}: {err}" if err is not None else None
+            trace.finished = True
+            with self._lock:
+                self._open_traces.pop(key, None)
+                self._backward_depth = max(0, self._backward_depth - 1)
+            self._notify()
+
+    # -- reading -----------------------------------------------------------------------------
+    def forward_records(self):
+        return [r for r in self.records if r.phase == "forward"]
+
+    def nodes(self):
+        """The nodes the forward calls created, in creation order."""
+        return [r.node for r in self.records if r.phase == "forward" and r.node is not None]
+
+    def in_scope(self, node) -> bool:
+        """Whether ``node`` was created inside the block (by sequence number)."""
+        seq = node._sequence_nr()
+        if self.seq_start is None or seq >= 2**64 - 1:
+            return False
+        return seq > self.seq_start and (self.seq_end is None or seq < self.seq_end)
+
+    def summary(self) -> str:
+        return (f"{len(self.forward_records())} forward calls, {len(self.modules)} module calls, "
+                f"{len(self.passes)} backward passes")
+
+    def __repr__(self):
+        state = "running" if self.running else "stopped"
+        return f"<Recorder ({state}): {self.summary()}>"
+
+
+class _BackwardOnly:
+    def __init__(self, recorder):
+        self.recorder = recorder
+        self._saved = None
+
+    def __enter__(self):
+        rec = self.recorder
+        if rec.running:
+            self._saved = None
+            return rec
+        self._saved = rec.forward
+        rec.forward = False
+        rec.start()
+        return rec
+
+    def __exit__(self, *exc):
+        rec = self.recorder
+        if self._saved is not None:
+            seq_end = rec.seq_end
+            rec.stop()
+            rec.seq_end = seq_end
+            rec.forward = self._saved
+        return False
+
+
+def _summaries(trace, value):
+    if isinstance(value, (tuple, list)):
+        return [trace._summary(v) for v in value]
+    return trace._summary(value)
+
+
+def _child_name(parent, module):
+    if parent is None:
+        return None
+    children = getattr(parent, "named_children", None)
+    if children is None:
+        return None
+    try:
+        for name, child in children():
+            if child is module:
+                return name
+    except Exception:  # noqa: BLE001 - a half-built module must not break recording
+        return None
+    return None
+
+
+def _remove(lst, item):
+    for i, x in enumerate(lst):
+        if x is item or x == item:
+            del lst[i]
+            return
+
+
+def record(**kwargs) -> Recorder:
+    """``with record() as rec:`` records the forward calls and backward passes of the block.
+
+    Keyword arguments: ``forward`` and ``backward`` (what to record, both True),
+    ``max_values`` (how many gradient values each summary keeps, 16).
+    """
+    return Recorder(**kwargs)

@@ -1,0 +1,620 @@
+"""The snapshot: graph + records + hooks + gradients -> one JSON-able dict (schema version 1).
+
+Model: Chainer's ``computational_graph`` (extract the graph first, draw it later). Everything
+that crosses from the kernel to the browser, and everything the still SVG is drawn from, is a
+snapshot; ``widgets/*.js`` mirror this schema in a JSDoc typedef. Ids are stable: a node is
+``"n<sequence_nr>"``; nodes whose sequence number is 2**64 - 1 are named in the order they are
+first met (``"leaf0"``, ``"leaf1"`` ... for AccumulateGrad, ``"root0"`` ... for GraphRoot), never
+by ``id()``; so the same program run twice in fresh processes gives the same JSON (pass
+``timings=False`` to leave out wall times, the one thing that varies).
+
+Schema (``"schema": "nbgrad.snapshot", "version": 1``)::
+
+    Snapshot = {
+      schema: "nbgrad.snapshot", version: 1,
+      nodes: [Node], edges: [Edge], groups: [Group], records: [Record], hooks: [Hook],
+      passes: [Pass], roots: [node id], pass: index of the pass shown on the edges | null,
+      truncated: bool (the graph had more than max_nodes nodes), backward_records: int
+    }
+    Node = {
+      id, kind: "node" | "leaf" | "external" | "root", name (node.name()), label (what the
+      drawing shows: the name, or a leaf's variable name), seq (sequence_nr, null for 2**64-1),
+      shapes: [[int]] (one per forward output, from input_metadata), dtype, device,
+      group: group id | null, record: record index | null, line: int | null, source: str,
+      metadata: {str: str}, saved: [Saved], next: [{node: id | null, input_nr}],
+      input_metadata: [{shape, dtype, device}], hooks: [hook id],
+      tensor: TensorSummary & {grad: GradSummary | null, name} | null (a leaf's variable),
+      grad: [GradSummary | null] | null (what arrived at the node in the pass shown),
+      order: int | null (when it ran in that pass)
+    }
+    Saved = {name, kind: "tensor" | "tensors" | "value" | "freed" | "none", shape, dtype,
+             version, value (repr of a plain value)}
+    Edge = {id: "e<k>", from: node id, to: node id, index (position in from.next_functions),
+            input_nr, grad: GradSummary | null}
+    Group = {id: "g<k>", name, type, path, parent: group id | null, depth, records: [start, end],
+             error: str | null}
+    Record = {index, op, node: id | null, inputs: [TensorSummary], outputs: [TensorSummary],
+              time_us: float | null, line: int | null, file: str | null, source: str,
+              group: group id | null}
+    TensorSummary = {shape: [int], dtype, device, requires_grad: bool, node: id | null}
+    Hook = {id: "h<k>", kind: "tensor_hook" | "node_prehook" | "node_hook" |
+            "post_accumulate_grad" | module hook kinds, target_kind: "tensor" | "node" | "module",
+            target: node or group id | null, name, enabled: bool, source: str | null}
+    Pass = {index, root: id | null, retain_graph, create_graph, order: [id], error: str | null,
+            hooks: [HookCall]}
+    HookCall = {hook: hook id | null, name, kind, node: id, before: G, after: G, changed: bool}
+               where G is a GradSummary or a list of them (node pre/post hooks)
+    GradSummary = {shape: [int], dtype, norm: number | null, numel, values: [number | "nan" |
+                   "inf" | "-inf"] (the first max_values, flattened), truncated: bool}
+
+The stepper's trace (:func:`trace_snapshot`, ``"schema": "nbgrad.trace"``)::
+
+    Trace = {schema: "nbgrad.trace", version: 1, graph: Snapshot, root: id,
+             initial: {dependencies: {id: int}, ready: {device: [id]}},
+             steps: [Step], final: {dependencies: {id: int}, buffers: {id: [G]}}, error}
+    Step = {index, node: id, device, inputs: [G], outputs: [G], hooks: [HookCall],
+            ready: {device: [id]} (waiting while this node runs),
+            dependencies: {id: int} and buffers: {id: [G]} (changed since the previous step),
+            made_ready: [id]}
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import weakref
+
+import numpy as np
+
+__all__ = ["SCHEMA_VERSION", "IdMap", "build_snapshot", "trace_snapshot", "grad_summary",
+           "tensor_summary", "hooks_of", "collect_graph"]
+
+SCHEMA_VERSION = 1
+UINT64_MAX = 2**64 - 1
+MAX_NODES = 20000
+
+
+def _num(v):
+    """A JSON-safe, deterministic number: 6 significant digits; non-finite as strings."""
+    v = float(v)
+    if math.isfinite(v):
+        return float(f"{v:.6g}")
+    if v != v:
+        return "nan"
+    return "inf" if v > 0 else "-inf"
+
+
+def _dtype_name(dtype) -> str:
+    return str(dtype).rsplit(".", 1)[-1]
+
+
+def grad_summary(value, max_values=16):
+    """A gradient (Tensor or None) as a GradSummary dict; other values as ``{"repr": ...}``."""
+    if value is None:
+        return None
+    from nbgrad.tensor import Tensor
+
+    if not isinstance(value, Tensor):
+        return {"repr": repr(value)[:200]}
+    a = np.asarray(value.numpy(force=True))
+    flat = a.reshape(-1)
+    norm = None
+    if a.dtype.kind in "fiub" and flat.size:
+        norm = _num(np.sqrt(np.sum(np.square(flat.astype(np.float64)))))
+    elif flat.size == 0:
+        norm = 0.0
+    return {
+        "shape": list(a.shape),
+        "dtype": _dtype_name(value.dtype),
+        "norm": norm,
+        "numel": int(flat.size),
+        "values": [_num(v) for v in flat[:max_values]],
+        "truncated": bool(flat.size > max_values),
+    }
+
+
+def tensor_summary(t, node_id=None):
+    return {
+        "shape": list(t.shape),
+        "dtype": _dtype_name(t.dtype),
+        "device": str(t.device),
+        "requires_grad": bool(t.requires_grad),
+        "node": node_id,
+    }
+
+
+class IdMap:
+    """Stable ids for nodes: ``n<sequence_nr>``; leaves and graph roots numbered as first met."""
+
+    def __init__(self):
+        self._special = weakref.WeakKeyDictionary()
+        self._counts = {"leaf": 0, "root": 0}
+
+    def __call__(self, node):
+        if node is None:
+            return None
+        seq = node._sequence_nr()
+        if seq != UINT64_MAX:
+            return f"n{seq}"
+        got = self._special.get(node)
+        if got is None:
+            prefix = "leaf" if hasattr(node, "variable") else "root"
+            got = f"{prefix}{self._counts[prefix]}"
+            self._counts[prefix] += 1
+            self._special[node] = got
+        return got
+
+
+# -- extracting the graph ----------------------------------------------------------------------
+
+
+def collect_graph(starts, expand=None, max_nodes=MAX_NODES):
+    """The nodes reachable from ``starts`` (Nodes), in first-met order (depth-first, following
+    ``next_functions`` in order); ``expand(node)`` says whether to walk below a node.
+
+    Returns ``(nodes, unexpanded, truncated)``.
+    """
+    seen = set()
+    order = []
+    unexpanded = set()
+    truncated = False
+    for start in starts:
+        if start is None or start in seen:
+            continue
+        seen.add(start)
+        stack = [start]
+        while stack:
+            node = stack.pop()
+            order.append(node)
+            if len(order) >= max_nodes:
+                truncated = bool(stack)
+                break
+            if expand is not None and not expand(node):
+                unexpanded.add(node)
+                continue
+            children = [e.function for e in node._next_edges if e.function is not None]
+            for child in reversed(children):
+                if child not in seen:
+                    seen.add(child)
+                    stack.append(child)
+        if len(order) >= max_nodes:
+            truncated = True
+            break
+    return order, unexpanded, truncated
+
+
+def _roots_to_nodes(roots):
+    from nbgrad.autograd.graph import Node
+
+    nodes = []
+    for r in roots:
+        if isinstance(r, Node):
+            nodes.append(r)
+        elif hasattr(r, "grad_fn"):
+            if r.grad_fn is not None:
+                nodes.append(r.grad_fn)
+            elif r.requires_grad:
+                nodes.append(r._get_grad_accumulator())
+        else:
+            raise TypeError(f"a graph root must be a Tensor or a Node, got {type(r).__name__}")
+    return nodes
+
+
+def _node_kind(node, unexpanded):
+    if hasattr(node, "variable"):
+        return "leaf"
+    if node._sequence_nr() == UINT64_MAX:
+        return "root"
+    if node in unexpanded:
+        return "external"
+    return "node"
+
+
+def _saved_of(node):
+    from nbgrad.autograd.graph import FREED, SavedTensor
+
+    out = []
+    names = node._saved_tensor_names() if hasattr(node, "_saved_tensor_names") else ()
+    for name in names:
+        entry = {"name": name}
+        raw = getattr(node, "_s_" + name, None)
+        if raw is FREED:
+            entry["kind"] = "freed"
+        elif raw is None:
+            entry["kind"] = "none"
+        elif isinstance(raw, SavedTensor):
+            entry.update(_saved_tensor(raw))
+        elif isinstance(raw, list) and raw and isinstance(raw[0], SavedTensor):
+            entry["kind"] = "tensors"
+            entry["shape"] = [list(s._shape()) for s in raw]
+            entry["dtype"] = raw[0]._dtype_name().replace("Tensor", "").lower() or None
+        else:
+            entry["kind"] = "value"
+            entry["value"] = repr(raw)[:200]
+        out.append(entry)
+    return out
+
+
+def _saved_tensor(saved):
+    legacy = saved._dtype_name()  # e.g. "FloatTensor"
+    return {
+        "kind": "tensor",
+        "shape": list(saved._shape()),
+        "dtype": _LEGACY.get(legacy, legacy),
+        "version": saved._version,
+        "output": bool(saved._is_output),
+    }
+
+
+_LEGACY = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
+           "IntTensor": "int32", "LongTensor": "int64", "BoolTensor": "bool",
+           "ShortTensor": "int16", "CharTensor": "int8", "ByteTensor": "uint8"}
+
+
+def _metadata_of(node):
+    meta = node._metadata
+    if not meta:
+        return {}
+    out = {}
+    for k in sorted(meta, key=str):
+        v = meta[k]
+        text = "".join(v) if isinstance(v, list) and all(isinstance(x, str) for x in v) else repr(v)
+        out[str(k)] = text[:2000]
+    return out
+
+
+def hooks_of(node):
+    """The HookInfo entries (from ``hook_inventory``) whose hook sits on ``node``: tensor hooks
+    of the tensors it produced, its pre- and post-hooks, and for an AccumulateGrad the
+    post-accumulate-grad hooks of its variable."""
+    from nbgrad.autograd.graph import hook_inventory
+
+    return [info for info in hook_inventory(node) if _hook_node(info) is node]
+
+
+def _hook_node(info):
+    """The node a hook sits on (None for module hooks)."""
+    if info.target_kind == "node":
+        return info.target
+    if info.target_kind == "tensor":
+        t = info.target
+        if t is None:
+            return None
+        if t.grad_fn is not None and info.kind == "tensor_hook":
+            owners = t.grad_fn._tensor_pre_hooks or ()
+            if info.handle in owners:
+                return t.grad_fn
+        return getattr(t, "_grad_accumulator", None)
+    return None
+
+
+def _hook_entry(info, target_id):
+    return {
+        "id": f"h{info.handle.id}",
+        "kind": info.kind,
+        "target_kind": info.target_kind,
+        "target": target_id,
+        "name": info.name,
+        "enabled": bool(info.enabled),
+        "source": getattr(info.handle.fn, "_nbgrad_source", None),
+    }
+
+
+def _hook_call(call, ids):
+    return {
+        "hook": f"h{call.handle.id}" if hasattr(call.handle, "id") else None,
+        "name": call.name,
+        "kind": call.kind,
+        "node": ids(call.node),
+        "before": call.before,
+        "after": call.after,
+        "changed": bool(call.changed),
+    }
+
+
+def _pass_entry(trace, ids):
+    return {
+        "index": trace.index,
+        "root": ids(trace.root),
+        "retain_graph": trace.keep_graph,
+        "create_graph": trace.create_graph,
+        "order": [ids(n) for n in trace.order],
+        "error": trace.error,
+        "hooks": [_hook_call(c, ids) for c in trace.hook_calls],
+    }
+
+
+def build_snapshot(recorder=None, roots=(), *, passes=None, pass_index=None, names=None,
+                   ids=None, timings=True, max_nodes=MAX_NODES):
+    """The snapshot of what ``recorder`` recorded, or of the graph below ``roots``.
+
+    ``passes``: backward traces to include (default: the recorder's); the gradients on edges
+    come from ``pass_index`` (default: the last pass that ran a node of this graph).
+    ``names``: ``{id(tensor): name}`` for labelling leaves. ``ids``: an :class:`IdMap` to share
+    ids between snapshots (the recorder keeps one).
+    """
+    if ids is None:
+        ids = getattr(recorder, "_ids", None) if recorder is not None else None
+        if ids is None:
+            ids = IdMap()
+            if recorder is not None:
+                recorder._ids = ids
+    names = dict(names or {})
+    records = recorder.forward_records() if recorder is not None else []
+    groups = list(recorder.modules) if recorder is not None else []
+    group_ids = {g: f"g{g.index}" for g in groups}
+
+    # parameters of the recorded modules: names for leaves, and their group
+    param_group = {}
+    for g in groups:
+        module = g.module
+        named = getattr(module, "named_parameters", None)
+        if named is None:
+            continue
+        try:
+            params = list(named(recurse=False))
+        except TypeError:
+            params = list(named())
+        except Exception:  # noqa: BLE001
+            params = []
+        for pname, p in params:
+            if id(p) not in param_group:
+                param_group[id(p)] = g
+                names.setdefault(id(p), f"{g.path}.{pname}")
+
+    # which nodes
+    if recorder is not None and not roots:
+        starts = [r.node for r in records if r.node is not None]
+        starts.reverse()  # walk from the last op: the drawing's first-met order is top-down
+        nodes, unexpanded, truncated = collect_graph(starts, recorder.in_scope, max_nodes)
+    else:
+        start_nodes = _roots_to_nodes(roots)
+        nodes, unexpanded, truncated = collect_graph(start_nodes, None, max_nodes)
+    node_set = set(nodes)
+    # number leaves in a deterministic order that only grows with the recording (so a live
+    # view and a final one agree): first use by a recorded op, then as first met
+    for r in records:
+        for info in r.inputs:
+            if info.node is not None and info.node in node_set:
+                ids(info.node)
+    for n in nodes:
+        if n._sequence_nr() == UINT64_MAX:
+            ids(n)
+    node_group = {}
+    node_record = {}
+    for r in records:
+        if r.node is not None and r.node in node_set and r.node not in node_record:
+            node_record[r.node] = r
+            if r.group is not None:
+                node_group[r.node] = r.group
+
+    if passes is None:
+        passes = list(recorder.passes) if recorder is not None else []
+    shown = None
+    if pass_index is not None:
+        shown = next((p for p in passes if p.index == pass_index), None)
+    else:
+        for p in reversed(passes):
+            if any(s.node in node_set for s in p.steps):
+                shown = p
+                break
+    order_of = {}
+    if shown is not None:
+        for k, s in enumerate(shown.steps):
+            order_of.setdefault(s.node, k)
+
+    # hooks: every hook on a node of this graph (hook_inventory), then module hooks
+    from nbgrad.autograd.graph import hook_inventory
+
+    hook_entries = []
+    node_hooks = {}
+    if nodes:
+        seen_handles = set()
+        for info in hook_inventory(*_top_nodes(nodes, node_set)):
+            owner = _hook_node(info)
+            if owner not in node_set or info.handle in seen_handles:
+                continue
+            seen_handles.add(info.handle)
+            entry = _hook_entry(info, ids(owner))
+            hook_entries.append(entry)
+            node_hooks.setdefault(owner, []).append(entry["id"])
+    seen_modules = set()
+    for g in groups:
+        module = g.module
+        if module is None or id(module) in seen_modules or not hasattr(module,
+                                                                      "_module_hook_infos"):
+            continue
+        seen_modules.add(id(module))
+        for info in hook_inventory(module):
+            hook_entries.append(_hook_entry(info, group_ids[g]))
+
+    # nodes
+    out_nodes = []
+    for node in sorted(nodes, key=lambda n: _order_key(n, ids)):
+        nid = ids(node)
+        kind = _node_kind(node, unexpanded)
+        meta = node._input_metadata_
+        entry = {
+            "id": nid,
+            "kind": kind,
+            "name": node.name(),
+            "label": node.name(),
+            "seq": node._sequence_nr() if node._sequence_nr() != UINT64_MAX else None,
+            "shapes": [list(m.shape) for m in meta],
+            "dtype": _dtype_name(meta[0].dtype) if meta else None,
+            "device": str(meta[0].device) if meta else None,
+            "group": None,
+            "record": None,
+            "line": None,
+            "source": "",
+            "metadata": _metadata_of(node),
+            "saved": _saved_of(node),
+            "next": [{"node": ids(e.function) if e.function in node_set else None,
+                      "input_nr": e.input_nr} for e in node._next_edges],
+            "input_metadata": [{"shape": list(m.shape), "dtype": _dtype_name(m.dtype),
+                                "device": str(m.device)} for m in meta],
+            "hooks": node_hooks.get(node, []),
+            "tensor": None,
+            "grad": None,
+            "order": order_of.get(node),
+        }
+        rec = node_record.get(node)
+        if rec is not None:
+            entry["record"] = rec.index
+            entry["line"] = rec.line
+            entry["source"] = rec.source
+        group = node_group.get(node)
+        if kind == "leaf":
+            var = node.variable
+            name = names.get(id(var))
+            summary = tensor_summary(var, nid)
+            summary["grad"] = grad_summary(var.grad, _max_values(recorder))
+            summary["name"] = name
+            entry["tensor"] = summary
+            if name:
+                entry["label"] = name
+            group = param_group.get(id(var), group)
+        entry["group"] = group_ids.get(group) if group is not None else None
+        if shown is not None and node in shown.node_inputs:
+            entry["grad"] = shown.node_inputs[node]
+        out_nodes.append(entry)
+
+    # edges
+    out_edges = []
+    edge_grads = shown.edge_grads if shown is not None else {}
+    for entry_node in sorted(nodes, key=lambda n: _order_key(n, ids)):
+        if entry_node in unexpanded:
+            continue
+        for i, e in enumerate(entry_node._next_edges):
+            if e.function is None or e.function not in node_set:
+                continue
+            out_edges.append({
+                "id": f"e{len(out_edges)}",
+                "from": ids(entry_node),
+                "to": ids(e.function),
+                "index": i,
+                "input_nr": e.input_nr,
+                "grad": edge_grads.get((entry_node, i)),
+            })
+
+    out_groups = []
+    for g in groups:
+        out_groups.append({
+            "id": group_ids[g],
+            "name": g.name,
+            "type": g.type,
+            "path": g.path,
+            "parent": group_ids.get(g.parent) if g.parent is not None else None,
+            "depth": g.depth,
+            "records": [g.start, g.end if g.end is not None else len(recorder.records)],
+            "error": g.error,
+        })
+
+    out_records = []
+    cell = getattr(recorder, "cell_filename", None)
+    for r in records:
+        out_records.append({
+            "index": r.index,
+            "op": r.op,
+            "node": ids(r.node) if r.node is not None and r.node in node_set else None,
+            "inputs": [_info_summary(i, ids, node_set) for i in r.inputs],
+            "outputs": [_info_summary(i, ids, node_set) for i in r.outputs],
+            "time_us": round(r.elapsed * 1e6, 1) if timings else None,
+            "line": r.line,
+            "file": None if r.filename is None else (
+                "<cell>" if r.filename == cell else os.path.basename(r.filename)),
+            "source": r.source,
+            "group": group_ids.get(r.group) if r.group is not None else None,
+        })
+
+    return {
+        "schema": "nbgrad.snapshot",
+        "version": SCHEMA_VERSION,
+        "nodes": out_nodes,
+        "edges": out_edges,
+        "groups": out_groups,
+        "records": out_records,
+        "hooks": hook_entries,
+        "passes": [_pass_entry(p, ids) for p in passes],
+        "roots": [ids(n) for n in _top_nodes(nodes, node_set)],
+        "pass": shown.index if shown is not None else None,
+        "truncated": truncated,
+        "backward_records": (len(recorder.records) - len(records)) if recorder else 0,
+    }
+
+
+def _max_values(recorder):
+    return getattr(recorder, "max_values", 16) if recorder is not None else 16
+
+
+def _order_key(node, ids):
+    seq = node._sequence_nr()
+    if seq != UINT64_MAX:
+        return (0, seq, "")
+    nid = ids(node)  # "leaf<k>" or "root<k>"
+    return (1, int(nid[4:]), nid)
+
+
+def _top_nodes(nodes, node_set):
+    """The nodes no other node of the graph points to, in order."""
+    pointed = set()
+    for n in nodes:
+        for e in n._next_edges:
+            if e.function is not None:
+                pointed.add(e.function)
+    return [n for n in nodes if n not in pointed]
+
+
+def _info_summary(info, ids, node_set):
+    node = info.node
+    return {
+        "shape": list(info.shape),
+        "dtype": info.dtype,
+        "device": info.device,
+        "requires_grad": info.requires_grad,
+        "node": ids(node) if node is not None and node in node_set else None,
+    }
+
+
+def trace_snapshot(trace, *, names=None, ids=None, max_nodes=MAX_NODES):
+    """The stepper's view of one backward pass (schema ``nbgrad.trace``, see above)."""
+    ids = ids or IdMap()
+    graph = build_snapshot(None, [trace.root], passes=[trace], pass_index=trace.index,
+                           names=names, ids=ids, max_nodes=max_nodes)
+
+    def id_list(nodes):
+        return [ids(n) for n in nodes]
+
+    def ready(d):
+        return {dev: id_list(nodes) for dev, nodes in sorted(d.items())}
+
+    steps = []
+    for s in trace.steps:
+        steps.append({
+            "index": s.index,
+            "node": ids(s.node),
+            "device": s.device,
+            "inputs": s.inputs,
+            "outputs": s.outputs,
+            "hooks": [_hook_call(c, ids) for c in s.hooks],
+            "ready": ready(s.ready),
+            "dependencies": {ids(n): c for n, c in s.dependencies.items()},
+            "buffers": {ids(n): b for n, b in s.buffers.items()},
+            "made_ready": id_list(s.made_ready),
+        })
+    return {
+        "schema": "nbgrad.trace",
+        "version": SCHEMA_VERSION,
+        "graph": graph,
+        "root": ids(trace.root),
+        "initial": {
+            "dependencies": {ids(n): c for n, c in trace.initial_dependencies.items()},
+            "ready": ready(trace.initial_ready),
+        },
+        "steps": steps,
+        "final": {
+            "dependencies": {ids(n): c for n, c in trace.final_dependencies.items()},
+            "buffers": {ids(n): b for n, b in trace.final_buffers.items()},
+        },
+        "error": trace.error,
+    }
