@@ -61,6 +61,7 @@ from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set
 from . import _functions  # noqa: E402
 from ._functions import *  # noqa: E402,F401,F403
 from . import cuda  # noqa: E402
+from . import nn, optim  # noqa: E402
 
 __version__ = "0.1.0"
 

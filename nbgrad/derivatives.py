@@ -859,57 +859,52 @@ def _embedding_backward(grad, weight_shape, indices, padding_idx):
 
 
 # ---- rows -> Node classes -------------------------------------------------------------------
+_MISSING = object()
+
+
 class TableNode(Node):
     """A node made from a row of the table: it unpacks what its formulas name and calls them."""
 
     __slots__ = ()
     _op: OpInfo
-    _raw_plan: tuple  # ((edge_index, is_list, formula, params), ...)
+    _slot_plan: tuple  # ((edge_index, is_list, formula, slot names of its parameters), ...)
     _saved_names: tuple
 
     def apply(self, grads):
         edges = self._next_edges
         grad = grads[0]
-        if self._op.outputs == 1:
-            if grad is None:
-                return [None] * len(edges)
-        elif all(g is None for g in grads):
+        if grad is None and (self._op.outputs == 1 or all(g is None for g in grads)):
             return [None] * len(edges)
         out = [None] * len(edges)
-        env = None
-        for i, is_list, formula, params in self._raw_plan:
+        for i, is_list, formula, slots in self._slot_plan:
             if is_list:
                 if all(e.function is None for e in edges):
                     continue
-            elif edges[i].function is None:
+            elif edges[i][0] is None:
                 continue
             args = []
-            for p in params:
-                if p == "grad":
+            for slot in slots:
+                if slot == "grad":
                     args.append(grad)
-                elif p == "grads":
+                elif slot == "grads":
                     args.append(grads)
                 else:
-                    if env is None:
-                        env = {}
-                    if p not in env:
-                        env[p] = self._load(p)
-                    args.append(env[p])
+                    value = getattr(self, slot, _MISSING)
+                    if type(value) is SavedTensor:
+                        value = value.unpack(self)
+                    elif value is FREED:
+                        raise RuntimeError(ERR_FREED)
+                    elif value is _MISSING:
+                        raise RuntimeError(f"{self.name()} did not save '{slot[3:]}'")
+                    elif type(value) is list:
+                        value = [unpack_saved(v, self) for v in value]
+                    args.append(value)
             value = formula(*args)
             if is_list:
                 out[:] = list(value)
             else:
                 out[i] = value
         return out
-
-    def _load(self, name):
-        try:
-            value = getattr(self, "_s_" + name)
-        except AttributeError:
-            raise RuntimeError(f"{self.name()} did not save '{name}'") from None
-        if type(value) is list:
-            return [unpack_saved(v, self) for v in value]
-        return unpack_saved(value, self)
 
     def release_variables(self):
         for slot in self._tensor_slots:
@@ -965,13 +960,18 @@ def _build_node_class(info: OpInfo):
             save_plan.append(("_s_" + s, "shape", info.inputs.index(s[:-6]), needers))
         else:
             save_plan.append(("_s_" + s, "input", info.inputs.index(s), needers))
+    # the plan ``apply`` walks: formula parameters as slot names ("grad"/"grads" stay as they are)
+    slot_plan = tuple(
+        (i, is_list, f, tuple(p if p in ("grad", "grads") else "_s_" + p for p in params))
+        for i, is_list, f, params in plan
+    )
     ns = {
+        "_slot_plan": slot_plan,
         "_save_plan": tuple(save_plan),
         "_tensor_slots": tuple(p[0] for p in save_plan if p[1] in ("input", "result")),
         "__slots__": tuple("_s_" + s for s in saved),
         "_op": info,
         "_name": info.node_name,
-        "_raw_plan": tuple(plan),
         "_saved_names": tuple(saved),
         "__doc__": f"Backward of ``{info.name}`` (PyTorch's ``{info.node_name}``).",
     }

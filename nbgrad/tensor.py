@@ -99,6 +99,8 @@ def _binary(op, a, b, attrs=_NO_ATTRS):
     The arithmetic operators' path: the same result as ``_dispatch`` (which it falls back to
     for anything else) without its general argument handling. See NOTE [Dispatch fast path].
     """
+    if _forward_listeners:  # see NOTE [Forward listeners]: the recorder sees every op
+        return _dispatch(op, (a, _arg(b)), attrs)
     da = a._data
     if a._device is CPU and da.dtype.kind == "f":
         tb = type(b)
@@ -1479,7 +1481,8 @@ class Tensor:
         if not needs_graph:
             ufunc = _INPLACE_UFUNCS.get(op.name)
             other = others[0] if others else None
-            if (ufunc is not None and attrs.get("alpha", 1) == 1 and self._data.dtype.kind == "f"
+            if (ufunc is not None and not _forward_listeners  # NOTE [Forward listeners]
+                    and attrs.get("alpha", 1) == 1 and self._data.dtype.kind == "f"
                     and (type(other) is float or type(other) is int
                          or (type(other) is Tensor and other._data.dtype == self._data.dtype
                              and other._device == self._device))):

@@ -144,8 +144,9 @@ class InputBuffer(list):
 
     __slots__ = ()
 
-    def __init__(self, size):
-        super().__init__([None] * size)
+    @classmethod
+    def of_size(cls, size):
+        return cls((None,) * size)
 
     @property
     def buffer(self):
@@ -252,11 +253,11 @@ class Engine:
         graph_task = GraphTask(keep_graph, create_graph, depth, tuple(self.listeners))
         if len(roots) == 1:
             root = roots[0].function
-            buffer = InputBuffer(max(len(root._input_metadata_), roots[0].input_nr + 1))
+            buffer = InputBuffer.of_size(max(len(root._input_metadata_), roots[0].input_nr + 1))
             buffer.add(roots[0].input_nr, grads[0])
         else:
             root = GraphRoot(roots, grads)
-            buffer = InputBuffer(0)
+            buffer = InputBuffer()
         self.compute_dependencies(root, graph_task)
         if outputs is not None:
             self.init_to_execute(root, graph_task, outputs, accumulate_grad)
@@ -311,17 +312,16 @@ class Engine:
     def compute_dependencies(root, graph_task):
         """Count incoming edges of every node reachable from ``root`` (iterative, no recursion)."""
         deps = graph_task.dependencies
-        seen = {root}
         stack = [root]
         while stack:
-            fn = stack.pop()
-            for edge in fn._next_edges:
-                nxt = edge.function
+            for nxt, _ in stack.pop()._next_edges:
                 if nxt is not None:
-                    deps[nxt] = deps.get(nxt, 0) + 1
-                    if nxt not in seen:
-                        seen.add(nxt)
+                    count = deps.get(nxt)
+                    if count is None:  # first visit (the root has no incoming edge)
+                        deps[nxt] = 1
                         stack.append(nxt)
+                    else:
+                        deps[nxt] = count + 1
 
     @staticmethod
     def init_to_execute(root, graph_task, outputs, accumulate_grad):
@@ -383,10 +383,14 @@ class Engine:
                 task = heappop(heap)[3]
                 if graph_task.exception is not None:
                     continue
+                node = task.node
                 try:
-                    evaluate(graph_task, task.node, task.inputs)
+                    following = evaluate(graph_task, node, task.inputs)
+                    while following is not None:  # see NOTE [Chains skip the queue]
+                        node = following[0]
+                        following = evaluate(graph_task, node, following[1])
                 except BaseException as e:  # noqa: BLE001 - re-raised below with its own type
-                    self._fail(graph_task, e, task.node)
+                    self._fail(graph_task, e, node)
                 continue
             if not graph_task.outstanding_tasks:
                 break
@@ -555,8 +559,26 @@ class Engine:
                 ready = self._route(graph_task, edges, outputs)
         else:
             ready = self._route(graph_task, edges, outputs)
+        if not ready:
+            return
+        if graph_task.threaded or listeners:
+            for fn, buf, grad in ready:
+                self._push_ready(graph_task, fn, buf, grad)
+            return
+        heap = graph_task.cpu_ready_queue._heap
+        if not heap and len(ready) == 1:
+            fn, buf, grad = ready[0]
+            if grad is not None and grad._device is CPU:
+                # NOTE [Chains skip the queue]: the only ready node, with nothing else waiting,
+                # is what the queue would hand back next: the caller runs it directly.
+                return fn, buf
+        depth = graph_task.reentrant_depth
         for fn, buf, grad in ready:
-            self._push_ready(graph_task, fn, buf, grad)
+            if grad is not None and grad._device is CPU:  # inlined _push_ready, CPU case
+                task = _new_tuple(NodeTask, (graph_task, fn, buf, depth))
+                heappush(heap, (-depth, -fn._sequence_nr_, next(_tiebreak), task))
+            else:
+                self._push_ready(graph_task, fn, buf, grad)
 
     @staticmethod
     def _route(graph_task, edges, outputs):
@@ -576,7 +598,11 @@ class Engine:
                     continue
             buf = not_ready.get(fn)
             if buf is None:
-                buf = InputBuffer(len(fn._input_metadata_) or 1)
+                n_inputs = len(fn._input_metadata_)
+                if not count and n_inputs <= 1:  # the common chain case: one input, now ready
+                    ready.append((fn, InputBuffer((grad,)), grad))
+                    continue
+                buf = InputBuffer((None,) * (n_inputs or 1))
                 if count:
                     not_ready[fn] = buf
             elif not count:
@@ -607,7 +633,7 @@ class Engine:
 
                 grad = sum_to(grad, meta.shape)
                 grads[i] = grad
-            if grad._data.dtype != meta.dtype.np:
+            if grad._data.dtype is not meta.dtype.np and grad._data.dtype != meta.dtype.np:
                 grads[i] = grad = grad.to(meta.dtype)
             if grad._device is not meta.device and grad._device != meta.device:
                 grads[i] = grad.to(meta.device)

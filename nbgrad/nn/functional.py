@@ -9,7 +9,7 @@ are differentiable to any order. The rest is composed from Tensor ops, as in PyT
 
 from __future__ import annotations
 
-import math
+import sys
 import warnings
 
 import numpy as np
@@ -17,7 +17,341 @@ import numpy as np
 from nbgrad import dtypes
 from nbgrad.autograd.grad_mode import no_grad
 from nbgrad.derivatives import OPS
-from nbgrad.tensor import Tensor, _dispatch, _rng_state, tensor
+from nbgrad.tensor import Tensor, _dispatch, tensor
 
 __all__ = ["linear", "conv2d", "relu", "tanh", "sigmoid", "gelu", "softmax", "log_softmax",
            "dropout", "embedding", "layer_norm", "mse_loss", "nll_loss", "cross_entropy"]
+
+
+def _generator():
+    return sys.modules["nbgrad.tensor"]._rng  # read now: manual_seed replaces it
+
+
+def _pair(x, name="argument"):
+    if isinstance(x, (list, tuple)):
+        if len(x) != 2:
+            raise ValueError(f"expected {name} to be a single int or a pair of ints, got {x}")
+        return tuple(int(v) for v in x)
+    return (int(x), int(x))
+
+
+def _check_reduction(reduction):
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _legacy_reduction(size_average, reduce, reduction):
+    """``size_average`` / ``reduce`` (deprecated) -> ``reduction``, as ``_Reduction``."""
+    if size_average is None and reduce is None:
+        return reduction
+    warnings.warn(
+        "size_average and reduce args will be deprecated, please use reduction='"
+        f"{_legacy_string(size_average, reduce)}' instead.",
+        stacklevel=3,
+    )
+    return _legacy_string(size_average, reduce)
+
+
+def _legacy_string(size_average, reduce):
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if size_average and reduce:
+        return "mean"
+    return "sum" if reduce else "none"
+
+
+# ---- linear and convolution -------------------------------------------------------------------
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``input @ weight.T + bias`` (``AddmmBackward0`` for a 2-d input with a bias, as PyTorch)."""
+    if bias is None:
+        return input.matmul(weight.t())
+    if input.dim() == 2:
+        return _dispatch(OPS["addmm"], (bias, input, weight.t()), {"beta": 1, "alpha": 1})
+    lead = tuple(input.shape[:-1])
+    flat = input.reshape(-1, input.shape[-1])
+    out = _dispatch(OPS["addmm"], (bias, flat, weight.t()), {"beta": 1, "alpha": 1})
+    return out.view(*lead, weight.shape[0])
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+           dilation=1, groups: int = 1) -> Tensor:
+    """2-d cross-correlation over an ``(N, C, H, W)`` (or unbatched ``(C, H, W)``) input.
+
+    ``padding`` is an int, a pair, ``"valid"`` or ``"same"`` (stride 1 only; an odd total
+    padding puts the extra row and column at the bottom and right, as PyTorch).
+    """
+    if input.dim() == 3:
+        return conv2d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
+    if input.dim() != 4:
+        raise RuntimeError(
+            "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: "
+            f"{list(input.shape)}"
+        )
+    if weight.dim() != 4:
+        raise RuntimeError(
+            f"weight should have at least three dimensions, got weight of size {list(weight.shape)}"
+        )
+    stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    out_channels, in_per_group, kh, kw = weight.shape
+    if input.shape[1] != in_per_group * groups:
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
+            f"input{list(input.shape)} to have {in_per_group * groups} channels, but got "
+            f"{input.shape[1]} channels instead"
+        )
+    if out_channels % groups:
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+            f"but got weight of size {list(weight.shape)} instead"
+        )
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = ((0, 0), (0, 0))
+        elif padding == "same":
+            if stride != (1, 1):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            pads = tuple(
+                (d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
+                for d, k in zip(dilation, (kh, kw))
+            )
+        else:
+            raise ValueError(f"Invalid padding string '{padding}'")
+    else:
+        ph, pw = _pair(padding, "padding")
+        pads = ((ph, ph), (pw, pw))
+    attrs = {"stride": stride, "padding": pads, "dilation": dilation, "groups": groups}
+    return _dispatch(OPS["convolution"], (input, weight, bias), attrs)
+
+
+# ---- activations ------------------------------------------------------------------------------
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    if inplace:
+        return input._inplace(OPS["relu"], (), {})
+    return input.relu()
+
+
+def tanh(input: Tensor) -> Tensor:
+    return input.tanh()
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    return input.sigmoid()
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    return input.gelu(approximate)
+
+
+def _softmax_dim(name, ndim, stacklevel):
+    warnings.warn(
+        f"Implicit dimension choice for {name} has been deprecated. Change the call to include "
+        "dim=X as an argument.",
+        stacklevel=stacklevel,
+    )
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    if dim is None:
+        dim = _softmax_dim("softmax", input.dim(), _stacklevel)
+    if dtype is not None:
+        input = input.to(dtypes.as_dtype(dtype))
+    return input.softmax(dim)
+
+
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+                dtype=None) -> Tensor:
+    if dim is None:
+        dim = _softmax_dim("log_softmax", input.dim(), _stacklevel)
+    if dtype is not None:
+        input = input.to(dtypes.as_dtype(dtype))
+    return input.log_softmax(dim)
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)``.
+
+    As PyTorch on the CPU, the result is ``input * noise`` (``MulBackward0``); with
+    ``training=False`` or ``p=0`` it is ``input`` itself.
+    """
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0:
+        return input
+    if p == 1:
+        noise = np.zeros(tuple(input.shape), dtype=input.dtype.np)
+    else:
+        keep = _generator().random(tuple(input.shape)) >= p
+        noise = (keep / (1 - p)).astype(input.dtype.np)
+    noise = tensor(noise, device=input.device)
+    return input.mul_(noise) if inplace else input * noise
+
+
+# ---- embedding and normalisation --------------------------------------------------------------
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
+              max_norm: float | None = None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of ``weight`` picked by the integer tensor ``input`` (``EmbeddingBackward0``)."""
+    if not isinstance(input, Tensor) or input.dtype not in (dtypes.int64, dtypes.int32):
+        name = input.dtype if isinstance(input, Tensor) else type(input).__name__
+        raise RuntimeError(
+            "Expected tensor for argument #1 'indices' to have one of the following scalar "
+            f"types: Long, Int; but got {name} instead (while checking arguments for embedding)"
+        )
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: scale_grad_by_freq and sparse are not supported")
+    if padding_idx is not None:
+        if padding_idx > 0 and padding_idx >= weight.shape[0]:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        if padding_idx < 0:
+            if padding_idx < -weight.shape[0]:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx = weight.shape[0] + padding_idx
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    return _dispatch(OPS["embedding"], (weight, input), {"padding_idx": padding_idx})
+
+
+def _embedding_renorm_(weight, input, max_norm, norm_type):
+    """Scale, in place, the rows that ``input`` picks whose norm exceeds ``max_norm``."""
+    with no_grad():
+        idx = np.unique(np.asarray(input))
+        rows = weight[idx]
+        norms = rows.norm(norm_type, dim=1, keepdim=True)
+        scale = (max_norm / (norms + 1e-7)).clamp(max=1.0)
+        weight[idx] = rows * scale
+
+
+def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalise over the last ``len(normalized_shape)`` dims (``NativeLayerNormBackward0``)."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    normalized_shape = tuple(normalized_shape)
+    n = len(normalized_shape)
+    if n == 0 or input.dim() < n or tuple(input.shape[-n:]) != normalized_shape:
+        raise RuntimeError(
+            f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+            f"[*, {', '.join(map(str, normalized_shape))}], but got input of size"
+            f"{list(input.shape)}"
+        )
+    attrs = {"normalized_shape": normalized_shape, "eps": eps}
+    return _dispatch(OPS["layer_norm"], (input, weight, bias), attrs)
+
+
+# ---- losses -----------------------------------------------------------------------------------
+def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+    """Mean squared error (``MseLossBackward0``); ``weight`` weighs each element."""
+    if target.shape != input.shape:
+        warnings.warn(
+            f"Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.",
+            stacklevel=2,
+        )
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    shape = tuple(np.broadcast_shapes(tuple(input.shape), tuple(target.shape)))
+    expanded_input = input if tuple(input.shape) == shape else input.expand(shape)
+    expanded_target = target if tuple(target.shape) == shape else target.expand(shape)
+    if weight is not None:
+        if weight.shape != input.shape:
+            raise ValueError("Weights and input must have the same size.")
+        weighted = (expanded_input - expanded_target) ** 2 * weight
+        if reduction == "none":
+            return weighted
+        if reduction == "sum":
+            return weighted.sum()
+        return weighted.sum() / weight.sum()
+    attrs = {"reduction": reduction}
+    return _dispatch(OPS["mse_loss"], (expanded_input, expanded_target), attrs)
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
+             ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
+    """Negative log likelihood of the class indices ``target`` under log-probabilities
+    ``input`` of shape ``(C,)``, ``(N, C)`` or ``(N, C, d1, ...)`` (``NllLossBackward0``)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if target.is_floating_point() or target.dtype is dtypes.bool:
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype._legacy[:-6]}")
+    if input.dim() < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
+    if input.dim() == 1 and target.dim() != 0 or input.dim() >= 2 and target.shape[:1] != input.shape[:1]:
+        raise ValueError(
+            f"Expected input batch_size ({input.shape[0] if input.dim() > 1 else 1}) to match "
+            f"target batch_size ({target.shape[0] if target.dim() else 1})."
+        )
+    n_classes = input.shape[1] if input.dim() > 1 else input.shape[0]
+    if weight is not None and tuple(weight.shape) != (n_classes,):
+        raise RuntimeError(
+            f"weight tensor should be defined either for all {n_classes} classes or no classes "
+            f"but got weight tensor of shape: {list(weight.shape)}"
+        )
+    attrs = {"reduction": reduction, "ignore_index": ignore_index}
+    if input.dim() <= 2:
+        return _dispatch(OPS["nll_loss"], (input, target, weight), attrs)
+    # (N, C, d1, ...): classes last, then one row per element
+    if tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
+        raise ValueError(
+            f"Expected target size {[input.shape[0]] + list(input.shape[2:])}, got "
+            f"{list(target.shape)}"
+        )
+    perm = (0,) + tuple(range(2, input.dim())) + (1,)
+    flat = input.permute(perm).reshape(-1, n_classes)
+    out = _dispatch(OPS["nll_loss"], (flat, target.reshape(-1), weight), attrs)
+    return out.view(target.shape) if reduction == "none" else out
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                  size_average=None, ignore_index: int = -100, reduce=None,
+                  reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    """``nll_loss(log_softmax(input, class_dim), target)`` for class indices; for class
+    probabilities (a floating ``target`` shaped like ``input``), ``-sum(target * log_softmax)``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    class_dim = 0 if input.dim() == 1 else 1
+    n_classes = input.shape[class_dim]
+    logp = log_softmax(input, class_dim)
+    weight_shape = [1] * input.dim()
+    weight_shape[class_dim] = n_classes
+    if target.is_floating_point():
+        if target.shape != input.shape:
+            raise RuntimeError(
+                "Expected target with class probabilities to have the same shape as input "
+                f"(got {list(target.shape)} and {list(input.shape)})"
+            )
+        if label_smoothing > 0:
+            target = target * (1 - label_smoothing) + label_smoothing / n_classes
+        terms = logp * target
+        if weight is not None:
+            terms = terms * weight.view(weight_shape)
+        loss = -terms.sum(class_dim)
+        if reduction == "mean":
+            return loss.sum() / max(input.numel() // max(n_classes, 1), 1)
+        return loss.sum() if reduction == "sum" else loss
+    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if label_smoothing == 0:
+        return nll
+    ignore_mask = target == ignore_index
+    if weight is not None:
+        smooth = -(logp * weight.view(weight_shape)).sum(class_dim)
+    else:
+        smooth = -logp.sum(class_dim)
+    smooth = smooth.masked_fill(ignore_mask, 0.0)
+    if reduction == "mean":
+        if weight is not None:
+            kept = np.asarray(target)[~np.asarray(ignore_mask)]
+            smooth_loss = smooth.sum() / weight[tensor(kept.reshape(-1))].sum()
+        else:
+            smooth_loss = smooth.sum() / (~ignore_mask).sum()
+    elif reduction == "sum":
+        smooth_loss = smooth.sum()
+    else:
+        smooth_loss = smooth
+    return (1 - label_smoothing) * nll + smooth_loss * (label_smoothing / n_classes)

@@ -227,19 +227,30 @@ def layout(snapshot, collapsed=()):
                 extent[gid] = r if ext is None else (min(ext[0], r[0]), min(ext[1], r[1]),
                                                      max(ext[2], r[2]), max(ext[3], r[3]))
             gid = groups[gid]["parent"]
+    inner = {}  # how many expanded groups are nested inside each one (for its padding)
+    for gid in extent:
+        d = 0
+        p = groups[gid]["parent"]
+        while p is not None:
+            d += 1
+            if inner.get(p, 0) < d:
+                inner[p] = d
+            p = groups[p]["parent"]
     out_groups = []
     for gid, g in groups.items():
         ext = extent.get(gid)
         if ext is None:
             continue
-        depth_pad = GROUP_PAD * (1 + _inner_depth(gid, groups, extent))
+        levels = 1 + inner.get(gid, 0)
+        pad = GROUP_PAD * levels
+        top_pad = (GROUP_PAD + GROUP_LABEL) * levels
         out_groups.append({
             "id": gid,
             "label": _clip(f"{g['name']}: {g['type']}", 40),
-            "x": round(ext[0] - depth_pad, 1),
-            "y": round(ext[1] - depth_pad - GROUP_LABEL, 1),
-            "w": round(ext[2] - ext[0] + 2 * depth_pad, 1),
-            "h": round(ext[3] - ext[1] + 2 * depth_pad + GROUP_LABEL, 1),
+            "x": round(ext[0] - pad, 1),
+            "y": round(ext[1] - top_pad, 1),
+            "w": round(ext[2] - ext[0] + 2 * pad, 1),
+            "h": round(ext[3] - ext[1] + pad + top_pad, 1),
             "depth": g["depth"],
         })
     out_groups.sort(key=lambda g: (g["depth"], g["id"]))
@@ -269,23 +280,6 @@ def layout(snapshot, collapsed=()):
         "groups": out_groups,
         "collapsed": sorted(collapsed, key=lambda g: int(g[1:]) if g[1:].isdigit() else 0),
     }
-
-
-def _inner_depth(gid, groups, extent):
-    """How many expanded groups are nested inside ``gid`` (for the padding of its box)."""
-    best = 0
-    for other, g in groups.items():
-        if other == gid or other not in extent:
-            continue
-        d = 0
-        p = g["parent"]
-        while p is not None:
-            d += 1
-            if p == gid:
-                best = max(best, d)
-                break
-            p = groups[p]["parent"]
-    return best
 
 
 def _place(row, desired, width, x):

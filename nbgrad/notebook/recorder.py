@@ -51,6 +51,7 @@ import sys
 import threading
 import time
 import weakref
+from importlib import import_module
 
 __all__ = ["Recorder", "Record", "ModuleCall", "BackwardTrace", "Step", "HookCall", "record",
            "current", "module_enter", "module_exit"]
@@ -281,7 +282,6 @@ class Recorder:
         """Begin recording (``__enter__``)."""
         if self.running:
             raise RuntimeError("this recorder is already running")
-        from nbgrad import tensor as _tensor
         from nbgrad.autograd import Variable
         from nbgrad.autograd.graph import next_sequence_nr
 
@@ -292,7 +292,7 @@ class Recorder:
         self.seq_end = None
         _active.append(self)
         if self.forward:
-            _tensor._forward_listeners.append(self._on_forward)
+            import_module("nbgrad.tensor")._forward_listeners.append(self._on_forward)
             self._install_module_hooks()
         if self.backward:
             self._engine = Variable._execution_engine
@@ -303,11 +303,10 @@ class Recorder:
         """Stop recording (``__exit__``): remove every listener, close open groups."""
         if not self.running:
             return
-        from nbgrad import tensor as _tensor
         from nbgrad.autograd.graph import next_sequence_nr
 
         self.running = False
-        _remove(_tensor._forward_listeners, self._on_forward)
+        _remove(import_module("nbgrad.tensor")._forward_listeners, self._on_forward)
         if self._engine is not None:
             _remove(self._engine.listeners, self._on_engine)
             self._engine = None

@@ -325,13 +325,14 @@ def _pass_entry(trace, ids):
 
 
 def build_snapshot(recorder=None, roots=(), *, passes=None, pass_index=None, names=None,
-                   ids=None, timings=True, max_nodes=MAX_NODES):
+                   ids=None, timings=True, max_nodes=MAX_NODES, objects=None):
     """The snapshot of what ``recorder`` recorded, or of the graph below ``roots``.
 
     ``passes``: backward traces to include (default: the recorder's); the gradients on edges
     come from ``pass_index`` (default: the last pass that ran a node of this graph).
     ``names``: ``{id(tensor): name}`` for labelling leaves. ``ids``: an :class:`IdMap` to share
-    ids between snapshots (the recorder keeps one).
+    ids between snapshots (the recorder keeps one). ``objects``: a dict to fill with
+    ``{node id: Node, group id: ModuleCall}`` (for the widgets' Python side).
     """
     if ids is None:
         ids = getattr(recorder, "_ids", None) if recorder is not None else None
@@ -458,6 +459,8 @@ def build_snapshot(recorder=None, roots=(), *, passes=None, pass_index=None, nam
             "grad": None,
             "order": order_of.get(node),
         }
+        if objects is not None:
+            objects[nid] = node
         rec = node_record.get(node)
         if rec is not None:
             entry["record"] = rec.index
@@ -499,6 +502,8 @@ def build_snapshot(recorder=None, roots=(), *, passes=None, pass_index=None, nam
 
     out_groups = []
     for g in groups:
+        if objects is not None:
+            objects[group_ids[g]] = g
         out_groups.append({
             "id": group_ids[g],
             "name": g.name,

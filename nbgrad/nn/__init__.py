@@ -1,0 +1,33 @@
+"""``nbgrad.nn``: Modules, Parameters, layers, losses, ``functional`` and ``init``.
+
+Mirrors ``torch/nn/__init__.py``.
+"""
+
+from nbgrad.nn import functional, init
+from nbgrad.nn.modules import (
+    GELU,
+    Conv2d,
+    CrossEntropyLoss,
+    Dropout,
+    Embedding,
+    Flatten,
+    Identity,
+    LayerNorm,
+    Linear,
+    LogSoftmax,
+    Module,
+    ModuleList,
+    MSELoss,
+    NLLLoss,
+    ReLU,
+    Sequential,
+    Sigmoid,
+    Softmax,
+    Tanh,
+)
+from nbgrad.nn.parameter import Parameter
+
+__all__ = ["Parameter", "Module", "Identity", "Linear", "Conv2d", "ReLU", "Tanh", "Sigmoid",
+           "GELU", "Softmax", "LogSoftmax", "Dropout", "Flatten", "Sequential", "ModuleList",
+           "Embedding", "LayerNorm", "MSELoss", "CrossEntropyLoss", "NLLLoss", "functional",
+           "init", "modules"]

@@ -1,0 +1,16 @@
+"""The layers of ``nbgrad.nn``. Mirrors ``torch/nn/modules/__init__.py``."""
+
+from nbgrad.nn.modules.activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from nbgrad.nn.modules.container import ModuleList, Sequential
+from nbgrad.nn.modules.conv import Conv2d
+from nbgrad.nn.modules.dropout import Dropout
+from nbgrad.nn.modules.flatten import Flatten
+from nbgrad.nn.modules.linear import Identity, Linear
+from nbgrad.nn.modules.loss import CrossEntropyLoss, MSELoss, NLLLoss
+from nbgrad.nn.modules.module import Module
+from nbgrad.nn.modules.normalization import LayerNorm
+from nbgrad.nn.modules.sparse import Embedding
+
+__all__ = ["Module", "Identity", "Linear", "Conv2d", "ReLU", "Tanh", "Sigmoid", "GELU",
+           "Softmax", "LogSoftmax", "Dropout", "Flatten", "Sequential", "ModuleList",
+           "Embedding", "LayerNorm", "MSELoss", "CrossEntropyLoss", "NLLLoss"]

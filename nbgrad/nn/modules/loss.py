@@ -1,0 +1,66 @@
+"""Losses: ``MSELoss``, ``NLLLoss``, ``CrossEntropyLoss``. Mirrors ``torch/nn/modules/loss.py``."""
+
+from __future__ import annotations
+
+from nbgrad.nn import functional as F
+from nbgrad.nn.modules.module import Module
+from nbgrad.tensor import Tensor
+
+__all__ = ["MSELoss", "NLLLoss", "CrossEntropyLoss"]
+
+
+class _Loss(Module):
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__()
+        if size_average is not None or reduce is not None:
+            self.reduction = F._legacy_string(size_average, reduce)
+        else:
+            self.reduction = reduction
+
+
+class _WeightedLoss(_Loss):
+    def __init__(self, weight: Tensor | None = None, size_average=None, reduce=None,
+                 reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+
+
+class MSELoss(_Loss):
+    """Mean squared error: ``mean((input - target) ** 2)`` (or ``"sum"``, ``"none"``)."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class NLLLoss(_WeightedLoss):
+    """Negative log likelihood of class indices, given log-probabilities."""
+
+    def __init__(self, weight: Tensor | None = None, size_average=None, ignore_index: int = -100,
+                 reduce=None, reduction: str = "mean"):
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index = ignore_index
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
+
+
+class CrossEntropyLoss(_WeightedLoss):
+    """Cross entropy between logits and class indices (or class probabilities).
+
+    Example:
+        >>> import nbgrad as ng
+        >>> loss = ng.nn.CrossEntropyLoss()(ng.zeros(2, 4), ng.tensor([0, 3]))
+        >>> round(loss.item(), 4), loss.grad_fn is None
+        (1.3863, True)
+    """
+
+    def __init__(self, weight: Tensor | None = None, size_average=None, ignore_index: int = -100,
+                 reduce=None, reduction: str = "mean", label_smoothing: float = 0.0):
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction, label_smoothing=self.label_smoothing)

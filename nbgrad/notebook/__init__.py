@@ -1,0 +1,44 @@
+"""The notebook layer: ``%%autograd``, the live graph, the hook editor, the backward stepper.
+
+Kernel side only; the browser side is ``widgets/`` at the top of the repository (plain ES
+modules for anywidget), installed with the wheel under ``share/nbgrad/widgets``. Importing this
+package imports neither IPython nor anywidget: the recorder, the snapshot and the SVG need
+neither, and the widget classes load them on first use (``pip install nbgrad[notebook]``).
+
+- :func:`record` / :class:`Recorder` (``recorder.py``): what a block of code did;
+- :func:`build_snapshot` (``snapshot.py``): that, as one JSON-able dict (the schema);
+- :class:`GraphView`, :class:`HookEditor`, :class:`BackwardStepper`: the widgets;
+- ``%load_ext nbgrad``: the ``%%autograd`` cell magic (``magics.py``).
+"""
+
+from __future__ import annotations
+
+from .recorder import Recorder, record
+from .snapshot import build_snapshot, trace_snapshot
+
+__all__ = ["record", "Recorder", "build_snapshot", "trace_snapshot", "GraphView", "HookEditor",
+           "BackwardStepper", "Session", "load_ipython_extension"]
+
+_LAZY = {
+    "GraphView": "graph_view",
+    "HookEditor": "hook_editor",
+    "BackwardStepper": "stepper",
+    "Session": "magics",
+    "AutogradMagics": "magics",
+}
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nbgrad.notebook' has no attribute {name!r}")
+    from importlib import import_module
+
+    return getattr(import_module(f"{__name__}.{module}"), name)
+
+
+def load_ipython_extension(ipython):
+    """``%load_ext nbgrad``: register the ``%%autograd`` cell magic."""
+    from .magics import AutogradMagics
+
+    ipython.register_magics(AutogradMagics)

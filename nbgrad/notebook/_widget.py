@@ -1,0 +1,94 @@
+"""What the three widget classes share: where their JS/CSS lives, the still SVG in the mime
+bundle, a stable ``repr``, and message dispatch with errors kept in the widget.
+
+The browser side of ``graph_view.py`` is ``widgets/graph_view.js`` (same stem) at the top of the
+repository; a wheel carries ``widgets/`` as data files under ``<prefix>/share/nbgrad/widgets``
+(``[tool.setuptools.data-files]`` in pyproject.toml), which is where an installed nbgrad looks
+when it is not running from a checkout.
+"""
+
+from __future__ import annotations
+
+import os
+import site
+import sys
+import sysconfig
+import traceback
+from pathlib import Path
+
+import anywidget
+import traitlets as t
+
+__all__ = ["asset", "widgets_dir", "StillWidget"]
+
+
+def widgets_dir() -> Path:
+    """The folder holding ``graph_view.js`` and friends."""
+    here = Path(__file__).resolve().parents[2] / "widgets"
+    candidates = [here]
+    for base in (sys.prefix, sysconfig.get_path("data"), getattr(site, "USER_BASE", None)):
+        if base:
+            candidates.append(Path(base) / "share" / "nbgrad" / "widgets")
+    env = os.environ.get("NBGRAD_WIDGETS_DIR")
+    if env:
+        candidates.insert(0, Path(env))
+    for c in candidates:
+        if (c / "graph_view.js").is_file():
+            return c
+    raise ImportError(
+        "nbgrad's widget files (graph_view.js ...) were not found in "
+        + ", ".join(str(c) for c in candidates)
+        + "; reinstall nbgrad, or set NBGRAD_WIDGETS_DIR to the repository's widgets/ folder"
+    )
+
+
+def asset(name: str) -> Path:
+    return widgets_dir() / name
+
+
+class StillWidget(anywidget.AnyWidget):
+    """An anywidget whose mime bundle also carries a still ``image/svg+xml`` (``to_svg()``) and
+    whose ``repr`` holds no memory address (nbval compares ``text/plain`` exactly)."""
+
+    error = t.Unicode("").tag(sync=True)
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.on_msg(self._on_msg)
+
+    def to_svg(self) -> str:  # pragma: no cover - each widget defines it
+        raise NotImplementedError
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is None:
+            return None
+        data, meta = bundle if isinstance(bundle, tuple) else (bundle, {})
+        data = dict(data)
+        data["text/plain"] = repr(self)
+        data["image/svg+xml"] = self.to_svg()
+        return data, meta
+
+    def _widget_view_bundle(self):
+        """Only the widget view (no text, no picture): the live display of a running cell."""
+        data, _ = super()._repr_mimebundle_()
+        key = "application/vnd.jupyter.widget-view+json"
+        return {key: data[key]}
+
+    # -- messages from the browser -----------------------------------------------------------
+    def _on_msg(self, widget, content, buffers):
+        kind = content.get("type") if isinstance(content, dict) else None
+        handler = getattr(self, f"_msg_{kind}", None) if isinstance(kind, str) else None
+        if handler is None:
+            self.error = f"unknown message {content!r}"
+            return
+        try:
+            self.error = ""
+            handler(content)
+        except Exception as e:  # noqa: BLE001 - shown in the widget, never lost
+            self.error = "".join(traceback.format_exception_only(type(e), e)).strip()
+
+    def _receive(self, content):
+        """Handle ``content`` as if the browser had sent it (the path a real message takes)."""
+        self._handle_msg({"content": {"data": {"method": "custom", "content": content}},
+                          "buffers": []})

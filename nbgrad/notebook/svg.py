@@ -1,0 +1,212 @@
+"""Still pictures: the SVG form of each widget, drawn in Python from the same snapshot.
+
+A saved notebook shows these where no widget can run (GitHub, exported HTML, ``--static``).
+The output is a pure function of the snapshot and the layout: no ids from ``id()``, no times,
+numbers formatted to fixed precision, so ``nbval`` can compare it exactly.
+"""
+
+from __future__ import annotations
+
+from xml.sax.saxutils import escape
+
+from .layout import layout as _layout
+
+__all__ = ["graph_svg", "trace_svg", "hooks_svg", "snapshot_svg"]
+
+FONT = "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace"
+STYLE = {
+    "node": ("#eef3fb", "#5b7bb2"),
+    "leaf": ("#e9f5ea", "#4c9a52"),
+    "external": ("#f4f4f4", "#9a9a9a"),
+    "root": ("#fdf0f0", "#b25b5b"),
+    "group": ("#fff6e5", "#c98a1b"),
+}
+
+
+def _f(v) -> str:
+    """A coordinate: at most one decimal, no trailing zeros."""
+    text = f"{float(v):.1f}"
+    return text[:-2] if text.endswith(".0") else text
+
+
+def _num(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, str):
+        return v
+    return f"{v:.3g}"
+
+
+def _t(text) -> str:
+    return escape(str(text), {'"': "&quot;"})
+
+
+def _header(width, height, title):
+    top = 22 if title else 0
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_f(width)}" '
+        f'height="{_f(height + top)}" viewBox="0 0 {_f(width)} {_f(height + top)}" '
+        f'font-family="{FONT}" font-size="11">',
+        "<defs><marker id=\"nbg-arrow\" viewBox=\"0 0 8 8\" refX=\"7\" refY=\"4\" "
+        "markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\">"
+        "<path d=\"M0,0 L8,4 L0,8 z\" fill=\"#8a8a8a\"/></marker></defs>",
+        f'<rect x="0" y="0" width="{_f(width)}" height="{_f(height + top)}" fill="#ffffff"/>',
+    ]
+    if title:
+        parts.append(f'<text x="10" y="15" font-size="12" fill="#333333">{_t(title)}</text>')
+    return parts, top
+
+
+def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None):
+    """The graph of ``snapshot`` as an SVG string.
+
+    ``lay``: a layout (computed with no group collapsed when omitted); ``marks``:
+    ``{snapshot node id: short text}`` drawn in a corner badge (the stepper's execution order);
+    ``highlight``: a snapshot node id drawn with a thick border.
+    """
+    if lay is None:
+        lay = _layout(snapshot)
+    nodes = {n["id"]: n for n in snapshot["nodes"]}
+    roots = set(snapshot.get("roots", ()))
+    parts, top = _header(lay["width"], lay["height"], title)
+    parts.append(f'<g transform="translate(0,{top})">')
+    for g in lay["groups"]:
+        parts.append(
+            f'<rect x="{_f(g["x"])}" y="{_f(g["y"])}" width="{_f(g["w"])}" height="{_f(g["h"])}" '
+            'rx="8" fill="#fbfaf6" fill-opacity="0.6" stroke="#c98a1b" stroke-dasharray="5 3"/>'
+        )
+        parts.append(f'<text x="{_f(g["x"] + 8)}" y="{_f(g["y"] + 13)}" font-size="10" '
+                     f'fill="#8a5d10">{_t(g["label"])}</text>')
+    for e in lay["edges"]:
+        x1, y1, x2, y2 = e["points"]
+        dy = max(18.0, (y2 - y1) / 2)
+        parts.append(
+            f'<path d="M{_f(x1)},{_f(y1)} C{_f(x1)},{_f(y1 + dy)} {_f(x2)},{_f(y2 - dy)} '
+            f'{_f(x2)},{_f(y2 - 1)}" fill="none" stroke="#8a8a8a" stroke-width="1.2" '
+            'marker-end="url(#nbg-arrow)"/>'
+        )
+        if e.get("grad") is not None:
+            mx, my = (x1 + x2) / 2, (y1 + y2) / 2
+            parts.append(
+                f'<text x="{_f(mx + 4)}" y="{_f(my + 3)}" font-size="9" fill="#1f6f3a" '
+                'stroke="#ffffff" stroke-width="3" paint-order="stroke">'
+                f'{_t(_num(e["grad"]))}</text>'
+            )
+    for b in lay["nodes"]:
+        if b["kind"] == "group":
+            kind = "group"
+            hooks = 0
+        else:
+            n = nodes[b["ref"]]
+            kind = n["kind"]
+            if kind == "node" and n["id"] in roots:
+                kind = "root"
+            hooks = len(n["hooks"])
+        fill, stroke = STYLE.get(kind, STYLE["node"])
+        width = "3" if highlight is not None and b["ref"] == highlight else "1.3"
+        dash = ' stroke-dasharray="4 3"' if kind in ("external", "group") else ""
+        parts.append(
+            f'<rect x="{_f(b["x"])}" y="{_f(b["y"])}" width="{_f(b["w"])}" height="{_f(b["h"])}" '
+            f'rx="5" fill="{fill}" stroke="{stroke}" stroke-width="{width}"{dash}/>'
+        )
+        cx = b["x"] + b["w"] / 2
+        parts.append(f'<text x="{_f(cx)}" y="{_f(b["y"] + 15)}" text-anchor="middle" '
+                     f'fill="#222222">{_t(b["label"])}</text>')
+        if b["sub"]:
+            parts.append(f'<text x="{_f(cx)}" y="{_f(b["y"] + 29)}" text-anchor="middle" '
+                         f'font-size="9.5" fill="#666666">{_t(b["sub"])}</text>')
+        if hooks:
+            hx, hy = b["x"] + b["w"] - 2, b["y"] + 2
+            parts.append(f'<circle cx="{_f(hx)}" cy="{_f(hy)}" r="7" fill="#e07b00"/>'
+                         f'<text x="{_f(hx)}" y="{_f(hy + 3.5)}" text-anchor="middle" '
+                         f'font-size="9" fill="#ffffff">{hooks}</text>')
+        if marks and b["ref"] in marks:
+            mx, my = b["x"] + 2, b["y"] + 2
+            parts.append(f'<circle cx="{_f(mx)}" cy="{_f(my)}" r="8" fill="#3b5ba5"/>'
+                         f'<text x="{_f(mx)}" y="{_f(my + 3.5)}" text-anchor="middle" '
+                         f'font-size="9" fill="#ffffff">{_t(marks[b["ref"]])}</text>')
+    parts.append("</g></svg>")
+    return "\n".join(parts)
+
+
+def snapshot_svg(snapshot, collapsed=None):
+    """The still form of a GraphView: graph, gradient norms on the edges, a one-line title."""
+    from .layout import default_collapsed
+
+    if collapsed is None:
+        collapsed = default_collapsed(snapshot)
+    lay = _layout(snapshot, collapsed)
+    n, e = len(snapshot["nodes"]), len(snapshot["edges"])
+    title = f"grad_fn graph: {n} nodes, {e} edges"
+    if snapshot.get("pass") is not None:
+        title += f"; gradients of backward pass {snapshot['pass']}"
+    return graph_svg(snapshot, lay, title=title)
+
+
+def trace_svg(trace, index=None):
+    """The still form of a BackwardStepper: the graph with each node's place in the order it
+    ran; with ``index``, that step's node highlighted."""
+    graph = trace["graph"]
+    marks = {}
+    for s in trace["steps"]:
+        marks.setdefault(s["node"], str(s["index"] + 1))
+    highlight = None
+    if index is not None and 0 <= index < len(trace["steps"]):
+        highlight = trace["steps"][index]["node"]
+    title = f"backward pass: {len(trace['steps'])} steps"
+    if trace.get("error"):
+        title += f" (error: {trace['error'][:60]})"
+    from .layout import default_collapsed
+
+    lay = _layout(graph, default_collapsed(graph))
+    return graph_svg(graph, lay, title=title, marks=marks, highlight=highlight)
+
+
+def hooks_svg(target_label, hooks, fired=()):
+    """The still form of a HookEditor: its target and a table of its hooks, then the hooks
+    that fired in the last run."""
+    rows = [("kind", "name", "state")]
+    for h in hooks:
+        state = "enabled" if h["enabled"] else "disabled"
+        if h.get("error"):
+            state += ", error"
+        rows.append((h["kind"], h["name"], state))
+    fired_rows = [(c["kind"], c["name"], _fired_text(c)) for c in fired]
+    width = 640
+    line = 16
+    height = 34 + line * (len(rows) + (len(fired_rows) + 1 if fired_rows else 0)) + 8
+    parts, top = _header(width, height, f"hooks on {target_label}")
+    parts.append(f'<g transform="translate(0,{top})">')
+    y = 20.0
+    cols = (10, 190, 470)
+    for i, row in enumerate(rows):
+        weight = ' font-weight="bold"' if i == 0 else ""
+        for x, text in zip(cols, row):
+            parts.append(f'<text x="{x}" y="{_f(y)}"{weight} fill="#222222">'
+                         f'{_t(str(text)[:40])}</text>')
+        y += line
+    if len(rows) == 1:
+        parts.append(f'<text x="10" y="{_f(y)}" fill="#888888">(no hooks)</text>')
+        y += line
+    if fired_rows:
+        parts.append(f'<text x="10" y="{_f(y)}" font-weight="bold" fill="#222222">'
+                     "fired in the last backward</text>")
+        y += line
+        for row in fired_rows:
+            for x, text in zip(cols, row):
+                parts.append(f'<text x="{x}" y="{_f(y)}" fill="#1f6f3a">{_t(str(text)[:48])}</text>')
+            y += line
+    parts.append("</g></svg>")
+    return "\n".join(parts)
+
+
+def _norms(g):
+    if g is None:
+        return "None"
+    if isinstance(g, list):
+        return "(" + ", ".join(_norms(x) for x in g) + ")"
+    return _num(g.get("norm")) if "norm" in g else g.get("repr", "?")
+
+
+def _fired_text(call):
+    return f"|g| {_norms(call['before'])} -> {_norms(call['after'])}"

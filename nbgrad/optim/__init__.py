@@ -1,0 +1,11 @@
+"""``nbgrad.optim``: ``SGD``, ``Adam``, ``AdamW`` and the ``Optimizer`` base class.
+
+Mirrors ``torch/optim/__init__.py``.
+"""
+
+from nbgrad.optim.adam import Adam
+from nbgrad.optim.adamw import AdamW
+from nbgrad.optim.optimizer import Optimizer
+from nbgrad.optim.sgd import SGD
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
