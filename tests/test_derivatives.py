@@ -503,6 +503,122 @@ CASES = [
 # fmt: on
 
 
+# ---- the nn rows, reached through nn.functional (nbgrad's or torch's) ----------------------------
+def nnf(t):
+    """``nn.functional`` of the library of tensor ``t``."""
+    return lib(t).nn.functional
+
+
+def _np_conv_loop(x, w, stride, padding, dilation, groups):
+    """Yield ``(group slice, output slice, i, j, input window slices)`` for a direct conv2d."""
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    ho = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    wo = (wd + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    og = o // groups
+    for g in range(groups):
+        for i in range(ho):
+            for j in range(wo):
+                rows = slice(i * sh, i * sh + dh * (kh - 1) + 1, dh)
+                cols = slice(j * sw, j * sw + dw * (kw - 1) + 1, dw)
+                yield slice(g * cg, (g + 1) * cg), slice(g * og, (g + 1) * og), i, j, rows, cols
+    return ho, wo
+
+
+def np_conv2d(x, w, b=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
+    (ph, pw) = padding
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    o, _, kh, kw = w.shape
+    ho = (xp.shape[2] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+    wo = (xp.shape[3] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    out = np.zeros((x.shape[0], o, ho, wo))
+    for gc, go, i, j, rows, cols in _np_conv_loop(x, w, stride, padding, dilation, groups):
+        out[:, go, i, j] = np.einsum("nckl,ockl->no", xp[:, gc, rows, cols], w[go])
+    return out if b is None else out + b[None, :, None, None]
+
+
+def np_conv2d_grads(x, w, gy, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
+    """Gradients of ``sum(gy * conv2d(x, w))`` with respect to ``x`` and ``w``."""
+    (ph, pw) = padding
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    gxp, gw = np.zeros_like(xp), np.zeros_like(w)
+    for gc, go, i, j, rows, cols in _np_conv_loop(x, w, stride, padding, dilation, groups):
+        gout = gy[:, go, i, j]
+        gw[go] += np.einsum("no,nckl->ockl", gout, xp[:, gc, rows, cols])
+        gxp[:, gc, rows, cols] += np.einsum("no,ockl->nckl", gout, w[go])
+    return gxp[:, :, ph : ph + x.shape[2], pw : pw + x.shape[3]], gw
+
+
+def np_conv2d_grad_of(x, w, **kw):
+    """The gradients of ``sum(conv2d(x, w) ** 2)`` (what ``grad_of`` records)."""
+    return np_conv2d_grads(x, w, 2 * np_conv2d(x, w, **kw), **kw)
+
+
+def np_nll(a, t, w=None, reduction="mean", ignore_index=-100):
+    a = a.reshape(1, -1) if a.ndim == 1 else a
+    t = np.asarray(t).reshape(-1)
+    valid = t != ignore_index
+    safe = np.where(valid, t, 0)
+    weights = (np.ones(len(t)) if w is None else w[safe]) * valid
+    losses = -a[np.arange(len(t)), safe] * weights
+    if reduction == "none":
+        return losses
+    return losses.sum() if reduction == "sum" else losses.sum() / weights.sum()
+
+
+def np_layer_norm(a, n, w=None, b=None, eps=1e-5):
+    axes = tuple(range(a.ndim - n, a.ndim))
+    y = (a - a.mean(axes, keepdims=True)) / np.sqrt(a.var(axes, keepdims=True) + eps)
+    return y * (1 if w is None else w) + (0 if b is None else b)
+
+
+GROUPED = dict(stride=(2, 1), padding=(1, 1), dilation=(1, 2), groups=2)
+TARGETS = Const([0, 3, 1])
+CLASS_WEIGHTS = Const([0.5, 1.0, 2.0, 1.5])
+
+# fmt: off
+CASES += [
+    Case("addmm", lambda x, w, b: nnf(x).linear(x, w, b), lambda a, w, b: a @ w.T + b,
+         [((2, 3), (4, 3), (4,)), ((2, 3), (4, 3), (1,)), ((0, 3), (2, 3), (2,))]),
+    Case("convolution", lambda x, w, b: nnf(x).conv2d(x, w, b), np_conv2d,
+         [((2, 2, 4, 4), (3, 2, 2, 2), (3,))]),
+    Case("convolution", lambda x, w: nnf(x).conv2d(x, w, None, **GROUPED),
+         lambda a, w: np_conv2d(a, w, **GROUPED), [((2, 4, 5, 5), (2, 2, 3, 2))]),
+    Case("convolution_input_grad", grad_of(lambda x, w: nnf(x).conv2d(x, w, padding=1)),
+         lambda a, w: np_conv2d_grad_of(a, w, padding=(1, 1))[0], [((1, 2, 4, 4), (2, 2, 3, 3))]),
+    Case("convolution_input_grad", grad_of(lambda x, w: nnf(x).conv2d(x, w, **GROUPED)),
+         lambda a, w: np_conv2d_grad_of(a, w, **GROUPED)[0], [((1, 4, 5, 4), (2, 2, 2, 2))]),
+    Case("convolution_weight_grad", grad_of(lambda w, x: nnf(x).conv2d(x, w, stride=2)),
+         lambda w, a: np_conv2d_grad_of(a, w, stride=(2, 2))[1], [((2, 2, 2, 2), (1, 2, 5, 5))]),
+    Case("convolution_weight_grad", grad_of(lambda w, x: nnf(x).conv2d(x, w, **GROUPED)),
+         lambda w, a: np_conv2d_grad_of(a, w, **GROUPED)[1], [((2, 2, 2, 2), (1, 4, 4, 5))]),
+    Case("mse_loss", lambda x, y: nnf(x).mse_loss(x, y), lambda a, b: np.mean((a - b) ** 2),
+         [((2, 3), (2, 3)), ((), ())]),
+    Case("mse_loss", lambda x, y: nnf(x).mse_loss(x, y, reduction="sum"),
+         lambda a, b: np.sum((a - b) ** 2), [((3,), (3,))]),
+    Case("mse_loss", lambda x, y: nnf(x).mse_loss(x, y, reduction="none"),
+         lambda a, b: (a - b) ** 2, [((2, 3), (2, 3))]),
+    Case("nll_loss", lambda x, t: nnf(x).nll_loss(x, t), np_nll,
+         [((3, 4), TARGETS), ((4,), Const(2))]),
+    Case("nll_loss", lambda x, t: nnf(x).nll_loss(x, t, reduction="none", ignore_index=3),
+         lambda a, t: np_nll(a, t, reduction="none", ignore_index=3), [((3, 4), TARGETS)]),
+    Case("nll_loss", lambda x, t, w: nnf(x).nll_loss(x, t, w, reduction="sum"),
+         lambda a, t, w: np_nll(a, t, w, reduction="sum"), [((3, 4), TARGETS, CLASS_WEIGHTS)]),
+    Case("nll_loss", lambda x, t, w: nnf(x).nll_loss(x, t, w), np_nll,
+         [((3, 4), TARGETS, CLASS_WEIGHTS)]),
+    Case("layer_norm", lambda x, w, b: nnf(x).layer_norm(x, (3,), w, b),
+         lambda a, w, b: np_layer_norm(a, 1, w, b), [((2, 3), (3,), (3,))]),
+    Case("layer_norm", lambda x: nnf(x).layer_norm(x, (2, 3)), lambda a: np_layer_norm(a, 2),
+         [((2, 2, 3),)]),
+    Case("embedding", lambda w, i: nnf(w).embedding(i, w), lambda a, i: a[i], [((4, 3), INDEX)]),
+    # the padding row gets no gradient although it is used: parity only, no gradcheck
+    Case("embedding", lambda w, i: nnf(w).embedding(i, w, padding_idx=1), lambda a, i: a[i],
+         [((4, 3), INDEX)], grad=False),
+]
+# fmt: on
+
+
 # ---- running a case on nbgrad and on torch -------------------------------------------------
 def _sample_values(case, sample, seed):
     rng = np.random.default_rng(seed)

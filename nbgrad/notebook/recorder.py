@@ -351,13 +351,13 @@ class Recorder:
             return
         if getattr(self._busy, "on", False):
             return
-        self._busy.on = True
+        self._busy.on = True  # ops run by the recorder or its subscribers are not recorded
         try:
             self._add_record(op, args, result, elapsed)
+            if not self._backward_depth:
+                self._notify()
         finally:
             self._busy.on = False
-        if not self._backward_depth:
-            self._notify()
 
     def _add_record(self, op, args, result, elapsed):
         from nbgrad.tensor import Tensor
@@ -572,7 +572,8 @@ class Recorder:
             with self._lock:
                 self._open_traces.pop(key, None)
                 self._backward_depth = max(0, self._backward_depth - 1)
-            self._notify()
+            if not self._backward_depth:
+                self._notify()
 
     # -- reading -----------------------------------------------------------------------------
     def forward_records(self):

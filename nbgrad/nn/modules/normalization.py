@@ -48,5 +48,5 @@ class LayerNorm(Module):
     def extra_repr(self) -> str:
         return (
             f"{self.normalized_shape}, eps={self.eps}, "
-            f"elementwise_affine={self.elementwise_affine}"
+            f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}"
         )

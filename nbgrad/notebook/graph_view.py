@@ -1,0 +1,214 @@
+"""``GraphView``: the live ``grad_fn`` graph (kernel side of ``widgets/graph_view.js``).
+
+The view holds a snapshot (see ``snapshot.py``) and its layout (``layout.py``) as traits; the
+browser draws them: a layered top-to-bottom drawing with leaves, module groups that collapse
+and expand, pan and zoom, a details panel for the selected node and, after a backward pass, the
+gradient norm on each edge (values in the panel). The still form is ``svg.snapshot_svg`` of the
+same snapshot.
+
+Built from a recorder (``GraphView(recorder=rec, live=True)``) it grows while the recorded code
+runs: each change of the recorder asks for a refresh, done at most every ``interval`` seconds
+and never more often than four times the cost of the last one; the recorder's end always
+refreshes, so the final state is always shown. Built from tensors or nodes
+(``GraphView(loss)``) it shows everything below them.
+
+Messages from the browser (``{"type": ...}``): ``select {id}``, ``toggle {group}``,
+``collapse_all``, ``expand_all``, ``show_pass {index}``, ``refresh``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import traitlets as t
+
+from ._widget import StillWidget, asset
+from .layout import default_collapsed, layout
+from .snapshot import IdMap, build_snapshot
+from .svg import snapshot_svg
+
+__all__ = ["GraphView"]
+
+
+class GraphView(StillWidget):
+    """The ``grad_fn`` graph of ``roots`` (tensors or nodes), or of what ``recorder`` recorded.
+
+    Example:
+        >>> import nbgrad as ng
+        >>> from nbgrad.notebook import GraphView
+        >>> x = ng.ones(3, requires_grad=True)
+        >>> GraphView((x * 2).sum())
+        GraphView(3 nodes, 2 edges, 0 groups, 0 backward passes)
+    """
+
+    _esm = asset("graph_view.js")
+    _css = asset("graph_view.css")
+
+    snapshot = t.Dict().tag(sync=True)
+    graph_layout = t.Dict().tag(sync=True)
+    collapsed = t.List(t.Unicode()).tag(sync=True)
+    selected = t.Unicode("").tag(sync=True)
+    live = t.Bool(False).tag(sync=True)
+
+    def __init__(self, *roots, recorder=None, names=None, collapsed=None, live=False,
+                 interval=0.25, timings=True, pass_index=None):
+        super().__init__()
+        self.roots = roots
+        self.recorder = recorder
+        self.names = dict(names or {})
+        self.interval = interval
+        self.timings = timings
+        self.pass_index = pass_index
+        self._ids = IdMap() if recorder is None else None
+        self._auto_collapse = collapsed is None
+        self._objects = {}
+        self._last = 0.0
+        self._cost = 0.0
+        if collapsed is not None:
+            self.collapsed = list(collapsed)
+        self.refresh()
+        if live and recorder is not None:
+            self.live = recorder.running
+            recorder.subscribe(self._on_record)
+
+    # -- building ----------------------------------------------------------------------------
+    def refresh(self):
+        """Rebuild the snapshot and the layout from the recorder or the roots."""
+        start = time.perf_counter()
+        objects = {}
+        snap = build_snapshot(self.recorder, self.roots, names=self.names, ids=self._ids,
+                              timings=self.timings, pass_index=self.pass_index, objects=objects)
+        self._objects = objects
+        collapsed = self.collapsed
+        if self._auto_collapse:
+            collapsed = default_collapsed(snap)
+        lay = layout(snap, collapsed)
+        with self.hold_sync():
+            self.snapshot = snap
+            self.collapsed = lay["collapsed"]
+            self.graph_layout = lay
+        self._cost = time.perf_counter() - start
+        self._last = time.perf_counter()
+
+    def _relayout(self):
+        self.graph_layout = layout(self.snapshot, self.collapsed)
+        self.collapsed = self.graph_layout["collapsed"]
+
+    def _on_record(self, recorder, final):
+        if final:
+            self.live = False
+            self.refresh()
+            return
+        now = time.perf_counter()
+        if now - self._last >= max(self.interval, 4 * self._cost):
+            self.refresh()
+
+    def stop_live(self):
+        """Stop following the recorder (the magic calls this when the cell ends)."""
+        if self.recorder is not None:
+            self.recorder.unsubscribe(self._on_record)
+        self.live = False
+
+    # -- Python access -----------------------------------------------------------------------
+    def node(self, node_id):
+        """The Node (or, for a group id, the ModuleCall) behind a snapshot id."""
+        obj = self._objects.get(node_id)
+        if obj is None:
+            raise KeyError(f"no node {node_id!r} in this graph")
+        return obj
+
+    def tensor(self, node_id):
+        """A live tensor for a node id: a leaf's variable, or an output recorded for the node."""
+        node = self.node(node_id)
+        var = getattr(node, "variable", None)
+        if var is not None:
+            return var
+        if self.recorder is not None:
+            for r in self.recorder.records:
+                if r.node is node:
+                    for out in r.output_tensors():
+                        if out.grad_fn is node:
+                            return out
+        for root in self.roots:
+            if getattr(root, "grad_fn", None) is node:
+                return root
+        return None
+
+    def module(self, group_id):
+        """The module of a group id (None if it is gone)."""
+        return self.node(group_id).module
+
+    def default_root(self):
+        """The tensor a "Run backward" button starts from: a root of the view that is a scalar
+        tensor needing grad, else the last such output the recorder saw."""
+        from nbgrad.tensor import Tensor
+
+        for root in self.roots:
+            if isinstance(root, Tensor) and root.requires_grad and root.numel() == 1:
+                return root
+        if self.recorder is not None:
+            for r in reversed(self.recorder.forward_records()):
+                for out in r.output_tensors():
+                    if out.requires_grad and out.numel() == 1:
+                        return out
+        return None
+
+    def select(self, node_id):
+        if node_id and node_id not in self._objects:
+            raise KeyError(f"no node {node_id!r} in this graph")
+        self.selected = node_id or ""
+
+    def toggle(self, group_id):
+        """Collapse an expanded group, or expand a collapsed one."""
+        if not any(g["id"] == group_id for g in self.snapshot["groups"]):
+            raise KeyError(f"no group {group_id!r} in this graph")
+        self._auto_collapse = False
+        collapsed = list(self.collapsed)
+        if group_id in collapsed:
+            collapsed.remove(group_id)
+        else:
+            collapsed.append(group_id)
+        self.collapsed = collapsed
+        self._relayout()
+
+    def collapse_all(self):
+        self._auto_collapse = False
+        self.collapsed = [g["id"] for g in self.snapshot["groups"] if g["parent"] is None]
+        self._relayout()
+
+    def expand_all(self):
+        self._auto_collapse = False
+        self.collapsed = []
+        self._relayout()
+
+    def show_pass(self, index):
+        """Show the gradients of backward pass ``index`` on the edges (None: the last one)."""
+        self.pass_index = index
+        self.refresh()
+
+    def to_svg(self) -> str:
+        return snapshot_svg(self.snapshot, self.collapsed)
+
+    def __repr__(self):
+        s = self.snapshot
+        return (f"GraphView({len(s['nodes'])} nodes, {len(s['edges'])} edges, "
+                f"{len(s['groups'])} groups, {len(s['passes'])} backward passes)")
+
+    # -- messages ----------------------------------------------------------------------------
+    def _msg_select(self, content):
+        self.select(content.get("id") or "")
+
+    def _msg_toggle(self, content):
+        self.toggle(content["group"])
+
+    def _msg_collapse_all(self, content):
+        self.collapse_all()
+
+    def _msg_expand_all(self, content):
+        self.expand_all()
+
+    def _msg_show_pass(self, content):
+        self.show_pass(content.get("index"))
+
+    def _msg_refresh(self, content):
+        self.refresh()

@@ -1,0 +1,428 @@
+"""``HookEditor``: list, add, edit, enable, disable and remove hooks, then run backward
+(kernel side of ``widgets/hook_editor.js``).
+
+The target is a tensor, a node or a module, given directly or followed from a ``GraphView``'s
+selection. Its hooks come from ``hook_inventory`` (``nbgrad.autograd.graph``); each can be
+switched off and on (``handle.enabled``) or removed. A new hook is typed as Python, a lambda
+(``lambda grad: grad * 2``) or a ``def``; it is compiled under a readable filename such as
+``<hook:MulBackward0#1>`` (registered with ``linecache``, so a traceback shows its line) and
+registered through the public API (``Tensor.register_hook``, ``Node.register_prehook`` ...)
+wrapped in a small callable that keeps its source and catches its errors for display.
+
+NOTE [Hook code in widget state]
+Hook sources travel to the browser inside the ``hooks`` trait, and so are saved with the
+notebook's widget state. They are only ever compiled in response to an action: a message from
+the browser (``add``, ``edit``) or a Python call (``add_hook``, ``edit_hook``). Nothing reads
+sources back from the browser's state, so opening a notebook never runs hook code.
+
+A syntax error leaves every hook as it was and shows the error; a hook that raises during
+backward makes that backward fail, as in PyTorch, and the editor shows the error on that hook;
+no other hook is lost. "Run backward" runs ``root.backward(retain_graph=..., create_graph=...)``
+with a recorder listening to the engine and shows which hooks fired, with the gradient before
+and after each.
+
+Messages from the browser: ``add {kind, source}``, ``edit {id, source}``, ``enable {id,
+enabled}``, ``remove {id}``, ``run_backward {retain_graph, create_graph}``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import linecache
+import textwrap
+import traceback
+import types
+import weakref
+
+import traitlets as t
+
+from ._widget import StillWidget, asset
+from .recorder import Recorder
+from .snapshot import _hook_call, grad_summary, hooks_of
+from .svg import hooks_svg
+
+__all__ = ["HookEditor", "compile_hook"]
+
+_hook_numbers = itertools.count(1)
+
+# kind -> (what it hangs on, the method that registers it, the arguments it is called with)
+KINDS = {
+    "tensor_hook": ("tensor", "register_hook", "grad"),
+    "post_accumulate_grad": ("leaf", "register_post_accumulate_grad_hook", "tensor"),
+    "node_prehook": ("node", "register_prehook", "grad_outputs"),
+    "node_hook": ("node", "register_hook", "grad_inputs, grad_outputs"),
+    "forward_pre": ("module", "register_forward_pre_hook", "module, args"),
+    "forward": ("module", "register_forward_hook", "module, args, output"),
+    "full_backward_pre": ("module", "register_full_backward_pre_hook", "module, grad_output"),
+    "full_backward": ("module", "register_full_backward_hook",
+                      "module, grad_input, grad_output"),
+}
+
+
+def compile_hook(source: str, filename: str, namespace=None):
+    """Compile hook code: a lambda expression, or statements defining a function (the last one
+    defined is the hook). Raises SyntaxError or TypeError with the hook's filename."""
+    src = textwrap.dedent(source).strip("\n")
+    if not src.strip():
+        raise SyntaxError(f"empty hook code ({filename})")
+    lines = [line + "\n" for line in src.splitlines()]
+    linecache.cache[filename] = (len(src), None, lines, filename)
+    glb = namespace if namespace is not None else _default_namespace()
+    try:
+        code = compile(src, filename, "eval")
+    except SyntaxError:
+        code = None
+    if code is not None:
+        fn = eval(code, glb)  # noqa: S307 - the user typed this hook and pressed "add"
+    else:
+        code = compile(src, filename, "exec")
+        local = {}
+        exec(code, glb, local)  # noqa: S102 - as above
+        defined = [v for v in local.values()
+                   if isinstance(v, types.FunctionType) and v.__code__.co_filename == filename]
+        if not defined:
+            raise TypeError(f"{filename}: the code must be a lambda or define a function")
+        fn = defined[-1]
+    if not callable(fn):
+        raise TypeError(f"{filename}: the code gives a {type(fn).__name__}, not a function")
+    return fn
+
+
+def _default_namespace():
+    import numpy
+
+    import nbgrad
+
+    return {"ng": nbgrad, "nbgrad": nbgrad, "np": numpy, "__name__": "__nbgrad_hook__"}
+
+
+class _EditorHook:
+    """The callable registered for a hook typed in the editor: calls the compiled function,
+    keeps its source (``_nbgrad_source``, which the snapshot reports) and reports errors."""
+
+    def __init__(self, editor, label, fn, source, kind):
+        self._editor = weakref.ref(editor)
+        self.fn = fn
+        self._nbgrad_source = source
+        self.kind = kind
+        self.__name__ = self.__qualname__ = label
+        self.error = None
+
+    def __call__(self, *args):
+        editor = self._editor()
+        before = None
+        if self.kind == "post_accumulate_grad" and editor is not None and editor._running:
+            before = grad_summary(args[0].grad)
+        try:
+            result = self.fn(*args)
+        except Exception as e:
+            self.error = _format_hook_error(e, self.__name__)
+            if editor is not None:
+                editor._hook_failed(self)
+            raise
+        self.error = None
+        if before is not None:
+            editor._post_acc_calls.append({
+                "hook": None, "name": self.__name__, "kind": self.kind, "node": None,
+                "before": before, "after": grad_summary(args[0].grad), "changed": True,
+            })
+        return result
+
+    def __repr__(self):
+        return f"<hook {self.__name__}>"
+
+
+def _format_hook_error(e, filename):
+    """The exception, with only the traceback lines inside the hook's own code."""
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == filename]
+    lines = traceback.format_list(frames) if frames else []
+    return ("".join(lines) + "".join(traceback.format_exception_only(type(e), e))).strip()
+
+
+class HookEditor(StillWidget):
+    """Hooks of a tensor, node or module: list, add (typed Python), edit, enable, disable,
+    remove; run backward and see which hooks fired.
+
+    Example:
+        >>> import nbgrad as ng
+        >>> from nbgrad.notebook import HookEditor
+        >>> x = ng.ones(2, requires_grad=True)
+        >>> y = x * 3
+        >>> ed = HookEditor(y, root=y.sum())
+        >>> h = ed.add_hook("tensor_hook", "lambda grad: grad * 2")
+        >>> ed.run_backward()
+        >>> x.grad
+        tensor([6., 6.])
+    """
+
+    _esm = asset("hook_editor.js")
+    _css = asset("hook_editor.css")
+
+    target = t.Dict().tag(sync=True)
+    hooks = t.List().tag(sync=True)
+    fired = t.List().tag(sync=True)
+    status = t.Unicode("").tag(sync=True)
+
+    def __init__(self, target=None, *, root=None, graph=None, namespace=None):
+        super().__init__()
+        self.graph = graph
+        self.root = root
+        self.namespace = namespace
+        self._node = self._tensor = self._module = None
+        self._label = "nothing"
+        self._node_id = None
+        self._editor_hooks = {}  # hook id -> _EditorHook
+        self._running = False
+        self._failed = None
+        self._post_acc_calls = []
+        if graph is not None:
+            graph.observe(self._follow, names="selected")
+            if target is None and graph.selected:
+                target = graph.selected
+        self.set_target(target)
+
+    # -- the target --------------------------------------------------------------------------
+    def set_target(self, target):
+        """A Tensor, a Node, a module, a GraphView node or group id, or None."""
+        from nbgrad.autograd.graph import Node
+        from nbgrad.tensor import Tensor
+
+        node = tensor = module = None
+        node_id = None
+        label = "nothing"
+        if isinstance(target, str) and target:
+            if self.graph is None:
+                raise ValueError("a node id needs a graph: HookEditor(graph=view)")
+            node_id = target
+            obj = self.graph.node(target)
+            if isinstance(obj, Node):
+                node = obj
+                tensor = self.graph.tensor(target)
+            else:  # a module group
+                module = obj.module
+                if module is None:
+                    raise ValueError(f"the module of group {target!r} no longer exists")
+        elif isinstance(target, Tensor):
+            tensor = target
+            if target.grad_fn is not None:
+                node = target.grad_fn
+            elif target.requires_grad:
+                node = target._get_grad_accumulator()
+        elif isinstance(target, Node):
+            node = target
+            tensor = getattr(target, "variable", None)
+        elif target is not None:
+            module = target
+        if node is not None:
+            label = node.name()
+            var = getattr(node, "variable", None)
+            if var is not None and self.graph is not None:
+                label = self.graph.names.get(id(var), label)
+        elif module is not None:
+            label = type(module).__name__
+        self._node, self._tensor, self._module = node, tensor, module
+        self._node_id = node_id
+        self._label = label
+        self._update()
+
+    def _follow(self, change):
+        try:
+            self.set_target(change["new"] or None)
+        except Exception as e:  # noqa: BLE001 - shown in the editor
+            self.error = str(e)
+
+    def kinds(self):
+        """The hook kinds that can be added to the current target."""
+        out = []
+        if self._tensor is not None and self._tensor.requires_grad:
+            out.append("tensor_hook")
+            if self._tensor.grad_fn is None:
+                out.append("post_accumulate_grad")
+        if self._node is not None:
+            out += ["node_prehook", "node_hook"]
+        if self._module is not None:
+            out += [k for k, (on, method, _) in KINDS.items()
+                    if on == "module" and hasattr(self._module, method)]
+        return out
+
+    def _infos(self):
+        from nbgrad.autograd.graph import hook_inventory
+
+        if self._node is not None:
+            return hooks_of(self._node)
+        if self._module is not None and hasattr(self._module, "_module_hook_infos"):
+            return hook_inventory(self._module)
+        return []
+
+    def _update(self):
+        entries = []
+        for info in self._infos():
+            hid = f"h{info.handle.id}"
+            fn = info.handle.fn
+            entries.append({
+                "id": hid,
+                "kind": info.kind,
+                "name": info.name,
+                "enabled": bool(info.enabled),
+                "source": getattr(fn, "_nbgrad_source", None),
+                "error": getattr(fn, "error", None) if isinstance(fn, _EditorHook) else None,
+            })
+        root = self._root()
+        with self.hold_sync():
+            self.target = {
+                "kind": ("module" if self._module is not None else "node"
+                         if self._node is not None else "none"),
+                "id": self._node_id,
+                "label": self._label,
+                "kinds": self.kinds(),
+                "signatures": {k: KINDS[k][2] for k in self.kinds()},
+                "root": (root.grad_fn.name() if root is not None and root.grad_fn is not None
+                         else None),
+            }
+            self.hooks = entries
+
+    def _root(self):
+        if self.root is not None:
+            return self.root
+        if self.graph is not None:
+            return self.graph.default_root()
+        return None
+
+    def _handle(self, hook_id):
+        for info in self._infos():
+            if f"h{info.handle.id}" == hook_id:
+                return info.handle
+        raise KeyError(f"no hook {hook_id!r} on {self._label}")
+
+    # -- actions -----------------------------------------------------------------------------
+    def add_hook(self, kind, source):
+        """Compile ``source`` and register it as a ``kind`` hook on the target; returns the
+        hook id (``"h<k>"``)."""
+        if kind not in self.kinds():
+            raise ValueError(f"cannot add a {kind!r} hook to {self._label}; "
+                             f"possible: {', '.join(self.kinds()) or 'none'}")
+        label = f"<hook:{self._label}#{next(_hook_numbers)}>"
+        try:
+            fn = compile_hook(source, label, self.namespace)
+        except (SyntaxError, TypeError) as e:
+            self.error = "".join(traceback.format_exception_only(type(e), e)).strip()
+            raise
+        wrapper = _EditorHook(self, label, fn, source, kind)
+        on, method, _ = KINDS[kind]
+        owner = self._module if on == "module" else self._node if on == "node" else self._tensor
+        handle = getattr(owner, method)(wrapper)
+        hid = f"h{handle.id}"
+        self._editor_hooks[hid] = wrapper
+        self.error = ""
+        self.status = f"added {label}"
+        self._update()
+        return hid
+
+    def edit_hook(self, hook_id, source):
+        """Replace the code of a hook added here; it keeps its place in the hook order."""
+        handle = self._handle(hook_id)
+        wrapper = handle.fn
+        if not isinstance(wrapper, _EditorHook):
+            raise ValueError(f"hook {hook_id} was not typed in the editor; remove it and add one")
+        try:
+            fn = compile_hook(source, wrapper.__name__, self.namespace)
+        except (SyntaxError, TypeError) as e:
+            self.error = "".join(traceback.format_exception_only(type(e), e)).strip()
+            raise
+        wrapper.fn = fn
+        wrapper._nbgrad_source = source
+        wrapper.error = None
+        self.error = ""
+        self.status = f"edited {wrapper.__name__}"
+        self._update()
+
+    def set_enabled(self, hook_id, enabled):
+        handle = self._handle(hook_id)
+        if enabled:
+            handle.enable()
+        else:
+            handle.disable()
+        self.status = f"{'enabled' if enabled else 'disabled'} {handle.name}"
+        self._update()
+
+    def remove_hook(self, hook_id):
+        handle = self._handle(hook_id)
+        handle.remove()
+        self._editor_hooks.pop(hook_id, None)
+        self.status = f"removed {handle.name}"
+        self._update()
+
+    def run_backward(self, retain_graph=False, create_graph=False):
+        """``root.backward(retain_graph=..., create_graph=...)``, recording which hooks fired."""
+        root = self._root()
+        if root is None:
+            self.error = "no tensor to run backward from: give HookEditor(root=...)"
+            return
+        view = self.graph
+        recorder = view.recorder if view is not None and view.recorder is not None else None
+        if recorder is None:
+            recorder = Recorder(forward=False)
+        before = len(recorder.passes)
+        self._post_acc_calls = []
+        self._failed = None
+        self._running = True
+        error = None
+        try:
+            with recorder.resume_backward():
+                root.backward(retain_graph=retain_graph or None, create_graph=create_graph)
+        except Exception as e:  # noqa: BLE001 - shown in the editor
+            error = e
+        finally:
+            self._running = False
+        passes = recorder.passes[before:]
+        from .snapshot import IdMap
+
+        ids = getattr(recorder, "_ids", None) or IdMap()
+        fired = [_hook_call(c, ids) for p in passes for c in p.hook_calls]
+        fired += self._post_acc_calls
+        with self.hold_sync():
+            self.fired = fired
+            if error is not None:
+                if self._failed is not None:
+                    self.error = f"{self._failed.__name__} failed:\n{self._failed.error}"
+                else:
+                    self.error = "".join(
+                        traceback.format_exception_only(type(error), error)).strip()
+                self.status = "backward failed"
+            else:
+                self.error = ""
+                ran = sum(len(p.steps) for p in passes)
+                self.status = f"backward ran {ran} nodes; {len(fired)} hooks fired"
+        self._update()
+        if view is not None:
+            view.refresh()
+
+    def _hook_failed(self, wrapper):
+        self._failed = wrapper
+        self.error = f"{wrapper.__name__} failed:\n{wrapper.error}"
+        self._update()
+
+    def to_svg(self) -> str:
+        return hooks_svg(self._label, self.hooks, self.fired)
+
+    def __repr__(self):
+        return f"HookEditor({self._label}: {len(self.hooks)} hooks)"
+
+    # -- messages ----------------------------------------------------------------------------
+    def _msg_add(self, content):
+        self.add_hook(content["kind"], content["source"])
+
+    def _msg_edit(self, content):
+        self.edit_hook(content["id"], content["source"])
+
+    def _msg_enable(self, content):
+        self.set_enabled(content["id"], bool(content.get("enabled", True)))
+
+    def _msg_remove(self, content):
+        self.remove_hook(content["id"])
+
+    def _msg_run_backward(self, content):
+        self.run_backward(bool(content.get("retain_graph")), bool(content.get("create_graph")))
+
+    def _msg_target(self, content):
+        self.set_target(content.get("id") or None)

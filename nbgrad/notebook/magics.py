@@ -1,0 +1,234 @@
+"""``%%autograd``: run a cell as usual while recording it, and show its graph.
+
+Model: anywidget's ``_cellmagic.py`` (a small ``Magics`` class). ``%load_ext nbgrad`` registers
+it. The cell body runs in the user's namespace like an ordinary cell: its prints, its last
+expression's value (shown as ``Out``), its variables, and its exception, whose traceback shows
+only the cell's own frames. Meanwhile a :class:`~nbgrad.notebook.recorder.Recorder` sees every
+forward call and a :class:`~nbgrad.notebook.graph_view.GraphView` grows live.
+
+NOTE [Live display and saved outputs]
+nbval compares the ``text/plain`` and ``image/svg+xml`` of saved outputs with a fresh run, and
+does not apply ``update_display_data``. So the live view is displayed with the widget mime type
+only (nothing nbval compares), and when the cell ends that output is emptied (an update with no
+data) and the final view is displayed anew with its text and its still SVG. A notebook saved by
+JupyterLab or nbconvert then holds an empty output and the final one, and a fresh nbval run
+sees the live display (nothing to compare) and the same final one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import shlex
+import sys
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, magics_class
+from IPython.display import display
+
+from .recorder import Recorder
+
+__all__ = ["AutogradMagics", "Session", "parse_options", "USAGE"]
+
+USAGE = """\
+%%autograd [--backward EXPR] [--step] [--retain-graph] [--create-graph] [--static] [-o NAME]
+
+Run the cell as usual, record every forward call, and show the grad_fn graph it built.
+
+  --backward EXPR   after the cell, run EXPR.backward() (gradients then show on the edges)
+  --step            open the backward stepper on the (last) backward pass
+  --retain-graph    pass retain_graph=True to that backward
+  --create-graph    pass create_graph=True to that backward
+  --static          show still pictures (SVG) only, no live widgets
+  -o NAME           store the session (record, graph, hooks, stepper) in NAME
+  --help            show this message"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(f"%%autograd: {message}\nusage: {USAGE.splitlines()[0]}\n"
+                         "(%%autograd --help for the options)")
+
+
+def _parser():
+    p = _Parser(prog="%%autograd", add_help=False)
+    p.add_argument("--backward", metavar="EXPR")
+    p.add_argument("--step", action="store_true")
+    p.add_argument("--retain-graph", action="store_true")
+    p.add_argument("--create-graph", action="store_true")
+    p.add_argument("--static", action="store_true")
+    p.add_argument("-o", dest="output", metavar="NAME")
+    p.add_argument("--help", action="store_true")
+    return p
+
+
+def parse_options(line: str):
+    """The options of a ``%%autograd`` line; a bad one raises IPython's UsageError (shown as
+    a short message, not a traceback)."""
+    try:
+        words = shlex.split(line)
+    except ValueError as e:
+        _Parser().error(str(e))
+    opts = _parser().parse_args(words)
+    if opts.output is not None and not opts.output.isidentifier():
+        _Parser().error(f"-o needs a Python name, got {opts.output!r}")
+    return opts
+
+
+class Session:
+    """What one ``%%autograd`` cell made (``-o NAME`` stores it): ``record`` (the Recorder),
+    ``graph`` (GraphView, None with ``--static``), ``hooks`` (HookEditor), ``stepper``
+    (BackwardStepper or None), ``value`` (the cell's value)."""
+
+    def __init__(self, record, graph=None, hooks=None, stepper=None, names=None):
+        self.record = record
+        self.graph = graph
+        self.hooks = hooks
+        self.stepper = stepper
+        self.names = names or {}
+        self.value = None
+
+    def snapshot(self, **kwargs):
+        from .snapshot import build_snapshot
+
+        kwargs.setdefault("names", self.names)
+        return build_snapshot(self.record, **kwargs)
+
+    def to_svg(self):
+        from .svg import snapshot_svg
+
+        return snapshot_svg(self.snapshot(timings=False))
+
+    def __repr__(self):
+        return f"<autograd session: {self.record.summary()}>"
+
+
+def _names(ns):
+    """``{id(tensor): name}`` for the tensors bound to names in ``ns`` (leaf labels)."""
+    from nbgrad.tensor import Tensor
+
+    out = {}
+    for k, v in list(ns.items()):
+        if isinstance(v, Tensor) and not k.startswith("_") and id(v) not in out:
+            out[id(v)] = k
+    return out
+
+
+@magics_class
+class AutogradMagics(Magics):
+    """The ``%%autograd`` cell magic."""
+
+    @cell_magic
+    def autograd(self, line, cell):
+        """Run the cell, record its forward calls, show its grad_fn graph.
+
+        %%autograd [--backward EXPR] [--step] [--retain-graph] [--create-graph] [--static]
+                   [-o NAME]
+        """
+        opts = parse_options(line)
+        if opts.help:
+            print(USAGE)
+            return None
+        shell = self.shell
+        ns = shell.user_ns
+        transformed = shell.transform_cell(cell)
+        filename = shell.compile.cache(transformed, shell.execution_count, raw_code=cell)
+        # compile first: a syntax error is reported like any cell's, before anything is shown
+        body, last = _compile(shell, transformed, filename)
+
+        rec = Recorder(cell_filename=filename, line_offset=1)
+        view = handle = None
+        if not opts.static:
+            from .graph_view import GraphView
+
+            view = GraphView(recorder=rec, live=True)
+            handle = display(view._widget_view_bundle(), raw=True, display_id=True)
+        value = target = error = tb = None
+        with rec:
+            try:
+                exec(body, ns)  # noqa: S102 - the user's own cell
+                if last is not None:
+                    value = eval(last, ns)  # noqa: S307 - as above
+                if opts.backward:
+                    target = eval(opts.backward, ns)  # noqa: S307 - the user's own expression
+                    target.backward(retain_graph=True if opts.retain_graph else None,
+                                    create_graph=opts.create_graph)
+            except BaseException as e:  # noqa: BLE001 - re-raised below, after the displays
+                error = e
+                tb = sys.exc_info()[2]
+            finally:
+                if view is not None:
+                    view.stop_live()  # the final refresh comes below, with the leaves' names
+        names = _names(ns)
+        session = Session(rec, names=names)
+        session.value = value
+        if opts.output:
+            ns[opts.output] = session
+        try:
+            self._show(opts, rec, view, handle, session, names, target)
+        except Exception:  # noqa: BLE001 - the cell's own error matters more
+            if error is None:
+                raise
+        if error is not None:
+            _reraise(shell, error, tb)
+        return value
+
+    def _show(self, opts, rec, view, handle, session, names, root):
+        from .snapshot import build_snapshot
+        from .svg import snapshot_svg, trace_svg
+
+        trace = rec.passes[-1] if rec.passes else None
+        if opts.step and trace is None:
+            print("%%autograd --step: no backward pass ran in this cell (use --backward EXPR)")
+        if opts.static:
+            snap = build_snapshot(rec, names=names, timings=False)
+            display({"image/svg+xml": snapshot_svg(snap),
+                     "text/plain": f"<autograd graph: {rec.summary()}>"}, raw=True)
+            if opts.step and trace is not None:
+                from .snapshot import trace_snapshot
+
+                tr = trace_snapshot(trace, names=names)
+                display({"image/svg+xml": trace_svg(tr),
+                         "text/plain": f"<backward pass: {len(tr['steps'])} steps>"}, raw=True)
+            return
+        from .hook_editor import HookEditor
+
+        view.names = names
+        view.refresh()
+        session.graph = view
+        session.hooks = HookEditor(graph=view, root=root, namespace=self.shell.user_ns)
+        handle.update({}, raw=True)  # see NOTE [Live display and saved outputs]
+        display(view)
+        display(session.hooks)
+        if opts.step and trace is not None:
+            from .stepper import BackwardStepper
+
+            session.stepper = BackwardStepper(trace, names=names,
+                                              ids=getattr(rec, "_ids", None))
+            display(session.stepper)
+
+
+def _compile(shell, source, filename):
+    """The cell as (statements, last expression or None), compiled with IPython's flags."""
+    tree = shell.compile.ast_parse(source, filename=filename)
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    flags = shell.compile.flags
+    body = compile(tree, filename, "exec", flags, True)
+    expr = compile(last, filename, "eval", flags, True) if last is not None else None
+    return body, expr
+
+
+def _reraise(shell, error, tb):
+    """Re-raise the cell's exception so the cell fails as usual, with a traceback of the cell's
+    own frames only (not this magic's)."""
+    if isinstance(error, (KeyboardInterrupt, SystemExit)) or tb is None:
+        raise error
+    inner = tb.tb_next or tb
+    try:
+        stb = shell.InteractiveTB.structured_traceback(type(error), error, inner, tb_offset=0)
+        error._render_traceback_ = lambda: stb
+    except Exception:  # noqa: BLE001 - fall back to IPython's own traceback
+        pass
+    raise error.with_traceback(inner)

@@ -1,0 +1,159 @@
+"""``BackwardStepper``: a backward pass one node at a time, forward and back (kernel side of
+``widgets/stepper.js``).
+
+This is a replay. The backward pass runs once, to the end, with a recorder listening to the
+engine (``recorder.py``); at each node the recorder keeps what the engine's state was when the
+node started: the ready queue of each device, the dependency counts and not-ready input
+buffers that the previous nodes changed, the gradients the node received and produced, and the
+hooks that fired on it. The stepper then moves through that record, in either direction,
+without running anything again (so stepping back is exact, and no hook runs twice).
+
+Positions: 0 is the start of the pass (dependency counts of every node, the root ready);
+position ``k`` (1 .. n) is step ``k - 1`` running; ``n + 1`` is the end. :meth:`state` rebuilds
+the engine's state at a position from the trace (the browser does the same in JS).
+"""
+
+from __future__ import annotations
+
+import traceback
+
+import traitlets as t
+
+from ._widget import StillWidget, asset
+from .layout import default_collapsed, layout
+from .recorder import BackwardTrace, Recorder
+from .snapshot import IdMap, trace_snapshot
+from .svg import trace_svg
+
+__all__ = ["BackwardStepper"]
+
+
+class BackwardStepper(StillWidget):
+    """Step through a backward pass (a replay of a recorded one).
+
+    ``source``: a :class:`~nbgrad.notebook.recorder.BackwardTrace` to replay, or a tensor to
+    run ``backward`` from now (with ``gradient``, ``retain_graph``, ``create_graph``).
+
+    Example:
+        >>> import nbgrad as ng
+        >>> from nbgrad.notebook import BackwardStepper
+        >>> x = ng.ones(2, requires_grad=True)
+        >>> st = BackwardStepper((x * 3).sum())
+        >>> st
+        BackwardStepper(3 steps; at the start)
+        >>> st.step().state()["running"] == st.trace["root"]
+        True
+    """
+
+    _esm = asset("stepper.js")
+    _css = asset("stepper.css")
+
+    trace = t.Dict().tag(sync=True)
+    graph_layout = t.Dict().tag(sync=True)
+    position = t.Int(0).tag(sync=True)
+
+    def __init__(self, source=None, *, gradient=None, retain_graph=None, create_graph=False,
+                 names=None, ids=None):
+        super().__init__()
+        if isinstance(source, BackwardTrace):
+            backward_trace = source
+        elif source is not None and hasattr(source, "backward"):
+            rec = Recorder(forward=False)
+            error = None
+            with rec:
+                try:
+                    source.backward(gradient, retain_graph=retain_graph,
+                                    create_graph=create_graph)
+                except Exception as e:  # noqa: BLE001 - the trace shows it; re-raised below
+                    error = e
+            if not rec.passes:
+                if error is not None:
+                    raise error
+                raise RuntimeError("backward ran no pass to step through")
+            backward_trace = rec.passes[0]
+            if error is not None:
+                self.error = "".join(traceback.format_exception_only(type(error), error)).strip()
+        else:
+            raise TypeError("BackwardStepper needs a BackwardTrace or a tensor to run backward "
+                            f"from, got {type(source).__name__}")
+        self.backward_trace = backward_trace
+        snap = trace_snapshot(backward_trace, names=names, ids=ids or IdMap())
+        graph = snap["graph"]
+        with self.hold_sync():
+            self.trace = snap
+            self.graph_layout = layout(graph, default_collapsed(graph))
+            self.position = 0
+
+    # -- moving ------------------------------------------------------------------------------
+    @property
+    def steps(self) -> int:
+        return len(self.trace["steps"])
+
+    def goto(self, position):
+        self.position = max(0, min(int(position), self.steps + 1))
+        return self
+
+    def step(self, n=1):
+        """Move ``n`` nodes forward (returns the stepper, so calls chain)."""
+        return self.goto(self.position + n)
+
+    def back(self, n=1):
+        return self.goto(self.position - n)
+
+    def reset(self):
+        return self.goto(0)
+
+    def state(self, position=None):
+        """The engine's state at ``position`` (default: the current one), rebuilt from the
+        trace: ``running`` node id, ``done`` ids, ``ready`` per device, ``dependencies`` and
+        ``buffers`` of the nodes not yet ready, the running node's ``inputs``, ``outputs``,
+        ``hooks`` and ``made_ready``."""
+        tr = self.trace
+        pos = self.position if position is None else max(0, min(position, self.steps + 1))
+        deps = dict(tr["initial"]["dependencies"])
+        buffers = {}
+        steps = tr["steps"]
+        upto = min(pos, len(steps))
+        for s in steps[:upto]:
+            deps.update(s["dependencies"])
+            buffers.update(s["buffers"])
+        done = [s["node"] for s in steps[: max(0, pos - 1)]]
+        state = {"position": pos, "steps": len(steps), "running": None, "done": done,
+                 "ready": tr["initial"]["ready"], "inputs": [], "outputs": [], "hooks": [],
+                 "made_ready": [], "device": None}
+        if pos == 0:
+            pass
+        elif pos <= len(steps):
+            s = steps[pos - 1]
+            state.update(running=s["node"], ready=s["ready"], inputs=s["inputs"],
+                         outputs=s["outputs"], hooks=s["hooks"], made_ready=s["made_ready"],
+                         device=s["device"])
+        else:
+            deps.update(tr["final"]["dependencies"])
+            buffers.update(tr["final"]["buffers"])
+            done = [s["node"] for s in steps]
+            state.update(done=done, ready={d: [] for d in tr["initial"]["ready"]})
+        ready_ids = {i for ids in state["ready"].values() for i in ids}
+        finished = set(done) | ready_ids | ({state["running"]} if state["running"] else set())
+        state["dependencies"] = {k: v for k, v in deps.items() if k not in finished}
+        state["buffers"] = {k: v for k, v in buffers.items() if k not in finished}
+        return state
+
+    def to_svg(self) -> str:
+        return trace_svg(self.trace)
+
+    def __repr__(self):
+        pos = self.position
+        if pos == 0:
+            where = "at the start"
+        elif pos > self.steps:
+            where = "at the end"
+        else:
+            node = self.trace["steps"][pos - 1]["node"]
+            name = next((n["name"] for n in self.trace["graph"]["nodes"] if n["id"] == node), node)
+            where = f"at step {pos} of {self.steps}: {name}"
+        return f"BackwardStepper({self.steps} steps; {where})"
+
+    # -- messages ----------------------------------------------------------------------------
+    def _msg_goto(self, content):
+        self.goto(content["position"])
