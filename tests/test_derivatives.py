@@ -782,3 +782,63 @@ def test_torch_parity(case, sample, seed):
         assert (a is None) == (b is None), f"input {i}: nbgrad {a}, torch {b}"
         if a is not None:
             np.testing.assert_allclose(_to_numpy(a), _to_numpy(b), rtol=1e-6, atol=1e-6)
+
+
+# ---- every row on every device ---------------------------------------------------------------
+# The host-memory test device runs each node on its own ready queue and worker thread (see
+# tests/autograd/test_devices.py); CUDA runs where a GPU and CuPy are present.
+TEST_DEVICE = "optestdev"
+
+
+def _devices():
+    from nbgrad import backend
+
+    backend.register_device_type(TEST_DEVICE, count=1)
+    devices = [TEST_DEVICE]
+    if ng.cuda.is_available():
+        devices.append("cuda")
+    return devices
+
+
+DEVICES = _devices()
+
+
+def test_op_table_on_cuda():
+    if not ng.cuda.is_available():
+        pytest.skip("no CUDA GPU with CuPy here: the op table ran on the CPU and the test device")
+    assert "cuda" in DEVICES  # test_device_matches_cpu then runs every row on the GPU too
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case, sample, seed", PARAMS)
+def test_device_matches_cpu(case, sample, seed, device):
+    values = _sample_values(case, sample, seed)
+
+    def run(dev):
+        inputs = [
+            ng.tensor(v, device=dev, requires_grad=_requires_grad(s) and v.dtype.kind == "f")
+            for s, v in zip(sample, values)
+        ]
+        outputs = _as_tuple(case.fn(*inputs))
+        diff = [o for o in outputs if isinstance(o, ng.Tensor) and o.requires_grad]
+        wrt = [t for t in inputs if t.requires_grad]
+        grads = []
+        if diff and wrt:
+            rng = np.random.default_rng(seed)
+            upstream = [
+                ng.tensor(rng.standard_normal(o.shape), dtype=o.dtype, device=dev) for o in diff
+            ]
+            grads = ng.autograd.grad(diff, wrt, upstream, allow_unused=True)
+        return [o.detach().cpu().numpy() for o in outputs], [
+            None if g is None else g.cpu().numpy() for g in grads
+        ], [str(o.device) for o in outputs]
+
+    cpu_out, cpu_grads, _ = run("cpu")
+    dev_out, dev_grads, devices = run(device)
+    assert all(d.startswith(device) for d in devices)
+    for a, b in zip(dev_out, cpu_out):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    for a, b in zip(dev_grads, cpu_grads):
+        assert (a is None) == (b is None)
+        if a is not None:
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)

@@ -1,0 +1,183 @@
+// nbgrad HookEditor: list, add, edit, enable, disable and remove hooks; run backward.
+// Browser side of nbgrad/notebook/hook_editor.py (plain ES module for anywidget, no bundler).
+// The shared schema (GradSummary, HookCall) is documented in nbgrad/notebook/snapshot.py.
+// Hook code typed here is only sent to the kernel when a button is pressed: nothing is sent
+// when a view is rendered (a reopened notebook never runs hook code; see NOTE [Hook code in
+// widget state] in hook_editor.py).
+
+/**
+ * @typedef {{shape: number[], dtype: string, norm: (number|string|null), numel: number,
+ *            values: (number|string)[], truncated: boolean}} GradSummary
+ * @typedef {{hook: (string|null), name: string, kind: string, node: (string|null),
+ *            before: (GradSummary|GradSummary[]|null), after: (GradSummary|GradSummary[]|null),
+ *            changed: boolean}} HookCall
+ * @typedef {{id: string, kind: string, name: string, enabled: boolean,
+ *            source: (string|null), error: (string|null)}} HookEntry
+ * @typedef {{kind: ("node"|"module"|"none"), id: (string|null), label: string,
+ *            kinds: string[], signatures: Object<string, string>, root: (string|null)}} Target
+ * Traits: target: Target, hooks: HookEntry[], fired: HookCall[], status: string, error: string
+ */
+
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "onclick") el.addEventListener("click", v);
+    else if (k === "onchange") el.addEventListener("change", v);
+    else if (v !== undefined && v !== null && v !== false) el.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+function fmt(v) {
+  if (v === null || v === undefined) return "";
+  if (typeof v === "string") return v;
+  if (v === 0) return "0";
+  const a = Math.abs(v);
+  return a >= 1e4 || a < 1e-3 ? v.toExponential(2) : String(Number(v.toPrecision(3)));
+}
+
+/** @param {GradSummary|GradSummary[]|null} g */
+function gradText(g) {
+  if (g === null || g === undefined) return "None";
+  if (Array.isArray(g)) return "(" + g.map(gradText).join(", ") + ")";
+  if (g.repr !== undefined) return g.repr;
+  const vals = g.values.map(fmt).join(", ") + (g.truncated ? ", …" : "");
+  return `‖g‖=${fmt(g.norm)} [${vals}]`;
+}
+
+const EXAMPLES = {
+  tensor_hook: "lambda grad: grad * 2",
+  post_accumulate_grad: "lambda tensor: print(tensor.grad)",
+  node_prehook: "lambda grad_outputs: None",
+  node_hook: "lambda grad_inputs, grad_outputs: None",
+  forward_pre: "lambda module, args: None",
+  forward: "lambda module, args, output: None",
+  full_backward_pre: "lambda module, grad_output: None",
+  full_backward: "lambda module, grad_input, grad_output: None",
+};
+
+function render({ model, el }) {
+  el.classList.add("nbg-hooks");
+  const title = h("div", { class: "nbg-hooks-title" });
+  const list = h("div", { class: "nbg-hooks-list" });
+  const kind = h("select", { class: "nbg-hooks-kind" });
+  const code = h("textarea", { class: "nbg-hooks-code", rows: 3, spellcheck: "false" });
+  const addBtn = h("button", { class: "nbg-hooks-add" }, "Add hook");
+  const retain = h("input", { type: "checkbox", class: "nbg-retain" });
+  const create = h("input", { type: "checkbox", class: "nbg-create" });
+  const runBtn = h("button", { class: "nbg-hooks-run" }, "Run backward");
+  const status = h("div", { class: "nbg-hooks-status" });
+  const errorBox = h("pre", { class: "nbg-hooks-error" });
+  const fired = h("div", { class: "nbg-hooks-fired" });
+  const addForm = h("div", { class: "nbg-hooks-addform" },
+    h("div", {}, "Add a ", kind, " hook (a lambda or a def):"), code, addBtn);
+  const runRow = h("div", { class: "nbg-hooks-runrow" }, runBtn,
+    h("label", {}, retain, " retain_graph"), h("label", {}, create, " create_graph"));
+  el.append(title, list, addForm, runRow, status, errorBox, fired);
+
+  let editing = null; // the hook id whose code is open for editing (view state only)
+
+  addBtn.addEventListener("click", () => {
+    model.send({ type: "add", kind: kind.value, source: code.value });
+  });
+  runBtn.addEventListener("click", () => {
+    model.send({ type: "run_backward", retain_graph: retain.checked, create_graph: create.checked });
+  });
+  kind.addEventListener("change", () => { code.placeholder = EXAMPLES[kind.value] || ""; });
+
+  function drawTarget() {
+    /** @type {Target} */ const t = model.get("target") || { kind: "none", kinds: [] };
+    title.textContent = t.kind === "none"
+      ? "Hooks: select a node in the graph (or give HookEditor a tensor, node or module)"
+      : `Hooks on ${t.label}` + (t.id ? ` (${t.id})` : "");
+    const current = kind.value;
+    kind.replaceChildren(...t.kinds.map((k) =>
+      h("option", { value: k, title: `called as hook(${t.signatures[k] || ""})` }, k)));
+    if (t.kinds.includes(current)) kind.value = current;
+    code.placeholder = EXAMPLES[kind.value] || "";
+    addForm.style.display = t.kinds.length ? "" : "none";
+    runBtn.title = t.root ? `backward from the output of ${t.root}` : "backward from the graph's output";
+  }
+
+  function drawHooks() {
+    /** @type {HookEntry[]} */ const hooks = model.get("hooks") || [];
+    if (!hooks.length) {
+      list.replaceChildren(h("div", { class: "nbg-muted" }, "no hooks"));
+      return;
+    }
+    list.replaceChildren(...hooks.map((hk) => {
+      const enabled = h("input", { type: "checkbox", checked: hk.enabled, title: "enabled" });
+      enabled.addEventListener("change", () =>
+        model.send({ type: "enable", id: hk.id, enabled: enabled.checked }));
+      const rowEl = h("div", { class: "nbg-hook" + (hk.enabled ? "" : " nbg-disabled") },
+        enabled, " ", h("span", { class: "nbg-hook-kind" }, hk.kind), " ",
+        h("span", { class: "nbg-hook-name" }, hk.name), " ",
+        hk.source !== null
+          ? h("button", { onclick: () => { editing = editing === hk.id ? null : hk.id; drawHooks(); } },
+            editing === hk.id ? "Close" : "Edit")
+          : null,
+        h("button", { onclick: () => model.send({ type: "remove", id: hk.id }) }, "Remove"));
+      const parts = [rowEl];
+      if (editing === hk.id && hk.source !== null) {
+        const area = h("textarea", { class: "nbg-hooks-code", rows: 3, spellcheck: "false" });
+        area.value = hk.source;
+        parts.push(area, h("button", {
+          onclick: () => model.send({ type: "edit", id: hk.id, source: area.value }),
+        }, "Save"));
+      } else if (hk.source !== null) {
+        parts.push(h("pre", { class: "nbg-hook-source" }, hk.source));
+      }
+      if (hk.error) parts.push(h("pre", { class: "nbg-hooks-error" }, hk.error));
+      return h("div", { class: "nbg-hook-item" }, ...parts);
+    }));
+  }
+
+  function drawFired() {
+    /** @type {HookCall[]} */ const calls = model.get("fired") || [];
+    if (!calls.length) {
+      fired.replaceChildren();
+      return;
+    }
+    fired.replaceChildren(
+      h("div", { class: "nbg-hooks-subtitle" }, "Hooks that fired in the last backward"),
+      h("table", {},
+        h("tr", {}, h("th", {}, "kind"), h("th", {}, "hook"), h("th", {}, "node"),
+          h("th", {}, "before"), h("th", {}, "after")),
+        ...calls.map((c) => h("tr", {},
+          h("td", {}, c.kind), h("td", {}, c.name), h("td", {}, c.node ?? ""),
+          h("td", {}, gradText(c.before)),
+          h("td", {}, c.changed ? gradText(c.after) : "(unchanged)")))));
+  }
+
+  function drawStatus() {
+    status.textContent = model.get("status") || "";
+    const err = model.get("error") || "";
+    errorBox.textContent = err;
+    errorBox.style.display = err ? "" : "none";
+    if (!err && model.get("status").startsWith("added")) code.value = "";
+  }
+
+  const onTarget = () => { editing = null; drawTarget(); drawHooks(); };
+  model.on("change:target", onTarget);
+  model.on("change:hooks", drawHooks);
+  model.on("change:fired", drawFired);
+  model.on("change:status", drawStatus);
+  model.on("change:error", drawStatus);
+  drawTarget();
+  drawHooks();
+  drawFired();
+  drawStatus();
+  return () => {
+    model.off("change:target", onTarget);
+    model.off("change:hooks", drawHooks);
+    model.off("change:fired", drawFired);
+    model.off("change:status", drawStatus);
+    model.off("change:error", drawStatus);
+  };
+}
+
+export default { render };
