@@ -7,7 +7,17 @@ signatures, gradients, ``grad_fn`` names, hook order and errors. In a notebook,
 
 from __future__ import annotations
 
-from . import backend, dtypes
+from . import (  # noqa: E402
+    _functions,  # noqa: E402
+    autograd,  # noqa: E402
+    backend,
+    cuda,  # noqa: E402
+    dtypes,
+    nn,
+    optim,
+)
+from ._functions import *  # noqa: E402,F401,F403
+from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import Device as device
 from .dtypes import (
     bool,
@@ -56,12 +66,6 @@ from .tensor import (
     zeros,
     zeros_like,
 )
-from . import autograd  # noqa: E402
-from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
-from . import _functions  # noqa: E402
-from ._functions import *  # noqa: E402,F401,F403
-from . import cuda  # noqa: E402
-from . import nn, optim  # noqa: E402
 
 __version__ = "0.1.0"
 

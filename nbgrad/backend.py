@@ -107,7 +107,9 @@ class Device:
             index = int(idx)
         if type not in ("cpu", "cuda") and type not in _DEVICE_TYPES:
             known = ", ".join(sorted({"cpu", "cuda", *_DEVICE_TYPES}))
-            raise RuntimeError(f"Expected one of {known} device type at start of device string: {type}")
+            raise RuntimeError(
+                f"Expected one of {known} device type at start of device string: {type}"
+            )
         if type == "cpu":
             index = None
         elif index is not None and (not isinstance(index, int) or index < 0):

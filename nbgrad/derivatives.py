@@ -23,17 +23,32 @@ import math
 import numpy as np
 
 from nbgrad import tensor as _T
-from nbgrad.autograd.graph import FREED, ERR_FREED, Node, SavedTensor, unpack_saved
+from nbgrad.autograd.graph import ERR_FREED, FREED, Node, SavedTensor, unpack_saved
 
-OPS: dict[str, "OpInfo"] = {}
+OPS: dict[str, OpInfo] = {}
 
 
 class OpInfo:
     """One row of the table."""
 
-    def __init__(row, name, node, inputs, forward, *, attrs="", promote=None, view=False,
-                 outputs=1, diff_outputs=None, nondiff=(), differentiable=True, promote_attrs=(),
-                 quiet=None, **formulas):
+    def __init__(
+        row,
+        name,
+        node,
+        inputs,
+        forward,
+        *,
+        attrs="",
+        promote=None,
+        view=False,
+        outputs=1,
+        diff_outputs=None,
+        nondiff=(),
+        differentiable=True,
+        promote_attrs=(),
+        quiet=None,
+        **formulas,
+    ):
         row.name = name
         row.node_name = node
         row.inputs = tuple(i.rstrip("*") for i in inputs.split())
@@ -77,10 +92,36 @@ class OpInfo:
                     )
 
 
-_QUIET = {"div", "pow", "pow_tensor", "rpow", "exp", "log", "log1p", "sqrt", "rsqrt",
-          "reciprocal", "sigmoid", "var", "std", "mean", "mean_dim", "norm", "logsumexp",
-          "softmax", "log_softmax", "prod", "prod_dim", "erf", "gelu", "matmul", "mm",
-          "bmm", "mv", "dot"}
+_QUIET = {
+    "div",
+    "pow",
+    "pow_tensor",
+    "rpow",
+    "exp",
+    "log",
+    "log1p",
+    "sqrt",
+    "rsqrt",
+    "reciprocal",
+    "sigmoid",
+    "var",
+    "std",
+    "mean",
+    "mean_dim",
+    "norm",
+    "logsumexp",
+    "softmax",
+    "log_softmax",
+    "prod",
+    "prod_dim",
+    "erf",
+    "gelu",
+    "matmul",
+    "mm",
+    "bmm",
+    "mv",
+    "dot",
+}
 
 
 def op(name, node, inputs, forward, **kw):
@@ -437,7 +478,11 @@ def _mean(xp, a, dim, keepdim):
     # the mean of nothing is nan, quietly, as in PyTorch (NumPy warns "Mean of empty slice")
     n = math.prod(a.shape[d] for d in dim) if dim is not None else 0
     with np.errstate(all="ignore"):
-        return xp.sum(a, axis=dim, keepdims=keepdim) / n if n else xp.sum(a, axis=dim, keepdims=keepdim) * math.nan
+        return (
+            xp.sum(a, axis=dim, keepdims=keepdim) / n
+            if n
+            else xp.sum(a, axis=dim, keepdims=keepdim) * math.nan
+        )
 
 
 def _expand_reduced(grad, self_shape, dim, keepdim):
@@ -486,7 +531,9 @@ def _value_selecting_backward(grad, dim, indices, self_shape, keepdim):
     if not keepdim:
         grad = grad.unsqueeze(dim)
         indices = indices.unsqueeze(dim)
-    return _T.zeros(self_shape, dtype=grad.dtype, device=grad.device).scatter_add(dim, indices, grad)
+    return _T.zeros(self_shape, dtype=grad.dtype, device=grad.device).scatter_add(
+        dim, indices, grad
+    )
 
 
 def _evenly_distribute(grad, self, result):
@@ -521,8 +568,10 @@ def _prod_backward(grad, self, result, dim, keepdim):
 
 def _var_backward(grad, self, dim, correction, keepdim):
     n = _count(self.shape, dim)
-    return (2.0 / max(n - correction, 0)) * _expand_reduced(grad, self.shape, dim, keepdim) * (
-        self - (self.mean(dim, keepdim=True) if dim is not None else self.mean())
+    return (
+        (2.0 / max(n - correction, 0))
+        * _expand_reduced(grad, self.shape, dim, keepdim)
+        * (self - (self.mean(dim, keepdim=True) if dim is not None else self.mean()))
     )
 
 
@@ -711,8 +760,10 @@ def _conv_columns(xp, x, kh, kw, stride, padding, dilation, groups):
 def _grouped_grad_output(gy, groups):
     """``(N, O, Ho, Wo)`` -> ``(groups, O / groups, N * Ho * Wo)``."""
     n, o, ho, wo = gy.shape
-    return gy.reshape(n, groups, o // groups, ho * wo).transpose(1, 2, 0, 3).reshape(
-        groups, o // groups, n * ho * wo
+    return (
+        gy.reshape(n, groups, o // groups, ho * wo)
+        .transpose(1, 2, 0, 3)
+        .reshape(groups, o // groups, n * ho * wo)
     )
 
 

@@ -10,8 +10,21 @@ import threading
 
 import numpy as np
 
-__all__ = ["dtype", "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32",
-           "float64", "get_default_dtype", "set_default_dtype", "result_type"]
+__all__ = [
+    "dtype",
+    "bool",
+    "uint8",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "float16",
+    "float32",
+    "float64",
+    "get_default_dtype",
+    "set_default_dtype",
+    "result_type",
+]
 
 _builtin_bool = bool
 
@@ -19,8 +32,16 @@ _builtin_bool = bool
 class dtype:
     """A tensor element type, e.g. ``nbgrad.float32``."""
 
-    __slots__ = ("name", "np", "is_floating_point", "is_signed", "itemsize", "_kind", "_rank",
-                 "_legacy")
+    __slots__ = (
+        "name",
+        "np",
+        "is_floating_point",
+        "is_signed",
+        "itemsize",
+        "_kind",
+        "_rank",
+        "_legacy",
+    )
 
     def __init__(self, name, np_dtype, kind, rank, legacy):
         self.name = name

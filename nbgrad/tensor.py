@@ -25,16 +25,38 @@ from nbgrad.autograd.graph import (
     AccumulateGrad,
     Edge,
     InputMetadata,
-    Node,
     RemovableHandle,
     SavedTensor,
     next_sequence_nr,
 )
 from nbgrad.backend import CPU, Device
 
-__all__ = ["Tensor", "Size", "tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones",
-           "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "rand", "randn",
-           "randint", "arange", "linspace", "eye", "manual_seed", "cat", "stack", "where"]
+__all__ = [
+    "Tensor",
+    "Size",
+    "tensor",
+    "as_tensor",
+    "from_numpy",
+    "from_dlpack",
+    "zeros",
+    "ones",
+    "full",
+    "empty",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+    "empty_like",
+    "rand",
+    "randn",
+    "randint",
+    "arange",
+    "linspace",
+    "eye",
+    "manual_seed",
+    "cat",
+    "stack",
+    "where",
+]
 
 _ndarray = np.ndarray
 _FROM_NP = dtypes._FROM_NP
@@ -74,8 +96,10 @@ def _result_dtype(op, args, attrs):
     if first is not None and all(t._data.dtype == first for t in tensors):
         d = _FROM_NP[first]
         kind = d._kind
-        if all((type(s) is not float or kind == 2) and (type(s) is not int or kind >= 1)
-               for s in scalars):
+        if all(
+            (type(s) is not float or kind == 2) and (type(s) is not int or kind >= 1)
+            for s in scalars
+        ):
             if op.promote == "float" and kind < 2:
                 return dtypes.get_default_dtype()
             return d
@@ -425,7 +449,9 @@ def _shape_arg(size):
         size = size[0]
     for s in size:
         if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
-            raise TypeError(f"size must be a tuple of ints, but got an element of type {type(s).__name__}")
+            raise TypeError(
+                f"size must be a tuple of ints, but got an element of type {type(s).__name__}"
+            )
     return tuple(int(s) for s in size)
 
 
@@ -442,9 +468,21 @@ class Tensor:
         tensor([2., 4., 6.])
     """
 
-    __slots__ = ("_data", "_device", "_requires_grad", "grad_fn", "_grad", "_output_nr",
-                 "_version_counter", "_base", "_view_chain", "_retains_grad",
-                 "_grad_accumulator", "_post_accumulate_grad_hooks", "__weakref__")
+    __slots__ = (
+        "_data",
+        "_device",
+        "_requires_grad",
+        "grad_fn",
+        "_grad",
+        "_output_nr",
+        "_version_counter",
+        "_base",
+        "_view_chain",
+        "_retains_grad",
+        "_grad_accumulator",
+        "_post_accumulate_grad_hooks",
+        "__weakref__",
+    )
 
     __array_priority__ = 1000  # numpy scalars defer to Tensor's reflected operators
 
@@ -510,8 +548,12 @@ class Tensor:
         if self.grad_fn is not None:  # as PyTorch, the setter refuses either value on a non-leaf
             raise RuntimeError(
                 "you can only change requires_grad flags of leaf variables."
-                + ("" if value else " If you want to use a computed variable in a subgraph that "
-                   "doesn't require differentiation use var_no_grad = var.detach().")
+                + (
+                    ""
+                    if value
+                    else " If you want to use a computed variable in a subgraph that "
+                    "doesn't require differentiation use var_no_grad = var.detach()."
+                )
             )
         self.requires_grad_(value)
 
@@ -553,7 +595,9 @@ class Tensor:
     def grad(self, value):
         if value is not None:
             if not isinstance(value, Tensor):
-                raise TypeError(f"assigned grad expected to be a Tensor or None but got {type(value).__name__}")
+                raise TypeError(
+                    f"assigned grad expected to be a Tensor or None but got {type(value).__name__}"
+                )
             if value.shape != self.shape:
                 raise RuntimeError(
                     f"assigned grad has data of a different size: {list(value.shape)} vs "
@@ -647,7 +691,7 @@ class Tensor:
     def __bool__(self):
         if self._data.size != 1:
             raise RuntimeError(
-                f"Boolean value of Tensor with more than one value is ambiguous"
+                "Boolean value of Tensor with more than one value is ambiguous"
                 if self._data.size
                 else "Boolean value of Tensor with no values is ambiguous"
             )
@@ -659,7 +703,11 @@ class Tensor:
         return int(self.item())
 
     def __dlpack__(self, stream=None, **kwargs):
-        return self.detach()._data.__dlpack__(**kwargs) if not stream else self._data.__dlpack__(stream=stream)
+        return (
+            self.detach()._data.__dlpack__(**kwargs)
+            if not stream
+            else self._data.__dlpack__(stream=stream)
+        )
 
     def __dlpack_device__(self):
         return self._data.__dlpack_device__()
@@ -789,7 +837,8 @@ class Tensor:
         """Register ``hook(tensor)``, run after a leaf's ``.grad`` has been accumulated."""
         if not callable(hook):
             raise TypeError(
-                f"register_post_accumulate_grad_hook() expects a callable, got {type(hook).__name__}"
+                "register_post_accumulate_grad_hook() expects a callable, got "
+                f"{type(hook).__name__}"
             )
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
@@ -800,8 +849,9 @@ class Tensor:
         if self._post_accumulate_grad_hooks is None:
             self._post_accumulate_grad_hooks = []
         self._get_grad_accumulator()
-        return RemovableHandle(self._post_accumulate_grad_hooks, hook, "post_accumulate_grad",
-                               owner=self)
+        return RemovableHandle(
+            self._post_accumulate_grad_hooks, hook, "post_accumulate_grad", owner=self
+        )
 
     def retain_grad(self):
         """Keep ``.grad`` for this non-leaf tensor after backward."""
@@ -984,7 +1034,9 @@ class Tensor:
 
     def gelu(self, approximate="none"):
         if approximate not in ("none", "tanh"):
-            raise ValueError(f"approximate argument must be either none or tanh, got {approximate!r}")
+            raise ValueError(
+                f"approximate argument must be either none or tanh, got {approximate!r}"
+            )
         return _dispatch(_op("gelu"), (self,), {"approximate": approximate})
 
     def clamp(self, min=None, max=None):
@@ -1003,7 +1055,9 @@ class Tensor:
     def masked_fill(self, mask, value):
         mask = _tensor_arg(mask, self)
         if mask._data.dtype.kind != "b":
-            raise RuntimeError(f"masked_fill only supports boolean masks, but got mask with dtype {mask.dtype}")
+            raise RuntimeError(
+                f"masked_fill only supports boolean masks, but got mask with dtype {mask.dtype}"
+            )
         if isinstance(value, Tensor):
             if value.dim() != 0:
                 raise RuntimeError(
@@ -1053,7 +1107,9 @@ class Tensor:
         return bool(np.allclose(np.asarray(self), np.asarray(other), rtol, atol, equal_nan))
 
     def equal(self, other):
-        return self.shape == other.shape and bool(np.array_equal(np.asarray(self), np.asarray(other)))
+        return self.shape == other.shape and bool(
+            np.array_equal(np.asarray(self), np.asarray(other))
+        )
 
     # -- reductions -------------------------------------------------------------------------
     def sum(self, dim=None, keepdim=False, *, dtype=None):
@@ -1072,19 +1128,25 @@ class Tensor:
             )
         if dim is None:
             return _dispatch(_op("mean"), (self,))
-        return _dispatch(_op("mean_dim"), (self,), {"dim": _dims(dim, self.ndim), "keepdim": keepdim})
+        return _dispatch(
+            _op("mean_dim"), (self,), {"dim": _dims(dim, self.ndim), "keepdim": keepdim}
+        )
 
     def prod(self, dim=None, keepdim=False):
         if dim is None:
             return _dispatch(_op("prod"), (self,))
-        return _dispatch(_op("prod_dim"), (self,), {"dim": _dims(dim, self.ndim), "keepdim": keepdim})
+        return _dispatch(
+            _op("prod_dim"), (self,), {"dim": _dims(dim, self.ndim), "keepdim": keepdim}
+        )
 
     def _minmax(self, name, dim, keepdim):
         if dim is None:
             return _dispatch(_op(name), (self,))
         if isinstance(dim, Tensor):
             return self.maximum(dim) if name == "max" else self.minimum(dim)
-        values, indices = _dispatch(_op(name + "_dim"), (self,), {"dim": _dim(dim, self.ndim), "keepdim": keepdim})
+        values, indices = _dispatch(
+            _op(name + "_dim"), (self,), {"dim": _dim(dim, self.ndim), "keepdim": keepdim}
+        )
         return _MinMax(values, indices)
 
     def max(self, dim=None, keepdim=False):
@@ -1129,7 +1191,9 @@ class Tensor:
         return _dispatch(_op("norm"), (self,), {"ord": ord, "dim": dims, "keepdim": keepdim})
 
     def logsumexp(self, dim, keepdim=False):
-        return _dispatch(_op("logsumexp"), (self,), {"dim": _dims(dim, self.ndim), "keepdim": keepdim})
+        return _dispatch(
+            _op("logsumexp"), (self,), {"dim": _dims(dim, self.ndim), "keepdim": keepdim}
+        )
 
     def softmax(self, dim):
         return _dispatch(_op("softmax"), (self,), {"dim": _dim(dim, self.ndim)})
@@ -1169,12 +1233,14 @@ class Tensor:
 
     def dot(self, tensor):
         if self.ndim != 1 or tensor.ndim != 1:
-            raise RuntimeError(f"1D tensors expected, but got {self.ndim}D and {tensor.ndim}D tensors")
+            raise RuntimeError(
+                f"1D tensors expected, but got {self.ndim}D and {tensor.ndim}D tensors"
+            )
         if self.shape[0] != tensor.shape[0]:
             raise RuntimeError(
-                "inconsistent tensor size, expected tensor [{}] and src [{}] to have the same "
-                "number of elements, but got {} and {} elements respectively".format(
-                    self.shape[0], tensor.shape[0], self.shape[0], tensor.shape[0])
+                f"inconsistent tensor size, expected tensor [{self.shape[0]}] and src "
+                f"[{tensor.shape[0]}] to have the same number of elements, but got "
+                f"{self.shape[0]} and {tensor.shape[0]} elements respectively"
             )
         return _dispatch(_op("dot"), (self, tensor))
 
@@ -1222,7 +1288,9 @@ class Tensor:
 
     def t(self):
         if self.ndim > 2:
-            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
+            raise RuntimeError(
+                f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D"
+            )
         return _dispatch(_op("t"), (self,))
 
     def transpose(self, dim0, dim1):
@@ -1311,7 +1379,9 @@ class Tensor:
 
     def narrow(self, dim, start, length):
         d = _dim(dim, self.ndim)
-        return _dispatch(_op("slice"), (self,), {"dim": d, "start": start, "end": start + length, "step": 1})
+        return _dispatch(
+            _op("slice"), (self,), {"dim": d, "start": start, "end": start + length, "step": 1}
+        )
 
     def unbind(self, dim=0):
         if not self.ndim:
@@ -1331,7 +1401,9 @@ class Tensor:
             return _dispatch(_op("split_with_sizes"), (self,), {"sizes": sizes, "dim": d})
         step = int(split_size_or_sections)
         if step <= 0:
-            raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
+            raise RuntimeError(
+                f"split expects split_size be non-negative, but got split_size={step}"
+            )
         sizes = tuple(min(step, n - i) for i in range(0, n, step)) or (0,)
         return _dispatch(_op("split"), (self,), {"sizes": sizes, "dim": d})
 
@@ -1353,14 +1425,20 @@ class Tensor:
         index = _index_tensor(index, "index_select")
         if index.ndim > 1:
             raise IndexError("index_select(): Index is supposed to be a vector")
-        return _dispatch(_op("index_select"), (self, index.reshape(-1)), {"dim": _dim(dim, self.ndim)})
+        return _dispatch(
+            _op("index_select"), (self, index.reshape(-1)), {"dim": _dim(dim, self.ndim)}
+        )
 
     def index_add(self, dim, index, source):
         index = _index_tensor(index, "index_add")
         return _dispatch(_op("index_add"), (self, index, source), {"dim": _dim(dim, self.ndim)})
 
     def _index_backward(self, shape, indices, accumulate):
-        return _dispatch(_op("index_backward"), (self,), {"shape": tuple(shape), "indices": indices, "accumulate": accumulate})
+        return _dispatch(
+            _op("index_backward"),
+            (self,),
+            {"shape": tuple(shape), "indices": indices, "accumulate": accumulate},
+        )
 
     def _index_put(self, indices, values):
         return _dispatch(_op("index_put"), (self, _arg(values)), {"indices": indices})
@@ -1374,12 +1452,12 @@ class Tensor:
         dim = 0
         advanced = []
         has_advanced = False
-        n_specified = sum(1 for k in key if k is not None and k is not Ellipsis and not _is_bool_mask(k))
+        n_specified = sum(
+            1 for k in key if k is not None and k is not Ellipsis and not _is_bool_mask(k)
+        )
         n_specified += sum(_bool_ndim(k) for k in key if _is_bool_mask(k))
         if n_specified > self.ndim:
-            raise IndexError(
-                f"too many indices for tensor of dimension {self.ndim}"
-            )
+            raise IndexError(f"too many indices for tensor of dimension {self.ndim}")
         for k in key:
             if k is Ellipsis:
                 skip = self.ndim - n_specified
@@ -1403,7 +1481,11 @@ class Tensor:
                 if k.step is not None and k.step <= 0:
                     raise ValueError("step must be greater than zero")
                 if (start, stop, step) != (0, size, 1):
-                    t = _dispatch(_op("slice"), (t,), {"dim": dim, "start": start, "end": max(stop, start), "step": step})
+                    t = _dispatch(
+                        _op("slice"),
+                        (t,),
+                        {"dim": dim, "start": start, "end": max(stop, start), "step": step},
+                    )
                 advanced.append(slice(None))
                 dim += 1
             else:
@@ -1417,22 +1499,39 @@ class Tensor:
             except (IndexError, RuntimeError) as e:
                 raise IndexError(str(e)) from None
         elif t is self:
-            t = _dispatch(_op("slice"), (t,), {"dim": 0, "start": 0, "end": self.shape[0], "step": 1}) if self.ndim else self.view(())
+            t = (
+                _dispatch(
+                    _op("slice"), (t,), {"dim": 0, "start": 0, "end": self.shape[0], "step": 1}
+                )
+                if self.ndim
+                else self.view(())
+            )
         return t
 
     def __setitem__(self, key, value):
         """``t[key] = value``: ``CopySlices`` for basic keys, ``IndexPutBackward0`` otherwise."""
         keys = key if isinstance(key, tuple) else (key,)
-        if all(k is Ellipsis or k == slice(None) for k in keys if isinstance(k, slice) or k is Ellipsis) and all(
-            k is Ellipsis or isinstance(k, slice) for k in keys
-        ) and all(k is Ellipsis or k == slice(None) for k in keys):
+        if (
+            all(
+                k is Ellipsis or k == slice(None)
+                for k in keys
+                if isinstance(k, slice) or k is Ellipsis
+            )
+            and all(k is Ellipsis or isinstance(k, slice) for k in keys)
+            and all(k is Ellipsis or k == slice(None) for k in keys)
+        ):
             self.copy_(_tensor_arg(value, self))
             return
         if all(k is None or k is Ellipsis or isinstance(k, (int, np.integer, slice)) for k in keys):
             view = self[key]
             view._view_copy_(_tensor_arg(value, self))
             return
-        indices = tuple(_index_array(k, self._device) if not (k is None or k is Ellipsis or isinstance(k, (int, slice))) else k for k in keys)
+        indices = tuple(
+            _index_array(k, self._device)
+            if not (k is None or k is Ellipsis or isinstance(k, (int, slice)))
+            else k
+            for k in keys
+        )
         self._inplace(_op("index_put"), (_arg(value),), {"indices": indices})
 
     def _view_copy_(self, src):
@@ -1468,12 +1567,18 @@ class Tensor:
                     "a view of a leaf Variable that requires grad is being used in an in-place "
                     "operation."
                 )
-        needs_graph = grad_on and op.differentiable and (
-            self._requires_grad or any(isinstance(o, Tensor) and o._requires_grad for o in others)
+        needs_graph = (
+            grad_on
+            and op.differentiable
+            and (
+                self._requires_grad
+                or any(isinstance(o, Tensor) and o._requires_grad for o in others)
+            )
         )
         if needs_graph and base is not None and self._view_chain is None and self._requires_grad:
             raise RuntimeError(
-                f"Output {self._output_nr} of {self.grad_fn.name() if self.grad_fn else 'a view op'} "
+                f"Output {self._output_nr} of "
+                f"{self.grad_fn.name() if self.grad_fn else 'a view op'} "
                 "is a view and is being modified inplace. This view is the output of a function "
                 "that returns multiple views. Such functions do not allow the output views to be "
                 "modified inplace. You should replace the inplace operation by an out-of-place one."
@@ -1481,11 +1586,21 @@ class Tensor:
         if not needs_graph:
             ufunc = _INPLACE_UFUNCS.get(op.name)
             other = others[0] if others else None
-            if (ufunc is not None and not _forward_listeners  # NOTE [Forward listeners]
-                    and attrs.get("alpha", 1) == 1 and self._data.dtype.kind == "f"
-                    and (type(other) is float or type(other) is int
-                         or (type(other) is Tensor and other._data.dtype == self._data.dtype
-                             and other._device == self._device))):
+            if (
+                ufunc is not None
+                and not _forward_listeners  # NOTE [Forward listeners]
+                and attrs.get("alpha", 1) == 1
+                and self._data.dtype.kind == "f"
+                and (
+                    type(other) is float
+                    or type(other) is int
+                    or (
+                        type(other) is Tensor
+                        and other._data.dtype == self._data.dtype
+                        and other._device == self._device
+                    )
+                )
+            ):
                 # an optimizer's ``p.sub_(lr * g)``: write in place, no temporary copy
                 ufunc(self._data, other._data if type(other) is Tensor else other, out=self._data)
                 self._version_counter[0] += 1
@@ -1494,8 +1609,11 @@ class Tensor:
                 result = _dispatch(op, (self, *others), attrs)
             self._write(result)
             return self
-        shadow = _wrap(self._data.copy() if "self" in op.node_class._saved_names else self._data,
-                       self._device, self._requires_grad)
+        shadow = _wrap(
+            self._data.copy() if "self" in op.node_class._saved_names else self._data,
+            self._device,
+            self._requires_grad,
+        )
         shadow.grad_fn = self.grad_fn
         shadow._output_nr = self._output_nr
         if self.grad_fn is None and self._requires_grad:
@@ -1522,8 +1640,10 @@ class Tensor:
     def _write(self, result):
         data = result._data
         if data.dtype != self._data.dtype:
-            if data.dtype.kind == "f" and self._data.dtype.kind in "biu" or (
-                data.dtype.kind in "iu" and self._data.dtype.kind == "b"
+            if (
+                data.dtype.kind == "f"
+                and self._data.dtype.kind in "biu"
+                or (data.dtype.kind in "iu" and self._data.dtype.kind == "b")
             ):
                 raise RuntimeError(
                     f"result type {_FROM_NP[data.dtype]._legacy[:-6]} can't be cast to the desired "
@@ -1610,8 +1730,14 @@ class Tensor:
         return iter(self.unbind(0))
 
     def __reduce_ex__(self, protocol):
-        return (_rebuild, (backend.to_numpy(self._data, self._device).copy(), str(self._device),
-                           self._requires_grad))
+        return (
+            _rebuild,
+            (
+                backend.to_numpy(self._data, self._device).copy(),
+                str(self._device),
+                self._requires_grad,
+            ),
+        )
 
 
 def _should_fold(tensor1, tensor2):
@@ -1622,7 +1748,8 @@ def _should_fold(tensor1, tensor2):
     if not (t1.ndim >= 3 and dim_t2 <= 2):
         return False
     if (tensor2 if larger else tensor1)._requires_grad:
-        return True  # folding avoids a batched gradient for the small operand (not grad-mode aware, as ATen)
+        # folding avoids a batched gradient for the small operand (not grad-mode aware, as ATen)
+        return True
     if tensor1.ndim == 2:
         return False
     if t1.size == 0:
@@ -1639,7 +1766,9 @@ def _matmul_folded(tensor1, tensor2):
     output_shape = tuple(t1.shape[:-1])
     folded = t1.reshape(math.prod(output_shape), t1.shape[-1])
     if t2.ndim == 2:
-        output = _dispatch(_op("unsafe_view"), (folded.mm(t2),), {"shape": output_shape + (t2.shape[1],)})
+        output = _dispatch(
+            _op("unsafe_view"), (folded.mm(t2),), {"shape": output_shape + (t2.shape[1],)}
+        )
         return output.mT.contiguous() if transpose else output
     return _dispatch(_op("unsafe_view"), (folded.mv(t2),), {"shape": output_shape})
 
@@ -1652,7 +1781,9 @@ def _matmul_batched(tensor1, tensor2):
     m2 = tensor2.shape[-2] if d2 > 1 else tensor2.shape[0]
     p = tensor2.shape[-1] if d2 > 1 else 1
     try:
-        batch = tuple(np.broadcast_shapes(tensor1.shape[: max(d1 - 2, 0)], tensor2.shape[: max(d2 - 2, 0)]))
+        batch = tuple(
+            np.broadcast_shapes(tensor1.shape[: max(d1 - 2, 0)], tensor2.shape[: max(d2 - 2, 0)])
+        )
     except ValueError:
         raise RuntimeError(
             f"The size of tensor a ({list(tensor1.shape[:-2])}) must match the size of tensor b "
@@ -1765,7 +1896,9 @@ def _arg(x):
 
 def _sub_arg(self, other):
     """``_arg(other)`` for a subtraction, which PyTorch refuses on bools."""
-    other_bool = type(other) is bool or (isinstance(other, Tensor) and other._data.dtype.kind == "b")
+    other_bool = type(other) is bool or (
+        isinstance(other, Tensor) and other._data.dtype.kind == "b"
+    )
     if self._data.dtype.kind == "b" and other_bool and isinstance(other, Tensor):
         raise RuntimeError(
             "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
@@ -1815,7 +1948,11 @@ def _format_tensor(t):
         integral = bool(np.all(finite == np.round(finite)))
         if integral and absmax < 1e8:
             base = lambda v: _fmt_special(v) or f"{v:.0f}."  # noqa: E731
-        elif absmax >= 1e8 or (absmin and absmin < 1e-4) or (absmax / max(absmin, 1e-300) > 1e3 and absmin):
+        elif (
+            absmax >= 1e8
+            or (absmin and absmin < 1e-4)
+            or (absmax / max(absmin, 1e-300) > 1e3 and absmin)
+        ):
             base = lambda v: _fmt_special(v) or f"{v:.4e}"  # noqa: E731
         else:
             base = lambda v: _fmt_special(v) or f"{v:.4f}"  # noqa: E731
@@ -1823,15 +1960,30 @@ def _format_tensor(t):
         nonzero = finite[finite != 0]
         widest = [0.0]
         if nonzero.size:  # the extremes, and the smallest magnitude (a long exponent)
-            widest += [float(nonzero.max()), float(nonzero.min()),
-                       float(nonzero[np.argmin(np.abs(nonzero))])]
+            widest += [
+                float(nonzero.max()),
+                float(nonzero.min()),
+                float(nonzero[np.argmin(np.abs(nonzero))]),
+            ]
         width = max(len(base(v)) for v in widest)
         fmt = lambda v: base(v).rjust(width)  # noqa: E731
-        body = np.array2string(data, separator=", ", formatter={"float_kind": fmt}, prefix="tensor(",
-                               threshold=1000, edgeitems=3, max_line_width=80)
+        body = np.array2string(
+            data,
+            separator=", ",
+            formatter={"float_kind": fmt},
+            prefix="tensor(",
+            threshold=1000,
+            edgeitems=3,
+            max_line_width=80,
+        )
     elif kind == "b":
-        body = np.array2string(data, separator=", ", prefix="tensor(", threshold=1000,
-                               formatter={"bool": lambda v: " True" if v else "False"})
+        body = np.array2string(
+            data,
+            separator=", ",
+            prefix="tensor(",
+            threshold=1000,
+            formatter={"bool": lambda v: " True" if v else "False"},
+        )
     else:
         body = np.array2string(data, separator=", ", prefix="tensor(", threshold=1000)
     # PyTorch writes a summarised row's gap as " ..." (NumPy: "...")
@@ -1986,8 +2138,14 @@ def empty(*size, dtype=None, device=None, requires_grad=False):
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     default = dtypes.scalar_dtype(fill_value) if dtype is None else None
-    return _factory(lambda xp, s, d: xp.full(s, fill_value, d), (tuple(size),), dtype, device,
-                    requires_grad, default)
+    return _factory(
+        lambda xp, s, d: xp.full(s, fill_value, d),
+        (tuple(size),),
+        dtype,
+        device,
+        requires_grad,
+        default,
+    )
 
 
 def _like(t, dtype, device):
@@ -2046,12 +2204,22 @@ def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=Fa
         low, high = 0, low
     if size is None:
         raise TypeError("randint() missing required argument 'size'")
-    return _host_random(lambda s: _rng.integers(low, high, s), (tuple(size),), dtype, device,
-                        requires_grad, dtypes.int64)
+    return _host_random(
+        lambda s: _rng.integers(low, high, s),
+        (tuple(size),),
+        dtype,
+        device,
+        requires_grad,
+        dtypes.int64,
+    )
 
 
 def randperm(n, dtype=None, device=None):
-    return _place(_rng.permutation(n).astype((dtypes.as_dtype(dtype) if dtype else dtypes.int64).np), device, False)
+    return _place(
+        _rng.permutation(n).astype((dtypes.as_dtype(dtype) if dtype else dtypes.int64).np),
+        device,
+        False,
+    )
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
@@ -2085,7 +2253,9 @@ def cat(tensors, dim=0):
     if ref.ndim != 1:  # legacy empty 1-d tensors are skipped; among 1-d ones they concatenate
         tensors = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or tensors[:1]
     for i, t in enumerate(tensors):
-        if t.ndim != ref.ndim or any(a != b for k, (a, b) in enumerate(zip(t.shape, ref.shape)) if k != d):
+        if t.ndim != ref.ndim or any(
+            a != b for k, (a, b) in enumerate(zip(t.shape, ref.shape)) if k != d
+        ):
             raise RuntimeError(
                 f"Sizes of tensors must match except in dimension {d}. Expected size "
                 f"{list(ref.shape)} but got size {list(t.shape)} for tensor number {i} in the list."
@@ -2108,12 +2278,18 @@ def stack(tensors, dim=0):
 
 def _tensor_list(tensors, fname):
     if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
-        raise TypeError(f"{fname}(): argument 'tensors' must be a tuple or list of Tensors, got {type(tensors).__name__}")
+        raise TypeError(
+            f"{fname}(): argument 'tensors' must be a tuple or list of Tensors, got "
+            f"{type(tensors).__name__}"
+        )
     if not tensors:
         raise RuntimeError(f"{fname}(): expected a non-empty list of Tensors")
     for t in tensors:
         if not isinstance(t, Tensor):
-            raise TypeError(f"{fname}(): expected Tensor as element in argument 'tensors', got {type(t).__name__}")
+            raise TypeError(
+                f"{fname}(): expected Tensor as element in argument 'tensors', got "
+                f"{type(t).__name__}"
+            )
     return list(tensors)
 
 
@@ -2127,7 +2303,10 @@ def where(condition, input=None, other=None):
     if not isinstance(condition, Tensor):
         condition = tensor(condition)
     if condition._data.dtype.kind != "b":
-        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}")
+        raise RuntimeError(
+            "where expected condition to be a boolean tensor, but got a tensor with dtype "
+            f"{condition.dtype}"
+        )
     return _dispatch(_op("where"), (condition, _arg(input), _arg(other)))
 
 

@@ -829,9 +829,11 @@ def test_device_matches_cpu(case, sample, seed, device):
                 ng.tensor(rng.standard_normal(o.shape), dtype=o.dtype, device=dev) for o in diff
             ]
             grads = ng.autograd.grad(diff, wrt, upstream, allow_unused=True)
-        return [o.detach().cpu().numpy() for o in outputs], [
-            None if g is None else g.cpu().numpy() for g in grads
-        ], [str(o.device) for o in outputs]
+        return (
+            [o.detach().cpu().numpy() for o in outputs],
+            [None if g is None else g.cpu().numpy() for g in grads],
+            [str(o.device) for o in outputs],
+        )
 
     cpu_out, cpu_grads, _ = run("cpu")
     dev_out, dev_grads, devices = run(device)

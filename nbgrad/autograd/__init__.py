@@ -22,10 +22,27 @@ from .grad_mode import (
 )
 from .gradcheck import gradcheck, gradgradcheck
 
-__all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
-           "gradgradcheck", "functional", "graph", "no_grad", "enable_grad", "set_grad_enabled",
-           "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "detect_anomaly",
-           "set_detect_anomaly", "is_anomaly_enabled", "Variable"]
+__all__ = [
+    "backward",
+    "grad",
+    "Function",
+    "FunctionCtx",
+    "once_differentiable",
+    "gradcheck",
+    "gradgradcheck",
+    "functional",
+    "graph",
+    "no_grad",
+    "enable_grad",
+    "set_grad_enabled",
+    "inference_mode",
+    "is_grad_enabled",
+    "is_inference_mode_enabled",
+    "detect_anomaly",
+    "set_detect_anomaly",
+    "is_anomaly_enabled",
+    "Variable",
+]
 
 
 class Variable:
@@ -100,8 +117,14 @@ def _root_edges(tensors):
     return edges
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
-             grad_variables=None, inputs=None):
+def backward(
+    tensors,
+    grad_tensors=None,
+    retain_graph=None,
+    create_graph=False,
+    grad_variables=None,
+    inputs=None,
+):
     """Accumulate gradients of ``tensors`` into the ``.grad`` of the leaves (or of ``inputs``).
 
     Example:
@@ -149,12 +172,22 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
             if t.grad_fn is not None:
                 t.retain_grad()
             outputs.append(_edge_of(t))
-    get_default_engine().execute(roots, grads, retain_graph, create_graph, outputs,
-                                 accumulate_grad=True)
+    get_default_engine().execute(
+        roots, grads, retain_graph, create_graph, outputs, accumulate_grad=True
+    )
 
 
-def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+def grad(
+    outputs,
+    inputs,
+    grad_outputs=None,
+    retain_graph=None,
+    create_graph=False,
+    only_inputs=True,
+    allow_unused=None,
+    is_grads_batched=False,
+    materialize_grads=False,
+):
     """Gradients of ``outputs`` w.r.t. ``inputs``, returned (not accumulated into ``.grad``).
 
     Only the nodes needed to reach ``inputs`` run.
@@ -199,8 +232,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 "requires_grad=True (or results computed from them) can be differentiated."
             )
         edges.append(_edge_of(t))
-    result = get_default_engine().execute(roots, grads, retain_graph, create_graph, edges,
-                                          accumulate_grad=False)
+    result = get_default_engine().execute(
+        roots, grads, retain_graph, create_graph, edges, accumulate_grad=False
+    )
     out = []
     for i, (g, t) in enumerate(zip(result, inputs)):
         if g is None:

@@ -1,4 +1,6 @@
-"""Anomaly detection: ``detect_anomaly`` / ``set_detect_anomaly`` (``torch/autograd/anomaly_mode.py``).
+"""Anomaly detection: ``detect_anomaly`` / ``set_detect_anomaly``.
+
+Mirrors ``torch/autograd/anomaly_mode.py``.
 
 While enabled, each node records the forward traceback that created it in
 ``node.metadata["traceback_"]``; a failing backward node reports it, and a node that produces a

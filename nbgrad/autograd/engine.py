@@ -39,10 +39,10 @@ import threading
 import warnings
 from typing import NamedTuple
 
-from . import anomaly_mode as _anomaly
-from .grad_mode import _state as _grad_state
 from nbgrad.backend import CPU
 
+from . import anomaly_mode as _anomaly
+from .grad_mode import _state as _grad_state
 from .graph import AccumulateGrad, Edge, GraphRoot, Node, hook_name
 
 __all__ = ["NodeTask", "ReadyQueue", "InputBuffer", "GraphTask", "Engine", "get_default_engine"]
@@ -186,10 +186,28 @@ class _ExecInfo:
 class GraphTask:
     """The state of one backward call (``GraphTask`` in graph_task.h)."""
 
-    __slots__ = ("keep_graph", "create_graph", "dependencies", "not_ready", "exec_info",
-                 "captured_vars", "outstanding_tasks", "exception", "final_callbacks",
-                 "cpu_ready_queue", "reentrant_depth", "listeners", "owner", "completed",
-                 "check_nan", "threaded", "cond", "warnings", "_lock", "__weakref__")
+    __slots__ = (
+        "keep_graph",
+        "create_graph",
+        "dependencies",
+        "not_ready",
+        "exec_info",
+        "captured_vars",
+        "outstanding_tasks",
+        "exception",
+        "final_callbacks",
+        "cpu_ready_queue",
+        "reentrant_depth",
+        "listeners",
+        "owner",
+        "completed",
+        "check_nan",
+        "threaded",
+        "cond",
+        "warnings",
+        "_lock",
+        "__weakref__",
+    )
 
     def __init__(self, keep_graph, create_graph, reentrant_depth, listeners):
         self.keep_graph = keep_graph
@@ -262,8 +280,9 @@ class Engine:
         if outputs is not None:
             self.init_to_execute(root, graph_task, outputs, accumulate_grad)
         if graph_task.listeners:
-            self._emit(graph_task, "task_start", root=root,
-                       dependencies=dict(graph_task.dependencies))
+            self._emit(
+                graph_task, "task_start", root=root, dependencies=dict(graph_task.dependencies)
+            )
         prev = _current.graph_task
         prev_grad = _grad_state.enabled
         _current.graph_task = graph_task
@@ -428,7 +447,9 @@ class Engine:
                 if queue is None:
                     queue = ReadyQueue(device)
                     thread = threading.Thread(
-                        target=self._worker_main, args=(queue,), daemon=True,
+                        target=self._worker_main,
+                        args=(queue,),
+                        daemon=True,
                         name=f"nbgrad-worker-{device}",
                     )
                     self._workers.append((queue, thread))
@@ -471,13 +492,17 @@ class Engine:
         """Put a ready node on the queue of the device of its input gradients."""
         if grad is None:
             grad = next((g for g in buffer if g is not None), None)
-        device = grad._device if grad is not None else (
-            node._input_metadata_[0].device if node._input_metadata_ else CPU
+        device = (
+            grad._device
+            if grad is not None
+            else (node._input_metadata_[0].device if node._input_metadata_ else CPU)
         )
         task = _new_tuple(NodeTask, (graph_task, node, buffer, graph_task.reentrant_depth))
         if device is CPU or device.type == "cpu":
-            heappush(graph_task.cpu_ready_queue._heap,
-                     (-task.reentrant_depth, -node._sequence_nr_, next(_tiebreak), task))
+            heappush(
+                graph_task.cpu_ready_queue._heap,
+                (-task.reentrant_depth, -node._sequence_nr_, next(_tiebreak), task),
+            )
             if graph_task.threaded:
                 with graph_task.cond:
                     graph_task.cond.notify_all()
@@ -653,8 +678,15 @@ class Engine:
                     continue
                 new = h.fn(grad)
                 if graph_task.listeners:
-                    self._emit(graph_task, "hook", kind="tensor", node=node, handle=h,
-                               before=grad, after=new)
+                    self._emit(
+                        graph_task,
+                        "hook",
+                        kind="tensor",
+                        node=node,
+                        handle=h,
+                        before=grad,
+                        after=new,
+                    )
                 if new is not None:
                     _check_hook_value(h.fn, grad, new)
                     inputs[k] = new
@@ -678,8 +710,15 @@ class Engine:
             before = tuple(inputs)
             new = h.fn(before)
             if graph_task.listeners:
-                self._emit(graph_task, "hook", kind="prehook", node=node, handle=h,
-                           before=before, after=new)
+                self._emit(
+                    graph_task,
+                    "hook",
+                    kind="prehook",
+                    node=node,
+                    handle=h,
+                    before=before,
+                    after=new,
+                )
             if new is not None:
                 inputs = _check_hook_values(h.fn, before, new)
         return inputs
@@ -691,8 +730,15 @@ class Engine:
             before = tuple(outputs)
             new = h.fn(before, tuple(inputs))
             if graph_task.listeners:
-                self._emit(graph_task, "hook", kind="posthook", node=node, handle=h,
-                           before=before, after=new)
+                self._emit(
+                    graph_task,
+                    "hook",
+                    kind="posthook",
+                    node=node,
+                    handle=h,
+                    before=before,
+                    after=new,
+                )
             if new is not None:
                 outputs = _check_hook_values(h.fn, before, new)
         return outputs
@@ -775,7 +821,11 @@ def _check_nan(node, outputs):
     import numpy as np
 
     for i, g in enumerate(outputs):
-        if g is not None and g._data.dtype.kind == "f" and bool(np.isnan(np.asarray(g._data)).any()):
+        if (
+            g is not None
+            and g._data.dtype.kind == "f"
+            and bool(np.isnan(np.asarray(g._data)).any())
+        ):
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
 
 

@@ -157,11 +157,15 @@ class Function(metaclass=_FunctionMeta):
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
-        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+        raise NotImplementedError(
+            "You must implement the forward function for custom autograd.Function."
+        )
 
     @staticmethod
     def backward(ctx, *grad_outputs):
-        raise NotImplementedError("You must implement the backward function for custom autograd.Function.")
+        raise NotImplementedError(
+            "You must implement the backward function for custom autograd.Function."
+        )
 
     vjp = backward
 
@@ -171,7 +175,9 @@ class Function(metaclass=_FunctionMeta):
 
         ctx = cls._backward_cls()
         tensor_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
-        is_executable = _grad_state.enabled and any(args[i]._requires_grad for i in tensor_positions)
+        is_executable = _grad_state.enabled and any(
+            args[i]._requires_grad for i in tensor_positions
+        )
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
         ctx._n_args = len(args)
         ctx._input_positions = tuple(tensor_positions)
@@ -198,8 +204,7 @@ class Function(metaclass=_FunctionMeta):
             if id(o) in dirty:
                 if o._requires_grad and o.grad_fn is None:
                     raise RuntimeError(
-                        "a leaf Variable that requires grad has been used in an in-place "
-                        "operation."
+                        "a leaf Variable that requires grad has been used in an in-place operation."
                     )
             elif id(o) in inputs_by_id:
                 o = o.view_as(o) if o._requires_grad else o.detach()

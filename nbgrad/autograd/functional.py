@@ -50,14 +50,20 @@ def _grads(outputs, inputs, grad_outputs, create_graph, strict, fn_name):
     gos = [g for o, g in zip(outputs, grad_outputs) if o.requires_grad]
     if not outs:
         if strict:
-            raise RuntimeError(f"The output of the user-provided function given to {fn_name} is independent of its inputs. This is not allowed in strict mode.")
+            raise RuntimeError(
+                f"The output of the user-provided function given to {fn_name} is independent "
+                "of its inputs. This is not allowed in strict mode."
+            )
         return tuple(zeros_like(x) for x in inputs)
     res = _grad(outs, inputs, gos, create_graph=create_graph, retain_graph=True, allow_unused=True)
     result = []
     for i, (g, x) in enumerate(zip(res, inputs)):
         if g is None:
             if strict:
-                raise RuntimeError(f"The output of the user-provided function is independent of input {i}. This is not allowed in strict mode.")
+                raise RuntimeError(
+                    f"The output of the user-provided function is independent of input {i}. "
+                    "This is not allowed in strict mode."
+                )
             g = zeros_like(x)
         result.append(g)
     return tuple(result)
@@ -70,16 +76,24 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
     with enable_grad():
         is_tuple, inputs = _as_tuple(inputs, "inputs", "vjp")
         inputs = _prep(inputs, create_graph)
-        out_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", "vjp")
+        out_tuple, outputs = _as_tuple(
+            func(*inputs), "outputs of the user-provided function", "vjp"
+        )
         if v is None:
             if any(o.numel() != 1 for o in outputs):
-                raise RuntimeError("The vector v can only be None if the user-provided function returns a single Tensor with a single element.")
+                raise RuntimeError(
+                    "The vector v can only be None if the user-provided function returns a "
+                    "single Tensor with a single element."
+                )
             vs = (None,) * len(outputs)
         else:
             vs = _as_tuple(v, "v", "vjp")[1]
             for o, vv in zip(outputs, vs):
                 if o.shape != vv.shape:
-                    raise RuntimeError(f"Mismatch in shape: v has shape {vv.shape} but the output has shape {o.shape}")
+                    raise RuntimeError(
+                        f"Mismatch in shape: v has shape {vv.shape} but the output has shape "
+                        f"{o.shape}"
+                    )
         grads = _grads(outputs, inputs, vs, create_graph, strict, "vjp")
     return _finish(outputs, out_tuple, create_graph), _finish(grads, is_tuple, create_graph)
 
@@ -95,27 +109,39 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         inputs = _prep(inputs, create_graph)
         if v is None:
             if any(x.numel() != 1 for x in inputs):
-                raise RuntimeError("The vector v can only be None if the input to the user-provided function is a single Tensor with a single element.")
+                raise RuntimeError(
+                    "The vector v can only be None if the input to the user-provided function is "
+                    "a single Tensor with a single element."
+                )
             from nbgrad.tensor import ones_like
 
             vs = tuple(ones_like(x) for x in inputs)
         else:
             vs = _as_tuple(v, "v", "jvp")[1]
-        out_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", "jvp")
+        out_tuple, outputs = _as_tuple(
+            func(*inputs), "outputs of the user-provided function", "jvp"
+        )
         us = tuple(zeros_like(o).requires_grad_(True) for o in outputs)
         gs = _grads(outputs, inputs, us, True, strict, "jvp")
         pairs = [(g, vv) for g, vv in zip(gs, vs) if g.requires_grad]
         if pairs:
-            res = _grad([g for g, _ in pairs], us, [vv for _, vv in pairs],
-                        create_graph=create_graph, retain_graph=True, allow_unused=True)
+            res = _grad(
+                [g for g, _ in pairs],
+                us,
+                [vv for _, vv in pairs],
+                create_graph=create_graph,
+                retain_graph=True,
+                allow_unused=True,
+            )
         else:
             res = (None,) * len(us)
         res = tuple(zeros_like(o) if r is None else r for r, o in zip(res, outputs))
     return _finish(outputs, out_tuple, create_graph), _finish(res, out_tuple, create_graph)
 
 
-def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
-             strategy="reverse-mode"):
+def jacobian(
+    func, inputs, create_graph=False, strict=False, vectorize=False, strategy="reverse-mode"
+):
     """The Jacobian of ``func`` at ``inputs``: shape ``output.shape + input.shape`` per pair."""
     from nbgrad.autograd.grad_mode import enable_grad
     from nbgrad.tensor import stack, zeros
@@ -125,7 +151,9 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
     with enable_grad():
         is_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
         inputs = _prep(inputs, create_graph)
-        out_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", "jacobian")
+        out_tuple, outputs = _as_tuple(
+            func(*inputs), "outputs of the user-provided function", "jacobian"
+        )
         jac = []
         for o in outputs:
             rows = [[] for _ in inputs]
@@ -146,8 +174,14 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
     return tuple(jac) if out_tuple else jac[0]
 
 
-def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
-            outer_jacobian_strategy="reverse-mode"):
+def hessian(
+    func,
+    inputs,
+    create_graph=False,
+    strict=False,
+    vectorize=False,
+    outer_jacobian_strategy="reverse-mode",
+):
     """The Hessian of a scalar function ``func`` at ``inputs``."""
     is_tuple, inputs_t = _as_tuple(inputs, "inputs", "hessian")
 
@@ -155,7 +189,10 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
         out = func(*inp)
         _, outs = _as_tuple(out, "outputs of the user-provided function", "hessian")
         if len(outs) != 1 or outs[0].numel() != 1:
-            raise RuntimeError("The Tensor returned by the function given to hessian should contain a single element")
+            raise RuntimeError(
+                "The Tensor returned by the function given to hessian should contain a single "
+                "element"
+            )
         return jacobian(lambda *x: func(*x).reshape(()), inp, create_graph=True)
 
     # jac_func returns one gradient per input, so ``res[i][j]`` is d2f / dx_i dx_j
@@ -175,10 +212,15 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
         out = func(*inputs)
         _, outs = _as_tuple(out, "outputs of the user-provided function", "vhp")
         if len(outs) != 1 or outs[0].numel() != 1:
-            raise RuntimeError("The function given in vhp should return a single Tensor with a single element.")
+            raise RuntimeError(
+                "The function given in vhp should return a single Tensor with a single element."
+            )
         if v is None:
             if any(x.numel() != 1 for x in inputs):
-                raise RuntimeError("The vector v can only be None if the input to the user-provided function is a single Tensor with a single element.")
+                raise RuntimeError(
+                    "The vector v can only be None if the input to the user-provided function is "
+                    "a single Tensor with a single element."
+                )
             from nbgrad.tensor import ones_like
 
             vs = tuple(ones_like(x) for x in inputs)
@@ -187,8 +229,14 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
         gs = _grads(outs, inputs, (None,), True, strict, "vhp")
         pairs = [(g, vv) for g, vv in zip(gs, vs) if g.requires_grad]
         if pairs:
-            res = _grad([g for g, _ in pairs], inputs, [vv for _, vv in pairs],
-                        create_graph=create_graph, retain_graph=True, allow_unused=True)
+            res = _grad(
+                [g for g, _ in pairs],
+                inputs,
+                [vv for _, vv in pairs],
+                create_graph=create_graph,
+                retain_graph=True,
+                allow_unused=True,
+            )
         else:
             res = (None,) * len(inputs)
         res = tuple(zeros_like(x) if r is None else r for r, x in zip(res, inputs))

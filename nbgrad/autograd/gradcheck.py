@@ -39,9 +39,13 @@ def _numerical_jacobian(func, inputs, diff_idx, outputs, eps):
                 idx = np.unravel_index(j, data.shape)
                 orig = data[idx].item()
                 data[idx] = orig - eps
-                minus = [np.asarray(o._data, dtype=np.float64).copy() for o in _outputs(func, inputs)]
+                minus = [
+                    np.asarray(o._data, dtype=np.float64).copy() for o in _outputs(func, inputs)
+                ]
                 data[idx] = orig + eps
-                plus = [np.asarray(o._data, dtype=np.float64).copy() for o in _outputs(func, inputs)]
+                plus = [
+                    np.asarray(o._data, dtype=np.float64).copy() for o in _outputs(func, inputs)
+                ]
                 data[idx] = orig
                 for k in range(len(outputs)):
                     jac[k][col][:, j] = ((plus[k] - minus[k]) / (2 * eps)).reshape(-1)
@@ -67,9 +71,22 @@ def _analytical_jacobian(inputs, diff_idx, outputs):
     return jac
 
 
-def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
-              nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
-              check_batched_grad=False, check_backward_ad=True, fast_mode=False, masked=None):
+def gradcheck(
+    func,
+    inputs,
+    *,
+    eps=1e-6,
+    atol=1e-5,
+    rtol=1e-3,
+    raise_exception=True,
+    nondet_tol=0.0,
+    check_undefined_grad=True,
+    check_grad_dtypes=False,
+    check_batched_grad=False,
+    check_backward_ad=True,
+    fast_mode=False,
+    masked=None,
+):
     """Check the gradients of ``func`` at ``inputs`` against finite differences.
 
     Returns True, or raises ``GradcheckError`` (False if ``raise_exception=False``).
@@ -114,11 +131,25 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     return True
 
 
-def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
-                  gen_non_contig_grad_outputs=False, raise_exception=True, nondet_tol=0.0,
-                  check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
-                  check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False,
-                  masked=False):
+def gradgradcheck(
+    func,
+    inputs,
+    grad_outputs=None,
+    *,
+    eps=1e-6,
+    atol=1e-5,
+    rtol=1e-3,
+    gen_non_contig_grad_outputs=False,
+    raise_exception=True,
+    nondet_tol=0.0,
+    check_undefined_grad=True,
+    check_grad_dtypes=False,
+    check_batched_grad=False,
+    check_fwd_over_rev=False,
+    check_rev_over_rev=True,
+    fast_mode=False,
+    masked=False,
+):
     """Check second derivatives: ``gradcheck`` of the gradient of ``func`` (built with
     ``create_graph=True``) with respect to the inputs and the output gradients."""
     from nbgrad.autograd import grad
@@ -145,5 +176,11 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         grads = grad(outs, diff_in, gos, create_graph=True, allow_unused=True)
         return tuple(g for g in grads if g is not None)
 
-    return gradcheck(new_func, inputs + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception)
+    return gradcheck(
+        new_func,
+        inputs + tuple(grad_outputs),
+        eps=eps,
+        atol=atol,
+        rtol=rtol,
+        raise_exception=raise_exception,
+    )

@@ -18,8 +18,17 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Node", "Edge", "GraphRoot", "AccumulateGrad", "RemovableHandle", "SavedTensor",
-           "saved_tensors_hooks", "InputMetadata", "UINT64_MAX"]
+__all__ = [
+    "Node",
+    "Edge",
+    "GraphRoot",
+    "AccumulateGrad",
+    "RemovableHandle",
+    "SavedTensor",
+    "saved_tensors_hooks",
+    "InputMetadata",
+    "UINT64_MAX",
+]
 
 UINT64_MAX = 2**64 - 1
 
@@ -35,7 +44,7 @@ next_sequence_nr = _sequence_counter.__next__
 class Edge(NamedTuple):
     """``(function, input_nr)``: which input of which Node a gradient flows into."""
 
-    function: "Node | None"
+    function: Node | None
     input_nr: int
 
 
@@ -117,8 +126,17 @@ class Node:
     ``_sequence_nr()`` orders ready nodes in the engine (higher runs first).
     """
 
-    __slots__ = ("_next_edges", "_sequence_nr_", "_input_metadata_", "_pre_hooks", "_post_hooks",
-                 "_tensor_pre_hooks", "_retains_grad_hooks", "_metadata", "__weakref__")
+    __slots__ = (
+        "_next_edges",
+        "_sequence_nr_",
+        "_input_metadata_",
+        "_pre_hooks",
+        "_post_hooks",
+        "_tensor_pre_hooks",
+        "_retains_grad_hooks",
+        "_metadata",
+        "__weakref__",
+    )
 
     _name = None
 
@@ -189,8 +207,9 @@ class Node:
     def _register_tensor_pre_hook(self, fn, output_nr, tensor) -> RemovableHandle:
         if self._tensor_pre_hooks is None:
             self._tensor_pre_hooks = []
-        return RemovableHandle(self._tensor_pre_hooks, fn, "tensor_hook", owner=tensor,
-                               output_nr=output_nr)
+        return RemovableHandle(
+            self._tensor_pre_hooks, fn, "tensor_hook", owner=tensor, output_nr=output_nr
+        )
 
     def _add_retains_grad_hook(self, tensor, output_nr):
         if self._retains_grad_hooks is None:
@@ -363,9 +382,20 @@ class SavedTensor:
     in-place changes, and for a node's own output stores no reference to the node (no cycle).
     """
 
-    __slots__ = ("_tensor", "_data", "_counter", "_version", "_is_output", "_output_nr",
-                 "_requires_grad", "_device", "_grad_fn_name", "_packed", "_unpack_hook",
-                 "_weak_grad_fn")
+    __slots__ = (
+        "_tensor",
+        "_data",
+        "_counter",
+        "_version",
+        "_is_output",
+        "_output_nr",
+        "_requires_grad",
+        "_device",
+        "_grad_fn_name",
+        "_packed",
+        "_unpack_hook",
+        "_weak_grad_fn",
+    )
 
     def __init__(self, tensor, is_output=False, grad_fn_name=None):
         self._version = tensor._version_counter[0]
@@ -422,8 +452,9 @@ class SavedTensor:
         if self._is_output:
             from nbgrad.tensor import Tensor
 
-            return Tensor._from_saved_output(self._data, self._device, node, self._output_nr,
-                                             self._counter)
+            return Tensor._from_saved_output(
+                self._data, self._device, node, self._output_nr, self._counter
+            )
         return self._tensor
 
     def _raise_version_error(self):

@@ -406,6 +406,8 @@ class HookEditor(StillWidget):
         return hooks_svg(self._label, self.hooks, self.fired)
 
     def __repr__(self):
+        if self._node is None and self._module is None:
+            return "HookEditor(no target: select a node in the graph)"
         return f"HookEditor({self._label}: {len(self.hooks)} hooks)"
 
     # -- messages ----------------------------------------------------------------------------

@@ -131,12 +131,15 @@ class AutogradMagics(Magics):
             return None
         shell = self.shell
         ns = shell.user_ns
+        # the code is compiled one line down, so that line numbers (in tracebacks and in the
+        # records) count the cell's lines as the notebook shows them, %%autograd being line 1
         transformed = shell.transform_cell(cell)
-        filename = shell.compile.cache(transformed, shell.execution_count, raw_code=cell)
+        shown = f"%%autograd {line}".rstrip() + "\n" + transformed
+        filename = shell.compile.cache(shown, shell.execution_count, raw_code=cell)
         # compile first: a syntax error is reported like any cell's, before anything is shown
-        body, last = _compile(shell, transformed, filename)
+        body, last = _compile(shell, "\n" + transformed, filename)
 
-        rec = Recorder(cell_filename=filename, line_offset=1)
+        rec = Recorder(cell_filename=filename)
         view = handle = None
         if not opts.static:
             from .graph_view import GraphView
@@ -208,9 +211,29 @@ class AutogradMagics(Magics):
             display(session.stepper)
 
 
+class CellSyntaxError(Exception):
+    """A syntax error in an ``%%autograd`` cell, shown as IPython shows one in any cell (and
+    named ``SyntaxError`` in the error output), without this magic's frames."""
+
+    def __init__(self, error, stb):
+        super().__init__(str(error))
+        self.error = error
+        self._stb = stb
+
+    def _render_traceback_(self):
+        return self._stb
+
+
+CellSyntaxError.__name__ = "SyntaxError"
+
+
 def _compile(shell, source, filename):
     """The cell as (statements, last expression or None), compiled with IPython's flags."""
-    tree = shell.compile.ast_parse(source, filename=filename)
+    try:
+        tree = shell.compile.ast_parse(source, filename=filename)
+    except SyntaxError as e:
+        stb = shell.SyntaxTB.structured_traceback(type(e), e, [])
+        raise CellSyntaxError(e, stb) from None
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)

@@ -409,8 +409,8 @@ class Recorder:
                     first = frame
                     break
             frame = frame.f_back
-        if first is None:
-            return None, None, None, ""
+        if first is None or (cell is not None and first.f_code.co_filename != cell):
+            return None, None, None, ""  # not made by user code (or, in a cell, not by it)
         fname, lineno = first.f_code.co_filename, first.f_lineno
         source = linecache.getline(fname, lineno).strip()
         line = lineno + self.line_offset if fname == cell else lineno

@@ -267,7 +267,9 @@ def test_hook_registration_errors_match_pytorch():
         x = lib.tensor([1.0], requires_grad=True)
         with pytest.raises(RuntimeError, match="post accumulate grad hooks cannot be registered"):
             (x * 2).register_post_accumulate_grad_hook(lambda t: None)
-        with pytest.raises(RuntimeError, match="can't retain_grad on Tensor that has requires_grad=False"):
+        with pytest.raises(
+            RuntimeError, match="can't retain_grad on Tensor that has requires_grad=False"
+        ):
             t.retain_grad()
 
 
@@ -393,7 +395,7 @@ def test_custom_function_errors_match_pytorch():
 
             @staticmethod
             def backward(ctx, g):
-                return lib.ones(4, dtype=g.dtype)
+                return lib.ones(4, dtype=g.dtype)  # noqa: B023 - used within the iteration
 
         class WrongCount(lib.autograd.Function):
             @staticmethod
@@ -405,9 +407,15 @@ def test_custom_function_errors_match_pytorch():
                 return g, g
 
         x = _leaf(lib, [1.0, 2.0, 3.0])
-        with pytest.raises(RuntimeError, match=r"invalid gradient at index 0 - got \[4\] but expected shape compatible with \[3\]"):
+        with pytest.raises(
+            RuntimeError,
+            match=r"invalid gradient at index 0 - got \[4\] but expected shape compatible with "
+            r"\[3\]",
+        ):
             WrongShape.apply(x).sum().backward()
-        with pytest.raises(RuntimeError, match=r"incorrect number of gradients \(expected 1, got 2\)"):
+        with pytest.raises(
+            RuntimeError, match=r"incorrect number of gradients \(expected 1, got 2\)"
+        ):
             WrongCount.apply(x).sum().backward()
 
 
@@ -464,7 +472,10 @@ def test_anomaly_mode_names_the_nan_node():
         with pytest.warns(UserWarning):
             with lib.autograd.detect_anomaly():
                 y = x.sqrt() * 0.0
-                with pytest.raises(RuntimeError, match="Function 'SqrtBackward0' returned nan values in its 0th output"):
+                with pytest.raises(
+                    RuntimeError,
+                    match="Function 'SqrtBackward0' returned nan values in its 0th output",
+                ):
                     y.sum().backward()
 
 
@@ -482,10 +493,16 @@ def test_queue_callback_runs_after_backward_and_raises_outside():
         log = []
         x = _leaf(lib, [1.0])
         y = x * 2
-        y.register_hook(lambda g: engine.queue_callback(lambda: log.append(x.grad is not None)))
+        y.register_hook(
+            lambda g, e=engine, log=log, x=x: e.queue_callback(
+                lambda: log.append(x.grad is not None)
+            )
+        )
         y.sum().backward()
         assert log == [True]
-        with pytest.raises(RuntimeError, match="Final callbacks can only be installed during backward pass"):
+        with pytest.raises(
+            RuntimeError, match="Final callbacks can only be installed during backward pass"
+        ):
             engine.queue_callback(lambda: None)
 
 

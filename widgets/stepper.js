@@ -1,0 +1,243 @@
+// nbgrad BackwardStepper: a recorded backward pass, one node at a time, forward and back.
+// Browser side of nbgrad/notebook/stepper.py (plain ES module for anywidget, no bundler).
+// The trace schema ("nbgrad.trace") is documented in nbgrad/notebook/snapshot.py. Stepping
+// is a replay of the recorded pass: it runs nothing in the kernel.
+
+/**
+ * @typedef {{shape: number[], dtype: string, norm: (number|string|null), numel: number,
+ *            values: (number|string)[], truncated: boolean}} GradSummary
+ * @typedef {{hook: (string|null), name: string, kind: string, node: string,
+ *            before: (GradSummary|GradSummary[]), after: (GradSummary|GradSummary[]),
+ *            changed: boolean}} HookCall
+ * @typedef {{id: string, kind: string, name: string, label: string, group: (string|null),
+ *            shapes: number[][]}} SnapNode   (the fields used here; see graph_view.js)
+ * @typedef {{id: string, parent: (string|null)}} SnapGroup
+ * @typedef {{nodes: SnapNode[], groups: SnapGroup[], edges: Object[]}} Snapshot
+ * @typedef {{index: number, node: string, device: string, inputs: (GradSummary|null)[],
+ *            outputs: (GradSummary|null)[], hooks: HookCall[],
+ *            ready: Object<string, string[]>, dependencies: Object<string, number>,
+ *            buffers: Object<string, (GradSummary|null)[]>, made_ready: string[]}} Step
+ * @typedef {{schema: "nbgrad.trace", version: 1, graph: Snapshot, root: string,
+ *            initial: {dependencies: Object<string, number>, ready: Object<string, string[]>},
+ *            steps: Step[],
+ *            final: {dependencies: Object<string, number>,
+ *                    buffers: Object<string, (GradSummary|null)[]>},
+ *            error: (string|null)}} Trace
+ * @typedef {{width: number, height: number,
+ *            nodes: {id: string, kind: string, x: number, y: number, w: number, h: number,
+ *                    label: string, sub: string, ref: string}[],
+ *            edges: {points: number[]}[]}} Layout
+ * Traits: trace: Trace, graph_layout: Layout, position: number (0 = start, k = step k - 1
+ * running, steps + 1 = end).
+ */
+
+const SVGNS = "http://www.w3.org/2000/svg";
+
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "onclick") el.addEventListener("click", v);
+    else if (v !== undefined && v !== null && v !== false) el.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+function s(tag, attrs = {}) {
+  const el = document.createElementNS(SVGNS, tag);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
+  return el;
+}
+
+function fmt(v) {
+  if (v === null || v === undefined) return "";
+  if (typeof v === "string") return v;
+  if (v === 0) return "0";
+  const a = Math.abs(v);
+  return a >= 1e4 || a < 1e-3 ? v.toExponential(2) : String(Number(v.toPrecision(3)));
+}
+
+function gradText(g) {
+  if (g === null || g === undefined) return "None";
+  if (Array.isArray(g)) return "(" + g.map(gradText).join(", ") + ")";
+  if (g.repr !== undefined) return g.repr;
+  const vals = g.values.map(fmt).join(", ") + (g.truncated ? ", …" : "");
+  return `[${g.shape.join("×") || "scalar"}] ‖g‖=${fmt(g.norm)} [${vals}]`;
+}
+
+/**
+ * The engine's state at a position, rebuilt from the trace (as BackwardStepper.state()).
+ * @param {Trace} tr
+ * @param {number} pos
+ */
+export function stateAt(tr, pos) {
+  const steps = tr.steps;
+  const deps = { ...tr.initial.dependencies };
+  const buffers = {};
+  for (const st of steps.slice(0, Math.min(pos, steps.length))) {
+    Object.assign(deps, st.dependencies);
+    Object.assign(buffers, st.buffers);
+  }
+  let done = steps.slice(0, Math.max(0, pos - 1)).map((st) => st.node);
+  let state = { position: pos, running: null, ready: tr.initial.ready, inputs: [], outputs: [],
+    hooks: [], made_ready: [], device: null };
+  if (pos >= 1 && pos <= steps.length) {
+    const st = steps[pos - 1];
+    state = { ...state, running: st.node, ready: st.ready, inputs: st.inputs,
+      outputs: st.outputs, hooks: st.hooks, made_ready: st.made_ready, device: st.device };
+  } else if (pos > steps.length) {
+    Object.assign(deps, tr.final.dependencies);
+    Object.assign(buffers, tr.final.buffers);
+    done = steps.map((st) => st.node);
+    state.ready = Object.fromEntries(Object.keys(tr.initial.ready).map((d) => [d, []]));
+  }
+  const finished = new Set(done);
+  for (const ids of Object.values(state.ready)) for (const id of ids) finished.add(id);
+  if (state.running) finished.add(state.running);
+  state.done = done;
+  state.dependencies = Object.fromEntries(Object.entries(deps).filter(([k]) => !finished.has(k)));
+  state.buffers = Object.fromEntries(Object.entries(buffers).filter(([k]) => !finished.has(k)));
+  return state;
+}
+
+function render({ model, el }) {
+  el.classList.add("nbg-stepper");
+  el.tabIndex = 0;
+  const info = h("span", { class: "nbg-step-info" });
+  const slider = h("input", { type: "range", min: 0, value: 0, class: "nbg-step-slider" });
+  const go = (p) => {
+    const n = model.get("trace").steps.length;
+    model.set("position", Math.max(0, Math.min(n + 1, p)));
+    model.save_changes();
+  };
+  const controls = h("div", { class: "nbg-step-controls" },
+    h("button", { onclick: () => go(0), title: "start" }, "⏮"),
+    h("button", { onclick: () => go(model.get("position") - 1), title: "back one node" }, "◀"),
+    h("button", { onclick: () => go(model.get("position") + 1), title: "forward one node" }, "▶"),
+    h("button", { onclick: () => go(1e9), title: "end" }, "⏭"),
+    slider, info);
+  slider.addEventListener("input", () => go(Number(slider.value)));
+  el.addEventListener("keydown", (e) => {
+    if (e.key === "ArrowRight") { go(model.get("position") + 1); e.preventDefault(); }
+    if (e.key === "ArrowLeft") { go(model.get("position") - 1); e.preventDefault(); }
+  });
+  const svg = s("svg", { class: "nbg-step-graph" });
+  const viewport = s("g");
+  svg.append(viewport);
+  const panel = h("div", { class: "nbg-step-panel" });
+  el.append(controls, h("div", { class: "nbg-step-main" }, svg, panel));
+
+  /** @type {Map<string, SVGElement>} */ let boxes = new Map();
+  let nodes = new Map();
+  let boxOf = new Map(); // node id -> the ref of the box that shows it
+
+  function drawGraph() {
+    /** @type {Trace} */ const tr = model.get("trace");
+    /** @type {Layout} */ const lay = model.get("graph_layout");
+    nodes = new Map(tr.graph.nodes.map((n) => [n.id, n]));
+    const groups = new Map((tr.graph.groups || []).map((g) => [g.id, g]));
+    const refs = new Set(lay.nodes.map((b) => b.ref));
+    boxOf = new Map();
+    for (const n of tr.graph.nodes) {
+      let ref = n.id;
+      let g = n.group;
+      while (!refs.has(ref) && g) { ref = g; g = groups.get(g)?.parent ?? null; }
+      boxOf.set(n.id, ref);
+    }
+    const frag = document.createDocumentFragment();
+    for (const e of lay.edges) {
+      const [x1, y1, x2, y2] = e.points;
+      const dy = Math.max(18, (y2 - y1) / 2);
+      frag.append(s("path", { d: `M${x1},${y1} C${x1},${y1 + dy} ${x2},${y2 - dy} ${x2},${y2}`,
+        class: "nbg-step-edge" }));
+    }
+    boxes = new Map();
+    for (const b of lay.nodes) {
+      const g = s("g", { class: "nbg-step-node" });
+      g.append(s("rect", { x: b.x, y: b.y, width: b.w, height: b.h, rx: 5 }));
+      const t = s("text", { x: b.x + b.w / 2, y: b.y + 15, class: "nbg-label" });
+      t.textContent = b.label;
+      const t2 = s("text", { x: b.x + b.w / 2, y: b.y + 29, class: "nbg-sub" });
+      t2.textContent = b.sub;
+      const badge = s("text", { x: b.x + 4, y: b.y + 11, class: "nbg-step-order" });
+      g.append(t, t2, badge);
+      boxes.set(b.ref, g);
+      frag.append(g);
+    }
+    viewport.replaceChildren(frag);
+    const w = lay.width || 1;
+    const hgt = lay.height || 1;
+    svg.setAttribute("viewBox", `0 0 ${w} ${hgt}`);
+    slider.max = String(tr.steps.length + 1);
+  }
+
+  function label(id) {
+    const n = nodes.get(id);
+    return n ? `${n.label} (${id})` : id;
+  }
+
+  function list(title, items) {
+    return [h("h5", {}, title), items.length
+      ? h("ul", {}, ...items.map((x) => h("li", {}, x)))
+      : h("div", { class: "nbg-muted" }, "empty")];
+  }
+
+  function drawState() {
+    /** @type {Trace} */ const tr = model.get("trace");
+    const pos = model.get("position");
+    const st = stateAt(tr, pos);
+    slider.value = String(pos);
+    const n = tr.steps.length;
+    info.textContent = pos === 0 ? `start (${n} steps)`
+      : pos > n ? `end: ${n} nodes ran` + (tr.error ? ` — ${tr.error}` : "")
+        : `step ${pos} / ${n}: ${label(st.running)}`;
+    const doneOrder = new Map(st.done.map((id, i) => [id, i + 1]));
+    const ready = new Set(Object.values(st.ready).flat());
+    for (const [ref, g] of boxes) g.setAttribute("class", "nbg-step-node");
+    for (const [id] of nodes) {
+      const g = boxes.get(boxOf.get(id));
+      if (!g) continue;
+      const cls = id === st.running ? "nbg-running" : ready.has(id) ? "nbg-ready"
+        : doneOrder.has(id) ? "nbg-done" : null;
+      if (cls) g.classList.add(cls);
+      const badge = g.querySelector(".nbg-step-order");
+      if (boxOf.get(id) === id) badge.textContent = doneOrder.has(id) ? String(doneOrder.get(id)) : "";
+    }
+    const sections = [];
+    if (st.running) {
+      sections.push(h("h4", {}, `Running ${label(st.running)} on ${st.device}`));
+      sections.push(...list("Input buffer (gradients it received)", st.inputs.map(gradText)));
+      sections.push(...list("Outputs (to next_functions)", st.outputs.map(gradText)));
+      sections.push(...list("Hooks fired", st.hooks.map((c) =>
+        `${c.kind} ${c.name}: ${gradText(c.before)} → ${c.changed ? gradText(c.after) : "unchanged"}`)));
+      sections.push(...list("Made ready", st.made_ready.map(label)));
+    } else {
+      sections.push(h("h4", {}, pos === 0 ? "Before the first node" : "Finished"));
+      if (pos > n && tr.error) sections.push(h("pre", { class: "nbg-error" }, tr.error));
+    }
+    for (const [dev, ids] of Object.entries(st.ready)) {
+      sections.push(...list(`Ready queue (${dev}), highest sequence_nr first`, ids.map(label)));
+    }
+    const waiting = Object.entries(st.dependencies).filter(([, c]) => c > 0);
+    sections.push(...list("Waiting: dependencies left (and input buffers so far)",
+      waiting.map(([id, c]) => `${label(id)}: ${c}` +
+        (st.buffers[id] ? `  buffer ${gradText(st.buffers[id])}` : ""))));
+    panel.replaceChildren(...sections);
+  }
+
+  const onTrace = () => { drawGraph(); drawState(); };
+  model.on("change:trace", onTrace);
+  model.on("change:graph_layout", onTrace);
+  model.on("change:position", drawState);
+  onTrace();
+  return () => {
+    model.off("change:trace", onTrace);
+    model.off("change:graph_layout", onTrace);
+    model.off("change:position", drawState);
+  };
+}
+
+export default { render };
