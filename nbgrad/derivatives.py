@@ -370,6 +370,10 @@ op("mse_loss", "MseLossBackward0", "self target", lambda xp, self, target, reduc
 op("nll_loss", "NllLossBackward0", "self target weight", lambda xp, self, target, weight, reduction, ignore_index: _nll_loss(xp, self, target, weight, reduction, ignore_index),
    attrs="reduction ignore_index", nondiff=("target", "weight"), quiet=True,
    self=lambda grad, self_shape, target, weight, reduction, ignore_index: _nll_loss_backward(grad, self_shape, target, weight, reduction, ignore_index))
+# (N, C, H, W) log-probabilities and (N, H, W) targets
+op("nll_loss2d", "NllLoss2DBackward0", "self target weight", lambda xp, self, target, weight, reduction, ignore_index: _nll_loss2d(xp, self, target, weight, reduction, ignore_index),
+   attrs="reduction ignore_index", nondiff=("target", "weight"), quiet=True,
+   self=lambda grad, self_shape, target, weight, reduction, ignore_index: _nll_loss2d_backward(grad, self_shape, target, weight, reduction, ignore_index))
 op("layer_norm", "NativeLayerNormBackward0", "input weight bias", lambda xp, input, weight, bias, normalized_shape, eps: _layer_norm(xp, input, weight, bias, normalized_shape, eps),
    attrs="normalized_shape eps",
    input=lambda grad, input, weight, normalized_shape, eps: _layer_norm_input_grad(grad, input, weight, normalized_shape, eps),
@@ -873,6 +877,18 @@ def _nll_loss_backward(grad, self_shape, target, weight, reduction, ignore_index
     n_classes = self_shape[-1] if self_shape else 1
     out = _T.zeros((t.shape[0], n_classes), dtype=grad.dtype, device=grad.device)
     return out.scatter_add(1, safe.unsqueeze(1), (-w * g).unsqueeze(1)).reshape(self_shape)
+
+
+def _nll_loss2d(xp, self, target, weight, reduction, ignore_index):
+    """``_nll_loss`` with the classes in dim 1 of a 4-d ``self``, one row per pixel."""
+    flat = xp.transpose(self, (0, 2, 3, 1)).reshape(-1, self.shape[1])
+    return _nll_loss(xp, flat, target, weight, reduction, ignore_index)
+
+
+def _nll_loss2d_backward(grad, self_shape, target, weight, reduction, ignore_index):
+    n, c, h, w = self_shape
+    flat = _nll_loss_backward(grad, (n * h * w, c), target, weight, reduction, ignore_index)
+    return flat.reshape(n, h, w, c).permute(0, 3, 1, 2)
 
 
 def _layer_norm(xp, x, weight, bias, normalized_shape, eps):

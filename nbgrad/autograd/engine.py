@@ -688,7 +688,7 @@ class Engine:
                         after=new,
                     )
                 if new is not None:
-                    _check_hook_value(h.fn, grad, new)
+                    _check_hook_value(h.fn, grad, new, node)
                     inputs[k] = new
         retains = node._retains_grad_hooks
         if retains:
@@ -720,7 +720,7 @@ class Engine:
                     after=new,
                 )
             if new is not None:
-                inputs = _check_hook_values(h.fn, before, new)
+                inputs = _check_hook_values(h.fn, before, new, node)
         return inputs
 
     def call_post_hooks(self, graph_task, node, outputs, inputs):
@@ -740,7 +740,7 @@ class Engine:
                     after=new,
                 )
             if new is not None:
-                outputs = _check_hook_values(h.fn, before, new)
+                outputs = _check_hook_values(h.fn, before, new, node)
         return outputs
 
     # -- callbacks and events -----------------------------------------------------------------
@@ -775,45 +775,49 @@ def _expandable(target, shape):
     return True
 
 
-def _check_hook_value(fn, old, new):
+def _check_hook_value(fn, old, new, node):
+    """A hook's replacement gradient must keep the shape, dtype and device (names the hook and
+    the node it ran on)."""
     from nbgrad.tensor import Tensor
 
     name = hook_name(fn)
+    where = f" (a hook on {node.name()})"
     if not isinstance(new, Tensor):
         raise TypeError(
-            f"hook '{name}' returned a {type(new).__name__}; a tensor hook must return a Tensor "
-            "or None"
+            f"hook '{name}' returned a {type(new).__name__}{where}; a tensor hook must return a "
+            "Tensor or None"
         )
     if new.shape != old.shape:
         raise RuntimeError(
-            f"hook '{name}' has changed the size of value: expected {list(old.shape)} but got "
-            f"{list(new.shape)}"
+            f"hook '{name}' has changed the size of value{where}: expected {list(old.shape)} but "
+            f"got {list(new.shape)}. Return a gradient of the same shape, or None."
         )
     if new.dtype is not old.dtype:
         raise RuntimeError(
             f"hook '{name}' has changed the type of value (was {old.dtype._legacy[:-6]} got "
-            f"{new.dtype._legacy[:-6]})"
+            f"{new.dtype._legacy[:-6]}){where}. Cast the result back, e.g. .to(grad.dtype)."
         )
     if new.device != old.device:
         raise RuntimeError(
-            f"hook '{name}' has changed the device of value (was {old.device} got {new.device})"
+            f"hook '{name}' has changed the device of value (was {old.device} got "
+            f"{new.device}){where}"
         )
 
 
-def _check_hook_values(fn, old, new):
+def _check_hook_values(fn, old, new, node):
     if not isinstance(new, (tuple, list)):
         raise TypeError(
-            f"hook '{hook_name(fn)}' returned a {type(new).__name__}; expected a tuple of "
-            "Tensors or None"
+            f"hook '{hook_name(fn)}' returned a {type(new).__name__} (a hook on {node.name()}); "
+            "expected a tuple of Tensors or None"
         )
     if len(new) != len(old):
         raise RuntimeError(
             f"hook '{hook_name(fn)}' has returned an incorrect number of values (got {len(new)}, "
-            f"but expected {len(old)})"
+            f"but expected {len(old)}) (a hook on {node.name()})"
         )
     for o, n in zip(old, new):
         if o is not None and n is not None:
-            _check_hook_value(fn, o, n)
+            _check_hook_value(fn, o, n, node)
     return list(new)
 
 

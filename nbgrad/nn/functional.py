@@ -294,15 +294,18 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     attrs = {"reduction": reduction, "ignore_index": ignore_index}
     if input.dim() <= 2:
         return _dispatch(OPS["nll_loss"], (input, target, weight), attrs)
-    # (N, C, d1, ...): classes last, then one row per element
     if tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
         raise ValueError(
             f"Expected target size {[input.shape[0]] + list(input.shape[2:])}, got "
             f"{list(target.shape)}"
         )
-    perm = (0,) + tuple(range(2, input.dim())) + (1,)
-    flat = input.permute(perm).reshape(-1, n_classes)
-    out = _dispatch(OPS["nll_loss"], (flat, target.reshape(-1), weight), attrs)
+    if input.dim() == 4:
+        return _dispatch(OPS["nll_loss2d"], (input, target, weight), attrs)
+    # (N, C, d1, ...) other than 4-d: viewed as (N, C, 1, d1 * ...), as PyTorch's nll_loss_nd
+    n = input.shape[0]
+    flat_input = input.contiguous().view(n, n_classes, 1, -1)
+    flat_target = target.contiguous().view(n, 1, -1)
+    out = _dispatch(OPS["nll_loss2d"], (flat_input, flat_target, weight), attrs)
     return out.view(target.shape) if reduction == "none" else out
 
 

@@ -104,12 +104,14 @@ class Session:
 
 
 def _names(ns):
-    """``{id(tensor): name}`` for the tensors bound to names in ``ns`` (leaf labels)."""
+    """``{id(obj): name}`` for the tensors and modules bound to names in ``ns`` (labels)."""
     from nbgrad.tensor import Tensor
 
     out = {}
     for k, v in list(ns.items()):
-        if isinstance(v, Tensor) and not k.startswith("_") and id(v) not in out:
+        if k.startswith("_") or id(v) in out:
+            continue
+        if isinstance(v, Tensor) or hasattr(v, "named_parameters"):
             out[id(v)] = k
     return out
 

@@ -40,7 +40,11 @@ this order when a recorder starts:
              if token is not None:
                  rec.module_exit(token)
 
-``module_enter``/``module_exit`` are ignored by a recorder that uses the global hooks.
+  3. until ``nbgrad.nn`` does one of these, the recorder wraps ``nbgrad.nn.Module.__call__``
+     for the length of the block (the original is put back when the last recorder stops).
+
+``module_enter``/``module_exit`` calls for an ``nbgrad.nn.Module`` are ignored by a recorder
+that uses way 1 or 3 (so that no call is counted twice); other objects may always use them.
 """
 
 from __future__ import annotations
@@ -67,9 +71,9 @@ def current():
     return _active[-1] if _active else None
 
 
-def module_enter(module):
+def module_enter(module, source="explicit"):
     """Tell the running recorders that ``module`` is being called; returns a token."""
-    return [(rec, rec._module_enter(module, "explicit")) for rec in tuple(_active)]
+    return [(rec, rec._module_enter(module, source)) for rec in tuple(_active)]
 
 
 def module_exit(token, error=None):
@@ -313,6 +317,8 @@ class Recorder:
         for h in self._module_handles:
             h.remove()
         self._module_handles = []
+        if self._module_source == "patch":
+            _unpatch_module_call()
         self._module_source = None
         _remove(_active, self)
         while self._open_groups:
@@ -427,6 +433,8 @@ class Recorder:
         post = getattr(where, "register_module_forward_hook", None) or getattr(
             nn, "register_module_forward_hook", None)
         if pre is None or post is None:
+            if _patch_module_call(nn):
+                self._module_source = "patch"
             return
         rec = self
 
@@ -445,8 +453,11 @@ class Recorder:
     def _module_enter(self, module, source):
         if not self.running or not self.forward:
             return None
-        if self._module_source is not None and source != self._module_source:
-            return None
+        if source == "explicit" and self._module_source is not None:
+            # nbgrad.nn's modules already reach us through way 1 or 3: do not count them twice
+            module_cls = getattr(sys.modules.get("nbgrad.nn"), "Module", None)
+            if module_cls is not None and isinstance(module, module_cls):
+                return None
         if threading.get_ident() != self._thread:
             return None
         with self._lock:
@@ -622,6 +633,47 @@ class _BackwardOnly:
             rec.seq_end = seq_end
             rec.forward = self._saved
         return False
+
+
+_patch = {"count": 0, "cls": None, "original": None}
+_patch_lock = threading.Lock()
+
+
+def _patch_module_call(nn):
+    """Way 3 of NOTE [Module groups]: wrap ``Module.__call__`` (reference counted)."""
+    module_cls = getattr(nn, "Module", None)
+    if module_cls is None or "__call__" not in module_cls.__dict__:
+        return False
+    with _patch_lock:
+        if _patch["count"] == 0:
+            original = module_cls.__dict__["__call__"]
+
+            def __call__(self, *args, **kwargs):
+                token = module_enter(self, "patch") if _active else None
+                error = None
+                try:
+                    return original(self, *args, **kwargs)
+                except BaseException as e:
+                    error = f"{type(e).__name__}: {e}"
+                    raise
+                finally:
+                    if token is not None:
+                        module_exit(token, error)
+
+            __call__._nbgrad_original = original
+            module_cls.__call__ = __call__
+            _patch["cls"] = module_cls
+            _patch["original"] = original
+        _patch["count"] += 1
+    return True
+
+
+def _unpatch_module_call():
+    with _patch_lock:
+        _patch["count"] -= 1
+        if _patch["count"] == 0 and _patch["cls"] is not None:
+            _patch["cls"].__call__ = _patch["original"]
+            _patch["cls"] = _patch["original"] = None
 
 
 def _summaries(trace, value):

@@ -330,7 +330,7 @@ def build_snapshot(recorder=None, roots=(), *, passes=None, pass_index=None, nam
 
     ``passes``: backward traces to include (default: the recorder's); the gradients on edges
     come from ``pass_index`` (default: the last pass that ran a node of this graph).
-    ``names``: ``{id(tensor): name}`` for labelling leaves. ``ids``: an :class:`IdMap` to share
+    ``names``: ``{id(tensor or module): name}`` for labelling leaves and top modules. ``ids``: an :class:`IdMap` to share
     ids between snapshots (the recorder keeps one). ``objects``: a dict to fill with
     ``{node id: Node, group id: ModuleCall}`` (for the widgets' Python side).
     """
@@ -344,6 +344,16 @@ def build_snapshot(recorder=None, roots=(), *, passes=None, pass_index=None, nam
     records = recorder.forward_records() if recorder is not None else []
     groups = list(recorder.modules) if recorder is not None else []
     group_ids = {g: f"g{g.index}" for g in groups}
+
+    # a group's path: the user's name for a top module (from ``names``), then attribute names
+    paths = {}
+    for g in groups:
+        if g.parent is None:
+            module = g.module
+            top = names.get(id(module)) if module is not None else None
+            paths[g] = top or g.path
+        else:
+            paths[g] = f"{paths.get(g.parent, g.parent.path)}.{g.name}"
 
     # parameters of the recorded modules: names for leaves, and their group
     param_group = {}
@@ -361,7 +371,7 @@ def build_snapshot(recorder=None, roots=(), *, passes=None, pass_index=None, nam
         for pname, p in params:
             if id(p) not in param_group:
                 param_group[id(p)] = g
-                names.setdefault(id(p), f"{g.path}.{pname}")
+                names.setdefault(id(p), f"{paths[g]}.{pname}")
 
     # which nodes
     if recorder is not None and not roots:
@@ -506,9 +516,9 @@ def build_snapshot(recorder=None, roots=(), *, passes=None, pass_index=None, nam
             objects[group_ids[g]] = g
         out_groups.append({
             "id": group_ids[g],
-            "name": g.name,
+            "name": paths[g] if g.parent is None else g.name,
             "type": g.type,
-            "path": g.path,
+            "path": paths[g],
             "parent": group_ids.get(g.parent) if g.parent is not None else None,
             "depth": g.depth,
             "records": [g.start, g.end if g.end is not None else len(recorder.records)],

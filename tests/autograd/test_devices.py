@@ -256,3 +256,25 @@ def test_real_gpu_roundtrip():
     out = (y.exp() * 2).sum().cpu()
     out.backward()
     np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp([0.5, 1.5]))
+
+
+def test_workers_shut_down_cleanly_at_interpreter_exit():
+    import subprocess
+    import sys
+
+    program = (
+        "import nbgrad as ng\n"
+        "from nbgrad import backend\n"
+        "backend.register_device_type('exitdev', count=1)\n"
+        "x = ng.ones(3, dtype=ng.float64, requires_grad=True)\n"
+        "(x.to('exitdev') * 2).cpu().sum().backward()\n"
+        "import threading\n"
+        "assert any(t.name.startswith('nbgrad-worker-exitdev') for t in threading.enumerate())\n"
+        "print(x.grad.tolist())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[2.0, 2.0, 2.0]"
+    assert "Exception" not in done.stderr and "Traceback" not in done.stderr

@@ -12,10 +12,7 @@ __all__ = ["MSELoss", "NLLLoss", "CrossEntropyLoss"]
 class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__()
-        if size_average is not None or reduce is not None:
-            self.reduction = F._legacy_string(size_average, reduce)
-        else:
-            self.reduction = reduction
+        self.reduction = F._legacy_reduction(size_average, reduce, reduction)
 
 
 class _WeightedLoss(_Loss):

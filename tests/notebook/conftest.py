@@ -1,0 +1,38 @@
+"""Shared helpers for the notebook-layer tests."""
+
+import pytest
+
+import nbgrad as ng
+
+
+class FakeModule:
+    """A module that reports its calls through the recorder stack (way 2 of NOTE [Module
+    groups]), so the tests need nothing from nbgrad.nn."""
+
+    def __init__(self, name, *children, scale=2.0):
+        self.name = name
+        self.children_ = children
+        self.w = ng.full((3,), scale, requires_grad=True)
+
+    def named_children(self):
+        return [(c.name, c) for c in self.children_]
+
+    def named_parameters(self, recurse=True):
+        return [("w", self.w)]
+
+    def __call__(self, x):
+        from nbgrad.notebook import recorder
+
+        token = recorder.module_enter(self)
+        try:
+            y = x * self.w
+            for c in self.children_:
+                y = c(y)
+            return y.tanh()
+        finally:
+            recorder.module_exit(token)
+
+
+@pytest.fixture
+def fake_model():
+    return FakeModule("outer", FakeModule("inner", scale=0.5))

@@ -1,0 +1,208 @@
+"""The recorder: forward calls, line numbers, module groups, backward traces, and nothing
+recorded outside its block (nbgrad/notebook/recorder.py)."""
+
+import importlib
+import sys
+
+import pytest
+
+import nbgrad as ng
+from nbgrad.notebook import record
+from nbgrad.notebook import recorder as recorder_mod
+
+tensor_mod = importlib.import_module("nbgrad.tensor")
+engine = ng.autograd.Variable._execution_engine
+
+
+def _line_of(text):
+    """The line number of ``text`` in this file."""
+    with open(__file__) as f:
+        for i, line in enumerate(f, 1):
+            if text in line and "_line_of" not in line:
+                return i
+    raise AssertionError(text)
+
+
+def test_records_each_forward_call_with_inputs_outputs_node_and_time():
+    x = ng.ones(2, 3, requires_grad=True)
+    w = ng.full((3,), 2.0, requires_grad=True)
+    with record() as rec:
+        y = (x * w).exp()
+        z = y.sum(dim=1)
+    ops = [(r.op, r.node.name() if r.node is not None else None) for r in rec.records]
+    assert ops == [("mul", "MulBackward0"), ("exp", "ExpBackward0"), ("sum_dim", "SumBackward1")]
+    mul = rec.records[0]
+    assert [i.shape for i in mul.inputs] == [(2, 3), (3,)]
+    assert [i.dtype for i in mul.inputs] == ["float32", "float32"]
+    assert mul.inputs[0].node is x.grad_fn or mul.inputs[0].node is x._grad_accumulator
+    assert mul.outputs[0].shape == (2, 3) and mul.outputs[0].device == "cpu"
+    assert all(r.elapsed >= 0 for r in rec.records)
+    assert rec.records[2].node is z.grad_fn
+    assert rec.records[1].output_tensors() == [y]
+    assert all(r.phase == "forward" for r in rec.records)
+
+
+def test_records_the_user_line_that_made_each_op():
+    x = ng.ones(3, requires_grad=True)
+    with record() as rec:
+        a = x * 2  # line-a
+        b = ng.tanh(a)  # line-b
+        b.sum()  # line-c
+    assert [r.line for r in rec.records] == [
+        _line_of("# line-a"), _line_of("# line-b"), _line_of("# line-c")]
+    assert rec.records[0].source == "a = x * 2  # line-a"
+    assert rec.records[0].filename == __file__
+
+
+def test_nothing_is_recorded_outside_the_block():
+    x = ng.ones(3, requires_grad=True)
+    (x * 2).sum()
+    with record() as rec:
+        y = x * 3
+    z = (y + 1).sum()
+    z.backward()
+    assert [r.op for r in rec.records] == ["mul"]
+    assert rec.passes == []
+    assert rec._on_forward not in tensor_mod._forward_listeners
+    assert not tensor_mod._forward_listeners
+    assert all(getattr(f, "__self__", None) is not rec for f in engine.listeners)
+    assert recorder_mod.current() is None
+
+
+def test_an_exception_inside_leaves_the_recorder_consistent(fake_model):
+    x = ng.ones(3, requires_grad=True)
+    with pytest.raises(ZeroDivisionError):
+        with record() as rec:
+            fake_model(x)
+            y = x * 5
+            with recorder_mod._active[-1].resume_backward():
+                pass
+            1 / 0
+    assert not rec.running and rec.error == "ZeroDivisionError: division by zero"
+    assert not tensor_mod._forward_listeners
+    assert not any(getattr(f, "__self__", None) is rec for f in engine.listeners)
+    assert recorder_mod._active == []
+    assert [r.op for r in rec.records][-1] == "mul"
+    assert all(g.end is not None for g in rec.modules)
+    # afterwards: nothing more is recorded, and a new recorder works
+    (y * 2).sum()
+    assert rec.records[-1].op == "mul" and len(rec.records) == 5
+    with record() as rec2:
+        y * 2
+    assert len(rec2.records) == 1
+
+
+def test_an_exception_inside_a_module_closes_its_group():
+    class Boom:
+        def __call__(self, x):
+            token = recorder_mod.module_enter(self)
+            try:
+                x * 2
+                raise ValueError("inside the module")
+            finally:
+                recorder_mod.module_exit(token, "ValueError")
+
+    x = ng.ones(2, requires_grad=True)
+    with record() as rec:
+        with pytest.raises(ValueError):
+            Boom()(x)
+        x * 3
+    assert rec.modules[0].end == 1 and rec.modules[0].error == "ValueError"
+    assert rec.records[1].group is None
+
+
+def test_module_groups_nest_through_the_recorder_stack(fake_model):
+    x = ng.ones(3, requires_grad=True)
+    with record() as rec:
+        fake_model(x).sum()
+    # a top module is named by its type (the snapshot uses the user's name when it has one)
+    assert [(g.path, g.depth) for g in rec.modules] == [("FakeModule", 0),
+                                                        ("FakeModule.inner", 1)]
+    outer, inner = rec.modules
+    assert inner.parent is outer
+    groups = [r.group.name if r.group else None for r in rec.records]
+    assert groups == ["FakeModule", "inner", "inner", "FakeModule", None]
+
+
+def test_nn_modules_are_groups():
+    nn = pytest.importorskip("nbgrad.nn")
+    model = nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 1))
+    call = nn.Module.__dict__["__call__"]
+    x = ng.randn(2, 4)
+    with record() as rec:
+        model(x).sum()
+    assert [(g.type, g.path) for g in rec.modules] == [
+        ("Sequential", "Sequential"), ("Linear", "Sequential.0"), ("Tanh", "Sequential.1"),
+        ("Linear", "Sequential.2")]
+    assert nn.Module.__dict__["__call__"] is call  # way 3 puts the original back
+    assert {r.group.path for r in rec.records if r.group} >= {"Sequential.0", "Sequential.2"}
+
+
+def test_backward_passes_are_traced_step_by_step():
+    x = ng.tensor([1.0, 2.0], requires_grad=True)
+    w = ng.tensor([3.0, 4.0], requires_grad=True)
+    with record() as rec:
+        y = x * w
+        h = y.register_hook(lambda g: g * 10)
+        loss = (y + x).sum()
+        loss.backward()
+    h.remove()
+    assert len(rec.passes) == 1
+    tr = rec.passes[0]
+    assert tr.root is loss.grad_fn and tr.error is None and tr.finished
+    names = [s.node.name() for s in tr.steps]
+    assert names[:3] == ["SumBackward0", "AddBackward0", "MulBackward0"]
+    assert sorted(names[3:]) == ["AccumulateGrad", "AccumulateGrad"]
+    add = tr.steps[1]
+    assert add.inputs[0]["values"] == [1.0, 1.0]
+    assert {n.name() for n in add.made_ready} == {"MulBackward0"}
+    # x's AccumulateGrad waits on two edges: after AddBackward0 one is left
+    mul = tr.steps[2]
+    acc_x = x.grad_fn or x._grad_accumulator
+    assert mul.dependencies[acc_x] == 1
+    assert mul.buffers[acc_x][0]["values"] == [1.0, 1.0]
+    # the tensor hook on y fired before MulBackward0, with the gradient before and after
+    [call] = mul.hooks
+    assert call.kind == "tensor" and call.changed
+    assert call.before["values"] == [1.0, 1.0] and call.after["values"] == [10.0, 10.0]
+    # gradients on edges: MulBackward0's outputs
+    assert tr.edge_grads[(y.grad_fn, 0)]["values"] == [30.0, 40.0]
+    assert x.grad.tolist() == [31.0, 41.0]
+    # the backward's own ops are recorded, marked as such, and not part of the forward graph
+    assert {r.phase for r in rec.records[3:]} == {"backward"}
+    assert rec.nodes() == [y.grad_fn, loss.grad_fn.next_functions[0][0], loss.grad_fn]
+
+
+def test_a_failing_backward_is_recorded_and_the_recorder_stays_consistent():
+    x = ng.ones(2, requires_grad=True)
+    with record() as rec:
+        y = x * 2
+        y.register_hook(lambda g: 1 / 0)
+        with pytest.raises(ZeroDivisionError):
+            y.sum().backward()
+        z = x * 3
+    assert rec.passes[0].error.startswith("ZeroDivisionError")
+    assert rec.passes[0].finished
+    assert rec.records[-1].phase == "forward" and rec.records[-1].node is z.grad_fn
+    assert rec._backward_depth == 0
+
+
+def test_nested_recorders_both_record():
+    x = ng.ones(2, requires_grad=True)
+    with record() as outer:
+        x * 2
+        with record() as inner:
+            x * 3
+        x * 4
+    assert len(outer.records) == 3 and len(inner.records) == 1
+    assert recorder_mod._active == []
+
+
+def test_no_listener_means_no_cost_beyond_an_empty_list_check():
+    assert tensor_mod._forward_listeners == []
+    x = ng.ones(2, requires_grad=True)
+    with record():
+        assert len(tensor_mod._forward_listeners) == 1
+    assert tensor_mod._forward_listeners == []
+    assert "nbgrad.notebook" in sys.modules  # imported by this test ...
+    (x * 2).sum().backward()  # ... and the core still runs without it
