@@ -1511,16 +1511,8 @@ class Tensor:
     def __setitem__(self, key, value):
         """``t[key] = value``: ``CopySlices`` for basic keys, ``IndexPutBackward0`` otherwise."""
         keys = key if isinstance(key, tuple) else (key,)
-        if (
-            all(
-                k is Ellipsis or k == slice(None)
-                for k in keys
-                if isinstance(k, slice) or k is Ellipsis
-            )
-            and all(k is Ellipsis or isinstance(k, slice) for k in keys)
-            and all(k is Ellipsis or k == slice(None) for k in keys)
-        ):
-            self.copy_(_tensor_arg(value, self))
+        if all(k is Ellipsis or (isinstance(k, slice) and k == slice(None)) for k in keys):
+            self.copy_(_tensor_arg(value, self))  # ``t[...] = v`` / ``t[:] = v``: CopyBackwards
             return
         if all(k is None or k is Ellipsis or isinstance(k, (int, np.integer, slice)) for k in keys):
             view = self[key]

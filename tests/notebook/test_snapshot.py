@@ -163,4 +163,4 @@ def test_same_program_twice_gives_identical_json_and_svg():
     assert runs[0] == runs[1]
     out = json.loads(runs[0])
     assert out["snap"]["records"][0]["time_us"] is None
-    assert len(out["snap"]["nodes"]) == 9 and out["svg"].startswith("<svg")
+    assert len(out["snap"]["nodes"]) == 8 and out["svg"].startswith("<svg")
