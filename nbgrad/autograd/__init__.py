@@ -66,6 +66,14 @@ def _tensor_or_tensors(x, what):
     return tuple(x)
 
 
+def _gradients_for(outputs, grads, what, prefix):
+    """One gradient (or None) per output, checked for count."""
+    grads = [None] * len(outputs) if grads is None else list(_tensor_or_tensors(grads, what))
+    if len(grads) != len(outputs):
+        raise RuntimeError(f"{prefix}got {len(outputs)} tensors and {len(grads)} gradients")
+    return grads
+
+
 def _make_grads(outputs, grads):
     """Check or create the gradient for each output (``_make_grads``)."""
     from nbgrad.tensor import Tensor, ones_like
@@ -143,13 +151,7 @@ def backward(
         if len(inputs) == 0:
             raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     tensors = _tensor_or_tensors(tensors, "tensors")
-    if grad_tensors is None:
-        grad_tensors = [None] * len(tensors)
-    else:
-        grad_tensors = list(_tensor_or_tensors(grad_tensors, "grad_tensors"))
-    if len(grad_tensors) != len(tensors):
-        raise RuntimeError(f"got {len(tensors)} tensors and {len(grad_tensors)} gradients")
-    grads = _make_grads(tensors, grad_tensors)
+    grads = _make_grads(tensors, _gradients_for(tensors, grad_tensors, "grad_tensors", ""))
     if retain_graph is None:
         retain_graph = create_graph
     if create_graph:
@@ -214,13 +216,7 @@ def grad(
     inputs = _tensor_or_tensors(inputs, "inputs")
     if len(inputs) == 0:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
-    if grad_outputs is None:
-        grad_outputs = [None] * len(outputs)
-    else:
-        grad_outputs = list(_tensor_or_tensors(grad_outputs, "grad_outputs"))
-    if len(grad_outputs) != len(outputs):
-        raise RuntimeError(f"grad(): got {len(outputs)} tensors and {len(grad_outputs)} gradients")
-    grads = _make_grads(outputs, grad_outputs)
+    grads = _make_grads(outputs, _gradients_for(outputs, grad_outputs, "grad_outputs", "grad(): "))
     if retain_graph is None:
         retain_graph = create_graph
     roots = _root_edges(outputs)

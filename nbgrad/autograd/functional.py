@@ -69,6 +69,26 @@ def _grads(outputs, inputs, grad_outputs, create_graph, strict, fn_name):
     return tuple(result)
 
 
+def _vjp_of_grads(gs, wrt, vs, create_graph):
+    """``sum_i vs[i] . d gs[i] / d wrt`` (zeros where unused): the second backward of ``jvp``'s
+    double-vjp trick and of ``vhp``."""
+    from nbgrad.autograd import grad as _grad
+    from nbgrad.tensor import zeros_like
+
+    pairs = [(g, v) for g, v in zip(gs, vs) if g.requires_grad]
+    res = (None,) * len(wrt)
+    if pairs:
+        res = _grad(
+            [g for g, _ in pairs],
+            wrt,
+            [v for _, v in pairs],
+            create_graph=create_graph,
+            retain_graph=True,
+            allow_unused=True,
+        )
+    return tuple(zeros_like(x) if r is None else r for r, x in zip(res, wrt))
+
+
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), v^T J)``."""
     from nbgrad.autograd.grad_mode import enable_grad
@@ -100,7 +120,6 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), J v)`` by the double-vjp trick."""
-    from nbgrad.autograd import grad as _grad
     from nbgrad.autograd.grad_mode import enable_grad
     from nbgrad.tensor import zeros_like
 
@@ -123,19 +142,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         )
         us = tuple(zeros_like(o).requires_grad_(True) for o in outputs)
         gs = _grads(outputs, inputs, us, True, strict, "jvp")
-        pairs = [(g, vv) for g, vv in zip(gs, vs) if g.requires_grad]
-        if pairs:
-            res = _grad(
-                [g for g, _ in pairs],
-                us,
-                [vv for _, vv in pairs],
-                create_graph=create_graph,
-                retain_graph=True,
-                allow_unused=True,
-            )
-        else:
-            res = (None,) * len(us)
-        res = tuple(zeros_like(o) if r is None else r for r, o in zip(res, outputs))
+        res = _vjp_of_grads(gs, us, vs, create_graph)
     return _finish(outputs, out_tuple, create_graph), _finish(res, out_tuple, create_graph)
 
 
@@ -202,9 +209,7 @@ def hessian(
 
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), v^T H)`` for a scalar function."""
-    from nbgrad.autograd import grad as _grad
     from nbgrad.autograd.grad_mode import enable_grad
-    from nbgrad.tensor import zeros_like
 
     with enable_grad():
         is_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")
@@ -227,19 +232,7 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
         else:
             vs = _as_tuple(v, "v", "vhp")[1]
         gs = _grads(outs, inputs, (None,), True, strict, "vhp")
-        pairs = [(g, vv) for g, vv in zip(gs, vs) if g.requires_grad]
-        if pairs:
-            res = _grad(
-                [g for g, _ in pairs],
-                inputs,
-                [vv for _, vv in pairs],
-                create_graph=create_graph,
-                retain_graph=True,
-                allow_unused=True,
-            )
-        else:
-            res = (None,) * len(inputs)
-        res = tuple(zeros_like(x) if r is None else r for r, x in zip(res, inputs))
+        res = _vjp_of_grads(gs, inputs, vs, create_graph)
     return _finish(outs, False, create_graph), _finish(res, is_tuple, create_graph)
 
 

@@ -1,0 +1,62 @@
+"""The still pictures (nbgrad/notebook/svg.py): valid, deterministic, showing what they should.
+Cross-process determinism is checked in test_snapshot.py."""
+
+import xml.etree.ElementTree as ET
+
+import nbgrad as ng
+from nbgrad.notebook import build_snapshot, record, trace_snapshot
+from nbgrad.notebook.svg import hooks_svg, snapshot_svg, trace_svg
+
+NS = "{http://www.w3.org/2000/svg}"
+
+
+def _texts(svg):
+    return [t.text for t in ET.fromstring(svg).iter(f"{NS}text")]
+
+
+def _snap(backward=False):
+    x = ng.tensor([1.0, 2.0], requires_grad=True)
+    w = ng.tensor([3.0, -1.0], requires_grad=True)
+    with record() as rec:
+        loss = (x * w).exp().sum()
+        if backward:
+            loss.backward()
+    return rec, build_snapshot(rec, names={id(x): "x<1>", id(w): "w"}, timings=False)
+
+
+def test_graph_svg_is_valid_and_labelled():
+    rec, snap = _snap()
+    svg = snapshot_svg(snap)
+    texts = _texts(svg)
+    assert "grad_fn graph: 5 nodes, 4 edges" in texts
+    assert {"MulBackward0", "ExpBackward0", "SumBackward0", "x<1>", "w"} <= set(texts)
+    assert "scalar" in texts and "2" in texts  # shapes
+    assert "0x" not in svg  # no memory addresses
+
+
+def test_gradients_show_on_edges_after_backward():
+    rec, snap = _snap(backward=True)
+    texts = _texts(snapshot_svg(snap))
+    assert "grad_fn graph: 5 nodes, 4 edges; gradients of backward pass 0" in texts
+    norms = {t for t in texts if t and t[0].isdigit() and "." in t}
+    assert norms  # e.g. the norm of exp's gradient on the Mul -> leaf edges
+    assert snapshot_svg(snap) == snapshot_svg(snap)
+
+
+def test_trace_svg_numbers_the_steps():
+    rec, snap = _snap(backward=True)
+    tr = trace_snapshot(rec.passes[0])
+    texts = _texts(trace_svg(tr))
+    assert "backward pass: 5 steps" in texts
+    assert {"1", "2", "3", "4", "5"} <= set(texts)
+    ET.fromstring(trace_svg(tr, index=2))
+
+
+def test_hooks_svg():
+    hooks = [{"kind": "tensor_hook", "name": "<hook:MulBackward0#1>", "enabled": False}]
+    fired = [{"kind": "tensor", "name": "<hook:MulBackward0#1>",
+              "before": {"norm": 2.0}, "after": {"norm": 4.0}}]
+    texts = _texts(hooks_svg("MulBackward0", hooks, fired))
+    assert "hooks on MulBackward0" in texts and "disabled" in texts
+    assert "|g| 2 -> 4" in texts
+    assert "(no hooks)" in _texts(hooks_svg("x", []))
