@@ -114,10 +114,10 @@ function render({ model, el }) {
     model.save_changes();
   };
   const controls = h("div", { class: "nbg-step-controls" },
-    h("button", { onclick: () => go(0), title: "start" }, "⏮"),
+    h("button", { onclick: () => go(0), title: "start" }, "«"),
     h("button", { onclick: () => go(model.get("position") - 1), title: "back one node" }, "◀"),
     h("button", { onclick: () => go(model.get("position") + 1), title: "forward one node" }, "▶"),
-    h("button", { onclick: () => go(1e9), title: "end" }, "⏭"),
+    h("button", { onclick: () => go(1e9), title: "end" }, "»"),
     slider, info);
   slider.addEventListener("input", () => go(Number(slider.value)));
   el.addEventListener("keydown", (e) => {

@@ -27,7 +27,28 @@ from nbgrad.nn.modules import (
 )
 from nbgrad.nn.parameter import Parameter
 
-__all__ = ["Parameter", "Module", "Identity", "Linear", "Conv2d", "ReLU", "Tanh", "Sigmoid",
-           "GELU", "Softmax", "LogSoftmax", "Dropout", "Flatten", "Sequential", "ModuleList",
-           "Embedding", "LayerNorm", "MSELoss", "CrossEntropyLoss", "NLLLoss", "functional",
-           "init", "modules"]
+__all__ = [
+    "Parameter",
+    "Module",
+    "Identity",
+    "Linear",
+    "Conv2d",
+    "ReLU",
+    "Tanh",
+    "Sigmoid",
+    "GELU",
+    "Softmax",
+    "LogSoftmax",
+    "Dropout",
+    "Flatten",
+    "Sequential",
+    "ModuleList",
+    "Embedding",
+    "LayerNorm",
+    "MSELoss",
+    "CrossEntropyLoss",
+    "NLLLoss",
+    "functional",
+    "init",
+    "modules",
+]

@@ -19,8 +19,22 @@ from nbgrad.autograd.grad_mode import no_grad
 from nbgrad.derivatives import OPS
 from nbgrad.tensor import Tensor, _dispatch, tensor
 
-__all__ = ["linear", "conv2d", "relu", "tanh", "sigmoid", "gelu", "softmax", "log_softmax",
-           "dropout", "embedding", "layer_norm", "mse_loss", "nll_loss", "cross_entropy"]
+__all__ = [
+    "linear",
+    "conv2d",
+    "relu",
+    "tanh",
+    "sigmoid",
+    "gelu",
+    "softmax",
+    "log_softmax",
+    "dropout",
+    "embedding",
+    "layer_norm",
+    "mse_loss",
+    "nll_loss",
+    "cross_entropy",
+]
 
 
 def _generator():
@@ -73,15 +87,24 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     return out.view(*lead, weight.shape[0])
 
 
-def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
-           dilation=1, groups: int = 1) -> Tensor:
+def conv2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride=1,
+    padding=0,
+    dilation=1,
+    groups: int = 1,
+) -> Tensor:
     """2-d cross-correlation over an ``(N, C, H, W)`` (or unbatched ``(C, H, W)``) input.
 
     ``padding`` is an int, a pair, ``"valid"`` or ``"same"`` (stride 1 only; an odd total
     padding puts the extra row and column at the bottom and right, as PyTorch).
     """
     if input.dim() == 3:
-        return conv2d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
+        return conv2d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(
+            0
+        )
     if input.dim() != 4:
         raise RuntimeError(
             "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: "
@@ -104,7 +127,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     if out_channels % groups:
         raise RuntimeError(
             f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
-            f"but got weight of size {list(weight.shape)} instead"
+            f"but got weight of size [{list(weight.shape)}] instead"
         )
     if isinstance(padding, str):
         if padding == "valid":
@@ -161,8 +184,7 @@ def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=N
     return input.softmax(dim)
 
 
-def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
-                dtype=None) -> Tensor:
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
     if dim is None:
         dim = _softmax_dim("log_softmax", input.dim(), _stacklevel)
     if dtype is not None:
@@ -190,9 +212,15 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
 
 
 # ---- embedding and normalisation --------------------------------------------------------------
-def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
-              max_norm: float | None = None, norm_type: float = 2.0,
-              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+def embedding(
+    input: Tensor,
+    weight: Tensor,
+    padding_idx: int | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> Tensor:
     """Rows of ``weight`` picked by the integer tensor ``input`` (``EmbeddingBackward0``)."""
     if not isinstance(input, Tensor) or input.dtype not in (dtypes.int64, dtypes.int32):
         name = input.dtype if isinstance(input, Tensor) else type(input).__name__
@@ -224,8 +252,13 @@ def _embedding_renorm_(weight, input, max_norm, norm_type):
         weight[idx] = rows * scale
 
 
-def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
-               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+def layer_norm(
+    input: Tensor,
+    normalized_shape,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
     """Normalise over the last ``len(normalized_shape)`` dims (``NativeLayerNormBackward0``)."""
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
@@ -242,8 +275,14 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
 
 
 # ---- losses -----------------------------------------------------------------------------------
-def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
-             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+def mse_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average=None,
+    reduce=None,
+    reduction: str = "mean",
+    weight: Tensor | None = None,
+) -> Tensor:
     """Mean squared error (``MseLossBackward0``); ``weight`` weighs each element."""
     if target.shape != input.shape:
         warnings.warn(
@@ -270,17 +309,31 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
     return _dispatch(OPS["mse_loss"], (expanded_input, expanded_target), attrs)
 
 
-def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
-             ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
+def nll_loss(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average=None,
+    ignore_index: int = -100,
+    reduce=None,
+    reduction: str = "mean",
+) -> Tensor:
     """Negative log likelihood of the class indices ``target`` under log-probabilities
     ``input`` of shape ``(C,)``, ``(N, C)`` or ``(N, C, d1, ...)`` (``NllLossBackward0``)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    if target.is_floating_point() or target.dtype is dtypes.bool:
-        raise RuntimeError(f"expected scalar type Long but found {target.dtype._legacy[:-6]}")
+    if target.dtype not in (dtypes.int64, dtypes.uint8):
+        raise RuntimeError(
+            f"expected target dtype to be Long or Byte, but got {target.dtype._legacy[:-6]}"
+        )
     if input.dim() < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
-    if input.dim() == 1 and target.dim() != 0 or input.dim() >= 2 and target.shape[:1] != input.shape[:1]:
+    if (
+        input.dim() == 1
+        and target.dim() != 0
+        or input.dim() >= 2
+        and target.shape[:1] != input.shape[:1]
+    ):
         raise ValueError(
             f"Expected input batch_size ({input.shape[0] if input.dim() > 1 else 1}) to match "
             f"target batch_size ({target.shape[0] if target.dim() else 1})."
@@ -309,9 +362,16 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     return out.view(target.shape) if reduction == "none" else out
 
 
-def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
-                  size_average=None, ignore_index: int = -100, reduce=None,
-                  reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+def cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average=None,
+    ignore_index: int = -100,
+    reduce=None,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+) -> Tensor:
     """``nll_loss(log_softmax(input, class_dim), target)`` for class indices; for class
     probabilities (a floating ``target`` shaped like ``input``), ``-sum(target * log_softmax)``."""
     reduction = _legacy_reduction(size_average, reduce, reduction)

@@ -18,9 +18,21 @@ import scipy.special
 from nbgrad.autograd.grad_mode import no_grad
 from nbgrad.tensor import Tensor, from_numpy
 
-__all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
-           "zeros_", "eye_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
-           "kaiming_normal_", "orthogonal_"]
+__all__ = [
+    "calculate_gain",
+    "uniform_",
+    "normal_",
+    "trunc_normal_",
+    "constant_",
+    "ones_",
+    "zeros_",
+    "eye_",
+    "xavier_uniform_",
+    "xavier_normal_",
+    "kaiming_uniform_",
+    "kaiming_normal_",
+    "orthogonal_",
+]
 
 
 def _generator(generator):
@@ -44,8 +56,15 @@ def _nonempty(tensor: Tensor) -> bool:
 
 def calculate_gain(nonlinearity: str, param=None) -> float:
     """The recommended gain for a nonlinearity (1 for linear/conv/sigmoid, 5/3 for tanh, ...)."""
-    linear_fns = ["linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
-                  "conv_transpose2d", "conv_transpose3d"]
+    linear_fns = [
+        "linear",
+        "conv1d",
+        "conv2d",
+        "conv3d",
+        "conv_transpose1d",
+        "conv_transpose2d",
+        "conv_transpose3d",
+    ]
     if nonlinearity in linear_fns or nonlinearity == "sigmoid":
         return 1
     if nonlinearity == "tanh":
@@ -75,8 +94,14 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None)
     return _write(tensor, _generator(generator).normal(mean, std, tuple(tensor.shape)))
 
 
-def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
-                  b: float = 2.0, generator=None) -> Tensor:
+def trunc_normal_(
+    tensor: Tensor,
+    mean: float = 0.0,
+    std: float = 1.0,
+    a: float = -2.0,
+    b: float = 2.0,
+    generator=None,
+) -> Tensor:
     """Fill with N(mean, std**2) values redrawn until they fall in [a, b] (by inverse CDF)."""
 
     def norm_cdf(x):
@@ -146,8 +171,13 @@ def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     return normal_(tensor, 0.0, std, generator)
 
 
-def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
-                     nonlinearity: str = "leaky_relu", generator=None) -> Tensor:
+def kaiming_uniform_(
+    tensor: Tensor,
+    a: float = 0,
+    mode: str = "fan_in",
+    nonlinearity: str = "leaky_relu",
+    generator=None,
+) -> Tensor:
     """He uniform: U(-bound, bound) with bound = gain * sqrt(3 / fan).
 
     ``Linear`` and ``Conv2d`` use ``a=sqrt(5)``, which gives bound = 1 / sqrt(fan_in).
@@ -160,8 +190,13 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
     return uniform_(tensor, -bound, bound, generator)
 
 
-def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
-                    nonlinearity: str = "leaky_relu", generator=None) -> Tensor:
+def kaiming_normal_(
+    tensor: Tensor,
+    a: float = 0,
+    mode: str = "fan_in",
+    nonlinearity: str = "leaky_relu",
+    generator=None,
+) -> Tensor:
     """He normal: N(0, std**2) with std = gain / sqrt(fan)."""
     if not _nonempty(tensor):
         return tensor

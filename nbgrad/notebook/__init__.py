@@ -16,8 +16,17 @@ from __future__ import annotations
 from .recorder import Recorder, record
 from .snapshot import build_snapshot, trace_snapshot
 
-__all__ = ["record", "Recorder", "build_snapshot", "trace_snapshot", "GraphView", "HookEditor",
-           "BackwardStepper", "Session", "load_ipython_extension"]
+__all__ = [
+    "record",
+    "Recorder",
+    "build_snapshot",
+    "trace_snapshot",
+    "GraphView",
+    "HookEditor",
+    "BackwardStepper",
+    "Session",
+    "load_ipython_extension",
+]
 
 _LAZY = {
     "GraphView": "graph_view",

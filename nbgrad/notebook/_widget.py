@@ -90,5 +90,6 @@ class StillWidget(anywidget.AnyWidget):
 
     def _receive(self, content):
         """Handle ``content`` as if the browser had sent it (the path a real message takes)."""
-        self._handle_msg({"content": {"data": {"method": "custom", "content": content}},
-                          "buffers": []})
+        self._handle_msg(
+            {"content": {"data": {"method": "custom", "content": content}}, "buffers": []}
+        )

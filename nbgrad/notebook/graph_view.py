@@ -50,8 +50,17 @@ class GraphView(StillWidget):
     selected = t.Unicode("").tag(sync=True)
     live = t.Bool(False).tag(sync=True)
 
-    def __init__(self, *roots, recorder=None, names=None, collapsed=None, live=False,
-                 interval=0.25, timings=True, pass_index=None):
+    def __init__(
+        self,
+        *roots,
+        recorder=None,
+        names=None,
+        collapsed=None,
+        live=False,
+        interval=0.25,
+        timings=True,
+        pass_index=None,
+    ):
         super().__init__()
         self.roots = roots
         self.recorder = recorder
@@ -76,8 +85,15 @@ class GraphView(StillWidget):
         """Rebuild the snapshot and the layout from the recorder or the roots."""
         start = time.perf_counter()
         objects = {}
-        snap = build_snapshot(self.recorder, self.roots, names=self.names, ids=self._ids,
-                              timings=self.timings, pass_index=self.pass_index, objects=objects)
+        snap = build_snapshot(
+            self.recorder,
+            self.roots,
+            names=self.names,
+            ids=self._ids,
+            timings=self.timings,
+            pass_index=self.pass_index,
+            objects=objects,
+        )
         self._objects = objects
         collapsed = self.collapsed
         if self._auto_collapse:
@@ -101,6 +117,7 @@ class GraphView(StillWidget):
             return
         now = time.perf_counter()
         if now - self._last >= max(self.interval, 4 * self._cost):
+            self.live = True
             self.refresh()
 
     def stop_live(self):
@@ -191,8 +208,10 @@ class GraphView(StillWidget):
 
     def __repr__(self):
         s = self.snapshot
-        return (f"GraphView({len(s['nodes'])} nodes, {len(s['edges'])} edges, "
-                f"{len(s['groups'])} groups, {len(s['passes'])} backward passes)")
+        return (
+            f"GraphView({len(s['nodes'])} nodes, {len(s['edges'])} edges, "
+            f"{len(s['groups'])} groups, {len(s['passes'])} backward passes)"
+        )
 
     # -- messages ----------------------------------------------------------------------------
     def _msg_select(self, content):

@@ -54,8 +54,7 @@ KINDS = {
     "forward_pre": ("module", "register_forward_pre_hook", "module, args"),
     "forward": ("module", "register_forward_hook", "module, args, output"),
     "full_backward_pre": ("module", "register_full_backward_pre_hook", "module, grad_output"),
-    "full_backward": ("module", "register_full_backward_hook",
-                      "module, grad_input, grad_output"),
+    "full_backward": ("module", "register_full_backward_hook", "module, grad_input, grad_output"),
 }
 
 
@@ -78,8 +77,11 @@ def compile_hook(source: str, filename: str, namespace=None):
         code = compile(src, filename, "exec")
         local = {}
         exec(code, glb, local)  # noqa: S102 - as above
-        defined = [v for v in local.values()
-                   if isinstance(v, types.FunctionType) and v.__code__.co_filename == filename]
+        defined = [
+            v
+            for v in local.values()
+            if isinstance(v, types.FunctionType) and v.__code__.co_filename == filename
+        ]
         if not defined:
             raise TypeError(f"{filename}: the code must be a lambda or define a function")
         fn = defined[-1]
@@ -122,10 +124,17 @@ class _EditorHook:
             raise
         self.error = None
         if before is not None:
-            editor._post_acc_calls.append({
-                "hook": None, "name": self.__name__, "kind": self.kind, "node": None,
-                "before": before, "after": grad_summary(args[0].grad), "changed": True,
-            })
+            editor._post_acc_calls.append(
+                {
+                    "hook": None,
+                    "name": self.__name__,
+                    "kind": self.kind,
+                    "node": None,
+                    "before": before,
+                    "after": grad_summary(args[0].grad),
+                    "changed": True,
+                }
+            )
         return result
 
     def __repr__(self):
@@ -241,8 +250,11 @@ class HookEditor(StillWidget):
         if self._node is not None:
             out += ["node_prehook", "node_hook"]
         if self._module is not None:
-            out += [k for k, (on, method, _) in KINDS.items()
-                    if on == "module" and hasattr(self._module, method)]
+            out += [
+                k
+                for k, (on, method, _) in KINDS.items()
+                if on == "module" and hasattr(self._module, method)
+            ]
         return out
 
     def _infos(self):
@@ -259,25 +271,33 @@ class HookEditor(StillWidget):
         for info in self._infos():
             hid = f"h{info.handle.id}"
             fn = info.handle.fn
-            entries.append({
-                "id": hid,
-                "kind": info.kind,
-                "name": info.name,
-                "enabled": bool(info.enabled),
-                "source": getattr(fn, "_nbgrad_source", None),
-                "error": getattr(fn, "error", None) if isinstance(fn, _EditorHook) else None,
-            })
+            entries.append(
+                {
+                    "id": hid,
+                    "kind": info.kind,
+                    "name": info.name,
+                    "enabled": bool(info.enabled),
+                    "source": getattr(fn, "_nbgrad_source", None),
+                    "error": getattr(fn, "error", None) if isinstance(fn, _EditorHook) else None,
+                }
+            )
         root = self._root()
         with self.hold_sync():
             self.target = {
-                "kind": ("module" if self._module is not None else "node"
-                         if self._node is not None else "none"),
+                "kind": (
+                    "module"
+                    if self._module is not None
+                    else "node"
+                    if self._node is not None
+                    else "none"
+                ),
                 "id": self._node_id,
                 "label": self._label,
                 "kinds": self.kinds(),
                 "signatures": {k: KINDS[k][2] for k in self.kinds()},
-                "root": (root.grad_fn.name() if root is not None and root.grad_fn is not None
-                         else None),
+                "root": (
+                    root.grad_fn.name() if root is not None and root.grad_fn is not None else None
+                ),
             }
             self.hooks = entries
 
@@ -299,8 +319,10 @@ class HookEditor(StillWidget):
         """Compile ``source`` and register it as a ``kind`` hook on the target; returns the
         hook id (``"h<k>"``)."""
         if kind not in self.kinds():
-            raise ValueError(f"cannot add a {kind!r} hook to {self._label}; "
-                             f"possible: {', '.join(self.kinds()) or 'none'}")
+            raise ValueError(
+                f"cannot add a {kind!r} hook to {self._label}; "
+                f"possible: {', '.join(self.kinds()) or 'none'}"
+            )
         label = f"<hook:{self._label}#{next(_hook_numbers)}>"
         try:
             fn = compile_hook(source, label, self.namespace)
@@ -387,7 +409,8 @@ class HookEditor(StillWidget):
                     self.error = f"{self._failed.__name__} failed:\n{self._failed.error}"
                 else:
                     self.error = "".join(
-                        traceback.format_exception_only(type(error), error)).strip()
+                        traceback.format_exception_only(type(error), error)
+                    ).strip()
                 self.status = "backward failed"
             else:
                 self.error = ""

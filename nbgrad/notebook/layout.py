@@ -84,19 +84,34 @@ def layout(snapshot, collapsed=()):
         if rep is None:
             vid = n["id"]
             label = _clip(n["label"])
-            sub = shape_text(n["shapes"]) if n["kind"] != "leaf" or not n["tensor"] else (
-                shape_text([n["tensor"]["shape"]]))
-            vnodes[vid] = {"id": vid, "kind": "node", "label": label, "sub": sub,
-                           "ref": n["id"], "group": n["group"]}
+            sub = (
+                shape_text(n["shapes"])
+                if n["kind"] != "leaf" or not n["tensor"]
+                else (shape_text([n["tensor"]["shape"]]))
+            )
+            vnodes[vid] = {
+                "id": vid,
+                "kind": "node",
+                "label": label,
+                "sub": sub,
+                "ref": n["id"],
+                "group": n["group"],
+            }
         else:
             vid = "group:" + rep
             members[rep] = members.get(rep, 0) + 1
             if vid not in vnodes:
                 g = groups[rep]
-                vnodes[vid] = {"id": vid, "kind": "group", "label": _clip(f"{g['name']}: {g['type']}"),
-                               "sub": "", "ref": rep, "group": g["parent"]}
+                vnodes[vid] = {
+                    "id": vid,
+                    "kind": "group",
+                    "label": _clip(f"{g['name']}: {g['type']}"),
+                    "sub": "",
+                    "ref": rep,
+                    "group": g["parent"],
+                }
         vis[n["id"]] = vid
-    for vid, box in vnodes.items():
+    for box in vnodes.values():
         if box["kind"] == "group":
             count = members[box["ref"]]
             box["sub"] = f"{count} node" + ("s" if count != 1 else "")
@@ -181,7 +196,7 @@ def layout(snapshot, collapsed=()):
         for vid in row:
             x[vid] = pos + width[vid] / 2
             pos += width[vid] + H_GAP
-    for sweep in range(SWEEPS):
+    for _ in range(SWEEPS):
         for rows, neigh in ((range(1, nlayers), pred), (range(nlayers - 2, -1, -1), succ)):
             for li in rows:
                 row = layers[li]
@@ -200,16 +215,31 @@ def layout(snapshot, collapsed=()):
         box = vnodes[vid]
         left = round(x[vid] - box["w"] / 2, 1)
         top = float(MARGIN + GROUP_LABEL + layer[vid] * (NODE_H + V_GAP))
-        out_nodes.append({"id": vid, "kind": box["kind"], "x": left, "y": top, "w": box["w"],
-                          "h": NODE_H, "label": box["label"], "sub": box["sub"],
-                          "ref": box["ref"], "group": box["group"]})
+        out_nodes.append(
+            {
+                "id": vid,
+                "kind": box["kind"],
+                "x": left,
+                "y": top,
+                "w": box["w"],
+                "h": NODE_H,
+                "label": box["label"],
+                "sub": box["sub"],
+                "ref": box["ref"],
+                "group": box["group"],
+            }
+        )
     boxes = {b["id"]: b for b in out_nodes}
 
     out_edges = []
     for (u, v), entry in vedges.items():
         a, b = boxes[u], boxes[v]
-        entry["points"] = [round(a["x"] + a["w"] / 2, 1), a["y"] + NODE_H,
-                           round(b["x"] + b["w"] / 2, 1), b["y"]]
+        entry["points"] = [
+            round(a["x"] + a["w"] / 2, 1),
+            a["y"] + NODE_H,
+            round(b["x"] + b["w"] / 2, 1),
+            b["y"],
+        ]
         out_edges.append(entry)
 
     # 4. boxes of the expanded groups that have something visible inside
@@ -224,8 +254,16 @@ def layout(snapshot, collapsed=()):
             if gid not in hidden:
                 ext = extent.get(gid)
                 r = (b["x"], b["y"], b["x"] + b["w"], b["y"] + b["h"])
-                extent[gid] = r if ext is None else (min(ext[0], r[0]), min(ext[1], r[1]),
-                                                     max(ext[2], r[2]), max(ext[3], r[3]))
+                extent[gid] = (
+                    r
+                    if ext is None
+                    else (
+                        min(ext[0], r[0]),
+                        min(ext[1], r[1]),
+                        max(ext[2], r[2]),
+                        max(ext[3], r[3]),
+                    )
+                )
             gid = groups[gid]["parent"]
     inner = {}  # how many expanded groups are nested inside each one (for its padding)
     for gid in extent:
@@ -244,15 +282,17 @@ def layout(snapshot, collapsed=()):
         levels = 1 + inner.get(gid, 0)
         pad = GROUP_PAD * levels
         top_pad = (GROUP_PAD + GROUP_LABEL) * levels
-        out_groups.append({
-            "id": gid,
-            "label": _clip(f"{g['name']}: {g['type']}", 40),
-            "x": round(ext[0] - pad, 1),
-            "y": round(ext[1] - top_pad, 1),
-            "w": round(ext[2] - ext[0] + 2 * pad, 1),
-            "h": round(ext[3] - ext[1] + pad + top_pad, 1),
-            "depth": g["depth"],
-        })
+        out_groups.append(
+            {
+                "id": gid,
+                "label": _clip(f"{g['name']}: {g['type']}", 40),
+                "x": round(ext[0] - pad, 1),
+                "y": round(ext[1] - top_pad, 1),
+                "w": round(ext[2] - ext[0] + 2 * pad, 1),
+                "h": round(ext[3] - ext[1] + pad + top_pad, 1),
+                "depth": g["depth"],
+            }
+        )
     out_groups.sort(key=lambda g: (g["depth"], g["id"]))
 
     right = max((b["x"] + b["w"] for b in out_nodes), default=0.0)
@@ -268,8 +308,12 @@ def layout(snapshot, collapsed=()):
             item["y"] = round(item["y"] + shift_y, 1)
         for e in out_edges:
             p = e["points"]
-            e["points"] = [round(p[0] + shift, 1), p[1] + shift_y, round(p[2] + shift, 1),
-                           p[3] + shift_y]
+            e["points"] = [
+                round(p[0] + shift, 1),
+                p[1] + shift_y,
+                round(p[2] + shift, 1),
+                p[3] + shift_y,
+            ]
         right += shift
         bottom += shift_y
     return {

@@ -46,8 +46,10 @@ Run the cell as usual, record every forward call, and show the grad_fn graph it 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
-        raise UsageError(f"%%autograd: {message}\nusage: {USAGE.splitlines()[0]}\n"
-                         "(%%autograd --help for the options)")
+        raise UsageError(
+            f"%%autograd: {message}\nusage: {USAGE.splitlines()[0]}\n"
+            "(%%autograd --help for the options)"
+        )
 
 
 def _parser():
@@ -156,8 +158,10 @@ class AutogradMagics(Magics):
                     value = eval(last, ns)  # noqa: S307 - as above
                 if opts.backward:
                     target = eval(opts.backward, ns)  # noqa: S307 - the user's own expression
-                    target.backward(retain_graph=True if opts.retain_graph else None,
-                                    create_graph=opts.create_graph)
+                    target.backward(
+                        retain_graph=True if opts.retain_graph else None,
+                        create_graph=opts.create_graph,
+                    )
             except BaseException as e:  # noqa: BLE001 - re-raised below, after the displays
                 error = e
                 tb = sys.exc_info()[2]
@@ -187,14 +191,24 @@ class AutogradMagics(Magics):
             print("%%autograd --step: no backward pass ran in this cell (use --backward EXPR)")
         if opts.static:
             snap = build_snapshot(rec, names=names, timings=False)
-            display({"image/svg+xml": snapshot_svg(snap),
-                     "text/plain": f"<autograd graph: {rec.summary()}>"}, raw=True)
+            display(
+                {
+                    "image/svg+xml": snapshot_svg(snap),
+                    "text/plain": f"<autograd graph: {rec.summary()}>",
+                },
+                raw=True,
+            )
             if opts.step and trace is not None:
                 from .snapshot import trace_snapshot
 
                 tr = trace_snapshot(trace, names=names)
-                display({"image/svg+xml": trace_svg(tr),
-                         "text/plain": f"<backward pass: {len(tr['steps'])} steps>"}, raw=True)
+                display(
+                    {
+                        "image/svg+xml": trace_svg(tr),
+                        "text/plain": f"<backward pass: {len(tr['steps'])} steps>",
+                    },
+                    raw=True,
+                )
             return
         from .hook_editor import HookEditor
 
@@ -208,8 +222,7 @@ class AutogradMagics(Magics):
         if opts.step and trace is not None:
             from .stepper import BackwardStepper
 
-            session.stepper = BackwardStepper(trace, names=names,
-                                              ids=getattr(rec, "_ids", None))
+            session.stepper = BackwardStepper(trace, names=names, ids=getattr(rec, "_ids", None))
             display(session.stepper)
 
 

@@ -57,8 +57,18 @@ import time
 import weakref
 from importlib import import_module
 
-__all__ = ["Recorder", "Record", "ModuleCall", "BackwardTrace", "Step", "HookCall", "record",
-           "current", "module_enter", "module_exit"]
+__all__ = [
+    "Recorder",
+    "Record",
+    "ModuleCall",
+    "BackwardTrace",
+    "Step",
+    "HookCall",
+    "record",
+    "current",
+    "module_enter",
+    "module_exit",
+]
 
 _NBGRAD_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
@@ -107,8 +117,23 @@ class Record:
     """One forward call: ``op`` name, inputs and outputs (:class:`TensorInfo`), the Node it
     created (or None), ``elapsed`` seconds, the user code line, the module group and phase."""
 
-    __slots__ = ("index", "op", "inputs", "outputs", "node", "elapsed", "filename", "lineno",
-                 "line", "source", "group", "phase", "pass_index", "_outputs_ref", "__weakref__")
+    __slots__ = (
+        "index",
+        "op",
+        "inputs",
+        "outputs",
+        "node",
+        "elapsed",
+        "filename",
+        "lineno",
+        "line",
+        "source",
+        "group",
+        "phase",
+        "pass_index",
+        "_outputs_ref",
+        "__weakref__",
+    )
 
     def __repr__(self):
         node = self.node.name() if self.node is not None else None
@@ -127,15 +152,28 @@ class Record:
 class ModuleCall:
     """One call of a module: a group of records, nested inside its parent's group."""
 
-    __slots__ = ("index", "name", "type", "path", "parent", "depth", "start", "end", "error",
-                 "_module_ref", "source")
+    __slots__ = (
+        "index",
+        "name",
+        "type",
+        "path",
+        "parent",
+        "depth",
+        "start",
+        "end",
+        "error",
+        "_module_ref",
+        "source",
+    )
 
     @property
     def module(self):
         return self._module_ref() if self._module_ref is not None else None
 
     def __repr__(self):
-        return f"<ModuleCall #{self.index} {self.path} ({self.type}) records {self.start}:{self.end}>"
+        return (
+            f"<ModuleCall #{self.index} {self.path} ({self.type}) records {self.start}:{self.end}>"
+        )
 
 
 class HookCall:
@@ -156,8 +194,19 @@ class Step:
     outputs made ready.
     """
 
-    __slots__ = ("index", "node", "device", "inputs", "outputs", "hooks", "ready",
-                 "dependencies", "buffers", "made_ready", "time")
+    __slots__ = (
+        "index",
+        "node",
+        "device",
+        "inputs",
+        "outputs",
+        "hooks",
+        "ready",
+        "dependencies",
+        "buffers",
+        "made_ready",
+        "time",
+    )
 
     def __repr__(self):
         return f"<Step {self.index} {self.node.name()}>"
@@ -228,8 +277,9 @@ class BackwardTrace:
         ready = {"cpu": list(graph_task.cpu_ready_queue.snapshot())}
         for device, nodes in self._ready.items():
             if device != "cpu":
-                ready[device] = sorted((n for n in nodes if n is not running),
-                                       key=lambda n: -n._sequence_nr())
+                ready[device] = sorted(
+                    (n for n in nodes if n is not running), key=lambda n: -n._sequence_nr()
+                )
         return ready
 
 
@@ -246,8 +296,9 @@ class Recorder:
         (['mul', 'sum'], ['MulBackward0', 'SumBackward0'])
     """
 
-    def __init__(self, *, forward=True, backward=True, max_values=16, cell_filename=None,
-                 line_offset=0):
+    def __init__(
+        self, *, forward=True, backward=True, max_values=16, cell_filename=None, line_offset=0
+    ):
         self.forward = forward
         self.backward = backward
         self.max_values = max_values
@@ -429,9 +480,11 @@ class Recorder:
             return
         where = getattr(getattr(nn, "modules", None), "module", None)
         pre = getattr(where, "register_module_forward_pre_hook", None) or getattr(
-            nn, "register_module_forward_pre_hook", None)
+            nn, "register_module_forward_pre_hook", None
+        )
         post = getattr(where, "register_module_forward_hook", None) or getattr(
-            nn, "register_module_forward_hook", None)
+            nn, "register_module_forward_hook", None
+        )
         if pre is None or post is None:
             if _patch_module_call(nn):
                 self._module_source = "patch"
@@ -509,8 +562,9 @@ class Recorder:
         key = id(gt)
         if event == "task_start":
             with self._lock:
-                trace = BackwardTrace(len(self.passes), data["root"], data["dependencies"], gt,
-                                      self.max_values)
+                trace = BackwardTrace(
+                    len(self.passes), data["root"], data["dependencies"], gt, self.max_values
+                )
                 self.passes.append(trace)
                 self._open_traces[key] = trace
                 self._backward_depth += 1
@@ -602,8 +656,10 @@ class Recorder:
         return seq > self.seq_start and (self.seq_end is None or seq < self.seq_end)
 
     def summary(self) -> str:
-        return (f"{len(self.forward_records())} forward calls, {len(self.modules)} module calls, "
-                f"{len(self.passes)} backward passes")
+        return (
+            f"{len(self.forward_records())} forward calls, {len(self.modules)} module calls, "
+            f"{len(self.passes)} backward passes"
+        )
 
     def __repr__(self):
         state = "running" if self.running else "stopped"

@@ -66,8 +66,16 @@ import weakref
 
 import numpy as np
 
-__all__ = ["SCHEMA_VERSION", "IdMap", "build_snapshot", "trace_snapshot", "grad_summary",
-           "tensor_summary", "hooks_of", "collect_graph"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "IdMap",
+    "build_snapshot",
+    "trace_snapshot",
+    "grad_summary",
+    "tensor_summary",
+    "hooks_of",
+    "collect_graph",
+]
 
 SCHEMA_VERSION = 1
 UINT64_MAX = 2**64 - 1
@@ -246,9 +254,17 @@ def _saved_tensor(saved):
     }
 
 
-_LEGACY = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
-           "IntTensor": "int32", "LongTensor": "int64", "BoolTensor": "bool",
-           "ShortTensor": "int16", "CharTensor": "int8", "ByteTensor": "uint8"}
+_LEGACY = {
+    "FloatTensor": "float32",
+    "DoubleTensor": "float64",
+    "HalfTensor": "float16",
+    "IntTensor": "int32",
+    "LongTensor": "int64",
+    "BoolTensor": "bool",
+    "ShortTensor": "int16",
+    "CharTensor": "int8",
+    "ByteTensor": "uint8",
+}
 
 
 def _metadata_of(node):
@@ -324,14 +340,25 @@ def _pass_entry(trace, ids):
     }
 
 
-def build_snapshot(recorder=None, roots=(), *, passes=None, pass_index=None, names=None,
-                   ids=None, timings=True, max_nodes=MAX_NODES, objects=None):
+def build_snapshot(
+    recorder=None,
+    roots=(),
+    *,
+    passes=None,
+    pass_index=None,
+    names=None,
+    ids=None,
+    timings=True,
+    max_nodes=MAX_NODES,
+    objects=None,
+):
     """The snapshot of what ``recorder`` recorded, or of the graph below ``roots``.
 
     ``passes``: backward traces to include (default: the recorder's); the gradients on edges
     come from ``pass_index`` (default: the last pass that ran a node of this graph).
-    ``names``: ``{id(tensor or module): name}`` for labelling leaves and top modules. ``ids``: an :class:`IdMap` to share
-    ids between snapshots (the recorder keeps one). ``objects``: a dict to fill with
+    ``names``: ``{id(tensor or module): name}`` for labelling leaves and top modules.
+    ``ids``: an :class:`IdMap` to share ids between snapshots (the recorder keeps one).
+    ``objects``: a dict to fill with
     ``{node id: Node, group id: ModuleCall}`` (for the widgets' Python side).
     """
     if ids is None:
@@ -432,8 +459,11 @@ def build_snapshot(recorder=None, roots=(), *, passes=None, pass_index=None, nam
     seen_modules = set()
     for g in groups:
         module = g.module
-        if module is None or id(module) in seen_modules or not hasattr(module,
-                                                                      "_module_hook_infos"):
+        if (
+            module is None
+            or id(module) in seen_modules
+            or not hasattr(module, "_module_hook_infos")
+        ):
             continue
         seen_modules.add(id(module))
         for info in hook_inventory(module):
@@ -460,10 +490,17 @@ def build_snapshot(recorder=None, roots=(), *, passes=None, pass_index=None, nam
             "source": "",
             "metadata": _metadata_of(node),
             "saved": _saved_of(node),
-            "next": [{"node": ids(e.function) if e.function in node_set else None,
-                      "input_nr": e.input_nr} for e in node._next_edges],
-            "input_metadata": [{"shape": list(m.shape), "dtype": _dtype_name(m.dtype),
-                                "device": str(m.device)} for m in meta],
+            "next": [
+                {
+                    "node": ids(e.function) if e.function in node_set else None,
+                    "input_nr": e.input_nr,
+                }
+                for e in node._next_edges
+            ],
+            "input_metadata": [
+                {"shape": list(m.shape), "dtype": _dtype_name(m.dtype), "device": str(m.device)}
+                for m in meta
+            ],
             "hooks": node_hooks.get(node, []),
             "tensor": None,
             "grad": None,
@@ -501,46 +538,53 @@ def build_snapshot(recorder=None, roots=(), *, passes=None, pass_index=None, nam
         for i, e in enumerate(entry_node._next_edges):
             if e.function is None or e.function not in node_set:
                 continue
-            out_edges.append({
-                "id": f"e{len(out_edges)}",
-                "from": ids(entry_node),
-                "to": ids(e.function),
-                "index": i,
-                "input_nr": e.input_nr,
-                "grad": edge_grads.get((entry_node, i)),
-            })
+            out_edges.append(
+                {
+                    "id": f"e{len(out_edges)}",
+                    "from": ids(entry_node),
+                    "to": ids(e.function),
+                    "index": i,
+                    "input_nr": e.input_nr,
+                    "grad": edge_grads.get((entry_node, i)),
+                }
+            )
 
     out_groups = []
     for g in groups:
         if objects is not None:
             objects[group_ids[g]] = g
-        out_groups.append({
-            "id": group_ids[g],
-            "name": paths[g] if g.parent is None else g.name,
-            "type": g.type,
-            "path": paths[g],
-            "parent": group_ids.get(g.parent) if g.parent is not None else None,
-            "depth": g.depth,
-            "records": [g.start, g.end if g.end is not None else len(recorder.records)],
-            "error": g.error,
-        })
+        out_groups.append(
+            {
+                "id": group_ids[g],
+                "name": paths[g] if g.parent is None else g.name,
+                "type": g.type,
+                "path": paths[g],
+                "parent": group_ids.get(g.parent) if g.parent is not None else None,
+                "depth": g.depth,
+                "records": [g.start, g.end if g.end is not None else len(recorder.records)],
+                "error": g.error,
+            }
+        )
 
     out_records = []
     cell = getattr(recorder, "cell_filename", None)
     for r in records:
-        out_records.append({
-            "index": r.index,
-            "op": r.op,
-            "node": ids(r.node) if r.node is not None and r.node in node_set else None,
-            "inputs": [_info_summary(i, ids, node_set) for i in r.inputs],
-            "outputs": [_info_summary(i, ids, node_set) for i in r.outputs],
-            "time_us": round(r.elapsed * 1e6, 1) if timings else None,
-            "line": r.line,
-            "file": None if r.filename is None else (
-                "<cell>" if r.filename == cell else os.path.basename(r.filename)),
-            "source": r.source,
-            "group": group_ids.get(r.group) if r.group is not None else None,
-        })
+        out_records.append(
+            {
+                "index": r.index,
+                "op": r.op,
+                "node": ids(r.node) if r.node is not None and r.node in node_set else None,
+                "inputs": [_info_summary(i, ids, node_set) for i in r.inputs],
+                "outputs": [_info_summary(i, ids, node_set) for i in r.outputs],
+                "time_us": round(r.elapsed * 1e6, 1) if timings else None,
+                "line": r.line,
+                "file": None
+                if r.filename is None
+                else ("<cell>" if r.filename == cell else os.path.basename(r.filename)),
+                "source": r.source,
+                "group": group_ids.get(r.group) if r.group is not None else None,
+            }
+        )
 
     return {
         "schema": "nbgrad.snapshot",
@@ -594,8 +638,15 @@ def _info_summary(info, ids, node_set):
 def trace_snapshot(trace, *, names=None, ids=None, max_nodes=MAX_NODES):
     """The stepper's view of one backward pass (schema ``nbgrad.trace``, see above)."""
     ids = ids or IdMap()
-    graph = build_snapshot(None, [trace.root], passes=[trace], pass_index=trace.index,
-                           names=names, ids=ids, max_nodes=max_nodes)
+    graph = build_snapshot(
+        None,
+        [trace.root],
+        passes=[trace],
+        pass_index=trace.index,
+        names=names,
+        ids=ids,
+        max_nodes=max_nodes,
+    )
 
     def id_list(nodes):
         return [ids(n) for n in nodes]
@@ -605,18 +656,20 @@ def trace_snapshot(trace, *, names=None, ids=None, max_nodes=MAX_NODES):
 
     steps = []
     for s in trace.steps:
-        steps.append({
-            "index": s.index,
-            "node": ids(s.node),
-            "device": s.device,
-            "inputs": s.inputs,
-            "outputs": s.outputs,
-            "hooks": [_hook_call(c, ids) for c in s.hooks],
-            "ready": ready(s.ready),
-            "dependencies": {ids(n): c for n, c in s.dependencies.items()},
-            "buffers": {ids(n): b for n, b in s.buffers.items()},
-            "made_ready": id_list(s.made_ready),
-        })
+        steps.append(
+            {
+                "index": s.index,
+                "node": ids(s.node),
+                "device": s.device,
+                "inputs": s.inputs,
+                "outputs": s.outputs,
+                "hooks": [_hook_call(c, ids) for c in s.hooks],
+                "ready": ready(s.ready),
+                "dependencies": {ids(n): c for n, c in s.dependencies.items()},
+                "buffers": {ids(n): b for n, b in s.buffers.items()},
+                "made_ready": id_list(s.made_ready),
+            }
+        )
     return {
         "schema": "nbgrad.trace",
         "version": SCHEMA_VERSION,

@@ -52,8 +52,16 @@ class BackwardStepper(StillWidget):
     graph_layout = t.Dict().tag(sync=True)
     position = t.Int(0).tag(sync=True)
 
-    def __init__(self, source=None, *, gradient=None, retain_graph=None, create_graph=False,
-                 names=None, ids=None):
+    def __init__(
+        self,
+        source=None,
+        *,
+        gradient=None,
+        retain_graph=None,
+        create_graph=False,
+        names=None,
+        ids=None,
+    ):
         super().__init__()
         if isinstance(source, BackwardTrace):
             backward_trace = source
@@ -62,8 +70,7 @@ class BackwardStepper(StillWidget):
             error = None
             with rec:
                 try:
-                    source.backward(gradient, retain_graph=retain_graph,
-                                    create_graph=create_graph)
+                    source.backward(gradient, retain_graph=retain_graph, create_graph=create_graph)
                 except Exception as e:  # noqa: BLE001 - the trace shows it; re-raised below
                     error = e
             if not rec.passes:
@@ -74,8 +81,10 @@ class BackwardStepper(StillWidget):
             if error is not None:
                 self.error = "".join(traceback.format_exception_only(type(error), error)).strip()
         else:
-            raise TypeError("BackwardStepper needs a BackwardTrace or a tensor to run backward "
-                            f"from, got {type(source).__name__}")
+            raise TypeError(
+                "BackwardStepper needs a BackwardTrace or a tensor to run backward "
+                f"from, got {type(source).__name__}"
+            )
         self.backward_trace = backward_trace
         snap = trace_snapshot(backward_trace, names=names, ids=ids or IdMap())
         graph = snap["graph"]
@@ -118,16 +127,31 @@ class BackwardStepper(StillWidget):
             deps.update(s["dependencies"])
             buffers.update(s["buffers"])
         done = [s["node"] for s in steps[: max(0, pos - 1)]]
-        state = {"position": pos, "steps": len(steps), "running": None, "done": done,
-                 "ready": tr["initial"]["ready"], "inputs": [], "outputs": [], "hooks": [],
-                 "made_ready": [], "device": None}
+        state = {
+            "position": pos,
+            "steps": len(steps),
+            "running": None,
+            "done": done,
+            "ready": tr["initial"]["ready"],
+            "inputs": [],
+            "outputs": [],
+            "hooks": [],
+            "made_ready": [],
+            "device": None,
+        }
         if pos == 0:
             pass
         elif pos <= len(steps):
             s = steps[pos - 1]
-            state.update(running=s["node"], ready=s["ready"], inputs=s["inputs"],
-                         outputs=s["outputs"], hooks=s["hooks"], made_ready=s["made_ready"],
-                         device=s["device"])
+            state.update(
+                running=s["node"],
+                ready=s["ready"],
+                inputs=s["inputs"],
+                outputs=s["outputs"],
+                hooks=s["hooks"],
+                made_ready=s["made_ready"],
+                device=s["device"],
+            )
         else:
             deps.update(tr["final"]["dependencies"])
             buffers.update(tr["final"]["buffers"])

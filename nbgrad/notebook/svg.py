@@ -43,13 +43,15 @@ def _t(text) -> str:
 
 def _header(width, height, title):
     top = 22 if title else 0
+    if title:
+        width = max(width, round(len(title) * 7.3 + 20))  # 12px monospace: the title fits
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{_f(width)}" '
         f'height="{_f(height + top)}" viewBox="0 0 {_f(width)} {_f(height + top)}" '
         f'font-family="{FONT}" font-size="11">',
-        "<defs><marker id=\"nbg-arrow\" viewBox=\"0 0 8 8\" refX=\"7\" refY=\"4\" "
-        "markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\">"
-        "<path d=\"M0,0 L8,4 L0,8 z\" fill=\"#8a8a8a\"/></marker></defs>",
+        '<defs><marker id="nbg-arrow" viewBox="0 0 8 8" refX="7" refY="4" '
+        'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
+        '<path d="M0,0 L8,4 L0,8 z" fill="#8a8a8a"/></marker></defs>',
         f'<rect x="0" y="0" width="{_f(width)}" height="{_f(height + top)}" fill="#ffffff"/>',
     ]
     if title:
@@ -75,8 +77,10 @@ def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None):
             f'<rect x="{_f(g["x"])}" y="{_f(g["y"])}" width="{_f(g["w"])}" height="{_f(g["h"])}" '
             'rx="8" fill="#fbfaf6" fill-opacity="0.6" stroke="#c98a1b" stroke-dasharray="5 3"/>'
         )
-        parts.append(f'<text x="{_f(g["x"] + 8)}" y="{_f(g["y"] + 13)}" font-size="10" '
-                     f'fill="#8a5d10">{_t(g["label"])}</text>')
+        parts.append(
+            f'<text x="{_f(g["x"] + 8)}" y="{_f(g["y"] + 13)}" font-size="10" '
+            f'fill="#8a5d10">{_t(g["label"])}</text>'
+        )
     for e in lay["edges"]:
         x1, y1, x2, y2 = e["points"]
         dy = max(18.0, (y2 - y1) / 2)
@@ -90,7 +94,7 @@ def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None):
             parts.append(
                 f'<text x="{_f(mx + 4)}" y="{_f(my + 3)}" font-size="9" fill="#1f6f3a" '
                 'stroke="#ffffff" stroke-width="3" paint-order="stroke">'
-                f'{_t(_num(e["grad"]))}</text>'
+                f"{_t(_num(e['grad']))}</text>"
             )
     for b in lay["nodes"]:
         if b["kind"] == "group":
@@ -110,21 +114,29 @@ def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None):
             f'rx="5" fill="{fill}" stroke="{stroke}" stroke-width="{width}"{dash}/>'
         )
         cx = b["x"] + b["w"] / 2
-        parts.append(f'<text x="{_f(cx)}" y="{_f(b["y"] + 15)}" text-anchor="middle" '
-                     f'fill="#222222">{_t(b["label"])}</text>')
+        parts.append(
+            f'<text x="{_f(cx)}" y="{_f(b["y"] + 15)}" text-anchor="middle" '
+            f'fill="#222222">{_t(b["label"])}</text>'
+        )
         if b["sub"]:
-            parts.append(f'<text x="{_f(cx)}" y="{_f(b["y"] + 29)}" text-anchor="middle" '
-                         f'font-size="9.5" fill="#666666">{_t(b["sub"])}</text>')
+            parts.append(
+                f'<text x="{_f(cx)}" y="{_f(b["y"] + 29)}" text-anchor="middle" '
+                f'font-size="9.5" fill="#666666">{_t(b["sub"])}</text>'
+            )
         if hooks:
             hx, hy = b["x"] + b["w"] - 2, b["y"] + 2
-            parts.append(f'<circle cx="{_f(hx)}" cy="{_f(hy)}" r="7" fill="#e07b00"/>'
-                         f'<text x="{_f(hx)}" y="{_f(hy + 3.5)}" text-anchor="middle" '
-                         f'font-size="9" fill="#ffffff">{hooks}</text>')
+            parts.append(
+                f'<circle cx="{_f(hx)}" cy="{_f(hy)}" r="7" fill="#e07b00"/>'
+                f'<text x="{_f(hx)}" y="{_f(hy + 3.5)}" text-anchor="middle" '
+                f'font-size="9" fill="#ffffff">{hooks}</text>'
+            )
         if marks and b["ref"] in marks:
             mx, my = b["x"] + 2, b["y"] + 2
-            parts.append(f'<circle cx="{_f(mx)}" cy="{_f(my)}" r="8" fill="#3b5ba5"/>'
-                         f'<text x="{_f(mx)}" y="{_f(my + 3.5)}" text-anchor="middle" '
-                         f'font-size="9" fill="#ffffff">{_t(marks[b["ref"]])}</text>')
+            parts.append(
+                f'<circle cx="{_f(mx)}" cy="{_f(my)}" r="8" fill="#3b5ba5"/>'
+                f'<text x="{_f(mx)}" y="{_f(my + 3.5)}" text-anchor="middle" '
+                f'font-size="9" fill="#ffffff">{_t(marks[b["ref"]])}</text>'
+            )
     parts.append("</g></svg>")
     return "\n".join(parts)
 
@@ -182,19 +194,24 @@ def hooks_svg(target_label, hooks, fired=()):
     for i, row in enumerate(rows):
         weight = ' font-weight="bold"' if i == 0 else ""
         for x, text in zip(cols, row):
-            parts.append(f'<text x="{x}" y="{_f(y)}"{weight} fill="#222222">'
-                         f'{_t(str(text)[:40])}</text>')
+            parts.append(
+                f'<text x="{x}" y="{_f(y)}"{weight} fill="#222222">{_t(str(text)[:40])}</text>'
+            )
         y += line
     if len(rows) == 1:
         parts.append(f'<text x="10" y="{_f(y)}" fill="#888888">(no hooks)</text>')
         y += line
     if fired_rows:
-        parts.append(f'<text x="10" y="{_f(y)}" font-weight="bold" fill="#222222">'
-                     "fired in the last backward</text>")
+        parts.append(
+            f'<text x="10" y="{_f(y)}" font-weight="bold" fill="#222222">'
+            "fired in the last backward</text>"
+        )
         y += line
         for row in fired_rows:
             for x, text in zip(cols, row):
-                parts.append(f'<text x="{x}" y="{_f(y)}" fill="#1f6f3a">{_t(str(text)[:48])}</text>')
+                parts.append(
+                    f'<text x="{x}" y="{_f(y)}" fill="#1f6f3a">{_t(str(text)[:48])}</text>'
+                )
             y += line
     parts.append("</g></svg>")
     return "\n".join(parts)

@@ -25,11 +25,22 @@ class Adam(Optimizer):
     With ``amsgrad``, ``v`` in the last line is the running maximum of ``v``.
     """
 
-    def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *,
-                 foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
-                 differentiable: bool = False, fused: bool | None = None,
-                 decoupled_weight_decay: bool = False):
+    def __init__(
+        self,
+        params,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        amsgrad: bool = False,
+        *,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
+        decoupled_weight_decay: bool = False,
+    ):
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
@@ -44,10 +55,19 @@ class Adam(Optimizer):
             raise NotImplementedError(
                 f"{type(self).__name__}: differentiable, fused and capturable are not supported"
             )
-        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                        maximize=maximize, foreach=foreach, capturable=capturable,
-                        differentiable=differentiable, fused=fused,
-                        decoupled_weight_decay=decoupled_weight_decay)
+        defaults = dict(
+            lr=lr,
+            betas=betas,
+            eps=eps,
+            weight_decay=weight_decay,
+            amsgrad=amsgrad,
+            maximize=maximize,
+            foreach=foreach,
+            capturable=capturable,
+            differentiable=differentiable,
+            fused=fused,
+            decoupled_weight_decay=decoupled_weight_decay,
+        )
         super().__init__(params, defaults)
 
     def step(self, closure=None):

@@ -30,10 +30,20 @@ class SGD(Optimizer):
         tensor([0.8000, 1.6000], requires_grad=True)
     """
 
-    def __init__(self, params, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
-                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
-                 foreach: bool | None = None, differentiable: bool = False,
-                 fused: bool | None = None):
+    def __init__(
+        self,
+        params,
+        lr: float = 1e-3,
+        momentum: float = 0,
+        dampening: float = 0,
+        weight_decay: float = 0,
+        nesterov: bool = False,
+        *,
+        maximize: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+        fused: bool | None = None,
+    ):
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
@@ -44,9 +54,17 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         if differentiable or fused:
             raise NotImplementedError("SGD: differentiable=True and fused=True are not supported")
-        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
-                        nesterov=nesterov, maximize=maximize, foreach=foreach,
-                        differentiable=differentiable, fused=fused)
+        defaults = dict(
+            lr=lr,
+            momentum=momentum,
+            dampening=dampening,
+            weight_decay=weight_decay,
+            nesterov=nesterov,
+            maximize=maximize,
+            foreach=foreach,
+            differentiable=differentiable,
+            fused=fused,
+        )
         super().__init__(params, defaults)
 
     def step(self, closure=None):
@@ -62,7 +80,11 @@ class SGD(Optimizer):
 
     def _update_group(self, group):
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
-        weight_decay, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
+        weight_decay, nesterov, maximize = (
+            group["weight_decay"],
+            group["nesterov"],
+            group["maximize"],
+        )
         for p in self._params_with_grad(group):
             grad = -p.grad if maximize else p.grad
             if weight_decay != 0:

@@ -67,9 +67,16 @@ def measure(nodes, shape, grouped):
     lay_full = layout(snap, [])
     t5 = time.perf_counter()
     return {
-        "shape": shape, "nodes": len(snap["nodes"]), "grouped": grouped, "visible": len(lay["nodes"]),
-        "record+backward_s": t1 - t0, "snapshot_s": t2 - t1, "layout_s": t3 - t2,
-        "svg_s": t4 - t3, "svg_kB": len(svg) / 1e3, "layout_all_expanded_s": t5 - t4,
+        "shape": shape,
+        "nodes": len(snap["nodes"]),
+        "grouped": grouped,
+        "visible": len(lay["nodes"]),
+        "record+backward_s": t1 - t0,
+        "snapshot_s": t2 - t1,
+        "layout_s": t3 - t2,
+        "svg_s": t4 - t3,
+        "svg_kB": len(svg) / 1e3,
+        "layout_all_expanded_s": t5 - t4,
         "expanded_visible": len(lay_full["nodes"]),
     }
 
@@ -80,5 +87,8 @@ if __name__ == "__main__":
         for shape in ("chain", "wide"):
             for grouped in (False, True):
                 r = measure(n, shape, grouped)
-                print("  ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}"
-                                for k, v in r.items()))
+                print(
+                    "  ".join(
+                        f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()
+                    )
+                )

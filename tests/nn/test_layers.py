@@ -85,14 +85,21 @@ LAYERS = {
         lambda lib: lib.nn.Conv2d(2, 4, (3, 2), stride=(2, 1), padding=(1, 2), dilation=(2, 1)),
         [(2, 2, 7, 6)],
     ),
-    "conv2d-groups-same": (lambda lib: lib.nn.Conv2d(4, 6, 3, groups=2, padding="same"),
-                           [(2, 4, 5, 5)]),
-    "conv2d-same-even-kernel": (lambda lib: lib.nn.Conv2d(2, 2, 4, padding="same", dilation=2),
-                                [(1, 2, 9, 8)]),
-    "conv2d-depthwise": (lambda lib: lib.nn.Conv2d(3, 3, 3, groups=3, padding=1, stride=2),
-                         [(2, 3, 7, 7)]),
+    "conv2d-groups-same": (
+        lambda lib: lib.nn.Conv2d(4, 6, 3, groups=2, padding="same"),
+        [(2, 4, 5, 5)],
+    ),
+    "conv2d-same-even-kernel": (
+        lambda lib: lib.nn.Conv2d(2, 2, 4, padding="same", dilation=2),
+        [(1, 2, 9, 8)],
+    ),
+    "conv2d-depthwise": (
+        lambda lib: lib.nn.Conv2d(3, 3, 3, groups=3, padding=1, stride=2),
+        [(2, 3, 7, 7)],
+    ),
     "conv2d-valid-no-bias-unbatched": (
-        lambda lib: lib.nn.Conv2d(2, 3, 2, padding="valid", bias=False), [(2, 5, 5)]
+        lambda lib: lib.nn.Conv2d(2, 3, 2, padding="valid", bias=False),
+        [(2, 5, 5)],
     ),
     "relu": (lambda lib: lib.nn.ReLU(), [(3, 4)]),
     "tanh": (lambda lib: lib.nn.Tanh(), [(3, 4)]),
@@ -105,21 +112,29 @@ LAYERS = {
     "dropout-eval": (lambda lib: lib.nn.Dropout(0.3), [(3, 4)]),
     "flatten": (lambda lib: lib.nn.Flatten(), [(2, 3, 4)]),
     "embedding": (lambda lib: lib.nn.Embedding(10, 3), [Const([[1, 2, 9], [1, 0, 4]])]),
-    "embedding-padding": (lambda lib: lib.nn.Embedding(10, 3, padding_idx=2),
-                          [Const([[1, 2, 2], [5, 2, 4]])]),
+    "embedding-padding": (
+        lambda lib: lib.nn.Embedding(10, 3, padding_idx=2),
+        [Const([[1, 2, 2], [5, 2, 4]])],
+    ),
     "layernorm": (lambda lib: lib.nn.LayerNorm(4), [(3, 4)]),
     "layernorm-2d": (lambda lib: lib.nn.LayerNorm((2, 4), eps=1e-3), [(3, 2, 4)]),
     "layernorm-no-affine": (lambda lib: lib.nn.LayerNorm(4, elementwise_affine=False), [(3, 4)]),
     "layernorm-no-bias": (lambda lib: lib.nn.LayerNorm(4, bias=False), [(2, 3, 4)]),
     "sequential-mlp": (
-        lambda lib: lib.nn.Sequential(lib.nn.Linear(4, 8), lib.nn.GELU(), lib.nn.Linear(8, 3),
-                                      lib.nn.LayerNorm(3)),
+        lambda lib: lib.nn.Sequential(
+            lib.nn.Linear(4, 8), lib.nn.GELU(), lib.nn.Linear(8, 3), lib.nn.LayerNorm(3)
+        ),
         [(5, 4)],
     ),
     "sequential-cnn": (
-        lambda lib: lib.nn.Sequential(lib.nn.Conv2d(1, 3, 3, padding=1), lib.nn.ReLU(),
-                                      lib.nn.Conv2d(3, 2, 3, stride=2), lib.nn.Tanh(),
-                                      lib.nn.Flatten(), lib.nn.Linear(8, 2)),
+        lambda lib: lib.nn.Sequential(
+            lib.nn.Conv2d(1, 3, 3, padding=1),
+            lib.nn.ReLU(),
+            lib.nn.Conv2d(3, 2, 3, stride=2),
+            lib.nn.Tanh(),
+            lib.nn.Flatten(),
+            lib.nn.Linear(8, 2),
+        ),
         [(2, 1, 6, 6)],
     ),
 }
@@ -158,8 +173,9 @@ def test_inplace_relu_parity():
 
 
 def test_embedding_max_norm_parity():
-    ng_mod, th_mod = check_parity(lambda lib: lib.nn.Embedding(6, 4, max_norm=1.0),
-                                  [Const([[0, 3], [3, 5]])])
+    ng_mod, th_mod = check_parity(
+        lambda lib: lib.nn.Embedding(6, 4, max_norm=1.0), [Const([[0, 3], [3, 5]])]
+    )
     np.testing.assert_allclose(_numpy(ng_mod.weight), _numpy(th_mod.weight), **TOL)
 
 
@@ -171,50 +187,66 @@ LOSSES = {
     "mse-none": (lambda lib: lib.nn.MSELoss(reduction="none"), [(3, 4), (3, 4)]),
     "cross-entropy": (lambda lib: lib.nn.CrossEntropyLoss(), [(5, 4), TARGETS]),
     "cross-entropy-sum": (lambda lib: lib.nn.CrossEntropyLoss(reduction="sum"), [(5, 4), TARGETS]),
-    "cross-entropy-none": (lambda lib: lib.nn.CrossEntropyLoss(reduction="none"),
-                           [(5, 4), TARGETS]),
+    "cross-entropy-none": (
+        lambda lib: lib.nn.CrossEntropyLoss(reduction="none"),
+        [(5, 4), TARGETS],
+    ),
     "cross-entropy-weight": (
         lambda lib: lib.nn.CrossEntropyLoss(weight=lib.tensor(WEIGHTS, dtype=lib.float64)),
         [(5, 4), TARGETS],
     ),
-    "cross-entropy-ignore": (lambda lib: lib.nn.CrossEntropyLoss(ignore_index=1),
-                             [(5, 4), TARGETS]),
-    "cross-entropy-smoothing": (lambda lib: lib.nn.CrossEntropyLoss(label_smoothing=0.2),
-                                [(5, 4), TARGETS]),
+    "cross-entropy-ignore": (
+        lambda lib: lib.nn.CrossEntropyLoss(ignore_index=1),
+        [(5, 4), TARGETS],
+    ),
+    "cross-entropy-smoothing": (
+        lambda lib: lib.nn.CrossEntropyLoss(label_smoothing=0.2),
+        [(5, 4), TARGETS],
+    ),
     "cross-entropy-smoothing-weight-ignore": (
-        lambda lib: lib.nn.CrossEntropyLoss(weight=lib.tensor(WEIGHTS, dtype=lib.float64),
-                                            ignore_index=3, label_smoothing=0.1),
+        lambda lib: lib.nn.CrossEntropyLoss(
+            weight=lib.tensor(WEIGHTS, dtype=lib.float64), ignore_index=3, label_smoothing=0.1
+        ),
         [(5, 4), TARGETS],
     ),
     "cross-entropy-smoothing-none": (
-        lambda lib: lib.nn.CrossEntropyLoss(label_smoothing=0.3, reduction="none",
-                                            ignore_index=0),
+        lambda lib: lib.nn.CrossEntropyLoss(label_smoothing=0.3, reduction="none", ignore_index=0),
         [(5, 4), TARGETS],
     ),
     "cross-entropy-probabilities": (
-        lambda lib: lib.nn.CrossEntropyLoss(), [(3, 4), Const(np.full((3, 4), 0.25))]
+        lambda lib: lib.nn.CrossEntropyLoss(),
+        [(3, 4), Const(np.full((3, 4), 0.25))],
     ),
     "cross-entropy-probabilities-weight-smoothing": (
-        lambda lib: lib.nn.CrossEntropyLoss(weight=lib.tensor(WEIGHTS, dtype=lib.float64),
-                                            label_smoothing=0.1),
+        lambda lib: lib.nn.CrossEntropyLoss(
+            weight=lib.tensor(WEIGHTS, dtype=lib.float64), label_smoothing=0.1
+        ),
         [(3, 4), Const([[0.1, 0.2, 0.3, 0.4]] * 3)],
     ),
-    "cross-entropy-4d": (lambda lib: lib.nn.CrossEntropyLoss(),
-                         [(2, 3, 2, 2), Const([[[0, 1], [2, 2]], [[1, 1], [0, 2]]])]),
+    "cross-entropy-4d": (
+        lambda lib: lib.nn.CrossEntropyLoss(),
+        [(2, 3, 2, 2), Const([[[0, 1], [2, 2]], [[1, 1], [0, 2]]])],
+    ),
     "cross-entropy-unbatched": (lambda lib: lib.nn.CrossEntropyLoss(), [(4,), Const(2)]),
     "nll": (lambda lib: lib.nn.NLLLoss(), [(5, 4), TARGETS]),
     "nll-weight-ignore-none": (
-        lambda lib: lib.nn.NLLLoss(weight=lib.tensor(WEIGHTS, dtype=lib.float64),
-                                   ignore_index=0, reduction="none"),
+        lambda lib: lib.nn.NLLLoss(
+            weight=lib.tensor(WEIGHTS, dtype=lib.float64), ignore_index=0, reduction="none"
+        ),
         [(5, 4), TARGETS],
     ),
-    "nll-3d-sum": (lambda lib: lib.nn.NLLLoss(reduction="sum"),
-                   [(2, 3, 4), Const([[0, 1, 2, 2], [1, 1, 0, 2]])]),
-    "nll-3d-none": (lambda lib: lib.nn.NLLLoss(reduction="none"),
-                    [(2, 3, 4), Const([[0, 1, 2, 2], [1, 1, 0, 2]])]),
+    "nll-3d-sum": (
+        lambda lib: lib.nn.NLLLoss(reduction="sum"),
+        [(2, 3, 4), Const([[0, 1, 2, 2], [1, 1, 0, 2]])],
+    ),
+    "nll-3d-none": (
+        lambda lib: lib.nn.NLLLoss(reduction="none"),
+        [(2, 3, 4), Const([[0, 1, 2, 2], [1, 1, 0, 2]])],
+    ),
     "nll-5d-weight-ignore": (
-        lambda lib: lib.nn.NLLLoss(weight=lib.tensor(WEIGHTS[:3], dtype=lib.float64),
-                                   ignore_index=1),
+        lambda lib: lib.nn.NLLLoss(
+            weight=lib.tensor(WEIGHTS[:3], dtype=lib.float64), ignore_index=1
+        ),
         [(2, 3, 2, 1, 2), Const(np.arange(8).reshape(2, 2, 1, 2) % 3)],
     ),
 }
@@ -222,8 +254,10 @@ LOSSES = {
 
 # torch divides by a Python number inside C++ (DivBackward1, div.Scalar); nbgrad's ``t / n``
 # is DivBackward0 (torch's too, from Python)
-NAMES = {"cross-entropy-probabilities": "DivBackward0",
-         "cross-entropy-probabilities-weight-smoothing": "DivBackward0"}
+NAMES = {
+    "cross-entropy-probabilities": "DivBackward0",
+    "cross-entropy-probabilities-weight-smoothing": "DivBackward0",
+}
 
 
 @pytest.mark.parametrize("name", LOSSES)
@@ -245,14 +279,17 @@ def test_legacy_reduction_arguments():
 # ---- initialisation -------------------------------------------------------------------------
 def test_default_parameter_shapes_match_torch():
     def layers(lib):
-        return [lib.nn.Linear(5, 3), lib.nn.Conv2d(4, 6, (3, 2), groups=2),
-                lib.nn.Embedding(7, 2), lib.nn.LayerNorm((2, 3))]
+        return [
+            lib.nn.Linear(5, 3),
+            lib.nn.Conv2d(4, 6, (3, 2), groups=2),
+            lib.nn.Embedding(7, 2),
+            lib.nn.LayerNorm((2, 3)),
+        ]
 
     for a, b in zip(layers(ng), layers(torch)):
-        assert [(n, tuple(p.shape), p.dtype.__repr__().split(".")[-1])
-                for n, p in a.named_parameters()] == [
-            (n, tuple(p.shape), str(p.dtype).split(".")[-1]) for n, p in b.named_parameters()
-        ]
+        assert [
+            (n, tuple(p.shape), p.dtype.__repr__().split(".")[-1]) for n, p in a.named_parameters()
+        ] == [(n, tuple(p.shape), str(p.dtype).split(".")[-1]) for n, p in b.named_parameters()]
 
 
 @pytest.mark.parametrize(
@@ -335,6 +372,10 @@ def conv_double_backward(lib, x, w, b):
 
 def test_conv2d_double_backward_matches_torch():
     rng = np.random.default_rng(3)
-    args = rng.standard_normal((2, 4, 5, 5)), rng.standard_normal((4, 2, 3, 3)), rng.standard_normal(4)
+    args = (
+        rng.standard_normal((2, 4, 5, 5)),
+        rng.standard_normal((4, 2, 3, 3)),
+        rng.standard_normal(4),
+    )
     for a, b in zip(conv_double_backward(ng, *args), conv_double_backward(torch, *args)):
         np.testing.assert_allclose(a, b, **TOL)

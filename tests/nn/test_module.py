@@ -49,7 +49,10 @@ def test_named_members_match_torch():
     ]
     assert len(list(ng_net.modules())) == len(list(th_net.modules()))
     assert [n for n, _ in ng_net.named_parameters(recurse=False)] == ["scale"]
-    assert [n for n, _ in ng_net.heads.named_parameters(prefix="h")][:2] == ["h.0.weight", "h.0.bias"]
+    assert [n for n, _ in ng_net.heads.named_parameters(prefix="h")][:2] == [
+        "h.0.weight",
+        "h.0.bias",
+    ]
 
 
 def test_state_dict_keys_and_repr_match_torch():
@@ -62,13 +65,25 @@ def test_state_dict_keys_and_repr_match_torch():
 def test_repr_of_layers_matches_torch():
     def layers(nn):
         return nn.Sequential(
-            nn.Linear(3, 4, bias=False), nn.Conv2d(2, 4, (3, 2), stride=2, padding=1, dilation=2,
-                                                   groups=2, bias=False),
-            nn.Conv2d(1, 1, 3, padding="same"), nn.ReLU(inplace=True), nn.Tanh(), nn.Sigmoid(),
-            nn.GELU(approximate="tanh"), nn.Softmax(dim=1), nn.LogSoftmax(1), nn.Dropout(0.2),
-            nn.Embedding(10, 3, padding_idx=2, max_norm=1.0), nn.LayerNorm((2, 3), eps=1e-3),
-            nn.Flatten(), nn.Identity(), nn.MSELoss(), nn.NLLLoss(), nn.CrossEntropyLoss(),
-            nn.ModuleList([nn.Tanh(), nn.Tanh(), nn.ReLU()]), nn.ModuleList(),
+            nn.Linear(3, 4, bias=False),
+            nn.Conv2d(2, 4, (3, 2), stride=2, padding=1, dilation=2, groups=2, bias=False),
+            nn.Conv2d(1, 1, 3, padding="same"),
+            nn.ReLU(inplace=True),
+            nn.Tanh(),
+            nn.Sigmoid(),
+            nn.GELU(approximate="tanh"),
+            nn.Softmax(dim=1),
+            nn.LogSoftmax(1),
+            nn.Dropout(0.2),
+            nn.Embedding(10, 3, padding_idx=2, max_norm=1.0),
+            nn.LayerNorm((2, 3), eps=1e-3),
+            nn.Flatten(),
+            nn.Identity(),
+            nn.MSELoss(),
+            nn.NLLLoss(),
+            nn.CrossEntropyLoss(),
+            nn.ModuleList([nn.Tanh(), nn.Tanh(), nn.ReLU()]),
+            nn.ModuleList(),
             nn.Sequential(OrderedDict(first=nn.Linear(1, 1))),
         )
 
@@ -100,7 +115,7 @@ def test_attribute_registration():
     with pytest.raises(TypeError, match="nbgrad.nn.Parameter or None required"):
         m.register_parameter("q", ng.ones(1))
     with pytest.raises(AttributeError, match="object has no attribute 'nothing'"):
-        m.nothing
+        _ = m.nothing
     del m.child
     assert "child" not in m._modules
     # a Parameter assigned where a buffer was moves to the parameters
@@ -223,8 +238,10 @@ def test_load_state_dict_from_torch_weights():
     ng_net.load_state_dict(sd)
     x = np.random.default_rng(0).standard_normal((3, 2)).astype(np.float32)
     np.testing.assert_allclose(
-        ng_net(ng.tensor(x)).detach().numpy(), th_net(torch.tensor(x)).detach().numpy(),
-        rtol=1e-5, atol=1e-6,
+        ng_net(ng.tensor(x)).detach().numpy(),
+        th_net(torch.tensor(x)).detach().numpy(),
+        rtol=1e-5,
+        atol=1e-6,
     )
 
 
@@ -279,7 +296,9 @@ def test_deepcopy_and_pickle():
     restored = pickle.loads(pickle.dumps(seq))
     assert list(restored.state_dict()) == list(seq.state_dict())
     assert isinstance(restored[0].weight, ng.nn.Parameter) and restored[0].weight.requires_grad
-    np.testing.assert_array_equal(restored[0].weight.detach().numpy(), seq[0].weight.detach().numpy())
+    np.testing.assert_array_equal(
+        restored[0].weight.detach().numpy(), seq[0].weight.detach().numpy()
+    )
 
 
 def test_forward_not_implemented():

@@ -164,8 +164,16 @@ def test_reference_scenario_order():
     """The order the issue describes, spelled out (PyTorch's, verified by the test above)."""
     log = reference_scenario(ng)
     i = log.index
-    assert log[:8] == ["block.fwd_pre", "fc1.fwd_pre", "fc1.fwd", "act.fwd_pre", "act.fwd",
-                       "fc2.fwd_pre", "fc2.fwd", "block.fwd"]
+    assert log[:8] == [
+        "block.fwd_pre",
+        "fc1.fwd_pre",
+        "fc1.fwd",
+        "act.fwd_pre",
+        "act.fwd",
+        "fc2.fwd_pre",
+        "fc2.fwd",
+        "block.fwd",
+    ]
     assert log[8] == "y.grad_fn=BackwardHookFunctionBackward"
     # the backward pre-hook runs after the output's tensor hooks, before the module's inside
     assert i("y.tensor_hook") < i("block.bwd_pre [(2, 3)]") < i("fc2.bwd_pre [(2, 3)]")
@@ -215,8 +223,17 @@ def order_scenario(lib, disable):
 
 
 def test_prepend_remove_and_disable():
-    expected = ["pre-prepended", "pre", "prepended", "first", "second",
-                "pre-prepended", "pre", "prepended", "first"]
+    expected = [
+        "pre-prepended",
+        "pre",
+        "prepended",
+        "first",
+        "second",
+        "pre-prepended",
+        "pre",
+        "prepended",
+        "first",
+    ]
     assert order_scenario(torch, disable=False) == expected
     assert order_scenario(ng, disable=False) == expected
     assert order_scenario(ng, disable=True) == expected
@@ -279,7 +296,9 @@ def test_hook_errors(lib):
         m(lib.ones(1, 2))
     h.remove()
     m.register_full_backward_hook(lambda mod, gi, go: (gi[0], gi[0]))
-    with pytest.raises(RuntimeError, match="Backward hook returned an invalid number of grad_input"):
+    with pytest.raises(
+        RuntimeError, match="Backward hook returned an invalid number of grad_input"
+    ):
         m(lib.ones(1, 2, requires_grad=True)).sum().backward()
     m2 = lib.nn.Linear(2, 2)
     m2.register_full_backward_pre_hook(lambda mod, go: (go[0], go[0]))

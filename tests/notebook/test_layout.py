@@ -92,6 +92,9 @@ def test_large_graphs_start_collapsed_by_module():
     rec, ws = _residual(3)
     snap = build_snapshot(rec)
     assert default_collapsed(snap) == []
-    snap = {**snap, "nodes": snap["nodes"] * 200,
-            "groups": [{"id": "g0", "parent": None}, {"id": "g1", "parent": "g0"}]}
+    snap = {
+        **snap,
+        "nodes": snap["nodes"] * 200,
+        "groups": [{"id": "g0", "parent": None}, {"id": "g1", "parent": "g0"}],
+    }
     assert default_collapsed(snap) == ["g0"]

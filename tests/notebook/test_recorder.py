@@ -49,7 +49,10 @@ def test_records_the_user_line_that_made_each_op():
         b = ng.tanh(a)  # line-b
         b.sum()  # line-c
     assert [r.line for r in rec.records] == [
-        _line_of("# line-a"), _line_of("# line-b"), _line_of("# line-c")]
+        _line_of("# line-a"),
+        _line_of("# line-b"),
+        _line_of("# line-c"),
+    ]
     assert rec.records[0].source == "a = x * 2  # line-a"
     assert rec.records[0].filename == __file__
 
@@ -77,7 +80,7 @@ def test_an_exception_inside_leaves_the_recorder_consistent(fake_model):
             y = x * 5
             with recorder_mod._active[-1].resume_backward():
                 pass
-            1 / 0
+            y = 1 / 0
     assert not rec.running and rec.error == "ZeroDivisionError: division by zero"
     assert not tensor_mod._forward_listeners
     assert not any(getattr(f, "__self__", None) is rec for f in engine.listeners)
@@ -116,8 +119,7 @@ def test_module_groups_nest_through_the_recorder_stack(fake_model):
     with record() as rec:
         fake_model(x).sum()
     # a top module is named by its type (the snapshot uses the user's name when it has one)
-    assert [(g.path, g.depth) for g in rec.modules] == [("FakeModule", 0),
-                                                        ("FakeModule.inner", 1)]
+    assert [(g.path, g.depth) for g in rec.modules] == [("FakeModule", 0), ("FakeModule.inner", 1)]
     outer, inner = rec.modules
     assert inner.parent is outer
     groups = [r.group.name if r.group else None for r in rec.records]
@@ -132,8 +134,11 @@ def test_nn_modules_are_groups():
     with record() as rec:
         model(x).sum()
     assert [(g.type, g.path) for g in rec.modules] == [
-        ("Sequential", "Sequential"), ("Linear", "Sequential.0"), ("Tanh", "Sequential.1"),
-        ("Linear", "Sequential.2")]
+        ("Sequential", "Sequential"),
+        ("Linear", "Sequential.0"),
+        ("Tanh", "Sequential.1"),
+        ("Linear", "Sequential.2"),
+    ]
     assert nn.Module.__dict__["__call__"] is call  # way 3 puts the original back
     assert {r.group.path for r in rec.records if r.group} >= {"Sequential.0", "Sequential.2"}
 

@@ -10,9 +10,28 @@ import nbgrad as ng
 from nbgrad.notebook import build_snapshot, record, trace_snapshot
 from nbgrad.notebook.snapshot import SCHEMA_VERSION, grad_summary
 
-NODE_KEYS = {"id", "kind", "name", "label", "seq", "shapes", "dtype", "device", "group", "record",
-             "line", "source", "metadata", "saved", "next", "input_metadata", "hooks", "tensor",
-             "grad", "order"}
+NODE_KEYS = {
+    "id",
+    "kind",
+    "name",
+    "label",
+    "seq",
+    "shapes",
+    "dtype",
+    "device",
+    "group",
+    "record",
+    "line",
+    "source",
+    "metadata",
+    "saved",
+    "next",
+    "input_metadata",
+    "hooks",
+    "tensor",
+    "grad",
+    "order",
+}
 
 
 def _program():
@@ -28,8 +47,20 @@ def test_schema_and_json():
     x, w, h, loss, rec = _program()
     snap = build_snapshot(rec, names={id(x): "x", id(w): "w"})
     assert snap["schema"] == "nbgrad.snapshot" and snap["version"] == SCHEMA_VERSION == 1
-    assert set(snap) == {"schema", "version", "nodes", "edges", "groups", "records", "hooks",
-                         "passes", "roots", "pass", "truncated", "backward_records"}
+    assert set(snap) == {
+        "schema",
+        "version",
+        "nodes",
+        "edges",
+        "groups",
+        "records",
+        "hooks",
+        "passes",
+        "roots",
+        "pass",
+        "truncated",
+        "backward_records",
+    }
     for n in snap["nodes"]:
         assert set(n) == NODE_KEYS
     ids = {n["id"] for n in snap["nodes"]}
@@ -51,8 +82,10 @@ def test_ids_are_sequence_numbers_and_leaves_are_numbered_by_first_use():
     # nodes in creation order, leaves last
     assert [n["id"] for n in snap["nodes"]][-2:] == ["leaf0", "leaf1"]
     mul = by_id[tanh["next"][0]["node"]]
-    assert mul["name"] == "MulBackward0" and [nx["node"] for nx in mul["next"]] == ["leaf0",
-                                                                                   "leaf1"]
+    assert mul["name"] == "MulBackward0" and [nx["node"] for nx in mul["next"]] == [
+        "leaf0",
+        "leaf1",
+    ]
     assert mul["saved"][0]["kind"] == "tensor" and mul["saved"][0]["shape"] == [2]
 
 
@@ -69,8 +102,9 @@ def test_gradients_on_edges_after_backward_and_freed_saved_tensors():
     assert edge["grad"]["values"] == [float(f"{v:.6g}") for v in expected]
     assert by_id[tanh_id]["grad"][0]["values"] == [1.0] * 4
     assert by_id[tanh_id]["order"] is not None
-    assert by_id["leaf0"]["tensor"]["grad"]["values"] == [float(f"{v:.6g}")
-                                                          for v in x.grad.reshape(-1).tolist()]
+    assert by_id["leaf0"]["tensor"]["grad"]["values"] == [
+        float(f"{v:.6g}") for v in x.grad.reshape(-1).tolist()
+    ]
     assert {s["kind"] for s in by_id[tanh_id]["saved"]} == {"freed"}
     assert snap["passes"][0]["order"][0] == snap["roots"][0]
 
@@ -102,8 +136,12 @@ def test_a_graph_from_before_the_block_is_a_stub():
     assert kinds == {"SumBackward0": "node", "ExpBackward0": "external"}
     # from the tensors instead: the whole graph
     snap2 = build_snapshot(None, [after])
-    assert [n["name"] for n in snap2["nodes"]] == ["MulBackward0", "ExpBackward0", "SumBackward0",
-                                                   "AccumulateGrad"]
+    assert [n["name"] for n in snap2["nodes"]] == [
+        "MulBackward0",
+        "ExpBackward0",
+        "SumBackward0",
+        "AccumulateGrad",
+    ]
 
 
 def test_module_groups_name_the_parameters(fake_model):
@@ -112,7 +150,9 @@ def test_module_groups_name_the_parameters(fake_model):
         fake_model(x).sum()
     snap = build_snapshot(rec, names={id(fake_model): "model"})
     assert [(g["id"], g["path"], g["parent"]) for g in snap["groups"]] == [
-        ("g0", "model", None), ("g1", "model.inner", "g0")]
+        ("g0", "model", None),
+        ("g1", "model.inner", "g0"),
+    ]
     labels = {n["label"]: n["group"] for n in snap["nodes"] if n["kind"] == "leaf"}
     assert labels == {"model.w": "g0", "model.inner.w": "g1", "AccumulateGrad": None}
 
@@ -158,8 +198,12 @@ PROGRAM = textwrap.dedent("""
 
 
 def test_same_program_twice_gives_identical_json_and_svg():
-    runs = [subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True, text=True,
-                           check=True).stdout for _ in range(2)]
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", PROGRAM], capture_output=True, text=True, check=True
+        ).stdout
+        for _ in range(2)
+    ]
     assert runs[0] == runs[1]
     out = json.loads(runs[0])
     assert out["snap"]["records"][0]["time_us"] is None

@@ -54,8 +54,14 @@ def test_trace_svg_numbers_the_steps():
 
 def test_hooks_svg():
     hooks = [{"kind": "tensor_hook", "name": "<hook:MulBackward0#1>", "enabled": False}]
-    fired = [{"kind": "tensor", "name": "<hook:MulBackward0#1>",
-              "before": {"norm": 2.0}, "after": {"norm": 4.0}}]
+    fired = [
+        {
+            "kind": "tensor",
+            "name": "<hook:MulBackward0#1>",
+            "before": {"norm": 2.0},
+            "after": {"norm": 4.0},
+        }
+    ]
     texts = _texts(hooks_svg("MulBackward0", hooks, fired))
     assert "hooks on MulBackward0" in texts and "disabled" in texts
     assert "|g| 2 -> 4" in texts

@@ -4,9 +4,10 @@ PyTorch's: parameter trajectories over 20 steps to 1e-6 in float64, and their st
 from __future__ import annotations
 
 import pytest
-from optim_helpers import assert_same_trajectory, make_model, train
 
 import nbgrad as ng
+
+from .optim_helpers import assert_same_trajectory, make_model, train
 
 torch = pytest.importorskip("torch")
 
@@ -32,8 +33,10 @@ def test_trajectory_matches_torch(name):
 
 def groups(lib, model):
     return lib.optim.Adam(
-        [{"params": model[0].parameters(), "lr": 0.03, "betas": (0.5, 0.9)},
-         {"params": model[2].parameters(), "weight_decay": 0.2}],
+        [
+            {"params": model[0].parameters(), "lr": 0.03, "betas": (0.5, 0.9)},
+            {"params": model[2].parameters(), "weight_decay": 0.2},
+        ],
         lr=0.01,
     )
 

@@ -90,6 +90,8 @@ def test_seed_snippet_runs_verbatim():
     target = (input[:, 0] > 0).long() + (input[:, 1] > 0).long()  # learnable classes
     losses = []
     for _ in range(30):
-        optimizer.zero_grad(); loss_fn(model(input), target).backward(); optimizer.step()  # noqa: E702
+        optimizer.zero_grad()
+        loss_fn(model(input), target).backward()
+        optimizer.step()  # noqa: E702
         losses.append(loss_fn(model(input), target).item())
     assert losses[-1] < 0.3 * losses[0]

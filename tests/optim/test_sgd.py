@@ -4,9 +4,10 @@ trajectory of a small MLP over 20 steps, same weights and data, to 1e-6 in float
 from __future__ import annotations
 
 import pytest
-from optim_helpers import assert_same_trajectory, train
 
 import nbgrad as ng
+
+from .optim_helpers import assert_same_trajectory, train
 
 torch = pytest.importorskip("torch")
 
@@ -31,9 +32,13 @@ def test_sgd_trajectory_matches_torch(name):
 
 def groups(lib, model):
     return lib.optim.SGD(
-        [{"params": model[0].parameters(), "lr": 0.2, "momentum": 0.5},
-         {"params": model[2].parameters()}],
-        lr=0.05, momentum=0.9, nesterov=True,
+        [
+            {"params": model[0].parameters(), "lr": 0.2, "momentum": 0.5},
+            {"params": model[2].parameters()},
+        ],
+        lr=0.05,
+        momentum=0.9,
+        nesterov=True,
     )
 
 
@@ -46,10 +51,12 @@ def test_parameter_groups_match_torch():
 
 
 def test_momentum_buffer_state_matches_torch():
-    _, ng_opt, _ = train(ng, lambda lib, m: lib.optim.SGD(m.parameters(), lr=0.1, momentum=0.9),
-                         steps=3)
-    _, th_opt, _ = train(torch, lambda lib, m: lib.optim.SGD(m.parameters(), lr=0.1,
-                                                              momentum=0.9), steps=3)
+    _, ng_opt, _ = train(
+        ng, lambda lib, m: lib.optim.SGD(m.parameters(), lr=0.1, momentum=0.9), steps=3
+    )
+    _, th_opt, _ = train(
+        torch, lambda lib, m: lib.optim.SGD(m.parameters(), lr=0.1, momentum=0.9), steps=3
+    )
     ng_sd, th_sd = ng_opt.state_dict(), th_opt.state_dict()
     assert ng_sd["param_groups"] == th_sd["param_groups"]
     assert sorted(ng_sd["state"]) == sorted(th_sd["state"]) == [0, 1, 2, 3]
@@ -96,6 +103,6 @@ def test_invalid_arguments(lib, kwargs, message):
 
 def test_default_learning_rate_matches_torch():
     p = ng.nn.Parameter(ng.ones(1))
-    assert ng.optim.SGD([p]).defaults == torch.optim.SGD(
-        [torch.nn.Parameter(torch.ones(1))]
-    ).defaults
+    assert (
+        ng.optim.SGD([p]).defaults == torch.optim.SGD([torch.nn.Parameter(torch.ones(1))]).defaults
+    )

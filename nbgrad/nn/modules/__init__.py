@@ -11,6 +11,24 @@ from nbgrad.nn.modules.module import Module
 from nbgrad.nn.modules.normalization import LayerNorm
 from nbgrad.nn.modules.sparse import Embedding
 
-__all__ = ["Module", "Identity", "Linear", "Conv2d", "ReLU", "Tanh", "Sigmoid", "GELU",
-           "Softmax", "LogSoftmax", "Dropout", "Flatten", "Sequential", "ModuleList",
-           "Embedding", "LayerNorm", "MSELoss", "CrossEntropyLoss", "NLLLoss"]
+__all__ = [
+    "Module",
+    "Identity",
+    "Linear",
+    "Conv2d",
+    "ReLU",
+    "Tanh",
+    "Sigmoid",
+    "GELU",
+    "Softmax",
+    "LogSoftmax",
+    "Dropout",
+    "Flatten",
+    "Sequential",
+    "ModuleList",
+    "Embedding",
+    "LayerNorm",
+    "MSELoss",
+    "CrossEntropyLoss",
+    "NLLLoss",
+]

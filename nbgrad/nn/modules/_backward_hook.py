@@ -110,7 +110,9 @@ class BackwardHook:
             return args, None
         new_tensors = BackwardHookFunction.apply(*tensors)
         if len(new_tensors) == 0:
-            raise RuntimeError("Cannot set Module backward hook for a Module with no input Tensors.")
+            raise RuntimeError(
+                "Cannot set Module backward hook for a Module with no input Tensors."
+            )
         grad_fns = [
             t.grad_fn
             for t in new_tensors

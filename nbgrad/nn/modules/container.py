@@ -64,8 +64,9 @@ class Sequential(Module):
         else:
             delattr(self, self._get_item_by_idx(self._modules.keys(), idx))
         # renumber, to keep the names "0", "1", ...
-        self.__dict__["_modules"] = dict(zip(map(str, range(len(self._modules))),
-                                             self._modules.values()))
+        self.__dict__["_modules"] = dict(
+            zip(map(str, range(len(self._modules))), self._modules.values())
+        )
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -139,8 +140,9 @@ class ModuleList(Module):
                 delattr(self, str(k))
         else:
             delattr(self, self._get_abs_string_index(idx))
-        self.__dict__["_modules"] = dict(zip(map(str, range(len(self._modules))),
-                                             self._modules.values()))
+        self.__dict__["_modules"] = dict(
+            zip(map(str, range(len(self._modules))), self._modules.values())
+        )
 
     def __len__(self) -> int:
         return len(self._modules)

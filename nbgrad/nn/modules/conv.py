@@ -33,9 +33,20 @@ class Conv2d(Module):
         nbgrad.Size([2, 4, 8, 8])
     """
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
-                 device=None, dtype=None):
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         if groups <= 0:
             raise ValueError("groups must be a positive integer")
@@ -89,8 +100,9 @@ class Conv2d(Module):
                 init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                        self.groups)
+        return F.conv2d(
+            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
+        )
 
     def extra_repr(self) -> str:
         s = (

@@ -39,8 +39,9 @@ class Linear(Module):
         'AddmmBackward0'
     """
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None,
-                 dtype=None):
+    def __init__(
+        self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None
+    ):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features

@@ -16,8 +16,9 @@ class _Loss(Module):
 
 
 class _WeightedLoss(_Loss):
-    def __init__(self, weight: Tensor | None = None, size_average=None, reduce=None,
-                 reduction: str = "mean"):
+    def __init__(
+        self, weight: Tensor | None = None, size_average=None, reduce=None, reduction: str = "mean"
+    ):
         super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
 
@@ -32,14 +33,25 @@ class MSELoss(_Loss):
 class NLLLoss(_WeightedLoss):
     """Negative log likelihood of class indices, given log-probabilities."""
 
-    def __init__(self, weight: Tensor | None = None, size_average=None, ignore_index: int = -100,
-                 reduce=None, reduction: str = "mean"):
+    def __init__(
+        self,
+        weight: Tensor | None = None,
+        size_average=None,
+        ignore_index: int = -100,
+        reduce=None,
+        reduction: str = "mean",
+    ):
         super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
-                          reduction=self.reduction)
+        return F.nll_loss(
+            input,
+            target,
+            weight=self.weight,
+            ignore_index=self.ignore_index,
+            reduction=self.reduction,
+        )
 
 
 class CrossEntropyLoss(_WeightedLoss):
@@ -52,12 +64,25 @@ class CrossEntropyLoss(_WeightedLoss):
         (1.3863, True)
     """
 
-    def __init__(self, weight: Tensor | None = None, size_average=None, ignore_index: int = -100,
-                 reduce=None, reduction: str = "mean", label_smoothing: float = 0.0):
+    def __init__(
+        self,
+        weight: Tensor | None = None,
+        size_average=None,
+        ignore_index: int = -100,
+        reduce=None,
+        reduction: str = "mean",
+        label_smoothing: float = 0.0,
+    ):
         super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
         self.label_smoothing = label_smoothing
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
-                               reduction=self.reduction, label_smoothing=self.label_smoothing)
+        return F.cross_entropy(
+            input,
+            target,
+            weight=self.weight,
+            ignore_index=self.ignore_index,
+            reduction=self.reduction,
+            label_smoothing=self.label_smoothing,
+        )

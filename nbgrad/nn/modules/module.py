@@ -258,7 +258,9 @@ class Module:
                 if modules is None:
                     raise AttributeError("cannot assign module before Module.__init__() call")
                 remove_from(
-                    self.__dict__, self._parameters, self._buffers,
+                    self.__dict__,
+                    self._parameters,
+                    self._buffers,
                     self._non_persistent_buffers_set,
                 )
                 modules[name] = value
@@ -318,11 +320,14 @@ class Module:
         for _, param in self.named_parameters(recurse=recurse):
             yield param
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True,
-                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Parameter]]:
         """``(dotted name, parameter)`` pairs, e.g. ``("0.weight", ...)``."""
         yield from self._named_members(
-            lambda module: module._parameters.items(), prefix=prefix, recurse=recurse,
+            lambda module: module._parameters.items(),
+            prefix=prefix,
+            recurse=recurse,
             remove_duplicate=remove_duplicate,
         )
 
@@ -330,10 +335,13 @@ class Module:
         for _, buf in self.named_buffers(recurse=recurse):
             yield buf
 
-    def named_buffers(self, prefix: str = "", recurse: bool = True,
-                      remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+    def named_buffers(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Tensor]]:
         yield from self._named_members(
-            lambda module: module._buffers.items(), prefix=prefix, recurse=recurse,
+            lambda module: module._buffers.items(),
+            prefix=prefix,
+            recurse=recurse,
             remove_duplicate=remove_duplicate,
         )
 
@@ -354,8 +362,9 @@ class Module:
         for _, module in self.named_modules():
             yield module
 
-    def named_modules(self, memo: set | None = None, prefix: str = "",
-                      remove_duplicate: bool = True):
+    def named_modules(
+        self, memo: set | None = None, prefix: str = "", remove_duplicate: bool = True
+    ):
         """``(dotted name, module)`` for this module (name ``""``) and every module below it."""
         if memo is None:
             memo = set()
@@ -511,8 +520,9 @@ class Module:
                 )
         return destination
 
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
-                              unexpected_keys, error_msgs):
+    def _load_from_state_dict(
+        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+    ):
         persistent_buffers = {
             k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set
         }
@@ -586,7 +596,12 @@ class Module:
             if assign:
                 local_metadata["assign_to_params_buffers"] = assign
             module._load_from_state_dict(
-                local_state_dict, prefix, local_metadata, True, missing_keys, unexpected_keys,
+                local_state_dict,
+                prefix,
+                local_metadata,
+                True,
+                missing_keys,
+                unexpected_keys,
                 error_msgs,
             )
             for name, child in module._modules.items():
@@ -622,8 +637,9 @@ class Module:
         return _IncompatibleKeys(missing_keys, unexpected_keys)
 
     # -- hooks ----------------------------------------------------------------------------------
-    def register_forward_pre_hook(self, hook, *, prepend: bool = False,
-                                  with_kwargs: bool = False) -> RemovableHandle:
+    def register_forward_pre_hook(
+        self, hook, *, prepend: bool = False, with_kwargs: bool = False
+    ) -> RemovableHandle:
         """Register ``hook(module, args) -> None or new args``, run before ``forward``.
 
         With ``with_kwargs=True`` the hook is ``hook(module, args, kwargs) -> None or
@@ -634,8 +650,9 @@ class Module:
             self._forward_pre_hooks_with_kwargs.add(handle.id)
         return handle
 
-    def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
-                              always_call: bool = False) -> RemovableHandle:
+    def register_forward_hook(
+        self, hook, *, prepend: bool = False, with_kwargs: bool = False, always_call: bool = False
+    ) -> RemovableHandle:
         """Register ``hook(module, args, output) -> None or new output``, run after ``forward``.
 
         With ``with_kwargs=True`` the hook is ``hook(module, args, kwargs, output)``;
@@ -669,8 +686,12 @@ class Module:
 
     def _call_impl(self, *args, **kwargs):
         """Run forward pre-hooks, ``forward``, forward hooks, and set up backward hooks."""
-        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_pre_hooks
-                or self._backward_hooks):
+        if not (
+            self._forward_pre_hooks
+            or self._forward_hooks
+            or self._backward_pre_hooks
+            or self._backward_hooks
+        ):
             return self.forward(*args, **kwargs)
         result = None
         called_always_called_hooks = set()
@@ -723,8 +744,11 @@ class Module:
             return result
         except Exception:
             for h in tuple(self._forward_hooks):
-                if (h.id in self._forward_hooks_always_called and h.enabled
-                        and h.id not in called_always_called_hooks):
+                if (
+                    h.id in self._forward_hooks_always_called
+                    and h.enabled
+                    and h.id not in called_always_called_hooks
+                ):
                     try:
                         if h.id in self._forward_hooks_with_kwargs:
                             hook_result = h.fn(self, args, kwargs, result)

@@ -17,8 +17,15 @@ class LayerNorm(Module):
     ``weight`` starts at ones and ``bias`` at zeros (when ``elementwise_affine``).
     """
 
-    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
-                 bias: bool = True, device=None, dtype=None):
+    def __init__(
+        self,
+        normalized_shape,
+        eps: float = 1e-5,
+        elementwise_affine: bool = True,
+        bias: bool = True,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)

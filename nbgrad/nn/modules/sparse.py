@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from nbgrad.autograd.grad_mode import no_grad
 from nbgrad.nn import functional as F
 from nbgrad.nn import init
 from nbgrad.nn.modules.module import Module
 from nbgrad.nn.parameter import Parameter
-from nbgrad.autograd.grad_mode import no_grad
 from nbgrad.tensor import Tensor, empty
 
 __all__ = ["Embedding"]
@@ -19,10 +19,20 @@ class Embedding(Module):
     ``padding_idx`` is zero and gets no gradient.
     """
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
-                 max_norm: float | None = None, norm_type: float = 2.0,
-                 scale_grad_by_freq: bool = False, sparse: bool = False, _weight=None,
-                 _freeze: bool = False, device=None, dtype=None):
+    def __init__(
+        self,
+        num_embeddings: int,
+        embedding_dim: int,
+        padding_idx: int | None = None,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        sparse: bool = False,
+        _weight=None,
+        _freeze: bool = False,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
@@ -59,8 +69,15 @@ class Embedding(Module):
                 self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
-                           self.scale_grad_by_freq, self.sparse)
+        return F.embedding(
+            input,
+            self.weight,
+            self.padding_idx,
+            self.max_norm,
+            self.norm_type,
+            self.scale_grad_by_freq,
+            self.sparse,
+        )
 
     def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"
@@ -77,14 +94,28 @@ class Embedding(Module):
         return s
 
     @classmethod
-    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True,
-                        padding_idx: int | None = None, max_norm: float | None = None,
-                        norm_type: float = 2.0, scale_grad_by_freq: bool = False,
-                        sparse: bool = False) -> Embedding:
+    def from_pretrained(
+        cls,
+        embeddings: Tensor,
+        freeze: bool = True,
+        padding_idx: int | None = None,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        sparse: bool = False,
+    ) -> Embedding:
         """An Embedding whose weight is ``embeddings`` (frozen unless ``freeze=False``)."""
         if embeddings.dim() != 2:
             raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
         rows, cols = embeddings.shape
-        return cls(rows, cols, _weight=embeddings, _freeze=freeze, padding_idx=padding_idx,
-                   max_norm=max_norm, norm_type=norm_type,
-                   scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+        return cls(
+            rows,
+            cols,
+            _weight=embeddings,
+            _freeze=freeze,
+            padding_idx=padding_idx,
+            max_norm=max_norm,
+            norm_type=norm_type,
+            scale_grad_by_freq=scale_grad_by_freq,
+            sparse=sparse,
+        )

@@ -1,0 +1,172 @@
+"""``%%autograd`` through IPython's InteractiveShell (nbgrad/notebook/magics.py)."""
+
+import importlib
+
+import pytest
+
+pytest.importorskip("IPython")
+pytest.importorskip("anywidget")
+
+from IPython.testing.globalipapp import get_ipython  # noqa: E402
+from IPython.utils.capture import capture_output  # noqa: E402
+
+WIDGET = "application/vnd.jupyter.widget-view+json"
+SVG = "image/svg+xml"
+tensor_mod = importlib.import_module("nbgrad.tensor")
+
+
+@pytest.fixture(scope="module")
+def ip():
+    shell = get_ipython()
+    shell.run_line_magic("load_ext", "nbgrad")
+    shell.run_cell("import nbgrad as ng")
+    return shell
+
+
+def run(ip, source):
+    with capture_output() as cap:
+        result = ip.run_cell(source)
+    return result, cap
+
+
+def test_the_cell_runs_as_usual_and_is_recorded(ip):
+    result, cap = run(
+        ip,
+        "%%autograd -o s1\n"
+        "x = ng.tensor([1.0, 2.0], requires_grad=True)\n"
+        "print('inside')\n"
+        "y = (x * 3).sum()\n"
+        "y\n",
+    )
+    assert result.success
+    assert result.result.item() == 9.0  # the last expression is the cell's value
+    assert "inside" in cap.stdout
+    assert ip.user_ns["y"].grad_fn.name() == "SumBackward0"
+    s = ip.user_ns["s1"]
+    # lines as the notebook shows them: %%autograd is line 1
+    assert [(r.op, r.line, r.source) for r in s.record.records] == [
+        ("mul", 4, "y = (x * 3).sum()"),
+        ("sum", 4, "y = (x * 3).sum()"),
+    ]
+    assert not tensor_mod._forward_listeners
+
+
+def test_live_display_then_final_graph_and_hook_editor(ip):
+    result, cap = run(ip, "%%autograd\nx = ng.ones(2, requires_grad=True)\nz = (x * x).exp()\n")
+    assert result.success
+    live, emptied, graph, editor = cap.outputs
+    assert set(live.data) == {WIDGET} and live.transient.get("display_id")
+    assert emptied.update and emptied.data == {}
+    assert emptied.transient["display_id"] == live.transient["display_id"]
+    assert set(graph.data) == {WIDGET, "text/plain", SVG}
+    assert graph.data["text/plain"] == "GraphView(3 nodes, 3 edges, 0 groups, 0 backward passes)"
+    assert "ExpBackward0" in graph.data[SVG] and ">x<" in graph.data[SVG]  # leaf named x
+    assert editor.data["text/plain"] == "HookEditor(no target: select a node in the graph)"
+
+
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
+def test_backward_retain_and_create_graph(ip):
+    result, cap = run(
+        ip,
+        "%%autograd --backward loss --retain-graph --create-graph -o s2\n"
+        "x = ng.tensor([1.0, 2.0], requires_grad=True)\n"
+        "loss = (x ** 2).sum()\n",
+    )
+    assert result.success
+    assert ip.user_ns["x"].grad.tolist() == [2.0, 4.0]
+    s = ip.user_ns["s2"]
+    [tr] = s.record.passes
+    assert tr.keep_graph and tr.create_graph
+    assert s.graph.snapshot["pass"] == 0
+    assert any(e["grad"] for e in s.graph.snapshot["edges"])
+    assert s.hooks.root is ip.user_ns["loss"]
+
+
+def test_static_shows_only_still_pictures(ip):
+    result, cap = run(
+        ip,
+        "%%autograd --static --step --backward loss\n"
+        "x = ng.tensor([1.0, 2.0], requires_grad=True)\n"
+        "loss = (x * x).sum()\n",
+    )
+    assert result.success
+    assert [set(o.data) for o in cap.outputs] == [{SVG, "text/plain"}, {SVG, "text/plain"}]
+    assert cap.outputs[0].data["text/plain"].startswith("<autograd graph: 2 forward calls")
+    assert "backward pass: 3 steps" in cap.outputs[1].data[SVG]
+
+
+def test_step_opens_the_stepper(ip):
+    result, cap = run(
+        ip,
+        "%%autograd --step --backward loss -o s3\n"
+        "x = ng.tensor([1.0, 2.0], requires_grad=True)\n"
+        "loss = (x * x).sum()\n",
+    )
+    assert result.success
+    stepper = cap.outputs[-1]
+    assert stepper.data["text/plain"] == "BackwardStepper(3 steps; at the start)"
+    assert ip.user_ns["s3"].stepper.steps == 3
+    result, cap = run(ip, "%%autograd --step\nq = ng.ones(1, requires_grad=True) * 2\n")
+    assert result.success and "no backward pass ran" in cap.stdout
+
+
+def test_bad_options_print_usage_not_a_traceback(ip):
+    ip.user_ns.pop("ran", None)
+    for line in ("--bogus", "--backward", "-o 3x", "--backward 'unclosed"):
+        result, cap = run(ip, f"%%autograd {line}\nran = True\n")
+        assert not result.success
+        text = cap.stdout + cap.stderr
+        assert "UsageError" in text and "usage: %%autograd" in text, text
+        assert "Traceback" not in text
+        assert "ran" not in ip.user_ns  # the body did not run
+
+
+def test_help(ip):
+    result, cap = run(ip, "%%autograd --help\nran = True\n")
+    assert result.success and "--backward EXPR" in cap.stdout and "-o NAME" in cap.stdout
+
+
+def test_an_exception_fails_the_cell_with_the_cells_own_traceback(ip):
+    result, cap = run(
+        ip, "%%autograd -o s4\nx = ng.ones(2, requires_grad=True)\ny = x * 2\n1 / 0\n"
+    )
+    assert not result.success
+    assert isinstance(result.error_in_exec, ZeroDivisionError)
+    text = cap.stdout + cap.stderr
+    assert "----> 4 1 / 0" in text
+    assert "magics.py" not in text and "run_cell_magic" not in text
+    assert text.count("Traceback") <= 1
+    s = ip.user_ns["s4"]  # the session is kept, and the recorder is consistent
+    assert [r.op for r in s.record.records] == ["mul"] and not s.record.running
+    assert not tensor_mod._forward_listeners
+    assert cap.outputs[-2].data["text/plain"].startswith("GraphView(2 nodes")
+
+
+def test_a_syntax_error_is_reported_like_any_cell(ip):
+    result, cap = run(ip, "%%autograd\nx = (1,\n")
+    assert not result.success
+    text = cap.stdout + cap.stderr
+    assert "SyntaxError" in text and "magics.py" not in text
+    assert cap.outputs == []
+
+
+def test_ipython_syntax_in_the_cell(ip):
+    result, cap = run(ip, "%%autograd\nv = ng.ones(1, requires_grad=True) * 2\n%time w = v + 1\n")
+    assert result.success
+    assert ip.user_ns["w"].grad_fn.name() == "AddBackward0"
+
+
+def test_module_groups_in_a_cell(ip):
+    pytest.importorskip("nbgrad.nn")
+    result, cap = run(
+        ip,
+        "%%autograd -o s5\n"
+        "import nbgrad.nn as nn\n"
+        "model = nn.Sequential(nn.Linear(3, 2), nn.ReLU())\n"
+        "out = model(ng.ones(4, 3)).sum()\n",
+    )
+    assert result.success
+    snap = ip.user_ns["s5"].graph.snapshot
+    assert [g["path"] for g in snap["groups"]] == ["model", "model.0", "model.1"]
+    labels = {n["label"] for n in snap["nodes"] if n["kind"] == "leaf"}
+    assert labels == {"model.0.weight", "model.0.bias"}

@@ -1,0 +1,348 @@
+"""The widgets driven from Python: each action goes through the path a browser message takes
+(``widget._receive`` -> ``Widget._handle_msg``), as the JS in widgets/ sends it."""
+
+import time
+import traceback
+
+import pytest
+
+pytest.importorskip("anywidget")
+
+import nbgrad as ng  # noqa: E402
+from nbgrad.notebook import BackwardStepper, GraphView, HookEditor, record  # noqa: E402
+
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+
+def _ids(view, name):
+    return [n["id"] for n in view.snapshot["nodes"] if n["name"] == name]
+
+
+def _model():
+    x = ng.tensor([1.0, 2.0], requires_grad=True)
+    w = ng.tensor([3.0, -1.0], requires_grad=True)
+    with record() as rec:
+        y = (x * w).tanh()
+        loss = y.sum()
+    return x, w, y, loss, rec
+
+
+# -- GraphView ---------------------------------------------------------------------------------
+
+
+def test_graph_view_from_tensors_and_its_mime_bundle():
+    x = ng.ones(3, requires_grad=True)
+    loss = (x * 2).sum()
+    view = GraphView(loss)
+    assert repr(view) == "GraphView(3 nodes, 2 edges, 0 groups, 0 backward passes)"
+    data, meta = view._repr_mimebundle_()
+    assert set(data) == {"text/plain", WIDGET, "image/svg+xml"}
+    assert data["text/plain"] == repr(view) and "MulBackward0" in data["image/svg+xml"]
+    assert view._widget_view_bundle() == {WIDGET: data[WIDGET]}
+    assert view.graph_layout["nodes"] and view.default_root() is loss
+
+
+def test_select_and_errors_stay_in_the_widget():
+    x, w, y, loss, rec = _model()
+    view = GraphView(recorder=rec, names={id(x): "x"})
+    tanh = _ids(view, "TanhBackward0")[0]
+    view._receive({"type": "select", "id": tanh})
+    assert view.selected == tanh and view.error == ""
+    assert view.node(tanh) is y.grad_fn and view.tensor(tanh) is y
+    assert view.tensor("leaf0") is x
+    view._receive({"type": "select", "id": "n999999"})
+    assert "no node" in view.error and view.selected == tanh
+    view._receive({"type": "nonsense"})
+    assert "unknown message" in view.error
+
+
+def test_groups_collapse_and_expand(fake_model):
+    x = ng.ones(3, requires_grad=True)
+    with record() as rec:
+        fake_model(x).sum()
+    view = GraphView(recorder=rec)
+    assert view.collapsed == []
+    view._receive({"type": "toggle", "group": "g1"})
+    assert view.collapsed == ["g1"]
+    assert "group:g1" in [b["id"] for b in view.graph_layout["nodes"]]
+    view._receive({"type": "collapse_all"})
+    assert view.collapsed == ["g0"]
+    assert [b["id"] for b in view.graph_layout["nodes"] if b["kind"] == "group"] == ["group:g0"]
+    view._receive({"type": "expand_all"})
+    assert view.collapsed == [] and len(view.graph_layout["groups"]) == 2
+    view._receive({"type": "select", "id": "g1"})
+    assert view.module("g1") is fake_model.children_[0]
+
+
+def test_gradients_of_each_pass():
+    x = ng.tensor([1.0, 2.0], requires_grad=True)
+    with record() as rec:
+        y = x * 3
+        loss = y.sum()
+        loss.backward(retain_graph=True)
+        loss.backward(ng.tensor(2.0), retain_graph=True)
+    view = GraphView(recorder=rec)
+    mul = _ids(view, "MulBackward0")[0]
+
+    def grad_into_mul():
+        return [e for e in view.snapshot["edges"] if e["to"] == mul][0]["grad"]["values"]
+
+    assert view.snapshot["pass"] == 1 and grad_into_mul() == [2.0, 2.0]
+    view._receive({"type": "show_pass", "index": 0})
+    assert view.snapshot["pass"] == 0 and grad_into_mul() == [1.0, 1.0]
+
+
+def test_the_view_grows_live_and_ends_with_the_final_state():
+    x = ng.ones(2, requires_grad=True)
+    rec = record()
+    view = GraphView(recorder=rec, live=True, interval=0.001)
+    sizes = []
+    view.observe(lambda change: sizes.append(len(change["new"]["nodes"])), names="snapshot")
+    with rec:
+        h = x
+        for _ in range(5):
+            time.sleep(0.05)  # slower than the refresh interval and 4x the refresh's cost
+            h = h * 2
+            assert view.live
+    assert sizes == [2, 3, 4, 5, 6]  # one refresh per op here ...
+    assert not view.live  # ... and the end refreshes (the same graph: no change to send)
+
+    slow = record()
+    view = GraphView(recorder=slow, live=True, interval=60.0)
+    sizes = []
+    view.observe(lambda change: sizes.append(len(change["new"]["nodes"])), names="snapshot")
+    with slow:
+        h = x
+        for _ in range(20):
+            h = h * 2
+    assert sizes == [21]  # throttled: only the final state
+
+
+# -- HookEditor --------------------------------------------------------------------------------
+
+
+def test_the_editor_follows_the_selection():
+    x, w, y, loss, rec = _model()
+    view = GraphView(recorder=rec, names={id(x): "x"})
+    ed = HookEditor(graph=view)
+    assert ed.target["kind"] == "none"
+    view._receive({"type": "select", "id": "leaf0"})
+    assert ed.target["label"] == "x"
+    assert ed.target["kinds"] == [
+        "tensor_hook",
+        "post_accumulate_grad",
+        "node_prehook",
+        "node_hook",
+    ]
+    view._receive({"type": "select", "id": _ids(view, "TanhBackward0")[0]})
+    assert ed.target["label"] == "TanhBackward0"
+    assert ed.target["kinds"] == ["tensor_hook", "node_prehook", "node_hook"]
+    assert ed.target["root"] == "SumBackward0"
+
+
+def test_add_run_edit_disable_remove():
+    x, w, y, loss, rec = _model()
+    view = GraphView(recorder=rec)
+    ed = HookEditor(graph=view, root=loss)
+    view._receive({"type": "select", "id": _ids(view, "TanhBackward0")[0]})
+    ed._receive({"type": "add", "kind": "tensor_hook", "source": "lambda grad: grad * 10"})
+    ed._receive(
+        {
+            "type": "add",
+            "kind": "node_hook",
+            "source": "def after(grad_inputs, grad_outputs):\n    return None\n",
+        }
+    )
+    assert ed.error == ""
+    [t_hook, n_hook] = ed.hooks
+    assert t_hook["name"].startswith("<hook:TanhBackward0#") and t_hook["name"].endswith(">")
+    assert t_hook["source"] == "lambda grad: grad * 10" and n_hook["kind"] == "node_hook"
+    ed._receive({"type": "run_backward", "retain_graph": True, "create_graph": False})
+    assert ed.error == "" and ed.status.startswith("backward ran 5 nodes")
+    fired = {c["kind"]: c for c in ed.fired}
+    assert fired["tensor"]["before"]["values"] == [1.0, 1.0]
+    assert fired["tensor"]["after"]["values"] == [10.0, 10.0] and fired["tensor"]["changed"]
+    assert not fired["posthook"]["changed"]
+    g1 = x.grad.tolist()
+    # edit keeps the hook's place; disable; enable; remove
+    ed._receive({"type": "edit", "id": t_hook["id"], "source": "lambda grad: grad * 0"})
+    assert [h["id"] for h in ed.hooks] == [t_hook["id"], n_hook["id"]]
+    x.grad = None
+    ed._receive({"type": "run_backward", "retain_graph": True})
+    assert x.grad.tolist() == [0.0, 0.0]
+    ed._receive({"type": "enable", "id": t_hook["id"], "enabled": False})
+    assert ed.hooks[0]["enabled"] is False
+    x.grad = None
+    ed._receive({"type": "run_backward", "retain_graph": True})
+    assert [v * 10 for v in x.grad.tolist()] == pytest.approx(g1)
+    ed._receive({"type": "remove", "id": n_hook["id"]})
+    assert [h["id"] for h in ed.hooks] == [t_hook["id"]]
+    assert "hooks on TanhBackward0" in ed.to_svg()
+
+
+def test_a_syntax_error_shows_and_loses_no_hook():
+    x, w, y, loss, rec = _model()
+    ed = HookEditor(y, root=loss)
+    ed.add_hook("tensor_hook", "lambda grad: grad")
+    ed._receive({"type": "add", "kind": "tensor_hook", "source": "lambda grad: grad +"})
+    assert "SyntaxError" in ed.error and "<hook:TanhBackward0#" in ed.error
+    assert len(ed.hooks) == 1
+    hid = ed.hooks[0]["id"]
+    ed._receive({"type": "edit", "id": hid, "source": "def broken(:"})
+    assert "SyntaxError" in ed.error and ed.hooks[0]["source"] == "lambda grad: grad"
+    ed._receive({"type": "add", "kind": "tensor_hook", "source": "x = 1"})
+    assert "must be a lambda or define a function" in ed.error and len(ed.hooks) == 1
+    ed._receive({"type": "add", "kind": "module_hook", "source": "lambda g: g"})
+    assert "cannot add" in ed.error
+
+
+def test_a_failing_hook_shows_its_error_and_loses_no_other_hook():
+    x, w, y, loss, rec = _model()
+    ed = HookEditor(y, root=loss)
+    ok = ed.add_hook("tensor_hook", "lambda grad: grad")
+    bad = ed.add_hook("tensor_hook", "def bad(grad):\n    scale = 0\n    return grad / scale.x\n")
+    ed._receive({"type": "run_backward", "retain_graph": True})
+    assert ed.status == "backward failed"
+    assert "AttributeError" in ed.error and "line 3, in bad" in ed.error
+    assert "<hook:TanhBackward0#" in ed.error
+    entries = {h["id"]: h for h in ed.hooks}
+    assert set(entries) == {ok, bad}
+    assert entries[bad]["error"] and entries[ok]["error"] is None
+    # a traceback outside the editor points at the hook's own line too
+    with pytest.raises(AttributeError) as info:
+        loss.backward(retain_graph=True)
+    assert any(
+        f.filename.startswith("<hook:") and f.lineno == 3 and "scale.x" in f.line
+        for f in traceback.extract_tb(info.value.__traceback__)
+    )
+    ed.remove_hook(bad)
+    ed._receive({"type": "run_backward", "retain_graph": True})
+    assert ed.error == "" and [h["id"] for h in ed.hooks] == [ok]
+
+
+def test_backward_twice_without_retain_graph_is_reported():
+    x, w, y, loss, rec = _model()
+    ed = HookEditor(y, root=loss)
+    ed._receive({"type": "run_backward", "retain_graph": False})
+    assert ed.error == ""
+    ed._receive({"type": "run_backward", "retain_graph": False})
+    assert "backward through the graph a second time" in ed.error
+
+
+def test_post_accumulate_grad_hooks_report_before_and_after():
+    x, w, y, loss, rec = _model()
+    ed = HookEditor(x, root=loss)
+    ed.add_hook("post_accumulate_grad", "lambda t: None")
+    ed.run_backward(retain_graph=True)
+    [call] = [c for c in ed.fired if c["kind"] == "post_accumulate_grad"]
+    assert call["after"]["values"] == [float(f"{v:.6g}") for v in x.grad.tolist()]
+
+
+def test_hook_code_in_widget_state_never_runs():
+    x, w, y, loss, rec = _model()
+    ed = HookEditor(y, root=loss)
+    ed.add_hook("tensor_hook", "lambda grad: grad")
+    state = ed.get_state()
+    ran = []
+    ng.__dict__["_sentinel"] = ran
+    evil = "lambda grad: ng._sentinel.append(1) or grad"
+    state["hooks"] = [{**state["hooks"][0], "id": "h999", "source": evil}]
+    # a new editor as a reopened notebook makes it, then the browser syncing its saved state
+    ed2 = HookEditor(y, root=loss)
+    ed2._handle_msg(
+        {
+            "content": {"data": {"method": "update", "state": {"hooks": state["hooks"]}}},
+            "buffers": [],
+        }
+    )
+    ed2.set_state({"hooks": state["hooks"]})
+    ed2._receive({"type": "run_backward", "retain_graph": True})
+    assert ran == []
+    assert all(h["source"] != evil for h in ed2.hooks)
+    del ng.__dict__["_sentinel"]
+
+
+def test_module_hooks():
+    nn = pytest.importorskip("nbgrad.nn")
+    lin = nn.Linear(2, 1)
+    ed = HookEditor(lin)
+    assert {"forward", "forward_pre", "full_backward"} <= set(ed.target["kinds"])
+    seen = []
+    ed.namespace = {"seen": seen}
+    ed.add_hook("forward", "lambda module, args, output: seen.append(output.shape)")
+    lin(ng.ones(3, 2))
+    assert seen == [ng.Size([3, 1])]
+    assert [h["kind"] for h in ed.hooks] == ["forward"]
+
+
+# -- BackwardStepper ---------------------------------------------------------------------------
+
+
+def _diamond():
+    x = ng.tensor([1.0, 2.0], requires_grad=True)
+    a = x * 2
+    loss = (a.exp() + a.sin()).sum()
+    return x, a, loss
+
+
+def test_stepper_replays_the_engine_order():
+    x, a, loss = _diamond()
+    order = []
+    engine = ng.autograd.Variable._execution_engine
+
+    def listen(event, data):
+        if event == "node_start":
+            order.append(data["node"].name())
+
+    engine.listeners.append(listen)
+    try:
+        loss.backward(retain_graph=True)
+    finally:
+        engine.listeners.remove(listen)
+    st = BackwardStepper(loss, retain_graph=True)
+    names = {n["id"]: n["name"] for n in st.trace["graph"]["nodes"]}
+    assert [names[s["node"]] for s in st.trace["steps"]] == order
+    assert repr(st) == f"BackwardStepper({len(order)} steps; at the start)"
+
+
+def test_stepper_moves_forward_and_back_with_the_engine_state():
+    x, a, loss = _diamond()
+    st = BackwardStepper(loss)
+    mul = f"n{a.grad_fn.sequence_nr}"
+    s0 = st.state()
+    assert s0["running"] is None and s0["ready"] == {"cpu": [st.trace["root"]]}
+    assert s0["dependencies"][mul] == 2  # exp and sin both feed a's node
+    positions = []
+    while st.position <= st.steps:
+        st._receive({"type": "goto", "position": st.position + 1})
+        positions.append(st.state())
+    assert st.position == st.steps + 1
+    running = [p["running"] for p in positions[:-1]]
+    i = running.index(mul)
+    before = positions[i - 1]
+    # one of exp/sin has run: a's node waits on one more edge, with half its buffer filled
+    assert before["dependencies"][mul] == 1 and before["buffers"][mul][0] is not None
+    assert positions[i]["running"] == mul and mul not in positions[i]["dependencies"]
+    assert positions[i]["inputs"][0]["shape"] == [2]
+    end = positions[-1]
+    assert end["running"] is None and len(end["done"]) == st.steps and end["dependencies"] == {}
+    # and back
+    st.back(st.steps + 1)
+    assert st.state() == s0
+    st.goto(10**6)
+    assert st.position == st.steps + 1
+    assert "backward pass: 6 steps" in st.to_svg()
+
+
+def test_stepper_shows_hooks_and_a_failing_pass():
+    x = ng.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    y.register_hook(lambda g: g * 2)
+    st = BackwardStepper(y.sum(), retain_graph=True)
+    [hooked] = [s for s in st.trace["steps"] if s["hooks"]]
+    assert hooked["hooks"][0]["after"]["values"] == [2.0, 2.0]
+    y.register_hook(lambda g: 1 / 0)
+    st = BackwardStepper(y.sum())
+    assert st.trace["error"].startswith("ZeroDivisionError") and "ZeroDivisionError" in st.error
+    with pytest.raises(TypeError):
+        BackwardStepper(42)
