@@ -299,7 +299,7 @@ op("select", "SelectBackward0", "self", lambda xp, self, dim, index: self[(slice
 op("slice", "SliceBackward0", "self", lambda xp, self, dim, start, end, step: self[(slice(None),) * dim + (slice(start, end, step),)],
    attrs="dim start end step", view=True,
    self=lambda grad, self_shape, dim, start, end, step: _T._dispatch(OPS["slice_backward"], (grad,), {"shape": self_shape, "dim": dim, "start": start, "end": end, "step": step}))
-op("index", "IndexBackward0", "self", lambda xp, self, indices: self[indices], attrs="indices",
+op("index", "IndexBackward0", "self", lambda xp, self, indices: xp.ascontiguousarray(self[indices]), attrs="indices",
    self=lambda grad, self_shape, indices: grad._index_backward(self_shape, indices, True))
 # the backward formulas of select, slice and index, as ops of their own (double backward)
 op("select_backward", "SelectBackwardBackward0", "self", lambda xp, self, shape, dim, index: _index_backward(xp, self, shape, (slice(None),) * dim + (index,), False),
@@ -323,7 +323,7 @@ op("split_with_sizes", "SplitWithSizesBackward0", "self", lambda xp, self, sizes
    self=lambda grads, self, sizes, dim: _cat_grads(grads, self, sizes, dim))
 op("unbind", "UnbindBackward0", "self", lambda xp, self, dim: tuple(xp.moveaxis(self, dim, 0)), attrs="dim", outputs=-1, view=True,
    self=lambda grads, self_shape, dim: _unbind_backward(grads, self_shape, dim))
-op("gather", "GatherBackward0", "self index", lambda xp, self, index, dim: xp.take_along_axis(self, index, axis=dim), attrs="dim", nondiff=("index",),
+op("gather", "GatherBackward0", "self index", lambda xp, self, index, dim: _gather(xp, self, index, dim), attrs="dim", nondiff=("index",),
    self=lambda grad, self_shape, dim, index: _T.zeros(self_shape, dtype=grad.dtype, device=grad.device).scatter_add(dim, index, grad))
 op("scatter_add", "ScatterAddBackward0", "self index src", lambda xp, self, index, src, dim: _scatter_add(xp, self, dim, index, src), attrs="dim",
    nondiff=("index",), promote="binary",
@@ -698,6 +698,14 @@ def _along_axis_key(xp, index, dim):
     key = list(xp.indices(index.shape, sparse=True))
     key[dim] = index
     return tuple(key)
+
+
+def _gather(xp, a, index, dim):
+    """``out[i][j] = a[i][index[i][j]]`` (dim 1) over the index's own extent: as PyTorch, the
+    index may be smaller than ``a`` in the other dims (NumPy's take_along_axis broadcasts)."""
+    if index.ndim == 0:
+        return a.reshape(-1)[index].copy() if a.ndim <= 1 else a[index]
+    return a[_along_axis_key(xp, index, dim)]
 
 
 def _scatter_add(xp, a, dim, index, src):

@@ -14,6 +14,7 @@ import math
 import numbers
 import time
 import warnings
+from weakref import ref as _weakref
 
 import numpy as np
 
@@ -24,6 +25,7 @@ from nbgrad.autograd.graph import (
     NO_EDGE,
     AccumulateGrad,
     Edge,
+    HookList,
     InputMetadata,
     RemovableHandle,
     SavedTensor,
@@ -294,13 +296,52 @@ def _shapes_message(args, err):
 
 
 def _mark_view(result, src, step):
-    base = src._base if src._base is not None else src
+    # the base is the root of the chain of views; but a leaf that requires grad is the base of
+    # its views even when it is itself a view (``arange(6.).view(2, 3).requires_grad_()``), as
+    # PyTorch's differentiable views: an in-place op on its views must see the leaf
+    if src._base is None or (src._requires_grad and src.grad_fn is None):
+        base, chain = src, ()
+    else:
+        base, chain = src._base, src._view_chain
     result._base = base
     result._version_counter = src._version_counter
-    if step is None or (src._base is not None and src._view_chain is None):
+    if step is None or (base is not src and chain is None):
         result._view_chain = None  # several views from one op: no in-place on them
     else:
-        result._view_chain = (src._view_chain or ()) + (step,)
+        result._view_chain = (chain or ()) + (step,)
+        _track_view(base, result)
+
+
+# NOTE [Views of a modified base]
+# An in-place op on a base (or on one of its views) gives the base a new history; every other
+# live view of that base must then take its gradient through that new history, or a later use
+# of the view would silently skip the in-place op. PyTorch regenerates a view's grad_fn lazily
+# when it sees that the version counter moved (``AsStridedBackward0``); nbgrad does it eagerly,
+# in ``Tensor._inplace``, by replaying each live view's chain of view ops on the base (so the
+# regenerated node has the view op's own name, e.g. ``SelectBackward0``). The base keeps
+# weakrefs to its views, pruned as they grow, so tracking costs one weakref per view.
+def _track_view(base, view):
+    views = getattr(base, "_views", None)
+    if views is None:
+        base._views = views = []
+    elif len(views) >= 8 and not len(views) & (len(views) - 1):  # prune at powers of two
+        views[:] = [ref for ref in views if ref() is not None]
+    views.append(_weakref(view))
+
+
+def _regenerate_views(base, modified):
+    """Give each live view of ``base`` but ``modified`` a grad_fn through base's new history."""
+    views = getattr(base, "_views", None)
+    if not views:
+        return
+    from nbgrad.derivatives import _apply_view_chain
+
+    with _EnableGrad():
+        for ref in tuple(views):
+            view = ref()
+            if view is None or view is modified or view._view_chain is None:
+                continue
+            view._set_history(_apply_view_chain(base, view._view_chain).grad_fn, 0)
 
 
 def _edge_of(t):
@@ -437,7 +478,13 @@ def _dim(d, ndim):
 
 def _dims(dim, ndim):
     if isinstance(dim, (list, tuple)):
-        dims = tuple(sorted({_dim(d, ndim) for d in dim}))
+        if not dim:  # as PyTorch, an empty list of dims reduces over all of them
+            return None
+        listed = [_dim(d, ndim) for d in dim]
+        dims = tuple(sorted(set(listed)))
+        if len(dims) != len(listed) and ndim:
+            twice = next(d for i, d in enumerate(listed) if d in listed[:i])
+            raise RuntimeError(f"dim {twice} appears multiple times in the list of dims")
     else:
         dims = (_dim(dim, ndim),)
     # a 0-d tensor accepts dim 0 or -1 as PyTorch does; reducing over it reduces nothing
@@ -481,6 +528,7 @@ class Tensor:
         "_retains_grad",
         "_grad_accumulator",
         "_post_accumulate_grad_hooks",
+        "_views",  # on a base: weakrefs to its views (see NOTE [Views of a modified base])
         "__weakref__",
     )
 
@@ -757,8 +805,8 @@ class Tensor:
                 dtype = a
             elif isinstance(a, Tensor):
                 dtype, device = a.dtype, a.device
-            elif isinstance(a, (str, Device)):
-                device = a
+            elif isinstance(a, (str, Device)) or (isinstance(a, int) and not isinstance(a, bool)):
+                device = a  # an int is a CUDA device index, as in PyTorch
             else:
                 raise TypeError(f"to() received an invalid argument {a!r}")
         result = self
@@ -847,7 +895,7 @@ class Tensor:
                 "post accumulate grad hooks cannot be registered on non-leaf tensors"
             )
         if self._post_accumulate_grad_hooks is None:
-            self._post_accumulate_grad_hooks = []
+            self._post_accumulate_grad_hooks = HookList()
         self._get_grad_accumulator()
         return RemovableHandle(
             self._post_accumulate_grad_hooks, hook, "post_accumulate_grad", owner=self
@@ -1034,7 +1082,7 @@ class Tensor:
 
     def gelu(self, approximate="none"):
         if approximate not in ("none", "tanh"):
-            raise ValueError(
+            raise RuntimeError(
                 f"approximate argument must be either none or tanh, got {approximate!r}"
             )
         return _dispatch(_op("gelu"), (self,), {"approximate": approximate})
@@ -1185,8 +1233,8 @@ class Tensor:
 
     def norm(self, p="fro", dim=None, keepdim=False):
         ord = 2 if p in ("fro", None) else p
-        if not isinstance(ord, (int, float)):
-            raise ValueError(f"norm(): p must be a number or 'fro', got {p!r}")
+        if not isinstance(ord, (int, float)):  # (a RuntimeError in PyTorch too)
+            raise RuntimeError(f"norm(): order {p!r} not supported: p must be a number or 'fro'")
         dims = None if dim is None else _dims(dim, self.ndim)
         return _dispatch(_op("norm"), (self,), {"ord": ord, "dim": dims, "keepdim": keepdim})
 
@@ -1224,14 +1272,26 @@ class Tensor:
         return _matmul_batched(self, other)
 
     def mm(self, mat2):
+        _expect_tensor(mat2, "mm", "mat2", 1)
         if self.ndim != 2 or mat2.ndim != 2:
             raise RuntimeError(f"mm(): expected 2-D tensors, got {self.ndim}-D and {mat2.ndim}-D")
+        if self._data.dtype != mat2._data.dtype:
+            _same_dtype("mm", self, mat2)
         return _dispatch(_MM, (self, mat2))
 
     def mv(self, vec):
+        _expect_tensor(vec, "mv", "vec", 1)
+        if self.ndim != 2 or vec.ndim != 1:
+            raise RuntimeError(
+                f"vector + matrix @ vector expected, got 1, {self.ndim}, {vec.ndim} (shapes "
+                f"{list(self.shape)} and {list(vec.shape)})"
+            )
+        _same_dtype("mv", self, vec)
         return _dispatch(_op("mv"), (self, vec))
 
     def dot(self, tensor):
+        _expect_tensor(tensor, "dot", "tensor", 1)
+        _same_dtype("dot", self, tensor)
         if self.ndim != 1 or tensor.ndim != 1:
             raise RuntimeError(
                 f"1D tensors expected, but got {self.ndim}D and {tensor.ndim}D tensors"
@@ -1245,8 +1305,10 @@ class Tensor:
         return _dispatch(_op("dot"), (self, tensor))
 
     def bmm(self, mat2):
+        _expect_tensor(mat2, "bmm", "mat2", 1)
         if self.ndim != 3 or mat2.ndim != 3:
             raise RuntimeError(f"batch1 must be a 3D tensor, got {self.ndim}D and {mat2.ndim}D")
+        _same_dtype("bmm", self, mat2)
         return _dispatch(_op("bmm"), (self, mat2))
 
     # -- shape ops and views ----------------------------------------------------------------
@@ -1378,7 +1440,22 @@ class Tensor:
         return _dispatch(_op("select"), (self,), {"dim": d, "index": int(index) % size})
 
     def narrow(self, dim, start, length):
+        if not self.ndim:
+            raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
         d = _dim(dim, self.ndim)
+        size = self._data.shape[d]
+        if not -size <= start <= size:
+            raise IndexError(
+                f"start out of range (expected to be in range of [{-size}, {size}], but got "
+                f"{start})"
+            )
+        start = start + size if start < 0 else start
+        if length < 0:
+            raise RuntimeError("narrow(): length must be non-negative.")
+        if start + length > size:
+            raise RuntimeError(
+                f"start ({start}) + length ({length}) exceeds dimension size ({size})."
+            )
         return _dispatch(
             _op("slice"), (self,), {"dim": d, "start": start, "end": start + length, "step": 1}
         )
@@ -1399,6 +1476,11 @@ class Tensor:
                     f"size at dimension {d}), but got split_sizes={list(sizes)}"
                 )
             return _dispatch(_op("split_with_sizes"), (self,), {"sizes": sizes, "dim": d})
+        if not isinstance(split_size_or_sections, (int, np.integer)):
+            raise TypeError(
+                "split(): argument 'split_size' must be an int or a list of ints, not "
+                f"{type(split_size_or_sections).__name__}"
+            )
         step = int(split_size_or_sections)
         if step <= 0:
             raise RuntimeError(
@@ -1415,23 +1497,56 @@ class Tensor:
 
     def gather(self, dim, index):
         index = _index_tensor(index, "gather")
-        return _dispatch(_op("gather"), (self, index), {"dim": _dim(dim, self.ndim)})
+        d = _dim(dim, self.ndim)
+        _check_gather_index("gather", self, d, index, None)
+        return _dispatch(_op("gather"), (self, index), {"dim": d})
 
     def scatter_add(self, dim, index, src):
         index = _index_tensor(index, "scatter_add")
-        return _dispatch(_op("scatter_add"), (self, index, src), {"dim": _dim(dim, self.ndim)})
+        src = _expect_tensor(src, "scatter_add", "src", 3)
+        d = _dim(dim, self.ndim)
+        _check_gather_index("scatter_add", self, d, index, src)
+        return _dispatch(_op("scatter_add"), (self, index, src), {"dim": d})
 
     def index_select(self, dim, index):
         index = _index_tensor(index, "index_select")
         if index.ndim > 1:
             raise IndexError("index_select(): Index is supposed to be a vector")
-        return _dispatch(
-            _op("index_select"), (self, index.reshape(-1)), {"dim": _dim(dim, self.ndim)}
-        )
+        d = _dim(dim, self.ndim)
+        index = index.reshape(-1)
+        bad = _out_of_range(index, self._data.shape[d] if self.ndim else 1)
+        if bad is not None:
+            if bad < 0:
+                raise IndexError("index out of range in self")
+            raise RuntimeError(
+                f"index_select(): index {bad} is out of bounds for dimension {d} with size "
+                f"{self._data.shape[d]}"
+            )
+        return _dispatch(_op("index_select"), (self, index), {"dim": d})
 
     def index_add(self, dim, index, source):
         index = _index_tensor(index, "index_add")
-        return _dispatch(_op("index_add"), (self, index, source), {"dim": _dim(dim, self.ndim)})
+        if index.ndim > 1:
+            raise IndexError(
+                f"index_add(): Index is supposed to be a vector, got shape {list(index.shape)}"
+            )
+        source = _expect_tensor(source, "index_add", "source", 3)
+        d = _dim(dim, self.ndim)
+        if self.ndim and source.ndim:
+            expected = list(self.shape)
+            expected[d] = index.numel()
+            if list(source.shape) != expected:
+                raise RuntimeError(
+                    "source tensor shape must match self tensor shape, excluding the specified "
+                    f"dimension, and have one slice per index. Got self.shape = "
+                    f"{list(self.shape)} source.shape = {list(source.shape)}, "
+                    f"{index.numel()} indices"
+                )
+        size = self._data.shape[d] if self.ndim else 1
+        bad = _out_of_range(index, size)
+        if bad is not None:
+            raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {size}")
+        return _dispatch(_op("index_add"), (self, index, source), {"dim": d})
 
     def _index_backward(self, shape, indices, accumulate):
         return _dispatch(
@@ -1594,7 +1709,11 @@ class Tensor:
                 )
             ):
                 # an optimizer's ``p.sub_(lr * g)``: write in place, no temporary copy
-                ufunc(self._data, other._data if type(other) is Tensor else other, out=self._data)
+                operand = other._data if type(other) is Tensor else other
+                try:  # NumPy checks the shapes before it writes anything
+                    ufunc(self._data, operand, out=self._data)
+                except ValueError as e:
+                    raise _inplace_shape_error(op, self, other, e) from None
                 self._version_counter[0] += 1
                 return self
             with _NoGrad():
@@ -1615,6 +1734,8 @@ class Tensor:
         node = result.grad_fn
         if base is None or self._view_chain is None:
             self._set_history(node, 0)
+            if base is None:
+                _regenerate_views(self, self)  # see NOTE [Views of a modified base]
         else:
             from nbgrad.autograd.function import CopySlices
 
@@ -1627,6 +1748,7 @@ class Tensor:
 
                 regenerated = _apply_view_chain(base, self._view_chain)
             self._set_history(regenerated.grad_fn, 0)
+            _regenerate_views(base, self)  # see NOTE [Views of a modified base]
         return self
 
     def _write(self, result):
@@ -1641,6 +1763,11 @@ class Tensor:
                     f"result type {_FROM_NP[data.dtype]._legacy[:-6]} can't be cast to the desired "
                     f"output type {self.dtype._legacy[:-6]}"
                 )
+        if data.shape != self._data.shape:  # the other operand broadcast self to a new shape
+            raise RuntimeError(
+                f"output with shape {list(self.shape)} doesn't match the broadcast shape "
+                f"{list(data.shape)}"
+            )
         try:
             if self._data.ndim:
                 self._data[...] = data
@@ -1655,6 +1782,13 @@ class Tensor:
 
     def _set_history(self, node, output_nr):
         retained = self._retains_grad
+        old = self.grad_fn
+        if retained and old is not None and old._retains_grad_hooks:
+            # as PyTorch, the retain_grad hook moves to the new grad_fn: ``.grad`` is the
+            # gradient of the tensor's current value, not also of the value it had before
+            ref = old._retains_grad_hooks.get(self._output_nr)
+            if ref is not None and ref() is self:
+                del old._retains_grad_hooks[self._output_nr]
         self.grad_fn = node
         self._output_nr = output_nr
         self._requires_grad = node is not None or self._requires_grad
@@ -1861,6 +1995,76 @@ def _index_array(k, device):
     return arr
 
 
+def _inplace_shape_error(op, self, other, err):
+    """PyTorch's error for ``self.op_(other)`` whose shapes do not fit ``self``."""
+    if not isinstance(other, Tensor):
+        return RuntimeError(f"{op.name}_(): {err}")
+    try:
+        shape = np.broadcast_shapes(self.shape, other.shape)
+    except ValueError:
+        return RuntimeError(f"{op.name}_(): {_shapes_message((self, other), err)}")
+    return RuntimeError(
+        f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(shape)}"
+    )
+
+
+def _out_of_range(index, size):
+    """The first index value outside ``[0, size)`` (PyTorch's gather/index checks), or None."""
+    if not index._data.size:
+        return None
+    lo, hi = int(index._data.min()), int(index._data.max())
+    return lo if lo < 0 else hi if hi >= size else None
+
+
+def _check_gather_index(fname, self, dim, index, src):
+    """PyTorch's checks of a gather / scatter index: same rank, no larger than ``self`` (and
+    ``src``) apart from ``dim``, values in range; each a RuntimeError naming the shapes."""
+    if not self.ndim and index.ndim <= 1:
+        size = 1
+    else:
+        if index.ndim != self.ndim:
+            what = "input" if src is None else "self"
+            raise RuntimeError(
+                f"{fname}(): Index tensor must have the same number of dimensions as {what} "
+                f"tensor (index {list(index.shape)}, {what} {list(self.shape)})"
+            )
+        ishape, sshape = index.shape, self.shape
+        for k in range(index.ndim):
+            too_big = k != dim and ishape[k] > sshape[k]
+            if src is None and too_big:
+                raise RuntimeError(
+                    f"Size does not match at dimension {k} expected index {list(ishape)} to be "
+                    f"no larger than self {list(sshape)} apart from dimension {dim}"
+                )
+            if src is not None and (too_big or src.ndim != index.ndim or ishape[k] > src.shape[k]):
+                raise RuntimeError(
+                    f"Expected index {list(ishape)} to be no larger than self {list(sshape)} "
+                    f"apart from dimension {dim} and to be no larger size than src "
+                    f"{list(src.shape)}"
+                )
+        size = sshape[dim]
+    bad = _out_of_range(index, size)
+    if bad is not None:
+        raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+
+
+def _expect_tensor(x, fname, argname, position):
+    if not isinstance(x, Tensor):
+        raise TypeError(
+            f"{fname}(): argument '{argname}' (position {position}) must be Tensor, not "
+            f"{type(x).__name__}"
+        )
+    return x
+
+
+def _same_dtype(fname, a, b):
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(
+            f"{fname}(): expected both tensors to have the same dtype, but got {a.dtype} != "
+            f"{b.dtype} (shapes {list(a.shape)} and {list(b.shape)})"
+        )
+
+
 def _index_tensor(index, fname):
     if not isinstance(index, Tensor):
         index = tensor(index)
@@ -2019,8 +2223,12 @@ def _infer_np(data, dtype):
             arr = np.array(data)
         except ValueError as e:
             raise ValueError(f"could not build a tensor from the given data: {e}") from None
-        if arr.dtype == object or arr.dtype.kind in "USV":
+        if arr.dtype.kind in "USV":
             raise TypeError(f"could not convert data of type {type(data).__name__} to a tensor")
+        if arr.dtype == object:  # as PyTorch: None, a dict, an object among the numbers
+            leaves = _flat(data) if isinstance(data, (list, tuple)) else [data]
+            odd = next((v for v in leaves if not isinstance(v, numbers.Number)), data)
+            raise RuntimeError(f"Could not infer dtype of {type(odd).__name__}")
         if dtype is None:
             if arr.dtype.kind == "f":
                 arr = arr.astype(dtypes.get_default_dtype().np)
@@ -2057,8 +2265,8 @@ def _place(arr, device, requires_grad):
     else:
         device = CPU
     t = _wrap(arr, device)
-    if requires_grad:
-        t.requires_grad_(True)
+    if requires_grad is not False:
+        t.requires_grad_(requires_grad)  # (a TypeError unless a bool)
     return t
 
 
@@ -2104,15 +2312,25 @@ def from_dlpack(ext_tensor):
     return _wrap(np.from_dlpack(ext_tensor), CPU)
 
 
-def _factory(fill, size, dtype, device, requires_grad, default=None):
+def _creation_shape(size):
     shape = _shape_arg(size)
+    for s in shape:
+        if s < 0:
+            raise RuntimeError(
+                f"Trying to create tensor with negative dimension {s}: {list(shape)}"
+            )
+    return shape
+
+
+def _factory(fill, size, dtype, device, requires_grad, default=None):
+    shape = _creation_shape(size)
     d = dtypes.as_dtype(dtype) if dtype is not None else (default or dtypes.get_default_dtype())
     dev = backend.as_device(device)
     xp = backend.get_xp(dev)
     arr = fill(xp, shape, d.np)
     t = _wrap(arr, dev)
-    if requires_grad:
-        t.requires_grad_(True)
+    if requires_grad is not False:
+        t.requires_grad_(requires_grad)  # (a TypeError unless a bool)
     return t
 
 
@@ -2140,7 +2358,8 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     )
 
 
-def _like(t, dtype, device):
+def _like(t, dtype, device, fname="zeros_like"):
+    _expect_tensor(t, fname, "input", 1)
     return (dtype if dtype is not None else t.dtype), (device if device is not None else t.device)
 
 
@@ -2150,17 +2369,17 @@ def zeros_like(input, dtype=None, device=None, requires_grad=False):
 
 
 def ones_like(input, dtype=None, device=None, requires_grad=False):
-    d, dev = _like(input, dtype, device)
+    d, dev = _like(input, dtype, device, "ones_like")
     return ones(input.shape, dtype=d, device=dev, requires_grad=requires_grad)
 
 
 def empty_like(input, dtype=None, device=None, requires_grad=False):
-    d, dev = _like(input, dtype, device)
+    d, dev = _like(input, dtype, device, "empty_like")
     return empty(input.shape, dtype=d, device=dev, requires_grad=requires_grad)
 
 
 def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):
-    d, dev = _like(input, dtype, device)
+    d, dev = _like(input, dtype, device, "full_like")
     return full(input.shape, fill_value, dtype=d, device=dev, requires_grad=requires_grad)
 
 
@@ -2170,14 +2389,13 @@ _rng = np.random.default_rng()
 def manual_seed(seed):
     """Seed nbgrad's random number generator (``rand``, ``randn``, ``randint``, init)."""
     global _rng
-    if not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"manual_seed expected an int, got {type(seed).__name__}")
-    _rng = np.random.default_rng(int(seed))
+    seed = int(seed)  # as PyTorch: anything int() takes (a TypeError or ValueError otherwise)
+    _rng = np.random.default_rng(seed)
     return _rng
 
 
 def _host_random(fill, size, dtype, device, requires_grad, default=None):
-    shape = _shape_arg(size)
+    shape = _creation_shape(size)
     d = dtypes.as_dtype(dtype) if dtype is not None else (default or dtypes.get_default_dtype())
     arr = np.asarray(fill(shape)).astype(d.np)
     return _place(arr, device, requires_grad)
@@ -2196,6 +2414,10 @@ def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=Fa
         low, high = 0, low
     if size is None:
         raise TypeError("randint() missing required argument 'size'")
+    if low >= high:
+        raise RuntimeError(
+            f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
+        )
     return _host_random(
         lambda s: _rng.integers(low, high, s),
         (tuple(size),),
@@ -2220,17 +2442,26 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     if dtype is None:
         floating = any(isinstance(v, float) for v in (start, end, step))
         dtype = dtypes.get_default_dtype() if floating else dtypes.int64
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     arr = np.arange(start, end, step).astype(dtypes.as_dtype(dtype).np)
     return _place(arr, device, requires_grad)
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     d = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    if steps < 0:
+        raise RuntimeError(f"number of steps must be non-negative, got {steps}")
     return _place(np.linspace(start, end, steps).astype(d.np), device, requires_grad)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     d = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    for name, v in (("n", n), ("m", m)):
+        if v is not None and v < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
     return _place(np.eye(n, m, dtype=d.np), device, requires_grad)
 
 
@@ -2274,8 +2505,10 @@ def _tensor_list(tensors, fname):
             f"{fname}(): argument 'tensors' must be a tuple or list of Tensors, got "
             f"{type(tensors).__name__}"
         )
-    if not tensors:
-        raise RuntimeError(f"{fname}(): expected a non-empty list of Tensors")
+    if not tensors:  # (PyTorch's cat raises a ValueError here, its stack a RuntimeError)
+        raise (ValueError if fname == "cat" else RuntimeError)(
+            f"{fname}(): expected a non-empty list of Tensors"
+        )
     for t in tensors:
         if not isinstance(t, Tensor):
             raise TypeError(

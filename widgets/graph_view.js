@@ -41,12 +41,33 @@
  *            label: string, sub: string, ref: string, group: (string|null)}} Box
  * @typedef {{width: number, height: number, nodes: Box[],
  *            edges: {from: string, to: string, edges: string[], grad: (number|string|null),
- *                    points: number[]}[],
+ *                    points: number[]}[],  (x1, y1, ..., xn, yn: see edgePath)
  *            groups: {id: string, label: string, x: number, y: number, w: number, h: number,
  *                     depth: number}[], collapsed: string[]}} Layout
  */
 
 const SVGNS = "http://www.w3.org/2000/svg";
+
+/**
+ * SVG path data through a layout edge's points: curves between layers, straight lines
+ * through a long edge's dummy boxes, the end 1px short (as edge_path in nbgrad/notebook/svg.py).
+ * @param {number[]} points
+ */
+export function edgePath(points) {
+  const p = points.slice();
+  p[p.length - 1] -= 1;
+  const d = [`M${p[0]},${p[1]}`];
+  for (let k = 2; k < p.length; k += 2) {
+    const [x0, y0, x1, y1] = [p[k - 2], p[k - 1], p[k], p[k + 1]];
+    if ((k / 2) % 2 === 1) {
+      const dy = Math.max(18, (y1 - y0) / 2);
+      d.push(`C${x0},${y0 + dy} ${x1},${y1 - dy} ${x1},${y1}`);
+    } else {
+      d.push(`L${x1},${y1}`);
+    }
+  }
+  return d.join(" ");
+}
 
 function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
@@ -90,8 +111,29 @@ function shapeText(shape) {
   return shape && shape.length ? shape.join("×") : "scalar";
 }
 
+/**
+ * A trait that the kernel sends as a JSON string (one string is far cheaper for ipywidgets to
+ * send than a deep dict), parsed once per change.
+ * @param {any} model
+ * @param {string} name
+ */
+function jsonTrait(model, name) {
+  let text = null;
+  let value = null;
+  return () => {
+    const now = model.get(name);
+    if (now !== text) {
+      text = now;
+      value = JSON.parse(now || "{}");
+    }
+    return value;
+  };
+}
+
 function render({ model, el }) {
   el.classList.add("nbg-graph");
+  const snapshot = jsonTrait(model, "_snapshot_json");
+  const graphLayout = jsonTrait(model, "_layout_json");
   const status = h("span", { class: "nbg-status" });
   const passSelect = h("select", { class: "nbg-pass", title: "gradients of which backward pass" });
   const toolbar = h(
@@ -121,6 +163,7 @@ function render({ model, el }) {
 
   let view = { x: 0, y: 0, k: 1 };
   let fitted = false;
+  let lastSize = "";
   /** @type {Map<string, SnapNode>} */ let nodes = new Map();
   /** @type {Map<string, SnapEdge>} */ let edges = new Map();
   /** @type {Map<string, SnapGroup>} */ let groups = new Map();
@@ -132,10 +175,10 @@ function render({ model, el }) {
   }
 
   function fit() {
-    /** @type {Layout} */ const lay = model.get("graph_layout");
+    /** @type {Layout} */ const lay = graphLayout();
     const r = svg.getBoundingClientRect();
     if (!lay || !lay.width || !r.width) return;
-    const k = Math.min(2, Math.max(0.05, Math.min(r.width / lay.width, r.height / lay.height)));
+    const k = Math.min(1.25, Math.max(0.05, Math.min(r.width / lay.width, r.height / lay.height)));
     view = { k, x: (r.width - lay.width * k) / 2, y: Math.max(0, (r.height - lay.height * k) / 2) };
     fitted = true;
     applyView();
@@ -184,8 +227,8 @@ function render({ model, el }) {
   }
 
   function draw() {
-    /** @type {Snapshot} */ const snap = model.get("snapshot");
-    /** @type {Layout} */ const lay = model.get("graph_layout");
+    /** @type {Snapshot} */ const snap = snapshot();
+    /** @type {Layout} */ const lay = graphLayout();
     nodes = new Map((snap.nodes || []).map((n) => [n.id, n]));
     edges = new Map((snap.edges || []).map((e) => [e.id, e]));
     groups = new Map((snap.groups || []).map((g) => [g.id, g]));
@@ -205,10 +248,9 @@ function render({ model, el }) {
       frag.append(grp);
     }
     for (const e of lay.edges || []) {
-      const [x1, y1, x2, y2] = e.points;
-      const dy = Math.max(18, (y2 - y1) / 2);
+      const [x1, y1, x2, y2] = e.points; // the first segment: where the label goes
       const grp = s("g", { class: "nbg-edge" });
-      const d = `M${x1},${y1} C${x1},${y1 + dy} ${x2},${y2 - dy} ${x2},${y2 - 1}`;
+      const d = edgePath(e.points);
       grp.append(s("path", { d, class: "nbg-edge-hit" }));
       grp.append(s("path", { d, class: "nbg-edge-line", "marker-end": "url(#nbg-arrow-live)" }));
       if (e.grad !== null && e.grad !== undefined) {
@@ -269,7 +311,10 @@ function render({ model, el }) {
     status.textContent = `${live}${snap.nodes.length} nodes, ${snap.edges.length} edges` +
       (snap.truncated ? " (truncated)" : "") +
       (snap.pass !== null && snap.pass !== undefined ? `; gradients of pass ${snap.pass}` : "");
-    if (!fitted || model.get("live")) fit();
+    // fit again when the drawing changed size (a group collapsed, the graph grew)
+    const size = `${lay.width}x${lay.height}`;
+    if (!fitted || model.get("live") || size !== lastSize) fit();
+    lastSize = size;
     highlight();
     showPanel();
   }
@@ -294,7 +339,7 @@ function render({ model, el }) {
   }
 
   function showPanel() {
-    /** @type {Snapshot} */ const snap = model.get("snapshot");
+    /** @type {Snapshot} */ const snap = snapshot();
     if (selectedEdge) {
       const parts = selectedEdge.edges.map((id) => edges.get(id)).filter(Boolean);
       panel.replaceChildren(
@@ -396,8 +441,8 @@ function render({ model, el }) {
   }
 
   const onChange = () => draw();
-  model.on("change:snapshot", onChange);
-  model.on("change:graph_layout", onChange);
+  model.on("change:_snapshot_json", onChange);
+  model.on("change:_layout_json", onChange);
   const onSelected = () => { highlight(); showPanel(); };
   model.on("change:selected", onSelected);
   model.on("change:live", onChange);
@@ -409,8 +454,8 @@ function render({ model, el }) {
   ro.observe(svg);
   return () => {
     ro.disconnect();
-    model.off("change:snapshot", onChange);
-    model.off("change:graph_layout", onChange);
+    model.off("change:_snapshot_json", onChange);
+    model.off("change:_layout_json", onChange);
     model.off("change:live", onChange);
     model.off("change:selected", onSelected);
     model.off("change:error", showError);

@@ -27,11 +27,32 @@
  *            nodes: {id: string, kind: string, x: number, y: number, w: number, h: number,
  *                    label: string, sub: string, ref: string}[],
  *            edges: {points: number[]}[]}} Layout
- * Traits: trace: Trace, graph_layout: Layout, position: number (0 = start, k = step k - 1
+ * Traits: _trace_json: JSON of a Trace, _layout_json: JSON of a Layout, position: number (0 = start, k = step k - 1
  * running, steps + 1 = end).
  */
 
 const SVGNS = "http://www.w3.org/2000/svg";
+
+/**
+ * SVG path data through a layout edge's points: curves between layers, straight lines
+ * through a long edge's dummy boxes, the end 1px short (as edge_path in nbgrad/notebook/svg.py).
+ * @param {number[]} points
+ */
+export function edgePath(points) {
+  const p = points.slice();
+  p[p.length - 1] -= 1;
+  const d = [`M${p[0]},${p[1]}`];
+  for (let k = 2; k < p.length; k += 2) {
+    const [x0, y0, x1, y1] = [p[k - 2], p[k - 1], p[k], p[k + 1]];
+    if ((k / 2) % 2 === 1) {
+      const dy = Math.max(18, (y1 - y0) / 2);
+      d.push(`C${x0},${y0 + dy} ${x1},${y1 - dy} ${x1},${y1}`);
+    } else {
+      d.push(`L${x1},${y1}`);
+    }
+  }
+  return d.join(" ");
+}
 
 function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
@@ -103,13 +124,34 @@ export function stateAt(tr, pos) {
   return state;
 }
 
+/**
+ * A trait that the kernel sends as a JSON string (one string is far cheaper for ipywidgets to
+ * send than a deep dict), parsed once per change.
+ * @param {any} model
+ * @param {string} name
+ */
+function jsonTrait(model, name) {
+  let text = null;
+  let value = null;
+  return () => {
+    const now = model.get(name);
+    if (now !== text) {
+      text = now;
+      value = JSON.parse(now || "{}");
+    }
+    return value;
+  };
+}
+
 function render({ model, el }) {
   el.classList.add("nbg-stepper");
+  const trace = jsonTrait(model, "_trace_json");
+  const graphLayout = jsonTrait(model, "_layout_json");
   el.tabIndex = 0;
   const info = h("span", { class: "nbg-step-info" });
   const slider = h("input", { type: "range", min: 0, value: 0, class: "nbg-step-slider" });
   const go = (p) => {
-    const n = model.get("trace").steps.length;
+    const n = trace().steps.length;
     model.set("position", Math.max(0, Math.min(n + 1, p)));
     model.save_changes();
   };
@@ -135,8 +177,8 @@ function render({ model, el }) {
   let boxOf = new Map(); // node id -> the ref of the box that shows it
 
   function drawGraph() {
-    /** @type {Trace} */ const tr = model.get("trace");
-    /** @type {Layout} */ const lay = model.get("graph_layout");
+    /** @type {Trace} */ const tr = trace();
+    /** @type {Layout} */ const lay = graphLayout();
     nodes = new Map(tr.graph.nodes.map((n) => [n.id, n]));
     const groups = new Map((tr.graph.groups || []).map((g) => [g.id, g]));
     const refs = new Set(lay.nodes.map((b) => b.ref));
@@ -149,10 +191,7 @@ function render({ model, el }) {
     }
     const frag = document.createDocumentFragment();
     for (const e of lay.edges) {
-      const [x1, y1, x2, y2] = e.points;
-      const dy = Math.max(18, (y2 - y1) / 2);
-      frag.append(s("path", { d: `M${x1},${y1} C${x1},${y1 + dy} ${x2},${y2 - dy} ${x2},${y2}`,
-        class: "nbg-step-edge" }));
+      frag.append(s("path", { d: edgePath(e.points), class: "nbg-step-edge" }));
     }
     boxes = new Map();
     for (const b of lay.nodes) {
@@ -186,7 +225,7 @@ function render({ model, el }) {
   }
 
   function drawState() {
-    /** @type {Trace} */ const tr = model.get("trace");
+    /** @type {Trace} */ const tr = trace();
     const pos = model.get("position");
     const st = stateAt(tr, pos);
     slider.value = String(pos);
@@ -229,13 +268,13 @@ function render({ model, el }) {
   }
 
   const onTrace = () => { drawGraph(); drawState(); };
-  model.on("change:trace", onTrace);
-  model.on("change:graph_layout", onTrace);
+  model.on("change:_trace_json", onTrace);
+  model.on("change:_layout_json", onTrace);
   model.on("change:position", drawState);
   onTrace();
   return () => {
-    model.off("change:trace", onTrace);
-    model.off("change:graph_layout", onTrace);
+    model.off("change:_trace_json", onTrace);
+    model.off("change:_layout_json", onTrace);
     model.off("change:position", drawState);
   };
 }

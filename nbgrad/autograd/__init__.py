@@ -62,6 +62,8 @@ def _tensor_or_tensors(x, what):
         raise TypeError(f"{what} must be a Tensor or a sequence of Tensors, got {type(x).__name__}")
     for t in x:
         if t is not None and not isinstance(t, Tensor):
+            if what == "inputs":  # PyTorch's type for this one
+                raise RuntimeError(f"all inputs have to be Tensors, but got {type(t).__name__}")
             raise TypeError(f"{what} must contain only Tensors, got {type(t).__name__}")
     return tuple(x)
 
@@ -85,6 +87,11 @@ def _make_grads(outputs, grads):
                 raise RuntimeError(
                     f"Mismatch in shape: grad_output[{i}] has a shape of {grad.shape} and "
                     f"output[{i}] has a shape of {out.shape}."
+                )
+            if grad._device != out._device:
+                raise RuntimeError(
+                    f"invalid gradient at index {i} - expected device {out.device} but got "
+                    f"{grad.device}"
                 )
             new_grads.append(grad)
         elif grad is None:

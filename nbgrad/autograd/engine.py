@@ -291,6 +291,9 @@ class Engine:
             self._push_ready(graph_task, root, buffer, grads[0] if len(roots) == 1 else None)
             self.thread_main(graph_task)
             self.exec_post_processing(graph_task)
+        except BaseException as e:  # e.g. a KeyboardInterrupt outside any node: the workers
+            self._fail(graph_task, e, None)  # must skip the rest of this pass too
+            raise
         finally:
             _current.graph_task = prev
             _current.depth -= 1
@@ -411,7 +414,10 @@ class Engine:
                 except BaseException as e:  # noqa: BLE001 - re-raised below with its own type
                     self._fail(graph_task, e, node)
                 continue
-            if not graph_task.outstanding_tasks:
+            # a failed pass (an error, or the stop button's KeyboardInterrupt) ends now, as in
+            # PyTorch: the caller does not wait for a node a worker is still running; the
+            # workers skip the rest of the pass
+            if not graph_task.outstanding_tasks or graph_task.exception is not None:
                 break
             if own_queue is not None:
                 task = own_queue.pop(timeout=0)
@@ -466,6 +472,9 @@ class Engine:
             if task is None:  # shutdown
                 return
             self._run_device_task(task)
+            # drop it before waiting for the next one: the task holds its graph task, and with
+            # it every node of the finished pass and their gradients
+            del task
 
     def _run_device_task(self, task):
         graph_task = task.graph_task

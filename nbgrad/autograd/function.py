@@ -97,6 +97,14 @@ class BackwardCFunction(Node, FunctionCtx):
         results = cls.backward(self, *grads)
         if not isinstance(results, tuple):
             results = (results,)
+        from nbgrad.tensor import Tensor
+
+        for r in results:
+            if r is not None and not isinstance(r, Tensor):
+                raise RuntimeError(
+                    f"function {self.name()} returned a {type(r).__name__}: expected Variable "
+                    "or None (a Tensor or None per input of forward)"
+                )
         n = self._n_args
         if len(results) != n:
             if len(results) > n and all(r is None for r in results[n:]):
@@ -193,6 +201,11 @@ class Function(metaclass=_FunctionMeta):
             return outputs
         ctx._next_edges = tuple(_edge_of(args[i]) for i in tensor_positions)
         dirty = {id(t) for t in ctx.dirty_tensors}
+        if not dirty <= {id(o) for o in outs}:
+            raise RuntimeError(
+                "Some elements marked as dirty during the forward method were not returned as "
+                "output. The inputs that are modified inplace must all be outputs of the Function."
+            )
         non_diff = {id(t) for t in ctx.non_differentiable}
         inputs_by_id = {id(args[i]): args[i] for i in tensor_positions}
         new_outs = []

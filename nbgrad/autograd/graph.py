@@ -59,6 +59,12 @@ class InputMetadata(NamedTuple):
     device: object
 
 
+class HookList(list):
+    """The hooks of a node or tensor: a list that a RemovableHandle can hold weakly."""
+
+    __slots__ = ("__weakref__",)
+
+
 class RemovableHandle:
     """A registered hook. ``remove()`` takes it out; ``enabled`` switches it off and on.
 
@@ -75,7 +81,10 @@ class RemovableHandle:
         self.enabled = True
         self.output_nr = output_nr
         self._owner = weakref.ref(owner) if owner is not None else None
-        self._hooks_ref = hooks
+        # as PyTorch's handle, a weak reference to the hook list: a strong one would make a
+        # list <-> handle cycle that keeps the hook (and what it closes over) alive after its
+        # node or tensor is gone, until the cyclic GC runs (a plain list cannot be weakly held)
+        self._hooks_ref = weakref.ref(hooks) if type(hooks) is HookList else (lambda: hooks)
         hooks.append(self)
 
     @property
@@ -89,7 +98,8 @@ class RemovableHandle:
 
     @property
     def registered(self) -> bool:
-        return self._hooks_ref is not None and self in self._hooks_ref
+        hooks = self._hooks_ref() if self._hooks_ref is not None else None
+        return hooks is not None and self in hooks
 
     def disable(self):
         """Keep the hook registered but skip it until ``enable()``."""
@@ -99,7 +109,7 @@ class RemovableHandle:
         self.enabled = True
 
     def remove(self):
-        hooks = self._hooks_ref
+        hooks = self._hooks_ref() if self._hooks_ref is not None else None
         if hooks is not None and self in hooks:
             hooks.remove(self)
         self._hooks_ref = None
@@ -113,6 +123,13 @@ class RemovableHandle:
     def __repr__(self):
         state = "enabled" if self.enabled else "disabled"
         return f"<RemovableHandle {self.kind} hook {self.name!r} ({state})>"
+
+
+def _check_callable(method, fn):
+    # PyTorch takes anything here and fails in backward ("'int' object is not callable"):
+    # nbgrad fails at once, with the same type
+    if not callable(fn):
+        raise TypeError(f"{method}() expects a callable hook, got {type(fn).__name__}")
 
 
 def hook_name(fn) -> str:
@@ -194,19 +211,21 @@ class Node:
 
         See NOTE [Hook order] in ``nbgrad/autograd/engine.py``.
         """
+        _check_callable("register_prehook", fn)
         if self._pre_hooks is None:
-            self._pre_hooks = []
+            self._pre_hooks = HookList()
         return RemovableHandle(self._pre_hooks, fn, "node_prehook", owner=self)
 
     def register_hook(self, fn) -> RemovableHandle:
         """Register ``fn(grad_inputs, grad_outputs) -> new grad_inputs or None``, run after it."""
+        _check_callable("register_hook", fn)
         if self._post_hooks is None:
-            self._post_hooks = []
+            self._post_hooks = HookList()
         return RemovableHandle(self._post_hooks, fn, "node_hook", owner=self)
 
     def _register_tensor_pre_hook(self, fn, output_nr, tensor) -> RemovableHandle:
         if self._tensor_pre_hooks is None:
-            self._tensor_pre_hooks = []
+            self._tensor_pre_hooks = HookList()
         return RemovableHandle(
             self._tensor_pre_hooks, fn, "tensor_hook", owner=tensor, output_nr=output_nr
         )

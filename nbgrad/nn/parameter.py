@@ -44,7 +44,8 @@ class Parameter(Tensor):
         source = data.detach()
         param = Tensor.__new__(cls)
         for slot in _TENSOR_SLOTS:
-            setattr(param, slot, getattr(source, slot))
+            if hasattr(source, slot):  # optional slots (``_views``) may be unset
+                setattr(param, slot, getattr(source, slot))
         param._base = None
         param._view_chain = None
         param.requires_grad_(requires_grad)

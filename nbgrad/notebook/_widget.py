@@ -9,6 +9,7 @@ when it is not running from a checkout.
 
 from __future__ import annotations
 
+import json
 import os
 import site
 import sys
@@ -19,7 +20,14 @@ from pathlib import Path
 import anywidget
 import traitlets as t
 
-__all__ = ["asset", "widgets_dir", "StillWidget"]
+__all__ = ["asset", "widgets_dir", "StillWidget", "dumps"]
+
+
+def dumps(value) -> str:
+    """Compact JSON for a big trait: ipywidgets walks a dict trait node by node looking for
+    binary buffers on every sync (over a second for a 5,000-node snapshot); a string is
+    one node. The browser parses it once per change (``jsonTrait`` in widgets/*.js)."""
+    return json.dumps(value, separators=(",", ":"), allow_nan=False)
 
 
 def widgets_dir() -> Path:

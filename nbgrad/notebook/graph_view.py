@@ -22,7 +22,7 @@ import time
 
 import traitlets as t
 
-from ._widget import StillWidget, asset
+from ._widget import StillWidget, asset, dumps
 from .layout import default_collapsed, layout
 from .snapshot import IdMap, build_snapshot
 from .svg import snapshot_svg
@@ -44,8 +44,10 @@ class GraphView(StillWidget):
     _esm = asset("graph_view.js")
     _css = asset("graph_view.css")
 
-    snapshot = t.Dict().tag(sync=True)
-    graph_layout = t.Dict().tag(sync=True)
+    snapshot = t.Dict()  # sent to the browser as _snapshot_json
+    graph_layout = t.Dict()  # sent as _layout_json
+    _snapshot_json = t.Unicode("{}").tag(sync=True)
+    _layout_json = t.Unicode("{}").tag(sync=True)
     collapsed = t.List(t.Unicode()).tag(sync=True)
     selected = t.Unicode("").tag(sync=True)
     live = t.Bool(False).tag(sync=True)
@@ -79,6 +81,14 @@ class GraphView(StillWidget):
         if live and recorder is not None:
             self.live = recorder.running
             recorder.subscribe(self._on_record)
+
+    @t.observe("snapshot")
+    def _send_snapshot(self, change):
+        self._snapshot_json = dumps(change["new"])
+
+    @t.observe("graph_layout")
+    def _send_layout(self, change):
+        self._layout_json = dumps(change["new"])
 
     # -- building ----------------------------------------------------------------------------
     def refresh(self):
@@ -204,7 +214,7 @@ class GraphView(StillWidget):
         self.refresh()
 
     def to_svg(self) -> str:
-        return snapshot_svg(self.snapshot, self.collapsed)
+        return snapshot_svg(self.snapshot, self.collapsed, self.graph_layout)
 
     def __repr__(self):
         s = self.snapshot

@@ -6,18 +6,23 @@ edges to the leaves, as ``next_functions`` point. The steps are Sugiyama's, kept
 1. visible graph: a collapsed module group stands for all the nodes inside it (edges between
    them vanish, parallel edges merge);
 2. layers: longest path from the top (a node sits one layer below the lowest node that points
-   to it); a cycle, which only a collapsed group can make, is broken at its earliest node;
-3. order and x: a depth-first order from the top, then a few sweeps down and up that move
-   each node towards the mean x of its neighbours in the previous layers and push apart the
-   nodes that overlap (long edges need no dummy nodes this way);
-4. group boxes around the members of each expanded group.
+   to it, two when the edge enters another module group); a cycle, which only a collapsed
+   group can make, is broken at its earliest node;
+3. a long edge gets a small dummy box in each layer it crosses, so that it bends around the
+   nodes there instead of running through them;
+4. order and x: a depth-first order from the top, then a few sweeps down and up that move
+   each node towards the mean x of its neighbours in the layers above (below) and push apart
+   the nodes that overlap;
+5. group boxes around the members of each expanded group.
 
 The result is deterministic (same snapshot, same numbers) and plain data, so the widget's JS
 draws it and ``svg.py`` draws the same picture. 500 nodes lay out in well under a second
 (see ``tests/notebook/test_layout.py``).
 
 Layout = {width, height, nodes: [{id, kind: "node" | "group", x, y, w, h, label, sub, ref}],
-          edges: [{from, to, edges: [edge ids], grad: norm | null, points: [x1, y1, x2, y2]}],
+          edges: [{from, to, edges: [edge ids], grad: norm | null,
+                   points: [x1, y1, ..., xn, yn] (from the bottom of ``from`` to the top of
+                   ``to``, through the dummy boxes of a long edge: vertical in each)}],
           groups: [{id, label, x, y, w, h, depth}], collapsed: [group ids]}
 (``x, y`` is a box's top-left corner; ``ref`` is the snapshot node id or group id.)
 """
@@ -34,6 +39,9 @@ GROUP_PAD = 10
 GROUP_LABEL = 16
 CHAR_W = 6.6
 SWEEPS = 4
+DUMMY_W = 8.0  # the width of the dummy box a long edge has in each layer it crosses
+MAX_SPAN = 12  # longer edges get no dummies (a leaf used from far above is drawn straight)
+DUMMY_BUDGET = 3  # at most this many dummies per visible node
 AUTO_COLLAPSE = 400  # graphs with more visible nodes start with their top groups collapsed
 
 
@@ -143,6 +151,7 @@ def layout(snapshot, collapsed=()):
         pred[v].append(u)
 
     # 2. layers (longest path, Kahn's algorithm; a cycle is broken at its earliest node)
+    vgroup = {vid: vnodes[vid]["group"] for vid in order}
     indeg = {vid: len(pred[vid]) for vid in order}
     layer = dict.fromkeys(order, 0)
     done = set()
@@ -163,15 +172,50 @@ def layout(snapshot, collapsed=()):
         for w in succ[vid]:
             if w in done:
                 continue
-            if layer[vid] + 1 > layer[w]:
-                layer[w] = layer[vid] + 1
+            # an edge into another group spans two layers: room for the group's own leaves
+            # (which hang below it) and for the next box's label, so sibling boxes do not overlap
+            step = 1 if vgroup[vid] == vgroup[w] else 2
+            if layer[vid] + step > layer[w]:
+                layer[w] = layer[vid] + step
             indeg[w] -= 1
             if indeg[w] == 0:
                 ready.append(w)
     nlayers = max(layer.values(), default=-1) + 1
     layers = [[] for _ in range(nlayers)]
 
-    # 3. initial order: depth-first from the top nodes, following next_functions in order
+    # 3. an edge that spans several layers gets a small dummy box in each layer it crosses,
+    # so that ordering and placement route it around the nodes there (a bend per dummy);
+    # edges longer than MAX_SPAN layers, or past the dummy budget, are drawn straight
+    width = {vid: vnodes[vid]["w"] for vid in order}
+    chains = {}
+    budget = DUMMY_BUDGET * len(order)
+    for key in vedges:
+        u, v = key
+        span = layer[v] - layer[u]
+        if span < 2 or span > MAX_SPAN or budget < span - 1:
+            continue
+        budget -= span - 1
+        chain = []
+        prev = u
+        succ[u][succ[u].index(v)] = None  # replaced by the chain (kept in place for order)
+        pred[v].remove(u)
+        for li in range(layer[u] + 1, layer[v]):
+            d = f"~{len(index)}"
+            index[d] = len(index)
+            layer[d] = li
+            width[d] = DUMMY_W
+            succ[d], pred[d] = [], [prev]
+            if prev == u:
+                succ[u][succ[u].index(None)] = d
+            else:
+                succ[prev].append(d)
+            chain.append(d)
+            prev = d
+        succ[prev].append(v)
+        pred[v].append(prev)
+        chains[key] = chain
+
+    # 4. initial order: depth-first from the top nodes, following next_functions in order
     seen = set()
     for top in order:
         if pred[top] or top in seen:
@@ -185,11 +229,10 @@ def layout(snapshot, collapsed=()):
                 if w not in seen:
                     seen.add(w)
                     stack.append(w)
-    for vid in order:
+    for vid in index:
         if vid not in seen:
             layers[layer[vid]].append(vid)
 
-    width = {vid: vnodes[vid]["w"] for vid in order}
     x = {}
     for row in layers:
         pos = 0.0
@@ -206,15 +249,18 @@ def layout(snapshot, collapsed=()):
                     desired[vid] = sum(x[n] for n in ns) / len(ns) if ns else x[vid]
                 row.sort(key=lambda v: (desired[v], index[v]))
                 _place(row, desired, width, x)
-    xmin = min((x[v] - width[v] / 2 for v in order), default=0.0)
-    for vid in order:
+    xmin = min((x[v] - width[v] / 2 for v in x), default=0.0)
+    for vid in x:
         x[vid] += MARGIN - xmin
+
+    def top_of(li):
+        return float(MARGIN + GROUP_LABEL + li * (NODE_H + V_GAP))
 
     out_nodes = []
     for vid in order:
         box = vnodes[vid]
         left = round(x[vid] - box["w"] / 2, 1)
-        top = float(MARGIN + GROUP_LABEL + layer[vid] * (NODE_H + V_GAP))
+        top = top_of(layer[vid])
         out_nodes.append(
             {
                 "id": vid,
@@ -234,15 +280,15 @@ def layout(snapshot, collapsed=()):
     out_edges = []
     for (u, v), entry in vedges.items():
         a, b = boxes[u], boxes[v]
-        entry["points"] = [
-            round(a["x"] + a["w"] / 2, 1),
-            a["y"] + NODE_H,
-            round(b["x"] + b["w"] / 2, 1),
-            b["y"],
-        ]
+        points = [round(a["x"] + a["w"] / 2, 1), a["y"] + NODE_H]
+        for d in chains.get((u, v), ()):
+            dx = round(x[d], 1)
+            points += [dx, top_of(layer[d]), dx, top_of(layer[d]) + NODE_H]
+        points += [round(b["x"] + b["w"] / 2, 1), b["y"]]
+        entry["points"] = points
         out_edges.append(entry)
 
-    # 4. boxes of the expanded groups that have something visible inside
+    # 5. boxes of the expanded groups that have something visible inside
     hidden = set()
     for gid in groups:
         if representative(gid) is not None:
@@ -309,10 +355,7 @@ def layout(snapshot, collapsed=()):
         for e in out_edges:
             p = e["points"]
             e["points"] = [
-                round(p[0] + shift, 1),
-                p[1] + shift_y,
-                round(p[2] + shift, 1),
-                p[3] + shift_y,
+                round(c + shift, 1) if i % 2 == 0 else c + shift_y for i, c in enumerate(p)
             ]
         right += shift
         bottom += shift_y

@@ -476,8 +476,11 @@ class Recorder:
     # -- module groups -----------------------------------------------------------------------
     def _install_module_hooks(self):
         nn = sys.modules.get("nbgrad.nn")
-        if nn is None:
-            return
+        if nn is None:  # imported here so that a block that imports it still sees its modules
+            try:
+                nn = import_module("nbgrad.nn")
+            except Exception:  # noqa: BLE001 - no (working) nbgrad.nn: no module groups from it
+                return
         where = getattr(getattr(nn, "modules", None), "module", None)
         pre = getattr(where, "register_module_forward_pre_hook", None) or getattr(
             nn, "register_module_forward_pre_hook", None

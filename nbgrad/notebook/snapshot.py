@@ -107,18 +107,27 @@ def grad_summary(value, max_values=16):
     a = np.asarray(value.numpy(force=True))
     flat = a.reshape(-1)
     norm = None
-    if a.dtype.kind in "fiub" and flat.size:
-        norm = _num(np.sqrt(np.sum(np.square(flat.astype(np.float64)))))
-    elif flat.size == 0:
-        norm = 0.0
+    if a.dtype.kind in "fiub":
+        f64 = flat.astype(np.float64, copy=False)
+        norm = _num(math.sqrt(float(f64 @ f64))) if flat.size else 0.0
     return {
         "shape": list(a.shape),
-        "dtype": _dtype_name(value.dtype),
+        "dtype": _DTYPE_NAMES.get(a.dtype.str) or _dtype_name(value.dtype),
         "norm": norm,
         "numel": int(flat.size),
-        "values": [_num(v) for v in flat[:max_values]],
+        "values": [_num(v) for v in flat[:max_values].tolist()],
         "truncated": bool(flat.size > max_values),
     }
+
+
+_DTYPE_NAMES = {
+    "<f4": "float32",
+    "<f8": "float64",
+    "<f2": "float16",
+    "<i8": "int64",
+    "<i4": "int32",
+    "|b1": "bool",
+}
 
 
 def tensor_summary(t, node_id=None):
@@ -189,6 +198,16 @@ def collect_graph(starts, expand=None, max_nodes=MAX_NODES):
             truncated = True
             break
     return order, unexpanded, truncated
+
+
+def _superseded(record):
+    """Whether a record's node was replaced at once: every output is alive and none has it as
+    ``grad_fn`` any more (a custom Function's identity outputs are views whose ``grad_fn``
+    becomes the Function's node, e.g. ``BackwardHookFunctionBackward``). Such a node is no part
+    of the graph; it is still drawn if another node leads to it."""
+    refs = record._outputs_ref
+    outs = record.output_tensors()
+    return bool(refs) and len(outs) == len(refs) and all(t.grad_fn is not record.node for t in outs)
 
 
 def _roots_to_nodes(roots):
@@ -402,7 +421,7 @@ def build_snapshot(
 
     # which nodes
     if recorder is not None and not roots:
-        starts = [r.node for r in records if r.node is not None]
+        starts = [r.node for r in records if r.node is not None and not _superseded(r)]
         starts.reverse()  # walk from the last op: the drawing's first-met order is top-down
         nodes, unexpanded, truncated = collect_graph(starts, recorder.in_scope, max_nodes)
     else:

@@ -19,7 +19,7 @@ import traceback
 
 import traitlets as t
 
-from ._widget import StillWidget, asset
+from ._widget import StillWidget, asset, dumps
 from .layout import default_collapsed, layout
 from .recorder import BackwardTrace, Recorder
 from .snapshot import IdMap, trace_snapshot
@@ -48,8 +48,10 @@ class BackwardStepper(StillWidget):
     _esm = asset("stepper.js")
     _css = asset("stepper.css")
 
-    trace = t.Dict().tag(sync=True)
-    graph_layout = t.Dict().tag(sync=True)
+    trace = t.Dict()  # sent to the browser as _trace_json
+    graph_layout = t.Dict()  # sent as _layout_json
+    _trace_json = t.Unicode("{}").tag(sync=True)
+    _layout_json = t.Unicode("{}").tag(sync=True)
     position = t.Int(0).tag(sync=True)
 
     def __init__(
@@ -92,6 +94,14 @@ class BackwardStepper(StillWidget):
             self.trace = snap
             self.graph_layout = layout(graph, default_collapsed(graph))
             self.position = 0
+
+    @t.observe("trace")
+    def _send_trace(self, change):
+        self._trace_json = dumps(change["new"])
+
+    @t.observe("graph_layout")
+    def _send_layout(self, change):
+        self._layout_json = dumps(change["new"])
 
     # -- moving ------------------------------------------------------------------------------
     @property
@@ -164,7 +174,7 @@ class BackwardStepper(StillWidget):
         return state
 
     def to_svg(self) -> str:
-        return trace_svg(self.trace)
+        return trace_svg(self.trace, lay=self.graph_layout)
 
     def __repr__(self):
         pos = self.position

@@ -11,7 +11,7 @@ from xml.sax.saxutils import escape
 
 from .layout import layout as _layout
 
-__all__ = ["graph_svg", "trace_svg", "hooks_svg", "snapshot_svg"]
+__all__ = ["graph_svg", "trace_svg", "hooks_svg", "snapshot_svg", "edge_path"]
 
 FONT = "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace"
 STYLE = {
@@ -39,6 +39,23 @@ def _num(v) -> str:
 
 def _t(text) -> str:
     return escape(str(text), {'"': "&quot;"})
+
+
+def edge_path(points):
+    """SVG path data through a layout edge's points: curves between layers, straight lines
+    through a long edge's dummy boxes, and the end 1px short so the arrowhead shows (the same
+    as ``edgePath`` in widgets/graph_view.js)."""
+    p = list(points)
+    p[-1] -= 1
+    d = [f"M{_f(p[0])},{_f(p[1])}"]
+    for k in range(2, len(p), 2):
+        x0, y0, x1, y1 = p[k - 2], p[k - 1], p[k], p[k + 1]
+        if (k // 2) % 2 == 1:  # from a bottom to the next top: a curve
+            dy = max(18.0, (y1 - y0) / 2)
+            d.append(f"C{_f(x0)},{_f(y0 + dy)} {_f(x1)},{_f(y1 - dy)} {_f(x1)},{_f(y1)}")
+        else:  # through a dummy box
+            d.append(f"L{_f(x1)},{_f(y1)}")
+    return " ".join(d)
 
 
 def _header(width, height, title):
@@ -82,15 +99,13 @@ def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None):
             f'fill="#8a5d10">{_t(g["label"])}</text>'
         )
     for e in lay["edges"]:
-        x1, y1, x2, y2 = e["points"]
-        dy = max(18.0, (y2 - y1) / 2)
+        p = e["points"]
         parts.append(
-            f'<path d="M{_f(x1)},{_f(y1)} C{_f(x1)},{_f(y1 + dy)} {_f(x2)},{_f(y2 - dy)} '
-            f'{_f(x2)},{_f(y2 - 1)}" fill="none" stroke="#8a8a8a" stroke-width="1.2" '
+            f'<path d="{edge_path(p)}" fill="none" stroke="#8a8a8a" stroke-width="1.2" '
             'marker-end="url(#nbg-arrow)"/>'
         )
         if e.get("grad") is not None:
-            mx, my = (x1 + x2) / 2, (y1 + y2) / 2
+            mx, my = (p[0] + p[2]) / 2, (p[1] + p[3]) / 2  # the middle of the first segment
             parts.append(
                 f'<text x="{_f(mx + 4)}" y="{_f(my + 3)}" font-size="9" fill="#1f6f3a" '
                 'stroke="#ffffff" stroke-width="3" paint-order="stroke">'
@@ -141,13 +156,15 @@ def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None):
     return "\n".join(parts)
 
 
-def snapshot_svg(snapshot, collapsed=None):
-    """The still form of a GraphView: graph, gradient norms on the edges, a one-line title."""
+def snapshot_svg(snapshot, collapsed=None, lay=None):
+    """The still form of a GraphView: graph, gradient norms on the edges, a one-line title
+    (``lay``: the layout for ``collapsed``, when already computed)."""
     from .layout import default_collapsed
 
     if collapsed is None:
         collapsed = default_collapsed(snapshot)
-    lay = _layout(snapshot, collapsed)
+    if lay is None or lay.get("collapsed") != sorted(collapsed, key=_group_number):
+        lay = _layout(snapshot, collapsed)
     n, e = len(snapshot["nodes"]), len(snapshot["edges"])
     title = f"grad_fn graph: {n} nodes, {e} edges"
     if snapshot.get("pass") is not None:
@@ -155,7 +172,11 @@ def snapshot_svg(snapshot, collapsed=None):
     return graph_svg(snapshot, lay, title=title)
 
 
-def trace_svg(trace, index=None):
+def _group_number(gid):
+    return int(gid[1:]) if gid[1:].isdigit() else 0
+
+
+def trace_svg(trace, index=None, lay=None):
     """The still form of a BackwardStepper: the graph with each node's place in the order it
     ran; with ``index``, that step's node highlighted."""
     graph = trace["graph"]
@@ -170,7 +191,8 @@ def trace_svg(trace, index=None):
         title += f" (error: {trace['error'][:60]})"
     from .layout import default_collapsed
 
-    lay = _layout(graph, default_collapsed(graph))
+    if not lay:
+        lay = _layout(graph, default_collapsed(graph))
     return graph_svg(graph, lay, title=title, marks=marks, highlight=highlight)
 
 

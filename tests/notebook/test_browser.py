@@ -29,6 +29,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 CELLS = [
     "%load_ext nbgrad\nimport nbgrad as ng",
+    # the graph grows while the cell runs
+    "%%autograd\n"
+    "import time\n"
+    "h = ng.ones(2, requires_grad=True)\n"
+    "for _ in range(8):\n"
+    "    h = h * 2\n"
+    "    time.sleep(0.5)",
     "%%autograd --backward loss --retain-graph -o s\n"
     "x = ng.tensor([1.0, 2.0], requires_grad=True)\n"
     "w = ng.tensor([0.5, -1.0], requires_grad=True)\n"
@@ -38,6 +45,30 @@ CELLS = [
     "%%autograd --step --backward out\nout = (x * x).exp().sum()",
     "%%autograd --static\nz = (x + w).sum()",
 ]
+# module groups through the recorder stack (way 2 of NOTE [Module groups] in recorder.py)
+CELLS.append(
+    "%%autograd\n"
+    "from nbgrad.notebook import recorder\n"
+    "class Block:\n"
+    "    def __init__(self, name, *kids):\n"
+    "        self.name, self.kids = name, kids\n"
+    "        self.w = ng.ones(3, requires_grad=True)\n"
+    "    def named_children(self):\n"
+    "        return [(k.name, k) for k in self.kids]\n"
+    "    def named_parameters(self, recurse=True):\n"
+    "        return [('w', self.w)]\n"
+    "    def __call__(self, h):\n"
+    "        token = recorder.module_enter(self)\n"
+    "        try:\n"
+    "            h = h * self.w\n"
+    "            for k in self.kids:\n"
+    "                h = k(h)\n"
+    "            return h.tanh()\n"
+    "        finally:\n"
+    "            recorder.module_exit(token)\n"
+    "model = Block('model', Block('first'), Block('second'))\n"
+    "pred = model(ng.ones(3)).sum()"
+)
 
 
 def _notebook(path):
@@ -178,16 +209,30 @@ def _run(page, lab, errors):
     status = page.locator(".jp-StatusBar-TextItem", has_text="| Idle")
     status.first.wait_for(timeout=90_000)
     page.evaluate("window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
-    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    # not awaited: the command's promise resolves only when every cell has run
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
 
     # the graph of cell 2: nodes, leaves named, gradients on the edges
-    graph = nb.locator(".nbg-graph").first
+    def cell(i):
+        return nb.locator(".jp-CodeCell").nth(i)
+
+    live = cell(1).locator(".nbg-graph").first
+    live.locator(".nbg-status", has_text="recording").wait_for(timeout=90_000)
+    page.wait_for_function(
+        "() => document.querySelectorAll('.nbg-graph')[0]"
+        ".querySelectorAll('.nbg-node').length >= 3",
+        timeout=30_000,
+    )
+    seen_live = live.locator(".nbg-node").count()
+    assert seen_live < 9  # caught while growing: 8 MulBackward0 and a leaf at the end
+
+    graph = cell(2).locator(".nbg-graph")
     graph.wait_for(timeout=90_000)
     graph.locator(".nbg-edge-label").first.wait_for(timeout=60_000)
     labels = graph.locator(".nbg-node .nbg-label").all_text_contents()
     assert {"TanhBackward0", "MulBackward0", "SumBackward0", "x", "w"} <= set(labels), labels
     # cell 3's stepper and cell 4's still picture
-    stepper = nb.locator(".nbg-stepper").first
+    stepper = cell(3).locator(".nbg-stepper")
     stepper.wait_for(timeout=60_000)
     nb.locator(".jp-OutputArea-output img, .jp-OutputArea-output svg").filter(
         has_text=""
@@ -203,7 +248,7 @@ def _run(page, lab, errors):
     panel = graph.locator(".nbg-panel")
     panel.get_by_text("next_functions").wait_for(timeout=20_000)
     assert "TanhBackward0" in panel.inner_text()
-    editor = nb.locator(".nbg-hooks").first
+    editor = cell(2).locator(".nbg-hooks")
     editor.locator(".nbg-hooks-title", has_text="Hooks on TanhBackward0").wait_for(timeout=20_000)
 
     # add a hook by typing Python, run backward, see it fire with the gradient before and after
@@ -241,4 +286,19 @@ def _run(page, lab, errors):
     page.wait_for_function(
         "() => document.querySelector('.nbg-step-info').textContent.startsWith('step 1 /')"
     )
+
+    # module groups: a box per module call; clicking its label collapses it
+    model = cell(5).locator(".nbg-graph")
+    label = model.locator(".nbg-group-label", has_text="first: Block")
+    label.wait_for(timeout=20_000)
+    assert "model: Block" in model.locator(".nbg-group-label").all_text_contents()[0]
+    label.click()
+    model.locator(".nbg-node.nbg-group", has_text="first: Block").wait_for(timeout=20_000)
+    model.locator("button", has_text="Collapse all").click()
+    model.locator(".nbg-node.nbg-group", has_text="model: Block").wait_for(timeout=20_000)
+    assert model.locator(".nbg-node").count() == 2  # the model's box and the sum
+    # the live cell ended with its final graph, shown once
+    first = cell(1).locator(".nbg-graph")
+    assert first.locator(".nbg-node").count() == 9
+    assert "recording" not in first.locator(".nbg-status").inner_text()
     assert not errors, errors

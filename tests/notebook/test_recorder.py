@@ -192,6 +192,18 @@ def test_a_failing_backward_is_recorded_and_the_recorder_stays_consistent():
     assert rec._backward_depth == 0
 
 
+def test_every_forward_path_is_seen():
+    """The general dispatch, the binary-operator fast path and the in-place ufunc fast path."""
+    x = ng.ones(3, requires_grad=True)
+    p = ng.zeros(3)
+    with record() as rec:
+        x.exp()  # _dispatch
+        x * 2.0  # _binary
+        p.sub_(1.0)  # in place, no graph
+    assert [r.op for r in rec.records] == ["exp", "mul", "sub"]
+    assert p.tolist() == [-1.0, -1.0, -1.0]
+
+
 def test_nested_recorders_both_record():
     x = ng.ones(2, requires_grad=True)
     with record() as outer:

@@ -208,3 +208,27 @@ def test_same_program_twice_gives_identical_json_and_svg():
     out = json.loads(runs[0])
     assert out["snap"]["records"][0]["time_us"] is None
     assert len(out["snap"]["nodes"]) == 8 and out["svg"].startswith("<svg")
+
+
+def test_nodes_replaced_at_once_are_not_drawn():
+    # a module with a full backward hook wraps its tensors in an identity Function: the view
+    # that Function.apply makes gets the Function's node, so its ViewBackward0 is no part of
+    # the graph and must not show up as a dead root (while the outputs live: a dropped one
+    # cannot be told apart from a result the user dropped)
+    lin = ng.nn.Linear(3, 2)
+    lin.register_full_backward_hook(lambda m, gi, go: None)
+    inp = ng.ones(4, 3, requires_grad=True)
+    with record() as rec:
+        out = lin(inp)
+        loss = out.sum()
+    names = [n["name"] for n in build_snapshot(rec, timings=False)["nodes"]]
+    assert "ViewBackward0" not in names
+    assert names.count("BackwardHookFunctionBackward") == 2
+    y = ng.ones(3, requires_grad=True) * 2
+    with record() as rec:  # in-place ops replace grad_fn too; their nodes stay reachable
+        z = y * 1
+        z.add_(1)
+        z.mul_(3)
+    names = [n["name"] for n in build_snapshot(rec, timings=False)["nodes"]]
+    assert names.count("AddBackward0") == 1 and names.count("MulBackward0") == 3  # y's too
+    del loss
