@@ -91,8 +91,9 @@ class Program:
         return "\n".join(self.body + self.tail)
 
     def __repr__(self):
-        return f"# a program of {self.n_ops} ops; run it with lib = torch and lib = nbgrad\n" + (
-            self.source
+        return (
+            f"# a program of {self.n_ops} ops, as the test runs it with torch and with nbgrad\n"
+            "import nbgrad as lib  # or: import torch as lib\n" + self.source
         )
 
     def run(self, lib):
@@ -939,6 +940,8 @@ def test_a_program_prints_as_the_python_that_it_runs():
     text = repr(program)
     assert text.startswith("# a program of")
     assert "x0 = lib.tensor(" in text and "grads2 = lib.autograd.grad(" in text
-    env = {"lib": ng}
-    exec(compile(text, "<repr>", "exec"), env)
+    env = {}
+    exec(compile(text, "<repr>", "exec"), env)  # runs with nbgrad, as printed
+    assert env["lib"] is ng
     _compare("grads", env["grads"], program.run(torch)["grads"])
+    _compare("grads2", env["grads2"], program.run(torch)["grads2"], none_is_zero=True)

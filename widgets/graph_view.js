@@ -36,7 +36,7 @@
  * @typedef {{schema: "nbgrad.snapshot", version: 1, nodes: SnapNode[], edges: SnapEdge[],
  *            groups: SnapGroup[], records: SnapRecord[], hooks: SnapHook[], passes: Pass[],
  *            roots: string[], pass: (number|null), truncated: boolean,
- *            backward_records: number}} Snapshot
+ *            backward_ops: number}} Snapshot
  * @typedef {{id: string, kind: ("node"|"group"), x: number, y: number, w: number, h: number,
  *            label: string, sub: string, ref: string, group: (string|null)}} Box
  * @typedef {{width: number, height: number, nodes: Box[],

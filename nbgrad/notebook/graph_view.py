@@ -174,7 +174,7 @@ class GraphView(StillWidget):
             if isinstance(root, Tensor) and root.requires_grad and root.numel() == 1:
                 return root
         if self.recorder is not None:
-            for r in reversed(self.recorder.forward_records()):
+            for r in reversed(self.recorder.records):
                 for out in r.output_tensors():
                     if out.requires_grad and out.numel() == 1:
                         return out

@@ -19,18 +19,18 @@ The recorder listens to ``nbgrad.tensor._forward_listeners`` and to
 ``ng.autograd.Variable._execution_engine.listeners`` only between ``__enter__`` and ``__exit__``;
 an exception inside the block still removes both listeners and closes every open group, so
 nothing is recorded outside the block. Forward calls are recorded from the thread that entered
-the block; the ops that derivative formulas run during a backward pass are recorded too, marked
-``phase="backward"``, and are not part of the forward graph.
+the block; the ops that derivative formulas run during a backward pass are only counted
+(``backward_ops``): they are the backward's own work, not part of the forward graph.
 
 NOTE [Module groups]
-``nbgrad.nn`` is the lower layer, so it must not import this package. Two ways in, tried in
-this order when a recorder starts:
-  1. PyTorch's global module hooks: if ``nbgrad.nn`` (already imported) offers
+``nbgrad.nn`` is the lower layer, so it must not import this package. Three ways in, tried in
+this order when a recorder starts (it imports ``nbgrad.nn`` if needed):
+  1. PyTorch's global module hooks: if ``nbgrad.nn`` offers
      ``register_module_forward_pre_hook`` and ``register_module_forward_hook`` (at
      ``nbgrad.nn.modules.module`` or ``nbgrad.nn``), the recorder registers one of each for the
      length of the block;
   2. otherwise ``Module.__call__`` may consult the recorder stack without importing anything
-     heavy::
+     heavy, and say so with the class attribute ``Module._reports_to_recorder = True``::
 
          rec = sys.modules.get("nbgrad.notebook.recorder")
          token = rec.module_enter(self) if rec is not None and rec._active else None
@@ -115,7 +115,7 @@ class TensorInfo:
 
 class Record:
     """One forward call: ``op`` name, inputs and outputs (:class:`TensorInfo`), the Node it
-    created (or None), ``elapsed`` seconds, the user code line, the module group and phase."""
+    created (or None), ``elapsed`` seconds, the user code line and the module group."""
 
     __slots__ = (
         "index",
@@ -129,8 +129,6 @@ class Record:
         "line",
         "source",
         "group",
-        "phase",
-        "pass_index",
         "_outputs_ref",
         "__weakref__",
     )
@@ -319,6 +317,7 @@ class Recorder:
         self._module_handles = []
         self._engine = None
         self._backward_depth = 0
+        self.backward_ops = 0
         self._lock = threading.RLock()
         self._busy = threading.local()
 
@@ -404,15 +403,15 @@ class Recorder:
 
     # -- forward calls -----------------------------------------------------------------------
     def _on_forward(self, op, args, attrs, result, elapsed):
-        if threading.get_ident() != self._thread and not self._backward_depth:
+        if self._backward_depth:  # a derivative formula's op (any thread): counted only
+            self.backward_ops += 1
             return
-        if getattr(self._busy, "on", False):
+        if threading.get_ident() != self._thread or getattr(self._busy, "on", False):
             return
         self._busy.on = True  # ops run by the recorder or its subscribers are not recorded
         try:
             self._add_record(op, args, result, elapsed)
-            if not self._backward_depth:
-                self._notify()
+            self._notify()
         finally:
             self._busy.on = False
 
@@ -441,12 +440,6 @@ class Recorder:
         rec.filename, rec.lineno, rec.line, rec.source = self._where()
         with self._lock:
             rec.group = self._open_groups[-1] if self._open_groups else None
-            if self._backward_depth:
-                rec.phase = "backward"
-                rec.pass_index = self.passes[-1].index if self.passes else None
-            else:
-                rec.phase = "forward"
-                rec.pass_index = None
             rec.index = len(self.records)
             self.records.append(rec)
 
@@ -644,12 +637,9 @@ class Recorder:
                 self._notify()
 
     # -- reading -----------------------------------------------------------------------------
-    def forward_records(self):
-        return [r for r in self.records if r.phase == "forward"]
-
     def nodes(self):
         """The nodes the forward calls created, in creation order."""
-        return [r.node for r in self.records if r.phase == "forward" and r.node is not None]
+        return [r.node for r in self.records if r.node is not None]
 
     def in_scope(self, node) -> bool:
         """Whether ``node`` was created inside the block (by sequence number)."""
@@ -660,7 +650,7 @@ class Recorder:
 
     def summary(self) -> str:
         return (
-            f"{len(self.forward_records())} forward calls, {len(self.modules)} module calls, "
+            f"{len(self.records)} forward calls, {len(self.modules)} module calls, "
             f"{len(self.passes)} backward passes"
         )
 
@@ -701,7 +691,11 @@ _patch_lock = threading.Lock()
 def _patch_module_call(nn):
     """Way 3 of NOTE [Module groups]: wrap ``Module.__call__`` (reference counted)."""
     module_cls = getattr(nn, "Module", None)
-    if module_cls is None or "__call__" not in module_cls.__dict__:
+    if (
+        module_cls is None
+        or "__call__" not in module_cls.__dict__
+        or getattr(module_cls, "_reports_to_recorder", False)
+    ):
         return False
     with _patch_lock:
         if _patch["count"] == 0:

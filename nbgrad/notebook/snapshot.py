@@ -14,7 +14,8 @@ Schema (``"schema": "nbgrad.snapshot", "version": 1``)::
       schema: "nbgrad.snapshot", version: 1,
       nodes: [Node], edges: [Edge], groups: [Group], records: [Record], hooks: [Hook],
       passes: [Pass], roots: [node id], pass: index of the pass shown on the edges | null,
-      truncated: bool (the graph had more than max_nodes nodes), backward_records: int
+      truncated: bool (the graph had more than max_nodes nodes),
+      backward_ops: int (ops run by derivative formulas during the passes, not recorded)
     }
     Node = {
       id, kind: "node" | "leaf" | "external" | "root", name (node.name()), label (what the
@@ -387,7 +388,7 @@ def build_snapshot(
             if recorder is not None:
                 recorder._ids = ids
     names = dict(names or {})
-    records = recorder.forward_records() if recorder is not None else []
+    records = recorder.records if recorder is not None else []
     groups = list(recorder.modules) if recorder is not None else []
     group_ids = {g: f"g{g.index}" for g in groups}
 
@@ -617,7 +618,7 @@ def build_snapshot(
         "roots": [ids(n) for n in _top_nodes(nodes, node_set)],
         "pass": shown.index if shown is not None else None,
         "truncated": truncated,
-        "backward_records": (len(recorder.records) - len(records)) if recorder else 0,
+        "backward_ops": recorder.backward_ops if recorder is not None else 0,
     }
 
 

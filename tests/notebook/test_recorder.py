@@ -39,7 +39,6 @@ def test_records_each_forward_call_with_inputs_outputs_node_and_time():
     assert all(r.elapsed >= 0 for r in rec.records)
     assert rec.records[2].node is z.grad_fn
     assert rec.records[1].output_tensors() == [y]
-    assert all(r.phase == "forward" for r in rec.records)
 
 
 def test_records_the_user_line_that_made_each_op():
@@ -173,8 +172,8 @@ def test_backward_passes_are_traced_step_by_step():
     # gradients on edges: MulBackward0's outputs
     assert tr.edge_grads[(y.grad_fn, 0)]["values"] == [30.0, 40.0]
     assert x.grad.tolist() == [31.0, 41.0]
-    # the backward's own ops are recorded, marked as such, and not part of the forward graph
-    assert {r.phase for r in rec.records[3:]} == {"backward"}
+    # the backward's own ops are counted, not recorded: they are not part of the forward graph
+    assert len(rec.records) == 3 and rec.backward_ops > 0
     assert rec.nodes() == [y.grad_fn, loss.grad_fn.next_functions[0][0], loss.grad_fn]
 
 
@@ -188,7 +187,7 @@ def test_a_failing_backward_is_recorded_and_the_recorder_stays_consistent():
         z = x * 3
     assert rec.passes[0].error.startswith("ZeroDivisionError")
     assert rec.passes[0].finished
-    assert rec.records[-1].phase == "forward" and rec.records[-1].node is z.grad_fn
+    assert rec.records[-1].node is z.grad_fn
     assert rec._backward_depth == 0
 
 

@@ -59,7 +59,7 @@ def test_schema_and_json():
         "roots",
         "pass",
         "truncated",
-        "backward_records",
+        "backward_ops",
     }
     for n in snap["nodes"]:
         assert set(n) == NODE_KEYS
