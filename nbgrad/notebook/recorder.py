@@ -23,28 +23,12 @@ the block; the ops that derivative formulas run during a backward pass are only 
 (``backward_ops``): they are the backward's own work, not part of the forward graph.
 
 NOTE [Module groups]
-``nbgrad.nn`` is the lower layer, so it must not import this package. Three ways in, tried in
-this order when a recorder starts (it imports ``nbgrad.nn`` if needed):
-  1. PyTorch's global module hooks: if ``nbgrad.nn`` offers
-     ``register_module_forward_pre_hook`` and ``register_module_forward_hook`` (at
-     ``nbgrad.nn.modules.module`` or ``nbgrad.nn``), the recorder registers one of each for the
-     length of the block;
-  2. otherwise ``Module.__call__`` may consult the recorder stack without importing anything
-     heavy, and say so with the class attribute ``Module._reports_to_recorder = True``::
-
-         rec = sys.modules.get("nbgrad.notebook.recorder")
-         token = rec.module_enter(self) if rec is not None and rec._active else None
-         try:
-             ...
-         finally:
-             if token is not None:
-                 rec.module_exit(token)
-
-  3. until ``nbgrad.nn`` does one of these, the recorder wraps ``nbgrad.nn.Module.__call__``
-     for the length of the block (the original is put back when the last recorder stops).
-
-``module_enter``/``module_exit`` calls for an ``nbgrad.nn.Module`` are ignored by a recorder
-that uses way 1 or 3 (so that no call is counted twice); other objects may always use them.
+``nbgrad.nn`` is the lower layer, so it must not import this package. The recorder registers
+PyTorch's global module hooks (``nbgrad.nn.modules.module.register_module_forward_pre_hook``
+and ``register_module_forward_hook``) for the length of the block, and each module call becomes
+a group. Objects that are not ``nbgrad.nn`` modules may open groups of their own with
+:func:`module_enter` / :func:`module_exit`; those calls for an ``nbgrad.nn.Module`` are ignored,
+so that no call is counted twice.
 """
 
 from __future__ import annotations
@@ -367,8 +351,6 @@ class Recorder:
         for h in self._module_handles:
             h.remove()
         self._module_handles = []
-        if self._module_source == "patch":
-            _unpatch_module_call()
         self._module_source = None
         _remove(_active, self)
         while self._open_groups:
@@ -482,8 +464,6 @@ class Recorder:
             nn, "register_module_forward_hook", None
         )
         if pre is None or post is None:
-            if _patch_module_call(nn):
-                self._module_source = "patch"
             return
         rec = self
 
@@ -682,51 +662,6 @@ class _BackwardOnly:
             rec.seq_end = seq_end
             rec.forward = self._saved
         return False
-
-
-_patch = {"count": 0, "cls": None, "original": None}
-_patch_lock = threading.Lock()
-
-
-def _patch_module_call(nn):
-    """Way 3 of NOTE [Module groups]: wrap ``Module.__call__`` (reference counted)."""
-    module_cls = getattr(nn, "Module", None)
-    if (
-        module_cls is None
-        or "__call__" not in module_cls.__dict__
-        or getattr(module_cls, "_reports_to_recorder", False)
-    ):
-        return False
-    with _patch_lock:
-        if _patch["count"] == 0:
-            original = module_cls.__dict__["__call__"]
-
-            def __call__(self, *args, **kwargs):
-                token = module_enter(self, "patch") if _active else None
-                error = None
-                try:
-                    return original(self, *args, **kwargs)
-                except BaseException as e:
-                    error = f"{type(e).__name__}: {e}"
-                    raise
-                finally:
-                    if token is not None:
-                        module_exit(token, error)
-
-            __call__._nbgrad_original = original
-            module_cls.__call__ = __call__
-            _patch["cls"] = module_cls
-            _patch["original"] = original
-        _patch["count"] += 1
-    return True
-
-
-def _unpatch_module_call():
-    with _patch_lock:
-        _patch["count"] -= 1
-        if _patch["count"] == 0 and _patch["cls"] is not None:
-            _patch["cls"].__call__ = _patch["original"]
-            _patch["cls"] = _patch["original"] = None
 
 
 def _summaries(trace, value):

@@ -2,8 +2,9 @@
 respond to clicks (follows shared/recipes/jupyterlab-browser-tests.md).
 
 Needs ``jupyterlab``, ``playwright`` (Python package only, never ``playwright install``) and
-Debian's Chromium at /usr/bin/chromium (``apt-get install -y chromium``); skipped, saying why,
-when one is missing. Screenshots go to ``$NBGRAD_ARTIFACTS`` (default: pytest's tmp dir).
+Debian's Chromium at /usr/bin/chromium (``apt-get install -y chromium``): the README's test
+command installs all three, so a missing one fails the test, saying which. Screenshots go to
+``$NBGRAD_ARTIFACTS`` (default: pytest's tmp dir).
 """
 
 import json
@@ -20,10 +21,15 @@ from pathlib import Path
 import pytest
 
 CHROMIUM = os.environ.get("NBGRAD_CHROMIUM", "/usr/bin/chromium")
-pytest.importorskip("jupyterlab", reason="jupyterlab is not installed")
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+import jupyterlab  # noqa: E402,F401 - the server the test starts
+from playwright import sync_api  # noqa: E402
+
 if not Path(CHROMIUM).is_file():
-    pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install -y chromium)", allow_module_level=True)
+    pytest.fail(
+        f"no Chromium at {CHROMIUM}: install Debian's with `apt-get install -y chromium` (the "
+        "README's test command does)",
+        pytrace=False,
+    )
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -2,11 +2,9 @@
 
 import importlib
 
+import anywidget  # noqa: F401
+import IPython  # noqa: F401
 import pytest
-
-pytest.importorskip("IPython")
-pytest.importorskip("anywidget")
-
 from IPython.testing.globalipapp import get_ipython  # noqa: E402
 from IPython.utils.capture import capture_output  # noqa: E402
 
@@ -157,7 +155,6 @@ def test_ipython_syntax_in_the_cell(ip):
 
 
 def test_module_groups_in_a_cell(ip):
-    pytest.importorskip("nbgrad.nn")
     result, cap = run(
         ip,
         "%%autograd -o s5\n"

@@ -7,12 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
-pytest.importorskip("nbval")
-pytest.importorskip("ipykernel")
+import ipykernel  # noqa: F401
+import nbclient
+import nbformat
+import nbval  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
 

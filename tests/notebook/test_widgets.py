@@ -4,9 +4,8 @@
 import time
 import traceback
 
+import anywidget  # noqa: F401
 import pytest
-
-pytest.importorskip("anywidget")
 
 import nbgrad as ng  # noqa: E402
 from nbgrad.notebook import BackwardStepper, GraphView, HookEditor, record  # noqa: E402
@@ -263,7 +262,8 @@ def test_hook_code_in_widget_state_never_runs():
 
 
 def test_module_hooks():
-    nn = pytest.importorskip("nbgrad.nn")
+    import nbgrad.nn as nn
+
     lin = nn.Linear(2, 1)
     ed = HookEditor(lin)
     assert {"forward", "forward_pre", "full_backward"} <= set(ed.target["kinds"])

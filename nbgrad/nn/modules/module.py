@@ -21,7 +21,7 @@ from nbgrad.nn.modules._backward_hook import BackwardHook
 from nbgrad.nn.parameter import Parameter
 from nbgrad.tensor import Tensor
 
-__all__ = ["Module"]
+__all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook"]
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -63,6 +63,24 @@ def _register(hooks: list, module, fn, kind: str, prepend: bool) -> RemovableHan
         hooks.remove(handle)
         hooks.insert(0, handle)
     return handle
+
+
+# hooks that run for every module (``torch.nn.modules.module``'s global hooks); the notebook
+# recorder uses them to group the ops of each module call
+_global_forward_pre_hooks: list[RemovableHandle] = []
+_global_forward_hooks: list[RemovableHandle] = []
+
+
+def register_module_forward_pre_hook(hook) -> RemovableHandle:
+    """Register ``hook(module, args)`` to run before every module's ``forward``, before the
+    module's own forward pre-hooks (PyTorch's global forward pre-hook)."""
+    return _register(_global_forward_pre_hooks, None, hook, "global_forward_pre", False)
+
+
+def register_module_forward_hook(hook) -> RemovableHandle:
+    """Register ``hook(module, args, output)`` to run after every module's ``forward``, before
+    the module's own forward hooks (PyTorch's global forward hook)."""
+    return _register(_global_forward_hooks, None, hook, "global_forward", False)
 
 
 class Module:
@@ -691,6 +709,8 @@ class Module:
             or self._forward_hooks
             or self._backward_pre_hooks
             or self._backward_hooks
+            or _global_forward_pre_hooks
+            or _global_forward_hooks
         ):
             return self.forward(*args, **kwargs)
         result = None
@@ -698,6 +718,11 @@ class Module:
         try:
             full_backward_hooks = list(self._backward_hooks)
             backward_pre_hooks = list(self._backward_pre_hooks)
+            for h in tuple(_global_forward_pre_hooks):
+                if h.enabled:
+                    args_result = h.fn(self, args)
+                    if args_result is not None:
+                        args = args_result if isinstance(args_result, tuple) else (args_result,)
             for h in tuple(self._forward_pre_hooks):
                 if not h.enabled:
                     continue
@@ -722,6 +747,11 @@ class Module:
                 bw_hook = BackwardHook(self, full_backward_hooks, backward_pre_hooks)
                 args = bw_hook.setup_input_hook(args)
             result = self.forward(*args, **kwargs)
+            for h in tuple(_global_forward_hooks):
+                if h.enabled:
+                    hook_result = h.fn(self, args, result)
+                    if hook_result is not None:
+                        result = hook_result
             for h in tuple(self._forward_hooks):
                 if not h.enabled:
                     continue
