@@ -165,7 +165,7 @@ op("pow_tensor", "PowBackward1", "self exponent", lambda xp, self, exponent: (se
    promote="binary",
    self=lambda grad, self, exponent: _pow_backward(grad, self, exponent),
    exponent=lambda grad, self, result: grad * _T.where((self == 0) & (result >= 0), 0.0, result * self.log()))
-op("rpow", "PowBackward2", "exponent", lambda xp, exponent, self: self ** exponent,
+op("rpow", "PowBackward2", "exponent", lambda xp, exponent, self: _contiguous(xp, self ** exponent),
    attrs="self", promote="float", promote_attrs=("self",),
    exponent=lambda grad, self, result: grad * result * math.log(self) if self > 0 else grad * _T.where(result == 0, 0.0, result * math.log(self) if self > 0 else math.nan))
 op("maximum", "MaximumBackward0", "self other", lambda xp, self, other: xp.maximum(self, other),
@@ -180,7 +180,7 @@ op("where", "WhereBackward0", "condition self other", lambda xp, condition, self
    promote="binary", nondiff=("condition",),
    self=lambda grad, condition: _T.where(condition, grad, 0.0),
    other=lambda grad, condition: _T.where(condition, 0.0, grad))
-op("masked_fill", "MaskedFillBackward0", "self mask", lambda xp, self, mask, value: xp.where(mask, xp.asarray(value, dtype=self.dtype), self),
+op("masked_fill", "MaskedFillBackward0", "self mask", lambda xp, self, mask, value: _contiguous(xp, xp.where(mask, xp.asarray(value, dtype=self.dtype), self)),
    attrs="value", nondiff=("mask",),
    self=lambda grad, mask: grad.masked_fill(mask, 0))
 # comparisons and logic: no gradient
@@ -299,7 +299,7 @@ op("select", "SelectBackward0", "self", lambda xp, self, dim, index: self[(slice
 op("slice", "SliceBackward0", "self", lambda xp, self, dim, start, end, step: self[(slice(None),) * dim + (slice(start, end, step),)],
    attrs="dim start end step", view=True,
    self=lambda grad, self_shape, dim, start, end, step: _T._dispatch(OPS["slice_backward"], (grad,), {"shape": self_shape, "dim": dim, "start": start, "end": end, "step": step}))
-op("index", "IndexBackward0", "self", lambda xp, self, indices: xp.ascontiguousarray(self[indices]), attrs="indices",
+op("index", "IndexBackward0", "self", lambda xp, self, indices: _contiguous(xp, self[indices]), attrs="indices",
    self=lambda grad, self_shape, indices: grad._index_backward(self_shape, indices, True))
 # the backward formulas of select, slice and index, as ops of their own (double backward)
 op("select_backward", "SelectBackwardBackward0", "self", lambda xp, self, shape, dim, index: _index_backward(xp, self, shape, (slice(None),) * dim + (index,), False),
@@ -313,9 +313,9 @@ op("index_put", "IndexPutBackward0", "self values", lambda xp, self, values, ind
    attrs="indices", promote="binary",
    self=lambda grad, indices: grad._index_put(indices, 0.0),
    values=lambda grad, indices: grad[indices])
-op("cat", "CatBackward0", "tensors*", lambda xp, tensors, dim: xp.concatenate(tensors, axis=dim), attrs="dim", promote="binary",
+op("cat", "CatBackward0", "tensors*", lambda xp, tensors, dim: _contiguous(xp, xp.concatenate(tensors, axis=dim)), attrs="dim", promote="binary",
    tensors=lambda grad, tensors_shape, dim: _split_like(grad, [s[dim] for s in tensors_shape], dim))
-op("stack", "StackBackward0", "tensors*", lambda xp, tensors, dim: xp.stack(tensors, axis=dim), attrs="dim", promote="binary",
+op("stack", "StackBackward0", "tensors*", lambda xp, tensors, dim: _contiguous(xp, xp.stack(tensors, axis=dim)), attrs="dim", promote="binary",
    tensors=lambda grad, tensors_shape, dim: [grad.select(dim, i) for i in range(len(tensors_shape))])
 op("split", "SplitBackward0", "self", lambda xp, self, sizes, dim: _split(xp, self, sizes, dim), attrs="sizes dim", outputs=-1, view=True,
    self=lambda grads, self, sizes, dim: _cat_grads(grads, self, sizes, dim))
@@ -621,18 +621,26 @@ def _logsumexp(xp, a, dim, keepdim):
     return out if keepdim else xp.squeeze(out, axis=dim)
 
 
+def _contiguous(xp, a):
+    """``a`` in C order, as the fresh outputs of PyTorch's cat, stack, masked_fill, softmax...
+    are, so that ``view`` works on them where it does in PyTorch. Unlike NumPy's
+    ascontiguousarray, a 0-d array (or a NumPy scalar) stays 0-d."""
+    a = xp.asarray(a)
+    return a if a.flags.c_contiguous else xp.ascontiguousarray(a)
+
+
 def _softmax(xp, a, dim):
     if a.size == 0:
         return a.copy()
     e = xp.exp(a - xp.amax(a, axis=dim, keepdims=True))
-    return e / xp.sum(e, axis=dim, keepdims=True)
+    return _contiguous(xp, e / xp.sum(e, axis=dim, keepdims=True))
 
 
 def _log_softmax(xp, a, dim):
     if a.size == 0:
         return a.copy()
     s = a - xp.amax(a, axis=dim, keepdims=True)
-    return s - xp.log(xp.sum(xp.exp(s), axis=dim, keepdims=True))
+    return _contiguous(xp, s - xp.log(xp.sum(xp.exp(s), axis=dim, keepdims=True)))
 
 
 def _view(xp, a, shape):

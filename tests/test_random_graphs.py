@@ -186,6 +186,7 @@ class Builder:
         self.vars = []  # float tensor values, in order of creation
         self.leaves = []
         self.retained = []  # values with retain_grad()
+        self.no_retain = set()  # values on which retain_grad() differs (see stale_view)
         self.n_consts = 0
         self.n_vals = 0
         self.n_ops = 0
@@ -276,7 +277,7 @@ class Builder:
         return tuple(out)
 
     # -- emitting ---------------------------------------------------------------------------
-    def emit(self, lines, n_out=1):
+    def emit(self, lines, n_out=1, no_retain=()):
         """Run ``lines`` (with ``{out}`` or ``{out0}``... for the new names) on torch; keep
         them if every new value is finite, small and float64."""
         names = [f"v{self.n_vals + k}" for k in range(n_out)]
@@ -300,6 +301,7 @@ class Builder:
         self.body.extend(lines)
         self.vars.extend(names)
         self.retained += [n for n in names if f"{n}.retain_grad()" in lines]
+        self.no_retain.update(names[k] for k in no_retain)
         self.n_vals += n_out
         self.n_ops += 1
         return True
@@ -509,12 +511,14 @@ class Builder:
         n = len(shape)
         if not n:
             return None
-        kind = self.int(0, 3)
+        kind = self.int(0, 4)
         d = self.int(0, n - 1)
         idx = [self.int(-shape[d], shape[d] - 1) for _ in range(self.int(1, 4))]
         lead = ":, " * d
         if kind == 0:
             return [f"{{out}} = {a}[{lead}lib.tensor({idx})]"]
+        if kind == 4:  # a 0-d index tensor (the dimension goes, as with an int)
+            return [f"{{out}} = {a}[{lead}lib.tensor({idx[0]})]"]
         if kind == 1:
             return [f"{{out}} = {a}[{lead}{idx}]"]
         if kind == 2:  # boolean mask from the values
@@ -691,6 +695,11 @@ class Builder:
             lines.append("{out0}" + f"[{key}] = {self.operand(region, fit='into')}")
         else:
             lines.append("{out0}" + f".mul_({self.operand(shape, fit='into')})")
+        if not self.env[a].requires_grad:
+            # the view got its history from the in-place op: PyTorch's retain_grad() on it is
+            # a silent no-op (its is_leaf reads the grad_fn not yet regenerated), nbgrad's
+            # retains, so the program's end must not retain it
+            return lines, 2, (1,)
         return lines, 2
 
     OP_KINDS = (
@@ -717,8 +726,8 @@ class Builder:
             made = getattr(self, self.choice(self.OP_KINDS))(a)
             if made is None:
                 continue
-            lines, n_out = made if isinstance(made, tuple) else (made, 1)
-            if self.emit(lines, n_out):
+            lines, n_out, *no_retain = made if isinstance(made, tuple) else (made, 1)
+            if self.emit(lines, n_out, no_retain[0] if no_retain else ()):
                 return
 
     # -- the end of the program ---------------------------------------------------------------
@@ -740,7 +749,9 @@ class Builder:
         lines = [f"outs = [{', '.join(outs)}]"]
         keep = list(self.retained)
         if mode == "sum":
-            candidates = [v for v in self.vars if self.env[v].grad_fn is not None]
+            candidates = [
+                v for v in self.vars if self.env[v].grad_fn is not None and v not in self.no_retain
+            ]
             if candidates and self.coin():
                 v = candidates[-1 - self.int(0, len(candidates) - 1)]
                 if v not in keep:
