@@ -107,7 +107,8 @@ class ReadyQueue:
             return
         with self._cond:
             heapq.heappush(self._heap, entry)
-            self._cond.notify()
+            if self._cond._waiters:  # Condition.notify builds a deque even with no waiter
+                self._cond.notify()
 
     def pop(self, timeout=None) -> NodeTask | None:
         """The ready task with the highest priority; waits up to ``timeout`` when empty."""
@@ -485,17 +486,22 @@ class Engine:
         _worker_local.task = graph_task
         _grad_state.enabled = graph_task.create_graph
         try:
+            node = task.node
             if graph_task.exception is None:
-                self.evaluate_function(graph_task, task.node, task.inputs)
+                following = self.evaluate_function(graph_task, node, task.inputs)
+                while following is not None:
+                    node = following[0]
+                    following = self.evaluate_function(graph_task, node, following[1])
         except BaseException as e:  # noqa: BLE001 - handed to the graph task's owner
-            self._fail(graph_task, e, task.node)
+            self._fail(graph_task, e, node)
         finally:
             _current.graph_task = prev
             _worker_local.task = prev_capture
             _grad_state.enabled = prev_grad
             with graph_task.cond:
                 graph_task.outstanding_tasks -= 1
-                graph_task.cond.notify_all()
+                if not graph_task.outstanding_tasks:  # the caller may be waiting to finish
+                    graph_task.cond.notify_all()
 
     def _push_ready(self, graph_task, node, buffer, grad):
         """Put a ready node on the queue of the device of its input gradients."""
@@ -596,6 +602,11 @@ class Engine:
         if not ready:
             return
         if graph_task.threaded or listeners:
+            own = _current.device_queue
+            if own is not None and len(ready) == 1 and not listeners and not own._heap:
+                fn, buf, grad = ready[0]
+                if grad is not None and grad._device == own.device:
+                    return fn, buf  # NOTE [Chains skip the queue], on a device worker
             for fn, buf, grad in ready:
                 self._push_ready(graph_task, fn, buf, grad)
             return

@@ -307,13 +307,14 @@ class CopySlices(Node):
     ``fn``; the rest of the base's gradient passes through unchanged.
     """
 
-    __slots__ = ("fn", "chain")
+    __slots__ = ("fn", "chain", "layout")
     _name = "CopySlices"
 
-    def __init__(self, base_edge, fn, chain, base_meta):
+    def __init__(self, base_edge, fn, chain, base_meta, layout="contiguous"):
         super().__init__((base_edge,) + tuple(fn._next_edges[1:]))
         self.fn = fn
         self.chain = chain
+        self.layout = layout  # the base's strides: the chain of views replays on that layout
         self._input_metadata_ = (base_meta,)
 
     def apply(self, grads):
@@ -326,7 +327,7 @@ class CopySlices(Node):
         # as PyTorch: the base's gradient is a copy of ``grad`` whose view region is then
         # overwritten in place with ``fn``'s gradient; with create_graph that copy_ is itself
         # recorded, so a double backward goes through CopySlices again
-        result = grad.clone()
+        result = grad._clone(self.layout)  # (PyTorch: new_empty_strided(base's strides))
         grad_slice = _apply_view_chain(result, self.chain)
         res = list(self.fn.apply([grad_slice.clone()]))
         region = res[0] if res and res[0] is not None else zeros_like(grad_slice)

@@ -278,3 +278,17 @@ def test_workers_shut_down_cleanly_at_interpreter_exit():
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[2.0, 2.0, 2.0]"
     assert "Exception" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_no_worker_thread_leaks_over_many_backward_calls():
+    def one_pass():
+        x = _leaf([1.0, 2.0])
+        (x.to(DEV) * 3).cpu().sum().backward()
+
+    one_pass()  # the device's worker starts on first use
+    before = threading.active_count()
+    for _ in range(1000):
+        one_pass()
+    assert threading.active_count() == before
+    workers = [t for t in threading.enumerate() if t.name.startswith(f"nbgrad-worker-{DEV}")]
+    assert len(workers) == 1
