@@ -216,7 +216,7 @@ op("gelu", "GeluBackward0", "self", lambda xp, self, approximate: _gelu(xp, self
 op("clamp", "ClampBackward1", "self", lambda xp, self, min, max: _clamp(xp, self, min, max), attrs="min max",
    self=lambda grad, self, min, max: _T.where(_clamp_mask(self, min, max), grad, 0.0))
 op("to_dtype", "ToCopyBackward0", "self", lambda xp, self, dtype: self.astype(dtype.np), attrs="dtype", self=lambda grad: grad)
-op("clone", "CloneBackward0", "self", lambda xp, self: self.copy(), self=lambda grad: grad)
+op("clone", "CloneBackward0", "self", lambda xp, self, memory_format: _clone(xp, self, memory_format), attrs="memory_format", self=lambda grad: grad)
 
 # reductions
 op("sum", "SumBackward0", "self", lambda xp, self, dtype: _sum(xp, self, None, False, dtype), attrs="dtype",
@@ -619,6 +619,48 @@ def _logsumexp(xp, a, dim, keepdim):
     m = xp.where(xp.isfinite(m), m, 0)
     out = xp.log(xp.sum(xp.exp(a - m), axis=dim, keepdims=True)) + m
     return out if keepdim else xp.squeeze(out, axis=dim)
+
+
+def _clone(xp, a, memory_format):
+    """A copy of ``a`` in the layout PyTorch's clone gives: ``"preserve"`` keeps ``a``'s
+    layout (a transposed tensor's clone is transposed, so that a later ``reshape`` copies or
+    views exactly where PyTorch's does), ``"contiguous"`` is C order, and a tuple of strides
+    takes the layout those strides describe (dense, in their order: ``infer_dense_strides``)."""
+    if memory_format == "contiguous" or a.ndim < 2 or a.size == 0:
+        return xp.array(a, order="C", copy=True)
+    strides = a.strides if memory_format == "preserve" else memory_format
+    if memory_format == "preserve" and a.flags.c_contiguous:
+        return a.copy()
+    order = _dense_order(a.shape, strides)  # outermost dim first
+    out = xp.empty([a.shape[d] for d in order], dtype=a.dtype).transpose(np.argsort(order))
+    out[...] = a
+    return out
+
+
+def _dense_order(shape, strides):
+    """The dims from outermost to innermost, as ATen's ``infer_dense_strides`` orders them:
+    by stride, a stride-0 (expanded) dim staying where it is."""
+    perm = list(range(len(shape) - 1, -1, -1))  # innermost first
+
+    def should_swap(d0, d1):
+        s0, s1 = strides[d0], strides[d1]
+        if s0 == 0 or s1 == 0:
+            return 0
+        if s0 != s1:
+            return 1 if s0 > s1 else -1
+        return 1 if shape[d0] > shape[d1] else 0
+
+    for i in range(1, len(perm)):
+        d1 = i
+        for j in range(1, i + 1):
+            d0 = i - j
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    return perm[::-1]
 
 
 def _contiguous(xp, a):

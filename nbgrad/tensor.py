@@ -789,11 +789,17 @@ class Tensor:
         self._version_counter[0] += 1
 
     def clone(self):
-        return _dispatch(_op("clone"), (self,))
+        """A copy in the same layout (PyTorch's ``preserve_format``): ``x.t().clone()`` is
+        transposed too, so ``reshape`` on it copies (and ``view`` raises) as in PyTorch."""
+        return _dispatch(_op("clone"), (self,), _PRESERVE)
+
+    def _clone(self, memory_format):
+        """``clone`` into ``"contiguous"`` order or the layout of a tuple of strides."""
+        return _dispatch(_op("clone"), (self,), {"memory_format": memory_format})
 
     def contiguous(self):
         """Self when contiguous, else a contiguous copy (``CloneBackward0``), as PyTorch."""
-        return self if self._data.flags.c_contiguous else self.clone()
+        return self if self._data.flags.c_contiguous else self._clone("contiguous")
 
     def is_contiguous(self):
         return bool(self._data.flags.c_contiguous)
@@ -1329,7 +1335,8 @@ class Tensor:
         try:
             np.reshape(self._data, shape, copy=False)
         except ValueError:
-            return _dispatch(_op("unsafe_view"), (self.clone(),), {"shape": shape})
+            clone = self._clone("contiguous")  # as ATen's _reshape_copy
+            return _dispatch(_op("unsafe_view"), (clone,), {"shape": shape})
         return _dispatch(_op("reshape_alias"), (self,), {"shape": shape})
 
     def reshape_as(self, other):
@@ -1740,7 +1747,9 @@ class Tensor:
             from nbgrad.autograd.function import CopySlices
 
             base_edge = _edge_of(base)
-            copy_slices = CopySlices(base_edge, node, self._view_chain, base._metadata_tuple())
+            copy_slices = CopySlices(
+                base_edge, node, self._view_chain, base._metadata_tuple(), base._data.strides
+            )
             base._set_history(copy_slices, 0)
             with _EnableGrad():
                 regenerated = base
@@ -2545,4 +2554,5 @@ _DIV = _derivatives.OPS["div"]
 _MM = _derivatives.OPS["mm"]
 _TANH = _derivatives.OPS["tanh"]
 _ALPHA1 = {"alpha": 1}
+_PRESERVE = {"memory_format": "preserve"}
 _INPLACE_UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide}
