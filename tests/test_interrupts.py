@@ -173,12 +173,22 @@ def test_keyboard_interrupt_raised_by_a_hook_ends_the_backward_at_once():
     np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp([2.0, 4.0]))
 
 
+def _slow_op_chain(y, n):
+    """``n`` table ops whose nodes each take ``_delay["seconds"]`` (in a prehook)."""
+    for _ in range(n):
+        y = y * 1.0
+        y.grad_fn.register_prehook(lambda grad: _spin(_delay["seconds"]))
+    return y
+
+
+@pytest.mark.parametrize("chain", ["functions", "ops with slow hooks"])
 @pytest.mark.parametrize("deliver", list(DELIVERIES))
-def test_interrupt_while_a_device_worker_runs(deliver):
+def test_interrupt_while_a_device_worker_runs(deliver, chain):
     """The caller waits for the worker; the interrupt ends its wait, and the worker, which
     skips the rest of the failed pass, goes on serving the next one."""
     x = _leaf([1.0, 2.0])
-    out = _chain(x.to(DEV) * 2, 100).cpu().sum()  # about 5 s of backward on the worker
+    make = _chain if chain == "functions" else _slow_op_chain
+    out = make(x.to(DEV) * 2, 100).cpu().sum()  # about 5 s of backward on the worker
     with pytest.raises(KeyboardInterrupt), _interrupt_after(0.3, DELIVERIES[deliver]) as clock:
         out.backward(retain_graph=True)
     assert clock["elapsed"] < 0.3 + PROMPT
@@ -186,12 +196,13 @@ def test_interrupt_while_a_device_worker_runs(deliver):
     assert _engine_is_idle()
     worker = _worker()
     assert worker is not None and worker.is_alive()
-    # no thread is blocked: a following backward on the device works (it waits at most for
-    # the one node the worker was running), and so does the interrupted graph
-    _delay["seconds"] = 0.0
-    _in_thread(lambda: (x.to(DEV) * 3).cpu().sum().backward())
+    # no thread is blocked: a following backward on the device works at once (it waits at
+    # most for the one slow node the worker was running: the worker skips the other ~90 of
+    # the failed pass), and so does the interrupted graph
+    _in_thread(lambda: (x.to(DEV) * 3).cpu().sum().backward(), timeout=PROMPT)
     np.testing.assert_allclose(x.grad.numpy(), [3.0, 3.0])
     x.grad = None
+    _delay["seconds"] = 0.0
     _in_thread(lambda: out.backward())
     np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0])
     assert worker.is_alive()

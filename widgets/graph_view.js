@@ -41,7 +41,9 @@
  *            label: string, sub: string, ref: string, group: (string|null)}} Box
  * @typedef {{width: number, height: number, nodes: Box[],
  *            edges: {from: string, to: string, edges: string[], grad: (number|string|null),
- *                    points: number[]}[],  (x1, y1, ..., xn, yn: see edgePath)
+ *                    grads: (number|string|null)[], label: (string|null),
+ *                    points: number[]}[],  (x1, y1, ..., xn, yn: see edgePath; label: the
+ *                    norm, or "2× norm" / the norms for parallel edges, as layout.grad_label)
  *            groups: {id: string, label: string, x: number, y: number, w: number, h: number,
  *                     depth: number}[], collapsed: string[]}} Layout
  */
@@ -253,9 +255,10 @@ function render({ model, el }) {
       const d = edgePath(e.points);
       grp.append(s("path", { d, class: "nbg-edge-hit" }));
       grp.append(s("path", { d, class: "nbg-edge-line", "marker-end": "url(#nbg-arrow-live)" }));
-      if (e.grad !== null && e.grad !== undefined) {
+      const text = e.label ?? (e.grad !== null && e.grad !== undefined ? fmt(e.grad) : null);
+      if (text) {
         const t = s("text", { x: (x1 + x2) / 2 + 4, y: (y1 + y2) / 2 + 3, class: "nbg-edge-label" });
-        t.textContent = fmt(e.grad);
+        t.textContent = text;
         grp.append(t);
       }
       const title = s("title");

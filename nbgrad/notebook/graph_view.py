@@ -57,6 +57,7 @@ class GraphView(StillWidget):
         *roots,
         recorder=None,
         names=None,
+        weak_names=None,
         collapsed=None,
         live=False,
         interval=0.25,
@@ -67,6 +68,7 @@ class GraphView(StillWidget):
         self.roots = roots
         self.recorder = recorder
         self.names = dict(names or {})
+        self.weak_names = dict(weak_names or {})  # see build_snapshot
         self.interval = interval
         self.timings = timings
         self.pass_index = pass_index
@@ -99,6 +101,7 @@ class GraphView(StillWidget):
             self.recorder,
             self.roots,
             names=self.names,
+            weak_names=self.weak_names,
             ids=self._ids,
             timings=self.timings,
             pass_index=self.pass_index,
@@ -159,6 +162,13 @@ class GraphView(StillWidget):
         for root in self.roots:
             if getattr(root, "grad_fn", None) is node:
                 return root
+        return None
+
+    def label(self, node_id):
+        """What the drawing shows for a node id: its name, or a leaf's variable name."""
+        for n in self.snapshot.get("nodes", ()):
+            if n["id"] == node_id:
+                return n["label"]
         return None
 
     def module(self, group_id):

@@ -224,9 +224,8 @@ class HookEditor(StillWidget):
             module = target
         if node is not None:
             label = node.name()
-            var = getattr(node, "variable", None)
-            if var is not None and self.graph is not None:
-                label = self.graph.names.get(id(var), label)
+            if getattr(node, "variable", None) is not None and node_id is not None:
+                label = self.graph.label(node_id) or label  # the leaf's name, as drawn
         elif module is not None:
             label = type(module).__name__
         self._node, self._tensor, self._module = node, tensor, module
@@ -426,7 +425,8 @@ class HookEditor(StillWidget):
         self._update()
 
     def to_svg(self) -> str:
-        return hooks_svg(self._label, self.hooks, self.fired)
+        has_target = self._node is not None or self._module is not None
+        return hooks_svg(self._label if has_target else None, self.hooks, self.fired)
 
     def __repr__(self):
         if self._node is None and self._module is None:

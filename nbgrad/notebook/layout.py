@@ -4,23 +4,39 @@ The root (the tensor backward starts from) is at the top and gradients flow down
 edges to the leaves, as ``next_functions`` point. The steps are Sugiyama's, kept simple:
 
 1. visible graph: a collapsed module group stands for all the nodes inside it (edges between
-   them vanish, parallel edges merge);
+   them vanish, parallel edges merge, keeping each one's gradient for the label);
 2. layers: longest path from the top (a node sits one layer below the lowest node that points
-   to it, two when the edge enters another module group); a cycle, which only a collapsed
+   to it, two when the edge enters or leaves a module group); a node that a group's edge
+   leads out to sits two layers below the group's lowest member, so that a module's box ends
+   before what comes after it starts (see NOTE [Group boxes]); a cycle, which only a collapsed
    group can make, is broken at its earliest node;
 3. a long edge gets a small dummy box in each layer it crosses, so that it bends around the
    nodes there instead of running through them;
 4. order and x: a depth-first order from the top, then a few sweeps down and up that move
    each node towards the mean x of its neighbours in the layers above (below) and push apart
    the nodes that overlap;
-5. group boxes around the members of each expanded group.
+5. group boxes around the members of each expanded group, innermost first; sibling boxes (and
+   the nodes beside them) that would overlap are pushed apart to the right.
+
+NOTE [Group boxes]
+Step 4 places nodes, not boxes: two sibling groups whose layers interleave (``out: Linear``
+whose weight hangs below the ``act: Tanh`` that follows it), or a node of the parent sitting
+inside a child's box (an input's ``BackwardHookFunctionBackward`` level with ``lin``'s leaves),
+would overlap. Two rules prevent it. Layers: whatever a group's edges lead out to lies below
+the group's lowest member (a "bottom" constraint per group in the longest-path layering; if
+that makes a cycle, e.g. a parameter shared by modules called in the other order, the
+layering falls back to the plain one). Columns: then, from the innermost groups outwards, the
+members of each group (nodes, and child groups as rigid blocks) are swept left to right and
+each is moved right until it clears what is already placed in the layers its box spans.
 
 The result is deterministic (same snapshot, same numbers) and plain data, so the widget's JS
 draws it and ``svg.py`` draws the same picture. 500 nodes lay out in well under a second
 (see ``tests/notebook/test_layout.py``).
 
 Layout = {width, height, nodes: [{id, kind: "node" | "group", x, y, w, h, label, sub, ref}],
-          edges: [{from, to, edges: [edge ids], grad: norm | null,
+          edges: [{from, to, edges: [edge ids], grad: norm | null (of a single edge),
+                   grads: [norm | null] (one per merged edge), label: str | null (what the
+                   edge shows: the norm, "2× norm" for equal parallel edges, or the norms),
                    points: [x1, y1, ..., xn, yn] (from the bottom of ``from`` to the top of
                    ``to``, through the dummy boxes of a long edge: vertical in each)}],
           groups: [{id, label, x, y, w, h, depth}], collapsed: [group ids]}
@@ -29,7 +45,7 @@ Layout = {width, height, nodes: [{id, kind: "node" | "group", x, y, w, h, label,
 
 from __future__ import annotations
 
-__all__ = ["layout", "node_size", "default_collapsed", "shape_text"]
+__all__ = ["layout", "node_size", "default_collapsed", "shape_text", "grad_label"]
 
 NODE_H = 38
 V_GAP = 44
@@ -134,13 +150,14 @@ def layout(snapshot, collapsed=()):
         key = (u, v)
         entry = vedges.get(key)
         if entry is None:
-            vedges[key] = entry = {"from": u, "to": v, "edges": [], "grad": None}
+            vedges[key] = entry = {"from": u, "to": v, "edges": [], "grad": None, "grads": []}
         entry["edges"].append(e["id"])
         g = e.get("grad")
-        if g is not None and len(entry["edges"]) == 1:
-            entry["grad"] = g.get("norm")
-        elif len(entry["edges"]) > 1:
-            entry["grad"] = None
+        entry["grads"].append(g.get("norm") if g is not None else None)
+    for entry in vedges.values():
+        grads = entry["grads"]
+        entry["grad"] = grads[0] if len(grads) == 1 else None
+        entry["label"] = grad_label(grads)
 
     order = list(vnodes)
     index = {vid: i for i, vid in enumerate(order)}
@@ -150,36 +167,11 @@ def layout(snapshot, collapsed=()):
         succ[u].append(v)
         pred[v].append(u)
 
-    # 2. layers (longest path, Kahn's algorithm; a cycle is broken at its earliest node)
+    # 2. layers (longest path, Kahn's algorithm; see NOTE [Group boxes])
     vgroup = {vid: vnodes[vid]["group"] for vid in order}
-    indeg = {vid: len(pred[vid]) for vid in order}
-    layer = dict.fromkeys(order, 0)
-    done = set()
-    ready = [vid for vid in order if indeg[vid] == 0]
-    ready.reverse()
-    remaining = len(order)
-    cursor = 0
-    while remaining:
-        if not ready:
-            while order[cursor] in done:
-                cursor += 1
-            ready.append(order[cursor])
-        vid = ready.pop()
-        if vid in done:
-            continue
-        done.add(vid)
-        remaining -= 1
-        for w in succ[vid]:
-            if w in done:
-                continue
-            # an edge into another group spans two layers: room for the group's own leaves
-            # (which hang below it) and for the next box's label, so sibling boxes do not overlap
-            step = 1 if vgroup[vid] == vgroup[w] else 2
-            if layer[vid] + step > layer[w]:
-                layer[w] = layer[vid] + step
-            indeg[w] -= 1
-            if indeg[w] == 0:
-                ready.append(w)
+    layer, broke = _layers(order, succ, pred, vgroup, groups, bottoms=True)
+    if broke:  # the group constraints made a cycle: the plain layering
+        layer, _ = _layers(order, succ, pred, vgroup, groups, bottoms=False)
     nlayers = max(layer.values(), default=-1) + 1
     layers = [[] for _ in range(nlayers)]
 
@@ -199,11 +191,13 @@ def layout(snapshot, collapsed=()):
         prev = u
         succ[u][succ[u].index(v)] = None  # replaced by the chain (kept in place for order)
         pred[v].remove(u)
+        common = _common_group(vgroup[u], vgroup[v], groups)
         for li in range(layer[u] + 1, layer[v]):
             d = f"~{len(index)}"
             index[d] = len(index)
             layer[d] = li
             width[d] = DUMMY_W
+            vgroup[d] = common
             succ[d], pred[d] = [], [prev]
             if prev == u:
                 succ[u][succ[u].index(None)] = d
@@ -249,12 +243,20 @@ def layout(snapshot, collapsed=()):
                     desired[vid] = sum(x[n] for n in ns) / len(ns) if ns else x[vid]
                 row.sort(key=lambda v: (desired[v], index[v]))
                 _place(row, desired, width, x)
-    xmin = min((x[v] - width[v] / 2 for v in x), default=0.0)
-    for vid in x:
-        x[vid] += MARGIN - xmin
 
     def top_of(li):
         return float(MARGIN + GROUP_LABEL + li * (NODE_H + V_GAP))
+
+    # 5. group boxes, innermost first, pushing apart what would overlap (NOTE [Group boxes])
+    hidden = {gid for gid in groups if representative(gid) is not None}
+    rects = _separate_groups(x, width, layer, vgroup, groups, hidden, top_of)
+    xmin = min((x[v] - width[v] / 2 for v in x), default=0.0)
+    xmin = min([xmin] + [r[0] for r in rects.values()])
+    offset = MARGIN / 2 - xmin if rects else MARGIN - xmin
+    for vid in x:
+        x[vid] += offset
+    for gid, r in rects.items():
+        rects[gid] = (r[0] + offset, r[1], r[2] + offset, r[3])
 
     out_nodes = []
     for vid in order:
@@ -288,54 +290,19 @@ def layout(snapshot, collapsed=()):
         entry["points"] = points
         out_edges.append(entry)
 
-    # 5. boxes of the expanded groups that have something visible inside
-    hidden = set()
-    for gid in groups:
-        if representative(gid) is not None:
-            hidden.add(gid)
-    extent = {}
-    for b in out_nodes:
-        gid = b["group"]
-        while gid is not None:
-            if gid not in hidden:
-                ext = extent.get(gid)
-                r = (b["x"], b["y"], b["x"] + b["w"], b["y"] + b["h"])
-                extent[gid] = (
-                    r
-                    if ext is None
-                    else (
-                        min(ext[0], r[0]),
-                        min(ext[1], r[1]),
-                        max(ext[2], r[2]),
-                        max(ext[3], r[3]),
-                    )
-                )
-            gid = groups[gid]["parent"]
-    inner = {}  # how many expanded groups are nested inside each one (for its padding)
-    for gid in extent:
-        d = 0
-        p = groups[gid]["parent"]
-        while p is not None:
-            d += 1
-            if inner.get(p, 0) < d:
-                inner[p] = d
-            p = groups[p]["parent"]
     out_groups = []
     for gid, g in groups.items():
-        ext = extent.get(gid)
-        if ext is None:
+        r = rects.get(gid)
+        if r is None:
             continue
-        levels = 1 + inner.get(gid, 0)
-        pad = GROUP_PAD * levels
-        top_pad = (GROUP_PAD + GROUP_LABEL) * levels
         out_groups.append(
             {
                 "id": gid,
                 "label": _clip(f"{g['name']}: {g['type']}", 40),
-                "x": round(ext[0] - pad, 1),
-                "y": round(ext[1] - top_pad, 1),
-                "w": round(ext[2] - ext[0] + 2 * pad, 1),
-                "h": round(ext[3] - ext[1] + pad + top_pad, 1),
+                "x": round(r[0], 1),
+                "y": round(r[1], 1),
+                "w": round(r[2] - r[0], 1),
+                "h": round(r[3] - r[1], 1),
                 "depth": g["depth"],
             }
         )
@@ -384,3 +351,192 @@ def _place(row, desired, width, x):
     shift = sum(lefts[i] + width[v] / 2 - desired[v] for i, v in enumerate(row)) / len(row)
     for i, vid in enumerate(row):
         x[vid] = lefts[i] + width[vid] / 2 - shift
+
+
+def grad_label(grads):
+    """What an edge shows: the gradient norm of a single edge; for parallel edges (``x * x``,
+    or the edges a collapsed group merges) ``"2× 1.5"`` when the norms are equal, else the
+    norms (up to three), else how many. None before any backward pass."""
+    norms = [g for g in grads if g is not None]
+    if not norms:
+        return None
+    texts = [_norm_text(g) for g in norms]
+    if len(texts) == 1:
+        return texts[0] if len(grads) == 1 else f"{texts[0]} (1 of {len(grads)})"
+    if len(set(texts)) == 1:
+        return f"{len(texts)}× {texts[0]}"
+    if len(texts) <= 3:
+        return ", ".join(texts)
+    return f"{len(texts)} gradients"
+
+
+def _norm_text(v):
+    return v if isinstance(v, str) else f"{v:.3g}"
+
+
+def _chain(gid, groups):
+    out = []
+    while gid is not None:
+        out.append(gid)
+        gid = groups[gid]["parent"]
+    return out
+
+
+def _common_group(a, b, groups):
+    """The innermost group holding both group ``a`` and group ``b`` (None: the top level)."""
+    if a == b:
+        return a
+    inside_b = set(_chain(b, groups))
+    for gid in _chain(a, groups):
+        if gid in inside_b:
+            return gid
+    return None
+
+
+def _layers(order, succ, pred, vgroup, groups, bottoms):
+    """Longest-path layers; with ``bottoms``, each group's outgoing edges start below its
+    lowest member (NOTE [Group boxes]). Returns ``(layer, whether a cycle was broken)``."""
+    # edges as (target, length); group bottoms are extra vertices "^<gid>"
+    out = {vid: [] for vid in order}
+    for u in order:
+        for w in succ[u]:
+            out[u].append((w, 1 if vgroup[u] == vgroup[w] else 2))
+    verts = list(order)
+    if bottoms:
+        used = set()
+        for vid in order:
+            g = vgroup[vid]
+            if g is not None:
+                out[vid].append(("^" + g, 0))
+                used.update(_chain(g, groups))
+        for g in sorted(used):
+            out["^" + g] = []
+            parent = groups[g]["parent"]
+            if parent is not None:
+                out["^" + g].append(("^" + parent, 0))
+        verts += ["^" + g for g in sorted(used)]
+        for u in order:
+            gu = vgroup[u]
+            if gu is None:
+                continue
+            for w in succ[u]:
+                inside_w = set(_chain(vgroup[w], groups))
+                leaving = [g for g in _chain(gu, groups) if g not in inside_w]
+                if leaving:
+                    out["^" + leaving[-1]].append((w, 2))
+    indeg = dict.fromkeys(verts, 0)
+    for v in verts:
+        for w, _ in out[v]:
+            indeg[w] += 1
+    layer = dict.fromkeys(verts, 0)
+    done = set()
+    ready = [v for v in verts if indeg[v] == 0]
+    ready.reverse()
+    remaining = len(verts)
+    cursor = 0
+    broke = False
+    while remaining:
+        if not ready:
+            while verts[cursor] in done:
+                cursor += 1
+            ready.append(verts[cursor])
+            broke = True
+        v = ready.pop()
+        if v in done:
+            continue
+        done.add(v)
+        remaining -= 1
+        for w, length in out[v]:
+            if w in done:
+                continue
+            if layer[v] + length > layer[w]:
+                layer[w] = layer[v] + length
+            indeg[w] -= 1
+            if indeg[w] == 0:
+                ready.append(w)
+    return {vid: layer[vid] for vid in order}, broke
+
+
+def _separate_groups(x, width, layer, vgroup, groups, hidden, top_of):
+    """Group boxes ``{gid: (left, top, right, bottom)}``, built from the innermost group out;
+    at each level the members (nodes and child boxes, the latter moved as one block with
+    everything inside) are moved right until none overlaps another (NOTE [Group boxes]).
+    Updates ``x`` in place."""
+    members = {}  # group id (None: top level) -> the node boxes directly inside
+    kids = {}  # group id -> the expanded child groups with something visible inside
+    inside = {}  # group id -> every box inside it, at any depth, and the bends of its edges
+    for vid in x:
+        g = vgroup.get(vid)
+        if not vid.startswith("~"):  # an edge's bend moves with its group, and pushes nothing
+            members.setdefault(g, []).append(vid)
+        while g is not None:
+            inside.setdefault(g, []).append(vid)
+            parent = groups[g]["parent"]
+            if g not in hidden:
+                kids.setdefault(parent, set()).add(g)
+            g = parent
+    expanded = [g for g in inside if g not in hidden]
+    expanded.sort(key=lambda g: (-groups[g]["depth"], g))
+    nested = {g: [g] for g in expanded}  # group id -> itself and the groups inside it
+    for g in expanded:
+        p = groups[g]["parent"]
+        while p is not None:
+            if p in nested:
+                nested[p].append(g)
+            p = groups[p]["parent"]
+    rects = {}
+    band = NODE_H + V_GAP
+    origin = top_of(0) - V_GAP / 2
+
+    def bands(top, bottom):
+        return range(int((top - origin) // band), int((bottom - 1e-6 - origin) // band) + 1)
+
+    def settle(level):
+        items = []
+        for vid in members.get(level, ()):
+            left = x[vid] - width[vid] / 2
+            top = top_of(layer[vid])
+            items.append((left, top, left + width[vid], top + NODE_H, vid, None))
+        for g in sorted(kids.get(level, ())):
+            r = rects[g]
+            items.append((r[0], r[1], r[2], r[3], None, g))
+        items.sort(key=lambda it: (it[0], it[1], it[4] or "", it[5] or ""))
+        skyline = {}
+        for left, top, right, bottom, vid, g in items:
+            span = bands(top, bottom)
+            need = max((skyline.get(b, -1e18) + H_GAP for b in span), default=-1e18)
+            shift = need - left if need > left else 0.0
+            if shift:
+                if vid is not None:
+                    x[vid] += shift
+                else:
+                    for v in inside[g]:
+                        x[v] += shift
+                    for sub in nested[g]:
+                        r = rects[sub]
+                        rects[sub] = (r[0] + shift, r[1], r[2] + shift, r[3])
+            for b in span:
+                skyline[b] = right + shift
+
+    for g in expanded:
+        settle(g)
+        lefts, tops, rights, bottoms = [], [], [], []
+        for vid in members.get(g, ()):
+            lefts.append(x[vid] - width[vid] / 2)
+            rights.append(x[vid] + width[vid] / 2)
+            tops.append(top_of(layer[vid]))
+            bottoms.append(top_of(layer[vid]) + NODE_H)
+        for k in kids.get(g, ()):
+            r = rects[k]
+            lefts.append(r[0])
+            tops.append(r[1])
+            rights.append(r[2])
+            bottoms.append(r[3])
+        rects[g] = (
+            min(lefts) - GROUP_PAD,
+            min(tops) - GROUP_PAD - GROUP_LABEL,
+            max(rights) + GROUP_PAD,
+            max(bottoms) + GROUP_PAD,
+        )
+    settle(None)
+    return rects

@@ -82,18 +82,20 @@ class Session:
     ``graph`` (GraphView, None with ``--static``), ``hooks`` (HookEditor), ``stepper``
     (BackwardStepper or None), ``value`` (the cell's value)."""
 
-    def __init__(self, record, graph=None, hooks=None, stepper=None, names=None):
+    def __init__(self, record, graph=None, hooks=None, stepper=None, names=None, weak_names=None):
         self.record = record
         self.graph = graph
         self.hooks = hooks
         self.stepper = stepper
         self.names = names or {}
+        self.weak_names = weak_names or {}
         self.value = None
 
     def snapshot(self, **kwargs):
         from .snapshot import build_snapshot
 
         kwargs.setdefault("names", self.names)
+        kwargs.setdefault("weak_names", self.weak_names)
         return build_snapshot(self.record, **kwargs)
 
     def to_svg(self):
@@ -105,17 +107,56 @@ class Session:
         return f"<autograd session: {self.record.summary()}>"
 
 
-def _names(ns):
-    """``{id(obj): name}`` for the tensors and modules bound to names in ``ns`` (labels)."""
+def _names(ns, assigned=()):
+    """Labels for the tensors and modules bound to names in ``ns``: ``(names, weak_names)``,
+    each ``{id(obj): name}``. ``names`` are those the cell itself assigned (``assigned``, in
+    the cell's order); ``weak_names`` every other one, used only where no better name exists
+    (see ``build_snapshot``): a name left bound by an earlier cell (a loop variable such as
+    ``param``) must not rename a module's parameter, which is labelled by its module path."""
     from nbgrad.tensor import Tensor
 
-    out = {}
+    def labelled(v):
+        return isinstance(v, Tensor) or hasattr(v, "named_parameters")
+
+    names = {}
+    for k in assigned:
+        v = ns.get(k)
+        if not k.startswith("_") and labelled(v) and id(v) not in names:
+            names[id(v)] = k
+    weak = {}
     for k, v in list(ns.items()):
-        if k.startswith("_") or id(v) in out:
+        if k.startswith("_") or id(v) in names or id(v) in weak:
             continue
-        if isinstance(v, Tensor) or hasattr(v, "named_parameters"):
-            out[id(v)] = k
-    return out
+        if labelled(v):
+            weak[id(v)] = k
+    return names, weak
+
+
+def _assigned_names(tree):
+    """The names a cell binds by assignment (``=``, ``+=``, ``:=``, annotated), in order; not
+    ``for`` or ``with`` targets, comprehension variables, imports or definitions."""
+    out = []
+
+    def targets(node):
+        if isinstance(node, ast.Name):
+            out.append(node.id)
+        elif isinstance(node, (ast.Tuple, ast.List)):
+            for elt in node.elts:
+                targets(elt)
+        elif isinstance(node, ast.Starred):
+            targets(node.value)
+
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                targets(t)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets(node.target)
+        elif isinstance(node, ast.NamedExpr):
+            targets(node.target)
+    return list(dict.fromkeys(out))
 
 
 @magics_class
@@ -141,7 +182,7 @@ class AutogradMagics(Magics):
         shown = f"%%autograd {line}".rstrip() + "\n" + transformed
         filename = shell.compile.cache(shown, shell.execution_count, raw_code=cell)
         # compile first: a syntax error is reported like any cell's, before anything is shown
-        body, last = _compile(shell, "\n" + transformed, filename)
+        body, last, assigned = _compile(shell, "\n" + transformed, filename)
 
         rec = Recorder(cell_filename=filename)
         view = handle = None
@@ -168,8 +209,8 @@ class AutogradMagics(Magics):
             finally:
                 if view is not None:
                     view.stop_live()  # the final refresh comes below, with the leaves' names
-        names = _names(ns)
-        session = Session(rec, names=names)
+        names = _names(ns, assigned)
+        session = Session(rec, names=names[0], weak_names=names[1])
         session.value = value
         if opts.output:
             ns[opts.output] = session
@@ -183,14 +224,16 @@ class AutogradMagics(Magics):
         return value
 
     def _show(self, opts, rec, view, handle, session, names, root):
+        """``names``: ``(names, weak_names)`` as :func:`_names` gives them."""
         from .snapshot import build_snapshot
         from .svg import snapshot_svg, trace_svg
 
         trace = rec.passes[-1] if rec.passes else None
         if opts.step and trace is None:
             print("%%autograd --step: no backward pass ran in this cell (use --backward EXPR)")
+        names, weak_names = names
         if opts.static:
-            snap = build_snapshot(rec, names=names, timings=False)
+            snap = build_snapshot(rec, names=names, weak_names=weak_names, timings=False)
             display(
                 {
                     "image/svg+xml": snapshot_svg(snap),
@@ -201,7 +244,7 @@ class AutogradMagics(Magics):
             if opts.step and trace is not None:
                 from .snapshot import trace_snapshot
 
-                tr = trace_snapshot(trace, names=names)
+                tr = trace_snapshot(trace, names=names, weak_names=weak_names)
                 display(
                     {
                         "image/svg+xml": trace_svg(tr),
@@ -213,6 +256,7 @@ class AutogradMagics(Magics):
         from .hook_editor import HookEditor
 
         view.names = names
+        view.weak_names = weak_names
         view.refresh()
         session.graph = view
         session.hooks = HookEditor(graph=view, root=root, namespace=self.shell.user_ns)
@@ -222,7 +266,9 @@ class AutogradMagics(Magics):
         if opts.step and trace is not None:
             from .stepper import BackwardStepper
 
-            session.stepper = BackwardStepper(trace, names=names, ids=getattr(rec, "_ids", None))
+            session.stepper = BackwardStepper(
+                trace, names=names, weak_names=weak_names, ids=getattr(rec, "_ids", None)
+            )
             display(session.stepper)
 
 
@@ -243,19 +289,21 @@ CellSyntaxError.__name__ = "SyntaxError"
 
 
 def _compile(shell, source, filename):
-    """The cell as (statements, last expression or None), compiled with IPython's flags."""
+    """The cell as (statements, last expression or None, the names it assigns), compiled with
+    IPython's flags."""
     try:
         tree = shell.compile.ast_parse(source, filename=filename)
     except SyntaxError as e:
         stb = shell.SyntaxTB.structured_traceback(type(e), e, [])
         raise CellSyntaxError(e, stb) from None
+    assigned = _assigned_names(tree)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
     flags = shell.compile.flags
     body = compile(tree, filename, "exec", flags, True)
     expr = compile(last, filename, "eval", flags, True) if last is not None else None
-    return body, expr
+    return body, expr, assigned
 
 
 def _reraise(shell, error, tb):

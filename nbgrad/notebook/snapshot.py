@@ -72,6 +72,7 @@ __all__ = [
     "IdMap",
     "build_snapshot",
     "trace_snapshot",
+    "trace_state",
     "grad_summary",
     "tensor_summary",
     "hooks_of",
@@ -206,9 +207,8 @@ def _superseded(record):
     ``grad_fn`` any more (a custom Function's identity outputs are views whose ``grad_fn``
     becomes the Function's node, e.g. ``BackwardHookFunctionBackward``). Such a node is no part
     of the graph; it is still drawn if another node leads to it."""
-    refs = record._outputs_ref
     outs = record.output_tensors()
-    return bool(refs) and len(outs) == len(refs) and all(t.grad_fn is not record.node for t in outs)
+    return len(outs) == record.n_outputs and all(t.grad_fn is not record.node for t in outs)
 
 
 def _roots_to_nodes(roots):
@@ -367,6 +367,7 @@ def build_snapshot(
     passes=None,
     pass_index=None,
     names=None,
+    weak_names=None,
     ids=None,
     timings=True,
     max_nodes=MAX_NODES,
@@ -376,7 +377,11 @@ def build_snapshot(
 
     ``passes``: backward traces to include (default: the recorder's); the gradients on edges
     come from ``pass_index`` (default: the last pass that ran a node of this graph).
-    ``names``: ``{id(tensor or module): name}`` for labelling leaves and top modules.
+    ``names``: ``{id(tensor or module): name}`` for labelling leaves and top modules; a
+    parameter of a recorded module without one is labelled by its module path
+    (``model.fc1.weight``); ``weak_names`` (same form) are used only after both (the magic
+    passes the names bound in the cell itself as ``names``, every other name in the namespace
+    as ``weak_names``, so that a leftover loop variable does not rename a parameter).
     ``ids``: an :class:`IdMap` to share ids between snapshots (the recorder keeps one).
     ``objects``: a dict to fill with
     ``{node id: Node, group id: ModuleCall}`` (for the widgets' Python side).
@@ -388,6 +393,7 @@ def build_snapshot(
             if recorder is not None:
                 recorder._ids = ids
     names = dict(names or {})
+    weak_names = weak_names or {}
     records = recorder.records if recorder is not None else []
     groups = list(recorder.modules) if recorder is not None else []
     group_ids = {g: f"g{g.index}" for g in groups}
@@ -397,7 +403,9 @@ def build_snapshot(
     for g in groups:
         if g.parent is None:
             module = g.module
-            top = names.get(id(module)) if module is not None else None
+            top = None
+            if module is not None:
+                top = names.get(id(module)) or weak_names.get(id(module))
             paths[g] = top or g.path
         else:
             paths[g] = f"{paths.get(g.parent, g.parent.path)}.{g.name}"
@@ -419,6 +427,8 @@ def build_snapshot(
             if id(p) not in param_group:
                 param_group[id(p)] = g
                 names.setdefault(id(p), f"{paths[g]}.{pname}")
+    for key, name in weak_names.items():
+        names.setdefault(key, name)
 
     # which nodes
     if recorder is not None and not roots:
@@ -655,7 +665,7 @@ def _info_summary(info, ids, node_set):
     }
 
 
-def trace_snapshot(trace, *, names=None, ids=None, max_nodes=MAX_NODES):
+def trace_snapshot(trace, *, names=None, weak_names=None, ids=None, max_nodes=MAX_NODES):
     """The stepper's view of one backward pass (schema ``nbgrad.trace``, see above)."""
     ids = ids or IdMap()
     graph = build_snapshot(
@@ -664,6 +674,7 @@ def trace_snapshot(trace, *, names=None, ids=None, max_nodes=MAX_NODES):
         passes=[trace],
         pass_index=trace.index,
         names=names,
+        weak_names=weak_names,
         ids=ids,
         max_nodes=max_nodes,
     )
@@ -706,3 +717,55 @@ def trace_snapshot(trace, *, names=None, ids=None, max_nodes=MAX_NODES):
         },
         "error": trace.error,
     }
+
+
+def trace_state(trace, position):
+    """The engine's state at a stepper ``position`` of a trace (schema ``nbgrad.trace``): 0 is
+    the start, ``k`` (1 .. n) is step ``k - 1`` running, ``n + 1`` the end. Returns
+    ``position``, ``steps``, ``running`` node id, ``done`` ids, ``ready`` per device,
+    ``dependencies`` and ``buffers`` of the nodes not yet ready, the running node's
+    ``inputs``, ``outputs``, ``hooks``, ``made_ready``, ``device`` and ``accumulated``.
+    ``stateAt`` in widgets/stepper.js is the same in JS."""
+    steps = trace["steps"]
+    pos = max(0, min(int(position), len(steps) + 1))
+    deps = dict(trace["initial"]["dependencies"])
+    buffers = {}
+    for s in steps[: min(pos, len(steps))]:
+        deps.update(s["dependencies"])
+        buffers.update(s["buffers"])
+    done = [s["node"] for s in steps[: max(0, pos - 1)]]
+    state = {
+        "position": pos,
+        "steps": len(steps),
+        "running": None,
+        "done": done,
+        "ready": trace["initial"]["ready"],
+        "inputs": [],
+        "outputs": [],
+        "hooks": [],
+        "made_ready": [],
+        "device": None,
+        "accumulated": None,
+    }
+    if 1 <= pos <= len(steps):
+        s = steps[pos - 1]
+        state.update(
+            running=s["node"],
+            ready=s["ready"],
+            inputs=s["inputs"],
+            outputs=s["outputs"],
+            hooks=s["hooks"],
+            made_ready=s["made_ready"],
+            device=s["device"],
+            accumulated=s.get("accumulated"),
+        )
+    elif pos > len(steps):
+        deps.update(trace["final"]["dependencies"])
+        buffers.update(trace["final"]["buffers"])
+        done = [s["node"] for s in steps]
+        state.update(done=done, ready={d: [] for d in trace["initial"]["ready"]})
+    ready_ids = {i for ids in state["ready"].values() for i in ids}
+    finished = set(done) | ready_ids | ({state["running"]} if state["running"] else set())
+    state["dependencies"] = {k: v for k, v in deps.items() if k not in finished}
+    state["buffers"] = {k: v for k, v in buffers.items() if k not in finished}
+    return state

@@ -10,7 +10,9 @@ without running anything again (so stepping back is exact, and no hook runs twic
 
 Positions: 0 is the start of the pass (dependency counts of every node, the root ready);
 position ``k`` (1 .. n) is step ``k - 1`` running; ``n + 1`` is the end. :meth:`state` rebuilds
-the engine's state at a position from the trace (the browser does the same in JS).
+the engine's state at a position from the trace (the browser does the same in JS). The still
+form (``svg.trace_svg``) shows the current position: the running node, the ready queue of each
+device and the nodes still waiting.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import traitlets as t
 from ._widget import StillWidget, asset, dumps
 from .layout import default_collapsed, layout
 from .recorder import BackwardTrace, Recorder
-from .snapshot import IdMap, trace_snapshot
+from .snapshot import IdMap, trace_snapshot, trace_state
 from .svg import trace_svg
 
 __all__ = ["BackwardStepper"]
@@ -62,6 +64,7 @@ class BackwardStepper(StillWidget):
         retain_graph=None,
         create_graph=False,
         names=None,
+        weak_names=None,
         ids=None,
     ):
         super().__init__()
@@ -88,7 +91,9 @@ class BackwardStepper(StillWidget):
                 f"from, got {type(source).__name__}"
             )
         self.backward_trace = backward_trace
-        snap = trace_snapshot(backward_trace, names=names, ids=ids or IdMap())
+        snap = trace_snapshot(
+            backward_trace, names=names, weak_names=weak_names, ids=ids or IdMap()
+        )
         graph = snap["graph"]
         with self.hold_sync():
             self.trace = snap
@@ -126,55 +131,11 @@ class BackwardStepper(StillWidget):
         """The engine's state at ``position`` (default: the current one), rebuilt from the
         trace: ``running`` node id, ``done`` ids, ``ready`` per device, ``dependencies`` and
         ``buffers`` of the nodes not yet ready, the running node's ``inputs``, ``outputs``,
-        ``hooks`` and ``made_ready``."""
-        tr = self.trace
-        pos = self.position if position is None else max(0, min(position, self.steps + 1))
-        deps = dict(tr["initial"]["dependencies"])
-        buffers = {}
-        steps = tr["steps"]
-        upto = min(pos, len(steps))
-        for s in steps[:upto]:
-            deps.update(s["dependencies"])
-            buffers.update(s["buffers"])
-        done = [s["node"] for s in steps[: max(0, pos - 1)]]
-        state = {
-            "position": pos,
-            "steps": len(steps),
-            "running": None,
-            "done": done,
-            "ready": tr["initial"]["ready"],
-            "inputs": [],
-            "outputs": [],
-            "hooks": [],
-            "made_ready": [],
-            "device": None,
-        }
-        if pos == 0:
-            pass
-        elif pos <= len(steps):
-            s = steps[pos - 1]
-            state.update(
-                running=s["node"],
-                ready=s["ready"],
-                inputs=s["inputs"],
-                outputs=s["outputs"],
-                hooks=s["hooks"],
-                made_ready=s["made_ready"],
-                device=s["device"],
-            )
-        else:
-            deps.update(tr["final"]["dependencies"])
-            buffers.update(tr["final"]["buffers"])
-            done = [s["node"] for s in steps]
-            state.update(done=done, ready={d: [] for d in tr["initial"]["ready"]})
-        ready_ids = {i for ids in state["ready"].values() for i in ids}
-        finished = set(done) | ready_ids | ({state["running"]} if state["running"] else set())
-        state["dependencies"] = {k: v for k, v in deps.items() if k not in finished}
-        state["buffers"] = {k: v for k, v in buffers.items() if k not in finished}
-        return state
+        ``hooks``, ``made_ready`` and ``accumulated`` (see ``snapshot.trace_state``)."""
+        return trace_state(self.trace, self.position if position is None else position)
 
     def to_svg(self) -> str:
-        return trace_svg(self.trace, lay=self.graph_layout)
+        return trace_svg(self.trace, lay=self.graph_layout, position=self.position)
 
     def __repr__(self):
         pos = self.position

@@ -76,18 +76,30 @@ def _header(width, height, title):
     return parts, top
 
 
-def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None):
+FOOTER_LINE = 15
+
+
+def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None, footer=()):
     """The graph of ``snapshot`` as an SVG string.
 
     ``lay``: a layout (computed with no group collapsed when omitted); ``marks``:
     ``{snapshot node id: short text}`` drawn in a corner badge (the stepper's execution order);
-    ``highlight``: a snapshot node id drawn with a thick border.
+    ``highlight``: a snapshot node id drawn with a thick border; ``footer``: lines of text
+    ``(text, bold)`` below the graph (the stepper's state).
     """
     if lay is None:
         lay = _layout(snapshot)
     nodes = {n["id"]: n for n in snapshot["nodes"]}
     roots = set(snapshot.get("roots", ()))
-    parts, top = _header(lay["width"], lay["height"], title)
+    width, height = lay["width"], lay["height"]
+    if footer:
+        width = max(width, max(round(len(text) * 6.7 + 20) for text, _ in footer))
+        height += FOOTER_LINE * len(footer) + 8
+    parts, top = _header(width, height, title)
+    for k, (text, bold) in enumerate(footer):
+        y = top + lay["height"] + FOOTER_LINE * (k + 1)
+        weight = ' font-weight="bold"' if bold else ""
+        parts.append(f'<text x="10" y="{_f(y)}"{weight} fill="#222222">{_t(text)}</text>')
     parts.append(f'<g transform="translate(0,{top})">')
     for g in lay["groups"]:
         parts.append(
@@ -104,12 +116,13 @@ def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None):
             f'<path d="{edge_path(p)}" fill="none" stroke="#8a8a8a" stroke-width="1.2" '
             'marker-end="url(#nbg-arrow)"/>'
         )
-        if e.get("grad") is not None:
+        label = e.get("label")
+        if label:  # the gradient norm; both for parallel edges (layout.grad_label)
             mx, my = (p[0] + p[2]) / 2, (p[1] + p[3]) / 2  # the middle of the first segment
             parts.append(
                 f'<text x="{_f(mx + 4)}" y="{_f(my + 3)}" font-size="9" fill="#1f6f3a" '
                 'stroke="#ffffff" stroke-width="3" paint-order="stroke">'
-                f"{_t(_num(e['grad']))}</text>"
+                f"{_t(label)}</text>"
             )
     for b in lay["nodes"]:
         if b["kind"] == "group":
@@ -176,29 +189,88 @@ def _group_number(gid):
     return int(gid[1:]) if gid[1:].isdigit() else 0
 
 
-def trace_svg(trace, index=None, lay=None):
+def trace_svg(trace, index=None, lay=None, position=None):
     """The still form of a BackwardStepper: the graph with each node's place in the order it
-    ran; with ``index``, that step's node highlighted."""
+    ran, and the state at a stepper ``position`` (0: the start, the default; ``k``: step
+    ``k - 1`` running, highlighted; ``index``: the same as position ``index + 1``): where the
+    pass is, the ready queue of each device, the nodes still waiting."""
+    from .layout import default_collapsed
+    from .snapshot import trace_state
+
     graph = trace["graph"]
     marks = {}
     for s in trace["steps"]:
         marks.setdefault(s["node"], str(s["index"] + 1))
-    highlight = None
-    if index is not None and 0 <= index < len(trace["steps"]):
-        highlight = trace["steps"][index]["node"]
-    title = f"backward pass: {len(trace['steps'])} steps"
+    if position is None:
+        position = index + 1 if index is not None else 0
+    state = trace_state(trace, position)
+    n = len(trace["steps"])
+    title = f"backward pass: {n} steps"
     if trace.get("error"):
         title += f" (error: {trace['error'][:60]})"
-    from .layout import default_collapsed
-
     if not lay:
         lay = _layout(graph, default_collapsed(graph))
-    return graph_svg(graph, lay, title=title, marks=marks, highlight=highlight)
+    return graph_svg(
+        graph,
+        lay,
+        title=title,
+        marks=marks,
+        highlight=state["running"],
+        footer=_state_lines(graph, state, trace.get("error")),
+    )
+
+
+def _state_lines(graph, state, error):
+    """The stepper's state as lines of text: position, running node, ready queues, waiting."""
+    labels = {node["id"]: node["label"] for node in graph["nodes"]}
+
+    def name(i):
+        return f"{labels.get(i, i)} ({i})"
+
+    def names(ids, limit=8):
+        shown = [name(i) for i in ids[:limit]]
+        if len(ids) > limit:
+            shown.append(f"and {len(ids) - limit} more")
+        return ", ".join(shown) if shown else "empty"
+
+    pos, n = state["position"], state["steps"]
+    if pos == 0:
+        where = f"at the start: {n} steps to run"
+    elif pos > n:
+        where = f"at the end: {n} nodes ran" + (f" (error: {error[:60]})" if error else "")
+    else:
+        where = f"step {pos} / {n}: running {name(state['running'])} on {state['device']}"
+    lines = [(where, True)]
+    acc = state.get("accumulated")
+    if acc:
+        lines.append(
+            (
+                f"  accumulated into .grad: |grad| {_norms(acc['grad'])}, "
+                f"|.grad| {_norms(acc['before'])} -> {_norms(acc['after'])}",
+                False,
+            )
+        )
+    for device, ids in sorted(state["ready"].items()):
+        lines.append((f"ready queue ({device}): {names(ids)}", False))
+    waiting = [(i, c) for i, c in state["dependencies"].items() if c > 0]
+    if waiting:
+        shown = ", ".join(f"{name(i)}: {c}" for i, c in waiting[:6])
+        more = f" and {len(waiting) - 6} more" if len(waiting) > 6 else ""
+        lines.append((f"waiting (dependencies left): {shown}{more}", False))
+    return lines
 
 
 def hooks_svg(target_label, hooks, fired=()):
     """The still form of a HookEditor: its target and a table of its hooks, then the hooks
-    that fired in the last run."""
+    that fired in the last run; with no target (``target_label`` None), what to do."""
+    if target_label is None and not hooks and not fired:
+        parts, top = _header(640, 50, "Hook editor: no target")
+        parts.append(
+            f'<text x="10" y="{_f(top + 20)}" fill="#555555">select a tensor, node or module '
+            "(click a node in the graph, or HookEditor(target))</text>"
+        )
+        parts.append("</svg>")
+        return "\n".join(parts)
     rows = [("kind", "name", "state")]
     for h in hooks:
         state = "enabled" if h["enabled"] else "disabled"

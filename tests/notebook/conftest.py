@@ -33,6 +33,21 @@ class FakeModule:
             recorder.module_exit(token)
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failing browser test saves the whole page (test_browser.py's ``nb`` fixture); nbval's
+    items have no funcargs."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" and report.failed:
+        book = getattr(item, "funcargs", {}).get("nb")
+        if book is not None:
+            try:
+                book.shot(f"FAILED-{item.name}")
+            except Exception:  # noqa: BLE001 - the test's own failure matters more
+                pass
+
+
 @pytest.fixture
 def fake_model():
     return FakeModule("outer", FakeModule("inner", scale=0.5))

@@ -1,15 +1,23 @@
 """End to end: a real JupyterLab in headless Chromium runs ``%%autograd`` cells, and the widgets
 respond to clicks (follows shared/recipes/jupyterlab-browser-tests.md).
 
+One notebook of ``%%autograd`` cells is run once (module fixture ``nb``); each test then checks
+one thing on that page and saves a screenshot: the graph with its node names (a), a click
+showing a node's details (b), a hook typed in the editor doubling the gradient (c), the stepper
+going through every node (d), the graph growing while a slow cell runs (e), module groups. A
+last test runs the first tutorial, ``notebooks/00_first_graph.ipynb``, with Run All.
+
 Needs ``jupyterlab``, ``playwright`` (Python package only, never ``playwright install``) and
 Debian's Chromium at /usr/bin/chromium (``apt-get install -y chromium``): the README's test
 command installs all three, so a missing one fails the test, saying which. Screenshots go to
-``$NBGRAD_ARTIFACTS`` (default: pytest's tmp dir).
+``$NBGRAD_ARTIFACTS`` (default: a pytest tmp dir); a failing test also saves the whole page
+(``pytest_runtest_makereport`` in conftest.py).
 """
 
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -32,26 +40,31 @@ if not Path(CHROMIUM).is_file():
     )
 
 REPO = Path(__file__).resolve().parents[2]
+TUTORIAL = REPO / "notebooks" / "00_first_graph.ipynb"
 
 CELLS = [
     "%load_ext nbgrad\nimport nbgrad as ng",
-    # the graph grows while the cell runs
+    # 1: the graph grows while the cell runs (test e)
     "%%autograd\n"
     "import time\n"
     "h = ng.ones(2, requires_grad=True)\n"
     "for _ in range(8):\n"
     "    h = h * 2\n"
     "    time.sleep(0.5)",
+    # 2: the graph, a node's details, a hook from the editor (tests a, b, c)
     "%%autograd --backward loss --retain-graph -o s\n"
     "x = ng.tensor([1.0, 2.0], requires_grad=True)\n"
     "w = ng.tensor([0.5, -1.0], requires_grad=True)\n"
     "y = (x * w).tanh()\n"
     "loss = y.sum()\n"
     "loss",
-    "%%autograd --step --backward out\nout = (x * x).exp().sum()",
+    # 3: the stepper (test d); ``x * x`` gives two parallel edges, the sum a branch
+    "%%autograd --step --backward out\n" + "out = ((x * x).exp() + w.sin()).sum()",
+    # 4: a still picture only
     "%%autograd --static\nz = (x + w).sum()",
 ]
-# module groups through the recorder stack (way 2 of NOTE [Module groups] in recorder.py)
+STEPPER_CODE = "out = ((x * x).exp() + w.sin()).sum()"
+# 5: module groups through the recorder stack (way 2 of NOTE [Module groups] in recorder.py)
 CELLS.append(
     "%%autograd\n"
     "from nbgrad.notebook import recorder\n"
@@ -110,6 +123,7 @@ def lab(tmp_path_factory):
     root = tmp_path_factory.mktemp("lab")
     private = tmp_path_factory.mktemp("lab-private")
     _notebook(root / "autograd.ipynb")
+    shutil.copy(TUTORIAL, root / TUTORIAL.name)
     settings = private / "settings"
     for rel, content in [
         ("@jupyterlab/docmanager-extension/plugin.jupyterlab-settings", {"autosave": False}),
@@ -191,120 +205,318 @@ def browser():
         b.close()
 
 
-@pytest.fixture
-def artifacts(tmp_path):
-    out = Path(os.environ.get("NBGRAD_ARTIFACTS", tmp_path))
+@pytest.fixture(scope="module")
+def artifacts(tmp_path_factory):
+    out = os.environ.get("NBGRAD_ARTIFACTS")
+    out = Path(out) if out else tmp_path_factory.mktemp("artifacts")
     out.mkdir(parents=True, exist_ok=True)
     return out
 
 
-def test_autograd_cells_in_jupyterlab(lab, browser, artifacts):
-    page = browser.new_page(viewport={"width": 1400, "height": 3000})
-    errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    try:
-        _run(page, lab, errors)
-    finally:
-        page.screenshot(path=str(artifacts / "autograd-notebook.png"))
-        page.close()
+class Notebook:
+    """A notebook open in JupyterLab: its page, its cells, and screenshots of them."""
+
+    def __init__(self, page, artifacts):
+        self.page = page
+        self.artifacts = artifacts
+        self.errors = []
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+
+    def cell(self, i):
+        return self.panel.locator(".jp-CodeCell").nth(i)
+
+    def shot(self, name, locator=None):
+        """Save a screenshot of ``locator`` (default: the page) as ``<name>.png``."""
+        path = self.artifacts / f"{name}.png"
+        if locator is None:
+            self.page.screenshot(path=str(path))
+        else:
+            locator.scroll_into_view_if_needed()
+            locator.screenshot(path=str(path))
+        return path
+
+    def open_and_run(self, lab, notebook):
+        """Open ``notebook``, wait for its kernel, clear the stored outputs, run all cells (not
+        waiting for them to finish)."""
+        page = self.page
+        page.goto(f"{lab['url']}/lab/tree/{notebook}?reset&token={lab['token']}")
+        status = page.locator(".jp-StatusBar-TextItem", has_text="| Idle")
+        status.first.wait_for(timeout=90_000)
+        page.evaluate("window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+        # not awaited: the command's promise resolves only when every cell has run
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+    def wait_all_run(self, timeout=90_000):
+        self.page.wait_for_function(
+            "() => { const p = [...document.querySelectorAll("
+            "'.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputArea-prompt')];"
+            " return p.length && p.every(x => /\\[\\d+\\]/.test(x.textContent)); }",
+            timeout=timeout,
+        )
 
 
-def _run(page, lab, errors):
-    page.goto(f"{lab['url']}/lab/tree/autograd.ipynb?reset&token={lab['token']}")
-    nb = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
-    status = page.locator(".jp-StatusBar-TextItem", has_text="| Idle")
-    status.first.wait_for(timeout=90_000)
-    page.evaluate("window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
-    # not awaited: the command's promise resolves only when every cell has run
-    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-
-    # the graph of cell 2: nodes, leaves named, gradients on the edges
-    def cell(i):
-        return nb.locator(".jp-CodeCell").nth(i)
-
-    live = cell(1).locator(".nbg-graph").first
+@pytest.fixture(scope="module")
+def nb(lab, browser, artifacts):
+    """The test notebook, run once; while cell 1 runs, its live graph is caught growing."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1800})
+    book = Notebook(page, artifacts)
+    book.open_and_run(lab, "autograd.ipynb")
+    live = book.cell(1).locator(".nbg-graph").first
     live.locator(".nbg-status", has_text="recording").wait_for(timeout=90_000)
-    page.wait_for_function(
-        "() => document.querySelectorAll('.nbg-graph')[0]"
-        ".querySelectorAll('.nbg-node').length >= 3",
-        timeout=30_000,
+    count = "() => document.querySelectorAll('.nbg-graph')[0].querySelectorAll('.nbg-node').length"
+    recording = (
+        "document.querySelectorAll('.nbg-graph')[0].querySelector('.nbg-status')"
+        ".textContent.includes('recording')"
     )
-    seen_live = live.locator(".nbg-node").count()
-    assert seen_live < 9  # caught while growing: 8 MulBackward0 and a leaf at the end
+    page.wait_for_function(f"() => ({count})() >= 3 && {recording}", timeout=30_000)
+    book.shot("e-graph-growing-1", live)
+    first = page.evaluate(count)  # read after the picture: it shows no more than this
+    # the same cell, still running, shows more nodes than before
+    page.wait_for_function(f"() => ({count})() > {first} && {recording}", timeout=30_000)
+    book.shot("e-graph-growing-2", live)
+    book.live = {"first": first, "second": page.evaluate(count)}
+    book.wait_all_run()
+    yield book
+    page.close()
 
-    graph = cell(2).locator(".nbg-graph")
-    graph.wait_for(timeout=90_000)
+
+def test_e_graph_grows_while_the_cell_runs(nb):
+    # caught twice while growing: 8 MulBackward0 and a leaf at the end
+    assert 3 <= nb.live["first"] < nb.live["second"] < 9, nb.live
+    first = nb.cell(1).locator(".nbg-graph")
+    assert first.count() == 1  # the live view was replaced by the final one, shown once
+    assert first.locator(".nbg-node").count() == 9
+    assert "recording" not in first.locator(".nbg-status").inner_text()
+    labels = first.locator(".nbg-node .nbg-label").all_text_contents()
+    assert sorted(labels) == ["AccumulateGrad"] + ["MulBackward0"] * 8, labels
+    nb.shot("e-graph-final", first)
+    assert not nb.errors, nb.errors
+
+
+def test_a_graph_renders_node_names(nb):
+    graph = nb.cell(2).locator(".nbg-graph")
     graph.locator(".nbg-edge-label").first.wait_for(timeout=60_000)
     labels = graph.locator(".nbg-node .nbg-label").all_text_contents()
-    assert {"TanhBackward0", "MulBackward0", "SumBackward0", "x", "w"} <= set(labels), labels
-    # cell 3's stepper and cell 4's still picture
-    stepper = cell(3).locator(".nbg-stepper")
-    stepper.wait_for(timeout=60_000)
-    nb.locator(".jp-OutputArea-output img, .jp-OutputArea-output svg").filter(
-        has_text=""
-    ).first.wait_for(timeout=60_000)
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('.jp-InputArea-prompt')]"
-        ".every(p => !p.textContent.includes('[*]'))",
-        timeout=90_000,
-    )
+    assert sorted(labels) == ["MulBackward0", "SumBackward0", "TanhBackward0", "w", "x"], labels
+    subs = graph.locator(".nbg-node", has_text="TanhBackward0").locator(".nbg-sub")
+    assert subs.text_content() == "2"  # its shape
+    # every edge carries the gradient that flowed through it (the cell ran backward)
+    assert graph.locator(".nbg-edge-label").count() == graph.locator(".nbg-edge").count() == 4
+    assert "gradients of pass 0" in graph.locator(".nbg-status").inner_text()
+    # the still picture of cell 4, and no error anywhere
+    nb.cell(4).locator(".jp-OutputArea-output img, .jp-OutputArea-output svg").first.wait_for()
+    nb.shot("a-graph", graph)
+    assert not nb.errors, nb.errors
 
-    # click the tanh node: the details panel shows it, and the hook editor follows
+
+def test_b_clicking_a_node_shows_its_details(nb):
+    graph = nb.cell(2).locator(".nbg-graph")
     graph.locator(".nbg-node", has_text="TanhBackward0").first.click()
     panel = graph.locator(".nbg-panel")
     panel.get_by_text("next_functions").wait_for(timeout=20_000)
-    assert "TanhBackward0" in panel.inner_text()
-    editor = cell(2).locator(".nbg-hooks")
+    text = panel.inner_text()
+    assert text.startswith("TanhBackward0"), text
+    assert "MulBackward0" in text  # its next function
+    assert "result" in text  # the saved result
+    assert "made by" in text and "tanh, line 4: y = (x * w).tanh()" in text, text
+    assert graph.locator(".nbg-node.nbg-selected", has_text="TanhBackward0").count() == 1
+    # the hook editor follows the selection
+    editor = nb.cell(2).locator(".nbg-hooks")
+    editor.locator(".nbg-hooks-title", has_text="Hooks on TanhBackward0").wait_for(timeout=20_000)
+    # a leaf shows its tensor and its .grad
+    graph.locator(".nbg-node", has_text="x").last.click()
+    panel.get_by_text("Tensor", exact=True).wait_for(timeout=20_000)
+    assert ".grad" in panel.inner_text()
+    graph.locator(".nbg-node", has_text="TanhBackward0").first.click()
+    panel.get_by_text("next_functions").wait_for(timeout=20_000)
+    nb.shot("b-node-details", nb.cell(2).locator(".jp-OutputArea"))
+
+
+def _g(values):
+    """Numbers as the widgets write them (3 significant digits)."""
+    return ", ".join(f"{v:.3g}" for v in values)
+
+
+def test_c_hook_from_the_editor_doubles_the_gradient(nb):
+    import numpy as np
+
+    x, w = np.array([1.0, 2.0]), np.array([0.5, -1.0])
+    dtanh = 1 - np.tanh(x * w) ** 2  # what reaches MulBackward0 without the hook
+    graph = nb.cell(2).locator(".nbg-graph")
+    editor = nb.cell(2).locator(".nbg-hooks")
+    graph.locator(".nbg-node", has_text="TanhBackward0").first.click()
+    editor.locator(".nbg-hooks-title", has_text="Hooks on TanhBackward0").wait_for(timeout=20_000)
+    # before: pass 0 (the cell's own backward) brought dtanh to MulBackward0, w * dtanh to x
+    panel = graph.locator(".nbg-panel")
+    for node, values in (("MulBackward0", dtanh), ("x", w * dtanh)):
+        graph.locator(".nbg-node", has_text=node).last.click()
+        panel.get_by_text("Gradient received").wait_for(timeout=20_000)
+        assert f"[{_g(values)}]" in panel.inner_text(), panel.inner_text()
+    graph.locator(".nbg-node", has_text="TanhBackward0").first.click()
     editor.locator(".nbg-hooks-title", has_text="Hooks on TanhBackward0").wait_for(timeout=20_000)
 
-    # add a hook by typing Python, run backward, see it fire with the gradient before and after
     editor.locator("select.nbg-hooks-kind").select_option("tensor_hook")
-    editor.locator("textarea.nbg-hooks-code").first.fill("lambda grad: grad * 10")
+    editor.locator("textarea.nbg-hooks-code").first.fill("lambda g: g * 2")
     editor.locator("button.nbg-hooks-add").click()
     editor.locator(".nbg-hook-name", has_text="<hook:TanhBackward0#").wait_for(timeout=20_000)
     editor.locator("input.nbg-retain").check()
     editor.locator("button.nbg-hooks-run").click()
     fired = editor.locator(".nbg-hooks-fired")
-    fired.get_by_text("tensor", exact=True).wait_for(timeout=20_000)
-    assert "<hook:TanhBackward0#" in fired.inner_text()
+    row = fired.locator("tr", has_text="<hook:TanhBackward0#")
+    row.wait_for(timeout=20_000)
+    cells = row.locator("td").all_text_contents()
+    # kind, hook, node, before, after: the gradient of y, [1, 1], doubled
+    assert cells[0] == "tensor", cells
+    assert cells[3].endswith("[1, 1]") and cells[4].endswith("[2, 2]"), cells
+    assert "‖g‖=1.41" in cells[3] and "‖g‖=2.83" in cells[4], cells
+    # the graph now shows pass 1: MulBackward0 and the leaf x received twice as much
+    graph.locator(".nbg-status", has_text="gradients of pass 1").wait_for(timeout=20_000)
+    for node, values in (("MulBackward0", 2 * dtanh), ("x", 2 * w * dtanh)):
+        graph.locator(".nbg-node", has_text=node).last.click()
+        panel.get_by_text("Gradient received").wait_for(timeout=20_000)
+        assert f"[{_g(values)}]" in panel.inner_text(), panel.inner_text()
+    nb.shot("c-hook-doubles-gradient", nb.cell(2).locator(".jp-OutputArea"))
+
     # a syntax error shows in the editor and loses no hook
+    graph.locator(".nbg-node", has_text="TanhBackward0").first.click()
+    editor.locator(".nbg-hooks-title", has_text="Hooks on TanhBackward0").wait_for(timeout=20_000)
     editor.locator("textarea.nbg-hooks-code").first.fill("lambda grad: grad +")
     editor.locator("button.nbg-hooks-add").click()
     editor.locator(".nbg-hooks-error", has_text="SyntaxError").first.wait_for(timeout=20_000)
     assert editor.locator(".nbg-hook-item").count() == 1
+    assert not nb.errors, nb.errors
 
-    # a group-less graph has no collapse; pan and zoom change the transform
-    before = graph.locator(".nbg-viewport").get_attribute("transform")
-    graph.locator("button", has_text="+").click()
-    assert graph.locator(".nbg-viewport").get_attribute("transform") != before
 
-    # the stepper moves one node forward and back
+def _expected_steps():
+    """The nodes the stepper's pass runs, in order, labelled as the widget labels them: the
+    same code run here, through the same recorder."""
+    import nbgrad as ng
+    from nbgrad.notebook import record
+
+    x = ng.tensor([1.0, 2.0], requires_grad=True)
+    w = ng.tensor([0.5, -1.0], requires_grad=True)
+    scope = {"x": x, "w": w, "ng": ng}
+    exec(STEPPER_CODE, scope)  # noqa: S102 - the test's own code
+    with record() as rec:
+        scope["out"].backward()
+    names = {id(x): "x", id(w): "w"}
+    labels = []
+    for node in rec.passes[0].order:
+        var = getattr(node, "variable", None)
+        labels.append(names[id(var)] if var is not None else node.name())
+    return labels
+
+
+def test_d_stepper_steps_through_every_node(nb):
+    expected = _expected_steps()
+    n = len(expected)
+    assert n == 7 and expected[:2] == ["SumBackward0", "AddBackward0"], expected
+    stepper = nb.cell(3).locator(".nbg-stepper")
     info = stepper.locator(".nbg-step-info")
-    assert info.inner_text().startswith("start")
-    stepper.locator("button[title='forward one node']").click()
-    page.wait_for_function(
-        "() => document.querySelector('.nbg-step-info').textContent.startsWith('step 1 /')"
+    assert info.inner_text() == f"start ({n} steps)"
+    forward = stepper.locator("button[title='forward one node']")
+    seen = []
+    for k in range(1, n + 1):
+        forward.click()
+        nb.page.wait_for_function(
+            "(k) => document.querySelectorAll('.nbg-step-info')[0]"
+            ".textContent.startsWith(`step ${k} /`)",
+            arg=k,
+        )
+        text = info.inner_text()
+        assert text.startswith(f"step {k} / {n}: {expected[k - 1]} ("), (k, text)
+        running = stepper.locator(".nbg-step-node.nbg-running")
+        assert running.count() == 1
+        assert running.locator(".nbg-label").text_content() == expected[k - 1]
+        panel = stepper.locator(".nbg-step-panel").inner_text()
+        assert panel.startswith(f"Running {expected[k - 1]} (") and "Ready queue (cpu)" in panel
+        assert stepper.locator(".nbg-step-node.nbg-done").count() == k - 1
+        seen.append(expected[k - 1])
+        if k == 3:
+            nb.shot("d-stepper-step-3", stepper)
+    forward.click()
+    nb.page.wait_for_function(
+        "() => document.querySelectorAll('.nbg-step-info')[0].textContent.startsWith('end')"
     )
-    assert stepper.locator(".nbg-running").count() == 1
-    assert "Ready queue (cpu)" in stepper.locator(".nbg-step-panel").inner_text()
-    stepper.locator("button[title='forward one node']").click()
+    assert info.inner_text() == f"end: {n} nodes ran"
+    assert stepper.locator(".nbg-step-node.nbg-done").count() == n  # every node ran, once
+    assert seen == expected
+    # and back one node
     stepper.locator("button[title='back one node']").click()
-    page.wait_for_function(
-        "() => document.querySelector('.nbg-step-info').textContent.startsWith('step 1 /')"
+    nb.page.wait_for_function(
+        "(n) => document.querySelectorAll('.nbg-step-info')[0]"
+        ".textContent.startsWith(`step ${n} /`)",
+        arg=n,
     )
+    nb.shot("d-stepper-end", stepper)
+    assert not nb.errors, nb.errors
 
-    # module groups: a box per module call; clicking its label collapses it
-    model = cell(5).locator(".nbg-graph")
+
+def test_parallel_edges_keep_their_gradients(nb):
+    # x * x: two edges from MulBackward0 to x, both labelled
+    graph = nb.cell(3).locator(".nbg-graph")
+    labels = graph.locator(".nbg-edge-label").all_text_contents()
+    assert any(t.startswith("2×") for t in labels), labels
+
+
+def test_module_groups_collapse_pan_and_zoom(nb):
+    model = nb.cell(5).locator(".nbg-graph")
     label = model.locator(".nbg-group-label", has_text="first: Block")
     label.wait_for(timeout=20_000)
     assert "model: Block" in model.locator(".nbg-group-label").all_text_contents()[0]
+    nb.shot("groups-expanded", model)
+    # clicking a group's label collapses it; "Collapse all" leaves the top box
     label.click()
     model.locator(".nbg-node.nbg-group", has_text="first: Block").wait_for(timeout=20_000)
     model.locator("button", has_text="Collapse all").click()
     model.locator(".nbg-node.nbg-group", has_text="model: Block").wait_for(timeout=20_000)
     assert model.locator(".nbg-node").count() == 2  # the model's box and the sum
-    # the live cell ended with its final graph, shown once
-    first = cell(1).locator(".nbg-graph")
-    assert first.locator(".nbg-node").count() == 9
-    assert "recording" not in first.locator(".nbg-status").inner_text()
-    assert not errors, errors
+    # pan and zoom change the transform
+    before = model.locator(".nbg-viewport").get_attribute("transform")
+    model.locator("button", has_text="+").click()
+    assert model.locator(".nbg-viewport").get_attribute("transform") != before
+    nb.shot("groups-collapsed", model)
+    assert not nb.errors, nb.errors
+
+
+def test_tutorial_00_runs_in_jupyterlab(lab, browser, artifacts):
+    """The first tutorial, run top to bottom with Run All: its graph widget appears, with the
+    gradients on its edges, and the printed gradients; only tagged cells may fail."""
+    source = json.loads(TUTORIAL.read_text())
+    code = [c for c in source["cells"] if c["cell_type"] == "code"]
+    may_fail = [
+        i for i, c in enumerate(code) if "raises-exception" in c["metadata"].get("tags", [])
+    ]
+    page = browser.new_page(viewport={"width": 1400, "height": 2400})
+    book = Notebook(page, artifacts)
+    try:
+        book.open_and_run(lab, TUTORIAL.name)
+        book.wait_all_run()
+        cells = book.panel.locator(".jp-CodeCell")
+        assert cells.count() == len(code)
+        graph = book.panel.locator(".nbg-graph").first
+        graph.locator(".nbg-edge-label").first.wait_for(timeout=30_000)
+        labels = set(graph.locator(".nbg-node .nbg-label").all_text_contents())
+        assert {"SumBackward0", "MulBackward0", "ExpBackward0", "SinBackward0", "x", "w"} <= labels
+        # the gradients: on the edges, and printed (x.grad = e^x sin w)
+        grads = graph.locator(".nbg-edge-label").all_text_contents()
+        assert len(grads) == graph.locator(".nbg-edge").count(), grads
+        text = book.panel.inner_text()
+        assert "x.grad = tensor([" in text and "True True" in text, text[-2000:]
+        # the --static cell's still picture
+        assert book.panel.locator(".jp-OutputArea-output img, .jp-OutputArea-output svg").count()
+        for i in range(len(code)):
+            if i in may_fail:
+                continue
+            out = cells.nth(i).locator(".jp-OutputArea").inner_text()
+            assert "Traceback" not in out and "Error:" not in out, (i, out)
+        book.shot("tutorial-00", book.panel.locator(".jp-WindowedPanel-outer, .jp-Notebook").first)
+        graph.scroll_into_view_if_needed()
+        book.shot("tutorial-00-graph", graph)
+        assert not book.errors, book.errors
+    except BaseException:
+        book.shot("FAILED-tutorial-00")
+        raise
+    finally:
+        page.close()
