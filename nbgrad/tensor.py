@@ -33,6 +33,8 @@ from nbgrad.autograd.graph import (
 )
 from nbgrad.backend import CPU, Device
 
+_weakref_type = _weakref
+
 __all__ = [
     "Tensor",
     "Size",
@@ -267,7 +269,7 @@ def _dispatch(op, args, attrs=_NO_ATTRS, out=None):
     result._grad = None
     result._output_nr = 0
     result._retains_grad = False
-    result._grad_accumulator = None
+    result._acc = None
     result._post_accumulate_grad_hooks = None
     if op.view:
         _mark_view(result, args[0], (op.name, attrs))
@@ -455,7 +457,7 @@ def _wrap(data, device=CPU, requires_grad=False):
     t._base = None
     t._view_chain = None
     t._retains_grad = False
-    t._grad_accumulator = None
+    t._acc = None
     t._post_accumulate_grad_hooks = None
     return t
 
@@ -528,7 +530,7 @@ class Tensor:
         "_base",
         "_view_chain",
         "_retains_grad",
-        "_grad_accumulator",
+        "_acc",  # the AccumulateGrad: weakly, or strongly once it has hooks
         "_post_accumulate_grad_hooks",
         "_views",  # on a base: weakrefs to its views (see NOTE [Views of a modified base])
         "__weakref__",
@@ -695,11 +697,38 @@ class Tensor:
     def _metadata_tuple(self):
         return InputMetadata(self.shape, self.dtype, self._device)
 
+    # NOTE [A leaf and its AccumulateGrad]
+    # The graph holds a leaf's AccumulateGrad, which holds the leaf. As in PyTorch, the leaf
+    # refers to its AccumulateGrad weakly, so a leaf that no one holds is freed by reference
+    # counting, with no cycle. Once a hook is registered on the AccumulateGrad (a tensor hook on
+    # the leaf, a node pre/post hook, a post-accumulate-grad hook), the leaf holds it strongly,
+    # so that "a live leaf keeps one AccumulateGrad" and its hooks persist across passes.
     def _get_grad_accumulator(self):
-        acc = self._grad_accumulator
-        if acc is None:
-            acc = AccumulateGrad(self)
-            self._grad_accumulator = acc
+        acc = self._acc
+        if acc is not None:
+            if type(acc) is not _weakref_type:
+                return acc
+            acc = acc()
+            if acc is not None:
+                return acc
+        acc = AccumulateGrad(self)
+        self._acc = _weakref(acc)
+        return acc
+
+    @property
+    def _grad_accumulator(self):
+        """This leaf's AccumulateGrad if one is alive, else None."""
+        acc = self._acc
+        return acc() if type(acc) is _weakref_type else acc
+
+    @_grad_accumulator.setter
+    def _grad_accumulator(self, acc):
+        self._acc = acc  # a strong reference (None drops it)
+
+    def _pin_grad_accumulator(self):
+        """Keep this leaf's AccumulateGrad alive with the leaf (it has hooks now)."""
+        acc = self._get_grad_accumulator()
+        self._acc = acc
         return acc
 
     # -- conversions ------------------------------------------------------------------------
@@ -887,7 +916,7 @@ class Tensor:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is not None:
             return self.grad_fn._register_tensor_pre_hook(hook, self._output_nr, self)
-        return self._get_grad_accumulator()._register_tensor_pre_hook(hook, 0, self)
+        return self._pin_grad_accumulator()._register_tensor_pre_hook(hook, 0, self)
 
     def register_post_accumulate_grad_hook(self, hook):
         """Register ``hook(tensor)``, run after a leaf's ``.grad`` has been accumulated."""

@@ -109,7 +109,8 @@ def test_deleting_the_outputs_frees_nodes_and_saved_arrays():
     assert g.alive("nodes") == 0
     assert g.alive("arrays") == 0
     assert g.intermediate() is None
-    assert x.grad is None and x._grad_accumulator is not None  # the leaf keeps its node only
+    # the graph held the leaf's AccumulateGrad; with no hook on it, it went with the graph
+    assert x.grad is None and x._grad_accumulator is None
 
 
 @pytest.mark.parametrize("retain_graph", [False, True])
@@ -166,26 +167,28 @@ def test_hooks_do_not_keep_a_graph_alive():
     # the hooks on the graph went with it; a leaf's hook stays with the leaf, as in PyTorch
     assert [r() is None for r in hooks] == [True, True, True, False]
     del x
-    gc.collect()  # see test_a_leaf_and_its_accumulate_grad_are_freed_by_the_cyclic_gc
+    gc.collect()  # see test_a_leaf_is_freed_by_reference_counting_unless_its_accumulate_grad
     assert hooks[3]() is None
 
 
-def test_a_leaf_and_its_accumulate_grad_are_freed_by_the_cyclic_gc():
-    """nbgrad's one cycle of its own: a leaf keeps its AccumulateGrad (API.md: so that hooks
-    on it persist across passes) and the AccumulateGrad keeps its ``variable``. PyTorch holds
-    the accumulator weakly and the hooks on the tensor, so a leaf goes by reference counting
-    there; here it goes at the next collection, with its ``.grad`` and hooks."""
+def test_a_leaf_is_freed_by_reference_counting_unless_its_accumulate_grad_has_hooks():
+    """See NOTE [A leaf and its AccumulateGrad]: as in PyTorch, a leaf refers to its
+    AccumulateGrad weakly, so an unused leaf goes at once, with its ``.grad``. A hook on the
+    AccumulateGrad pins it to the leaf (so the hook persists across passes); that leaf and its
+    AccumulateGrad then form a cycle, which the cyclic collector frees."""
     x, w = _inputs()
     Graph(x, w).out.backward()
-    leaf, grad, acc = weakref.ref(x), weakref.ref(x.grad), weakref.ref(x._grad_accumulator)
+    leaf, grad = weakref.ref(x), weakref.ref(x.grad)
     del x
+    assert leaf() is None and grad() is None  # no gc.collect() needed
+    y, w = _inputs()
+    y.register_hook(lambda g: g)
+    Graph(y, w).out.backward()
+    leaf, acc = weakref.ref(y), weakref.ref(y._grad_accumulator)
+    del y
     assert leaf() is not None and acc() is not None  # the cycle
     gc.collect()
-    assert leaf() is None and grad() is None and acc() is None
-    y = _leaf([1.0, 2.0])
-    plain = weakref.ref(y)
-    del y
-    assert plain() is None  # a leaf never used in a graph has no AccumulateGrad: no cycle
+    assert leaf() is None and acc() is None
 
 
 def test_an_intermediate_the_user_keeps_keeps_its_part_of_the_graph():

@@ -277,23 +277,55 @@ class AccumulateGrad(Node):
         self.variable = variable
         self._input_metadata_ = (variable._metadata_tuple(),)
 
-    def apply(self, grads):
+    def register_prehook(self, fn) -> RemovableHandle:
+        self.variable._pin_grad_accumulator()  # see NOTE [A leaf and its AccumulateGrad]
+        return super().register_prehook(fn)
+
+    def register_hook(self, fn) -> RemovableHandle:
+        self.variable._pin_grad_accumulator()
+        return super().register_hook(fn)
+
+    def apply(self, grads, emit=None):
+        """Accumulate, then the post-accumulate-grad hooks. ``emit(event, **data)`` is given by
+        the engine only when a listener is installed (``Engine._apply_reported``): the
+        accumulation and each hook are then reported (``grad_accumulated`` and ``hook``)."""
         grad = grads[0]
         var = self.variable
         if grad is None:
             return ()
-        _accumulate_into_grad(var, grad)
+        if emit is None:
+            _accumulate_into_grad(var, grad)
+        else:
+            old = var._grad  # copied: accumulation may add into it in place
+            before = old._detached_copy() if old is not None else None
+            _accumulate_into_grad(var, grad)
+            emit(
+                "grad_accumulated",
+                node=self,
+                variable=var,
+                grad=grad,
+                before=before,
+                after=var._grad,
+            )
         hooks = var._post_accumulate_grad_hooks
         if hooks:
             for h in tuple(hooks):
                 if h.enabled:
-                    _call_hook_with_events(h, (var,), self, "post_accumulate_grad")
+                    _call_hook_with_events(h, (var,), self, "post_accumulate_grad", emit)
         return ()
 
 
-def _call_hook_with_events(handle, args, node, kind):
-    """Call a hook; the engine wraps this with listener events when listeners exist."""
-    return handle.fn(*args)
+def _call_hook_with_events(handle, args, node, kind, emit=None):
+    """Call a post-accumulate-grad hook; with ``emit`` (a listener is installed), report it as
+    a ``hook`` event with the variable's ``.grad`` before and after the call (copied before:
+    the hook may change it in place, or set it to None)."""
+    if emit is None:
+        return handle.fn(*args)
+    var = args[0]
+    before = var._grad._detached_copy() if var._grad is not None else None
+    result = handle.fn(*args)
+    emit("hook", kind=kind, node=node, handle=handle, before=before, after=var._grad)
+    return result
 
 
 _accumulate_lock = threading.Lock()  # several threads may run backward into one leaf
