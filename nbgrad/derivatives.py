@@ -393,11 +393,12 @@ def sum_to(t, shape):
     if tshape == shape:
         return t
     lead = len(tshape) - len(shape)
-    dims = tuple(range(lead)) + tuple(
-        i + lead for i, s in enumerate(shape) if s == 1 and tshape[i + lead] != 1
-    )
-    r = t.sum(dims, keepdim=True) if dims else t
-    return r.reshape(shape) if r.shape != shape else r
+    kept = tuple(i + lead for i, s in enumerate(shape) if s == 1 and tshape[i + lead] != 1)
+    r = t.sum(kept, keepdim=True) if kept else t
+    # the leading dims go without keepdim: no reshape, so the result owns its memory (and
+    # AccumulateGrad can take it without a copy, see NOTE [Stealing the gradient])
+    r = r.sum(tuple(range(lead))) if lead else r
+    return r if r.shape == shape else r.reshape(shape)
 
 
 def _sigmoid(xp, a):

@@ -1734,7 +1734,7 @@ class Tensor:
             if (
                 ufunc is not None
                 and not _forward_listeners  # NOTE [Forward listeners]
-                and attrs.get("alpha", 1) == 1
+                and type(attrs.get("alpha", 1)) in (int, float)
                 and self._data.dtype.kind == "f"
                 and (
                     type(other) is float
@@ -1746,8 +1746,11 @@ class Tensor:
                     )
                 )
             ):
-                # an optimizer's ``p.sub_(lr * g)``: write in place, no temporary copy
+                # an optimizer's ``p.sub_(g, alpha=lr)``: write in place, no temporary copy
                 operand = other._data if type(other) is Tensor else other
+                alpha = attrs.get("alpha", 1)
+                if alpha != 1:
+                    operand = operand * alpha  # same dtype: a Python number stays weak
                 try:  # NumPy checks the shapes before it writes anything
                     ufunc(self._data, operand, out=self._data)
                 except ValueError as e:
