@@ -13,10 +13,13 @@
  *            shapes: number[][]}} SnapNode   (the fields used here; see graph_view.js)
  * @typedef {{id: string, parent: (string|null)}} SnapGroup
  * @typedef {{nodes: SnapNode[], groups: SnapGroup[], edges: Object[]}} Snapshot
+ * @typedef {{node: string, grad: GradSummary, before: (GradSummary|null),
+ *            after: GradSummary}} Accumulated   (a gradient accumulated into a leaf's .grad)
  * @typedef {{index: number, node: string, device: string, inputs: (GradSummary|null)[],
  *            outputs: (GradSummary|null)[], hooks: HookCall[],
  *            ready: Object<string, string[]>, dependencies: Object<string, number>,
- *            buffers: Object<string, (GradSummary|null)[]>, made_ready: string[]}} Step
+ *            buffers: Object<string, (GradSummary|null)[]>, made_ready: string[],
+ *            accumulated: (Accumulated|null)}} Step
  * @typedef {{schema: "nbgrad.trace", version: 1, graph: Snapshot, root: string,
  *            initial: {dependencies: Object<string, number>, ready: Object<string, string[]>},
  *            steps: Step[],
@@ -104,11 +107,12 @@ export function stateAt(tr, pos) {
   }
   let done = steps.slice(0, Math.max(0, pos - 1)).map((st) => st.node);
   let state = { position: pos, running: null, ready: tr.initial.ready, inputs: [], outputs: [],
-    hooks: [], made_ready: [], device: null };
+    hooks: [], made_ready: [], device: null, accumulated: null };
   if (pos >= 1 && pos <= steps.length) {
     const st = steps[pos - 1];
     state = { ...state, running: st.node, ready: st.ready, inputs: st.inputs,
-      outputs: st.outputs, hooks: st.hooks, made_ready: st.made_ready, device: st.device };
+      outputs: st.outputs, hooks: st.hooks, made_ready: st.made_ready, device: st.device,
+      accumulated: st.accumulated ?? null };
   } else if (pos > steps.length) {
     Object.assign(deps, tr.final.dependencies);
     Object.assign(buffers, tr.final.buffers);
@@ -250,6 +254,14 @@ function render({ model, el }) {
       sections.push(h("h4", {}, `Running ${label(st.running)} on ${st.device}`));
       sections.push(...list("Input buffer (gradients it received)", st.inputs.map(gradText)));
       sections.push(...list("Outputs (to next_functions)", st.outputs.map(gradText)));
+      if (st.accumulated) {
+        const acc = st.accumulated;
+        sections.push(...list("Gradient accumulated into .grad", [
+          `received: ${gradText(acc.grad)}`,
+          `.grad before: ${gradText(acc.before)}`,
+          `.grad after: ${gradText(acc.after)}`,
+        ]));
+      }
       sections.push(...list("Hooks fired", st.hooks.map((c) =>
         `${c.kind} ${c.name}: ${gradText(c.before)} → ${c.changed ? gradText(c.after) : "unchanged"}`)));
       sections.push(...list("Made ready", st.made_ready.map(label)));

@@ -245,7 +245,12 @@ class Engine:
     """Runs backward passes (``torch::autograd::Engine``).
 
     ``listeners`` is a plain list of callables ``listener(event, data)`` that the notebook
-    layer installs; with none installed the engine checks one empty list per step.
+    layer installs; with none installed the engine checks one empty list per step. Events
+    (``data`` always holds ``graph_task``): ``task_start`` (root, dependencies),
+    ``node_ready`` (node, device), ``node_start`` (node, inputs), ``hook`` (kind: tensor,
+    prehook, posthook or post_accumulate_grad; node, handle, before, after), ``grad_accumulated``
+    (node, variable, grad, before, after: the leaf's ``.grad``), ``node_end`` (node, outputs),
+    ``task_end`` (error).
     """
 
     def __init__(self):
@@ -575,7 +580,9 @@ class Engine:
             inputs = self.call_pre_hooks(graph_task, node, inputs)
         if listeners:
             self._emit(graph_task, "node_start", node=node, inputs=list(inputs))
-        outputs = node.apply(inputs)
+            outputs = self._apply_reported(graph_task, node, inputs)
+        else:
+            outputs = node.apply(inputs)
         edges = node._next_edges
         if len(outputs) != len(edges):
             raise RuntimeError(
@@ -779,6 +786,14 @@ class Engine:
         data["graph_task"] = graph_task
         for listener in graph_task.listeners:
             listener(event, data)
+
+    def _apply_reported(self, graph_task, node, inputs):
+        """``node.apply`` in a pass with listeners: an AccumulateGrad reports the accumulation
+        (``grad_accumulated``: node, variable, grad, the ``.grad`` before and after) and its
+        post-accumulate-grad hooks (``hook`` events, kind ``post_accumulate_grad``)."""
+        if type(node) is AccumulateGrad:
+            return node.apply(inputs, lambda event, **data: self._emit(graph_task, event, **data))
+        return node.apply(inputs)
 
     def _emit_ready(self, graph_task, node, device):
         if graph_task.listeners:

@@ -38,7 +38,7 @@ import traitlets as t
 
 from ._widget import StillWidget, asset
 from .recorder import Recorder
-from .snapshot import _hook_call, grad_summary, hooks_of
+from .snapshot import _hook_call, hooks_of
 from .svg import hooks_svg
 
 __all__ = ["HookEditor", "compile_hook"]
@@ -111,30 +111,15 @@ class _EditorHook:
         self.error = None
 
     def __call__(self, *args):
-        editor = self._editor()
-        before = None
-        if self.kind == "post_accumulate_grad" and editor is not None and editor._running:
-            before = grad_summary(args[0].grad)
         try:
             result = self.fn(*args)
         except Exception as e:
             self.error = _format_hook_error(e, self.__name__)
+            editor = self._editor()
             if editor is not None:
                 editor._hook_failed(self)
             raise
         self.error = None
-        if before is not None:
-            editor._post_acc_calls.append(
-                {
-                    "hook": None,
-                    "name": self.__name__,
-                    "kind": self.kind,
-                    "node": None,
-                    "before": before,
-                    "after": grad_summary(args[0].grad),
-                    "changed": True,
-                }
-            )
         return result
 
     def __repr__(self):
@@ -183,7 +168,6 @@ class HookEditor(StillWidget):
         self._editor_hooks = {}  # hook id -> _EditorHook
         self._running = False
         self._failed = None
-        self._post_acc_calls = []
         if graph is not None:
             graph.observe(self._follow, names="selected")
             if target is None and graph.selected:
@@ -384,7 +368,6 @@ class HookEditor(StillWidget):
         if recorder is None:
             recorder = Recorder(forward=False)
         before = len(recorder.passes)
-        self._post_acc_calls = []
         self._failed = None
         self._running = True
         error = None
@@ -400,7 +383,6 @@ class HookEditor(StillWidget):
 
         ids = getattr(recorder, "_ids", None) or IdMap()
         fired = [_hook_call(c, ids) for p in passes for c in p.hook_calls]
-        fired += self._post_acc_calls
         with self.hold_sync():
             self.fired = fired
             if error is not None:

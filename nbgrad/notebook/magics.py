@@ -133,8 +133,9 @@ def _names(ns, assigned=()):
 
 
 def _assigned_names(tree):
-    """The names a cell binds by assignment (``=``, ``+=``, ``:=``, annotated), in order; not
-    ``for`` or ``with`` targets, comprehension variables, imports or definitions."""
+    """The names a cell binds by assignment (``=``, ``+=``, ``:=``, annotated): those at the
+    cell's top level first, then those nested in blocks (``ast.walk`` order); not ``for`` or
+    ``with`` targets, comprehension variables, imports or definitions."""
     out = []
 
     def targets(node):

@@ -13,7 +13,8 @@ Inside ``with record() as rec:``
 - module calls are :class:`ModuleCall` groups (nested as the modules are), see NOTE [Module
   groups];
 - every backward pass that runs is a :class:`BackwardTrace`: the engine's events with a copy of
-  the state the stepper shows (ready queues, changed dependency counts, input buffers, hooks).
+  the state the stepper shows (ready queues, changed dependency counts, input buffers, hooks
+  with the gradient before and after, each gradient accumulated into a leaf's ``.grad``).
 
 The recorder listens to ``nbgrad.tensor._forward_listeners`` and to
 ``ng.autograd.Variable._execution_engine.listeners`` only between ``__enter__`` and ``__exit__``;
@@ -54,6 +55,7 @@ __all__ = [
     "BackwardTrace",
     "Step",
     "HookCall",
+    "Accumulation",
     "record",
     "current",
     "module_enter",
@@ -337,7 +339,7 @@ class Step:
     ``ready``: the nodes waiting on each device's queue while this one runs; ``dependencies``
     and ``buffers``: the counts and not-ready input buffers that changed since the previous
     step (the routing of the previous nodes' outputs); ``made_ready``: the nodes this one's
-    outputs made ready.
+    outputs made ready; ``accumulated``: for an AccumulateGrad, the :class:`Accumulation`.
     """
 
     __slots__ = (
@@ -351,11 +353,23 @@ class Step:
         "dependencies",
         "buffers",
         "made_ready",
+        "accumulated",
         "time",
     )
 
     def __repr__(self):
         return f"<Step {self.index} {self.node.name()}>"
+
+
+class Accumulation:
+    """A gradient accumulated into a leaf's ``.grad`` (the engine's ``grad_accumulated``
+    event): the AccumulateGrad ``node``, a weak reference to the leaf (``variable``), and
+    summaries of the incoming ``grad`` and of ``.grad`` ``before`` and ``after``."""
+
+    __slots__ = ("node", "variable", "grad", "before", "after")
+
+    def __repr__(self):
+        return f"<Accumulation into {self.node.name()}>"
 
 
 class BackwardTrace:
@@ -373,6 +387,7 @@ class BackwardTrace:
         self.initial_ready = {}
         self.steps: list[Step] = []
         self.hook_calls: list[HookCall] = []
+        self.accumulations: list[Accumulation] = []  # in the order the leaves got them
         self.edge_grads: dict = {}  # (node, edge index) -> gradient summary
         self.node_inputs: dict = {}  # node -> summaries of the gradients it received
         self.final_dependencies: dict = {}
@@ -469,7 +484,7 @@ class Recorder:
         self.backward_ops = 0
         self._lock = threading.RLock()
         self._busy = threading.local()
-        self._quiet = False  # set while the subscribers run (on the recording thread)
+        self._quiet = False  # set while the subscribers run (see _notify)
 
     # -- the block ---------------------------------------------------------------------------
     def __enter__(self):
@@ -546,11 +561,15 @@ class Recorder:
         _remove(self._subscribers, callback)
 
     def _notify(self, final=False):
-        for cb in tuple(self._subscribers):
-            try:
-                cb(self, final)
-            except Exception:  # noqa: BLE001 - a view must never break the user's code
-                pass
+        quiet, self._quiet = self._quiet, True  # ops the subscribers run are not recorded
+        try:
+            for cb in tuple(self._subscribers):
+                try:
+                    cb(self, final)
+                except Exception:  # noqa: BLE001 - a view must never break the user's code
+                    pass
+        finally:
+            self._quiet = quiet
 
     # -- forward calls -----------------------------------------------------------------------
     def _on_forward(self, op, args, attrs, result, elapsed):
@@ -624,11 +643,7 @@ class Recorder:
             )
         )
         if self._subscribers:
-            self._quiet = True  # ops run by the subscribers (a live view) are not recorded
-            try:
-                self._notify()
-            finally:
-                self._quiet = False
+            self._notify()
 
     # -- module groups -----------------------------------------------------------------------
     def _install_module_hooks(self):
@@ -747,8 +762,12 @@ class Recorder:
             call.name = getattr(call.handle, "name", "?")
             call.before = _summaries(trace, data["before"])
             after = data["after"]
-            call.changed = after is not None
-            call.after = _summaries(trace, after) if after is not None else call.before
+            if call.kind == "post_accumulate_grad":  # before and after: the leaf's .grad
+                call.after = _summaries(trace, after)
+                call.changed = call.after != call.before
+            else:  # a hook that returns None leaves the gradient as it was
+                call.changed = after is not None
+                call.after = _summaries(trace, after) if after is not None else call.before
             trace.hook_calls.append(call)
             running = trace._current.get(thread)
             if running is not None and running.node is call.node:
@@ -772,10 +791,22 @@ class Recorder:
             step.dependencies, step.buffers = trace._observe_routing(gt)
             step.ready = trace._ready_now(gt, node)
             step.made_ready = []
+            step.accumulated = None
             step.time = time.perf_counter()
             trace.node_inputs[node] = step.inputs
             trace.steps.append(step)
             trace._current[thread] = step
+        elif event == "grad_accumulated":
+            acc = Accumulation()
+            acc.node = data["node"]
+            acc.variable = weakref.ref(data["variable"])
+            acc.grad = trace._summary(data["grad"])
+            acc.before = trace._summary(data["before"])
+            acc.after = trace._summary(data["after"])
+            trace.accumulations.append(acc)
+            running = trace._current.get(thread)
+            if running is not None and running.node is acc.node:
+                running.accumulated = acc
         elif event == "node_end":
             node = data["node"]
             step = trace._current.get(thread)

@@ -43,8 +43,10 @@ Schema (``"schema": "nbgrad.snapshot", "version": 1``)::
             target: node or group id | null, name, enabled: bool, source: str | null}
     Pass = {index, root: id | null, retain_graph, create_graph, order: [id], error: str | null,
             hooks: [HookCall]}
-    HookCall = {hook: hook id | null, name, kind, node: id, before: G, after: G, changed: bool}
-               where G is a GradSummary or a list of them (node pre/post hooks)
+    HookCall = {hook: hook id | null, name, kind: "tensor" | "prehook" | "posthook" |
+               "post_accumulate_grad", node: id, before: G, after: G, changed: bool}
+               where G is a GradSummary or a list of them (node pre/post hooks); for a
+               post-accumulate-grad hook, the leaf's .grad before and after the call
     GradSummary = {shape: [int], dtype, norm: number | null, numel, values: [number | "nan" |
                    "inf" | "-inf"] (the first max_values, flattened), truncated: bool}
 
@@ -56,7 +58,9 @@ The stepper's trace (:func:`trace_snapshot`, ``"schema": "nbgrad.trace"``)::
     Step = {index, node: id, device, inputs: [G], outputs: [G], hooks: [HookCall],
             ready: {device: [id]} (waiting while this node runs),
             dependencies: {id: int} and buffers: {id: [G]} (changed since the previous step),
-            made_ready: [id]}
+            made_ready: [id], accumulated: Accumulated | null (an AccumulateGrad's step)}
+    Accumulated = {node: id (the AccumulateGrad), grad: G (what arrived), before: G | null,
+                   after: G (the leaf's .grad before and after the accumulation)}
 """
 
 from __future__ import annotations
@@ -346,6 +350,12 @@ def _hook_call(call, ids):
         "after": call.after,
         "changed": bool(call.changed),
     }
+
+
+def _accumulation(acc, ids):
+    if acc is None:
+        return None
+    return {"node": ids(acc.node), "grad": acc.grad, "before": acc.before, "after": acc.after}
 
 
 def _pass_entry(trace, ids):
@@ -699,6 +709,7 @@ def trace_snapshot(trace, *, names=None, weak_names=None, ids=None, max_nodes=MA
                 "dependencies": {ids(n): c for n, c in s.dependencies.items()},
                 "buffers": {ids(n): b for n, b in s.buffers.items()},
                 "made_ready": id_list(s.made_ready),
+                "accumulated": _accumulation(s.accumulated, ids),
             }
         )
     return {

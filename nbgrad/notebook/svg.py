@@ -7,6 +7,7 @@ numbers formatted to fixed precision, so ``nbval`` can compare it exactly.
 
 from __future__ import annotations
 
+import textwrap
 from xml.sax.saxutils import escape
 
 from .layout import layout as _layout
@@ -77,6 +78,7 @@ def _header(width, height, title):
 
 
 FOOTER_LINE = 15
+FOOTER_CHAR = 6.7  # the width of a character at 11px
 
 
 def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None, footer=()):
@@ -92,8 +94,14 @@ def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None, foo
     nodes = {n["id"]: n for n in snapshot["nodes"]}
     roots = set(snapshot.get("roots", ()))
     width, height = lay["width"], lay["height"]
-    if footer:
-        width = max(width, max(round(len(text) * 6.7 + 20) for text, _ in footer))
+    if footer:  # wrapped to the drawing's width (at least 64 characters)
+        chars = max(64, int((width - 20) / FOOTER_CHAR))
+        footer = [
+            (line, bold)
+            for text, bold in footer
+            for line in textwrap.wrap(text, chars, subsequent_indent="    ") or [""]
+        ]
+        width = max(width, max(round(len(text) * FOOTER_CHAR + 20) for text, _ in footer))
         height += FOOTER_LINE * len(footer) + 8
     parts, top = _header(width, height, title)
     for k, (text, bold) in enumerate(footer):

@@ -670,6 +670,38 @@ def test_listener_sees_hooks_with_gradients(listener):
     np.testing.assert_array_equal(x.grad.numpy(), [6.0, 6.0])
 
 
+def test_listener_sees_accumulation_and_post_accumulate_grad_hooks(listener):
+    x = ng.tensor([1.0, 2.0], requires_grad=True)
+    x.grad = ng.tensor([1.0, 1.0])
+
+    def times_ten(t):
+        t.grad = t.grad * 10
+
+    x.register_post_accumulate_grad_hook(times_ten)
+    (x * 3).sum().backward()
+    kinds = [e for e, _ in listener]
+    [acc] = [d for e, d in listener if e == "grad_accumulated"]
+    assert acc["node"] is x._grad_accumulator and acc["variable"] is x
+    np.testing.assert_array_equal(acc["grad"].numpy(), [3.0, 3.0])
+    # .grad was added to in place: "before" is a copy taken first
+    np.testing.assert_array_equal(acc["before"].numpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(acc["after"].numpy(), [4.0, 4.0])
+    [hook] = [d for e, d in listener if e == "hook"]
+    assert hook["kind"] == "post_accumulate_grad" and hook["node"] is acc["node"]
+    assert hook["handle"].fn is times_ten
+    np.testing.assert_array_equal(hook["before"].numpy(), [4.0, 4.0])
+    np.testing.assert_array_equal(hook["after"].numpy(), [40.0, 40.0])
+    # inside the AccumulateGrad's step: accumulation, then its hooks (NOTE [Hook order])
+    start = next(
+        i for i, (e, d) in enumerate(listener) if e == "node_start" and d["node"] is acc["node"]
+    )
+    end = next(
+        i for i, (e, d) in enumerate(listener) if e == "node_end" and d["node"] is acc["node"]
+    )
+    assert start < kinds.index("grad_accumulated") < kinds.index("hook") < end
+    np.testing.assert_array_equal(x.grad.numpy(), [40.0, 40.0])
+
+
 def test_listener_task_end_reports_error(listener):
     x = ng.tensor([1.0, 2.0], requires_grad=True)
     y = x * 3

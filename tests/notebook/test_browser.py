@@ -431,6 +431,8 @@ def test_d_stepper_steps_through_every_node(nb):
         assert running.locator(".nbg-label").text_content() == expected[k - 1]
         panel = stepper.locator(".nbg-step-panel").inner_text()
         assert panel.startswith(f"Running {expected[k - 1]} (") and "Ready queue (cpu)" in panel
+        # a leaf's step shows the gradient accumulated into its .grad (the engine's event)
+        assert ("Gradient accumulated into .grad" in panel) == (expected[k - 1] in ("x", "w"))
         assert stepper.locator(".nbg-step-node.nbg-done").count() == k - 1
         seen.append(expected[k - 1])
         if k == 3:

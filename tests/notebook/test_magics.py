@@ -167,3 +167,31 @@ def test_module_groups_in_a_cell(ip):
     assert [g["path"] for g in snap["groups"]] == ["model", "model.0", "model.1"]
     labels = {n["label"] for n in snap["nodes"] if n["kind"] == "leaf"}
     assert labels == {"model.0.weight", "model.0.bias"}
+
+
+def test_leaves_are_named_by_the_cell_then_by_module_path(ip):
+    # an earlier cell leaves names bound: a loop variable on the last parameter, and a second
+    # name for a tensor that this cell will name itself
+    ip.run_cell(
+        "model = ng.nn.Sequential(ng.nn.Linear(3, 2))\n"
+        "for name, param in model.named_parameters():\n"
+        "    pass\n"
+        "old_name = ng.ones(2, requires_grad=True)\n"
+    )
+    result, _ = run(
+        ip,
+        "%%autograd --static -o s_names\n"
+        "for k in range(1):\n"
+        "    loop_var = old_name\n"
+        "scale = old_name\n"
+        "loss = (model(ng.ones(3)) * scale).sum()\n",
+    )
+    assert result.success
+    snap = ip.user_ns["s_names"].snapshot(timings=False)
+    leaves = sorted(n["label"] for n in snap["nodes"] if n["kind"] == "leaf")
+    # the parameter keeps its module path (not "param"); the tensor the cell assigned keeps the
+    # cell's name (not "old_name" from before; a top-level name before one inside a loop)
+    assert leaves == ["model.0.bias", "model.0.weight", "scale"], leaves
+    groups = [g["path"] for g in snap["groups"]]
+    assert groups == ["model", "model.0"], groups
+    ip.run_cell("del model, name, param, old_name, loop_var, scale, loss, k, s_names")

@@ -223,3 +223,25 @@ def test_no_listener_means_no_cost_beyond_an_empty_list_check():
     assert tensor_mod._forward_listeners == []
     assert "nbgrad.notebook" in sys.modules  # imported by this test ...
     (x * 2).sum().backward()  # ... and the core still runs without it
+
+
+def test_ops_run_by_subscribers_are_not_recorded():
+    x = ng.ones(2, requires_grad=True)
+    seen = []
+
+    def subscriber(rec, final):
+        seen.append(final)
+        (ng.ones(2) * 2).sum()  # a live view's own work
+
+    with record() as rec:
+        rec.subscribe(subscriber)
+        y = (x * 3).sum()
+        y.backward()
+    assert [r.op for r in rec.records] == ["mul", "sum"]
+    assert seen[-1] is True and len(seen) >= 3  # each op, the pass, the end
+    # the lazily built parts of a record
+    mul = rec.records[0]
+    assert [i.shape for i in mul.inputs] == [(2,)] and mul.outputs[
+        0
+    ].node is y.grad_fn.next_functions[0][0]
+    assert mul.source == "y = (x * 3).sum()" and mul.output_tensors() == []

@@ -49,7 +49,20 @@ def test_trace_svg_numbers_the_steps():
     texts = _texts(trace_svg(tr))
     assert "backward pass: 5 steps" in texts
     assert {"1", "2", "3", "4", "5"} <= set(texts)
-    ET.fromstring(trace_svg(tr, index=2))
+    # the position: at the start, the root waits on the CPU queue
+    assert "at the start: 5 steps to run" in texts
+    assert f"ready queue (cpu): SumBackward0 ({tr['root']})" in texts
+    # step 3 running: highlighted, with the queue and the nodes still waiting
+    svg = trace_svg(tr, position=3)
+    ET.fromstring(svg)
+    texts = _texts(svg)
+    mul = tr["steps"][2]["node"]
+    assert f"step 3 / 5: running MulBackward0 ({mul}) on cpu" in texts, texts
+    assert "ready queue (cpu): empty" in texts
+    assert 'stroke-width="3"' in svg
+    assert trace_svg(tr, index=2) == svg  # index: the same as position index + 1
+    texts = _texts(trace_svg(tr, position=6))
+    assert "at the end: 5 nodes ran" in texts
 
 
 def test_hooks_svg():
@@ -66,3 +79,7 @@ def test_hooks_svg():
     assert "hooks on MulBackward0" in texts and "disabled" in texts
     assert "|g| 2 -> 4" in texts
     assert "(no hooks)" in _texts(hooks_svg("x", []))
+    # no target: what to do, not "hooks on nothing"
+    texts = _texts(hooks_svg(None, []))
+    assert "Hook editor: no target" in texts
+    assert any("select a tensor, node or module" in t for t in texts)

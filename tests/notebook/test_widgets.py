@@ -233,8 +233,18 @@ def test_post_accumulate_grad_hooks_report_before_and_after():
     ed = HookEditor(x, root=loss)
     ed.add_hook("post_accumulate_grad", "lambda t: None")
     ed.run_backward(retain_graph=True)
-    [call] = [c for c in ed.fired if c["kind"] == "post_accumulate_grad"]
+    [call] = [c for c in ed.fired if c["kind"] == "post_accumulate_grad"]  # reported once
     assert call["after"]["values"] == [float(f"{v:.6g}") for v in x.grad.tolist()]
+    assert call["node"] is not None and call["node"].startswith("leaf")
+    assert call["hook"] is not None and not call["changed"]
+    # a hook that changes .grad: the engine reports it with .grad before and after
+    first = x.grad.tolist()
+    ed.add_hook("post_accumulate_grad", "def double(t):\n    t.grad = t.grad * 2")
+    ed.run_backward(retain_graph=True)
+    calls = [c for c in ed.fired if c["kind"] == "post_accumulate_grad"]
+    assert len(calls) == 2 and calls[1]["changed"]
+    assert calls[1]["before"]["values"] == [float(f"{2 * v:.6g}") for v in first]
+    assert calls[1]["after"]["values"] == [float(f"{4 * v:.6g}") for v in first]
 
 
 def test_hook_code_in_widget_state_never_runs():
@@ -346,3 +356,19 @@ def test_stepper_shows_hooks_and_a_failing_pass():
     assert st.trace["error"].startswith("ZeroDivisionError") and "ZeroDivisionError" in st.error
     with pytest.raises(TypeError):
         BackwardStepper(42)
+
+
+def test_stepper_shows_each_gradient_accumulated_into_a_leaf():
+    x, a, loss = _diamond()
+    x.grad = ng.tensor([1.0, 1.0])
+    st = BackwardStepper(loss)
+    [step] = [s for s in st.trace["steps"] if s["accumulated"]]
+    acc = step["accumulated"]
+    assert acc["node"] == step["node"] and step["node"].startswith("leaf")
+    assert acc["before"]["values"] == [1.0, 1.0]
+    assert acc["after"]["values"] == [float(f"{v:.6g}") for v in x.grad.tolist()]
+    assert acc["grad"]["values"] == [float(f"{v - 1:.6g}") for v in x.grad.tolist()]
+    st.goto(step["index"] + 1)
+    assert st.state()["accumulated"] == acc
+    assert "accumulated into .grad" in st.to_svg()
+    assert st.backward_trace.accumulations[0].variable() is x
