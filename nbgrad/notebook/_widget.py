@@ -54,11 +54,32 @@ def asset(name: str) -> Path:
     return widgets_dir() / name
 
 
+class _Message(dict):
+    """A browser message; a missing field is an error shown in the widget."""
+
+    def __missing__(self, key):
+        raise ValueError(f"the {self.get('type')!r} message has no {key!r} field")
+
+
 class StillWidget(anywidget.AnyWidget):
     """An anywidget whose mime bundle also carries a still ``image/svg+xml`` (``to_svg()``) and
     whose ``repr`` holds no memory address (nbval compares ``text/plain`` exactly)."""
 
     error = t.Unicode("").tag(sync=True)
+
+    def __init_subclass__(cls, **kwargs):
+        # anywidget turns a file path in ``_esm``/``_css`` into a FileContents, and each widget
+        # then connects a strong lambda on ``self`` to its class-wide ``changed`` signal (for
+        # hot reload) that is never disconnected: every widget, and the graph it shows, would
+        # stay alive for good, closed or not. Outside hot reload (``ANYWIDGET_HMR=1``) nothing
+        # ever emits that signal, so the file's text is all a widget needs.
+        super().__init_subclass__(**kwargs)
+        if os.environ.get("ANYWIDGET_HMR") == "1":
+            return
+        for key in ("_esm", "_css"):
+            value = cls.__dict__.get(key)
+            if value is not None and not isinstance(value, str) and hasattr(value, "changed"):
+                setattr(cls, key, str(value))
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -92,7 +113,7 @@ class StillWidget(anywidget.AnyWidget):
             return
         try:
             self.error = ""
-            handler(content)
+            handler(_Message(content))
         except Exception as e:  # noqa: BLE001 - shown in the widget, never lost
             self.error = "".join(traceback.format_exception_only(type(e), e)).strip()
 

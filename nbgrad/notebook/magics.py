@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import keyword
 import shlex
 import sys
 
@@ -72,7 +73,9 @@ def parse_options(line: str):
     except ValueError as e:
         _Parser().error(str(e))
     opts = _parser().parse_args(words)
-    if opts.output is not None and not opts.output.isidentifier():
+    if opts.output is not None and (
+        not opts.output.isidentifier() or keyword.iskeyword(opts.output)
+    ):
         _Parser().error(f"-o needs a Python name, got {opts.output!r}")
     return opts
 
@@ -199,7 +202,13 @@ class AutogradMagics(Magics):
                 if last is not None:
                     value = eval(last, ns)  # noqa: S307 - as above
                 if opts.backward:
-                    target = eval(opts.backward, ns)  # noqa: S307 - the user's own expression
+                    found = eval(opts.backward, ns)  # noqa: S307 - the user's own expression
+                    if not hasattr(found, "backward"):
+                        raise TypeError(
+                            f"%%autograd --backward {opts.backward}: that is a "
+                            f"{type(found).__name__}, not a tensor"
+                        )
+                    target = found
                     target.backward(
                         retain_graph=True if opts.retain_graph else None,
                         create_graph=opts.create_graph,
