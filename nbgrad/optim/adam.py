@@ -7,7 +7,6 @@ order, so trajectories match PyTorch's).
 from __future__ import annotations
 
 from nbgrad import dtypes
-from nbgrad.autograd.grad_mode import enable_grad, no_grad
 from nbgrad.optim.optimizer import Optimizer
 from nbgrad.tensor import tensor, zeros_like
 
@@ -69,17 +68,6 @@ class Adam(Optimizer):
             decoupled_weight_decay=decoupled_weight_decay,
         )
         super().__init__(params, defaults)
-
-    def step(self, closure=None):
-        """Perform one update; ``closure`` re-evaluates the model and returns the loss."""
-        loss = None
-        if closure is not None:
-            with enable_grad():
-                loss = closure()
-        with no_grad():
-            for group in self.param_groups:
-                self._update_group(group)
-        return loss
 
     def _init_state(self, p, amsgrad):
         state = self.state[p]

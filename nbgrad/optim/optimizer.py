@@ -11,7 +11,7 @@ from collections import defaultdict
 from copy import deepcopy
 from itertools import chain
 
-from nbgrad.autograd.grad_mode import no_grad
+from nbgrad.autograd.grad_mode import enable_grad, no_grad
 from nbgrad.tensor import Tensor
 
 __all__ = ["Optimizer", "required"]
@@ -119,6 +119,17 @@ class Optimizer:
 
     def step(self, closure=None):
         """Perform one update; ``closure`` re-evaluates the model and returns the loss."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            for group in self.param_groups:
+                self._update_group(group)
+        return loss
+
+    def _update_group(self, group):
+        """Update the parameters of one parameter group (each optimizer's own rule)."""
         raise NotImplementedError
 
     def _params_with_grad(self, group):

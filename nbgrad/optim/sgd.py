@@ -6,7 +6,6 @@ order, so trajectories match PyTorch's).
 
 from __future__ import annotations
 
-from nbgrad.autograd.grad_mode import enable_grad, no_grad
 from nbgrad.optim.optimizer import Optimizer
 
 __all__ = ["SGD"]
@@ -66,17 +65,6 @@ class SGD(Optimizer):
             fused=fused,
         )
         super().__init__(params, defaults)
-
-    def step(self, closure=None):
-        """Perform one update; ``closure`` re-evaluates the model and returns the loss."""
-        loss = None
-        if closure is not None:
-            with enable_grad():
-                loss = closure()
-        with no_grad():
-            for group in self.param_groups:
-                self._update_group(group)
-        return loss
 
     def _update_group(self, group):
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
