@@ -25,9 +25,10 @@ captured gradient is taken before them when the node is needed.
 NOTE [Ready queues]
 One ready queue per device. The CPU queue belongs to the graph task and is drained by the
 thread that called backward; every other device has one queue and one long-lived worker
-thread shared by all graph tasks (``Engine.device_queue``). A node runs on the queue of the
-device of its input gradients. See ``nbgrad/autograd/threads.py``... for now the CPU is the only
-device with nodes, and its queue is the graph task's.
+thread shared by all graph tasks (``Engine.device_queue``), started on first use. A node runs
+on the queue of the device of its input gradients (``Engine._push_ready``). A worker that runs
+the last outstanding node of a graph task wakes its caller; the first error in any thread fails
+the task and is re-raised in the caller; warnings raised on a worker are replayed there.
 """
 
 from __future__ import annotations
@@ -91,11 +92,10 @@ class ReadyQueue:
     without taking the lock (``shared=False``); a device queue is shared with its worker.
     """
 
-    __slots__ = ("_heap", "_counter", "device", "_cond", "shared")
+    __slots__ = ("_heap", "device", "_cond", "shared")
 
     def __init__(self, device=None, shared=True):
         self._heap = []
-        self._counter = itertools.count().__next__
         self.device = device
         self.shared = shared
         self._cond = threading.Condition(threading.Lock())
