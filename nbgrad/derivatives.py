@@ -993,6 +993,7 @@ def _embedding_backward(grad, weight_shape, indices, padding_idx):
 
 # ---- rows -> Node classes -------------------------------------------------------------------
 _MISSING = object()
+_GRAD_ONLY = ("grad",)  # the one slots tuple of every formula of ``grad`` alone
 
 
 class TableNode(Node):
@@ -1014,6 +1015,9 @@ class TableNode(Node):
                 if all(e.function is None for e in edges):
                     continue
             elif edges[i][0] is None:
+                continue
+            if slots is _GRAD_ONLY:  # ``self=lambda grad: grad`` and the like: nothing to unpack
+                out[i] = formula(grad)
                 continue
             args = []
             for slot in slots:
@@ -1095,7 +1099,14 @@ def _build_node_class(info: OpInfo):
             save_plan.append(("_s_" + s, "input", info.inputs.index(s), needers))
     # the plan ``apply`` walks: formula parameters as slot names ("grad"/"grads" stay as they are)
     slot_plan = tuple(
-        (i, is_list, f, tuple(p if p in ("grad", "grads") else "_s_" + p for p in params))
+        (
+            i,
+            is_list,
+            f,
+            _GRAD_ONLY
+            if params == _GRAD_ONLY and not is_list
+            else tuple(p if p in ("grad", "grads") else "_s_" + p for p in params),
+        )
         for i, is_list, f, params in plan
     )
     ns = {

@@ -463,9 +463,12 @@ def _wrap(data, device=CPU, requires_grad=False):
 
 
 def _op(name):
-    from nbgrad.derivatives import OPS
+    try:
+        return _derivatives.OPS[name]
+    except NameError:  # while nbgrad.derivatives itself is being imported
+        from nbgrad.derivatives import OPS
 
-    return OPS[name]
+        return OPS[name]
 
 
 def _dim(d, ndim):

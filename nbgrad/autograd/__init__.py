@@ -6,6 +6,7 @@ PyTorch's ``_make_grads`` does, then hand the roots to the engine.
 
 from __future__ import annotations
 
+import importlib
 import warnings
 
 from . import functional, graph
@@ -51,8 +52,20 @@ class Variable:
     _execution_engine = get_default_engine()
 
 
+_tensor = None
+
+
+def _tensor_module():
+    """``nbgrad.tensor``, bound on first use (it imports this package): a ``from ... import``
+    in each call of ``grad`` and ``backward`` costs about a microsecond."""
+    global _tensor
+    if _tensor is None:
+        _tensor = importlib.import_module("nbgrad.tensor")
+    return _tensor
+
+
 def _tensor_or_tensors(x, what):
-    from nbgrad.tensor import Tensor
+    Tensor = _tensor_module().Tensor
 
     if isinstance(x, Tensor):
         return (x,)
@@ -78,7 +91,9 @@ def _gradients_for(outputs, grads, what, prefix):
 
 def _make_grads(outputs, grads):
     """Check or create the gradient for each output (``_make_grads``)."""
-    from nbgrad.tensor import Tensor, ones_like
+    T = _tensor_module()
+    Tensor = T.Tensor
+    ones_like = T.ones_like
 
     new_grads = []
     for i, (out, grad) in enumerate(zip(outputs, grads)):
@@ -118,7 +133,7 @@ def _make_grads(outputs, grads):
 
 
 def _root_edges(tensors):
-    from nbgrad.tensor import _edge_of
+    _edge_of = _tensor_module()._edge_of
 
     edges = []
     for i, t in enumerate(tensors):
@@ -149,7 +164,7 @@ def backward(
         >>> x.grad
         tensor([2., 4.])
     """
-    from nbgrad.tensor import _edge_of
+    _edge_of = _tensor_module()._edge_of
 
     if grad_variables is not None:
         grad_tensors = grad_variables
@@ -208,7 +223,9 @@ def grad(
         >>> g, ng.autograd.grad(g, x)[0]
         (tensor(27., grad_fn=<MulBackward0>), tensor(18.))
     """
-    from nbgrad.tensor import _edge_of, zeros_like
+    T = _tensor_module()
+    _edge_of = T._edge_of
+    zeros_like = T.zeros_like
 
     if is_grads_batched:
         raise NotImplementedError("is_grads_batched=True is not supported by nbgrad")

@@ -85,6 +85,9 @@ warnings.showwarning = _showwarning
 heappush = heapq.heappush
 
 
+_UNSHARED_COND = threading.Condition(threading.Lock())
+
+
 class ReadyQueue:
     """A max-heap of NodeTasks keyed by (reentrant depth, ``sequence_nr``) (``ReadyQueue``).
 
@@ -98,7 +101,9 @@ class ReadyQueue:
         self._heap = []
         self.device = device
         self.shared = shared
-        self._cond = threading.Condition(threading.Lock())
+        # an unshared queue is never waited on (its owner pops its heap directly); only
+        # snapshot locks it, so one condition serves them all (not one per backward call)
+        self._cond = threading.Condition(threading.Lock()) if shared else _UNSHARED_COND
 
     def push(self, task: NodeTask):
         entry = (-task.reentrant_depth, -task.node._sequence_nr_, next(_tiebreak), task)
@@ -228,7 +233,7 @@ class GraphTask:
         self.check_nan = _anomaly._state.enabled and _anomaly._state.check_nan
         self.threaded = False  # set once a node is sent to a device worker
         self._lock = threading.Lock()
-        self.cond = threading.Condition(self._lock)
+        self.cond = None  # made by _push_ready when the first node goes to a device worker
         self.warnings = []
 
 
@@ -378,8 +383,11 @@ class Engine:
                     continue
                 if child in visited:
                     info = exec_info.get(child)
-                    if info is not None and info.should_execute():
-                        exec_info.setdefault(fn, _ExecInfo()).needed = True
+                    if info is not None and (info.needed or info.captures is not None):
+                        info = exec_info.get(fn)
+                        if info is None:  # (setdefault would build an _ExecInfo every time)
+                            info = exec_info[fn] = _ExecInfo()
+                        info.needed = True
                     continue
                 visited.add(child)
                 stack.append((child, iter(child._next_edges)))
@@ -389,8 +397,12 @@ class Engine:
                 stack.pop()
                 if stack:
                     info = exec_info.get(fn)
-                    if info is not None and info.should_execute():
-                        exec_info.setdefault(stack[-1][0], _ExecInfo()).needed = True
+                    if info is not None and (info.needed or info.captures is not None):
+                        parent = stack[-1][0]
+                        info = exec_info.get(parent)
+                        if info is None:
+                            info = exec_info[parent] = _ExecInfo()
+                        info.needed = True
         graph_task.exec_info = exec_info
 
     # -- running ------------------------------------------------------------------------------
@@ -528,6 +540,11 @@ class Engine:
                     graph_task.cond.notify_all()
         else:
             queue = self.device_queue(device)
+            if not graph_task.threaded:
+                # NOTE [Lazy graph task condition]: only a task that uses a worker waits or
+                # notifies (thread_main waits only while a worker holds a node); the first node
+                # sent to a worker is sent by the task's own thread, before any other can look.
+                graph_task.cond = threading.Condition(graph_task._lock)
             with graph_task.cond:
                 graph_task.threaded = True
                 graph_task.outstanding_tasks += 1
@@ -584,12 +601,37 @@ class Engine:
         else:
             outputs = node.apply(inputs)
         edges = node._next_edges
-        if len(outputs) != len(edges):
+        n_edges = len(edges)
+        if len(outputs) != n_edges:
             raise RuntimeError(
                 f"Function {node.name()} returned an invalid number of gradients - expected "
-                f"{len(edges)}, but got {len(outputs)}"
+                f"{n_edges}, but got {len(outputs)}"
             )
-        if edges:
+        # NOTE [Single-edge fast path]: most nodes of a chain have one edge with a function
+        # (``x * 2.0`` has a second, empty edge for the number): ``live`` is its index, or None.
+        # Its gradient usually already has its input's shape, dtype and device (only a mismatch
+        # needs validate_outputs), and its next node often waits for nothing else (no _route).
+        live = None
+        if n_edges == 1:
+            live = 0
+        elif n_edges == 2:
+            if edges[1][0] is None:
+                live = 0
+            elif edges[0][0] is None:
+                live = 1
+        if live is not None:
+            grad = outputs[live]
+            fn, input_nr = edges[live]
+            if grad is not None and fn is not None:
+                meta = fn._input_metadata_[input_nr]
+                data = grad._data
+                if (
+                    data.shape != meta.shape
+                    or data.dtype is not meta.dtype.np
+                    or grad._device is not meta.device
+                ):
+                    self.validate_outputs(node, edges, outputs)
+        elif edges:
             self.validate_outputs(node, edges, outputs)
         if graph_task.check_nan:
             _check_nan(node, outputs)
@@ -601,6 +643,27 @@ class Engine:
             node.release_variables()
         if not edges:
             return
+        if live is not None and exec_info is None and not listeners and not graph_task.threaded:
+            # NOTE [Single-edge fast path]: _route for one edge to a node with one input that
+            # waits for nothing else; with nothing queued, NOTE [Chains skip the queue].
+            fn = edges[live][0]
+            if fn is None:
+                return
+            deps = graph_task.dependencies
+            if deps[fn] == 1 and len(fn._input_metadata_) <= 1 and fn not in graph_task.not_ready:
+                deps[fn] = 0
+                grad = outputs[live]
+                buf = InputBuffer((grad,))
+                if grad is not None and grad._device is CPU:
+                    heap = graph_task.cpu_ready_queue._heap
+                    if not heap:
+                        return fn, buf
+                    depth = graph_task.reentrant_depth
+                    task = _new_tuple(NodeTask, (graph_task, fn, buf, depth))
+                    heappush(heap, (-depth, -fn._sequence_nr_, next(_tiebreak), task))
+                else:
+                    self._push_ready(graph_task, fn, buf, grad)
+                return
         if graph_task.threaded:
             with graph_task._lock:
                 ready = self._route(graph_task, edges, outputs)
@@ -646,7 +709,7 @@ class Engine:
             deps[fn] = count
             if exec_info is not None:
                 info = exec_info.get(fn)
-                if info is None or not info.should_execute():
+                if info is None or not (info.needed or info.captures is not None):
                     continue
             buf = not_ready.get(fn)
             if buf is None:
