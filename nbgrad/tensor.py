@@ -274,7 +274,7 @@ def _dispatch(op, args, attrs=_NO_ATTRS, out=None):
     if op.view:
         _mark_view(result, args[0], (op.name, attrs))
     else:
-        result._version_counter = [0]
+        result._version_counter = None  # see NOTE [Lazy version counters]
         result._base = None
         result._view_chain = None
     if record:
@@ -308,7 +308,7 @@ def _mark_view(result, src, step):
     else:
         base, chain = src._base, src._view_chain
     result._base = base
-    result._version_counter = src._version_counter
+    result._version_counter = src._counter()
     if step is None or (base is not src and chain is None):
         result._view_chain = None  # several views from one op: no in-place on them
     else:
@@ -453,7 +453,7 @@ def _wrap(data, device=CPU, requires_grad=False):
     t.grad_fn = None
     t._grad = None
     t._output_nr = 0
-    t._version_counter = [0]
+    t._version_counter = None  # see NOTE [Lazy version counters]
     t._base = None
     t._view_chain = None
     t._retains_grad = False
@@ -672,9 +672,21 @@ class Tensor:
     def output_nr(self) -> int:
         return self._output_nr
 
+    # NOTE [Lazy version counters]
+    # A tensor's version counter (a one-item list shared with its views, its detached aliases
+    # and the SavedTensors that remember it) is made on first need. Most results of a forward
+    # pass are never viewed, saved or modified in place: they go without one, which is one
+    # object fewer per op for the cyclic garbage collector to scan in a long graph.
+    def _counter(self):
+        counter = self._version_counter
+        if counter is None:
+            counter = self._version_counter = [0]
+        return counter
+
     @property
     def _version(self) -> int:
-        return self._version_counter[0]
+        counter = self._version_counter
+        return 0 if counter is None else counter[0]
 
     @property
     def data(self):
@@ -797,7 +809,7 @@ class Tensor:
     def detach(self):
         """A tensor sharing memory and version counter, outside the graph."""
         t = _wrap(self._data, self._device)
-        t._version_counter = self._version_counter
+        t._version_counter = self._counter()
         t._base = self._base if self._base is not None else self
         t._view_chain = None
         return t
@@ -820,7 +832,7 @@ class Tensor:
 
     def _add_inplace_data(self, other):
         self._data += other._data
-        self._version_counter[0] += 1
+        self._counter()[0] += 1
 
     def clone(self):
         """A copy in the same layout (PyTorch's ``preserve_format``): ``x.t().clone()`` is
@@ -1758,7 +1770,7 @@ class Tensor:
                     ufunc(self._data, operand, out=self._data)
                 except ValueError as e:
                     raise _inplace_shape_error(op, self, other, e) from None
-                self._version_counter[0] += 1
+                self._counter()[0] += 1
                 return self
             with _NoGrad():
                 result = _dispatch(op, (self, *others), attrs)
@@ -1824,7 +1836,7 @@ class Tensor:
                 f"in-place operation failed: {e}. An expanded tensor can't be written in place; "
                 "clone() it first."
             ) from None
-        self._version_counter[0] += 1
+        self._counter()[0] += 1
 
     def _set_history(self, node, output_nr):
         retained = self._retains_grad

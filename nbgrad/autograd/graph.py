@@ -449,8 +449,8 @@ class SavedTensor:
     )
 
     def __init__(self, tensor, is_output=False, grad_fn_name=None):
-        self._version = tensor._version_counter[0]
-        self._counter = tensor._version_counter
+        self._counter = tensor._counter()
+        self._version = self._counter[0]
         self._is_output = is_output
         self._output_nr = tensor._output_nr
         self._requires_grad = tensor._requires_grad
