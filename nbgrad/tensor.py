@@ -372,6 +372,12 @@ def _new_node(cls, edges):
 
 _new_tuple = tuple.__new__  # NamedTuple instances without the Python-level __new__
 
+# NOTE [Shared input metadata]
+# A node's input metadata is immutable (shape, dtype, device), and a forward pass makes the same
+# few shapes over and over: CPU nodes share one metadata tuple per (shape, dtype) instead of
+# each allocating two more objects for the cyclic garbage collector to scan.
+_CPU_METADATA: dict = {}
+
 
 def _record(op, args, attrs, results):
     """Create the row's Node: edges to the inputs, saved values, input metadata."""
@@ -423,9 +429,20 @@ def _record(op, args, attrs, results):
     if len(results) == 1:
         r = results[0]
         data = r._data
-        node._input_metadata_ = (
-            _new_tuple(InputMetadata, (data.shape, _FROM_NP[data.dtype], r._device)),
-        )
+        if r._device is CPU:  # NOTE [Shared input metadata]
+            key = (data.shape, data.dtype)
+            meta = _CPU_METADATA.get(key)
+            if meta is None:
+                if len(_CPU_METADATA) > 4096:
+                    _CPU_METADATA.clear()
+                meta = _CPU_METADATA[key] = (
+                    _new_tuple(InputMetadata, (data.shape, _FROM_NP[data.dtype], CPU)),
+                )
+            node._input_metadata_ = meta
+        else:
+            node._input_metadata_ = (
+                _new_tuple(InputMetadata, (data.shape, _FROM_NP[data.dtype], r._device)),
+            )
         r.grad_fn = node
         r._requires_grad = True
     else:
