@@ -148,7 +148,7 @@ op("sub", "SubBackward0", "self other", lambda xp, self, other, alpha: self - ot
    attrs="alpha", promote="binary",
    self=lambda grad: grad,
    other=lambda grad, alpha: -grad if alpha == 1 else grad * -alpha)
-op("rsub", "RsubBackward1", "self", lambda xp, self, other, alpha: other - alpha * self,
+op("rsub", "RsubBackward1", "self", lambda xp, self, other, alpha: other - self if alpha == 1 else other - alpha * self,
    attrs="other alpha", promote="binary", promote_attrs=("other",),
    self=lambda grad, alpha: -grad if alpha == 1 else grad * -alpha)
 op("mul", "MulBackward0", "self other", lambda xp, self, other: self * other, promote="binary",
