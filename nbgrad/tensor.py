@@ -2005,6 +2005,22 @@ def _matmul_batched(tensor1, tensor2):
     return _dispatch(_op("unsafe_view"), (expanded1.bmm(expanded2),), {"shape": output_shape})
 
 
+def _zero_grads(tensors, set_to_none):
+    """``zero_grad`` of Module and Optimizer: each ``.grad`` to None, or detached and zeroed."""
+    for t in tensors:
+        grad = t._grad
+        if grad is None:
+            continue
+        if set_to_none:
+            t._grad = None
+        else:
+            if grad.grad_fn is not None:
+                grad.detach_()
+            else:
+                grad.requires_grad_(False)
+            grad.zero_()
+
+
 def _rebuild(array, device, requires_grad):
     return tensor(array, device=device, requires_grad=requires_grad)
 

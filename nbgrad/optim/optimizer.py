@@ -12,7 +12,7 @@ from copy import deepcopy
 from itertools import chain
 
 from nbgrad.autograd.grad_mode import enable_grad, no_grad
-from nbgrad.tensor import Tensor
+from nbgrad.tensor import Tensor, _zero_grads
 
 __all__ = ["Optimizer", "required"]
 
@@ -104,18 +104,7 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all optimized tensors: to None (the default) or to zeros."""
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                if set_to_none:
-                    p.grad = None
-                else:
-                    if p.grad.grad_fn is not None:
-                        p.grad.detach_()
-                    else:
-                        p.grad.requires_grad_(False)
-                    p.grad.zero_()
+        _zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self, closure=None):
         """Perform one update; ``closure`` re-evaluates the model and returns the loss."""

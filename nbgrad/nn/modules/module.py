@@ -19,7 +19,7 @@ from nbgrad.autograd.grad_mode import no_grad
 from nbgrad.autograd.graph import HookInfo, RemovableHandle
 from nbgrad.nn.modules._backward_hook import BackwardHook
 from nbgrad.nn.parameter import Parameter
-from nbgrad.tensor import Tensor
+from nbgrad.tensor import Tensor, _zero_grads
 
 __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook"]
 
@@ -418,17 +418,7 @@ class Module:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the parameters' gradients: to None (the default) or to zeros."""
-        for p in self.parameters():
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                if p.grad.grad_fn is not None:
-                    p.grad.detach_()
-                else:
-                    p.grad.requires_grad_(False)
-                p.grad.zero_()
+        _zero_grads(self.parameters(), set_to_none)
 
     # -- conversion ---------------------------------------------------------------------------
     def apply(self, fn) -> Module:
