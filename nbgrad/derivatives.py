@@ -207,9 +207,17 @@ op("rsqrt", "RsqrtBackward0", "self", lambda xp, self: 1 / xp.sqrt(self), promot
 op("reciprocal", "ReciprocalBackward0", "self", lambda xp, self: 1 / self, promote="float", self=lambda grad, result: -grad * (result * result))
 op("sin", "SinBackward0", "self", lambda xp, self: xp.sin(self), promote="float", self=lambda grad, self: grad * self.cos())
 op("cos", "CosBackward0", "self", lambda xp, self: xp.cos(self), promote="float", self=lambda grad, self: grad * -self.sin())
-op("tanh", "TanhBackward0", "self", lambda xp, self: xp.tanh(self), promote="float", self=lambda grad, result: grad * (1 - result * result))
-op("sigmoid", "SigmoidBackward0", "self", lambda xp, self: _sigmoid(xp, self), promote="float", self=lambda grad, result: grad * (1 - result) * result)
+op("tanh", "TanhBackward0", "self", lambda xp, self: xp.tanh(self), promote="float", self=lambda grad, result: _T._dispatch(OPS["tanh_backward"], (grad, result)))
+op("sigmoid", "SigmoidBackward0", "self", lambda xp, self: _sigmoid(xp, self), promote="float", self=lambda grad, result: _T._dispatch(OPS["sigmoid_backward"], (grad, result)))
 op("relu", "ReluBackward0", "self", lambda xp, self: xp.maximum(self, 0), self=lambda grad, result: _T.where(result > 0, grad, 0.0))
+# their backward formulas, as ops of their own as in PyTorch: one fused pass and one array,
+# not three (see NOTE [Fused backward kernels]); differentiable for double backward
+op("tanh_backward", "TanhBackwardBackward0", "grad_output output", lambda xp, grad_output, output: _tanh_backward(xp, grad_output, output), promote="binary",
+   grad_output=lambda grad, output: _T._dispatch(OPS["tanh_backward"], (grad, output)),
+   output=lambda grad, grad_output, output: grad * (-2 * output * grad_output))
+op("sigmoid_backward", "SigmoidBackwardBackward0", "grad_output output", lambda xp, grad_output, output: _sigmoid_backward(xp, grad_output, output), promote="binary",
+   grad_output=lambda grad, output: _T._dispatch(OPS["sigmoid_backward"], (grad, output)),
+   output=lambda grad, grad_output, output: grad * grad_output * (1 - 2 * output))
 op("erf", "ErfBackward0", "self", lambda xp, self: _erf(xp, self), promote="float", self=lambda grad, self: grad * (2 / math.sqrt(math.pi)) * (-self * self).exp())
 op("gelu", "GeluBackward0", "self", lambda xp, self, approximate: _gelu(xp, self, approximate), attrs="approximate", promote="float",
    self=lambda grad, self, approximate: _gelu_backward(grad, self, approximate))
@@ -405,6 +413,29 @@ def _sigmoid(xp, a):
     # numerically stable for large |a|
     with np.errstate(over="ignore"):
         return 1 / (1 + xp.exp(-a))
+
+
+# NOTE [Fused backward kernels]
+# A formula such as ``grad * (1 - result * result)``, run as three Tensor ops, allocates three
+# arrays the size of the activation and walks memory three times. tanh and sigmoid, the hot
+# activations of an MLP, have their backward as a row of its own (``tanh_backward``,
+# ``sigmoid_backward``, as in PyTorch) whose kernel writes every step into the one array it
+# allocates. Shapes that differ (broadcasting) and 0-d arrays (where NumPy returns scalars) take
+# the plain expression.
+def _tanh_backward(xp, grad_output, output):
+    if output.ndim == 0 or grad_output.shape != output.shape:
+        return grad_output * (1 - output * output)
+    out = xp.multiply(output, output)
+    xp.subtract(1, out, out=out)
+    return xp.multiply(grad_output, out, out=out)
+
+
+def _sigmoid_backward(xp, grad_output, output):
+    if output.ndim == 0 or grad_output.shape != output.shape:
+        return grad_output * (1 - output) * output
+    out = xp.subtract(1, output)
+    xp.multiply(out, output, out=out)
+    return xp.multiply(grad_output, out, out=out)
 
 
 def _erf(xp, a):
@@ -997,7 +1028,11 @@ _GRAD_ONLY = ("grad",)  # the one slots tuple of every formula of ``grad`` alone
 
 
 class TableNode(Node):
-    """A node made from a row of the table: it unpacks what its formulas name and calls them."""
+    """A node made from a row of the table: it unpacks what its formulas name and calls them.
+
+    Most rows' classes replace this ``apply`` with one generated from the row, which does the
+    same with no loop over the plan (see NOTE [Generated apply]).
+    """
 
     __slots__ = ()
     _op: OpInfo
@@ -1010,6 +1045,7 @@ class TableNode(Node):
         if grad is None and (self._op.outputs == 1 or all(g is None for g in grads)):
             return [None] * len(edges)
         out = [None] * len(edges)
+        unpacked = {}
         for i, is_list, formula, slots in self._slot_plan:
             if is_list:
                 if all(e.function is None for e in edges):
@@ -1025,6 +1061,8 @@ class TableNode(Node):
                     args.append(grad)
                 elif slot == "grads":
                     args.append(grads)
+                elif slot in unpacked:  # each saved value is unpacked once per apply
+                    args.append(unpacked[slot])
                 else:
                     value = getattr(self, slot, _MISSING)
                     if type(value) is SavedTensor:
@@ -1035,6 +1073,7 @@ class TableNode(Node):
                         raise RuntimeError(f"{self.name()} did not save '{slot[3:]}'")
                     elif type(value) is list:
                         value = [unpack_saved(v, self) for v in value]
+                    unpacked[slot] = value
                     args.append(value)
             value = formula(*args)
             if is_list:
@@ -1065,6 +1104,71 @@ def _saved_property(name):
 
     getter.__name__ = "_saved_" + name
     return property(getter, doc=f"The saved value '{name}' (as PyTorch's ``_saved_{name}``).")
+
+
+# NOTE [Generated apply]
+# PyTorch generates each node's ``apply`` from derivatives.yaml (``Functions.cpp``): unpack every
+# saved variable once, then run the formula of each input whose edge is live. nbgrad does the
+# same from the row, in Python, for every single-output row without list inputs (the others use
+# ``TableNode.apply``, which walks ``_slot_plan`` and does the same thing more slowly). The
+# source is kept on the class, ``MulBackward0._apply_source``, to read.
+def _generate_apply(info, slot_plan, save_plan):
+    if (
+        info.outputs != 1
+        or any(info.list_input)
+        or any("grads" in slots for _, _, _, slots in slot_plan)
+    ):
+        return {}
+    n_edges = sum(1 for inp in info.inputs if inp not in info.nondiff)
+    tensor_slots = [slot for slot, kind, _, _ in save_plan if kind in ("input", "result")]
+    env = {"SavedTensor": SavedTensor, "FREED": FREED, "ERR_FREED": ERR_FREED}
+    lines = ["def apply(self, grads):", "    edges = self._next_edges"]
+    for slot in tensor_slots:  # saved tensors: unpacked once, whichever edges are live
+        local = "v" + slot[2:]
+        lines += [
+            f"    {local} = self.{slot}",
+            f"    if type({local}) is SavedTensor:",
+            f"        {local} = {local}.unpack(self)",
+            f"    elif {local} is FREED:",
+            "        raise RuntimeError(ERR_FREED)",
+        ]
+    outs = [f"out{i}" for i in range(n_edges)]
+    lines += [
+        "    grad = grads[0]",
+        "    if grad is None:",
+        f"        return [{', '.join(['None'] * n_edges)}]",
+        f"    {' = '.join(outs)} = None",
+    ]
+    for k, (i, _, formula, slots) in enumerate(slot_plan):
+        env[f"formula{k}"] = formula
+        # ``_record`` sets every slot: to the value where a formula that needs it has a live
+        # edge, else to None
+        args = ", ".join(s if s == "grad" else "v" + s[2:] for s in slots)
+        lines.append(f"    if edges[{i}][0] is not None:")
+        for slot in slots:
+            if slot != "grad" and slot not in tensor_slots:  # attributes and shapes
+                lines.append(f"        v{slot[2:]} = self.{slot}")
+        lines.append(f"        out{i} = formula{k}({args})")
+    lines.append(f"    return [{', '.join(outs)}]")
+    # release_variables, unrolled: every saved input or result goes, Python numbers included
+    # (PyTorch saves those as wrapped-number tensors, which are released too)
+    lines.append("def release_variables(self):")
+    for slot in tensor_slots:
+        lines += [
+            f"    if self.{slot} is not None:",
+            f"        self.{slot} = FREED",
+        ]
+    if not tensor_slots:
+        lines.append("    pass")
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, f"<generated apply of {info.node_name}>", "exec"), env)
+    for fn in ("apply", "release_variables"):
+        env[fn].__qualname__ = f"{info.node_name}.{fn}"
+    return {
+        "apply": env["apply"],
+        "release_variables": env["release_variables"],
+        "_apply_source": source,
+    }
 
 
 def _build_node_class(info: OpInfo):
@@ -1111,6 +1215,7 @@ def _build_node_class(info: OpInfo):
     )
     ns = {
         "_slot_plan": slot_plan,
+        **_generate_apply(info, slot_plan, save_plan),
         "_save_plan": tuple(save_plan),
         "_tensor_slots": tuple(p[0] for p in save_plan if p[1] in ("input", "result")),
         "__slots__": tuple("_s_" + s for s in saved),

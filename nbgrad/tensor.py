@@ -358,18 +358,6 @@ def _edge_of(t):
     return NO_EDGE
 
 
-def _new_node(cls, edges):
-    node = cls.__new__(cls)
-    node._next_edges = edges
-    node._sequence_nr_ = next_sequence_nr()
-    node._pre_hooks = None
-    node._post_hooks = None
-    node._tensor_pre_hooks = None
-    node._retains_grad_hooks = None
-    node._metadata = None
-    return node
-
-
 _new_tuple = tuple.__new__  # NamedTuple instances without the Python-level __new__
 
 # NOTE [Shared input metadata]
@@ -409,7 +397,10 @@ def _record(op, args, attrs, results):
                 if edges[i].function is not None:
                     break
             else:
-                continue  # no formula that needs it will run
+                # no formula that needs it will run; set the slot all the same, since reading
+                # an unset slot raises (and catching that is slow in apply)
+                setattr(node, slot, None)
+                continue
         if kind == "attr":
             value = attrs[key]
         elif kind == "input":

@@ -35,7 +35,7 @@ import pytest
 import scipy.special
 
 import nbgrad as ng
-from nbgrad.derivatives import OPS
+from nbgrad.derivatives import OPS, TableNode
 
 
 # ---- the vocabulary of the cases -----------------------------------------------------------
@@ -491,6 +491,10 @@ CASES = [
     Case("index_backward", grad_of(lambda x: x[[0, 1, 0]]),
          lambda a: np_grad_index(a, [0, 1, 0]), [((2, 3),)]),
     Case("select_backward", grad_of(lambda x: x[1]), lambda a: np_grad_index(a, 1), [((2, 3),)]),
+    Case("tanh_backward", grad_of(lambda x: x.tanh()),
+         lambda a: 2 * np.tanh(a) * (1 - np.tanh(a) ** 2), UNARY),
+    Case("sigmoid_backward", grad_of(lambda x: x.sigmoid()),
+         lambda a: 2 * (s := 1 / (1 + np.exp(-a))) * s * (1 - s), UNARY),
     Case("select_backward", grad_of(lambda x: x.select(1, 0)),
          lambda a: np_grad_index(a, (slice(None), 0)), [((2, 3),)]),
     Case("slice_backward", grad_of(lambda x: x[:, 1:]),
@@ -742,6 +746,35 @@ def test_gradgradcheck(case, sample, seed):
     inputs = _ng_inputs(sample, _sample_values(case, sample, seed))
     ng.manual_seed(seed)
     assert ng.autograd.gradgradcheck(case.fn, inputs, **case.gradcheck_kw)
+
+
+def _reachable_nodes(outputs):
+    seen, stack = {}, [o.grad_fn for o in outputs if isinstance(o, ng.Tensor) and o.grad_fn]
+    while stack:
+        node = stack.pop()
+        if id(node) not in seen:
+            seen[id(node)] = node
+            stack.extend(fn for fn, _ in node.next_functions if fn is not None)
+    return list(seen.values())
+
+
+@pytest.mark.parametrize("case, sample, seed", DIFF_PARAMS)
+def test_generated_apply_matches_the_table_walk(case, sample, seed):
+    """NOTE [Generated apply]: each node's generated ``apply`` returns what ``TableNode.apply``
+    (the generic walk of the row's formulas) returns, on every node the case records."""
+    outputs = _as_tuple(case.fn(*_ng_inputs(sample, _sample_values(case, sample, seed))))
+    nodes = [n for n in _reachable_nodes(outputs) if "_apply_source" in vars(type(n))]
+    rng = np.random.default_rng(seed)
+    for node in nodes:
+        grads = [ng.tensor(rng.standard_normal(m.shape)).to(m.dtype) for m in node._input_metadata_]
+        with ng.no_grad():
+            generated = node.apply(list(grads))
+            walked = TableNode.apply(node, list(grads))
+        assert len(generated) == len(walked), node.name()
+        for g, w in zip(generated, walked):
+            assert (g is None) == (w is None), node.name()
+            if g is not None:
+                np.testing.assert_array_equal(_to_numpy(g), _to_numpy(w), err_msg=node.name())
 
 
 @pytest.mark.parametrize("case, sample, seed", PARAMS)

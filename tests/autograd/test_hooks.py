@@ -445,7 +445,16 @@ def test_once_differentiable_double_backward_raises():
 
 
 # -- saved-tensor hooks -------------------------------------------------------------------------
-def _saved_hooks_counts(lib):
+# each saved tensor is unpacked once per apply, whichever of the node's edges are live
+SAVED_HOOK_PROGRAMS = {
+    "mul-sin-exp": lambda x, w: (x * x).sin().exp(),
+    "div, both saved": lambda x, w: x / w,
+    "tanh result": lambda x, w: (x * w).tanh(),
+    "sigmoid, w constant": lambda x, w: (x * w.detach()).sigmoid(),
+}
+
+
+def _saved_hooks_counts(lib, program):
     calls = {"pack": 0, "unpack": 0}
 
     def pack(t):
@@ -457,14 +466,22 @@ def _saved_hooks_counts(lib):
         return t
 
     x = _leaf(lib, [0.5, 1.0, 2.0])
+    w = _leaf(lib, [1.5, -1.0, 0.25])
     with lib.autograd.graph.saved_tensors_hooks(pack, unpack):
-        y = (x * x).sin().exp()
+        y = program(x, w)
     y.sum().backward()
-    return calls, _grads(x)
+    return calls, _grads(x), _grads(w)
 
 
-def test_saved_tensors_hooks_parity():
-    assert _saved_hooks_counts(ng) == _saved_hooks_counts(torch)
+@pytest.mark.parametrize("program", SAVED_HOOK_PROGRAMS)
+def test_saved_tensors_hooks_parity(program):
+    fn = SAVED_HOOK_PROGRAMS[program]
+    ours, theirs = _saved_hooks_counts(ng, fn), _saved_hooks_counts(torch, fn)
+    assert ours[0] == theirs[0]  # pack and unpack calls
+    for (a,), (b,) in zip(ours[1:], theirs[1:]):  # the gradients of x and w
+        assert (a is None) == (b is None)
+        if b is not None:
+            np.testing.assert_allclose(a, b, rtol=1e-6)
 
 
 # -- anomaly mode --------------------------------------------------------------------------------

@@ -7,12 +7,12 @@ Run from the repository root::
     python tests/benchmarks/engine.py --only W1,W3  # a subset of W1, W3, W5, W6
 
 Every figure is the median over the repeats, and every framework does the same work in the same
-run. In W1 and W6 the repeats go round-robin over the frameworks (nbgrad, then NumPy, PyTorch,
-HIPS autograd) so that a slow patch of the machine hits them all alike; W3 runs each framework's
-repeats in one block after a pause instead, since its matrix products are multi-threaded and a
-BLAS pool that is still spinning from the previous framework's call (OpenBLAS for NumPy and
-nbgrad, PyTorch's own for PyTorch) would slow the next one down. ``gc.collect()`` runs before
-each timed call and the collector is left on inside it.
+run. The repeats go round-robin over the frameworks (nbgrad, then NumPy, PyTorch, HIPS
+autograd) so that a slow patch of the machine hits them all alike, except PyTorch's in W3: its
+matrix products are multi-threaded, and its thread pool, still spinning after its last call,
+would slow down OpenBLAS's threads (which NumPy and nbgrad share, so they alternate), so it
+runs its repeats in one block of its own after a pause. ``gc.collect()`` runs before each
+timed call and the collector is left on inside it.
 
 PyTorch (CPU) and HIPS autograd are optional: a framework that is not installed reads "n/a"
 (``pip install -e '.[bench]'`` installs HIPS autograd and psutil). Thread counts are left at
@@ -102,14 +102,16 @@ def installed(name: str) -> bool:
 
 
 def run_rounds(
-    steps: dict[str, Step], repeats: int, warmup: int = 1, interleave: bool = True
+    steps: dict[str, Step], repeats: int, warmup: int = 1, blocks: tuple = ()
 ) -> dict[str, tuple]:
     """Run ``warmup`` untimed calls then ``repeats`` timed calls of every step.
 
-    Interleaved, the calls go round-robin over the frameworks. Otherwise each framework runs
-    all its calls in one block after a pause, for multi-threaded work: a BLAS thread pool that
-    spins for a while after its last call would slow down the next framework's threads.
-    Returns, per framework, the median of each phase over the timed calls.
+    The calls go round-robin over the frameworks, so that a slow patch of the machine hits them
+    all alike. A framework named in ``blocks`` instead runs all its calls in one block of its
+    own, after a pause: for multi-threaded work, whose thread pool spins for a while after its
+    last call and would slow down the next framework's threads (PyTorch's pool; NumPy and nbgrad
+    share OpenBLAS's, so they can alternate). Returns, per framework, the median of each phase
+    over the timed calls.
     """
     samples: dict[str, list[tuple]] = {name: [] for name in steps}
 
@@ -117,18 +119,18 @@ def run_rounds(
         gc.collect()
         samples[name].append(steps[name]())
 
-    if interleave:
-        for _ in range(warmup):
-            for step in steps.values():
-                step()
-        for _ in range(repeats):
-            for name in steps:
-                timed(name)
-    else:
-        for name, step in steps.items():
+    shared = [name for name in steps if name not in blocks]
+    for _ in range(warmup):
+        for name in shared:
+            steps[name]()
+    for _ in range(repeats):
+        for name in shared:
+            timed(name)
+    for name in steps:
+        if name in blocks:
             time.sleep(0.5)
             for _ in range(warmup):
-                step()
+                steps[name]()
             for _ in range(repeats):
                 timed(name)
     return {
@@ -331,7 +333,7 @@ def bench_w3(repeats: int, number: int) -> dict[str, tuple]:
     steps = {
         k: per_call(lambda fn=fn, args=args: fn(*args), number) for k, (fn, *args) in fns.items()
     }
-    medians = run_rounds(steps, repeats, interleave=False)
+    medians = run_rounds(steps, repeats, blocks=("torch",))
     return {k: (v[0] * 1e3,) for k, v in medians.items()}
 
 
