@@ -1107,11 +1107,15 @@ def _saved_property(name):
 
 
 # NOTE [Generated apply]
-# PyTorch generates each node's ``apply`` from derivatives.yaml (``Functions.cpp``): unpack every
-# saved variable once, then run the formula of each input whose edge is live. nbgrad does the
-# same from the row, in Python, for every single-output row without list inputs (the others use
-# ``TableNode.apply``, which walks ``_slot_plan`` and does the same thing more slowly). The
-# source is kept on the class, ``MulBackward0._apply_source``, to read.
+# PyTorch generates each node's code from derivatives.yaml (``Functions.cpp`` for ``apply``,
+# ``VariableType`` for what the forward saves). nbgrad generates the same two pieces from each
+# row, as straight-line Python with no loop over a plan: ``_save``, which ``_record`` calls
+# to store on a new node the values its live formulas need (a slot no live formula needs is set
+# to None), and ``apply``, which unpacks every saved tensor once, then runs the formula of each
+# input whose edge is live; ``release_variables`` comes with it. Rows with several outputs, list
+# inputs or formulas of ``grads`` keep ``TableNode.apply``, the generic walk of ``_slot_plan``
+# that does the same more slowly. The sources stay on the class to read:
+# ``MulBackward0._save_source``, ``MulBackward0._apply_source``.
 def _generate_apply(info, slot_plan, save_plan):
     if (
         info.outputs != 1
@@ -1171,6 +1175,48 @@ def _generate_apply(info, slot_plan, save_plan):
     }
 
 
+def _generate_save(info, save_plan):
+    """``_save(node, edges, args, attrs, results)``: what ``_record`` stores on a new node.
+
+    Straight-line code from ``save_plan`` (NOTE [Generated apply]): a value goes in its slot
+    when a formula that needs it has a live edge, else the slot gets None.
+    """
+    env = {"SavedTensor": SavedTensor, "Tensor": _T.Tensor}
+    lines = ["def _save(node, edges, args, attrs, results):"]
+    for slot, kind, key, needers in save_plan:
+        indent = "    "
+        if needers:
+            live = " or ".join(f"edges[{i}][0] is not None" for i in needers)
+            lines.append(f"    if {live}:")
+            indent = "        "
+        if kind == "attr":
+            lines.append(f"{indent}node.{slot} = attrs[{key!r}]")
+        elif kind == "result":
+            lines.append(
+                f"{indent}node.{slot} = SavedTensor(results[{key}], True, {info.node_name!r})"
+            )
+        elif kind == "shape":
+            value = (
+                f"[t.shape for t in args[{key}]]" if info.list_input[key] else f"args[{key}].shape"
+            )
+            lines.append(f"{indent}node.{slot} = {value}")
+        elif info.list_input[key]:
+            lines.append(f"{indent}node.{slot} = [SavedTensor(t) for t in args[{key}]]")
+        else:  # an input: a tensor, or a Python number or None in its place
+            lines += [
+                f"{indent}a = args[{key}]",
+                f"{indent}node.{slot} = SavedTensor(a) if isinstance(a, Tensor) else a",
+            ]
+        if needers:
+            lines += ["    else:", f"        node.{slot} = None"]
+    if not save_plan:
+        lines.append("    pass")
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, f"<generated save of {info.node_name}>", "exec"), env)
+    env["_save"].__qualname__ = f"{info.node_name}._save"
+    return staticmethod(env["_save"]), source
+
+
 def _build_node_class(info: OpInfo):
     saved = []
     plan = []
@@ -1213,11 +1259,13 @@ def _build_node_class(info: OpInfo):
         )
         for i, is_list, f, params in plan
     )
+    save, save_source = _generate_save(info, save_plan)
     ns = {
         "_slot_plan": slot_plan,
         **_generate_apply(info, slot_plan, save_plan),
-        "_save_plan": tuple(save_plan),
         "_tensor_slots": tuple(p[0] for p in save_plan if p[1] in ("input", "result")),
+        "_save": save,
+        "_save_source": save_source,
         "__slots__": tuple("_s_" + s for s in saved),
         "_op": info,
         "_name": info.node_name,

@@ -28,7 +28,6 @@ from nbgrad.autograd.graph import (
     HookList,
     InputMetadata,
     RemovableHandle,
-    SavedTensor,
     next_sequence_nr,
 )
 from nbgrad.backend import CPU, Device
@@ -391,32 +390,7 @@ def _record(op, args, attrs, results):
     node._sequence_nr_ = next_sequence_nr()
     node._pre_hooks = node._post_hooks = node._tensor_pre_hooks = None
     node._retains_grad_hooks = node._metadata = None
-    for slot, kind, key, needers in cls._save_plan:
-        if needers:
-            for i in needers:
-                if edges[i].function is not None:
-                    break
-            else:
-                # no formula that needs it will run; set the slot all the same, since reading
-                # an unset slot raises (and catching that is slow in apply)
-                setattr(node, slot, None)
-                continue
-        if kind == "attr":
-            value = attrs[key]
-        elif kind == "input":
-            a = args[key]
-            if isinstance(a, Tensor):
-                value = SavedTensor(a)
-            elif type(a) is list:
-                value = [SavedTensor(t) for t in a]
-            else:
-                value = a
-        elif kind == "result":
-            value = SavedTensor(results[key], True, op.node_name)
-        else:
-            a = args[key]
-            value = [t.shape for t in a] if type(a) is list else a.shape
-        setattr(node, slot, value)
+    cls._save(node, node._next_edges, args, attrs, results)  # see NOTE [Generated apply]
     if len(results) == 1:
         r = results[0]
         data = r._data
