@@ -1746,10 +1746,11 @@ class Tensor:
                 # an optimizer's ``p.sub_(g, alpha=lr)``: write in place, no temporary copy
                 operand = other._data if type(other) is Tensor else other
                 alpha = attrs.get("alpha", 1)
-                if alpha != 1:
-                    operand = operand * alpha  # same dtype: a Python number stays weak
                 try:  # NumPy checks the shapes before it writes anything
-                    ufunc(self._data, operand, out=self._data)
+                    if alpha == 1:
+                        ufunc(self._data, operand, out=self._data)
+                    else:
+                        _scaled_inplace(ufunc, self._data, operand, alpha)
                 except ValueError as e:
                     raise _inplace_shape_error(op, self, other, e) from None
                 self._counter()[0] += 1
@@ -2603,3 +2604,34 @@ _TANH = _derivatives.OPS["tanh"]
 _ALPHA1 = {"alpha": 1}
 _PRESERVE = {"memory_format": "preserve"}
 _INPLACE_UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide}
+
+# NOTE [Blocked scaled updates]
+# ``p.sub_(g, alpha=lr)`` is ``p -= lr * g``: written plainly, ``lr * g`` is a temporary the
+# size of the parameter, which the allocator often takes fresh from the system (page faults)
+# and which leaves the cache before the subtraction reads it back. For a large contiguous
+# operand that does not overlap ``p``, the same two ufuncs run block by block through one small
+# scratch buffer that stays in cache: the same operations on each element, so the same result,
+# bit for bit.
+_BLOCK = 16384  # elements
+
+
+def _scaled_inplace(ufunc, data, operand, alpha):
+    """``ufunc(data, operand * alpha, out=data)``; see NOTE [Blocked scaled updates]."""
+    if (
+        type(operand) is not _ndarray
+        or type(data) is not _ndarray
+        or operand.size <= _BLOCK
+        or operand.shape != data.shape
+        or not (data.flags.c_contiguous and operand.flags.c_contiguous)
+        or np.may_share_memory(data, operand)
+    ):
+        ufunc(data, operand * alpha, out=data)  # same dtype: a Python number stays weak
+        return
+    flat, src = data.reshape(-1), operand.reshape(-1)
+    scratch = np.empty(_BLOCK, data.dtype)
+    for start in range(0, flat.size, _BLOCK):
+        part = src[start : start + _BLOCK]
+        scaled = scratch[: part.size]
+        np.multiply(part, alpha, out=scaled)
+        block = flat[start : start + _BLOCK]
+        ufunc(block, scaled, out=block)

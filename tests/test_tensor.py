@@ -356,6 +356,59 @@ def test_out_of_place_ops_do_not_bump_versions():
     assert x._version == 0
 
 
+# NOTE [Blocked scaled updates]: ``p.sub_(g, alpha=lr)`` on a large contiguous operand runs
+# block by block; the result must be the plain ``p - lr * g``, bit for bit, in every case
+BIG = 16384 * 3 + 5  # several blocks and a partial one
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "contiguous",
+        "2-d",
+        "operand is p",
+        "transposed view of p",
+        "overlapping view",
+        "broadcast",
+        "float32",
+    ],
+)
+@pytest.mark.parametrize("method", ["sub_", "add_"])
+def test_scaled_inplace_update_matches_the_plain_expression(case, method):
+    rng = np.random.default_rng(7)
+    dtype = np.float32 if case == "float32" else np.float64
+    shape = (300, 300) if case in ("2-d", "transposed view of p") else (BIG,)
+    p = ng.tensor(rng.standard_normal(shape).astype(dtype))
+    if case == "overlapping view":  # p and g share all but one element, shifted by one
+        base = ng.tensor(rng.standard_normal(BIG + 1))
+        p, g = base[1:], base[:-1]
+    elif case == "operand is p":
+        g = p
+    elif case == "transposed view of p":
+        g = p.t()
+    elif case == "broadcast":
+        g = ng.tensor(rng.standard_normal(1).astype(dtype))
+    else:
+        g = ng.tensor(rng.standard_normal(shape).astype(dtype))
+    before, g_before = p.numpy().copy(), g.numpy().copy()
+    scaled = g_before * 0.01
+    expected = before - scaled if method == "sub_" else before + scaled
+    with ng.no_grad():
+        getattr(p, method)(g, alpha=0.01)
+    np.testing.assert_array_equal(p.numpy(), expected)
+    assert p.numpy().dtype == dtype
+    assert p._version == 1
+    if case not in ("operand is p", "transposed view of p", "overlapping view"):
+        np.testing.assert_array_equal(g.numpy(), g_before)  # the operand is left alone
+
+
+def test_scaled_inplace_update_with_a_bad_shape_changes_nothing():
+    p = ng.zeros(BIG)
+    with pytest.raises(RuntimeError):
+        p.sub_(ng.ones(BIG - 1), alpha=0.5)
+    assert not p.numpy().any() and p._version == 0
+
+
 # -- detach and conversions -----------------------------------------------------------------------
 def test_detach_shares_memory_and_leaves_the_graph():
     x = ng.tensor([1.0, 2.0], requires_grad=True)

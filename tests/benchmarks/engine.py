@@ -7,11 +7,11 @@ Run from the repository root::
     python tests/benchmarks/engine.py --only W1,W3  # a subset of W1, W3, W5, W6
 
 Every figure is the median over the repeats, and every framework does the same work in the same
-run. The repeats go round-robin over the frameworks (nbgrad, then NumPy, PyTorch, HIPS
-autograd) so that a slow patch of the machine hits them all alike, except PyTorch's in W3: its
-matrix products are multi-threaded, and its thread pool, still spinning after its last call,
-would slow down OpenBLAS's threads (which NumPy and nbgrad share, so they alternate), so it
-runs its repeats in one block of its own after a pause. ``gc.collect()`` runs before each
+run. In W1 and W6 the repeats go round-robin over the frameworks (nbgrad, then NumPy,
+PyTorch, HIPS autograd) so that a slow patch of the machine hits them all alike. W3 runs each
+framework in fresh processes of its own, taken in turn (three rounds, so three processes per
+framework), since frameworks sharing one process share its heap and thread pools, which
+changed each other's figures (NOTE [W3 in fresh processes]). ``gc.collect()`` runs before each
 timed call and the collector is left on inside it.
 
 PyTorch (CPU) and HIPS autograd are optional: a framework that is not installed reads "n/a"
@@ -33,6 +33,8 @@ W3  Training step. A 784-512-512-10 tanh MLP at batch 256 in float32: forward, s
     an in-place SGD update under ``no_grad`` (grads set to None after it). Milliseconds per
     step. The NumPy baseline is the same step written by hand; PyTorch runs the same model with
     torch ops. All start from the same weights and their losses are checked against each other.
+    Each framework runs in fresh subprocesses (``--w3-child NAME``): 10 warm-up steps, then 7
+    samples of 5 steps each; the figure is the median over the samples of three processes.
 W5  Peak memory. Forward and backward through 200 ops cycling ``* 1.0001``, ``+ 0.001`` and
     ``tanh`` (which saves its result) on a (1000, 1000) float64 tensor (8 MB), then ``sum``
     and backward. Each framework runs in a fresh subprocess (``--w5-child NAME``), which imports
@@ -101,38 +103,20 @@ def installed(name: str) -> bool:
     return {"torch": torch, "autograd": hips}.get(name, True) is not None
 
 
-def run_rounds(
-    steps: dict[str, Step], repeats: int, warmup: int = 1, blocks: tuple = ()
-) -> dict[str, tuple]:
-    """Run ``warmup`` untimed calls then ``repeats`` timed calls of every step.
+def run_rounds(steps: dict[str, Step], repeats: int, warmup: int = 1) -> dict[str, tuple]:
+    """Run ``warmup`` untimed calls then ``repeats`` timed calls of every step, round-robin
+    over the frameworks so that a slow patch of the machine hits them all alike.
 
-    The calls go round-robin over the frameworks, so that a slow patch of the machine hits them
-    all alike. A framework named in ``blocks`` instead runs all its calls in one block of its
-    own, after a pause: for multi-threaded work, whose thread pool spins for a while after its
-    last call and would slow down the next framework's threads (PyTorch's pool; NumPy and nbgrad
-    share OpenBLAS's, so they can alternate). Returns, per framework, the median of each phase
-    over the timed calls.
+    Returns, per framework, the median of each phase over the timed calls.
     """
     samples: dict[str, list[tuple]] = {name: [] for name in steps}
-
-    def timed(name):
-        gc.collect()
-        samples[name].append(steps[name]())
-
-    shared = [name for name in steps if name not in blocks]
     for _ in range(warmup):
-        for name in shared:
-            steps[name]()
+        for step in steps.values():
+            step()
     for _ in range(repeats):
-        for name in shared:
-            timed(name)
-    for name in steps:
-        if name in blocks:
-            time.sleep(0.5)
-            for _ in range(warmup):
-                steps[name]()
-            for _ in range(repeats):
-                timed(name)
+        for name, step in steps.items():
+            gc.collect()
+            samples[name].append(step())
     return {
         name: tuple(statistics.median(phase) for phase in zip(*rows))
         for name, rows in samples.items()
@@ -309,32 +293,64 @@ def w3_torch_step(params, x, onehot):
     return loss.item()
 
 
-def bench_w3(repeats: int, number: int) -> dict[str, tuple]:
+def w3_child(name: str, repeats: int, number: int) -> None:
+    """Body of ``--w3-child NAME``: print {"ms": [...], "loss": ...} as JSON for one framework.
+
+    The first step's loss (all start from the same weights) is reported for the cross-check;
+    then 10 warm-up steps, then ``repeats`` samples of ``number`` steps, ms per step.
+    """
     params, x, onehot = w3_data()
-    fns = {
-        "nbgrad": (
-            w3_nbgrad_step,
-            [ng.from_numpy(p.copy()).requires_grad_() for p in params],
-            ng.from_numpy(x),
-            ng.from_numpy(onehot),
-        ),
-        "numpy": (w3_numpy_step, [p.copy() for p in params], x, onehot),
-    }
-    if torch is not None:
-        fns["torch"] = (
-            w3_torch_step,
-            [torch.from_numpy(p.copy()).requires_grad_() for p in params],
-            torch.from_numpy(x),
-            torch.from_numpy(onehot),
-        )
-    # The first step of each starts from the same weights: their losses must agree.
-    losses = {k: np.float64(fn(*args)) for k, (fn, *args) in fns.items()}
-    check_close("W3 loss", losses, rtol=1e-4)
-    steps = {
-        k: per_call(lambda fn=fn, args=args: fn(*args), number) for k, (fn, *args) in fns.items()
-    }
-    medians = run_rounds(steps, repeats, blocks=("torch",))
-    return {k: (v[0] * 1e3,) for k, v in medians.items()}
+    if name == "nbgrad":
+        args = ([ng.from_numpy(p.copy()).requires_grad_() for p in params],)
+        args += (ng.from_numpy(x), ng.from_numpy(onehot))
+    elif name == "torch":
+        args = ([torch.from_numpy(p.copy()).requires_grad_() for p in params],)
+        args += (torch.from_numpy(x), torch.from_numpy(onehot))
+    else:
+        args = ([p.copy() for p in params], x, onehot)
+    fn = {"nbgrad": w3_nbgrad_step, "torch": w3_torch_step, "numpy": w3_numpy_step}[name]
+    loss = float(fn(*args))
+    for _ in range(10):
+        fn(*args)
+    step = per_call(lambda: fn(*args), number)
+    samples = []
+    for _ in range(repeats):
+        gc.collect()
+        samples.append(step()[0] * 1e3)
+    print(json.dumps({"ms": samples, "loss": loss}))
+
+
+def bench_w3(rounds: int, repeats: int, number: int) -> dict[str, tuple]:
+    """Each framework in fresh processes, ``rounds`` of them taken in turn; the median of all
+    their samples. See NOTE [W3 in fresh processes]."""
+    # NOTE [W3 in fresh processes]
+    # Steps of this size allocate arrays of hundreds of kB, and glibc's malloc decides, from
+    # what the process allocated and freed before, whether such an array reuses the heap or
+    # comes fresh from the system (a page fault per 4 kB). In one process the frameworks'
+    # steps share that heap: one framework's pattern of allocations changed the other's count
+    # of page faults by a factor of four here, and with it its time. So each framework runs in
+    # processes of its own, as a user's training script would, the processes of the frameworks
+    # taken in turn so that a slow patch of the machine hits them all alike.
+    names = [name for name in ("nbgrad", "numpy", "torch") if installed(name)]
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    losses: dict[str, np.float64] = {}
+    for _ in range(rounds):
+        for name in names:
+            proc = subprocess.run(
+                [sys.executable, os.path.abspath(__file__), "--w3-child", name]
+                + ["--w3-samples", f"{repeats},{number}"],
+                capture_output=True,
+                text=True,
+            )
+            if proc.returncode != 0:
+                print(f"WARNING W3: the {name} child failed:\n{proc.stderr[-2000:]}")
+                continue
+            report = json.loads(proc.stdout.strip().splitlines()[-1])
+            samples[name] += report["ms"]
+            losses[name] = np.float64(report["loss"])
+    if "numpy" in losses:
+        check_close("W3 loss", losses, rtol=1e-4)
+    return {k: (statistics.median(v) if v else NAN,) for k, v in samples.items()}
 
 
 # --------------------------------------------------------------------------------------------
@@ -549,7 +565,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="3 repeats instead of 7")
     parser.add_argument("--only", default=",".join(WORKLOADS), help="e.g. W1,W3")
     parser.add_argument("--w5-child", choices=FRAMEWORKS, help=argparse.SUPPRESS)
+    parser.add_argument("--w3-child", choices=FRAMEWORKS, help=argparse.SUPPRESS)
+    parser.add_argument("--w3-samples", default="7,5", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.w3_child:
+        w3_child(args.w3_child, *map(int, args.w3_samples.split(",")))
+        return
     if args.w5_child:
         w5_child(args.w5_child)
         return
@@ -587,7 +608,7 @@ def main(argv: list[str] | None = None) -> None:
                 ),
             ]
     if "W3" in only:
-        f = bench_w3(repeats, number=3 if args.quick else 5)
+        f = bench_w3(1 if args.quick else 3, repeats, number=3 if args.quick else 5)
         print(table_row("W3 MLP train step (ms)", f, 0, 2))
         ratios.append(ratio_row("W3 step / NumPy step", get(f, "nbgrad"), get(f, "numpy"), 1.15))
     if "W5" in only:
