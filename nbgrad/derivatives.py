@@ -18,6 +18,7 @@ neither a formula nor a ``nondiff`` mark, raises.
 from __future__ import annotations
 
 import inspect
+import linecache
 import math
 
 import numpy as np
@@ -1116,6 +1117,12 @@ def _saved_property(name):
 # inputs or formulas of ``grads`` keep ``TableNode.apply``, the generic walk of ``_slot_plan``
 # that does the same more slowly. The sources stay on the class to read:
 # ``MulBackward0._save_source``, ``MulBackward0._apply_source``.
+def _exec_generated(source, filename, env):
+    """Define the generated functions in ``env``; tracebacks through them show their lines."""
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), env)
+
+
 def _generate_apply(info, slot_plan, save_plan):
     if (
         info.outputs != 1
@@ -1165,7 +1172,7 @@ def _generate_apply(info, slot_plan, save_plan):
     if not tensor_slots:
         lines.append("    pass")
     source = "\n".join(lines) + "\n"
-    exec(compile(source, f"<generated apply of {info.node_name}>", "exec"), env)
+    _exec_generated(source, f"<generated apply of {info.node_name}>", env)
     for fn in ("apply", "release_variables"):
         env[fn].__qualname__ = f"{info.node_name}.{fn}"
     return {
@@ -1212,7 +1219,7 @@ def _generate_save(info, save_plan):
     if not save_plan:
         lines.append("    pass")
     source = "\n".join(lines) + "\n"
-    exec(compile(source, f"<generated save of {info.node_name}>", "exec"), env)
+    _exec_generated(source, f"<generated save of {info.node_name}>", env)
     env["_save"].__qualname__ = f"{info.node_name}._save"
     return staticmethod(env["_save"]), source
 
