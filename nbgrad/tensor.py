@@ -205,7 +205,10 @@ _perf_counter = time.perf_counter
 
 
 def _notify_forward(op, args, attrs, result, elapsed):
-    for listener in tuple(_forward_listeners):
+    if len(_forward_listeners) == 1:  # the usual case: one recorder
+        _forward_listeners[0](op, args, attrs, result, elapsed)
+        return
+    for listener in tuple(_forward_listeners):  # a copy: a listener may remove itself
         listener(op, args, attrs, result, elapsed)
 
 

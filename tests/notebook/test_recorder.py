@@ -41,6 +41,50 @@ def test_records_each_forward_call_with_inputs_outputs_node_and_time():
     assert rec.records[1].output_tensors() == [y]
 
 
+def _expected_input(t):
+    """What a record shows for a tensor argument: its grad_fn, else its AccumulateGrad, else
+    no node; with its shape and dtype."""
+    node = t.grad_fn or (t._grad_accumulator if t.requires_grad else None)
+    return node, tuple(t.shape), str(t.dtype).rsplit(".", 1)[-1]
+
+
+def test_record_inputs_whether_read_from_the_node_edges_or_kept_per_argument():
+    """NOTE [Recording cost]: when every argument has an edge, a record reads its inputs from
+    the node's edges later; otherwise it keeps them per argument. Both show the same."""
+    x = ng.ones(2, 3, requires_grad=True)
+    w = ng.full((3,), 2.0, requires_grad=True)
+    c = ng.ones(3)  # a constant: no edge
+    mask = ng.tensor([True, False, True])
+    with record() as rec:
+        a = x * w  # every argument has an edge
+        b = a * c  # a constant tensor
+        d = b * 2.0  # a number
+        e = ng.cat([a, d], 0)  # a list of tensors
+        f = ng.where(mask, a, d)  # a non-differentiable mask
+        g, h = e.split(2)  # several outputs
+        k = a.clone()
+        k.add_(w)  # in place
+    expected = [
+        [x, w],
+        [a, c],
+        [b],
+        [a, d],
+        [mask, a, d],
+        [e],
+        [a],
+    ]
+    records = list(rec.records)
+    assert [r.op for r in records[:7]] == ["mul", "mul", "mul", "cat", "where", "split", "clone"]
+    for r, tensors in zip(records, expected):
+        got = [(i.node, i.shape, i.dtype) for i in r.inputs]
+        assert got == [_expected_input(t) for t in tensors], r.op
+    inplace = records[7]
+    assert inplace.op == "add" and [i.shape for i in inplace.inputs] == [(2, 3), (3,)]
+    assert inplace.inputs[1].node is w._grad_accumulator
+    assert [i.requires_grad for i in records[1].inputs] == [True, False]
+    del f, g, h
+
+
 def test_records_the_user_line_that_made_each_op():
     x = ng.ones(3, requires_grad=True)
     with record() as rec:
