@@ -311,11 +311,46 @@ def _mark_view(result, src, step):
         base, chain = src._base, src._view_chain
     result._base = base
     result._version_counter = src._counter()
+    # NOTE [Views made in no-grad mode]: 1 made there, 2 made from such a view, else 0
+    if not _grad_state.enabled:
+        result._no_grad_view = 1
+    elif base is not src and getattr(src, "_no_grad_view", 0):
+        result._no_grad_view = 2
+    else:
+        result._no_grad_view = 0
     if step is None or (base is not src and chain is None):
         result._view_chain = None  # several views from one op: no in-place on them
     else:
         result._view_chain = (chain or ()) + (step,)
         _track_view(base, result)
+
+
+# NOTE [Views made in no-grad mode]
+# As in PyTorch, an in-place op that would be recorded (grad mode on, a tensor that requires
+# grad involved) may not modify a view made in no-grad mode, or a view made from one: whether
+# the view should see the op's history is ambiguous, so it is an error that says how to choose
+# (checked before the leaf checks, as PyTorch does). In place inside no_grad, or on the base
+# itself, stays allowed. (PyTorch also reports such a view as requiring grad when its base
+# does, and raises when one is used after its base was modified in place with grad mode on;
+# nbgrad's view does not require grad, and takes the base's new history.)
+_NO_GRAD_VIEW_ADVICE = (
+    "created in no_grad mode and is being modified inplace with grad mode enabled. Given that "
+    "this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
+    "moving both the view and the inplace either both inside the no_grad block (if you don't "
+    "want the inplace to be tracked) or both outside (if you want the inplace to be tracked)."
+)
+
+
+def _no_grad_view_message(view):
+    # PyTorch names the node of a view made from such a view in grad mode: it has one when
+    # the base requires grad
+    if view._no_grad_view == 1 or not view._base._requires_grad:
+        return "A view was " + _NO_GRAD_VIEW_ADVICE
+    step = view._view_chain[-1][0] if view._view_chain else "view"
+    name = _op(step).node_name.removesuffix("Backward0") if step in _derivatives.OPS else step
+    return f"Output {view._output_nr} of {name} is a view of a view which was " + (
+        _NO_GRAD_VIEW_ADVICE
+    )
 
 
 # NOTE [Views of a modified base]
@@ -521,6 +556,7 @@ class Tensor:
         "_acc",  # the AccumulateGrad: weakly, or strongly once it has hooks
         "_post_accumulate_grad_hooks",
         "_views",  # on a base: weakrefs to its views (see NOTE [Views of a modified base])
+        "_no_grad_view",  # on a view: made in no-grad mode, or from such a view (NOTE below)
         "__weakref__",
     )
 
@@ -1698,6 +1734,17 @@ class Tensor:
         grad_on = _grad_state.enabled
         base = self._base
         if grad_on:
+            if (
+                base is not None
+                and getattr(self, "_no_grad_view", 0)
+                and op.differentiable
+                and (
+                    base._requires_grad
+                    or self._requires_grad
+                    or any(isinstance(o, Tensor) and o._requires_grad for o in others)
+                )
+            ):
+                raise RuntimeError(_no_grad_view_message(self))  # NOTE [Views made in no-grad mode]
             if self._requires_grad and self.grad_fn is None:
                 if base is not None and base._requires_grad and base.grad_fn is None:
                     raise RuntimeError(

@@ -134,6 +134,53 @@ def inplace_on_leaf(lib):
     x.add_(1)
 
 
+# NOTE [Views made in no-grad mode]
+NO_GRAD_VIEW = "A view was created in no_grad mode and is being modified inplace with grad mode"
+
+
+def inplace_on_no_grad_view(lib):
+    b = leaf(lib, 1.0, 2.0, 3.0).clone()
+    with lib.no_grad():
+        v = b[:2]
+    v.mul_(2)
+
+
+def inplace_with_grad_on_no_grad_view_of_plain_tensor(lib):
+    b = lib.zeros(3)
+    with lib.no_grad():
+        v = b[:2]
+    v.add_(leaf(lib, 1.0, 2.0))
+
+
+def inplace_on_no_grad_view_of_leaf(lib):  # before the leaf check, as PyTorch
+    a = leaf(lib, 1.0, 2.0, 3.0)
+    with lib.no_grad():
+        v = a[:2]
+    v.mul_(2)
+
+
+def inplace_on_no_grad_unbind_output(lib):  # before the several-views check, as PyTorch
+    b = leaf(lib, 1.0, 2.0, 3.0).clone()
+    with lib.no_grad():
+        parts = b.unbind(0)
+    parts[0].mul_(2)
+
+
+def inplace_on_view_of_no_grad_view(lib):
+    b = leaf(lib, 1.0, 2.0, 3.0).clone()
+    with lib.no_grad():
+        v = b[:2]
+    w = v[:1]  # made in grad mode, from a view made in no_grad
+    w.mul_(2)
+
+
+def setitem_on_no_grad_view(lib):
+    b = leaf(lib, 1.0, 2.0, 3.0).clone()
+    with lib.no_grad():
+        v = b[:2]
+    v[0] = 5.0
+
+
 def inplace_on_view_of_leaf(lib):
     x = leaf(lib, 1.0, 2.0)
     x[0].mul_(2)
@@ -347,6 +394,33 @@ CASES = [
         ["a leaf Variable that requires grad is being used in an in-place operation."],
     ),
     (inplace_on_view_of_leaf, ["a view of a leaf Variable that requires grad"]),
+    (
+        inplace_on_no_grad_view,
+        [
+            NO_GRAD_VIEW,
+            "either both inside the no_grad block",
+        ],
+    ),
+    (
+        inplace_with_grad_on_no_grad_view_of_plain_tensor,
+        [NO_GRAD_VIEW],
+    ),
+    (
+        inplace_on_no_grad_view_of_leaf,
+        [NO_GRAD_VIEW],
+    ),
+    (
+        inplace_on_no_grad_unbind_output,
+        [NO_GRAD_VIEW],
+    ),
+    (
+        inplace_on_view_of_no_grad_view,
+        ["Output 0 of Slice is a view of a view which was created in no_grad mode"],
+    ),
+    (
+        setitem_on_no_grad_view,
+        ["Output 0 of Select is a view of a view which was created in no_grad mode"],
+    ),
     (setitem_on_leaf, ["a view of a leaf Variable that requires grad"]),
     (hook_changes_size, ["hook 'size_hook' has changed the size of value"]),
     (hook_changes_type, ["hook 'type_hook' has changed the type of value"]),
@@ -418,6 +492,29 @@ def test_misuse_raises_like_pytorch(scenario, phrases):
     for phrase in phrases:
         assert _contains(phrase, str(t_err)), f"the phrase is not PyTorch's: {phrase!r} vs {t_err}"
         assert _contains(phrase, str(n_err)), f"{phrase!r} not in {n_err}"
+
+
+def test_views_made_in_no_grad_mode_allow_what_pytorch_allows():
+    """In place inside no_grad, on the base, or with nothing that requires grad: allowed; and
+    a refused in-place op changes nothing."""
+    for lib in (torch, ng):
+        a = leaf(lib, 1.0, 2.0, 3.0)
+        with lib.no_grad():
+            a[:2].mul_(2)  # initialising a parameter through a view
+        assert a.detach().numpy().tolist() == [2.0, 4.0, 3.0]
+        b = lib.zeros(3)
+        with lib.no_grad():
+            v = b[:2]
+        v.mul_(2)  # nothing requires grad
+        c = leaf(lib, 1.0, 2.0, 3.0).clone()
+        with lib.no_grad():
+            v = c[:2]
+            v.mul_(2)
+        c.mul_(2)  # the base itself
+        assert c.detach().numpy().tolist() == [4.0, 8.0, 6.0]
+        with pytest.raises(RuntimeError):
+            v.add_(1)
+        assert c.detach().numpy().tolist() == [4.0, 8.0, 6.0] and v._version == c._version
 
 
 def test_modified_by_inplace_names_the_tensor_and_versions():
