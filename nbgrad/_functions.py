@@ -9,6 +9,8 @@ __all__ = [
     "sub",
     "mul",
     "div",
+    "floor_divide",
+    "remainder",
     "pow",
     "neg",
     "abs",
@@ -101,6 +103,18 @@ def mul(input, other):
 
 def div(input, other):
     return _t(input).div(other)
+
+
+def floor_divide(input, other):
+    if not isinstance(input, Tensor):
+        return other.__rfloordiv__(input)
+    return input.floor_divide(other)
+
+
+def remainder(input, other):
+    if not isinstance(input, Tensor):
+        return other.__rmod__(input)
+    return input.remainder(other)
 
 
 def pow(input, exponent):

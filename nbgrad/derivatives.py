@@ -158,6 +158,19 @@ op("mul", "MulBackward0", "self other", lambda xp, self, other: self * other, pr
 op("div", "DivBackward0", "self other", lambda xp, self, other: self / other, promote="float",
    self=lambda grad, other: grad / other,
    other=lambda grad, self, other: -grad * self / (other * other))
+# ``//`` has no derivative in PyTorch either: its node is "NotImplemented", whose backward raises
+op("floor_divide", "NotImplemented", "self other", lambda xp, self, other: _floor_divide(xp, self, other), promote="binary", quiet=True,
+   self=lambda grad: _not_implemented("floor_divide"),
+   other=lambda grad: _not_implemented("floor_divide"))
+# ``%``: PyTorch's remainder, whose node depends on the overload (a number as ``other``:
+# RemainderBackward0; a tensor: RemainderBackward1; a number ``% tensor``: NotImplemented)
+op("remainder_scalar", "RemainderBackward0", "self", lambda xp, self, other: _remainder(xp, self, other), attrs="other", promote="binary", promote_attrs=("other",), quiet=True,
+   self=lambda grad: grad)
+op("remainder", "RemainderBackward1", "self other", lambda xp, self, other: _remainder(xp, self, other), promote="binary", quiet=True,
+   self=lambda grad: grad,
+   other=lambda grad, self, other: -grad * _floor_quotient(self, other))
+op("rremainder", "NotImplemented", "other", lambda xp, other, self: _remainder(xp, self, other), attrs="self", promote="binary", promote_attrs=("self",), quiet=True,
+   other=lambda grad: _not_implemented("remainder"))
 # (NumPy computes bool ** bool in int8; the operands are already promoted, so keep their dtype)
 op("pow", "PowBackward0", "self", lambda xp, self, exponent: _pow_scalar(xp, self, exponent),
    attrs="exponent", promote="binary", promote_attrs=("exponent",),
@@ -414,6 +427,37 @@ def _sigmoid(xp, a):
     # numerically stable for large |a|
     with np.errstate(over="ignore"):
         return 1 / (1 + xp.exp(-a))
+
+
+def _check_int_divisor(xp, a, b):
+    """PyTorch raises for an integer division by zero (NumPy warns and gives 0)."""
+    kind = a.dtype.kind if hasattr(a, "dtype") else b.dtype.kind  # promoted: one is an array
+    if kind in "biu" and bool(xp.any(xp.asarray(b) == 0)):
+        raise RuntimeError("ZeroDivisionError")
+
+
+def _floor_divide(xp, a, b):
+    _check_int_divisor(xp, a, b)
+    return xp.floor_divide(a, b)
+
+
+def _remainder(xp, a, b):
+    _check_int_divisor(xp, a, b)
+    r = xp.remainder(a, b)  # the sign of the divisor, as Python's % and PyTorch's remainder
+    if r.dtype.kind == "f":  # but a zero has the dividend's sign in PyTorch (NumPy: divisor's)
+        r = xp.where(r == 0, xp.copysign(r, a), r)
+    return r
+
+
+def _floor_quotient(self, other):
+    """``self // other`` as a constant: its derivative is zero (PyTorch's formula for
+    ``remainder`` uses ``div(rounding_mode="floor")``, whose derivative is zero)."""
+    with _T._NoGrad():
+        return self // other
+
+
+def _not_implemented(name):
+    raise RuntimeError(f"derivative for aten::{name} is not implemented")
 
 
 # NOTE [Fused backward kernels]

@@ -798,6 +798,13 @@ class Tensor:
         return backend.to_numpy(self._data, self._device).tolist()
 
     def __float__(self):
+        if self._requires_grad:
+            warnings.warn(
+                "Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
+                "behavior.\nConsider using tensor.detach() first.",
+                UserWarning,
+                stacklevel=2,
+            )
         return float(self.item())
 
     def __int__(self):
@@ -1028,6 +1035,18 @@ class Tensor:
             return _dispatch(_op("pow_tensor"), (self, exponent))
         return _dispatch(_op("pow"), (self,), {"exponent": _scalar(exponent)})
 
+    def __floordiv__(self, other):
+        return self.floor_divide(other)
+
+    def __rfloordiv__(self, other):
+        return _dispatch(_op("floor_divide"), (_tensor_arg(other, self), self))
+
+    def __mod__(self, other):
+        return self.remainder(other)
+
+    def __rmod__(self, other):
+        return _dispatch(_op("rremainder"), (self,), {"self": _scalar(other)})
+
     def __rpow__(self, other):
         return _dispatch(_op("rpow"), (self,), {"self": _scalar(other)})
 
@@ -1104,6 +1123,15 @@ class Tensor:
 
     def div(self, other):
         return _dispatch(_DIV, (self, _arg(other)))
+
+    def floor_divide(self, other):
+        return _dispatch(_op("floor_divide"), (self, _arg(other)))
+
+    def remainder(self, other):
+        other = _arg(other)
+        if isinstance(other, Tensor):
+            return _dispatch(_op("remainder"), (self, other))
+        return _dispatch(_op("remainder_scalar"), (self,), {"other": other})
 
     def pow(self, exponent):
         return self.__pow__(exponent)

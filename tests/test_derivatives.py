@@ -74,7 +74,8 @@ class Case:
     ``"ints"`` (integers in [-2, 2], to get ties and zeros for comparisons and logic).
     ``grad``: False for parity-only cases at points where the op is not differentiable (ties),
     where finite differences mean nothing; ``gradgrad``: False where only the second
-    derivative is undefined.
+    derivative is undefined. ``not_implemented``: for a row whose node is PyTorch's
+    ``NotImplemented``, the op named in the error that backward raises.
     """
 
     op: str
@@ -85,6 +86,7 @@ class Case:
     grad: bool = True
     gradgrad: bool = True
     gradcheck_kw: dict = field(default_factory=dict)
+    not_implemented: str | None = None  # the op name of PyTorch's error when backward runs
 
 
 UNARY = [((2, 3),), ((),), ((0, 2),)]
@@ -217,6 +219,8 @@ def np_index_add(a, dim, index, src):
 
 
 TIES = Values([[1.0, 3.0, 3.0], [0.5, -1.0, 0.5]])
+INT_VALUES = Const(np.array([[5, -3, 0], [7, -8, 1]]))  # integer tensors (no grad)
+FD = "floor_divide"
 WITH_ZERO = Values([[1.5, 0.0, -2.0], [0.5, 1.25, -0.75]])
 TWO_ZEROS = Values([[1.5, 0.0, 0.0], [0.5, 1.25, -0.75]])
 MASK = Const([[True, False, True], [False, False, True]])
@@ -242,6 +246,17 @@ CASES = [
     Case("div", lambda x, y: x / y, np.divide, BINARY),
     Case("div", lambda x: x / 4, lambda a: a / 4, UNARY),
     Case("div", lambda x, y: x.clone().div_(y), np.divide, BINARY[:2]),
+    Case("floor_divide", lambda x, y: x // y, np.floor_divide, BINARY, not_implemented=FD),
+    Case("floor_divide", lambda x: x // 0.5, lambda a: a // 0.5, UNARY, not_implemented=FD),
+    Case("floor_divide", lambda x: 3 // x, lambda a: 3 // a, UNARY[:2], not_implemented=FD),
+    Case("floor_divide", lambda x: x // 2, lambda a: a // 2, [(INT_VALUES,)]),
+    Case("remainder_scalar", lambda x: x % 2.5, lambda a: np.remainder(a, 2.5), UNARY),
+    Case("remainder_scalar", lambda x: x % -3.0, lambda a: np.remainder(a, -3.0), UNARY),
+    Case("remainder_scalar", lambda x: x % 3, lambda a: np.remainder(a, 3), [(INT_VALUES,)]),
+    Case("remainder", lambda x, y: x % y, np.remainder, BINARY, domain="positive"),
+    Case("remainder", lambda x, y: x % y, np.remainder, [(Values([[7.5, -3]]), (2,))], grad=False),
+    Case("rremainder", lambda x: 3 % x, lambda a: np.remainder(3, a), UNARY[:2],
+         not_implemented="remainder"),
     Case("pow", lambda x: x**2, lambda a: a**2, UNARY),
     Case("pow", lambda x: x**3, lambda a: a**3, UNARY),
     Case("pow", lambda x: x**0, lambda a: a**0, UNARY),
@@ -695,7 +710,14 @@ def _params():
 
 
 PARAMS = _params()
-DIFF_PARAMS = [p for p in PARAMS if OPS[p.values[0].op].differentiable and p.values[0].grad]
+DIFF_PARAMS = [
+    p
+    for p in PARAMS
+    if OPS[p.values[0].op].differentiable
+    and p.values[0].grad
+    and not p.values[0].not_implemented
+    and any(_requires_grad(s) for s in p.values[1])
+]
 GRADGRAD_PARAMS = [p for p in DIFF_PARAMS if p.values[0].gradgrad]
 
 
@@ -710,7 +732,9 @@ def test_every_row_has_a_case():
 
 def test_every_differentiable_row_is_gradchecked():
     checked = {p.values[0].op for p in DIFF_PARAMS}
-    assert checked == {name for name, row in OPS.items() if row.differentiable}
+    not_implemented = {c.op for c in CASES if c.not_implemented}
+    assert checked == {name for name, row in OPS.items() if row.differentiable} - not_implemented
+    assert all(OPS[op].node_name == "NotImplemented" for op in not_implemented)
 
 
 @pytest.mark.parametrize("case, sample, seed", PARAMS)
@@ -729,7 +753,7 @@ def test_forward(case, sample, seed):
     if not row.differentiable:
         assert not any(o.requires_grad for o in outputs)
         assert all(o.grad_fn is None for o in outputs)
-    else:
+    elif any(_requires_grad(s) for s in sample):  # (integer-only cases record no node)
         names = _node_names(outputs)
         assert row.node_name in names, f"{case.op}: the case never reaches {row.node_name}"
 
@@ -805,18 +829,19 @@ def test_torch_parity(case, sample, seed):
     wrt = [k for k, t in enumerate(th_in) if t.requires_grad]
     rng = np.random.default_rng(seed + 1)
     upstream = [rng.standard_normal(tuple(th_out[k].shape)) for k in diff]
-    ng_grads = ng.autograd.grad(
-        [ng_out[k] for k in diff],
-        [ng_in[i] for i in wrt],
-        [ng.tensor(g) for g in upstream],
-        allow_unused=True,
-    )
-    th_grads = torch.autograd.grad(
-        [th_out[k] for k in diff],
-        [th_in[i] for i in wrt],
-        [torch.tensor(g) for g in upstream],
-        allow_unused=True,
-    )
+
+    def grads(lib, outs, ins):
+        args = [outs[k] for k in diff], [ins[i] for i in wrt], [lib.tensor(g) for g in upstream]
+        return lib.autograd.grad(*args, allow_unused=True)
+
+    if case.not_implemented:  # PyTorch's NotImplemented node: backward raises, in both
+        message = f"derivative for aten::{case.not_implemented} is not implemented"
+        for lib, outs, ins in ((torch, th_out, th_in), (ng, ng_out, ng_in)):
+            with pytest.raises(RuntimeError, match=message):
+                grads(lib, outs, ins)
+        return
+    ng_grads = grads(ng, ng_out, ng_in)
+    th_grads = grads(torch, th_out, th_in)
     for i, a, b in zip(wrt, ng_grads, th_grads):
         assert (a is None) == (b is None), f"input {i}: nbgrad {a}, torch {b}"
         if a is not None:
@@ -862,7 +887,7 @@ def test_device_matches_cpu(case, sample, seed, device):
         diff = [o for o in outputs if isinstance(o, ng.Tensor) and o.requires_grad]
         wrt = [t for t in inputs if t.requires_grad]
         grads = []
-        if diff and wrt:
+        if diff and wrt and not case.not_implemented:
             rng = np.random.default_rng(seed)
             upstream = [
                 ng.tensor(rng.standard_normal(o.shape), dtype=o.dtype, device=dev) for o in diff

@@ -3,6 +3,8 @@ memory sharing, version counters, conversions, DLPack, printing, indexing and ``
 PyTorch (where installed) and NumPy are the references.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -407,6 +409,50 @@ def test_scaled_inplace_update_with_a_bad_shape_changes_nothing():
     with pytest.raises(RuntimeError):
         p.sub_(ng.ones(BIG - 1), alpha=0.5)
     assert not p.numpy().any() and p._version == 0
+
+
+# -- // and % ------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "expr",
+    [
+        lambda lib: lib.tensor([5, -3]) // 0,
+        lambda lib: lib.tensor([5, -3]) % lib.tensor([2, 0]),
+        lambda lib: 5 % lib.tensor([0]),
+        lambda lib: 7 // lib.tensor([0, 1]),
+    ],
+)
+def test_integer_division_by_zero_raises_like_pytorch(expr):
+    for lib in (torch, ng):
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            expr(lib)
+
+
+def test_float_floor_division_and_remainder_match_pytorch_at_edges():
+    cases = [
+        lambda lib: lib.tensor([5.0, -5.0, 0.0]) // 0,
+        lambda lib: lib.tensor([5.0, -5.0, 0.0]) % 0,
+        lambda lib: lib.tensor([7.5, -7.5, 3.0]) % -2.5,  # a zero has the dividend's sign
+        lambda lib: lib.tensor([-0.0, 0.0, -2.0]) % 1.0,
+        lambda lib: 3.0 % lib.tensor([-1.5, 1.5]),
+        lambda lib: lib.tensor([7.5, -7.5]) % lib.tensor([2.5, 2.5]),
+        lambda lib: lib.tensor([-7, 7]) % 3,
+        lambda lib: 2.5 // lib.tensor([1, -2]),
+    ]
+    for case in cases:
+        ours, theirs = case(ng), case(torch)
+        assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+        assert np.signbit(ours.numpy()).tolist() == np.signbit(theirs.numpy()).tolist()
+
+
+def test_float_of_a_tensor_that_requires_grad_warns_like_pytorch():
+    for lib in (torch, ng):
+        with pytest.warns(UserWarning, match="Converting a tensor with requires_grad=True"):
+            assert float(lib.ones(1, requires_grad=True)) == 1.0
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            float(lib.ones(1))
+            int(lib.ones(1, requires_grad=True))  # only float() warns
 
 
 # -- detach and conversions -----------------------------------------------------------------------
