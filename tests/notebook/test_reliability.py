@@ -115,6 +115,37 @@ def test_a_closed_widget_lets_its_graph_go(kind):
     assert _alive(refs) == 0
 
 
+@pytest.mark.parametrize("opts", ["", "--backward loss", "--backward loss --step", "--static"])
+def test_a_stored_session_lets_its_graph_go_once_deleted_and_its_widgets_closed(ip, opts):
+    """``%%autograd -o NAME``: the session holds the graph (record, widgets) while NAME is
+    bound and its widgets are open (ipywidgets keeps an open widget); after both, nothing."""
+    cell = (
+        f"%%autograd -o sess {opts}\n"
+        "x = ng.tensor([0.5, -1.0], requires_grad=True)\n"
+        "h = (x * 2).tanh()\n"
+        "loss = (h.sigmoid() * h).sum()\n"
+    )
+    result, _ = _run(ip, cell)
+    assert result.success
+    del result  # it holds the cell's value
+    ns = ip.user_ns
+    refs = [weakref.ref(ns["loss"].grad_fn), weakref.ref(ns["h"].grad_fn)]
+    session = ns["sess"]
+    widgets = [w for w in (session.graph, session.hooks, session.stepper) if w is not None]
+    assert widgets or opts == "--static"
+    for name in ("x", "h", "loss"):
+        del ns[name]
+    ip.displayhook.flush()  # the cell's value in Out / _
+    del session
+    assert _alive(refs) == len(refs)  # NAME still holds the session
+    del ns["sess"]
+    if widgets:
+        assert _alive(refs) == len(refs)  # an open widget still shows its graph
+    while widgets:
+        widgets.pop().close()
+    assert _alive(refs) == 0
+
+
 # -- %%autograd: interrupts and bad options ----------------------------------------------------
 
 
