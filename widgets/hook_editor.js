@@ -1,53 +1,9 @@
 // nbgrad HookEditor: list, add, edit, enable, disable and remove hooks; run backward.
-// Browser side of nbgrad/notebook/hook_editor.py (plain ES module for anywidget, no bundler).
+// Browser side of nbgrad/notebook/hook_editor.py (an ES module for anywidget, after common.js).
 // The shared schema (GradSummary, HookCall) is documented in nbgrad/notebook/snapshot.py.
 // Hook code typed here is only sent to the kernel when a button is pressed: nothing is sent
 // when a view is rendered (a reopened notebook never runs hook code; see NOTE [Hook code in
 // widget state] in hook_editor.py).
-
-/**
- * @typedef {{shape: number[], dtype: string, norm: (number|string|null), numel: number,
- *            values: (number|string)[], truncated: boolean}} GradSummary
- * @typedef {{hook: (string|null), name: string, kind: string, node: (string|null),
- *            before: (GradSummary|GradSummary[]|null), after: (GradSummary|GradSummary[]|null),
- *            changed: boolean}} HookCall
- * @typedef {{id: string, kind: string, name: string, enabled: boolean,
- *            source: (string|null), error: (string|null)}} HookEntry
- * @typedef {{kind: ("node"|"module"|"none"), id: (string|null), label: string,
- *            kinds: string[], signatures: Object<string, string>, root: (string|null)}} Target
- * Traits: target: Target, hooks: HookEntry[], fired: HookCall[], status: string, error: string
- */
-
-function h(tag, attrs = {}, ...children) {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "onclick") el.addEventListener("click", v);
-    else if (k === "onchange") el.addEventListener("change", v);
-    else if (v !== undefined && v !== null && v !== false) el.setAttribute(k, v === true ? "" : v);
-  }
-  for (const c of children) {
-    if (c === null || c === undefined || c === false) continue;
-    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  }
-  return el;
-}
-
-function fmt(v) {
-  if (v === null || v === undefined) return "";
-  if (typeof v === "string") return v;
-  if (v === 0) return "0";
-  const a = Math.abs(v);
-  return a >= 1e4 || a < 1e-3 ? v.toExponential(2) : String(Number(v.toPrecision(3)));
-}
-
-/** @param {GradSummary|GradSummary[]|null} g */
-function gradText(g) {
-  if (g === null || g === undefined) return "None";
-  if (Array.isArray(g)) return "(" + g.map(gradText).join(", ") + ")";
-  if (g.repr !== undefined) return g.repr;
-  const vals = g.values.map(fmt).join(", ") + (g.truncated ? ", …" : "");
-  return `‖g‖=${fmt(g.norm)} [${vals}]`;
-}
 
 const EXAMPLES = {
   tensor_hook: "lambda grad: grad * 2",
@@ -149,8 +105,8 @@ function render({ model, el }) {
           h("th", {}, "before"), h("th", {}, "after")),
         ...calls.map((c) => h("tr", {},
           h("td", {}, c.kind), h("td", {}, c.name), h("td", {}, c.node ?? ""),
-          h("td", {}, gradText(c.before)),
-          h("td", {}, c.changed ? gradText(c.after) : "(unchanged)")))));
+          h("td", {}, gradText(c.before, false)),
+          h("td", {}, c.changed ? gradText(c.after, false) : "(unchanged)")))));
   }
 
   function drawStatus() {

@@ -2,9 +2,10 @@
 bundle, a stable ``repr``, and message dispatch with errors kept in the widget.
 
 The browser side of ``graph_view.py`` is ``widgets/graph_view.js`` (same stem) at the top of the
-repository; a wheel carries ``widgets/`` as data files under ``<prefix>/share/nbgrad/widgets``
-(``[tool.setuptools.data-files]`` in pyproject.toml), which is where an installed nbgrad looks
-when it is not running from a checkout.
+repository, after ``widgets/common.js`` (what the three share; see ``esm``); a wheel carries
+``widgets/`` as data files under ``<prefix>/share/nbgrad/widgets`` (``[tool.setuptools.data-files]``
+in pyproject.toml), which is where an installed nbgrad looks when it is not running from a
+checkout.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 import anywidget
 import traitlets as t
 
-__all__ = ["asset", "widgets_dir", "StillWidget", "dumps"]
+__all__ = ["asset", "esm", "widgets_dir", "StillWidget", "dumps"]
 
 
 def dumps(value) -> str:
@@ -52,6 +53,15 @@ def widgets_dir() -> Path:
 
 def asset(name: str) -> Path:
     return widgets_dir() / name
+
+
+def esm(name: str) -> str:
+    """A widget's ES module: ``widgets/common.js`` (what the widgets share), then its own file.
+
+    anywidget loads one module per widget and nbgrad has no bundler, so the shared helpers are
+    prepended here rather than imported in the browser.
+    """
+    return asset("common.js").read_text() + "\n" + asset(name).read_text()
 
 
 class _Message(dict):

@@ -22,7 +22,7 @@ import time
 
 import traitlets as t
 
-from ._widget import StillWidget, asset, dumps
+from ._widget import StillWidget, asset, dumps, esm
 from .layout import default_collapsed, layout
 from .snapshot import IdMap, build_snapshot
 from .svg import snapshot_svg
@@ -41,7 +41,7 @@ class GraphView(StillWidget):
         GraphView(3 nodes, 2 edges, 0 groups, 0 backward passes)
     """
 
-    _esm = asset("graph_view.js")
+    _esm = esm("graph_view.js")
     _css = asset("graph_view.css")
 
     snapshot = t.Dict()  # sent to the browser as _snapshot_json

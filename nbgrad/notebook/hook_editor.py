@@ -36,7 +36,7 @@ import weakref
 
 import traitlets as t
 
-from ._widget import StillWidget, asset
+from ._widget import StillWidget, asset, esm
 from .recorder import Recorder
 from .snapshot import _hook_call, hooks_of
 from .svg import hooks_svg
@@ -149,7 +149,7 @@ class HookEditor(StillWidget):
         tensor([6., 6.])
     """
 
-    _esm = asset("hook_editor.js")
+    _esm = esm("hook_editor.js")
     _css = asset("hook_editor.css")
 
     target = t.Dict().tag(sync=True)

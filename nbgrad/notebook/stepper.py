@@ -21,7 +21,7 @@ import traceback
 
 import traitlets as t
 
-from ._widget import StillWidget, asset, dumps
+from ._widget import StillWidget, asset, dumps, esm
 from .layout import default_collapsed, layout
 from .recorder import BackwardTrace, Recorder
 from .snapshot import IdMap, trace_snapshot, trace_state
@@ -47,7 +47,7 @@ class BackwardStepper(StillWidget):
         True
     """
 
-    _esm = asset("stepper.js")
+    _esm = esm("stepper.js")
     _css = asset("stepper.css")
 
     trace = t.Dict()  # sent to the browser as _trace_json

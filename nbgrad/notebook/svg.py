@@ -45,7 +45,7 @@ def _t(text) -> str:
 def edge_path(points):
     """SVG path data through a layout edge's points: curves between layers, straight lines
     through a long edge's dummy boxes, and the end 1px short so the arrowhead shows (the same
-    as ``edgePath`` in widgets/graph_view.js)."""
+    as ``edgePath`` in widgets/common.js)."""
     p = list(points)
     p[-1] -= 1
     d = [f"M{_f(p[0])},{_f(p[1])}"]

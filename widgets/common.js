@@ -1,0 +1,106 @@
+// nbgrad widgets: what the three widgets' browser code shares. nbgrad/notebook/_widget.py
+// prepends this file to graph_view.js, hook_editor.js and stepper.js to make each widget's ES
+// module (anywidget loads one module per widget and there is no bundler), so those files use
+// these names without importing them.
+
+/**
+ * A gradient as the kernel summarises it (nbgrad/notebook/snapshot.py, ``grad_summary``).
+ * @typedef {{shape: number[], dtype: string, norm: (number|string|null), numel: number,
+ *            values: (number|string)[], truncated: boolean}} GradSummary
+ */
+
+const SVGNS = "http://www.w3.org/2000/svg";
+
+/**
+ * An HTML element: ``attrs`` are attributes, but for ``onclick`` / ``onchange`` (listeners)
+ * and ``text`` (the text content); children are nodes or strings.
+ */
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "onclick") el.addEventListener("click", v);
+    else if (k === "onchange") el.addEventListener("change", v);
+    else if (k === "text") el.textContent = v;
+    else if (v !== undefined && v !== null && v !== false) el.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+/** An SVG element with the given attributes. */
+function s(tag, attrs = {}) {
+  const el = document.createElementNS(SVGNS, tag);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
+  return el;
+}
+
+/**
+ * SVG path data through a layout edge's points: curves between layers, straight lines
+ * through a long edge's dummy boxes, the end 1px short (as edge_path in nbgrad/notebook/svg.py).
+ * @param {number[]} points
+ */
+export function edgePath(points) {
+  const p = points.slice();
+  p[p.length - 1] -= 1;
+  const d = [`M${p[0]},${p[1]}`];
+  for (let k = 2; k < p.length; k += 2) {
+    const [x0, y0, x1, y1] = [p[k - 2], p[k - 1], p[k], p[k + 1]];
+    if ((k / 2) % 2 === 1) {
+      const dy = Math.max(18, (y1 - y0) / 2);
+      d.push(`C${x0},${y0 + dy} ${x1},${y1 - dy} ${x1},${y1}`);
+    } else {
+      d.push(`L${x1},${y1}`);
+    }
+  }
+  return d.join(" ");
+}
+
+/** @param {number|string|null|undefined} v */
+export function fmt(v) {
+  if (v === null || v === undefined) return "";
+  if (typeof v === "string") return v;
+  if (v === 0) return "0";
+  const a = Math.abs(v);
+  return a >= 1e4 || a < 1e-3 ? v.toExponential(2) : String(Number(v.toPrecision(3)));
+}
+
+function shapeText(shape) {
+  return shape && shape.length ? shape.join("×") : "scalar";
+}
+
+/**
+ * A gradient in one line: its shape (unless ``withShape`` is false: only ``false`` counts, so
+ * that ``grads.map(gradText)`` works), norm and first values.
+ * @param {GradSummary|GradSummary[]|null} g
+ * @param {boolean} [withShape]
+ */
+function gradText(g, withShape) {
+  if (g === null || g === undefined) return "None";
+  if (Array.isArray(g)) return "(" + g.map((x) => gradText(x, withShape)).join(", ") + ")";
+  if (g.repr !== undefined) return g.repr;
+  const vals = g.values.map(fmt).join(", ") + (g.truncated ? ", …" : "");
+  const shape = withShape === false ? "" : `[${shapeText(g.shape)}] `;
+  return `${shape}‖g‖=${fmt(g.norm)} [${vals}]`;
+}
+
+/**
+ * A trait that the kernel sends as a JSON string (one string is far cheaper for ipywidgets to
+ * send than a deep dict), parsed once per change.
+ * @param {any} model
+ * @param {string} name
+ */
+function jsonTrait(model, name) {
+  let text = null;
+  let value = null;
+  return () => {
+    const now = model.get(name);
+    if (now !== text) {
+      text = now;
+      value = JSON.parse(now || "{}");
+    }
+    return value;
+  };
+}
