@@ -1111,6 +1111,12 @@ class Tensor:
     def __itruediv__(self, other):
         return self.div_(other)
 
+    def __ifloordiv__(self, other):
+        return self.floor_divide_(other)
+
+    def __imod__(self, other):
+        return self.remainder_(other)
+
     # -- elementwise ops --------------------------------------------------------------------
     def add(self, other, *, alpha=1):
         return _dispatch(_ADD, (self, _arg(other)), {"alpha": alpha})
@@ -1925,6 +1931,15 @@ class Tensor:
 
     def div_(self, other):
         return self._inplace(_DIV, (_arg(other),), _NO_ATTRS)
+
+    def floor_divide_(self, other):
+        return self._inplace(_op("floor_divide"), (_arg(other),), _NO_ATTRS)
+
+    def remainder_(self, other):
+        other = _arg(other)
+        if isinstance(other, Tensor):
+            return self._inplace(_op("remainder"), (other,), _NO_ATTRS)
+        return self._inplace(_op("remainder_scalar"), (), {"other": other})
 
     def clamp_(self, min=None, max=None):
         if min is None and max is None:

@@ -445,6 +445,27 @@ def test_float_floor_division_and_remainder_match_pytorch_at_edges():
         assert np.signbit(ours.numpy()).tolist() == np.signbit(theirs.numpy()).tolist()
 
 
+def test_in_place_floor_division_and_remainder_like_pytorch():
+    for lib in (torch, ng):
+        a = lib.tensor([5, -7])
+        alias = a
+        a //= 2
+        assert alias.numpy().tolist() == [2, -4] and a._version == 1
+        b = lib.tensor([5.0, -7.0])
+        b %= lib.tensor([2.0, 3.0])
+        assert b.numpy().tolist() == [1.0, 2.0]
+        x = lib.tensor([5.0, 7.0], requires_grad=True)
+        y = x * 1
+        y %= 2.5
+        y.sum().backward()
+        assert x.grad.numpy().tolist() == [1.0, 1.0]
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            a //= 0
+        with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+            a %= 2.5
+        assert a.numpy().tolist() == [2, -4] and a._version == 1  # unchanged after the errors
+
+
 def test_float_of_a_tensor_that_requires_grad_warns_like_pytorch():
     for lib in (torch, ng):
         with pytest.warns(UserWarning, match="Converting a tensor with requires_grad=True"):

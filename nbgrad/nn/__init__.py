@@ -3,7 +3,7 @@
 Mirrors ``torch/nn/__init__.py``.
 """
 
-from nbgrad.nn import functional, init
+from nbgrad.nn import functional, init, utils
 from nbgrad.nn.modules import (
     GELU,
     Conv2d,
@@ -51,4 +51,5 @@ __all__ = [
     "functional",
     "init",
     "modules",
+    "utils",
 ]
