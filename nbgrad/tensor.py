@@ -18,7 +18,7 @@ from weakref import ref as _weakref
 
 import numpy as np
 
-from nbgrad import backend, dtypes
+from nbgrad import backend, dtypes, return_types
 from nbgrad.autograd import anomaly_mode as _anomaly
 from nbgrad.autograd.grad_mode import _state as _grad_state
 from nbgrad.autograd.graph import (
@@ -1057,7 +1057,7 @@ class Tensor:
         return as_tensor(other, device=self._device).matmul(self)
 
     def __neg__(self):
-        return _dispatch(_op("neg"), (self,))
+        return self.neg()
 
     def __pos__(self):
         return self
@@ -1143,6 +1143,11 @@ class Tensor:
         return self.__pow__(exponent)
 
     def neg(self):
+        if self._data.dtype.kind == "b":
+            raise RuntimeError(
+                "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+                "to invert a mask, use the `~` or `logical_not()` operator instead."
+            )
         return _dispatch(_op("neg"), (self,))
 
     def abs(self):
@@ -1302,7 +1307,7 @@ class Tensor:
         values, indices = _dispatch(
             _op(name + "_dim"), (self,), {"dim": _dim(dim, self.ndim), "keepdim": keepdim}
         )
-        return _MinMax(values, indices)
+        return getattr(return_types, name)(values, indices)
 
     def max(self, dim=None, keepdim=False):
         return self._minmax("max", dim, keepdim)
@@ -2084,24 +2089,6 @@ def _rebuild(array, device, requires_grad):
     return tensor(array, device=device, requires_grad=requires_grad)
 
 
-class _MinMax(tuple):
-    """``(values, indices)`` as returned by ``max(dim)`` / ``min(dim)``."""
-
-    def __new__(cls, values, indices):
-        return super().__new__(cls, (values, indices))
-
-    @property
-    def values(self):
-        return self[0]
-
-    @property
-    def indices(self):
-        return self[1]
-
-    def __repr__(self):
-        return f"return_types(\nvalues={self[0]!r},\nindices={self[1]!r})"
-
-
 class _NoGrad:
     def __enter__(self):
         self.prev = _grad_state.enabled
@@ -2288,22 +2275,23 @@ def _format_tensor(t):
     data = backend.to_numpy(t._data, t._device)
     kind = data.dtype.kind
     if kind == "f" and data.size:
-        finite = data[np.isfinite(data)]
-        absmax = float(np.abs(finite).max()) if finite.size else 0.0
-        absmin = float(np.abs(finite[finite != 0]).min()) if np.any(finite != 0) else 0.0
-        integral = bool(np.all(finite == np.round(finite)))
-        if integral and absmax < 1e8:
-            base = lambda v: _fmt_special(v) or f"{v:.0f}."  # noqa: E731
-        elif (
-            absmax >= 1e8
-            or (absmin and absmin < 1e-4)
-            or (absmax / max(absmin, 1e-300) > 1e3 and absmin)
-        ):
-            base = lambda v: _fmt_special(v) or f"{v:.4e}"  # noqa: E731
-        else:
-            base = lambda v: _fmt_special(v) or f"{v:.4f}"  # noqa: E731
+        # as PyTorch's _Formatter, from the elements that are shown (the summary of a big one):
+        # integers print as "3.", unless the nonzero finite magnitudes span more than 1e3 or
+        # pass 1e8, and other numbers as "3.1416", unless they span more than 1e3, pass 1e8 or
+        # go below 1e-4: then "3.1416e+00"
+        shown = _summarized(data) if data.size > 1000 else data
+        nonzero = shown[np.isfinite(shown) & (shown != 0)]
+        base = lambda v: _fmt_special(v) or f"{v:.0f}."  # noqa: E731
+        if nonzero.size:
+            absmax = float(np.abs(nonzero).max())
+            absmin = float(np.abs(nonzero).min())
+            wide = absmax / absmin > 1e3 or absmax > 1e8
+            if not bool(np.all(nonzero == np.ceil(nonzero))):
+                wide = wide or absmin < 1e-4
+                base = lambda v: _fmt_special(v) or f"{v:.4f}"  # noqa: E731
+            if wide:
+                base = lambda v: _fmt_special(v) or f"{v:.4e}"  # noqa: E731
         # as PyTorch's _Formatter: every element right-justified to the widest nonzero finite one
-        nonzero = finite[finite != 0]
         widest = [0.0]
         if nonzero.size:  # the extremes, and the smallest magnitude (a long exponent)
             widest += [
@@ -2338,15 +2326,30 @@ def _format_tensor(t):
     if t._device.type != "cpu":
         extras.append(f"device='{t._device}'")
     d = t.dtype
-    if data.size == 0 and d is not dtypes.get_default_dtype():
+    if data.size == 0 and data.ndim != 1:  # as PyTorch (and NumPy): the shape, unless (0,)
         extras.append(f"size={tuple(data.shape)}")
-    if d is not dtypes.get_default_dtype() and d is not dtypes.int64 and d is not dtypes.bool:
+    if d is not dtypes.get_default_dtype() and (
+        data.size == 0 or (d is not dtypes.int64 and d is not dtypes.bool)
+    ):  # an empty tensor has no elements to tell an int64 or a bool one: always named
         extras.append(f"dtype={d}")
     if t.grad_fn is not None:
         extras.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t._requires_grad:
         extras.append("requires_grad=True")
     return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+
+def _summarized(data, edge=3):
+    """The elements a summarised print shows: ``edge`` first and last along every dimension
+    (PyTorch's ``get_summarized_data``)."""
+    if data.ndim == 0:
+        return data
+    rows = list(range(data.shape[0]))
+    if len(rows) > 2 * edge:
+        rows = rows[:edge] + rows[-edge:]
+    if data.ndim == 1:
+        return data[rows]
+    return np.stack([_summarized(data[i], edge) for i in rows])
 
 
 def _fmt_special(v):
@@ -2672,9 +2675,10 @@ def where(condition, input=None, other=None):
     """Elementwise ``input if condition else other`` (``WhereBackward0``)."""
     if input is None and other is None:
         return tuple(tensor(a) for a in np.nonzero(np.asarray(condition)))
-    like = input if isinstance(input, Tensor) else other if isinstance(other, Tensor) else None
-    if like is None:
-        like = _wrap(np.asarray(0.0, dtype=dtypes.get_default_dtype().np))
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        # two numbers: each a 0-d tensor of its own kind (int64, the default float, bool), as
+        # PyTorch's wrapped numbers, so that where(c, 1.0, 0.0) is float32
+        input, other = tensor(_scalar(input)), tensor(_scalar(other))
     if not isinstance(condition, Tensor):
         condition = tensor(condition)
     if condition._data.dtype.kind != "b":

@@ -590,6 +590,19 @@ def test_dlpack_of_requires_grad_tensor():
         lambda lib: lib.zeros(0),
         lambda lib: lib.tensor([1e-5, 1.0]),
         lambda lib: lib.tensor([float("nan"), float("inf"), 1.0]),
+        # integers spanning more than 1e3 print in scientific notation, as other numbers
+        lambda lib: lib.tensor([1.0, 2000.0]),
+        lambda lib: lib.tensor([-3.0, 2999.0]),
+        lambda lib: lib.tensor([1.0, 1000.0]),
+        lambda lib: lib.tensor([float("nan"), 5000.0, 1.0]),
+        lambda lib: lib.tensor(12345678.0),
+        # empty tensors name their shape (unless (0,)) and any dtype but the default
+        lambda lib: lib.zeros(0, 3),
+        lambda lib: lib.zeros(0, dtype=lib.int64),
+        lambda lib: lib.zeros(2, 0, dtype=lib.bool),
+        lambda lib: lib.zeros(0, 2, dtype=lib.float64),
+        lambda lib: lib.tensor([[1.0, 3.0], [2.0, 0.5]]).max(dim=1),
+        lambda lib: lib.tensor([[1.0, 3.0], [2.0, 0.5]]).min(dim=0, keepdim=True),
     ],
 )
 def test_repr_like_pytorch(make):
@@ -601,6 +614,29 @@ def test_repr_of_larger_tensors_like_pytorch():
     assert repr(ng.from_numpy(data)) == repr(torch.from_numpy(data))
     big = np.arange(2000, dtype=np.float32) / 7
     assert repr(ng.from_numpy(big)) == repr(torch.from_numpy(big))
+    # a summarised print chooses its format from the elements it shows, as PyTorch
+    for data in (
+        np.arange(2000, dtype=np.float32),
+        np.arange(1500, dtype=np.float32).reshape(30, 50),
+        np.arange(3000, dtype=np.float32).reshape(1000, 3) / 3,
+        np.arange(1200, dtype=np.float32) / 1000,
+    ):
+        assert repr(ng.from_numpy(data)) == repr(torch.from_numpy(data))
+
+
+@pytest.mark.parametrize(
+    "args", [(1, 0), (1.0, 0.0), (1, 0.5), (True, False), (np.float64(2.0), 1)]
+)
+def test_where_of_two_numbers_has_pytorchs_dtype(args):
+    results = [lib.where(lib.tensor([True, False]), *args) for lib in (ng, torch)]
+    assert [str(r.dtype).split(".")[-1] for r in results] == [str(results[1].dtype)[6:]] * 2
+    assert results[0].tolist() == results[1].tolist()
+
+
+def test_negating_a_bool_tensor_raises_like_pytorch():
+    for lib in (ng, torch):
+        with pytest.raises(RuntimeError, match="Negation, the `-` operator, on a bool tensor"):
+            -lib.tensor([True, False])
 
 
 # -- indexing -------------------------------------------------------------------------------------
