@@ -201,6 +201,67 @@ def backward(
     )
 
 
+def _grad_batched(
+    outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads
+):
+    """``grad(..., is_grads_batched=True)``: the first dimension of each grad_output is a batch
+    of vectors, and each result gets the same first dimension. PyTorch vmaps one backward pass
+    over it; nbgrad runs the pass once per vector (the same numbers, one pass each)."""
+    T = _tensor_module()
+    outputs = _tensor_or_tensors(outputs, "outputs")
+    inputs = _tensor_or_tensors(inputs, "inputs")
+    if grad_outputs is None:
+        raise ValueError(
+            "is_grads_batched=True needs grad_outputs: a batch of gradients for each output, "
+            "its first dimension being the batch"
+        )
+    batched = _tensor_or_tensors(grad_outputs, "grad_outputs")
+    if len(batched) != len(outputs):
+        raise RuntimeError(
+            f"grad requires one grad_output per output: got {len(batched)} grad_outputs for "
+            f"{len(outputs)} outputs"
+        )
+    for i, (g, o) in enumerate(zip(batched, outputs)):
+        if g.dim() == 0 or tuple(g.shape[1:]) != tuple(o.shape):
+            raise RuntimeError(
+                "If `is_grads_batched=True`, we interpret the first dimension of each grad_output "
+                "as the batch dimension. The sizes of the remaining dimensions are expected to "
+                "match the shape of corresponding output, but a mismatch was detected: "
+                f"grad_output[{i}] has a shape of {g.shape[1:]} and output[{i}] has a shape of "
+                f"{o.shape}."
+            )
+    n = batched[0].shape[0]
+    if any(g.shape[0] != n for g in batched):
+        raise RuntimeError(
+            "If `is_grads_batched=True`, every grad_output must have the same batch size (first "
+            f"dimension): got {[g.shape[0] for g in batched]}"
+        )
+    if retain_graph is None:
+        retain_graph = create_graph
+    rows = [
+        grad(
+            outputs,
+            inputs,
+            [g[k] for g in batched],
+            retain_graph=retain_graph if k == n - 1 else True,
+            create_graph=create_graph,
+            allow_unused=allow_unused,
+            materialize_grads=materialize_grads,
+        )
+        for k in range(n)
+    ]
+    result = []
+    for j, t in enumerate(inputs):
+        column = [row[j] for row in rows]
+        if not column:
+            result.append(T.zeros((0, *t.shape), dtype=t.dtype, device=t.device))
+        elif all(g is None for g in column):
+            result.append(None)
+        else:
+            result.append(T.stack(column))
+    return tuple(result)
+
+
 def grad(
     outputs,
     inputs,
@@ -228,7 +289,10 @@ def grad(
     zeros_like = T.zeros_like
 
     if is_grads_batched:
-        raise NotImplementedError("is_grads_batched=True is not supported by nbgrad")
+        return _grad_batched(
+            outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+            materialize_grads,
+        )  # fmt: skip
     if materialize_grads and allow_unused is False:
         raise ValueError(
             "Expected allow_unused to be True or not passed when materialize_grads=True, but got: "

@@ -63,6 +63,7 @@ class BackwardCFunction(Node, FunctionCtx):
         self._saved = None
         self._input_positions = ()
         self._n_args = 0
+        self._output_slots = (0, ())  # (number of outputs, positions of the tensor ones)
 
     def name(self):
         return type(self).__name__
@@ -94,6 +95,12 @@ class BackwardCFunction(Node, FunctionCtx):
                 zeros(m.shape, dtype=m.dtype, device=m.device) if g is None else g
                 for g, m in zip(grads, self._input_metadata_)
             ]
+        n_outputs, tensor_outputs = self._output_slots
+        if len(tensor_outputs) != n_outputs:  # a gradient per output: None for a non-tensor
+            full = [None] * n_outputs
+            for pos, g in zip(tensor_outputs, grads):
+                full[pos] = g
+            grads = full
         results = cls.backward(self, *grads)
         if not isinstance(results, tuple):
             results = (results,)
@@ -177,6 +184,12 @@ class Function(metaclass=_FunctionMeta):
 
     vjp = backward
 
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        """Fill ``ctx`` from ``inputs`` and ``output``: for a ``forward(*args)`` without ctx
+        (PyTorch 2's style). Not overridden: ``forward(ctx, *args)`` fills it itself."""
+        raise NotImplementedError("setup_context is not implemented.")
+
     @classmethod
     def apply(cls, *args, **kwargs):
         from nbgrad.tensor import Tensor, _edge_of
@@ -192,7 +205,12 @@ class Function(metaclass=_FunctionMeta):
         prev = _grad_state.enabled
         _grad_state.enabled = False
         try:
-            outputs = cls.forward(ctx, *args, **kwargs)
+            if cls.setup_context is not Function.setup_context:
+                # PyTorch 2's style: a forward without ctx, then setup_context fills it
+                outputs = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, outputs)
+            else:
+                outputs = cls.forward(ctx, *args, **kwargs)
         finally:
             _grad_state.enabled = prev
         single = not isinstance(outputs, tuple)
@@ -210,10 +228,14 @@ class Function(metaclass=_FunctionMeta):
         inputs_by_id = {id(args[i]): args[i] for i in tensor_positions}
         new_outs = []
         meta = []
-        for k, o in enumerate(outs):
+        positions = []  # of the tensor outputs: they are numbered among themselves
+        for o in outs:
             if not isinstance(o, Tensor):
                 new_outs.append(o)
                 continue
+            k = len(positions)
+            positions.append(len(new_outs))
+            original = o
             if id(o) in dirty:
                 if o._requires_grad and o.grad_fn is None:
                     raise RuntimeError(
@@ -222,14 +244,15 @@ class Function(metaclass=_FunctionMeta):
             elif id(o) in inputs_by_id:
                 o = o.view_as(o) if o._requires_grad else o.detach()
                 o = o.detach() if id(o) in non_diff else o
-            if id(outs[k]) in non_diff:
+            if id(original) in non_diff:
                 o._requires_grad = False
                 o.grad_fn = None
             elif o.is_floating_point():
-                o._set_history(ctx, k) if id(outs[k]) in dirty else _set_output(o, ctx, k)
+                o._set_history(ctx, k) if id(original) in dirty else _set_output(o, ctx, k)
             meta.append(o._metadata_tuple())
             new_outs.append(o)
         ctx._input_metadata_ = tuple(meta)
+        ctx._output_slots = (len(outs), tuple(positions))
         out_ids = {id(o) for o in new_outs if isinstance(o, Tensor)}
         ctx._saved = tuple(
             None if t is None else SavedTensor(t, is_output=id(t) in out_ids and t.grad_fn is ctx)

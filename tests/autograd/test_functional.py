@@ -116,3 +116,33 @@ def test_gradgradcheck_catches_a_wrong_double_backward():
     x = ng.tensor(X, requires_grad=True)
     assert ng.autograd.gradcheck(NotTwiceDifferentiable.apply, (x,))
     assert not ng.autograd.gradgradcheck(NotTwiceDifferentiable.apply, (x,), raise_exception=False)
+
+
+def _batched(lib, create_graph):
+    x = lib.tensor(X, dtype=lib.float64, requires_grad=True)
+    unused = lib.tensor(X, dtype=lib.float64, requires_grad=True)
+    y = (x.tanh() ** 3) * x.sin()
+    basis = lib.eye(3, dtype=lib.float64)  # one vector per row: the rows of the Jacobian
+    jac, none = lib.autograd.grad(
+        y, [x, unused], basis, is_grads_batched=True, create_graph=create_graph, allow_unused=True
+    )
+    out = [jac.detach().numpy().tolist(), none, jac.requires_grad]
+    if create_graph:
+        out.append(lib.autograd.grad(jac.sum(), x)[0].numpy().tolist())
+    return out
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_grad_with_batched_grad_outputs_like_pytorch(create_graph):
+    ours, theirs = _batched(ng, create_graph), _batched(torch, create_graph)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-12)
+    assert ours[1:3] == theirs[1:3]
+    if create_graph:
+        np.testing.assert_allclose(ours[3], theirs[3], rtol=1e-12)
+
+
+def test_batched_grad_outputs_of_the_wrong_shape_raise_like_pytorch():
+    for lib in (ng, torch):
+        x = lib.tensor(X, requires_grad=True)
+        with pytest.raises(RuntimeError, match="we interpret the first dimension of each"):
+            lib.autograd.grad(x * 2, x, lib.ones(3), is_grads_batched=True)

@@ -555,3 +555,47 @@ def test_hook_inventory_lists_disables_and_removes():
     inv[0].handle.remove()
     assert len(hook_inventory(out)) == 2
     np.testing.assert_allclose(grad_x(), base * 10)
+
+
+def _function_styles(lib):
+    """A forward with ctx, a forward without it plus ``setup_context``, and a forward that
+    returns numbers among its tensors (``backward`` gets None for each number)."""
+
+    class Cube(lib.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x**3
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            (x,) = inputs
+            ctx.save_for_backward(x, output)
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, out = ctx.saved_tensors
+            return grad * 3 * out / x
+
+    class Mixed(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return 7, x * 2, "label", x * 3
+
+        @staticmethod
+        def backward(ctx, g_seven, g_double, g_label, g_triple):
+            ctx.seen = (g_seven, g_label)
+            return g_double * 2 + g_triple * 3
+
+    x = _leaf(lib, [1.0, 2.0])
+    y = Cube.apply(x)
+    y.sum().backward()
+    out = {"setup_context": [y.grad_fn.name(), _grads(x)]}
+    x2 = _leaf(lib, [1.0, -1.0])
+    seven, double, label, triple = Mixed.apply(x2)
+    (double * triple).sum().backward()
+    out["mixed"] = [seven, label, double.grad_fn.seen, _grads(x2), triple.grad_fn.name()]
+    return out
+
+
+def test_custom_function_styles_like_pytorch():
+    assert _function_styles(ng) == _function_styles(torch)
