@@ -20,6 +20,9 @@ from __future__ import annotations
 import inspect
 import linecache
 import math
+import os
+import sys
+import warnings
 
 import numpy as np
 
@@ -262,9 +265,9 @@ op("amax", "AmaxBackward0", "self", lambda xp, self, dim, keepdim: xp.amax(self,
    self=lambda grad, self, result, dim, keepdim: _scale_grad_by_count(grad, self, result, dim, keepdim))
 op("amin", "AminBackward0", "self", lambda xp, self, dim, keepdim: xp.amin(self, axis=dim, keepdims=keepdim), attrs="dim keepdim",
    self=lambda grad, self, result, dim, keepdim: _scale_grad_by_count(grad, self, result, dim, keepdim))
-op("var", "VarBackward0", "self", lambda xp, self, dim, correction, keepdim: xp.var(self, axis=dim, ddof=correction, keepdims=keepdim), attrs="dim correction keepdim", promote="float",
+op("var", "VarBackward0", "self", lambda xp, self, dim, correction, keepdim: _var_std(xp, "var", self, dim, correction, keepdim), attrs="dim correction keepdim", promote="float",
    self=lambda grad, self, dim, correction, keepdim: _var_backward(grad, self, dim, correction, keepdim))
-op("std", "StdBackward0", "self", lambda xp, self, dim, correction, keepdim: xp.std(self, axis=dim, ddof=correction, keepdims=keepdim), attrs="dim correction keepdim", promote="float",
+op("std", "StdBackward0", "self", lambda xp, self, dim, correction, keepdim: _var_std(xp, "std", self, dim, correction, keepdim), attrs="dim correction keepdim", promote="float",
    self=lambda grad, self, result, dim, correction, keepdim: _std_backward(grad, self, result, dim, correction, keepdim))
 op("norm", "LinalgVectorNormBackward0", "self", lambda xp, self, ord, dim, keepdim: _vector_norm(xp, self, ord, dim, keepdim), attrs="ord dim keepdim", promote="float",
    self=lambda grad, self, result, ord, dim, keepdim: _norm_backward(grad, self, result, ord, dim, keepdim))
@@ -427,6 +430,36 @@ def _sigmoid(xp, a):
     # numerically stable for large |a|
     with np.errstate(over="ignore"):
         return 1 / (1 + xp.exp(-a))
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _user_stacklevel():
+    """``warnings.warn``'s stacklevel, for its caller, that names the first frame outside
+    nbgrad: the user's line, however many of nbgrad's calls lie between."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _var_std(xp, name, a, dim, correction, keepdim):
+    """``var`` / ``std`` with PyTorch's warning when there are no degrees of freedom left (the
+    result is nan or inf, as in PyTorch; NumPy would warn in its own words)."""
+    n = math.prod(a.shape[d] for d in dim) if dim is not None else a.size
+    kernel = xp.var if name == "var" else xp.std
+    if n - correction > 0:
+        return kernel(a, axis=dim, ddof=correction, keepdims=keepdim)
+    warnings.warn(
+        f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
+        "reduction factor (input numel divided by output numel).",
+        UserWarning,
+        stacklevel=_user_stacklevel(),
+    )
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return kernel(a, axis=dim, ddof=correction, keepdims=keepdim)
 
 
 def _check_int_divisor(xp, a, b):

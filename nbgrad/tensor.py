@@ -837,10 +837,8 @@ class Tensor:
     def detach(self):
         """A tensor sharing memory and version counter, outside the graph."""
         t = _wrap(self._data, self._device)
-        t._version_counter = self._counter()
-        t._base = self._base if self._base is not None else self
-        t._view_chain = None
-        return t
+        t._version_counter = self._counter()  # in place on it bumps this tensor's version too
+        return t  # not a view for autograd (``_base`` None, as PyTorch's detach)
 
     def detach_(self):
         if self._base is not None and self._base._requires_grad:
@@ -877,6 +875,12 @@ class Tensor:
 
     def is_contiguous(self):
         return bool(self._data.flags.c_contiguous)
+
+    def stride(self, dim=None):
+        """Strides in elements (PyTorch's; NumPy counts bytes), all or of one dimension."""
+        item = self._data.itemsize
+        strides = tuple(s // item for s in self._data.strides)
+        return strides if dim is None else strides[_dim(dim, self.ndim)]
 
     def to(self, *args, dtype=None, device=None, copy=False):
         """Move to a device and/or convert to a dtype (differentiable: ``ToCopyBackward0``)."""
@@ -1739,6 +1743,13 @@ class Tensor:
     def __setitem__(self, key, value):
         """``t[key] = value``: ``CopySlices`` for basic keys, ``IndexPutBackward0`` otherwise."""
         keys = key if isinstance(key, tuple) else (key,)
+        if isinstance(value, Tensor) and value.ndim and value.shape[0] == 1:
+            # as PyTorch (slicePrefix1sSize): leading 1s of the value's shape are dropped, so
+            # that ``t[1] = ng.tensor([2.0])`` works
+            shape = value.shape
+            while shape and shape[0] == 1:
+                shape = shape[1:]
+            value = value.reshape(shape)
         if all(k is Ellipsis or (isinstance(k, slice) and k == slice(None)) for k in keys):
             self.copy_(_tensor_arg(value, self))  # ``t[...] = v`` / ``t[:] = v``: CopyBackwards
             return

@@ -477,6 +477,85 @@ def test_float_of_a_tensor_that_requires_grad_warns_like_pytorch():
 
 
 # -- detach and conversions -----------------------------------------------------------------------
+def test_detach_of_a_leaf_may_change_in_place_like_pytorch():
+    for lib in (ng, torch):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        d = x.detach()
+        d.add_(1)  # not a view for autograd: allowed, and seen by x
+        assert x.tolist() == [2.0, 3.0] and x._version == d._version == 1
+        assert d._base is None and d.is_leaf and not d.requires_grad
+
+
+def test_stride_in_elements_like_pytorch():
+    for make in (
+        lambda lib: lib.ones(2, 3, 4),
+        lambda lib: lib.ones(2, 3, 4).permute(2, 0, 1),
+        lambda lib: lib.ones(4, 3)[::2],
+        lambda lib: lib.ones(3, 1).expand(3, 4),
+        lambda lib: lib.tensor(1.0),
+    ):
+        ours, theirs = make(ng), make(torch)
+        assert ours.stride() == theirs.stride()
+        assert [ours.stride(d) for d in range(-ours.dim(), ours.dim())] == [
+            theirs.stride(d) for d in range(-theirs.dim(), theirs.dim())
+        ]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda lib: lib.ones(3, 2).t(),
+        lambda lib: lib.ones(2, 3, 4).permute(2, 0, 1),
+        lambda lib: lib.ones(4, 3)[::2],  # not dense: a contiguous gradient
+        lambda lib: lib.ones(2, 3),
+    ],
+)
+def test_grad_of_a_leaf_has_its_layout_like_pytorch(make):
+    strides = []
+    for lib in (ng, torch):
+        w = make(lib).detach().requires_grad_()
+        (w * 2).sum().backward()
+        (w * 3).sum().backward()  # accumulated in place: the layout stays
+        assert w.grad.tolist() == (lib.ones(w.shape) * 5).tolist()
+        strides.append((w.stride(), w.grad.stride()))
+    assert strides[0] == strides[1]
+
+
+def test_setitem_drops_leading_ones_of_the_value_like_pytorch():
+    results = []
+    for lib in (ng, torch):
+        x = lib.zeros(2, 3)
+        v = lib.tensor([[4.0, 5.0, 6.0]], requires_grad=True)
+        x[1] = v  # (1, 3) into a row of 3
+        x[0, 0] = lib.tensor([7.0])  # (1,) into a scalar
+        x[[0, 1], 2] = lib.ones(1, 1, 2)
+        x.sum().backward()
+        results.append((x.tolist(), v.grad.tolist()))
+    assert results[0] == results[1]
+
+
+@pytest.mark.parametrize(
+    "name, expr",
+    [
+        ("std", lambda lib: lib.ones(1).std()),
+        ("var", lambda lib: lib.ones(2, 1).var(dim=1)),
+        ("var", lambda lib: lib.ones(3).var(correction=3)),
+    ],
+)
+def test_var_and_std_without_degrees_of_freedom_warn_like_pytorch(name, expr):
+    expected = (
+        f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
+        "reduction factor (input numel divided by output numel)."
+    )
+    for lib in (ng, torch):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = expr(lib)
+        assert [str(w.message).split(" (Triggered")[0] for w in caught] == [expected]
+        assert caught[0].filename == __file__  # the user's line, not nbgrad's
+        assert np.isnan(result.numpy()).all()
+
+
 def test_detach_shares_memory_and_leaves_the_graph():
     x = ng.tensor([1.0, 2.0], requires_grad=True)
     y = x * 2

@@ -345,11 +345,39 @@ def _accumulate_locked(var, grad):
         var._grad = grad if old is None else old + grad
         return
     if old is None:
-        var._grad = grad._detached_alias() if _can_steal(grad) else grad._detached_copy()
+        if not var._data.flags.c_contiguous and _dense(var._data):
+            var._grad = _in_layout_of(var, grad)
+        else:
+            var._grad = grad._detached_alias() if _can_steal(grad) else grad._detached_copy()
     elif old._requires_grad:
         var._grad = old.detach() + grad
     else:
         old._add_inplace_data(grad)
+
+
+def _dense(a):
+    """Whether ``a``'s elements fill its memory without gaps or overlaps, in some order of
+    dimensions (a transpose of a contiguous array, say)."""
+    expected = a.itemsize
+    for size, stride in sorted(zip(a.shape, a.strides), key=lambda d: d[1]):
+        if size == 1:
+            continue
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _in_layout_of(var, grad):
+    """A copy of ``grad`` laid out as ``var`` (PyTorch's layout contract for ``.grad``: a leaf
+    that is dense but not contiguous, a transposed weight say, gets its gradient in its own
+    strides, so that ``p.grad.stride() == p.stride()``)."""
+    from nbgrad.backend import get_xp
+    from nbgrad.tensor import _wrap
+
+    out = get_xp(var._device).empty_like(var._data, dtype=grad._data.dtype)  # order "K"
+    out[...] = grad._data
+    return _wrap(out, var._device)
 
 
 def _can_steal(grad):
