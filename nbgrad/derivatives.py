@@ -235,6 +235,11 @@ op("tanh_backward", "TanhBackwardBackward0", "grad_output output", lambda xp, gr
 op("sigmoid_backward", "SigmoidBackwardBackward0", "grad_output output", lambda xp, grad_output, output: _sigmoid_backward(xp, grad_output, output), promote="binary",
    grad_output=lambda grad, output: _T._dispatch(OPS["sigmoid_backward"], (grad, output)),
    output=lambda grad, grad_output, output: grad * grad_output * (1 - 2 * output))
+op("leaky_relu", "LeakyReluBackward0", "self", lambda xp, self, negative_slope: xp.where(self > 0, self, self * negative_slope), attrs="negative_slope",
+   self=lambda grad, self, negative_slope: _T.where(self > 0, grad, grad * negative_slope))
+# leaky_relu_ (in place) saves its result instead, as PyTorch's LeakyReluBackward1
+op("leaky_relu_", "LeakyReluBackward1", "self", lambda xp, self, negative_slope: xp.where(self > 0, self, self * negative_slope), attrs="negative_slope",
+   self=lambda grad, result, negative_slope: _T.where(result > 0, grad, grad * negative_slope))
 op("erf", "ErfBackward0", "self", lambda xp, self: _erf(xp, self), promote="float", self=lambda grad, self: grad * (2 / math.sqrt(math.pi)) * (-self * self).exp())
 op("gelu", "GeluBackward0", "self", lambda xp, self, approximate: _gelu(xp, self, approximate), attrs="approximate", promote="float",
    self=lambda grad, self, approximate: _gelu_backward(grad, self, approximate))

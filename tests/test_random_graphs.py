@@ -153,6 +153,7 @@ UNARY = [
     ("tanh", "{a}.tanh()", None, None),
     ("sigmoid", "{a}.sigmoid()", None, None),
     ("relu", "{a}.relu()", _away, None),
+    ("leaky_relu", "lib.nn.functional.leaky_relu({a}, 0.1)", _away, None),
     ("erf", "lib.erf({a})", None, None),
     ("gelu", "lib.nn.functional.gelu({a})", None, None),
     ("gelu_tanh", "lib.nn.functional.gelu({a}, approximate='tanh')", None, None),
@@ -650,6 +651,8 @@ class Builder:
             args = ", ".join(f"{k}={b}" for k, b in (("min", lo), ("max", hi)) if b is not None)
             return [clone, f"{{out}}.clamp_({args})"]
         if kind == 6:
+            if self.coin() and _away(self.val(a)):
+                return [clone, "lib.nn.functional.leaky_relu({out}, 0.1, inplace=True)"]
             b = self.operand(shape, fit="exact")
             return [clone, f"{{out}}.add_({b}, alpha=-0.5)"]
         if not n:

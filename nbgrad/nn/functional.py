@@ -23,6 +23,7 @@ __all__ = [
     "linear",
     "conv2d",
     "relu",
+    "leaky_relu",
     "tanh",
     "sigmoid",
     "gelu",
@@ -153,6 +154,13 @@ def relu(input: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
         return input._inplace(OPS["relu"], (), {})
     return input.relu()
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    attrs = {"negative_slope": float(negative_slope)}
+    if inplace:
+        return input._inplace(OPS["leaky_relu_"], (), attrs)
+    return _dispatch(OPS["leaky_relu"], (input,), attrs)
 
 
 def tanh(input: Tensor) -> Tensor:

@@ -104,6 +104,8 @@ LAYERS = {
     "relu": (lambda lib: lib.nn.ReLU(), [(3, 4)]),
     "tanh": (lambda lib: lib.nn.Tanh(), [(3, 4)]),
     "sigmoid": (lambda lib: lib.nn.Sigmoid(), [(3, 4)]),
+    "leaky_relu": (lambda lib: lib.nn.LeakyReLU(0.2), [(3, 4)]),
+    "leaky_relu-default": (lambda lib: lib.nn.LeakyReLU(), [(3, 4)]),
     "gelu": (lambda lib: lib.nn.GELU(), [(3, 4)]),
     "gelu-tanh": (lambda lib: lib.nn.GELU(approximate="tanh"), [(3, 4)]),
     "softmax": (lambda lib: lib.nn.Softmax(dim=1), [(3, 4)]),

@@ -1,7 +1,21 @@
 """The layers of ``nbgrad.nn``. Mirrors ``torch/nn/modules/__init__.py``."""
 
-from nbgrad.nn.modules.activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
-from nbgrad.nn.modules.container import ModuleList, Sequential
+from nbgrad.nn.modules.activation import (
+    GELU,
+    LeakyReLU,
+    LogSoftmax,
+    ReLU,
+    Sigmoid,
+    Softmax,
+    Tanh,
+)
+from nbgrad.nn.modules.container import (
+    ModuleDict,
+    ModuleList,
+    ParameterDict,
+    ParameterList,
+    Sequential,
+)
 from nbgrad.nn.modules.conv import Conv2d
 from nbgrad.nn.modules.dropout import Dropout
 from nbgrad.nn.modules.flatten import Flatten
@@ -17,6 +31,7 @@ __all__ = [
     "Linear",
     "Conv2d",
     "ReLU",
+    "LeakyReLU",
     "Tanh",
     "Sigmoid",
     "GELU",
@@ -26,6 +41,9 @@ __all__ = [
     "Flatten",
     "Sequential",
     "ModuleList",
+    "ModuleDict",
+    "ParameterList",
+    "ParameterDict",
     "Embedding",
     "LayerNorm",
     "MSELoss",

@@ -9,7 +9,7 @@ from nbgrad.nn import functional as F
 from nbgrad.nn.modules.module import Module
 from nbgrad.tensor import Tensor
 
-__all__ = ["ReLU", "Tanh", "Sigmoid", "GELU", "Softmax", "LogSoftmax"]
+__all__ = ["ReLU", "LeakyReLU", "Tanh", "Sigmoid", "GELU", "Softmax", "LogSoftmax"]
 
 
 class ReLU(Module):
@@ -24,6 +24,21 @@ class ReLU(Module):
 
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
+
+
+class LeakyReLU(Module):
+    """``x`` where positive, ``negative_slope * x`` elsewhere."""
+
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
+        super().__init__()
+        self.negative_slope = negative_slope
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
 
 
 class Tanh(Module):

@@ -1,4 +1,7 @@
-"""``Sequential`` and ``ModuleList``. Mirrors ``torch/nn/modules/container.py``."""
+"""``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``, ``ParameterDict``.
+
+Mirrors ``torch/nn/modules/container.py``.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from itertools import islice
 
 from nbgrad.nn.modules.module import Module, _addindent
 
-__all__ = ["Sequential", "ModuleList"]
+__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
 
 class Sequential(Module):
@@ -203,3 +206,184 @@ class ModuleList(Module):
                 local_repr = f"({start_id}-{end_id}): {end_id - start_id + 1} x {b}"
             lines.append(_addindent(local_repr, 2))
         return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
+
+
+class ModuleDict(Module):
+    """A dict of modules, registered as submodules under their keys, in insertion order; it
+    has no forward."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key: str) -> Module:
+        return self._modules[key]
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        self.add_module(key, module)
+
+    def __delitem__(self, key: str) -> None:
+        del self._modules[key]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._modules
+
+    def clear(self) -> None:
+        self._modules.clear()
+
+    def pop(self, key: str) -> Module:
+        v = self[key]
+        del self[key]
+        return v
+
+    def keys(self):
+        return self._modules.keys()
+
+    def items(self):
+        return self._modules.items()
+
+    def values(self):
+        return self._modules.values()
+
+    def update(self, modules) -> None:
+        if not isinstance(modules, Iterable):
+            raise TypeError(
+                "ModuleDict.update should be called with an iterable of key/value pairs, but got "
+                + type(modules).__name__
+            )
+        pairs = modules.items() if hasattr(modules, "items") else modules
+        for j, pair in enumerate(pairs):
+            if len(pair) != 2:
+                raise ValueError(
+                    f"ModuleDict update sequence element #{j} has length {len(pair)}; 2 is required"
+                )
+            self[pair[0]] = pair[1]
+
+
+class ParameterList(Module):
+    """A list of parameters, registered under ``"0"``, ``"1"``, ...; a tensor given to it
+    becomes a Parameter. It has no forward."""
+
+    def __init__(self, values=None):
+        super().__init__()
+        self._size = 0
+        if values is not None:
+            self.extend(values)
+
+    def _index(self, idx) -> str:
+        idx = operator.index(idx)
+        if not (-len(self) <= idx < len(self)):
+            raise IndexError(f"index {idx} is out of range")
+        return str(idx % len(self))
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return ParameterList([self[i] for i in range(len(self))[idx]])
+        return getattr(self, self._index(idx))
+
+    def __setitem__(self, idx, param) -> None:
+        setattr(self, self._index(idx), _as_parameter(param))
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __iadd__(self, parameters):
+        return self.extend(parameters)
+
+    def append(self, value) -> ParameterList:
+        self._size += 1
+        setattr(self, str(self._size - 1), _as_parameter(value))
+        return self
+
+    def extend(self, values) -> ParameterList:
+        if not isinstance(values, Iterable):
+            raise TypeError(
+                "ParameterList.extend should be called with an iterable, but got "
+                + type(values).__name__
+            )
+        for value in values:
+            self.append(value)
+        return self
+
+    def extra_repr(self) -> str:
+        return "\n".join(f"  ({k}): {_parameter_summary(p)}" for k, p in enumerate(self))
+
+
+class ParameterDict(Module):
+    """A dict of parameters, registered under their keys; a tensor given to it becomes a
+    Parameter. It has no forward."""
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        self._keys: dict[str, None] = {}
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key: str):
+        return getattr(self, key)
+
+    def __setitem__(self, key: str, value) -> None:
+        self._keys[key] = None
+        setattr(self, key, _as_parameter(value))
+
+    def __delitem__(self, key: str) -> None:
+        del self._keys[key]
+        delattr(self, key)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._keys
+
+    def keys(self):
+        return self._keys.keys()
+
+    def items(self):
+        return ((k, self[k]) for k in self._keys)
+
+    def values(self):
+        return (self[k] for k in self._keys)
+
+    def update(self, parameters) -> None:
+        pairs = parameters.items() if hasattr(parameters, "items") else parameters
+        for key, value in pairs:
+            self[key] = value
+
+    def extra_repr(self) -> str:  # (PyTorch names the type here: nbgrad.FloatTensor)
+        return "\n".join(f"  ({k}): {_parameter_summary(p, True)}" for k, p in self.items())
+
+
+def _as_parameter(value):
+    from nbgrad.nn.parameter import Parameter
+    from nbgrad.tensor import Tensor
+
+    if isinstance(value, Tensor) and not isinstance(value, Parameter):
+        return Parameter(value)
+    return value
+
+
+def _parameter_summary(p, type_name=False) -> str:
+    """As PyTorch prints a parameter in a container: ``Parameter containing: [nbgrad.float32 of
+    size 2x3]`` (a ParameterDict names the type instead: ``nbgrad.FloatTensor``)."""
+    from nbgrad.nn.parameter import Parameter
+
+    if not isinstance(p, Parameter):
+        return f"Object of type: {type(p).__name__}"
+    size = "x".join(str(s) for s in p.shape)
+    device = f" ({p.device})" if p.device.type != "cpu" else ""
+    kind = p.type() if type_name else p.dtype
+    return f"Parameter containing: [{kind} of size {size}{device}]"
