@@ -409,6 +409,13 @@ op("layer_norm", "NativeLayerNormBackward0", "input weight bias", lambda xp, inp
    input=lambda grad, input, weight, normalized_shape, eps: _layer_norm_input_grad(grad, input, weight, normalized_shape, eps),
    weight=lambda grad, input, normalized_shape, eps: _sum_leading(grad * _layer_norm_stats(input, normalized_shape, eps)[0], len(normalized_shape)),
    bias=lambda grad, normalized_shape: _sum_leading(grad, len(normalized_shape)))
+# running_mean / running_var are attributes (tensors that no gradient reaches); in eval mode
+# ``F.batch_norm`` passes copies, so that a later training step cannot change what backward uses
+op("batch_norm", "NativeBatchNormBackward0", "input weight bias", lambda xp, input, weight, bias, running_mean, running_var, training, momentum, eps: _batch_norm(xp, input, weight, bias, running_mean, running_var, training, momentum, eps),
+   attrs="running_mean running_var training momentum eps",
+   input=lambda grad, input, weight, running_mean, running_var, training, eps: _batch_norm_input_grad(grad, input, weight, running_mean, running_var, training, eps),
+   weight=lambda grad, input, running_mean, running_var, training, eps: _batch_norm_weight_grad(grad, input, running_mean, running_var, training, eps),
+   bias=lambda grad, input: grad.sum((0,) + tuple(range(2, input.dim()))))
 op("embedding", "EmbeddingBackward0", "weight indices", lambda xp, weight, indices, padding_idx: xp.take(weight, indices, axis=0),
    attrs="padding_idx", nondiff=("indices",),
    weight=lambda grad, weight_shape, indices, padding_idx: _embedding_backward(grad, weight_shape, indices, padding_idx))
@@ -1076,18 +1083,84 @@ def _layer_norm(xp, x, weight, bias, normalized_shape, eps):
     return y.astype(x.dtype, copy=False)
 
 
-def _layer_norm_stats(input, normalized_shape, eps):
-    """``(x_hat, rstd, dims)`` recomputed with Tensor ops, so that they are differentiable."""
-    dims = tuple(range(input.dim() - len(normalized_shape), input.dim()))
+def _normalized(input, dims, eps):
+    """``(x_hat, rstd)`` of ``input`` normalised over ``dims``, recomputed with Tensor ops (so
+    that they are differentiable): layer norm's trailing dims, batch norm's all but 1."""
     centred = input - input.mean(dims, keepdim=True)
     rstd = ((centred * centred).mean(dims, keepdim=True) + eps).rsqrt()
-    return centred * rstd, rstd, dims
+    return centred * rstd, rstd
+
+
+def _normalized_input_grad(grad, input, weight, dims, eps):
+    """The gradient of ``normalise(input) * weight`` w.r.t. ``input``, batch statistics."""
+    x_hat, rstd = _normalized(input, dims, eps)
+    g = grad * weight if weight is not None else grad
+    return rstd * (g - g.mean(dims, keepdim=True) - x_hat * (g * x_hat).mean(dims, keepdim=True))
+
+
+def _layer_norm_dims(input, normalized_shape):
+    return tuple(range(input.dim() - len(normalized_shape), input.dim()))
+
+
+def _layer_norm_stats(input, normalized_shape, eps):
+    return _normalized(input, _layer_norm_dims(input, normalized_shape), eps)
 
 
 def _layer_norm_input_grad(grad, input, weight, normalized_shape, eps):
-    x_hat, rstd, dims = _layer_norm_stats(input, normalized_shape, eps)
-    g = grad * weight if weight is not None else grad
-    return rstd * (g - g.mean(dims, keepdim=True) - x_hat * (g * x_hat).mean(dims, keepdim=True))
+    dims = _layer_norm_dims(input, normalized_shape)
+    return _normalized_input_grad(grad, input, weight, dims, eps)
+
+
+def _channel_shape(ndim, c):
+    """A per-channel vector's shape for broadcasting over ``(N, C, *)``: ``(1, C, 1, ...)``."""
+    return (1, c) + (1,) * (ndim - 2)
+
+
+def _batch_norm(xp, x, weight, bias, running_mean, running_var, training, momentum, eps):
+    """Batch norm's forward; in training, also the in-place update of the running stats."""
+    dims = (0,) + tuple(range(2, x.ndim))
+    shape = _channel_shape(x.ndim, x.shape[1])
+    if training:
+        mean = x.mean(axis=dims)
+        var = x.var(axis=dims)
+        if running_mean is not None:  # as PyTorch: the running variance is the unbiased one
+            n = x.size // x.shape[1]
+            for buf, batch in ((running_mean, mean), (running_var, var * (n / max(n - 1, 1)))):
+                buf._data *= 1 - momentum
+                buf._data += (momentum * batch).astype(buf._data.dtype, copy=False)
+                buf._counter()[0] += 1
+    else:
+        mean, var = running_mean._data, running_var._data
+    y = (x - mean.reshape(shape)) / xp.sqrt(var.reshape(shape) + eps)
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y.astype(x.dtype, copy=False)
+
+
+def _batch_norm_x_hat(input, running_var, running_mean, training, eps):
+    """``(x_hat, rstd, dims)``: from the batch in training, from the running stats in eval."""
+    dims = (0,) + tuple(range(2, input.dim()))
+    if training:
+        return (*_normalized(input, dims, eps), dims)
+    shape = _channel_shape(input.dim(), input.shape[1])
+    rstd = (running_var.detach().reshape(shape) + eps).rsqrt()
+    return (input - running_mean.detach().reshape(shape)) * rstd, rstd, dims
+
+
+def _batch_norm_input_grad(grad, input, weight, running_mean, running_var, training, eps):
+    shape = _channel_shape(input.dim(), input.shape[1])
+    w = weight.reshape(shape) if weight is not None else None
+    x_hat, rstd, dims = _batch_norm_x_hat(input, running_var, running_mean, training, eps)
+    if training:
+        return _normalized_input_grad(grad, input, w, dims, eps)
+    return grad * (w * rstd if w is not None else rstd)
+
+
+def _batch_norm_weight_grad(grad, input, running_mean, running_var, training, eps):
+    x_hat, _, dims = _batch_norm_x_hat(input, running_var, running_mean, training, eps)
+    return (grad * x_hat).sum(dims)
 
 
 def _sum_leading(t, n_trailing):

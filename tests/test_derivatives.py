@@ -590,6 +590,18 @@ def np_nll(a, t, w=None, reduction="mean", ignore_index=-100):
     return losses.sum() if reduction == "sum" else losses.sum() / weights.sum()
 
 
+def np_batch_norm(a, w=None, b=None, mean=None, var=None, eps=1e-5):
+    """Per channel (dim 1): batch statistics, or the running ones given."""
+    axes = (0,) + tuple(range(2, a.ndim))
+    shape = (1, a.shape[1]) + (1,) * (a.ndim - 2)
+    m = a.mean(axes, keepdims=True) if mean is None else np.reshape(mean, shape)
+    v = a.var(axes, keepdims=True) if var is None else np.reshape(var, shape)
+    y = (a - m) / np.sqrt(v + eps)
+    return y * (1 if w is None else np.reshape(w, shape)) + (
+        0 if b is None else np.reshape(b, shape)
+    )
+
+
 def np_layer_norm(a, n, w=None, b=None, eps=1e-5):
     axes = tuple(range(a.ndim - n, a.ndim))
     y = (a - a.mean(axes, keepdims=True)) / np.sqrt(a.var(axes, keepdims=True) + eps)
@@ -640,6 +652,13 @@ CASES += [
          lambda a, w, b: np_layer_norm(a, 1, w, b), [((2, 3), (3,), (3,))]),
     Case("layer_norm", lambda x: nnf(x).layer_norm(x, (2, 3)), lambda a: np_layer_norm(a, 2),
          [((2, 2, 3),)]),
+    Case("batch_norm", lambda x, w, b: nnf(x).batch_norm(x, None, None, w, b, training=True),
+         lambda a, w, b: np_batch_norm(a, w, b), [((4, 3), (3,), (3,)), ((2, 3, 4), (3,), (3,))]),
+    Case("batch_norm", lambda x: nnf(x).batch_norm(x, None, None, training=True, eps=1e-3),
+         lambda a: np_batch_norm(a, eps=1e-3), [((2, 2, 3, 3),)]),
+    Case("batch_norm", lambda x, w, b, m, v: nnf(x).batch_norm(x, m, v, w, b),  # eval mode
+         lambda a, w, b, m, v: np_batch_norm(a, w, b, m, v),
+         [((4, 3), (3,), (3,), Const([0.5, -1.0, 2.0]), Const([1.5, 0.5, 2.0]))]),
     Case("embedding", lambda w, i: nnf(w).embedding(i, w), lambda a, i: a[i], [((4, 3), INDEX)]),
     # the padding row gets no gradient although it is used: parity only, no gradcheck
     Case("embedding", lambda w, i: nnf(w).embedding(i, w, padding_idx=1), lambda a, i: a[i],

@@ -911,6 +911,7 @@ NOT_DRAWN = {
     "nll_loss",
     "nll_loss2d",
     "layer_norm",
+    "batch_norm",
     "embedding",
     "to_dtype",
     "eq",

@@ -6,6 +6,8 @@ Mirrors ``torch/nn/__init__.py``.
 from nbgrad.nn import functional, init, utils
 from nbgrad.nn.modules import (
     GELU,
+    BatchNorm1d,
+    BatchNorm2d,
     Conv2d,
     CrossEntropyLoss,
     Dropout,
@@ -53,6 +55,8 @@ __all__ = [
     "ParameterDict",
     "Embedding",
     "LayerNorm",
+    "BatchNorm1d",
+    "BatchNorm2d",
     "MSELoss",
     "CrossEntropyLoss",
     "NLLLoss",

@@ -32,6 +32,7 @@ __all__ = [
     "dropout",
     "embedding",
     "layer_norm",
+    "batch_norm",
     "mse_loss",
     "nll_loss",
     "cross_entropy",
@@ -280,6 +281,47 @@ def layer_norm(
         )
     attrs = {"normalized_shape": normalized_shape, "eps": eps}
     return _dispatch(OPS["layer_norm"], (input, weight, bias), attrs)
+
+
+def batch_norm(
+    input: Tensor,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    training: bool = False,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalise each channel (dim 1) over the batch and the other dims
+    (``NativeBatchNormBackward0``); in training, also update the running stats in place."""
+    if input.dim() < 2:
+        raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+    c = input.shape[1]
+    if training:
+        if input.numel() // max(c, 1) == 1:
+            raise ValueError(
+                "Expected more than 1 value per channel when training, got input size "
+                f"{input.shape}"
+            )
+    elif running_mean is None or running_var is None:
+        raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+    for name, t in (("running_mean", running_mean), ("running_var", running_var)):
+        if t is not None and t.numel() != c:
+            raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and t.numel() != c:
+            raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
+    if not training:  # what backward uses: the stats of now, not of a later training step
+        running_mean, running_var = running_mean.detach().clone(), running_var.detach().clone()
+    attrs = {
+        "running_mean": running_mean,
+        "running_var": running_var,
+        "training": bool(training),
+        "momentum": float(momentum),
+        "eps": float(eps),
+    }
+    return _dispatch(OPS["batch_norm"], (input, weight, bias), attrs)
 
 
 # ---- losses -----------------------------------------------------------------------------------

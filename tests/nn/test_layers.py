@@ -122,6 +122,12 @@ LAYERS = {
     "layernorm-2d": (lambda lib: lib.nn.LayerNorm((2, 4), eps=1e-3), [(3, 2, 4)]),
     "layernorm-no-affine": (lambda lib: lib.nn.LayerNorm(4, elementwise_affine=False), [(3, 4)]),
     "layernorm-no-bias": (lambda lib: lib.nn.LayerNorm(4, bias=False), [(2, 3, 4)]),
+    # (in training mode: batch statistics; the running ones move; see test_batch_norm_*)
+    "batchnorm1d": (lambda lib: lib.nn.BatchNorm1d(4), [(3, 4)]),
+    "batchnorm1d-3d": (lambda lib: lib.nn.BatchNorm1d(3, momentum=0.3), [(2, 3, 5)]),
+    "batchnorm2d": (lambda lib: lib.nn.BatchNorm2d(3, eps=1e-3), [(2, 3, 4, 4)]),
+    "batchnorm2d-no-affine": (lambda lib: lib.nn.BatchNorm2d(2, affine=False), [(2, 2, 3, 3)]),
+    "batchnorm1d-eval": (lambda lib: lib.nn.BatchNorm1d(4).eval(), [(3, 4)]),
     "sequential-mlp": (
         lambda lib: lib.nn.Sequential(
             lib.nn.Linear(4, 8), lib.nn.GELU(), lib.nn.Linear(8, 3), lib.nn.LayerNorm(3)

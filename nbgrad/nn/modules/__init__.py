@@ -22,7 +22,7 @@ from nbgrad.nn.modules.flatten import Flatten
 from nbgrad.nn.modules.linear import Identity, Linear
 from nbgrad.nn.modules.loss import CrossEntropyLoss, MSELoss, NLLLoss
 from nbgrad.nn.modules.module import Module
-from nbgrad.nn.modules.normalization import LayerNorm
+from nbgrad.nn.modules.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
 from nbgrad.nn.modules.sparse import Embedding
 
 __all__ = [
@@ -46,6 +46,8 @@ __all__ = [
     "ParameterDict",
     "Embedding",
     "LayerNorm",
+    "BatchNorm1d",
+    "BatchNorm2d",
     "MSELoss",
     "CrossEntropyLoss",
     "NLLLoss",
