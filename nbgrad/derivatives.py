@@ -240,6 +240,19 @@ op("leaky_relu", "LeakyReluBackward0", "self", lambda xp, self, negative_slope: 
 # leaky_relu_ (in place) saves its result instead, as PyTorch's LeakyReluBackward1
 op("leaky_relu_", "LeakyReluBackward1", "self", lambda xp, self, negative_slope: xp.where(self > 0, self, self * negative_slope), attrs="negative_slope",
    self=lambda grad, result, negative_slope: _T.where(result > 0, grad, grad * negative_slope))
+op("silu", "SiluBackward0", "self", lambda xp, self: self * _sigmoid(xp, self), promote="float",
+   self=lambda grad, self: _silu_backward(grad, self))
+op("elu", "EluBackward0", "self", lambda xp, self, alpha: _elu(xp, self, alpha), attrs="alpha", promote="float",
+   self=lambda grad, self, alpha: _T.where(self > 0, grad, grad * alpha * self.exp()))
+# elu_ (in place) saves its result, as PyTorch's EluBackward1: exp(x) is result / alpha + 1
+op("elu_", "EluBackward1", "self", lambda xp, self, alpha: _elu(xp, self, alpha), attrs="alpha", promote="float",
+   self=lambda grad, result, alpha: _T.where(result > 0, grad, grad * (result + alpha)))
+op("softplus", "SoftplusBackward0", "self", lambda xp, self, beta, threshold: _softplus(xp, self, beta, threshold), attrs="beta threshold", promote="float",
+   self=lambda grad, self, beta, threshold: _T.where(self * beta > threshold, grad, grad * (self * beta).sigmoid()))
+op("hardtanh", "HardtanhBackward0", "self", lambda xp, self, min_val, max_val: xp.clip(self, min_val, max_val), attrs="min_val max_val",
+   self=lambda grad, self, min_val, max_val: _T.where((self > min_val) & (self < max_val), grad, 0.0))
+op("log_sigmoid", "LogSigmoidBackward0", "self", lambda xp, self: -_softplus(xp, -self, 1.0, 20.0), promote="float",
+   self=lambda grad, self: grad * (-self).sigmoid())
 op("erf", "ErfBackward0", "self", lambda xp, self: _erf(xp, self), promote="float", self=lambda grad, self: grad * (2 / math.sqrt(math.pi)) * (-self * self).exp())
 op("gelu", "GeluBackward0", "self", lambda xp, self, approximate: _gelu(xp, self, approximate), attrs="approximate", promote="float",
    self=lambda grad, self, approximate: _gelu_backward(grad, self, approximate))
@@ -526,6 +539,22 @@ def _sigmoid_backward(xp, grad_output, output):
     out = xp.subtract(1, output)
     xp.multiply(out, output, out=out)
     return xp.multiply(grad_output, out, out=out)
+
+
+def _silu_backward(grad, self):
+    s = self.sigmoid()
+    return grad * s * (1 + self * (1 - s))
+
+
+def _elu(xp, a, alpha):
+    with np.errstate(over="ignore"):
+        return xp.where(a > 0, a, alpha * xp.expm1(xp.minimum(a, 0)))
+
+
+def _softplus(xp, a, beta, threshold):
+    """``log(1 + exp(beta * a)) / beta``, and ``a`` itself where ``beta * a > threshold``."""
+    scaled = a * beta
+    return xp.where(scaled > threshold, a, xp.logaddexp(0, xp.minimum(scaled, threshold)) / beta)
 
 
 def _erf(xp, a):

@@ -3,65 +3,8 @@
 Mirrors ``torch/nn/__init__.py``.
 """
 
-from nbgrad.nn import functional, init, utils
-from nbgrad.nn.modules import (
-    GELU,
-    BatchNorm1d,
-    BatchNorm2d,
-    Conv2d,
-    CrossEntropyLoss,
-    Dropout,
-    Embedding,
-    Flatten,
-    Identity,
-    LayerNorm,
-    LeakyReLU,
-    Linear,
-    LogSoftmax,
-    Module,
-    ModuleDict,
-    ModuleList,
-    MSELoss,
-    NLLLoss,
-    ParameterDict,
-    ParameterList,
-    ReLU,
-    Sequential,
-    Sigmoid,
-    Softmax,
-    Tanh,
-)
+from nbgrad.nn import functional, init, modules, utils
+from nbgrad.nn.modules import *  # noqa: F403
 from nbgrad.nn.parameter import Parameter
 
-__all__ = [
-    "Parameter",
-    "Module",
-    "Identity",
-    "Linear",
-    "Conv2d",
-    "ReLU",
-    "LeakyReLU",
-    "Tanh",
-    "Sigmoid",
-    "GELU",
-    "Softmax",
-    "LogSoftmax",
-    "Dropout",
-    "Flatten",
-    "Sequential",
-    "ModuleList",
-    "ModuleDict",
-    "ParameterList",
-    "ParameterDict",
-    "Embedding",
-    "LayerNorm",
-    "BatchNorm1d",
-    "BatchNorm2d",
-    "MSELoss",
-    "CrossEntropyLoss",
-    "NLLLoss",
-    "functional",
-    "init",
-    "modules",
-    "utils",
-]
+__all__ = ["Parameter", *modules.__all__, "functional", "init", "modules", "utils"]

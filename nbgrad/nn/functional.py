@@ -24,6 +24,12 @@ __all__ = [
     "conv2d",
     "relu",
     "leaky_relu",
+    "silu",
+    "elu",
+    "softplus",
+    "hardtanh",
+    "relu6",
+    "logsigmoid",
     "tanh",
     "sigmoid",
     "gelu",
@@ -162,6 +168,42 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
     if inplace:
         return input._inplace(OPS["leaky_relu_"], (), attrs)
     return _dispatch(OPS["leaky_relu"], (input,), attrs)
+
+
+def _activation(name, input, attrs, inplace, inplace_row=None):
+    if inplace:
+        return input._inplace(OPS[inplace_row or name], (), attrs)
+    return _dispatch(OPS[name], (input,), attrs)
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    return _activation("silu", input, {}, inplace)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    return _activation("elu", input, {"alpha": float(alpha)}, inplace, "elu_")
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    return _activation(
+        "softplus", input, {"beta": float(beta), "threshold": float(threshold)}, False
+    )
+
+
+def hardtanh(
+    input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False
+) -> Tensor:
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return _activation("hardtanh", input, {"min_val": min_val, "max_val": max_val}, inplace)
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    return _activation("log_sigmoid", input, {}, False)
 
 
 def tanh(input: Tensor) -> Tensor:

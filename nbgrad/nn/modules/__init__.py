@@ -1,54 +1,42 @@
-"""The layers of ``nbgrad.nn``. Mirrors ``torch/nn/modules/__init__.py``."""
+"""The layers of ``nbgrad.nn``. Mirrors ``torch/nn/modules/__init__.py``.
 
-from nbgrad.nn.modules.activation import (
-    GELU,
-    LeakyReLU,
-    LogSoftmax,
-    ReLU,
-    Sigmoid,
-    Softmax,
-    Tanh,
+Each submodule's ``__all__`` names its layers once; this package exports them all.
+"""
+
+from nbgrad.nn.modules import (
+    activation,
+    container,
+    conv,
+    dropout,
+    flatten,
+    linear,
+    loss,
+    normalization,
+    sparse,
 )
-from nbgrad.nn.modules.container import (
-    ModuleDict,
-    ModuleList,
-    ParameterDict,
-    ParameterList,
-    Sequential,
-)
-from nbgrad.nn.modules.conv import Conv2d
-from nbgrad.nn.modules.dropout import Dropout
-from nbgrad.nn.modules.flatten import Flatten
-from nbgrad.nn.modules.linear import Identity, Linear
-from nbgrad.nn.modules.loss import CrossEntropyLoss, MSELoss, NLLLoss
+from nbgrad.nn.modules.activation import *  # noqa: F403
+from nbgrad.nn.modules.container import *  # noqa: F403
+from nbgrad.nn.modules.conv import *  # noqa: F403
+from nbgrad.nn.modules.dropout import *  # noqa: F403
+from nbgrad.nn.modules.flatten import *  # noqa: F403
+from nbgrad.nn.modules.linear import *  # noqa: F403
+from nbgrad.nn.modules.loss import *  # noqa: F403
 from nbgrad.nn.modules.module import Module
-from nbgrad.nn.modules.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
-from nbgrad.nn.modules.sparse import Embedding
+from nbgrad.nn.modules.normalization import *  # noqa: F403
+from nbgrad.nn.modules.sparse import *  # noqa: F403
 
-__all__ = [
-    "Module",
-    "Identity",
-    "Linear",
-    "Conv2d",
-    "ReLU",
-    "LeakyReLU",
-    "Tanh",
-    "Sigmoid",
-    "GELU",
-    "Softmax",
-    "LogSoftmax",
-    "Dropout",
-    "Flatten",
-    "Sequential",
-    "ModuleList",
-    "ModuleDict",
-    "ParameterList",
-    "ParameterDict",
-    "Embedding",
-    "LayerNorm",
-    "BatchNorm1d",
-    "BatchNorm2d",
-    "MSELoss",
-    "CrossEntropyLoss",
-    "NLLLoss",
+__all__ = ["Module"] + [
+    name
+    for submodule in (
+        linear,
+        conv,
+        activation,
+        dropout,
+        flatten,
+        container,
+        sparse,
+        normalization,
+        loss,
+    )
+    for name in submodule.__all__
 ]
