@@ -410,6 +410,24 @@ op("mse_loss", "MseLossBackward0", "self target", lambda xp, self, target, reduc
    attrs="reduction", promote="binary",
    self=lambda grad, self, target, reduction: _mse_loss_backward(grad, self, target, reduction),
    target=lambda grad, self, target, reduction: -_mse_loss_backward(grad, self, target, reduction))
+op("smooth_l1_loss", "SmoothL1LossBackward0", "self target", lambda xp, self, target, reduction, beta: _loss_reduction(_smooth_l1(xp, self - target, beta), reduction),
+   attrs="reduction beta", promote="binary",
+   self=lambda grad, self, target, reduction, beta: _smooth_l1_backward(grad, self - target, reduction, beta),
+   target=lambda grad, self, target, reduction, beta: -_smooth_l1_backward(grad, self - target, reduction, beta))
+op("huber_loss", "HuberLossBackward0", "self target", lambda xp, self, target, reduction, delta: _loss_reduction(_smooth_l1(xp, self - target, delta) * delta, reduction),
+   attrs="reduction delta", promote="binary",
+   self=lambda grad, self, target, reduction, delta: _smooth_l1_backward(grad, self - target, reduction, delta) * delta,
+   target=lambda grad, self, target, reduction, delta: -_smooth_l1_backward(grad, self - target, reduction, delta) * delta)
+# weight: a constant (PyTorch gives it no gradient either)
+op("binary_cross_entropy", "BinaryCrossEntropyBackward0", "self target weight", lambda xp, self, target, weight, reduction: _loss_reduction(_bce(xp, self, target, weight), reduction),
+   attrs="reduction", promote="binary", nondiff=("weight",),
+   self=lambda grad, self, target, weight, reduction: _loss_grad(grad, self, reduction) * (self - target) / ((1 - self) * self).clamp(min=1e-12) * _weight_or_1(weight),
+   target=lambda grad, self, weight, reduction: _loss_grad(grad, self, reduction) * (_clamped_log(1 - self) - _clamped_log(self)) * _weight_or_1(weight))
+op("binary_cross_entropy_with_logits", "BinaryCrossEntropyWithLogitsBackward0", "self target weight pos_weight",
+   lambda xp, self, target, weight, pos_weight, reduction: _loss_reduction(_bce_logits(xp, self, target, weight, pos_weight), reduction),
+   attrs="reduction", promote="binary", nondiff=("weight", "pos_weight"),
+   self=lambda grad, self, target, weight, pos_weight, reduction: _loss_grad(grad, self, reduction) * _bce_logits_self_grad(self, target, pos_weight) * _weight_or_1(weight),
+   target=lambda grad, self, weight, pos_weight, reduction: _loss_grad(grad, self, reduction) * _bce_logits_target_grad(self, pos_weight) * _weight_or_1(weight))
 op("nll_loss", "NllLossBackward0", "self target weight", lambda xp, self, target, weight, reduction, ignore_index: _nll_loss(xp, self, target, weight, reduction, ignore_index),
    attrs="reduction ignore_index", nondiff=("target", "weight"), quiet=True,
    self=lambda grad, self_shape, target, weight, reduction, ignore_index: _nll_loss_backward(grad, self_shape, target, weight, reduction, ignore_index))
@@ -1044,6 +1062,64 @@ def _loss_reduction(losses, reduction):
     if reduction == "sum":
         return losses.sum()
     return losses
+
+
+def _loss_grad(grad, self, reduction):
+    """The upstream gradient of a reduced loss, per element: divided by the count for "mean"."""
+    return grad / max(self.numel(), 1) if reduction == "mean" else grad
+
+
+def _weight_or_1(weight):
+    return 1.0 if weight is None else weight
+
+
+def _smooth_l1(xp, d, beta):
+    """PyTorch's smooth L1 of the differences ``d`` (``beta`` > 0): quadratic below ``beta``,
+    linear above; Huber's loss is this times ``delta``."""
+    a = xp.abs(d)
+    return xp.where(a < beta, 0.5 * d * d / beta, a - 0.5 * beta)
+
+
+def _smooth_l1_backward(grad, d, reduction, beta):
+    return _loss_grad(grad, d, reduction) * _T.where(d.abs() < beta, d / beta, d.sign())
+
+
+def _clamped_log(t):
+    """``log`` clamped below at -100, as PyTorch's binary cross entropy does."""
+    return t.log().clamp(min=-100.0)
+
+
+def _bce(xp, x, t, weight):
+    if bool(xp.any((x < 0) | (x > 1))):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    with np.errstate(divide="ignore"):
+        log_x = xp.maximum(xp.log(x), -100.0)
+        log_1mx = xp.maximum(xp.log(1 - x), -100.0)
+    losses = -(t * log_x + (1 - t) * log_1mx)
+    return losses if weight is None else losses * weight
+
+
+def _bce_logits(xp, x, t, weight, pos_weight):
+    """``-w [pw t log sigmoid(x) + (1 - t) log(1 - sigmoid(x))]``, written stably."""
+    softplus_neg = xp.logaddexp(0, -x)  # log(1 + exp(-x)) = -log sigmoid(x)
+    if pos_weight is None:
+        losses = (1 - t) * x + softplus_neg
+    else:
+        losses = (1 - t) * x + ((pos_weight - 1) * t + 1) * softplus_neg
+    return losses if weight is None else losses * weight
+
+
+def _bce_logits_self_grad(x, t, pos_weight):
+    if pos_weight is None:
+        return x.sigmoid() - t
+    return (1 - t) - ((pos_weight - 1) * t + 1) * (-x).sigmoid()
+
+
+def _bce_logits_target_grad(x, pos_weight):
+    if pos_weight is None:
+        return -x
+    softplus_neg = (-x).relu() + (-x.abs()).exp().log1p()  # log(1 + exp(-x)), stably
+    return -x + (pos_weight - 1) * softplus_neg
 
 
 def _mse_loss_backward(grad, self, target, reduction):

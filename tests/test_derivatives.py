@@ -604,6 +604,19 @@ def np_nll(a, t, w=None, reduction="mean", ignore_index=-100):
     return losses.sum() if reduction == "sum" else losses.sum() / weights.sum()
 
 
+def sig(a):
+    return 1 / (1 + np.exp(-a))
+
+
+def np_huber(a, b, delta=1.0):
+    d = np.abs(a - b)
+    return np.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
+
+
+def np_bce(p, t, pos_weight=1.0):
+    return -(pos_weight * t * np.log(p) + (1 - t) * np.log(1 - p))
+
+
 def np_batch_norm(a, w=None, b=None, mean=None, var=None, eps=1e-5):
     """Per channel (dim 1): batch statistics, or the running ones given."""
     axes = (0,) + tuple(range(2, a.ndim))
@@ -625,6 +638,7 @@ def np_layer_norm(a, n, w=None, b=None, eps=1e-5):
 GROUPED = dict(stride=(2, 1), padding=(1, 1), dilation=(1, 2), groups=2)
 TARGETS = Const([0, 3, 1])
 CLASS_WEIGHTS = Const([0.5, 1.0, 2.0, 1.5])
+CLASS_WEIGHTS_3 = Const([0.5, 1.0, 2.0])
 
 # fmt: off
 CASES += [
@@ -662,6 +676,25 @@ CASES += [
     Case("nll_loss2d", lambda x, t, w: nnf(x).nll_loss(x, t, w, reduction="none", ignore_index=2),
          lambda a, t, w: np_nll(a.transpose(0, 2, 1).reshape(-1, 3), t, w, "none", 2).reshape(2, 4),
          [((2, 3, 4), Const([[0, 1, 2, 2], [1, 0, 0, 2]]), Const([0.5, 1.0, 2.0]))]),
+    Case("smooth_l1_loss", lambda x, y: nnf(x).smooth_l1_loss(x, y),
+         lambda a, b: np_huber(a, b).mean(), [((2, 3), (2, 3))]),
+    Case("smooth_l1_loss", lambda x, y: nnf(x).smooth_l1_loss(x, y, reduction="none", beta=0.5),
+         lambda a, b: np_huber(a, b, 0.5) / 0.5, [((2, 3), (2, 3))]),
+    Case("huber_loss", lambda x, y: nnf(x).huber_loss(x, y, delta=0.5, reduction="sum"),
+         lambda a, b: np_huber(a, b, 0.5).sum(), [((2, 3), (2, 3))]),
+    Case("binary_cross_entropy", lambda x, y: nnf(x).binary_cross_entropy(x.sigmoid(), y.sigmoid()),
+         lambda a, b: np_bce(sig(a), sig(b)).mean(), [((2, 3), (2, 3))]),
+    Case("binary_cross_entropy",
+         lambda x, y, w: nnf(x).binary_cross_entropy(x.sigmoid(), y.sigmoid(), w, reduction="sum"),
+         lambda a, b, w: (np_bce(sig(a), sig(b)) * w).sum(), [((2, 3), (2, 3), CLASS_WEIGHTS_3)]),
+    Case("binary_cross_entropy_with_logits",
+         lambda x, y: nnf(x).binary_cross_entropy_with_logits(x, y.sigmoid()),
+         lambda a, b: np_bce(sig(a), sig(b)).mean(), [((2, 3), (2, 3))]),
+    Case("binary_cross_entropy_with_logits",
+         lambda x, y, w, pw: nnf(x).binary_cross_entropy_with_logits(
+             x, y.sigmoid(), w, reduction="none", pos_weight=pw),
+         lambda a, b, w, pw: np_bce(sig(a), sig(b), pw) * w,
+         [((2, 3), (2, 3), CLASS_WEIGHTS_3, Const([2.0, 0.5, 1.5]))]),
     Case("layer_norm", lambda x, w, b: nnf(x).layer_norm(x, (3,), w, b),
          lambda a, w, b: np_layer_norm(a, 1, w, b), [((2, 3), (3,), (3,))]),
     Case("layer_norm", lambda x: nnf(x).layer_norm(x, (2, 3)), lambda a: np_layer_norm(a, 2),

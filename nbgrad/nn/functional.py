@@ -16,7 +16,7 @@ import numpy as np
 
 from nbgrad import dtypes
 from nbgrad.autograd.grad_mode import no_grad
-from nbgrad.derivatives import OPS
+from nbgrad.derivatives import OPS, _user_stacklevel
 from nbgrad.tensor import Tensor, _dispatch, tensor
 
 __all__ = [
@@ -40,6 +40,11 @@ __all__ = [
     "layer_norm",
     "batch_norm",
     "mse_loss",
+    "l1_loss",
+    "smooth_l1_loss",
+    "huber_loss",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
     "nll_loss",
     "cross_entropy",
 ]
@@ -376,13 +381,7 @@ def mse_loss(
     weight: Tensor | None = None,
 ) -> Tensor:
     """Mean squared error (``MseLossBackward0``); ``weight`` weighs each element."""
-    if target.shape != input.shape:
-        warnings.warn(
-            f"Using a target size ({target.shape}) that is different to the input size "
-            f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
-            "Please ensure they have the same size.",
-            stacklevel=2,
-        )
+    _warn_if_sizes_differ(input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     shape = tuple(np.broadcast_shapes(tuple(input.shape), tuple(target.shape)))
@@ -399,6 +398,115 @@ def mse_loss(
         return weighted.sum() / weight.sum()
     attrs = {"reduction": reduction}
     return _dispatch(OPS["mse_loss"], (expanded_input, expanded_target), attrs)
+
+
+def l1_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average=None,
+    reduce=None,
+    reduction: str = "mean",
+) -> Tensor:
+    """Mean absolute error; as in PyTorch, made of ``abs`` and ``mean`` (``MeanBackward0``)."""
+    _warn_if_sizes_differ(input, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    losses = (input - target).abs()
+    return losses if reduction == "none" else losses.sum() if reduction == "sum" else losses.mean()
+
+
+def _warn_if_sizes_differ(input, target):
+    if target.shape != input.shape:
+        warnings.warn(
+            f"Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.",
+            stacklevel=_user_stacklevel(),
+        )
+
+
+def _elementwise_loss(name, input, target, reduction, **attrs):
+    """A loss row of the table on ``input`` and ``target`` broadcast to one shape."""
+    _warn_if_sizes_differ(input, target)
+    _check_reduction(reduction)
+    shape = tuple(np.broadcast_shapes(tuple(input.shape), tuple(target.shape)))
+    input = input if tuple(input.shape) == shape else input.expand(shape)
+    target = target if tuple(target.shape) == shape else target.expand(shape)
+    return _dispatch(OPS[name], (input, target), {"reduction": reduction, **attrs})
+
+
+def smooth_l1_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average=None,
+    reduce=None,
+    reduction: str = "mean",
+    beta: float = 1.0,
+) -> Tensor:
+    """Quadratic below ``beta``, absolute above (``SmoothL1LossBackward0``)."""
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if beta == 0:  # as PyTorch: the L1 loss itself
+        return l1_loss(input, target, reduction=reduction)
+    return _elementwise_loss("smooth_l1_loss", input, target, reduction, beta=float(beta))
+
+
+def huber_loss(
+    input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0, weight=None
+) -> Tensor:
+    """Quadratic below ``delta``, linear above (``HuberLossBackward0``)."""
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    if weight is not None:
+        raise NotImplementedError("huber_loss with weight is not supported by nbgrad")
+    return _elementwise_loss("huber_loss", input, target, reduction, delta=float(delta))
+
+
+def binary_cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average=None,
+    reduce=None,
+    reduction: str = "mean",
+) -> Tensor:
+    """``-(t log(x) + (1 - t) log(1 - x))`` for probabilities ``x`` (the logs clamped at
+    -100, as PyTorch) (``BinaryCrossEntropyBackward0``)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if target.shape != input.shape:
+        raise ValueError(
+            f"Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}) is deprecated. Please ensure they have the same size."
+        )
+    if weight is not None and tuple(weight.shape) != tuple(input.shape):
+        weight = weight.expand(input.shape)
+    attrs = {"reduction": reduction}
+    return _dispatch(OPS["binary_cross_entropy"], (input, target, weight), attrs)
+
+
+def binary_cross_entropy_with_logits(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average=None,
+    reduce=None,
+    reduction: str = "mean",
+    pos_weight: Tensor | None = None,
+) -> Tensor:
+    """Binary cross entropy of ``sigmoid(input)``, computed stably from the logits
+    (``BinaryCrossEntropyWithLogitsBackward0``); ``pos_weight`` weighs the positive class."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if target.shape != input.shape:
+        raise ValueError(
+            f"Target size ({target.shape}) must be the same as input size ({input.shape})"
+        )
+    attrs = {"reduction": reduction}
+    return _dispatch(
+        OPS["binary_cross_entropy_with_logits"], (input, target, weight, pos_weight), attrs
+    )
 
 
 def nll_loss(

@@ -195,7 +195,42 @@ def test_embedding_max_norm_parity():
 
 WEIGHTS = [0.5, 2.0, 1.0, 1.5]
 TARGETS = Const([0, 3, 1, 1, 2])
+PROBABILITIES = Const(np.random.default_rng(5).uniform(0, 1, (3, 4)))
+
+
+def _on_probabilities(lib, loss):
+    """``loss`` of ``sigmoid(x)`` and ``sigmoid(t)``: a binary cross entropy's inputs."""
+
+    class OnProbabilities(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.loss = loss
+
+        def forward(self, x, t):
+            return self.loss(x.sigmoid(), t.sigmoid())
+
+    return OnProbabilities()
+
+
+def _weights(lib):
+    return lib.tensor(WEIGHTS, dtype=lib.float64)
+
+
 LOSSES = {
+    "l1": (lambda lib: lib.nn.L1Loss(), [(3, 4), (3, 4)]),
+    "l1-none": (lambda lib: lib.nn.L1Loss(reduction="none"), [(3, 4), (3, 4)]),
+    "smooth-l1": (lambda lib: lib.nn.SmoothL1Loss(beta=0.5), [(3, 4), (3, 4)]),
+    "huber": (lambda lib: lib.nn.HuberLoss(delta=0.7, reduction="sum"), [(3, 4), (3, 4)]),
+    "bce": (lambda lib: _on_probabilities(lib, lib.nn.BCELoss()), [(3, 4), (3, 4)]),
+    "bce-weight": (
+        lambda lib: _on_probabilities(lib, lib.nn.BCELoss(weight=_weights(lib))),
+        [(3, 4), (3, 4)],
+    ),
+    "bce-logits": (lambda lib: lib.nn.BCEWithLogitsLoss(), [(3, 4), PROBABILITIES]),
+    "bce-logits-pos-weight": (
+        lambda lib: lib.nn.BCEWithLogitsLoss(pos_weight=_weights(lib), reduction="none"),
+        [(3, 4), PROBABILITIES],
+    ),
     "mse": (lambda lib: lib.nn.MSELoss(), [(3, 4), (3, 4)]),
     "mse-sum": (lambda lib: lib.nn.MSELoss(reduction="sum"), [(3, 4), (3, 4)]),
     "mse-none": (lambda lib: lib.nn.MSELoss(reduction="none"), [(3, 4), (3, 4)]),

@@ -1,4 +1,4 @@
-"""Losses: ``MSELoss``, ``NLLLoss``, ``CrossEntropyLoss``. Mirrors ``torch/nn/modules/loss.py``."""
+"""The losses. Mirrors ``torch/nn/modules/loss.py``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,16 @@ from nbgrad.nn import functional as F
 from nbgrad.nn.modules.module import Module
 from nbgrad.tensor import Tensor
 
-__all__ = ["MSELoss", "NLLLoss", "CrossEntropyLoss"]
+__all__ = [
+    "MSELoss",
+    "L1Loss",
+    "SmoothL1Loss",
+    "HuberLoss",
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "NLLLoss",
+    "CrossEntropyLoss",
+]
 
 
 class _Loss(Module):
@@ -28,6 +37,63 @@ class MSELoss(_Loss):
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class L1Loss(_Loss):
+    """Mean absolute error: ``mean(|input - target|)`` (or ``"sum"``, ``"none"``)."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    """Quadratic for differences below ``beta``, absolute above."""
+
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0):
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    """Quadratic for differences below ``delta``, linear above."""
+
+    def __init__(self, reduction: str = "mean", delta: float = 1.0):
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class BCELoss(_WeightedLoss):
+    """Binary cross entropy of probabilities."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
+    """Binary cross entropy of ``sigmoid(input)``, computed from the logits."""
+
+    def __init__(
+        self,
+        weight: Tensor | None = None,
+        size_average=None,
+        reduce=None,
+        reduction: str = "mean",
+        pos_weight: Tensor | None = None,
+    ):
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.binary_cross_entropy_with_logits(
+            input, target, self.weight, pos_weight=self.pos_weight, reduction=self.reduction
+        )
 
 
 class NLLLoss(_WeightedLoss):
