@@ -447,6 +447,29 @@ op("batch_norm", "NativeBatchNormBackward0", "input weight bias", lambda xp, inp
    input=lambda grad, input, weight, running_mean, running_var, training, eps: _batch_norm_input_grad(grad, input, weight, running_mean, running_var, training, eps),
    weight=lambda grad, input, running_mean, running_var, training, eps: _batch_norm_weight_grad(grad, input, running_mean, running_var, training, eps),
    bias=lambda grad, input: grad.sum((0,) + tuple(range(2, input.dim()))))
+# pooling: max keeps the flat index of each maximum (its second, non-differentiable output).
+# Each backward is an op of its own, as in PyTorch: linear in the gradient (its derivative is
+# the forward again, or a gather), and with ``self`` as an input whose derivative is zero
+_POOL_ATTRS = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override")
+op("max_pool2d", "MaxPool2DWithIndicesBackward0", "self", lambda xp, self, kernel_size, stride, padding, dilation, ceil_mode: _max_pool2d(xp, self, kernel_size, stride, padding, dilation, ceil_mode),
+   attrs="kernel_size stride padding dilation ceil_mode", outputs=2, diff_outputs=(0,),
+   self=lambda grad, self, result1: _T._dispatch(OPS["max_pool2d_backward"], (grad, self, result1)))
+op("max_pool2d_backward", "MaxPool2DWithIndicesBackwardBackward0", "grad_output self indices", lambda xp, grad_output, self, indices: _max_pool2d_backward(xp, grad_output, self.shape, indices),
+   nondiff=("indices",),
+   grad_output=lambda grad, indices: grad.flatten(-2).gather(-1, indices.flatten(-2)).reshape(indices.shape),
+   self=lambda grad, self_shape: _T.zeros(self_shape, dtype=grad.dtype, device=grad.device))
+op("avg_pool2d", "AvgPool2DBackward0", "self", lambda xp, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override: _avg_pool2d(xp, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override),
+   attrs=" ".join(_POOL_ATTRS),
+   self=lambda grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override: _T._dispatch(OPS["avg_pool2d_backward"], (grad, self), dict(zip(_POOL_ATTRS, (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)))))
+op("avg_pool2d_backward", "AvgPool2DBackwardBackward0", "grad_output self", lambda xp, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override: _avg_pool2d_backward(xp, grad_output, self.shape, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override),
+   attrs=" ".join(_POOL_ATTRS),
+   grad_output=lambda grad, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override: _T._dispatch(OPS["avg_pool2d"], (grad,), dict(zip(_POOL_ATTRS, (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)))),
+   self=lambda grad, self_shape: _T.zeros(self_shape, dtype=grad.dtype, device=grad.device))
+op("adaptive_avg_pool2d", "AdaptiveAvgPool2DBackward0", "self", lambda xp, self, output_size: _adaptive_avg_pool2d(xp, self, output_size), attrs="output_size",
+   self=lambda grad, self: _T._dispatch(OPS["adaptive_avg_pool2d_backward"], (grad, self)))
+op("adaptive_avg_pool2d_backward", "AdaptiveAvgPool2DBackwardBackward0", "grad_output self", lambda xp, grad_output, self: _adaptive_avg_pool2d_backward(xp, grad_output, self.shape),
+   grad_output=lambda grad, grad_output_shape: _T._dispatch(OPS["adaptive_avg_pool2d"], (grad,), {"output_size": tuple(grad_output_shape[-2:])}),
+   self=lambda grad, self_shape: _T.zeros(self_shape, dtype=grad.dtype, device=grad.device))
 op("embedding", "EmbeddingBackward0", "weight indices", lambda xp, weight, indices, padding_idx: xp.take(weight, indices, axis=0),
    attrs="padding_idx", nondiff=("indices",),
    weight=lambda grad, weight_shape, indices, padding_idx: _embedding_backward(grad, weight_shape, indices, padding_idx))
@@ -986,6 +1009,148 @@ def _conv_columns(xp, x, kh, kw, stride, padding, dilation, groups):
         x, (groups, cg, kh, kw, n, ho, wo), (s1 * cg, s1, s2 * dh, s3 * dw, s0, s2 * sh, s3 * sw)
     )
     return windows.reshape(groups, cg * kh * kw, n * ho * wo), ho, wo
+
+
+def _pool_size(size, k, s, p, d, ceil_mode):
+    """PyTorch's ``pooling_output_shape``: floor or ceil, and with ceil no window that starts
+    in the right padding."""
+    num = size + 2 * p - d * (k - 1) - 1
+    out = (num + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+
+
+def _pool_windows(xp, x, kernel_size, stride, padding, dilation, ceil_mode, fill):
+    """``(N, C, Ho, Wo, kh, kw)`` windows of ``x`` padded with ``fill`` (a view)."""
+    n, c, h, w = x.shape
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel_size, stride, padding, dilation
+    if ph > (dh * (kh - 1) + 1) // 2 or pw > (dw * (kw - 1) + 1) // 2:
+        raise RuntimeError(
+            f"pad should be at most half of effective kernel size, but got pad={ph}, "
+            f"kernel_size={kh} and dilation={dh}"
+        )
+    ho = _pool_size(h, kh, sh, ph, dh, ceil_mode)
+    wo = _pool_size(w, kw, sw, pw, dw, ceil_mode)
+    if ho < 1 or wo < 1:
+        raise RuntimeError(
+            f"Given input size: ({c}x{h}x{w}). Calculated output size: ({c}x{ho}x{wo}). "
+            "Output size is too small"
+        )
+    bottom = max((ho - 1) * sh + dh * (kh - 1) + 1 - h - ph, 0)
+    right = max((wo - 1) * sw + dw * (kw - 1) + 1 - w - pw, 0)
+    padded = xp.pad(x, ((0, 0), (0, 0), (ph, bottom), (pw, right)), constant_values=fill)
+    s0, s1, s2, s3 = padded.strides
+    windows = xp.lib.stride_tricks.as_strided(
+        padded, (n, c, ho, wo, kh, kw), (s0, s1, s2 * sh, s3 * sw, s2 * dh, s3 * dw)
+    )
+    return windows, ho, wo
+
+
+def _max_pool2d(xp, x, kernel_size, stride, padding, dilation, ceil_mode):
+    """The maxima and, as PyTorch, their flat indices in each ``H x W`` plane of ``x``."""
+    if x.ndim == 3:  # unbatched
+        values, indices = _max_pool2d(
+            xp, x[None], kernel_size, stride, padding, dilation, ceil_mode
+        )
+        return values[0], indices[0]
+    n, c, h, w = x.shape
+    windows, ho, wo = _pool_windows(
+        xp, x, kernel_size, stride, padding, dilation, ceil_mode, -xp.inf
+    )
+    flat = windows.reshape(n, c, ho, wo, -1)
+    arg = flat.argmax(-1)  # the first maximum, or the first nan, as PyTorch
+    values = xp.take_along_axis(flat, arg[..., None], -1)[..., 0]
+    kw, (sh, sw), (ph, pw), (dh, dw) = kernel_size[1], stride, padding, dilation
+    rows = xp.arange(ho).reshape(ho, 1) * sh - ph + (arg // kw) * dh
+    cols = xp.arange(wo).reshape(1, wo) * sw - pw + (arg % kw) * dw
+    return _contiguous(xp, values), (rows * w + cols).astype(np.int64)
+
+
+def _max_pool2d_backward(xp, g, self_shape, indices):
+    """Each output's gradient added at the position of its maximum."""
+    lead, (h, w) = tuple(self_shape[:-2]), self_shape[-2:]
+    planes = xp.arange(math.prod(lead)).reshape(lead + (1, 1)) * (h * w)
+    size = math.prod(self_shape)
+    out = xp.bincount((indices + planes).ravel(), weights=g.ravel(), minlength=size)
+    return out.reshape(self_shape).astype(g.dtype, copy=False)
+
+
+def _avg_pool_divisors(xp, h, w, ho, wo, kernel_size, stride, padding, count_include_pad):
+    """PyTorch's divisor of each output position: the window's size within the padded input
+    (``count_include_pad``) or within the input itself."""
+    out = []
+    for size, o, k, s, p in zip((h, w), (ho, wo), kernel_size, stride, padding):
+        start = np.arange(o) * s - p
+        end = np.minimum(start + k, size + p)
+        length = end - start
+        if not count_include_pad:
+            length = np.minimum(end, size) - np.maximum(start, 0)
+        out.append(length)
+    return xp.asarray(np.outer(out[0], out[1]))
+
+
+def _avg_pool2d(xp, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor):
+    if x.ndim == 3:  # unbatched
+        args = (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor)
+        return _avg_pool2d(xp, x[None], *args)[0]
+    n, c, h, w = x.shape
+    windows, ho, wo = _pool_windows(xp, x, kernel_size, stride, padding, (1, 1), ceil_mode, 0)
+    sums = windows.sum(axis=(-2, -1))
+    if divisor is None:
+        divisor = _avg_pool_divisors(
+            xp, h, w, ho, wo, kernel_size, stride, padding, count_include_pad
+        ).astype(x.dtype)
+    return _contiguous(xp, (sums / divisor).astype(x.dtype, copy=False))
+
+
+def _avg_pool2d_backward(xp, g, input_shape, kernel_size, stride, padding, ceil_mode,
+                         count_include_pad, divisor):  # fmt: skip
+    """The adjoint of ``_avg_pool2d``: each output's gradient, divided, spread over its
+    window."""
+    if len(input_shape) == 3:  # unbatched
+        args = (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor)
+        return _avg_pool2d_backward(xp, g[None], (1, *input_shape), *args)[0]
+    n, c, h, w = input_shape
+    ho, wo = g.shape[-2:]
+    (kh, kw), (sh, sw), (ph, pw) = kernel_size, stride, padding
+    if divisor is None:
+        divisor = _avg_pool_divisors(
+            xp, h, w, ho, wo, kernel_size, stride, padding, count_include_pad
+        ).astype(g.dtype)
+    share = g / divisor
+    bottom = max((ho - 1) * sh + kh - h - ph, 0)
+    right = max((wo - 1) * sw + kw - w - pw, 0)
+    out = xp.zeros((n, c, h + ph + bottom, w + pw + right), dtype=g.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            out[:, :, i : i + sh * ho : sh, j : j + sw * wo : sw] += share
+    return _contiguous(xp, out[:, :, ph : ph + h, pw : pw + w])
+
+
+def _adaptive_ranges(size, out):
+    """PyTorch's adaptive windows: ``[floor(i * size / out), ceil((i + 1) * size / out))``."""
+    return [((i * size) // out, -((-(i + 1) * size) // out)) for i in range(out)]
+
+
+def _adaptive_avg_pool2d(xp, x, output_size):
+    oh, ow = output_size
+    rows, cols = _adaptive_ranges(x.shape[-2], oh), _adaptive_ranges(x.shape[-1], ow)
+    out = xp.empty(x.shape[:-2] + (oh, ow), dtype=x.dtype)
+    for i, (r0, r1) in enumerate(rows):
+        for j, (c0, c1) in enumerate(cols):
+            out[..., i, j] = x[..., r0:r1, c0:c1].mean(axis=(-2, -1))
+    return out
+
+
+def _adaptive_avg_pool2d_backward(xp, g, input_shape):
+    oh, ow = g.shape[-2:]
+    rows, cols = _adaptive_ranges(input_shape[-2], oh), _adaptive_ranges(input_shape[-1], ow)
+    out = xp.zeros(tuple(input_shape), dtype=g.dtype)
+    for i, (r0, r1) in enumerate(rows):
+        for j, (c0, c1) in enumerate(cols):
+            out[..., r0:r1, c0:c1] += (g[..., i, j] / ((r1 - r0) * (c1 - c0)))[..., None, None]
+    return out
 
 
 def _grouped_grad_output(gy, groups):

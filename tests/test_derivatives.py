@@ -604,6 +604,72 @@ def np_nll(a, t, w=None, reduction="mean", ignore_index=-100):
     return losses.sum() if reduction == "sum" else losses.sum() / weights.sum()
 
 
+def np_pool(a, k, s, p, reduce, fill=0.0, ceil=False):
+    """A reference pooling by loops over the windows (square ``k``, stride ``s``, pad ``p``)."""
+    lead, (h, w) = a.shape[:-2], a.shape[-2:]
+
+    def size(n):
+        num = n + 2 * p - k + ((s - 1) if ceil else 0)
+        out = num // s + 1
+        return out - 1 if ceil and (out - 1) * s >= n + p else out
+
+    ho, wo = size(h), size(w)
+    padded = np.full(lead + (h + 2 * p + k, w + 2 * p + k), fill)
+    padded[..., p : p + h, p : p + w] = a
+    out = np.empty(lead + (ho, wo))
+    for i in range(ho):
+        for j in range(wo):
+            win = padded[..., i * s : i * s + k, j * s : j * s + k]
+            out[..., i, j] = reduce(win.reshape(lead + (-1,)), axis=-1)
+    return out
+
+
+def np_grad_pool_max(a, k, s):
+    """d sum(max_pool(x) ** 2) / dx by loops (grad_of's function)."""
+    g = np.zeros_like(a)
+    ho, wo = (a.shape[-2] - k) // s + 1, (a.shape[-1] - k) // s + 1
+    for idx in np.ndindex(a.shape[:-2]):
+        for i in range(ho):
+            for j in range(wo):
+                win = a[idx][i * s : i * s + k, j * s : j * s + k]
+                r, c = np.unravel_index(np.argmax(win), win.shape)
+                g[idx][i * s + r, j * s + c] += 2 * win[r, c]
+    return g
+
+
+def np_grad_pool_avg(a, k, s, p):
+    """d sum(avg_pool(x) ** 2) / dx (divisor k * k, padding counted) by loops."""
+    y = np_pool(a, k, s, p, np.mean)
+    g = np.zeros(a.shape[:-2] + (a.shape[-2] + 2 * p + k, a.shape[-1] + 2 * p + k))
+    for i in range(y.shape[-2]):
+        for j in range(y.shape[-1]):
+            g[..., i * s : i * s + k, j * s : j * s + k] += (2 * y[..., i, j] / (k * k))[
+                ..., None, None
+            ]
+    return g[..., p : p + a.shape[-2], p : p + a.shape[-1]]
+
+
+def _adaptive(n, out):
+    return [(i * n // out, -(-(i + 1) * n // out)) for i in range(out)]
+
+
+def np_adaptive_avg(a, size):
+    out = np.empty(a.shape[:-2] + size)
+    for i, (r0, r1) in enumerate(_adaptive(a.shape[-2], size[0])):
+        for j, (c0, c1) in enumerate(_adaptive(a.shape[-1], size[1])):
+            out[..., i, j] = a[..., r0:r1, c0:c1].mean(axis=(-2, -1))
+    return out
+
+
+def np_grad_adaptive(a, size):
+    y, g = np_adaptive_avg(a, size), np.zeros_like(a)
+    for i, (r0, r1) in enumerate(_adaptive(a.shape[-2], size[0])):
+        for j, (c0, c1) in enumerate(_adaptive(a.shape[-1], size[1])):
+            area = (r1 - r0) * (c1 - c0)
+            g[..., r0:r1, c0:c1] += (2 * y[..., i, j] / area)[..., None, None]
+    return g
+
+
 def sig(a):
     return 1 / (1 + np.exp(-a))
 
@@ -706,6 +772,22 @@ CASES += [
     Case("batch_norm", lambda x, w, b, m, v: nnf(x).batch_norm(x, m, v, w, b),  # eval mode
          lambda a, w, b, m, v: np_batch_norm(a, w, b, m, v),
          [((4, 3), (3,), (3,), Const([0.5, -1.0, 2.0]), Const([1.5, 0.5, 2.0]))]),
+    Case("max_pool2d", lambda x: nnf(x).max_pool2d(x, 2), lambda a: np_pool(a, 2, 2, 0, np.max),
+         [((2, 2, 4, 5),), ((2, 4, 4),)]),
+    Case("max_pool2d", lambda x: nnf(x).max_pool2d(x, 3, 2, 1, ceil_mode=True),
+         lambda a: np_pool(a, 3, 2, 1, np.max, fill=-np.inf, ceil=True), [((1, 2, 6, 6),)]),
+    Case("max_pool2d_backward", grad_of(lambda x: nnf(x).max_pool2d(x, 2, 1)),
+         lambda a: np_grad_pool_max(a, 2, 1), [((1, 2, 3, 4),)]),
+    Case("avg_pool2d", lambda x: nnf(x).avg_pool2d(x, 2), lambda a: np_pool(a, 2, 2, 0, np.mean),
+         [((2, 2, 4, 5),), ((2, 4, 4),)]),
+    Case("avg_pool2d", lambda x: nnf(x).avg_pool2d(x, 3, 2, 1, count_include_pad=False),
+         lambda a: np_pool(a, 3, 2, 1, np.nanmean, fill=np.nan), [((1, 2, 5, 5),)]),
+    Case("avg_pool2d_backward", grad_of(lambda x: nnf(x).avg_pool2d(x, 2, 1, 1)),
+         lambda a: np_grad_pool_avg(a, 2, 1, 1), [((1, 2, 3, 3),)]),
+    Case("adaptive_avg_pool2d", lambda x: nnf(x).adaptive_avg_pool2d(x, (2, 3)),
+         lambda a: np_adaptive_avg(a, (2, 3)), [((2, 2, 5, 4),), ((2, 3, 3),)]),
+    Case("adaptive_avg_pool2d_backward", grad_of(lambda x: nnf(x).adaptive_avg_pool2d(x, 2)),
+         lambda a: np_grad_adaptive(a, (2, 2)), [((1, 2, 3, 5),)]),
     Case("embedding", lambda w, i: nnf(w).embedding(i, w), lambda a, i: a[i], [((4, 3), INDEX)]),
     # the padding row gets no gradient although it is used: parity only, no gradcheck
     Case("embedding", lambda w, i: nnf(w).embedding(i, w, padding_idx=1), lambda a, i: a[i],

@@ -921,6 +921,12 @@ NOT_DRAWN = {
     "nll_loss2d",
     "layer_norm",
     "batch_norm",
+    "max_pool2d",
+    "max_pool2d_backward",
+    "avg_pool2d",
+    "avg_pool2d_backward",
+    "adaptive_avg_pool2d",
+    "adaptive_avg_pool2d_backward",
     "elu_",  # (elu, out of place, is drawn)
     "embedding",
     "to_dtype",

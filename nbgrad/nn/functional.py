@@ -39,6 +39,9 @@ __all__ = [
     "embedding",
     "layer_norm",
     "batch_norm",
+    "max_pool2d",
+    "avg_pool2d",
+    "adaptive_avg_pool2d",
     "mse_loss",
     "l1_loss",
     "smooth_l1_loss",
@@ -369,6 +372,71 @@ def batch_norm(
         "eps": float(eps),
     }
     return _dispatch(OPS["batch_norm"], (input, weight, bias), attrs)
+
+
+# ---- pooling ----------------------------------------------------------------------------------
+def _check_pool_input(input):
+    """A batch ``(N, C, H, W)`` or one unbatched ``(C, H, W)``, as PyTorch's pooling."""
+    if input.dim() not in (3, 4):
+        raise ValueError(f"expected 3D or 4D input (got {input.dim()}D input)")
+
+
+def max_pool2d(
+    input: Tensor,
+    kernel_size,
+    stride=None,
+    padding=0,
+    dilation=1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+):
+    """The maximum of each window (``MaxPool2DWithIndicesBackward0``); with
+    ``return_indices``, also the flat index of each maximum in its ``H x W`` plane."""
+    attrs = {
+        "kernel_size": _pair(kernel_size),
+        "stride": _pair(kernel_size if stride is None or stride == [] else stride),
+        "padding": _pair(padding),
+        "dilation": _pair(dilation),
+        "ceil_mode": bool(ceil_mode),
+    }
+    _check_pool_input(input)
+    values, indices = _dispatch(OPS["max_pool2d"], (input,), attrs)
+    return (values, indices) if return_indices else values
+
+
+def avg_pool2d(
+    input: Tensor,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override=None,
+) -> Tensor:
+    """The mean of each window (``AvgPool2DBackward0``)."""
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    attrs = {
+        "kernel_size": _pair(kernel_size),
+        "stride": _pair(kernel_size if stride is None or stride == [] else stride),
+        "padding": _pair(padding),
+        "ceil_mode": bool(ceil_mode),
+        "count_include_pad": bool(count_include_pad),
+        "divisor_override": divisor_override,
+    }
+    _check_pool_input(input)
+    return _dispatch(OPS["avg_pool2d"], (input,), attrs)
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
+    """The mean over ``output_size`` windows that tile the input (as PyTorch: a mean,
+    ``MeanBackward1``, for a 1 x 1 output; ``AdaptiveAvgPool2DBackward0`` otherwise)."""
+    size = output_size if isinstance(output_size, (list, tuple)) else (output_size, output_size)
+    size = tuple(input.shape[-2 + i] if s is None else int(s) for i, s in enumerate(size))
+    if size == (1, 1):
+        return input.mean((-1, -2), keepdim=True)
+    _check_pool_input(input)
+    return _dispatch(OPS["adaptive_avg_pool2d"], (input,), {"output_size": size})
 
 
 # ---- losses -----------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from nbgrad.nn.modules import (
     linear,
     loss,
     normalization,
+    pooling,
     sparse,
 )
 from nbgrad.nn.modules.activation import *  # noqa: F403
@@ -23,6 +24,7 @@ from nbgrad.nn.modules.linear import *  # noqa: F403
 from nbgrad.nn.modules.loss import *  # noqa: F403
 from nbgrad.nn.modules.module import Module
 from nbgrad.nn.modules.normalization import *  # noqa: F403
+from nbgrad.nn.modules.pooling import *  # noqa: F403
 from nbgrad.nn.modules.sparse import *  # noqa: F403
 
 __all__ = ["Module"] + [
@@ -36,6 +38,7 @@ __all__ = ["Module"] + [
         container,
         sparse,
         normalization,
+        pooling,
         loss,
     )
     for name in submodule.__all__
