@@ -22,6 +22,27 @@ __all__ = [
     "rsqrt",
     "reciprocal",
     "sin",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "expm1",
+    "exp2",
+    "log2",
+    "log10",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
+    "frac",
+    "square",
+    "flip",
+    "roll",
+    "cumsum",
+    "tril",
+    "triu",
     "cos",
     "tanh",
     "sigmoid",
@@ -161,6 +182,90 @@ def reciprocal(input):
 
 def sin(input):
     return input.sin()
+
+
+def tan(input):
+    return input.tan()
+
+
+def asin(input):
+    return input.asin()
+
+
+def acos(input):
+    return input.acos()
+
+
+def atan(input):
+    return input.atan()
+
+
+def sinh(input):
+    return input.sinh()
+
+
+def cosh(input):
+    return input.cosh()
+
+
+def expm1(input):
+    return input.expm1()
+
+
+def exp2(input):
+    return input.exp2()
+
+
+def log2(input):
+    return input.log2()
+
+
+def log10(input):
+    return input.log10()
+
+
+def floor(input):
+    return input.floor()
+
+
+def ceil(input):
+    return input.ceil()
+
+
+def round(input):
+    return input.round()
+
+
+def trunc(input):
+    return input.trunc()
+
+
+def frac(input):
+    return input.frac()
+
+
+def square(input):
+    return input.square()
+
+
+def flip(input, dims):
+    return input.flip(dims)
+
+
+def roll(input, shifts, dims=None):
+    return input.roll(shifts, dims)
+
+
+def cumsum(input, dim, dtype=None):
+    return input.cumsum(dim, dtype=dtype)
+
+
+def tril(input, diagonal=0):
+    return input.tril(diagonal)
+
+
+def triu(input, diagonal=0):
+    return input.triu(diagonal)
 
 
 def cos(input):

@@ -222,6 +222,22 @@ op("log1p", "Log1PBackward0", "self", lambda xp, self: xp.log1p(self), promote="
 op("sqrt", "SqrtBackward0", "self", lambda xp, self: xp.sqrt(self), promote="float", self=lambda grad, result: grad / (2 * result))
 op("rsqrt", "RsqrtBackward0", "self", lambda xp, self: 1 / xp.sqrt(self), promote="float", self=lambda grad, result: -0.5 * grad * result ** 3)
 op("reciprocal", "ReciprocalBackward0", "self", lambda xp, self: 1 / self, promote="float", self=lambda grad, result: -grad * (result * result))
+op("expm1", "Expm1Backward0", "self", lambda xp, self: xp.expm1(self), promote="float", self=lambda grad, result: grad * (result + 1))
+op("exp2", "Exp2Backward0", "self", lambda xp, self: xp.exp2(self), promote="float", self=lambda grad, result: grad * result * math.log(2))
+op("log2", "Log2Backward0", "self", lambda xp, self: xp.log2(self), promote="float", self=lambda grad, self: grad / (self * math.log(2)))
+op("log10", "Log10Backward0", "self", lambda xp, self: xp.log10(self), promote="float", self=lambda grad, self: grad / (self * math.log(10)))
+op("tan", "TanBackward0", "self", lambda xp, self: xp.tan(self), promote="float", self=lambda grad, result: grad * (1 + result * result))
+op("asin", "AsinBackward0", "self", lambda xp, self: xp.arcsin(self), promote="float", self=lambda grad, self: grad * (1 - self * self).rsqrt())
+op("acos", "AcosBackward0", "self", lambda xp, self: xp.arccos(self), promote="float", self=lambda grad, self: -grad * (1 - self * self).rsqrt())
+op("atan", "AtanBackward0", "self", lambda xp, self: xp.arctan(self), promote="float", self=lambda grad, self: grad / (1 + self * self))
+op("sinh", "SinhBackward0", "self", lambda xp, self: xp.sinh(self), promote="float", self=lambda grad, self: grad * self.cosh())
+op("cosh", "CoshBackward0", "self", lambda xp, self: xp.cosh(self), promote="float", self=lambda grad, self: grad * self.sinh())
+# rounding: integer tensors come back as they are (a copy); the derivative is zero, as PyTorch's
+op("floor", "FloorBackward0", "self", lambda xp, self: _rounded(xp, xp.floor, self), self=lambda grad: _T.zeros_like(grad))
+op("ceil", "CeilBackward0", "self", lambda xp, self: _rounded(xp, xp.ceil, self), self=lambda grad: _T.zeros_like(grad))
+op("round", "RoundBackward0", "self", lambda xp, self: _rounded(xp, xp.round, self), self=lambda grad: _T.zeros_like(grad))
+op("trunc", "TruncBackward0", "self", lambda xp, self: _rounded(xp, xp.trunc, self), self=lambda grad: _T.zeros_like(grad))
+op("frac", "FracBackward0", "self", lambda xp, self: self - xp.trunc(self), promote="float", self=lambda grad: grad)
 op("sin", "SinBackward0", "self", lambda xp, self: xp.sin(self), promote="float", self=lambda grad, self: grad * self.cos())
 op("cos", "CosBackward0", "self", lambda xp, self: xp.cos(self), promote="float", self=lambda grad, self: grad * -self.sin())
 op("tanh", "TanhBackward0", "self", lambda xp, self: xp.tanh(self), promote="float", self=lambda grad, result: _T._dispatch(OPS["tanh_backward"], (grad, result)))
@@ -328,6 +344,16 @@ op("transpose", "TransposeBackward0", "self", lambda xp, self, dim0, dim1: xp.sw
    self=lambda grad, dim0, dim1: grad.transpose(dim0, dim1))
 op("permute", "PermuteBackward0", "self", lambda xp, self, dims: xp.transpose(self, dims), attrs="dims", view=True,
    self=lambda grad, dims: grad.permute(tuple(np.argsort(dims))))
+op("flip", "FlipBackward0", "self", lambda xp, self, dims: _contiguous(xp, xp.flip(self, dims)), attrs="dims",
+   self=lambda grad, dims: grad.flip(dims))
+op("roll", "RollBackward0", "self", lambda xp, self, shifts, dims: xp.roll(self, shifts, dims), attrs="shifts dims",
+   self=lambda grad, shifts, dims: grad.roll(-shifts if dims is None else tuple(-k for k in shifts), dims))
+op("cumsum", "CumsumBackward0", "self", lambda xp, self, dim, dtype: _cumsum(xp, self, dim, dtype), attrs="dim dtype",
+   self=lambda grad, dim: grad.flip((dim,)).cumsum(dim).flip((dim,)))
+op("tril", "TrilBackward0", "self", lambda xp, self, diagonal: xp.tril(self, diagonal), attrs="diagonal",
+   self=lambda grad, diagonal: grad.tril(diagonal))
+op("triu", "TriuBackward0", "self", lambda xp, self, diagonal: xp.triu(self, diagonal), attrs="diagonal",
+   self=lambda grad, diagonal: grad.triu(diagonal))
 op("expand", "ExpandBackward0", "self", lambda xp, self, size: xp.broadcast_to(self, size), attrs="size", view=True,
    self=lambda grad, self_shape: sum_to(grad, self_shape))
 op("squeeze", "SqueezeBackward0", "self", lambda xp, self: xp.reshape(self, tuple(s for s in self.shape if s != 1)), view=True,
@@ -526,6 +552,18 @@ def _var_std(xp, name, a, dim, correction, keepdim):
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
         return kernel(a, axis=dim, ddof=correction, keepdims=keepdim)
+
+
+def _rounded(xp, fn, a):
+    return a.copy() if a.dtype.kind in "biu" else fn(a)
+
+
+def _cumsum(xp, a, dim, dtype):
+    if dtype is not None:
+        a = a.astype(dtype.np)
+    elif a.dtype.kind in "biu":
+        a = a.astype(np.int64)  # as PyTorch: integers (and bools) sum in int64
+    return xp.cumsum(a, axis=dim)
 
 
 def _check_int_divisor(xp, a, b):

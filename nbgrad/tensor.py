@@ -1181,6 +1181,87 @@ class Tensor:
     def sin(self):
         return _dispatch(_op("sin"), (self,))
 
+    def tan(self):
+        return _dispatch(_op("tan"), (self,))
+
+    def asin(self):
+        return _dispatch(_op("asin"), (self,))
+
+    def acos(self):
+        return _dispatch(_op("acos"), (self,))
+
+    def atan(self):
+        return _dispatch(_op("atan"), (self,))
+
+    def sinh(self):
+        return _dispatch(_op("sinh"), (self,))
+
+    def cosh(self):
+        return _dispatch(_op("cosh"), (self,))
+
+    def expm1(self):
+        return _dispatch(_op("expm1"), (self,))
+
+    def exp2(self):
+        return _dispatch(_op("exp2"), (self,))
+
+    def log2(self):
+        return _dispatch(_op("log2"), (self,))
+
+    def log10(self):
+        return _dispatch(_op("log10"), (self,))
+
+    def floor(self):
+        return _dispatch(_op("floor"), (self,))
+
+    def ceil(self):
+        return _dispatch(_op("ceil"), (self,))
+
+    def round(self):
+        return _dispatch(_op("round"), (self,))
+
+    def trunc(self):
+        return _dispatch(_op("trunc"), (self,))
+
+    def frac(self):
+        return _dispatch(_op("frac"), (self,))
+
+    def square(self):
+        return self**2  # as PyTorch: PowBackward0
+
+    def flip(self, *dims):
+        dims = _shape_arg(dims)
+        return _dispatch(_op("flip"), (self,), {"dims": tuple(_dim(d, self.ndim) for d in dims)})
+
+    def roll(self, shifts, dims=None):
+        shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+        if dims is None:  # as PyTorch: the flattened tensor rolls, the shape stays
+            if len(shifts) != 1:
+                raise RuntimeError(
+                    f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0"
+                )
+            return _dispatch(_op("roll"), (self,), {"shifts": shifts[0], "dims": None})
+        dims = (dims,) if isinstance(dims, int) else tuple(dims)
+        if len(shifts) != len(dims):
+            raise RuntimeError(
+                f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}"
+            )
+        attrs = {"shifts": shifts, "dims": tuple(_dim(d, self.ndim) for d in dims)}
+        return _dispatch(_op("roll"), (self,), attrs)
+
+    def cumsum(self, dim, dtype=None):
+        return _dispatch(_op("cumsum"), (self,), {"dim": _dim(dim, self.ndim), "dtype": dtype})
+
+    def tril(self, diagonal=0):
+        if self.ndim < 2:
+            raise RuntimeError("tril: input tensor must have at least 2 dimensions")
+        return _dispatch(_op("tril"), (self,), {"diagonal": diagonal})
+
+    def triu(self, diagonal=0):
+        if self.ndim < 2:
+            raise RuntimeError("triu: input tensor must have at least 2 dimensions")
+        return _dispatch(_op("triu"), (self,), {"diagonal": diagonal})
+
     def cos(self):
         return _dispatch(_op("cos"), (self,))
 
