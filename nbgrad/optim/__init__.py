@@ -1,11 +1,13 @@
-"""``nbgrad.optim``: ``SGD``, ``Adam``, ``AdamW`` and the ``Optimizer`` base class.
+"""``nbgrad.optim``: ``SGD``, ``Adam``, ``AdamW``, the ``Optimizer`` base class and
+``lr_scheduler``.
 
 Mirrors ``torch/optim/__init__.py``.
 """
 
+from nbgrad.optim import lr_scheduler
 from nbgrad.optim.adam import Adam
 from nbgrad.optim.adamw import AdamW
 from nbgrad.optim.optimizer import Optimizer
 from nbgrad.optim.sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "lr_scheduler"]
