@@ -22,6 +22,14 @@ __all__ = [
     "rsqrt",
     "reciprocal",
     "sin",
+    "clamp_min",
+    "clamp_max",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "sort",
+    "argsort",
+    "topk",
     "tan",
     "asin",
     "acos",
@@ -505,3 +513,35 @@ def is_tensor(obj):
 
 def expand_copy(input, size):
     return input.expand(size).clone()
+
+
+def clamp_min(input, min):
+    return input.clamp_min(min)
+
+
+def clamp_max(input, max):
+    return input.clamp_max(max)
+
+
+def isnan(input):
+    return input.isnan()
+
+
+def isinf(input):
+    return input.isinf()
+
+
+def isfinite(input):
+    return input.isfinite()
+
+
+def sort(input, dim=-1, descending=False, stable=False):
+    return input.sort(dim, descending, stable)
+
+
+def argsort(input, dim=-1, descending=False, stable=False):
+    return input.argsort(dim, descending, stable)
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    return input.topk(k, dim, largest, sorted)

@@ -209,6 +209,9 @@ op("logical_and", None, "self other", lambda xp, self, other: xp.logical_and(sel
 op("logical_or", None, "self other", lambda xp, self, other: xp.logical_or(self, other), differentiable=False)
 op("logical_xor", None, "self other", lambda xp, self, other: xp.logical_xor(self, other), differentiable=False)
 op("logical_not", None, "self", lambda xp, self: xp.logical_not(self), differentiable=False)
+op("isnan", None, "self", lambda xp, self: xp.isnan(self), differentiable=False)
+op("isinf", None, "self", lambda xp, self: xp.isinf(self), differentiable=False)
+op("isfinite", None, "self", lambda xp, self: xp.isfinite(self), differentiable=False)
 op("argmax", None, "self", lambda xp, self, dim, keepdim: _argreduce(xp.argmax, xp, self, dim, keepdim), attrs="dim keepdim", differentiable=False)
 op("argmin", None, "self", lambda xp, self, dim, keepdim: _argreduce(xp.argmin, xp, self, dim, keepdim), attrs="dim keepdim", differentiable=False)
 
@@ -274,6 +277,10 @@ op("gelu", "GeluBackward0", "self", lambda xp, self, approximate: _gelu(xp, self
    self=lambda grad, self, approximate: _gelu_backward(grad, self, approximate))
 op("clamp", "ClampBackward1", "self", lambda xp, self, min, max: _clamp(xp, self, min, max), attrs="min max",
    self=lambda grad, self, min, max: _T.where(_clamp_mask(self, min, max), grad, 0.0))
+op("clamp_min", "ClampMinBackward0", "self", lambda xp, self, min: xp.maximum(self, min), attrs="min",
+   self=lambda grad, self, min: _T.where(self >= min, grad, 0.0))
+op("clamp_max", "ClampMaxBackward0", "self", lambda xp, self, max: xp.minimum(self, max), attrs="max",
+   self=lambda grad, self, max: _T.where(self <= max, grad, 0.0))
 op("to_dtype", "ToCopyBackward0", "self", lambda xp, self, dtype: self.astype(dtype.np), attrs="dtype", self=lambda grad: grad)
 op("clone", "CloneBackward0", "self", lambda xp, self, memory_format: _clone(xp, self, memory_format), attrs="memory_format", self=lambda grad: grad)
 
@@ -295,6 +302,12 @@ op("max_dim", "MaxBackward0", "self", lambda xp, self, dim, keepdim: _value_and_
    outputs=2, diff_outputs=(0,), self=lambda grad, result1, self_shape, dim, keepdim: _value_selecting_backward(grad, dim, result1, self_shape, keepdim))
 op("min_dim", "MinBackward0", "self", lambda xp, self, dim, keepdim: _value_and_index(xp, xp.argmin, self, dim, keepdim), attrs="dim keepdim",
    outputs=2, diff_outputs=(0,), self=lambda grad, result1, self_shape, dim, keepdim: _value_selecting_backward(grad, dim, result1, self_shape, keepdim))
+# sort and topk: the values and their indices along ``dim`` (stable: equal values keep their
+# order); the gradient goes back to where each value came from
+op("sort", "SortBackward0", "self", lambda xp, self, dim, descending: _sort(xp, self, dim, descending), attrs="dim descending",
+   outputs=2, diff_outputs=(0,), self=lambda grad, result1, self_shape, dim: _value_selecting_backward(grad, dim, result1, self_shape, True))
+op("topk", "TopkBackward0", "self", lambda xp, self, k, dim, largest: _topk(xp, self, k, dim, largest), attrs="k dim largest",
+   outputs=2, diff_outputs=(0,), self=lambda grad, result1, self_shape, dim: _value_selecting_backward(grad, dim, result1, self_shape, True))
 op("amax", "AmaxBackward0", "self", lambda xp, self, dim, keepdim: xp.amax(self, axis=dim, keepdims=keepdim), attrs="dim keepdim",
    self=lambda grad, self, result, dim, keepdim: _scale_grad_by_count(grad, self, result, dim, keepdim))
 op("amin", "AminBackward0", "self", lambda xp, self, dim, keepdim: xp.amin(self, axis=dim, keepdims=keepdim), attrs="dim keepdim",
@@ -757,6 +770,29 @@ def _value_and_index(xp, argfn, a, dim, keepdim):
         values = xp.squeeze(values, dim)
         return values, idx
     return values, idx_k
+
+
+def _sort(xp, a, dim, descending):
+    if a.ndim == 0:
+        return a.copy(), xp.zeros((), dtype=np.int64)
+    # descending and stable: sort the reversed order ascending, then map indices back
+    key = -a if descending and a.dtype.kind != "b" else a
+    if descending and a.dtype.kind == "b":
+        key = ~a
+    idx = xp.argsort(key, axis=dim, kind="stable").astype(np.int64)
+    return xp.take_along_axis(a, idx, axis=dim), idx
+
+
+def _topk(xp, a, k, dim, largest):
+    n = a.shape[dim] if a.ndim else 1
+    if not 0 <= k <= n:
+        raise RuntimeError("selected index k out of range")
+    values, idx = _sort(xp, a, dim, largest)
+    if a.ndim == 0:
+        return values, idx
+    keep = [slice(None)] * a.ndim
+    keep[dim] = slice(0, k)
+    return _contiguous(xp, values[tuple(keep)]), _contiguous(xp, idx[tuple(keep)])
 
 
 def _value_selecting_backward(grad, dim, indices, self_shape, keepdim):

@@ -1,9 +1,10 @@
 """``nbgrad.return_types``: the named tuples of ops with several results, as
-``torch.return_types`` (``max(dim)`` and ``min(dim)`` give ``values`` and ``indices``)."""
+``torch.return_types`` (``max(dim)``, ``min(dim)``, ``sort`` and ``topk`` give ``values`` and
+``indices``)."""
 
 from __future__ import annotations
 
-__all__ = ["max", "min"]
+__all__ = ["max", "min", "sort", "topk"]
 
 
 class _ValuesIndices(tuple):
@@ -32,4 +33,12 @@ class max(_ValuesIndices):  # noqa: A001 - PyTorch's name
 
 
 class min(_ValuesIndices):  # noqa: A001 - PyTorch's name
+    __slots__ = ()
+
+
+class sort(_ValuesIndices):  # noqa: A001 - PyTorch's name
+    __slots__ = ()
+
+
+class topk(_ValuesIndices):
     __slots__ = ()

@@ -1291,6 +1291,60 @@ class Tensor:
 
     clip = clamp
 
+    def clamp_min(self, min):
+        return _dispatch(_op("clamp_min"), (self,), {"min": _scalar(min)})
+
+    def clamp_max(self, max):
+        return _dispatch(_op("clamp_max"), (self,), {"max": _scalar(max)})
+
+    def isnan(self):
+        return _dispatch(_op("isnan"), (self,))
+
+    def isinf(self):
+        return _dispatch(_op("isinf"), (self,))
+
+    def isfinite(self):
+        return _dispatch(_op("isfinite"), (self,))
+
+    def sort(self, dim=-1, descending=False, stable=False):
+        """``(values, indices)`` along ``dim`` (always stable here)."""
+        attrs = {"dim": _dim(dim, max(self.ndim, 1)) if self.ndim else 0, "descending": descending}
+        return return_types.sort(*_dispatch(_op("sort"), (self,), attrs))
+
+    def argsort(self, dim=-1, descending=False, stable=False):
+        return self.sort(dim, descending, stable).indices
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):
+        """The ``k`` largest (or smallest) values along ``dim`` and their indices, in order."""
+        attrs = {"k": int(k), "dim": _dim(dim, max(self.ndim, 1)) if self.ndim else 0}
+        attrs["largest"] = largest
+        return return_types.topk(*_dispatch(_op("topk"), (self,), attrs))
+
+    # -- new tensors like this one ----------------------------------------------------------
+    def _like(self, dtype, device):
+        return {
+            "dtype": self.dtype if dtype is None else dtype,
+            "device": self.device if device is None else device,
+        }
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+        return zeros(*size, **self._like(dtype, device), requires_grad=requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+        return ones(*size, **self._like(dtype, device), requires_grad=requires_grad)
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+        return empty(*size, **self._like(dtype, device), requires_grad=requires_grad)
+
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+        return full(size, fill_value, **self._like(dtype, device), requires_grad=requires_grad)
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        return tensor(data, **self._like(dtype, device), requires_grad=requires_grad)
+
+    def type_as(self, other):
+        return self.to(dtype=other.dtype, device=other.device)
+
     def maximum(self, other):
         return _dispatch(_op("maximum"), (self, _tensor_arg(other, self)))
 
@@ -2428,7 +2482,17 @@ def _format_tensor(t):
         extras.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t._requires_grad:
         extras.append("requires_grad=True")
-    return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+    # as PyTorch's _add_suffixes: a suffix that would pass 80 columns starts a new line
+    text = "tensor(" + body
+    last = len(text) - text.rfind("\n") + 1  # (PyTorch's count, one more than the length)
+    for e in extras:
+        if last + len(e) + 2 > 80:
+            text += ",\n" + " " * len("tensor(") + e
+            last = len("tensor(") + len(e)
+        else:
+            text += ", " + e
+            last += len(e) + 2
+    return text + ")"
 
 
 def _summarized(data, edge=3):
