@@ -2437,37 +2437,20 @@ def _format_tensor(t):
                 base = lambda v: _fmt_special(v) or f"{v:.4f}"  # noqa: E731
             if wide:
                 base = lambda v: _fmt_special(v) or f"{v:.4e}"  # noqa: E731
-        # as PyTorch's _Formatter: every element right-justified to the widest nonzero finite one
-        widest = [0.0]
-        if nonzero.size:  # the extremes, and the smallest magnitude (a long exponent)
-            widest += [
-                float(nonzero.max()),
-                float(nonzero.min()),
-                float(nonzero[np.argmin(np.abs(nonzero))]),
-            ]
-        width = max(len(base(v)) for v in widest)
-        fmt = lambda v: base(v).rjust(width)  # noqa: E731
-        body = np.array2string(
-            data,
-            separator=", ",
-            formatter={"float_kind": fmt},
-            prefix="tensor(",
-            threshold=1000,
-            edgeitems=3,
-            max_line_width=80,
-        )
-    elif kind == "b":
-        body = np.array2string(
-            data,
-            separator=", ",
-            prefix="tensor(",
-            threshold=1000,
-            formatter={"bool": lambda v: " True" if v else "False"},
-        )
+        # as PyTorch's _Formatter: every element right-justified to the widest nonzero finite
+        # one (the extremes, and the smallest magnitude: a long exponent); at least 1
+        width = 1
+        if nonzero.size:
+            widest = (nonzero.max(), nonzero.min(), nonzero[np.argmin(np.abs(nonzero))])
+            width = max(len(base(float(v))) for v in widest)
+    else:  # integers and bools: the widest of the values shown
+        shown = _summarized(data) if data.size > 1000 else data
+        base = str
+        width = max((len(str(v)) for v in shown.ravel().tolist()), default=1)
+    if data.size == 0:
+        body = "[]"
     else:
-        body = np.array2string(data, separator=", ", prefix="tensor(", threshold=1000)
-    # PyTorch writes a summarised row's gap as " ..." (NumPy: "...")
-    body = body.replace(", ..., ", ",  ..., ").replace(", ...,\n", ",  ...,\n")
+        body = _layout(data, lambda v: base(v).rjust(width), width, data.size > 1000, 7)
     extras = []
     if t._device.type != "cpu":
         extras.append(f"device='{t._device}'")
@@ -2493,6 +2476,30 @@ def _format_tensor(t):
             text += ", " + e
             last += len(e) + 2
     return text + ")"
+
+
+def _layout(data, fmt, width, summarize, indent, edge=3):
+    """PyTorch's ``_tensor_str_with_formatter``: rows of as many elements as fit in 80 columns
+    after ``indent``, nested brackets, blank lines between blocks of 3 and more dims."""
+    if data.ndim == 0:
+        return fmt(data.item())
+    if data.ndim == 1:
+        values = data.tolist()
+        if summarize and len(values) > 2 * edge:
+            items = [fmt(v) for v in values[:edge]] + [" ..."] + [fmt(v) for v in values[-edge:]]
+        else:
+            items = [fmt(v) for v in values]
+        per_line = max(1, (80 - indent) // (width + 2))
+        lines = [", ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
+        return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
+    rows = range(data.shape[0])
+    if summarize and data.shape[0] > 2 * edge:
+        rows = [*range(edge), None, *range(data.shape[0] - edge, data.shape[0])]
+    parts = [
+        "..." if i is None else _layout(data[i], fmt, width, summarize, indent + 1, edge)
+        for i in rows
+    ]
+    return "[" + ("," + "\n" * (data.ndim - 1) + " " * (indent + 1)).join(parts) + "]"
 
 
 def _summarized(data, edge=3):

@@ -693,6 +693,20 @@ def test_repr_of_larger_tensors_like_pytorch():
     assert repr(ng.from_numpy(data)) == repr(torch.from_numpy(data))
     big = np.arange(2000, dtype=np.float32) / 7
     assert repr(ng.from_numpy(big)) == repr(torch.from_numpy(big))
+    # rows of as many elements as fit in 80 columns, blocks, summaries: PyTorch's layout
+    rng = np.random.default_rng(0)
+    for data in (
+        np.ones((2, 20)) / 3,
+        rng.standard_normal((2, 3, 14)),
+        np.zeros(100),
+        np.arange(40).reshape(2, 20),
+        rng.standard_normal((2, 600)),
+        rng.standard_normal((10, 10, 12)),
+        rng.standard_normal((4, 30)) > 0,
+        np.array([True, True]),
+        rng.integers(-1000, 1000, (6, 15)),
+    ):
+        assert repr(ng.tensor(data)) == repr(torch.tensor(data)).replace("torch.", "nbgrad.")
     # a summarised print chooses its format from the elements it shows, as PyTorch
     for data in (
         np.arange(2000, dtype=np.float32),
