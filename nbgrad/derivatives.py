@@ -572,11 +572,7 @@ def _rounded(xp, fn, a):
 
 
 def _cumsum(xp, a, dim, dtype):
-    if dtype is not None:
-        a = a.astype(dtype.np)
-    elif a.dtype.kind in "biu":
-        a = a.astype(np.int64)  # as PyTorch: integers (and bools) sum in int64
-    return xp.cumsum(a, axis=dim)
+    return xp.cumsum(_summand(a, dtype), axis=dim)
 
 
 def _check_int_divisor(xp, a, b):
@@ -707,12 +703,18 @@ def _pow_backward(grad, self, exponent):
     return grad * exponent * self ** (exponent - 1)
 
 
-def _sum(xp, a, dim, keepdim, dtype):
+def _summand(a, dtype):
+    """``a`` in the dtype a sum accumulates in: ``dtype`` if given, int64 for integers and
+    bools (as PyTorch), else its own."""
     if dtype is not None:
-        a = a.astype(dtype.np)
-    elif a.dtype.kind in "biu":
-        a = a.astype(np.int64)
-    return xp.sum(a, axis=dim, keepdims=keepdim)
+        return a.astype(dtype.np)
+    if a.dtype.kind in "biu":
+        return a.astype(np.int64)
+    return a
+
+
+def _sum(xp, a, dim, keepdim, dtype):
+    return xp.sum(_summand(a, dtype), axis=dim, keepdims=keepdim)
 
 
 def _count(shape, dim):

@@ -452,20 +452,16 @@ def mse_loss(
     _warn_if_sizes_differ(input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    shape = tuple(np.broadcast_shapes(tuple(input.shape), tuple(target.shape)))
-    expanded_input = input if tuple(input.shape) == shape else input.expand(shape)
-    expanded_target = target if tuple(target.shape) == shape else target.expand(shape)
-    if weight is not None:
-        if weight.shape != input.shape:
-            raise ValueError("Weights and input must have the same size.")
-        weighted = (expanded_input - expanded_target) ** 2 * weight
-        if reduction == "none":
-            return weighted
-        if reduction == "sum":
-            return weighted.sum()
-        return weighted.sum() / weight.sum()
-    attrs = {"reduction": reduction}
-    return _dispatch(OPS["mse_loss"], (expanded_input, expanded_target), attrs)
+    if weight is None:
+        return _elementwise_loss("mse_loss", input, target, reduction)
+    _check_loss_weight(weight, input)
+    input, target = _broadcast_pair(input, target)
+    weighted = (input - target) ** 2 * weight
+    if reduction == "none":
+        return weighted
+    if reduction == "sum":
+        return weighted.sum()
+    return weighted.sum() / weight.sum()
 
 
 def l1_loss(
@@ -493,14 +489,23 @@ def _warn_if_sizes_differ(input, target):
         )
 
 
-def _elementwise_loss(name, input, target, reduction, **attrs):
-    """A loss row of the table on ``input`` and ``target`` broadcast to one shape."""
-    _warn_if_sizes_differ(input, target)
-    _check_reduction(reduction)
+def _check_loss_weight(weight, input):
+    if weight.shape != input.shape:
+        raise ValueError("Weights and input must have the same size.")
+
+
+def _broadcast_pair(input, target):
+    """``input`` and ``target`` expanded to their common shape (each only where needed)."""
     shape = tuple(np.broadcast_shapes(tuple(input.shape), tuple(target.shape)))
     input = input if tuple(input.shape) == shape else input.expand(shape)
     target = target if tuple(target.shape) == shape else target.expand(shape)
-    return _dispatch(OPS[name], (input, target), {"reduction": reduction, **attrs})
+    return input, target
+
+
+def _elementwise_loss(name, input, target, reduction, **attrs):
+    """A loss row of the table on ``input`` and ``target`` broadcast to one shape."""
+    _check_reduction(reduction)
+    return _dispatch(OPS[name], _broadcast_pair(input, target), {"reduction": reduction, **attrs})
 
 
 def smooth_l1_loss(
@@ -515,20 +520,32 @@ def smooth_l1_loss(
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    if beta == 0:  # as PyTorch: the L1 loss itself
+    if beta == 0:  # as PyTorch: the L1 loss itself (which warns of different sizes)
         return l1_loss(input, target, reduction=reduction)
+    _warn_if_sizes_differ(input, target)
     return _elementwise_loss("smooth_l1_loss", input, target, reduction, beta=float(beta))
 
 
 def huber_loss(
     input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0, weight=None
 ) -> Tensor:
-    """Quadratic below ``delta``, linear above (``HuberLossBackward0``)."""
+    """Quadratic below ``delta``, linear above (``HuberLossBackward0``); with ``weight``, as
+    PyTorch: the weighted losses, then their mean or sum."""
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    if weight is not None:
-        raise NotImplementedError("huber_loss with weight is not supported by nbgrad")
-    return _elementwise_loss("huber_loss", input, target, reduction, delta=float(delta))
+    _warn_if_sizes_differ(input, target)
+    if weight is None:
+        return _elementwise_loss("huber_loss", input, target, reduction, delta=float(delta))
+    _check_loss_weight(weight, input)
+    weighted = _elementwise_loss("huber_loss", input, target, "none", delta=float(delta)) * weight
+    _check_reduction(reduction)
+    return (
+        weighted
+        if reduction == "none"
+        else weighted.sum()
+        if reduction == "sum"
+        else weighted.mean()
+    )
 
 
 def binary_cross_entropy(
