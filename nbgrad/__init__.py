@@ -7,6 +7,8 @@ signatures, gradients, ``grad_fn`` names, hook order and errors. In a notebook,
 
 from __future__ import annotations
 
+import math as _math
+
 from . import (  # noqa: E402
     _functions,  # noqa: E402
     autograd,  # noqa: E402
@@ -66,6 +68,13 @@ from .tensor import (
     zeros,
     zeros_like,
 )
+
+# the constants PyTorch exports as ``torch.inf``, ``torch.nan``, ``torch.e``, ``torch.pi``
+inf = _math.inf
+nan = _math.nan
+e = _math.e
+pi = _math.pi
+newaxis = None
 
 __version__ = "0.1.0"
 

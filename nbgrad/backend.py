@@ -223,6 +223,15 @@ def erf(xp, a):
     return cupyx.scipy.special.erf(a)
 
 
+def quiet_float_errors():
+    """A context in which NumPy's floating-point warnings (``0 * inf``, ``log(0)``) are off.
+
+    PyTorch never warns on IEEE special values; NumPy does, per thread. See NOTE [Quiet
+    backward] in the engine.
+    """
+    return np.errstate(all="ignore")
+
+
 def synchronize(device: Device):
     _device_type(device).synchronize(device.index or 0)
 

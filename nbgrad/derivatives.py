@@ -181,10 +181,10 @@ op("pow", "PowBackward0", "self", lambda xp, self, exponent: _pow_scalar(xp, sel
 op("pow_tensor", "PowBackward1", "self exponent", lambda xp, self, exponent: (self ** exponent).astype(self.dtype, copy=False),
    promote="binary",
    self=lambda grad, self, exponent: _pow_backward(grad, self, exponent),
-   exponent=lambda grad, self, result: grad * _T.where((self == 0) & (result >= 0), 0.0, result * self.log()))
+   exponent=lambda grad, self, exponent, result: _pow_backward_exponent(grad, self, exponent, result))
 op("rpow", "PowBackward2", "exponent", lambda xp, exponent, self: _contiguous(xp, self ** exponent),
    attrs="self", promote="float", promote_attrs=("self",),
-   exponent=lambda grad, self, result: grad * result * math.log(self) if self > 0 else grad * _T.where(result == 0, 0.0, result * math.log(self) if self > 0 else math.nan))
+   exponent=lambda grad, self, exponent, result: _rpow_backward_exponent(grad, self, exponent, result))
 op("maximum", "MaximumBackward0", "self other", lambda xp, self, other: xp.maximum(self, other),
    promote="binary",
    self=lambda grad, self, other: _T.where(self == other, grad / 2, grad).masked_fill(self < other, 0),
@@ -701,6 +701,24 @@ def _pow_backward(grad, self, exponent):
     if isinstance(exponent, _T.Tensor):
         return _T.where(exponent == 0, 0.0, grad * exponent * self ** (exponent - 1))
     return grad * exponent * self ** (exponent - 1)
+
+
+def _pow_backward_exponent(grad, self, exponent, result):
+    # d(self ** e)/de = self ** e * log(self); where self is 0 and e >= 0 PyTorch takes 0, and
+    # where e < 0 it keeps result * log(0) = inf * -inf = -inf (its second derivative, nan,
+    # comes from the same formula). See NOTE [Quiet backward] in the engine.
+    return grad * _T.where((self == 0) & (exponent >= 0), 0.0, result * self.log())
+
+
+def _rpow_backward_exponent(grad, base, exponent, result):
+    # ``base ** exponent`` for a number ``base``: as above, with log(base) a number
+    # (-inf at 0; nan below, as PyTorch's log of a negative number)
+    if base > 0:
+        return grad * result * math.log(base)
+    log_base = -math.inf if base == 0 else math.nan
+    if base == 0:
+        return grad * _T.where(exponent >= 0, 0.0, result * log_base)
+    return grad * (result * log_base)
 
 
 def _summand(a, dtype):

@@ -29,6 +29,13 @@ thread shared by all graph tasks (``Engine.device_queue``), started on first use
 on the queue of the device of its input gradients (``Engine._push_ready``). A worker that runs
 the last outstanding node of a graph task wakes its caller; the first error in any thread fails
 the task and is re-raised in the caller; warnings raised on a worker are replayed there.
+
+NOTE [Quiet backward]
+A backward formula meets IEEE special values where PyTorch's own formulas do (``pow`` at base 0
+forms ``inf * -inf``; its second derivative ``0 * -inf``) and gives the same inf and nan.
+PyTorch is silent there; NumPy warns. The engine runs each pass (and each device worker's
+node) with NumPy's floating-point warnings off, once per pass rather than once per op, so the
+formulas stay PyTorch's and the user sees no warning PyTorch would not give.
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ import threading
 import warnings
 from typing import NamedTuple
 
-from nbgrad.backend import CPU
+from nbgrad.backend import CPU, quiet_float_errors
 
 from . import anomaly_mode as _anomaly
 from .grad_mode import _state as _grad_state
@@ -299,9 +306,10 @@ class Engine:
         _current.graph_task = graph_task
         _current.depth += 1
         try:
-            self._push_ready(graph_task, root, buffer, grads[0] if len(roots) == 1 else None)
-            self.thread_main(graph_task)
-            self.exec_post_processing(graph_task)
+            with quiet_float_errors():  # see NOTE [Quiet backward]
+                self._push_ready(graph_task, root, buffer, grads[0] if len(roots) == 1 else None)
+                self.thread_main(graph_task)
+                self.exec_post_processing(graph_task)
         except BaseException as e:  # e.g. a KeyboardInterrupt outside any node: the workers
             self._fail(graph_task, e, None)  # must skip the rest of this pass too
             raise
@@ -505,10 +513,11 @@ class Engine:
         try:
             node = task.node
             if graph_task.exception is None:
-                following = self.evaluate_function(graph_task, node, task.inputs)
-                while following is not None:
-                    node = following[0]
-                    following = self.evaluate_function(graph_task, node, following[1])
+                with quiet_float_errors():  # see NOTE [Quiet backward]
+                    following = self.evaluate_function(graph_task, node, task.inputs)
+                    while following is not None:
+                        node = following[0]
+                        following = self.evaluate_function(graph_task, node, following[1])
         except BaseException as e:  # noqa: BLE001 - handed to the graph task's owner
             self._fail(graph_task, e, node)
         finally:
