@@ -1008,6 +1008,13 @@ class Tensor:
         t._output_nr = output_nr
         return t
 
+    def _alias_as_leaf(self, requires_grad, accumulator):
+        """This data as a leaf whose gradient goes to ``accumulator`` (another leaf's)."""
+        t = _wrap(self._data, self._device, requires_grad)
+        if requires_grad and accumulator is not None:
+            t._acc = _weakref(accumulator)
+        return t
+
     # -- operators --------------------------------------------------------------------------
     def __add__(self, other):
         return _binary(_ADD, self, other, _ALPHA1)

@@ -474,6 +474,7 @@ class SavedTensor:
         "_packed",
         "_unpack_hook",
         "_weak_grad_fn",
+        "_accumulator",
     )
 
     def __init__(self, tensor, is_output=False, grad_fn_name=None):
@@ -497,9 +498,12 @@ class SavedTensor:
                 self._packed = pack(tensor if not is_output else tensor.detach())
             finally:
                 _saved_hooks.stack = stack
-            self._weak_grad_fn = None if not is_output else None
-            if not is_output:
-                self._weak_grad_fn = grad_fn
+            # what the unpacked tensor will be, for autograd: the original (see NOTE [Unpacked
+            # is the original])
+            self._weak_grad_fn = None if is_output else grad_fn
+            self._accumulator = None
+            if grad_fn is None and tensor._requires_grad and not is_output:
+                self._accumulator = weakref.ref(tensor._get_grad_accumulator())
             return
         if is_output:
             self._tensor = None
@@ -523,11 +527,17 @@ class SavedTensor:
                     f"Output of saved tensor unpack_hook expected to be a Tensor but got result "
                     f"of type {type(t).__name__}"
                 )
+            # NOTE [Unpacked is the original]
+            # As ``SavedVariable::unpack``: whatever the hooks did to the value, the unpacked
+            # tensor stands for the tensor that was saved, so a gradient taken through it (a
+            # double backward) flows to the original's grad_fn or leaf, never through the
+            # pack hook's own ops.
             if self._is_output:
-                t = t._alias_with_grad_fn(node, self._output_nr)
-            elif self._weak_grad_fn is not None and t.grad_fn is None:
-                t = t._alias_with_grad_fn(self._weak_grad_fn, self._output_nr)
-            return t
+                return t._alias_with_grad_fn(node, self._output_nr)
+            if self._weak_grad_fn is not None:
+                return t._alias_with_grad_fn(self._weak_grad_fn, self._output_nr)
+            acc = self._accumulator() if self._accumulator is not None else None
+            return t._alias_as_leaf(self._requires_grad, acc)
         if self._is_output:
             from nbgrad.tensor import Tensor
 

@@ -49,3 +49,31 @@ def test_constants_as_pytorch():
     for name in ("inf", "nan", "e", "pi"):
         assert repr(getattr(ng, name)) == repr(getattr(torch, name)), name
     assert ng.newaxis is torch.newaxis
+
+
+@pytest.mark.parametrize("where", ["forward", "backward", "both"])
+def test_saved_tensors_hooks_double_backward_flows_to_the_original(where):
+    """A pack hook that changes the value changes what backward computes with, but a gradient
+    taken through the unpacked tensor flows to the saved original, not through the hook."""
+
+    def run(lib):
+        hooks = lib.autograd.graph.saved_tensors_hooks(lambda x: 2 * x, lambda x: x)
+        lib.manual_seed(0)
+        a = lib.tensor([0.5, -1.5, 2.0, 3.0], requires_grad=True)
+        b = lib.tensor([1.0, 2.0, -0.5, 0.25], requires_grad=True)
+        if where in ("forward", "both"):
+            with hooks:
+                s = (a**3 * b.exp()).sum()
+        else:
+            s = (a**3 * b.exp()).sum()
+        if where in ("backward", "both"):
+            with hooks:
+                ga, gb = lib.autograd.grad(s, (a, b), create_graph=True)
+                (ga.sum() + gb.sum()).backward()
+        else:
+            ga, gb = lib.autograd.grad(s, (a, b), create_graph=True)
+            (ga.sum() + gb.sum()).backward()
+        return ga, gb, a.grad, b.grad
+
+    for got, want in zip(run(ng), run(torch)):
+        _close(got, want)
