@@ -1642,6 +1642,20 @@ def _exec_generated(source, filename, env):
     exec(compile(source, filename, "exec"), env)
 
 
+# attributes that PyTorch saves as tensors (``std::vector<SavedVariable> indices_``): released
+# with the graph like any saved tensor, so a second backward through an indexing node raises
+_TENSOR_ATTRS = frozenset({"indices"})
+
+
+def _released_slots(save_plan):
+    """The slots ``release_variables`` frees: saved inputs and results, and tensor attributes."""
+    return tuple(
+        slot
+        for slot, kind, key, _ in save_plan
+        if kind in ("input", "result") or (kind == "attr" and key in _TENSOR_ATTRS)
+    )
+
+
 def _generate_apply(info, slot_plan, save_plan):
     if (
         info.outputs != 1
@@ -1650,7 +1664,7 @@ def _generate_apply(info, slot_plan, save_plan):
     ):
         return {}
     n_edges = sum(1 for inp in info.inputs if inp not in info.nondiff)
-    tensor_slots = [slot for slot, kind, _, _ in save_plan if kind in ("input", "result")]
+    tensor_slots = list(_released_slots(save_plan))
     env = {"SavedTensor": SavedTensor, "FREED": FREED, "ERR_FREED": ERR_FREED}
     lines = ["def apply(self, grads):", "    edges = self._next_edges"]
     for slot in tensor_slots:  # saved tensors: unpacked once, whichever edges are live
@@ -1789,7 +1803,7 @@ def _build_node_class(info: OpInfo):
     ns = {
         "_slot_plan": slot_plan,
         **_generate_apply(info, slot_plan, save_plan),
-        "_tensor_slots": tuple(p[0] for p in save_plan if p[1] in ("input", "result")),
+        "_tensor_slots": _released_slots(save_plan),
         "_save": save,
         "_save_source": save_source,
         "__slots__": tuple("_s_" + s for s in saved),

@@ -77,3 +77,40 @@ def test_saved_tensors_hooks_double_backward_flows_to_the_original(where):
 
     for got, want in zip(run(ng), run(torch)):
         _close(got, want)
+
+
+_TWICE = {
+    "setitem": lambda lib, b: _setitem(lib.zeros(3, dtype=lib.double), [1, 2], b[[1, 1]]),
+    "index": lambda lib, b: b[[0, 2, 2]],
+    "index_bool": lambda lib, b: b[lib.tensor([True, False, True])],
+    "gather": lambda lib, b: b.gather(0, lib.tensor([2, 0])),
+    "add": lambda lib, b: b + 1,
+    "mul_const": lambda lib, b: b * 2,
+    "mul": lambda lib, b: b * b,
+    "slice": lambda lib, b: b[1:],
+}
+
+
+def _setitem(t, index, value):
+    t[index] = value
+    return t
+
+
+@pytest.mark.parametrize("name", sorted(_TWICE))
+def test_backward_twice_raises_where_pytorch_does(name):
+    """A second backward through freed saved values raises PyTorch's error; nodes that saved
+    nothing run again, as in PyTorch."""
+
+    def run(lib):
+        b = lib.tensor([0.5, -1.0, 2.0], dtype=lib.double, requires_grad=True)
+        c = _TWICE[name](lib, b)
+        c.sum().backward()
+        try:
+            c.sum().backward()
+        except RuntimeError as e:
+            return str(e).split(".")[0], b.grad
+        return None, b.grad
+
+    (msg, grad), (tmsg, tgrad) = run(ng), run(torch)
+    assert msg == tmsg
+    _close(grad, tgrad)
