@@ -400,9 +400,9 @@ op("cat", "CatBackward0", "tensors*", lambda xp, tensors, dim: _contiguous(xp, x
 op("stack", "StackBackward0", "tensors*", lambda xp, tensors, dim: _contiguous(xp, xp.stack(tensors, axis=dim)), attrs="dim", promote="binary",
    tensors=lambda grad, tensors_shape, dim: [grad.select(dim, i) for i in range(len(tensors_shape))])
 op("split", "SplitBackward0", "self", lambda xp, self, sizes, dim: _split(xp, self, sizes, dim), attrs="sizes dim", outputs=-1, view=True,
-   self=lambda grads, self, sizes, dim: _cat_grads(grads, self, sizes, dim))
+   self=lambda grads, self_shape, sizes, dim: _cat_grads(grads, self_shape, sizes, dim))
 op("split_with_sizes", "SplitWithSizesBackward0", "self", lambda xp, self, sizes, dim: _split(xp, self, sizes, dim), attrs="sizes dim", outputs=-1, view=True,
-   self=lambda grads, self, sizes, dim: _cat_grads(grads, self, sizes, dim))
+   self=lambda grads, self_shape, sizes, dim: _cat_grads(grads, self_shape, sizes, dim))
 op("unbind", "UnbindBackward0", "self", lambda xp, self, dim: tuple(xp.moveaxis(self, dim, 0)), attrs="dim", outputs=-1, view=True,
    self=lambda grads, self_shape, dim: _unbind_backward(grads, self_shape, dim))
 op("gather", "GatherBackward0", "self index", lambda xp, self, index, dim: _gather(xp, self, index, dim), attrs="dim", nondiff=("index",),
@@ -1012,13 +1012,16 @@ def _split_like(grad, sizes, dim):
     return outs
 
 
-def _cat_grads(grads, self, sizes, dim):
+def _cat_grads(grads, self_shape, sizes, dim):
+    # split's backward saves sizes, not the input (PyTorch's SplitWithSizesBackward0 keeps
+    # ``self_sym_sizes``), so it runs again after the graph is freed, as in PyTorch
+    like = next(g for g in grads if g is not None)
     parts = []
     for g, s in zip(grads, sizes):
         if g is None:
-            shape = list(self.shape)
+            shape = list(self_shape)
             shape[dim] = s
-            g = _T.zeros(shape, dtype=self.dtype, device=self.device)
+            g = _T.zeros(shape, dtype=like.dtype, device=like.device)
         parts.append(g)
     return _T.cat(parts, dim)
 

@@ -1046,6 +1046,17 @@ def test_torch_parity(case, sample, seed):
         if a is not None:
             np.testing.assert_allclose(_to_numpy(a), _to_numpy(b), rtol=1e-6, atol=1e-6)
 
+    # a second pass through the freed graph raises exactly where PyTorch's does: where a node
+    # saved a tensor (an input, its result, index tensors), and nowhere else
+    def second_pass(lib, outs, ins):
+        try:
+            grads(lib, outs, ins)
+        except RuntimeError as e:
+            return "second time" in str(e)
+        return False
+
+    assert second_pass(ng, ng_out, ng_in) == second_pass(torch, th_out, th_in)
+
 
 # ---- every row on every device ---------------------------------------------------------------
 # The host-memory test device runs each node on its own ready queue and worker thread (see

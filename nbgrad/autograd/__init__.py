@@ -327,8 +327,8 @@ def grad(
                     f"The differentiated Tensor at index {i} appears to not have been used in "
                     "the graph. Set allow_unused=True if this is the desired behavior."
                 )
-            if materialize_grads:
-                g = zeros_like(t)
+            if materialize_grads:  # a leaf under create_graph, as PyTorch's
+                g = zeros_like(t, requires_grad=create_graph)
         elif g.shape != t.shape:
             from nbgrad.derivatives import sum_to
 

@@ -377,8 +377,10 @@ class Engine:
                 if info.captures is None:
                     info.captures = []
                 info.captures.append((edge.input_nr, idx))
-        root_info = exec_info.setdefault(root, _ExecInfo())
-        root_info.needed = True
+        # the root too runs only when a path leads from it to an output, as PyTorch's
+        # compute_is_needed: a custom Function at the root that cannot reach the requested
+        # inputs is never called
+        exec_info.setdefault(root, _ExecInfo())
         # iterative DFS: a node is needed when any of its children should execute
         visited = {root}
         stack = [(root, iter(root._next_edges))]
@@ -772,10 +774,8 @@ class Engine:
                 if not h.enabled:
                     continue
                 k = h.output_nr
-                grad = inputs[k]
-                if grad is None:
-                    continue
-                new = h.fn(grad)
+                grad = inputs[k]  # None for an output that got no gradient: PyTorch calls the
+                new = h.fn(grad)  # hook all the same, with None
                 if graph_task.listeners:
                     self._emit(
                         graph_task,
@@ -787,7 +787,8 @@ class Engine:
                         after=new,
                     )
                 if new is not None:
-                    _check_hook_value(h.fn, grad, new, node)
+                    if grad is not None:
+                        _check_hook_value(h.fn, grad, new, node)
                     inputs[k] = new
         retains = node._retains_grad_hooks
         if retains:

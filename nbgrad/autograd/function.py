@@ -59,6 +59,10 @@ class BackwardCFunction(Node, FunctionCtx):
         self.dirty_tensors = ()
         self.non_differentiable = ()
         self.materialize_grads = True
+        # PyTorch's private switch: None (not zeros) for the outputs that have no gradient
+        # (marked non-differentiable, or not floating point) even when grads are materialized
+        self._materialize_non_diff_grads = True
+        self._non_diff_outputs = ()
         self.needs_input_grad = ()
         self._saved = None
         self._input_positions = ()
@@ -91,9 +95,12 @@ class BackwardCFunction(Node, FunctionCtx):
 
         cls = self._forward_cls
         if self.materialize_grads:
+            keep_none = () if self._materialize_non_diff_grads else self._non_diff_outputs
             grads = [
-                zeros(m.shape, dtype=m.dtype, device=m.device) if g is None else g
-                for g, m in zip(grads, self._input_metadata_)
+                zeros(m.shape, dtype=m.dtype, device=m.device)
+                if g is None and k not in keep_none
+                else g
+                for k, (g, m) in enumerate(zip(grads, self._input_metadata_))
             ]
         n_outputs, tensor_outputs = self._output_slots
         if len(tensor_outputs) != n_outputs:  # a gradient per output: None for a non-tensor
@@ -228,6 +235,7 @@ class Function(metaclass=_FunctionMeta):
         inputs_by_id = {id(args[i]): args[i] for i in tensor_positions}
         new_outs = []
         meta = []
+        non_diff_outputs = []
         positions = []  # of the tensor outputs: they are numbered among themselves
         for o in outs:
             if not isinstance(o, Tensor):
@@ -247,12 +255,16 @@ class Function(metaclass=_FunctionMeta):
             if id(original) in non_diff:
                 o._requires_grad = False
                 o.grad_fn = None
+                non_diff_outputs.append(k)
             elif o.is_floating_point():
                 o._set_history(ctx, k) if id(original) in dirty else _set_output(o, ctx, k)
+            else:
+                non_diff_outputs.append(k)
             meta.append(o._metadata_tuple())
             new_outs.append(o)
         ctx._input_metadata_ = tuple(meta)
         ctx._output_slots = (len(outs), tuple(positions))
+        ctx._non_diff_outputs = tuple(non_diff_outputs)
         out_ids = {id(o) for o in new_outs if isinstance(o, Tensor)}
         ctx._saved = tuple(
             None if t is None else SavedTensor(t, is_output=id(t) in out_ids and t.grad_fn is ctx)

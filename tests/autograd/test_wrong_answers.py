@@ -114,3 +114,102 @@ def test_backward_twice_raises_where_pytorch_does(name):
     (msg, grad), (tmsg, tgrad) = run(ng), run(torch)
     assert msg == tmsg
     _close(grad, tgrad)
+
+
+def _never_called(lib):
+    class Never(lib.autograd.Function):
+        calls = 0
+
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            Never.calls += 1
+            return g
+
+    return Never
+
+
+@pytest.mark.parametrize("how", ["grad_one", "grad_two", "backward_inputs"])
+def test_nodes_that_cannot_reach_the_inputs_do_not_run(how):
+    def run(lib):
+        Never = _never_called(lib)
+        x = Never.apply(lib.tensor([1.5], requires_grad=True) * 2)
+        y = lib.tensor([0.5], requires_grad=True)
+        z = lib.tensor([2.0], requires_grad=True)
+        if how == "grad_one":
+            got = lib.autograd.grad(x, (y,), allow_unused=True)
+        elif how == "grad_two":
+            got = lib.autograd.grad(x + z, (y, z), allow_unused=True)
+        else:
+            lib.autograd.backward(x, inputs=(y,))
+            got = (y.grad,)
+        return Never.calls, [None if g is None else g.tolist() for g in got]
+
+    assert run(ng) == run(torch)
+
+
+def test_tensor_hook_of_an_output_with_no_gradient_sees_none():
+    """A hook on one output of a multi-output node is called with None when that output got
+    no gradient, as PyTorch calls it."""
+
+    def run(lib):
+        x = lib.tensor([1.0, 2.0, 3.0, 4.0, 5.0], requires_grad=True)
+        seen = []
+        parts = x.unbind()
+        parts[0].register_hook(lambda g: seen.append(None if g is None else g.tolist()))
+        parts[0].backward()
+        parts[3].backward()
+        a, b = x.split([2, 3])
+        a.register_hook(lambda g: seen.append(None if g is None else g.tolist()))
+        (b * 2).sum().backward()
+        lib.autograd.grad(b.sum(), x)
+        return seen, x.grad.tolist()
+
+    assert run(ng) == run(torch)
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_materialized_grads_are_leaves_under_create_graph(create_graph):
+    def run(lib):
+        x = lib.tensor(0.5, requires_grad=True)
+        a = lib.tensor(1.0, requires_grad=True)
+        y = x * a
+        (dydx,) = lib.autograd.grad(y, x, create_graph=True)
+        (d2,) = lib.autograd.grad(dydx, x, create_graph=create_graph, materialize_grads=True)
+        out = [d2.item(), d2.requires_grad, d2.grad_fn is None]
+        if create_graph:
+            (d3,) = lib.autograd.grad(d2, x, materialize_grads=True)
+            out.append(d3.item())
+        return out
+
+    assert run(ng) == run(torch)
+
+
+@pytest.mark.parametrize("materialize_non_diff", [True, False])
+@pytest.mark.parametrize("materialize", [True, False])
+def test_custom_function_non_differentiable_outputs_grads(materialize, materialize_non_diff):
+    def run(lib):
+        seen = []
+
+        class Func(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.set_materialize_grads(materialize)
+                ctx._materialize_non_diff_grads = materialize_non_diff
+                out1 = x.clone()
+                ctx.mark_non_differentiable(out1)
+                return x.clone(), out1, x.clone(), (x > 0).long()
+
+            @staticmethod
+            def backward(ctx, g0, g1, g2, g3):
+                seen.extend(None if g is None else g.tolist() for g in (g0, g1, g2, g3))
+                return g0
+
+        a = lib.tensor([1.0, -2.0], requires_grad=True)
+        Func.apply(a)[0].sum().backward()
+        return seen, a.grad.tolist()
+
+    assert run(ng) == run(torch)
