@@ -284,7 +284,9 @@ def _dispatch(op, args, attrs=_NO_ATTRS, out=None):
         result.grad_fn = None
         _record(op, args, attrs, (result,))
     else:
-        result._requires_grad = False
+        # a view made in no-grad mode requires grad when its source does (NOTE [Views made in
+        # no-grad mode])
+        result._requires_grad = op.view and not _grad_state.enabled and args[0]._requires_grad
         result.grad_fn = None
     if _forward_listeners:
         _notify_forward(op, args, attrs, result, _perf_counter() - t0)
@@ -305,7 +307,9 @@ def _mark_view(result, src, step):
     # the base is the root of the chain of views; but a leaf that requires grad is the base of
     # its views even when it is itself a view (``arange(6.).view(2, 3).requires_grad_()``), as
     # PyTorch's differentiable views: an in-place op on its views must see the leaf
-    if src._base is None or (src._requires_grad and src.grad_fn is None):
+    if src._base is None or (
+        src._requires_grad and src.grad_fn is None and not getattr(src, "_no_grad_view", 0)
+    ):
         base, chain = src, ()
     else:
         base, chain = src._base, src._view_chain
@@ -314,6 +318,8 @@ def _mark_view(result, src, step):
     # NOTE [Views made in no-grad mode]: 1 made there, 2 made from such a view, else 0
     if not _grad_state.enabled:
         result._no_grad_view = 1
+        if src._requires_grad:  # see NOTE [Views made in no-grad mode]
+            result._requires_grad = True
     elif base is not src and getattr(src, "_no_grad_view", 0):
         result._no_grad_view = 2
     else:
@@ -330,9 +336,11 @@ def _mark_view(result, src, step):
 # grad involved) may not modify a view made in no-grad mode, or a view made from one: whether
 # the view should see the op's history is ambiguous, so it is an error that says how to choose
 # (checked before the leaf checks, as PyTorch does). In place inside no_grad, or on the base
-# itself, stays allowed. (PyTorch also reports such a view as requiring grad when its base
-# does, and raises when one is used after its base was modified in place with grad mode on;
-# nbgrad's view does not require grad, and takes the base's new history.)
+# itself, stays allowed. As PyTorch, such a view of a tensor that requires grad requires grad
+# too, yet is a leaf with no gradient edge: ops on it are recorded, but no gradient reaches it
+# or its base, and hooks registered on it never run. (PyTorch also raises when one is used
+# after its base was modified in place with grad mode on; nbgrad's view takes the base's new
+# history.)
 _NO_GRAD_VIEW_ADVICE = (
     "created in no_grad mode and is being modified inplace with grad mode enabled. Given that "
     "this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
@@ -747,6 +755,8 @@ class Tensor:
             acc = acc()
             if acc is not None:
                 return acc
+        if self._base is not None and getattr(self, "_no_grad_view", 0) == 1:
+            return None  # a no-grad view of a tensor that requires grad: no gradient edge
         acc = AccumulateGrad(self)
         self._acc = _weakref(acc)
         return acc
@@ -963,7 +973,10 @@ class Tensor:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is not None:
             return self.grad_fn._register_tensor_pre_hook(hook, self._output_nr, self)
-        return self._pin_grad_accumulator()._register_tensor_pre_hook(hook, 0, self)
+        acc = self._pin_grad_accumulator()
+        if acc is None:  # a no-grad view: no gradient ever reaches it, so the hook never runs
+            return RemovableHandle(HookList(), hook, "tensor", owner=self)
+        return acc._register_tensor_pre_hook(hook, 0, self)
 
     def register_post_accumulate_grad_hook(self, hook):
         """Register ``hook(tensor)``, run after a leaf's ``.grad`` has been accumulated."""

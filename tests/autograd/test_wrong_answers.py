@@ -213,3 +213,44 @@ def test_custom_function_non_differentiable_outputs_grads(materialize, materiali
         return seen, a.grad.tolist()
 
     assert run(ng) == run(torch)
+
+
+@pytest.mark.parametrize("view", ["view", "slice", "select", "unsqueeze", "split"])
+def test_view_made_under_no_grad_requires_grad(view):
+    """A view made in no-grad mode of a tensor that requires grad requires grad too, yet is a
+    leaf with no gradient edge: ops on it are recorded and backward runs, but no gradient
+    reaches it or its base, and hooks on it never run."""
+
+    def make(lib, x):
+        if view == "view":
+            return x.view(3)
+        if view == "slice":
+            return x[1:]
+        if view == "select":
+            return x[0]
+        if view == "unsqueeze":
+            return x.unsqueeze(0)
+        return x.split([1, 2])[1]
+
+    def run(lib):
+        out = []
+        for source in ("leaf", "nonleaf"):
+            x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+            src = x if source == "leaf" else x * 2
+            with lib.no_grad():
+                v = make(lib, src)
+            calls = []
+            v.register_hook(calls.append)
+            y = v * 2
+            out += [v.requires_grad, v.is_leaf, v.grad_fn is None, y.requires_grad]
+            y.sum().backward()
+            out += [calls, v.grad, x.grad]
+            w = make(lib, v) if view not in ("select", "split") else v.unsqueeze(0)
+            out += [w.requires_grad, w.grad_fn is not None]
+            try:
+                lib.autograd.grad((v * 3).sum(), v)
+            except RuntimeError as e:
+                out.append(str(e))
+        return out
+
+    assert run(ng) == run(torch)
