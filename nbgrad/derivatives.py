@@ -218,7 +218,7 @@ op("argmin", None, "self", lambda xp, self, dim, keepdim: _argreduce(xp.argmin, 
 # elementwise unary
 op("neg", "NegBackward0", "self", lambda xp, self: -self, self=lambda grad: -grad)
 op("abs", "AbsBackward0", "self", lambda xp, self: xp.abs(self), self=lambda grad, self: grad * self.sign())
-op("sign", "SignBackward0", "self", lambda xp, self: xp.sign(self), self=lambda grad: _T.zeros_like(grad))
+op("sign", "SignBackward0", "self", lambda xp, self: _sign(xp, self), self=lambda grad: _T.zeros_like(grad))
 op("exp", "ExpBackward0", "self", lambda xp, self: xp.exp(self), promote="float", self=lambda grad, result: grad * result)
 op("log", "LogBackward0", "self", lambda xp, self: xp.log(self), promote="float", self=lambda grad, self: grad / self)
 op("log1p", "Log1PBackward0", "self", lambda xp, self: xp.log1p(self), promote="float", self=lambda grad, self: grad / (self + 1))
@@ -245,7 +245,7 @@ op("sin", "SinBackward0", "self", lambda xp, self: xp.sin(self), promote="float"
 op("cos", "CosBackward0", "self", lambda xp, self: xp.cos(self), promote="float", self=lambda grad, self: grad * -self.sin())
 op("tanh", "TanhBackward0", "self", lambda xp, self: xp.tanh(self), promote="float", self=lambda grad, result: _T._dispatch(OPS["tanh_backward"], (grad, result)))
 op("sigmoid", "SigmoidBackward0", "self", lambda xp, self: _sigmoid(xp, self), promote="float", self=lambda grad, result: _T._dispatch(OPS["sigmoid_backward"], (grad, result)))
-op("relu", "ReluBackward0", "self", lambda xp, self: xp.maximum(self, 0), self=lambda grad, result: _T.where(result > 0, grad, 0.0))
+op("relu", "ReluBackward0", "self", lambda xp, self: xp.maximum(self, 0), self=lambda grad, result: _T._dispatch(OPS["threshold_backward"], (grad, result), {"threshold": 0}))
 # their backward formulas, as ops of their own as in PyTorch: one fused pass and one array,
 # not three (see NOTE [Fused backward kernels]); differentiable for double backward
 op("tanh_backward", "TanhBackwardBackward0", "grad_output output", lambda xp, grad_output, output: _tanh_backward(xp, grad_output, output), promote="binary",
@@ -255,10 +255,26 @@ op("sigmoid_backward", "SigmoidBackwardBackward0", "grad_output output", lambda 
    grad_output=lambda grad, output: _T._dispatch(OPS["sigmoid_backward"], (grad, output)),
    output=lambda grad, grad_output, output: grad * grad_output * (1 - 2 * output))
 op("leaky_relu", "LeakyReluBackward0", "self", lambda xp, self, negative_slope: xp.where(self > 0, self, self * negative_slope), attrs="negative_slope",
-   self=lambda grad, self, negative_slope: _T.where(self > 0, grad, grad * negative_slope))
+   self=lambda grad, self, negative_slope: _T._dispatch(OPS["leaky_relu_backward"], (grad, self), {"negative_slope": negative_slope}))
 # leaky_relu_ (in place) saves its result instead, as PyTorch's LeakyReluBackward1
 op("leaky_relu_", "LeakyReluBackward1", "self", lambda xp, self, negative_slope: xp.where(self > 0, self, self * negative_slope), attrs="negative_slope",
-   self=lambda grad, result, negative_slope: _T.where(result > 0, grad, grad * negative_slope))
+   self=lambda grad, result, negative_slope: _T._dispatch(OPS["leaky_relu_backward"], (grad, result), {"negative_slope": negative_slope}))
+# NOTE [Piecewise-linear backwards are ops]: as in PyTorch, the backwards of relu, leaky_relu and
+# hardtanh are ops of their own, whose derivative for ``self`` is zero. So under create_graph
+# the gradient they give requires grad even when it does not depend on ``self`` (a second
+# grad gives zeros, not an error), and a NaN input takes PyTorch's branch.
+op("threshold_backward", "ThresholdBackwardBackward0", "grad_output self", lambda xp, grad_output, self, threshold: _contiguous(xp, xp.where(self <= threshold, 0, grad_output)),
+   attrs="threshold", promote="binary",
+   grad_output=lambda grad, self, threshold: _T._dispatch(OPS["threshold_backward"], (grad, self), {"threshold": threshold}),
+   self=lambda grad: _T.zeros_like(grad))
+op("leaky_relu_backward", "LeakyReluBackwardBackward0", "grad_output self", lambda xp, grad_output, self, negative_slope: _contiguous(xp, xp.where(self > 0, grad_output, grad_output * negative_slope)),
+   attrs="negative_slope", promote="binary",
+   grad_output=lambda grad, self, negative_slope: _T._dispatch(OPS["leaky_relu_backward"], (grad, self), {"negative_slope": negative_slope}),
+   self=lambda grad: _T.zeros_like(grad))
+op("hardtanh_backward", "HardtanhBackwardBackward0", "grad_output self", lambda xp, grad_output, self, min_val, max_val: _contiguous(xp, xp.where((self <= min_val) | (self >= max_val), 0, grad_output)),
+   attrs="min_val max_val", promote="binary",
+   grad_output=lambda grad, self, min_val, max_val: _T._dispatch(OPS["hardtanh_backward"], (grad, self), {"min_val": min_val, "max_val": max_val}),
+   self=lambda grad: _T.zeros_like(grad))
 op("silu", "SiluBackward0", "self", lambda xp, self: self * _sigmoid(xp, self), promote="float",
    self=lambda grad, self: _silu_backward(grad, self))
 op("elu", "EluBackward0", "self", lambda xp, self, alpha: _elu(xp, self, alpha), attrs="alpha", promote="float",
@@ -269,7 +285,7 @@ op("elu_", "EluBackward1", "self", lambda xp, self, alpha: _elu(xp, self, alpha)
 op("softplus", "SoftplusBackward0", "self", lambda xp, self, beta, threshold: _softplus(xp, self, beta, threshold), attrs="beta threshold", promote="float",
    self=lambda grad, self, beta, threshold: _T.where(self * beta > threshold, grad, grad * (self * beta).sigmoid()))
 op("hardtanh", "HardtanhBackward0", "self", lambda xp, self, min_val, max_val: xp.clip(self, min_val, max_val), attrs="min_val max_val",
-   self=lambda grad, self, min_val, max_val: _T.where((self > min_val) & (self < max_val), grad, 0.0))
+   self=lambda grad, self, min_val, max_val: _T._dispatch(OPS["hardtanh_backward"], (grad, self), {"min_val": min_val, "max_val": max_val}))
 op("log_sigmoid", "LogSigmoidBackward0", "self", lambda xp, self: -_softplus(xp, -self, 1.0, 20.0), promote="float",
    self=lambda grad, self: grad * (-self).sigmoid())
 op("erf", "ErfBackward0", "self", lambda xp, self: _erf(xp, self), promote="float", self=lambda grad, self: grad * (2 / math.sqrt(math.pi)) * (-self * self).exp())
@@ -686,6 +702,14 @@ def _clamp_mask(x, lo, hi):
     if hi is not None:
         return x <= hi
     return _T.ones_like(x, dtype=_T.bool_)
+
+
+def _sign(xp, a):
+    # PyTorch's sign of NaN is 0 (NumPy's is NaN); abs's gradient at NaN follows it
+    r = xp.sign(a)
+    if r.dtype.kind == "f":
+        r = xp.where(r == r, r, 0)  # (NaN != NaN)
+    return r
 
 
 def _pow_scalar(xp, a, exponent):

@@ -254,3 +254,39 @@ def test_view_made_under_no_grad_requires_grad(view):
         return out
 
     assert run(ng) == run(torch)
+
+
+_PIECEWISE = {
+    "relu": lambda lib, x: x.relu(),
+    "relu_": lambda lib, x: x.clone().relu_() if hasattr(x, "relu_") else x.relu(),
+    "hardtanh": lambda lib, x: lib.nn.functional.hardtanh(x),
+    "relu6": lambda lib, x: lib.nn.functional.relu6(x * 4),
+    "leaky_relu": lambda lib, x: lib.nn.functional.leaky_relu(x, 0.2),
+    "leaky_relu_": lambda lib, x: lib.nn.functional.leaky_relu(x.clone(), 0.2, inplace=True),
+    "clamp": lambda lib, x: x.clamp(-1, 1),
+    "clamp_min": lambda lib, x: x.clamp(min=0.5),
+    "abs": lambda lib, x: x.abs(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_PIECEWISE))
+def test_constant_gradient_under_create_graph_as_pytorch(name):
+    """Under create_graph, relu's, hardtanh's and leaky_relu's gradient requires grad (their
+    backwards are ops whose derivative is zero), clamp's does not: a second grad gives zeros
+    or raises exactly as in PyTorch. NaN inputs take PyTorch's branch."""
+
+    def run(lib):
+        x = lib.tensor([0.5, -2.0, 3.0, 0.0, -1.0, 1.0, float("nan")], requires_grad=True)
+        y = _PIECEWISE[name](lib, x)
+        (g,) = lib.autograd.grad(y.sum(), x, create_graph=True)
+        out = [g.tolist(), g.requires_grad, g.grad_fn.name() if g.grad_fn else None]
+        try:
+            (gg,) = lib.autograd.grad(g.sum(), x)
+            out.append((lib.zeros_like(x) + gg).tolist())  # (torch: a lazy zero tensor)
+        except RuntimeError as e:
+            out.append(str(e)[:60])
+        return out
+
+    got, want = run(ng), run(torch)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1:] == want[1:]
