@@ -1538,6 +1538,13 @@ class Tensor:
             return _dispatch(_op("squeeze_dim_"), (out,), {"dim": 0})
         if a == 2 and b == 2:
             return self.mm(other)
+        if a == 3 and b == 3 and self.shape[0] != other.shape[0]:
+            # a batch of one that requires grad is squeezed, so that the product folds into
+            # one mm and its gradient is not expanded over the other's batch (as ATen)
+            if self.shape[0] == 1 and self._requires_grad:
+                return self.squeeze(0).matmul(other)
+            if other.shape[0] == 1 and other._requires_grad:
+                return self.matmul(other.squeeze(0))
         if _should_fold(self, other):
             return _matmul_folded(self, other)
         return _matmul_batched(self, other)

@@ -290,3 +290,63 @@ def test_constant_gradient_under_create_graph_as_pytorch(name):
     got, want = run(ng), run(torch)
     np.testing.assert_array_equal(got[0], want[0])
     assert got[1:] == want[1:]
+
+
+def _graph(fn):
+    """A node and everything below it, as nested names (``AccumulateGrad`` as ``Acc``)."""
+    if fn is None:
+        return "None"
+    name = fn.name().removeprefix("torch::autograd::")
+    if name == "AccumulateGrad":
+        return "Acc"
+    return name + "(" + ",".join(_graph(f) for f, _ in fn.next_functions) + ")"
+
+
+_MATMUL_SHAPES = [
+    ((2, 3, 3), (1, 3, 4)),
+    ((1, 3, 3), (2, 3, 3)),
+    ((1, 1, 1), (2, 1, 1)),
+    ((2, 1, 1), (1, 1, 1)),
+    ((1, 4, 3), (1, 3, 5)),
+    ((2, 4, 3), (2, 3, 5)),
+    ((2, 2, 3, 3), (1, 3, 3)),
+    ((2, 3, 3), (1, 1, 3, 3)),
+    ((3, 1, 4, 3), (2, 3, 5)),
+    ((1, 4, 3), (2, 1, 3, 5)),
+    ((3,), (1, 3, 3)),
+    ((1, 3, 3), (3,)),
+    ((3, 3), (1, 3, 3)),
+    ((1, 3, 3), (3, 3)),
+    ((3,), (3,)),
+    ((2, 3), (3,)),
+    ((3,), (3, 2)),
+]
+
+
+@pytest.mark.parametrize("requires_grad", [(True, True), (True, False), (False, True)])
+@pytest.mark.parametrize("shapes", _MATMUL_SHAPES, ids=str)
+def test_matmul_builds_pytorchs_graph(shapes, requires_grad):
+    """matmul folds, squeezes and transposes as ATen's, so the nodes, the gradients and the
+    order in which the leaves' hooks fire are PyTorch's."""
+
+    def run(lib):
+        rng = np.random.default_rng(0)
+        a, b = (
+            lib.tensor(rng.standard_normal(s), requires_grad=r)
+            for s, r in zip(shapes, requires_grad)
+        )
+        order = []
+        for name, t in (("a", a), ("b", b)):
+            if t.requires_grad:
+                t.register_hook(lambda g, name=name: order.append(name))
+        c = a @ b
+        (c * lib.tensor(rng.standard_normal(tuple(c.shape)))).sum().backward()
+        grads = [None if t.grad is None else t.grad.tolist() for t in (a, b)]
+        return _graph(c.grad_fn), order, tuple(c.shape), grads
+
+    got, want = run(ng), run(torch)
+    assert got[:3] == want[:3]
+    for g, w in zip(got[3], want[3]):
+        assert (g is None) == (w is None)
+        if g is not None:
+            _close(np.array(g), np.array(w))
