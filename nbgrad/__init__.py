@@ -17,6 +17,7 @@ from . import (  # noqa: E402
     optim,
 )
 from ._functions import *  # noqa: E402,F401,F403
+from ._tensor_types import TENSOR_TYPES as _TENSOR_TYPES
 from .autograd import (
     enable_grad,
     inference_mode,
@@ -73,6 +74,9 @@ from .tensor import (
     zeros,
     zeros_like,
 )
+
+# PyTorch's legacy tensor types: ``FloatTensor``, ``LongTensor``, ... (nbgrad/_tensor_types.py)
+globals().update(_TENSOR_TYPES)
 
 __version__ = "0.1.0"
 
