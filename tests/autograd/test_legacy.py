@@ -462,3 +462,66 @@ def test_bernoulli_follows_manual_seed_and_p():
     assert 150 < a.sum().item() < 350
     mask = ng.BoolTensor(5, 5).bernoulli_()
     assert mask.dtype is ng.bool and set(mask.flatten().tolist()) <= {True, False}
+
+
+# -- gradcheck's deprecated Jacobian helpers ------------------------------------------------------
+def jacobians(lib):
+    from importlib import import_module
+
+    gc_mod = import_module(lib.__name__ + ".autograd.gradcheck")
+
+    def fn(inputs):
+        x, y = inputs
+        return x * x + y, x + 2 * y
+
+    a = lib.tensor([[0.5, 1.0], [1.5, 2.0]], dtype=lib.float64, requires_grad=True)
+    b = lib.tensor([0.25, -1.0], dtype=lib.float64, requires_grad=True)
+    seen = []
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for kw in ({}, {"target": a}, {"target": (b,)}):
+            num = gc_mod.get_numerical_jacobian(fn, (a, b), eps=1e-6, **kw)
+            seen.append([np.round(j.numpy(), 5).tolist() for j in num])
+            seen.append([short(j.dtype) for j in num])
+        out = fn((a, b))[0]
+        jac, reentrant, sizes_ok, types_ok = gc_mod.get_analytical_jacobian((a, b), out)
+        seen += [[np.round(j.numpy(), 5).tolist() for j in jac], reentrant, sizes_ok, types_ok]
+        seen.append([short(j.dtype) for j in jac])
+    seen.append(sorted({(c.category, str(c.message)[:60]) for c in w}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for call in (
+            lambda: gc_mod.get_numerical_jacobian(fn, (a, b), grad_out=2.0),
+            lambda: gc_mod.get_analytical_jacobian((a, b), out, grad_out=2.0),
+        ):
+            seen.append(error_of(call))
+    return seen
+
+
+def test_deprecated_jacobian_helpers_match_torch():
+    mine = jacobians(ng)
+    assert mine == jacobians(torch)
+    assert mine[-3][0][0] is FutureWarning
+
+
+def test_analytical_jacobian_sees_a_nondeterministic_backward():
+    from nbgrad.autograd.gradcheck import get_analytical_jacobian
+
+    class Jitter(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * (1 + ng.rand(*g.shape, dtype=g.dtype) * 1e-6)
+
+    a = ng.rand(2, 2, dtype=ng.float64, requires_grad=True)
+    out = Jitter.apply(a)
+    with pytest.warns(FutureWarning, match="`get_analytical_jacobian` was part of PyTorch's"):
+        jac, reentrant, _, _ = get_analytical_jacobian((a,), out)
+    assert not reentrant
+    with pytest.warns(FutureWarning):
+        _, reentrant, _, _ = get_analytical_jacobian((a,), out, nondet_tol=1e-3)
+    assert reentrant
+    np.testing.assert_allclose(jac[0].numpy(), np.eye(4), atol=1e-5)
