@@ -19,7 +19,15 @@ from . import (  # noqa: E402
     optim,
 )
 from ._functions import *  # noqa: E402,F401,F403
-from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from ._tensor_types import TENSOR_TYPES as _TENSOR_TYPES
+from .autograd import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .backend import Device as device
 from .dtypes import (
     bool,
@@ -75,6 +83,9 @@ nan = _math.nan
 e = _math.e
 pi = _math.pi
 newaxis = None
+
+# PyTorch's legacy tensor types: ``FloatTensor``, ``LongTensor``, ... (nbgrad/_tensor_types.py)
+globals().update(_TENSOR_TYPES)
 
 __version__ = "0.1.0"
 

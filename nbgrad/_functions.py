@@ -16,6 +16,7 @@ __all__ = [
     "abs",
     "sign",
     "exp",
+    "bernoulli",
     "log",
     "log1p",
     "sqrt",
@@ -162,6 +163,10 @@ def abs(input):
 
 def sign(input):
     return input.sign()
+
+
+def bernoulli(input, p=None):
+    return input.bernoulli(p)
 
 
 def exp(input):

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from . import backend
+from ._tensor_types import CUDA_TENSOR_TYPES as _CUDA_TENSOR_TYPES
 
 __all__ = ["is_available", "device_count", "synchronize"]
+
+# PyTorch's legacy CUDA tensor types (``nbgrad.cuda.FloatTensor``, ...)
+globals().update(_CUDA_TENSOR_TYPES)
 
 
 def is_available() -> bool:

@@ -359,6 +359,8 @@ op("bmm", "BmmBackward0", "self mat2", lambda xp, self, mat2: xp.matmul(self, ma
 # views (share memory with their base) and shape ops
 op("view", "ViewBackward0", "self", lambda xp, self, shape: _view(xp, self, shape), attrs="shape", view=True,
    self=lambda grad, self_shape: grad.reshape(self_shape))
+# the legacy constructor's alias of a tensor of its own type (``FloatTensor(t)``)
+op("alias", "AliasBackward0", "self", lambda xp, self: self.view(), view=True, self=lambda grad: grad)
 # reshape of a viewable but non-contiguous tensor (PyTorch's _reshape_alias)
 op("reshape_alias", "ReshapeAliasBackward0", "self", lambda xp, self, shape: _view(xp, self, shape), attrs="shape", view=True,
    self=lambda grad, self_shape: grad.reshape(self_shape))
@@ -440,6 +442,16 @@ op("copy", "CopyBackwards", "self src", lambda xp, self, src: xp.broadcast_to(sr
 op("fill", "FillBackward2", "self", lambda xp, self, value: xp.full(self.shape, value, dtype=self.dtype), attrs="value",
    self=lambda grad: _T.zeros_like(grad))
 op("zero", "ZeroBackward0", "self", lambda xp, self: xp.zeros_like(self), self=lambda grad: _T.zeros_like(grad))
+
+# random draws: 0s and 1s of self's dtype; the gradient is zero (or, for a float p, undefined)
+op("bernoulli", "BernoulliBackward0", "self", lambda xp, self: _bernoulli(xp, self, self),
+   self=lambda grad: _T.zeros_like(grad))
+op("bernoulli_p", "NotImplemented", "self", lambda xp, self, p: _bernoulli(xp, self, p), attrs="p",
+   self=lambda grad: _not_implemented("bernoulli"))
+op("bernoulli_tensor", "BernoulliBackward1", "self p", lambda xp, self, p: _bernoulli(xp, self, p),
+   self=lambda grad: _T.zeros_like(grad), p=lambda grad, p: _T.zeros_like(p))
+op("bernoulli_float", "BernoulliBackward2", "self", lambda xp, self, p: _bernoulli(xp, self, p), attrs="p",
+   self=lambda grad: _T.zeros_like(grad))
 
 # nn: linear, convolution, losses, normalisation, embedding (reached through nbgrad.nn.functional)
 op("addmm", "AddmmBackward0", "self mat1 mat2", lambda xp, self, mat1, mat2, beta, alpha: _addmm(xp, self, mat1, mat2, beta, alpha),
@@ -616,6 +628,22 @@ def _floor_quotient(self, other):
     ``remainder`` uses ``div(rounding_mode="floor")``, whose derivative is zero)."""
     with _T._NoGrad():
         return self // other
+
+
+def _bernoulli(xp, self, p):
+    """1 with probability ``p`` (a number, or an array broadcast to ``self``), in self's dtype.
+    The uniform draws come from nbgrad's generator on the host (``manual_seed``)."""
+    if isinstance(p, (int, float)):
+        if not 0 <= p <= 1:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+    else:
+        if p is self and self.dtype.kind != "f":
+            name = _T._FROM_NP[self.dtype]._legacy[: -len("Tensor")]
+            raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for '{name}'")
+        if p.size and not bool(((p >= 0) & (p <= 1)).all()):
+            raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+        p = xp.broadcast_to(p, self.shape)
+    return (xp.asarray(_T._rng.random(self.shape)) < p).astype(self.dtype)
 
 
 def _not_implemented(name):

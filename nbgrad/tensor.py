@@ -571,7 +571,18 @@ class Tensor:
     __array_priority__ = 1000  # numpy scalars defer to Tensor's reflected operators
 
     def __init__(self, *args, **kwargs):
-        raise TypeError("use nbgrad.tensor(data) or a creation function (zeros, randn, ...)")
+        """PyTorch's legacy constructor, of the default dtype on the CPU: ``Tensor(2, 3)``
+        (uninitialised), ``Tensor([1, 2])`` (data), ``Tensor()`` (empty); see NOTE [Legacy
+        constructors] in ``nbgrad/_tensor_types.py``. New code uses ``nbgrad.tensor`` and the
+        creation functions."""
+        from nbgrad._tensor_types import legacy_new
+
+        made = legacy_new(dtypes.get_default_dtype(), CPU, args, kwargs)
+        for slot in _TENSOR_SLOTS:
+            if hasattr(made, slot):  # optional slots (``_views``) may be unset
+                setattr(self, slot, getattr(made, slot))
+        if self._base is not None:  # ``Tensor(t)``: an alias, a view of ``t``
+            _track_view(self._base, self)
 
     # -- metadata ---------------------------------------------------------------------------
     @property
@@ -716,6 +727,18 @@ class Tensor:
     def _version(self) -> int:
         counter = self._version_counter
         return 0 if counter is None else counter[0]
+
+    @property
+    def volatile(self) -> bool:
+        """Removed in PyTorch 0.4 (use ``no_grad``): always False, with a warning, as PyTorch."""
+        warnings.warn("volatile was removed (Variable.volatile is always False)", stacklevel=2)
+        return False
+
+    @volatile.setter
+    def volatile(self, value):
+        from nbgrad.autograd.variable import VOLATILE_REMOVED
+
+        warnings.warn(VOLATILE_REMOVED, stacklevel=2)
 
     @property
     def data(self):
@@ -942,10 +965,30 @@ class Tensor:
     def bool(self):
         return self.to(dtypes.bool)
 
-    def type(self, dtype=None):
+    def type(self, dtype=None, non_blocking=False, **kwargs):
+        """The legacy type name (``"nbgrad.FloatTensor"``) with no argument; else this tensor
+        converted to a type (``nbgrad.DoubleTensor`` or its name) or a dtype (self if it is
+        already that type)."""
+        from nbgrad import _tensor_types
+
         if dtype is None:
-            return f"nbgrad.{self.dtype._legacy}"
+            return _tensor_types.type_name(self)
+        if isinstance(dtype, str):
+            dtype = _tensor_types.type_from_name(dtype)
+        if isinstance(dtype, _tensor_types.tensortype):
+            device = self.device if dtype._device_type == self.device.type else dtype._device_type
+            return self.to(device=device, dtype=dtype.dtype)
+        if not isinstance(dtype, dtypes.dtype):
+            raise TypeError("dtype must be a type, str, or dtype object")
         return self.to(dtype)
+
+    def new(self, *args, **kwargs):
+        """PyTorch's legacy constructor with this tensor's dtype and device: ``t.new(2, 3)``
+        (uninitialised), ``t.new([1, 2])`` (data), ``t.new()`` (empty). New code uses
+        ``new_empty`` and ``new_tensor``."""
+        from nbgrad._tensor_types import legacy_new
+
+        return legacy_new(self.dtype, self._device, args, kwargs)
 
     # -- autograd ---------------------------------------------------------------------------
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
@@ -1179,6 +1222,12 @@ class Tensor:
 
     def sign(self):
         return _dispatch(_op("sign"), (self,))
+
+    def bernoulli(self, p=None):
+        """0s and 1s, each 1 with the probability in ``self`` (or with ``p``, a number)."""
+        if p is None:
+            return _dispatch(_op("bernoulli"), (self,))
+        return _dispatch(_op("bernoulli_p"), (self,), {"p": _scalar(p)})
 
     def exp(self):
         return _dispatch(_op("exp"), (self,))
@@ -2124,6 +2173,16 @@ class Tensor:
             raise RuntimeError("clamp_(): At least one of 'min' or 'max' must not be None")
         return self._inplace(_op("clamp"), (), {"min": _opt_scalar(min), "max": _opt_scalar(max)})
 
+    def bernoulli_(self, p=0.5):
+        """Fill with 1s drawn with probability ``p`` (a number or a tensor broadcast to self)
+        and 0s otherwise, keeping the dtype."""
+        if isinstance(p, Tensor):
+            return self._inplace(_op("bernoulli_tensor"), (p,), _NO_ATTRS)
+        return self._inplace(_op("bernoulli_float"), (), {"p": _scalar(p)})
+
+    def exp_(self):
+        return self._inplace(_op("exp"), (), _NO_ATTRS)
+
     def zero_(self):
         return self._inplace(_op("zero"), (), _NO_ATTRS)
 
@@ -2256,6 +2315,9 @@ def _zero_grads(tensors, set_to_none):
             else:
                 grad.requires_grad_(False)
             grad.zero_()
+
+
+_TENSOR_SLOTS = tuple(s for s in Tensor.__slots__ if s != "__weakref__")
 
 
 def _rebuild(array, device, requires_grad):

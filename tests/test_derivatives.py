@@ -440,6 +440,8 @@ CASES = [
     Case("bmm", lambda x, y: x.bmm(y), np.matmul, [((2, 2, 3), (2, 3, 2)), ((0, 2, 3), (0, 3, 1))]),
     # views and shape ops
     Case("view", lambda x: x.view(3, 2), lambda a: a.reshape(3, 2), [((2, 3),), ((6,),)]),
+    # the legacy constructor's alias of a tensor of its own type
+    Case("alias", lambda x: x.new(x), lambda a: a.copy(), UNARY),
     Case("view", lambda x: x.view(-1), lambda a: a.reshape(-1), [((2, 3),), ((),), ((0, 3),)]),
     Case("view", lambda x: x.reshape(1, 3, 2), lambda a: a.reshape(1, 3, 2), [((2, 3),)]),
     Case("view", lambda x: x.flatten(), lambda a: a.reshape(-1), [((2, 1, 3),)]),
@@ -537,6 +539,15 @@ CASES = [
     Case("copy", put_slice, lambda a, v: np_put(a, slice(0, 1), v), [((2, 3), (3,))]),
     Case("fill", lambda x: x.clone().fill_(2.0), lambda a: np.full_like(a, 2.0), UNARY),
     Case("zero", lambda x: x.clone().zero_(), np.zeros_like, UNARY),
+    # random draws, at probabilities 0 and 1 (certain outcomes, a zero gradient)
+    Case("bernoulli", lambda x: (x * 0).bernoulli(), np.zeros_like, UNARY),
+    Case("bernoulli", lambda x: (x * 0 + 1).bernoulli(), np.ones_like, UNARY),
+    Case("bernoulli_p", lambda x: x.bernoulli(1.0), np.ones_like, UNARY,
+         not_implemented="bernoulli"),
+    Case("bernoulli_float", lambda x: x.clone().bernoulli_(0.0), np.zeros_like, UNARY),
+    Case("bernoulli_float", lambda x: x.clone().bernoulli_(1), np.ones_like, UNARY),
+    Case("bernoulli_tensor", lambda x, p: x.clone().bernoulli_(p * 0 + 1),
+         lambda a, p: np.ones_like(a), [((2, 3), (2, 3)), ((2, 3), (3,)), ((), ())]),
     # rows reached only from inside backward formulas: first-order gradients, recorded
     Case("index_backward", grad_of(lambda x: x[[0, 1, 0]]),
          lambda a: np_grad_index(a, [0, 1, 0]), [((2, 3),)]),

@@ -976,6 +976,13 @@ NOT_DRAWN = {
     "remainder",
     "remainder_scalar",
     "rremainder",
+    # random draws (no two libraries draw the same), and the legacy constructor's alias: the op
+    # table test and tests/autograd/test_legacy.py check them
+    "bernoulli",
+    "bernoulli_p",
+    "bernoulli_float",
+    "bernoulli_tensor",
+    "alias",
 }
 
 

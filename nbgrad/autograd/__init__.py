@@ -7,6 +7,7 @@ PyTorch's ``_make_grads`` does, then hand the roots to the engine.
 from __future__ import annotations
 
 import importlib
+import sys
 import warnings
 
 from . import functional, graph
@@ -22,6 +23,13 @@ from .grad_mode import (
     set_grad_enabled,
 )
 from .gradcheck import gradcheck, gradgradcheck
+from .variable import Variable
+
+# NOTE [nbgrad.autograd.torch]
+# In PyTorch, ``torch.autograd.torch`` is the torch package itself (``torch/autograd/__init__.py``
+# imports it), and old code reaches the factories through it (``torch.autograd.torch.randn``).
+# Here that name is the nbgrad package, so such code runs with ``import nbgrad as torch``.
+torch = sys.modules[__name__.rpartition(".")[0]]
 
 __all__ = [
     "backward",
@@ -44,12 +52,6 @@ __all__ = [
     "is_anomaly_enabled",
     "Variable",
 ]
-
-
-class Variable:
-    """PyTorch's legacy ``Variable``; here it only carries ``_execution_engine``."""
-
-    _execution_engine = get_default_engine()
 
 
 _tensor = None

@@ -9,12 +9,20 @@ the object its ``forward`` received as ``ctx``, named ``<ClassName>Backward``.
 from __future__ import annotations
 
 import functools
+import warnings
 
 from nbgrad import backend
 from nbgrad.autograd.grad_mode import _state as _grad_state
 from nbgrad.autograd.graph import ERR_FREED, FREED, Edge, Node, SavedTensor, unpack_saved
 
-__all__ = ["Function", "FunctionCtx", "once_differentiable", "BackwardCFunction", "CopySlices"]
+__all__ = [
+    "Function",
+    "FunctionCtx",
+    "InplaceFunction",
+    "once_differentiable",
+    "BackwardCFunction",
+    "CopySlices",
+]
 
 
 class FunctionCtx:
@@ -84,6 +92,10 @@ class BackwardCFunction(Node, FunctionCtx):
 
     @property
     def saved_variables(self):
+        """The old name of ``saved_tensors`` (deprecated, as in PyTorch)."""
+        warnings.warn(
+            "'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning, stacklevel=2
+        )
         return self.saved_tensors
 
     def release_variables(self):
@@ -171,10 +183,25 @@ class Function(metaclass=_FunctionMeta):
         tensor([6.])
     """
 
+    # NOTE [Instantiating a Function]
+    # As in PyTorch, a Function subclass may still be instantiated (old code does, to call its
+    # methods directly), with a DeprecationWarning; calling the instance, the legacy
+    # ``MyFunction()(x)`` of PyTorch before 0.4, raises. Everything goes through ``apply``.
     def __init__(self, *args, **kwargs):
+        warnings.warn(
+            f"{self.__class__} should not be instantiated. Methods on autograd functions "
+            "are all static, so you should invoke them on the class itself. "
+            "Instantiating an autograd function will raise an "
+            "error in a future version of PyTorch.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+
+    def __call__(self, *args, **kwargs):
         raise RuntimeError(
-            "Custom Functions are used through their class: call MyFunction.apply(...) instead "
-            "of instantiating them."
+            "Legacy autograd function with non-static forward method is deprecated. "
+            "Please use new-style autograd function with static forward method. "
+            "(Example: https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)"
         )
 
     @staticmethod
@@ -274,6 +301,15 @@ class Function(metaclass=_FunctionMeta):
         if getattr(cls.backward, "_once_differentiable", False):
             pass
         return new_outs[0] if single else tuple(new_outs)
+
+
+class InplaceFunction(Function):
+    """A ``Function`` with an ``inplace`` flag; kept only for old code, as in PyTorch (new code
+    subclasses ``Function``)."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
 
 
 def _set_output(t, node, output_nr):

@@ -7,9 +7,17 @@ products. Use float64 inputs.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
-__all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
+__all__ = [
+    "gradcheck",
+    "gradgradcheck",
+    "GradcheckError",
+    "get_numerical_jacobian",
+    "get_analytical_jacobian",
+]
 
 
 class GradcheckError(RuntimeError):
@@ -184,3 +192,102 @@ def gradgradcheck(
         rtol=rtol,
         raise_exception=raise_exception,
     )
+
+
+def _deprecated(name):
+    warnings.warn(
+        f"`{name}` was part of PyTorch's private API and not "
+        "meant to be exposed. We are deprecating it and it will be removed "
+        "in a future version of PyTorch. If you have a specific use for "
+        "this or feature request for this to be a stable API, please file "
+        "us an issue at https://github.com/pytorch/pytorch/issues/new",
+        FutureWarning,
+        stacklevel=3,
+    )
+
+
+def _check_grad_out(grad_out, name):
+    if grad_out != 1.0:  # kept in the signature only for old callers, as in PyTorch
+        raise ValueError(
+            f"Expected grad_out to be 1.0. {name} no longer supports values of grad_out != 1.0."
+        )
+
+
+# NOTE [Deprecated Jacobian helpers]
+# ``get_numerical_jacobian`` and ``get_analytical_jacobian`` are PyTorch's old gradcheck helpers,
+# kept (deprecated, with its FutureWarning) for old code. As in PyTorch, their Jacobians are laid
+# out one per input, of shape ``(input.numel(), output.numel())`` (the transpose of the matrices
+# ``gradcheck`` compares), and only the first output of ``fn`` counts for the numerical one.
+def get_numerical_jacobian(fn, inputs, target=None, eps=1e-3, grad_out=1.0):
+    """Deprecated: the Jacobians of ``fn(inputs)`` (its first output; ``fn`` takes the inputs as
+    one tuple) with respect to each tensor of ``target`` (default ``inputs``) that requires grad,
+    by central differences: a tuple of ``(input.numel(), output.numel())`` tensors."""
+    from nbgrad.tensor import Tensor, tensor
+
+    _deprecated("get_numerical_jacobian")
+    _check_grad_out(grad_out, "get_numerical_jacobian")
+    inputs = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
+    target = inputs if target is None else target
+    targets = [target] if isinstance(target, Tensor) else list(target)
+    targets = [t for t in targets if isinstance(t, Tensor) and t.requires_grad]
+
+    def first_output():
+        return _outputs(lambda *a: fn(a), inputs)[0]
+
+    out = first_output()
+    result = []
+    for t in targets:
+        jac = np.zeros((t.numel(), out.numel()))
+        data = t._data  # perturbed in place, behind autograd's back
+        for j in range(data.size):
+            idx = np.unravel_index(j, data.shape)
+            orig = data[idx].item()
+            data[idx] = orig - eps
+            minus = np.asarray(first_output()._data, dtype=np.float64).copy()
+            data[idx] = orig + eps
+            plus = np.asarray(first_output()._data, dtype=np.float64).copy()
+            data[idx] = orig
+            jac[j] = ((plus - minus) / (2 * eps)).reshape(-1)
+        result.append(tensor(jac, dtype=out.dtype, device=out.device))
+    return tuple(result)
+
+
+def get_analytical_jacobian(inputs, output, nondet_tol=0.0, grad_out=1.0):
+    """Deprecated: ``(jacobians, reentrant, correct_grad_sizes, correct_grad_types)``, with one
+    ``(input.numel(), output.numel())`` Jacobian of ``output`` per input that requires grad,
+    built twice from vector-Jacobian products; ``reentrant`` says the two agree within
+    ``nondet_tol``."""
+    from nbgrad.autograd import grad
+    from nbgrad.tensor import Tensor, zeros, zeros_like
+
+    _deprecated("get_analytical_jacobian")
+    _check_grad_out(grad_out, "get_analytical_jacobian")
+    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    diff_inputs = [t for t in inputs if isinstance(t, Tensor) and t.requires_grad]
+    sizes_ok = types_ok = True
+
+    def build():
+        nonlocal sizes_ok, types_ok
+        jacs = [
+            zeros(t.numel(), output.numel(), dtype=t.dtype, device=t.device) for t in diff_inputs
+        ]
+        for j in range(output.numel()):
+            g = zeros_like(output)
+            g._data[np.unravel_index(j, output.shape)] = 1
+            grads = grad(output, diff_inputs, g, retain_graph=True, allow_unused=True)
+            for jac, t, d in zip(jacs, diff_inputs, grads):
+                if d is None:
+                    continue
+                if d.shape != t.shape:
+                    sizes_ok = False
+                elif d.dtype is not t.dtype:
+                    types_ok = False
+                jac._data[:, j] = d.detach()._data.reshape(-1)
+        return tuple(jacs)
+
+    jacobians, again = build(), build()
+    reentrant = all(
+        a.numel() == 0 or float(np.abs(a._data - b._data).max()) <= nondet_tol
+        for a, b in zip(jacobians, again)
+    )
+    return jacobians, reentrant, sizes_ok, types_ok
