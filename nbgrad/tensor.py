@@ -565,6 +565,7 @@ class Tensor:
         "_post_accumulate_grad_hooks",
         "_views",  # on a base: weakrefs to its views (see NOTE [Views of a modified base])
         "_no_grad_view",  # on a view: made in no-grad mode, or from such a view (NOTE below)
+        "_legacy_backward_hooks",
         "__weakref__",
     )
 
@@ -583,6 +584,16 @@ class Tensor:
                 setattr(self, slot, getattr(made, slot))
         if self._base is not None:  # ``Tensor(t)``: an alias, a view of ``t``
             _track_view(self._base, self)
+
+    @property
+    def _backward_hooks(self):
+        """PyTorch's legacy hook dict: None until set; stored, not called (hooks are added with
+        ``register_hook``)."""
+        return getattr(self, "_legacy_backward_hooks", None)
+
+    @_backward_hooks.setter
+    def _backward_hooks(self, hooks):
+        self._legacy_backward_hooks = hooks
 
     # -- metadata ---------------------------------------------------------------------------
     @property
@@ -802,8 +813,9 @@ class Tensor:
 
     # -- conversions ------------------------------------------------------------------------
     def numpy(self, *, force=False):
-        """The data as a NumPy array sharing memory (RuntimeError if it requires grad)."""
-        if self._requires_grad and not force:
+        """The data as a NumPy array sharing memory (RuntimeError if it requires grad, unless
+        in no-grad mode, as PyTorch)."""
+        if self._requires_grad and not force and _grad_state.enabled:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead."

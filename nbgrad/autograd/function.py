@@ -9,6 +9,7 @@ the object its ``forward`` received as ``ctx``, named ``<ClassName>Backward``.
 from __future__ import annotations
 
 import functools
+import inspect
 import warnings
 
 from nbgrad import backend
@@ -228,6 +229,11 @@ class Function(metaclass=_FunctionMeta):
     def apply(cls, *args, **kwargs):
         from nbgrad.tensor import Tensor, _edge_of
 
+        setup_style = cls.setup_context is not Function.setup_context
+        if setup_style:  # forward's defaults are part of ``inputs``, as PyTorch binds them
+            bound = inspect.signature(cls.forward).bind(*args, **kwargs)
+            bound.apply_defaults()
+            args, kwargs = bound.args, {}
         ctx = cls._backward_cls()
         tensor_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         is_executable = _grad_state.enabled and any(
@@ -239,7 +245,7 @@ class Function(metaclass=_FunctionMeta):
         prev = _grad_state.enabled
         _grad_state.enabled = False
         try:
-            if cls.setup_context is not Function.setup_context:
+            if setup_style:
                 # PyTorch 2's style: a forward without ctx, then setup_context fills it
                 outputs = cls.forward(*args, **kwargs)
                 cls.setup_context(ctx, args, outputs)

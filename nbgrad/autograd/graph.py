@@ -125,13 +125,6 @@ class RemovableHandle:
         return f"<RemovableHandle {self.kind} hook {self.name!r} ({state})>"
 
 
-def _check_callable(method, fn):
-    # PyTorch takes anything here and fails in backward ("'int' object is not callable"):
-    # nbgrad fails at once, with the same type
-    if not callable(fn):
-        raise TypeError(f"{method}() expects a callable hook, got {type(fn).__name__}")
-
-
 def hook_name(fn) -> str:
     return getattr(fn, "__name__", None) or type(fn).__name__
 
@@ -211,14 +204,12 @@ class Node:
 
         See NOTE [Hook order] in ``nbgrad/autograd/engine.py``.
         """
-        _check_callable("register_prehook", fn)
         if self._pre_hooks is None:
             self._pre_hooks = HookList()
         return RemovableHandle(self._pre_hooks, fn, "node_prehook", owner=self)
 
     def register_hook(self, fn) -> RemovableHandle:
         """Register ``fn(grad_inputs, grad_outputs) -> new grad_inputs or None``, run after it."""
-        _check_callable("register_hook", fn)
         if self._post_hooks is None:
             self._post_hooks = HookList()
         return RemovableHandle(self._post_hooks, fn, "node_hook", owner=self)
@@ -241,6 +232,10 @@ class Node:
         raise NotImplementedError
 
     def __call__(self, *grads):
+        """Run the node on one gradient per input (``grad_fn(g)``), checked as PyTorch's."""
+        n = len(self._input_metadata_)
+        if len(grads) != n:
+            raise TypeError(f"{self.name()}: expected {n} arguments, got {len(grads)} instead")
         return self.apply(list(grads))
 
     def release_variables(self):
@@ -269,6 +264,13 @@ class AccumulateGrad(Node):
     It is the only code that writes ``.grad`` (besides ``retain_grad``). Its ``sequence_nr`` is
     2**64 - 1, so a leaf's gradient is stored as soon as it is ready.
     """
+
+    # NOTE [The name of AccumulateGrad]
+    # PyTorch's ``name()`` of this node is its C++ name, "torch::autograd::AccumulateGrad"
+    # (its Python class and repr say AccumulateGrad). nbgrad's ``name()`` is "AccumulateGrad",
+    # by contract (API.md, section 3): the name a learner reads in every printed graph, hook
+    # log and widget. It is the one node name that differs; code ported from PyTorch that
+    # compares names can strip the prefix (``name().removeprefix("torch::autograd::")``).
 
     __slots__ = ("variable",)
 
@@ -311,7 +313,9 @@ class AccumulateGrad(Node):
         if hooks:
             for h in tuple(hooks):
                 if h.enabled:
-                    _call_hook_with_events(h, (var,), self, "post_accumulate_grad", emit)
+                    out = _call_hook_with_events(h, (var,), self, "post_accumulate_grad", emit)
+                    if out is not None:
+                        raise RuntimeError("Tensor post accumulate grad hooks should return None.")
         return ()
 
 

@@ -1,0 +1,137 @@
+"""Checks and small behaviours PyTorch has that nbgrad once lacked, each compared with torch.
+
+Found by PyTorch's own TestAutograd run against nbgrad.
+"""
+
+import pytest
+import torch
+
+import nbgrad as ng
+
+
+def _outcome(fn):
+    """What a call does: ("ok", value) or (exception type name, message)."""
+    try:
+        return ("ok", fn())
+    except Exception as e:  # noqa: BLE001 - the outcome is compared
+        return (type(e).__name__, str(e))
+
+
+def test_post_accumulate_grad_hook_must_return_none():
+    def run(lib):
+        t = lib.ones(2, 3, requires_grad=True)
+        t.register_post_accumulate_grad_hook(lambda t: t.grad)
+        return _outcome(lambda: t.sum().backward())
+
+    assert run(ng) == run(torch)
+
+
+@pytest.mark.parametrize("n_args", [0, 1, 2])
+def test_calling_a_node_checks_its_argument_count(n_args):
+    def run(lib):
+        x = lib.ones(1, requires_grad=True)
+        y = x**2
+        kind, value = _outcome(lambda: y.grad_fn(*[x.detach()] * n_args))
+        if kind == "ok":
+            return kind, [v.tolist() for v in value] if isinstance(value, list) else value.tolist()
+        return kind, value.split(": ")[-1]  # (PyTorch names no node in the message)
+
+    got, want = run(ng), run(torch)
+    assert got[0] == want[0]
+    if got[0] == "ok":
+        assert got[1] in (want[1], [want[1]])
+    else:
+        assert got[1] == want[1]
+
+
+def test_numpy_of_a_tensor_that_requires_grad_in_no_grad_mode():
+    def run(lib):
+        x = lib.ones(2, 2, requires_grad=True)
+        out = [_outcome(lambda: x.numpy().tolist())[0]]
+        with lib.no_grad():
+            out.append(x.numpy().tolist())
+            out.append((x * 2).numpy().tolist())
+        with lib.inference_mode():
+            out.append(x.numpy().tolist())
+        return out
+
+    assert run(ng) == run(torch)
+
+
+def test_legacy_backward_hooks_attribute():
+    def run(lib):
+        a = lib.ones(2)
+        before = a._backward_hooks
+        a._backward_hooks = {"k": print}
+        return before, list(a._backward_hooks)
+
+    assert run(ng) == run(torch)
+
+
+def test_node_hooks_take_any_object_as_pytorch():
+    """A node keeps whatever is registered on it (PyTorch's own tests hang a sentinel object
+    there to watch the node's lifetime); the object goes when the graph goes."""
+    import gc
+
+    def run(lib):
+        freed = []
+
+        class Sentinel:
+            def __del__(self):
+                freed.append(True)
+
+        def scope():
+            root = lib.ones(3, 3, requires_grad=True)
+            copy = root.clone()
+            copy.grad_fn.register_hook(Sentinel())
+            lib.nn.functional.relu(copy.view(9), inplace=True)
+
+        scope()
+        gc.collect()
+        return freed
+
+    assert run(ng) == run(torch) == [True]
+
+
+@pytest.mark.parametrize("style", ["staticmethod", "classmethod"])
+@pytest.mark.parametrize("call", ["default", "positional", "keyword"])
+def test_setup_context_sees_forwards_defaults(style, call):
+    def run(lib):
+        def forward(x, y=3):
+            return lib.pow(x, y)
+
+        def setup_context(ctx, inputs, output):
+            x, y = inputs
+            ctx.save_for_backward(x)
+            ctx.y = y
+
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * ctx.y * lib.pow(x, ctx.y - 1), None
+
+        wrap = staticmethod if style == "staticmethod" else classmethod
+        if style == "classmethod":
+            fwd, setup, bwd = forward, setup_context, backward
+            forward = lambda cls, x, y=3: fwd(x, y)  # noqa: E731
+            setup_context = lambda cls, ctx, inputs, output: setup(ctx, inputs, output)  # noqa: E731
+            backward = lambda cls, ctx, g: bwd(ctx, g)  # noqa: E731
+        Pow = type(
+            "Pow",
+            (lib.autograd.Function,),
+            {
+                "forward": wrap(forward),
+                "setup_context": wrap(setup_context),
+                "backward": wrap(backward),
+            },
+        )
+        x = lib.tensor([1.5, -2.0], requires_grad=True)
+        if call == "default":
+            y = Pow.apply(x)
+        elif call == "positional":
+            y = Pow.apply(x, 2)
+        else:
+            y = Pow.apply(x, y=2)
+        y.sum().backward()
+        return y.tolist(), x.grad.tolist()
+
+    assert run(ng) == run(torch)
