@@ -315,13 +315,14 @@ def _mark_view(result, src, step):
         base, chain = src._base, src._view_chain
     result._base = base
     result._version_counter = src._counter()
-    # NOTE [Views made in no-grad mode]: 1 made there, 2 made from such a view, else 0
+    # NOTE [Views made in no-grad mode]: how the view was made (_NO_GRAD, _INFERENCE, or
+    # _IN_CUSTOM_FUNCTION, set by Function.apply), plus 1 when made from such a view; else 0
     if not _grad_state.enabled:
-        result._no_grad_view = 1
+        result._no_grad_view = _INFERENCE if _grad_state.inference else _NO_GRAD
         if src._requires_grad:  # see NOTE [Views made in no-grad mode]
             result._requires_grad = True
     elif base is not src and getattr(src, "_no_grad_view", 0):
-        result._no_grad_view = 2
+        result._no_grad_view = src._no_grad_view | 1
     else:
         result._no_grad_view = 0
     if step is None or (base is not src and chain is None):
@@ -341,24 +342,49 @@ def _mark_view(result, src, step):
 # or its base, and hooks registered on it never run. (PyTorch also raises when one is used
 # after its base was modified in place with grad mode on; nbgrad's view takes the base's new
 # history.)
+# (PyTorch's CreationMeta: the kinds of view an in-place op may not modify; odd: made from one)
+_NO_GRAD, _INFERENCE, _IN_CUSTOM_FUNCTION = 2, 4, 6
 _NO_GRAD_VIEW_ADVICE = (
-    "created in no_grad mode and is being modified inplace with grad mode enabled. Given that "
-    "this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
-    "moving both the view and the inplace either both inside the no_grad block (if you don't "
-    "want the inplace to be tracked) or both outside (if you want the inplace to be tracked)."
+    "is being modified inplace with grad mode enabled. Given that this use case is ambiguous "
+    "and error-prone, it is forbidden. You can clarify your code by moving both the view and "
+    "the inplace either both inside the no_grad block (if you don't want the inplace to be "
+    "tracked) or both outside (if you want the inplace to be tracked)."
+)
+_INFERENCE_VIEW_ADVICE = (
+    "is being modified inplace in normal mode. Given that this use case is ambiguous and "
+    "error-prone, it is forbidden. You can clarify your code by moving both the view and the "
+    "inplace either both inside the inference_mode block (if you don't want the inplace to be "
+    "tracked) or both outside (if you want the inplace to be tracked)."
+)
+_CUSTOM_FUNCTION_VIEW_ADVICE = (
+    "This view was created inside a custom Function (or because an input was returned as-is) "
+    "and the autograd logic to handle view+inplace would override the custom backward "
+    "associated with the custom Function, leading to incorrect gradients. This behavior is "
+    "forbidden. You can fix this by cloning the output of the custom Function."
 )
 
 
 def _no_grad_view_message(view):
-    # PyTorch names the node of a view made from such a view in grad mode: it has one when
-    # the base requires grad
-    if view._no_grad_view == 1 or not view._base._requires_grad:
-        return "A view was " + _NO_GRAD_VIEW_ADVICE
-    step = view._view_chain[-1][0] if view._view_chain else "view"
-    name = _op(step).node_name.removesuffix("Backward0") if step in _derivatives.OPS else step
-    return f"Output {view._output_nr} of {name} is a view of a view which was " + (
-        _NO_GRAD_VIEW_ADVICE
-    )
+    """PyTorch's error for an in-place op on a view of one of the kinds above; it names the
+    view's node when it has one (a view made in grad mode from such a view)."""
+    kind = view._no_grad_view & ~1
+    node = view.grad_fn
+    name = node.name().removesuffix("0").removesuffix("Backward") if node is not None else None
+    if kind == _IN_CUSTOM_FUNCTION:
+        if node is None:
+            return (
+                "A view was created in no_grad mode and is being modified inplace with grad mode "
+                "enabled. " + _CUSTOM_FUNCTION_VIEW_ADVICE
+            )
+        return (
+            f"Output {view._output_nr} of {name} is a view and is being modified inplace. "
+            + _CUSTOM_FUNCTION_VIEW_ADVICE
+        )
+    made = "created in inference mode and" if kind == _INFERENCE else "created in no_grad mode and"
+    advice = _INFERENCE_VIEW_ADVICE if kind == _INFERENCE else _NO_GRAD_VIEW_ADVICE
+    if node is None:
+        return f"A view was {made} {advice}"
+    return f"Output {view._output_nr} of {name} is a view of a view which was {made} {advice}"
 
 
 # NOTE [Views of a modified base]
@@ -789,7 +815,7 @@ class Tensor:
             acc = acc()
             if acc is not None:
                 return acc
-        if self._base is not None and getattr(self, "_no_grad_view", 0) == 1:
+        if self._base is not None and getattr(self, "_no_grad_view", 0) in (_NO_GRAD, _INFERENCE):
             return None  # a no-grad view of a tensor that requires grad: no gradient edge
         acc = AccumulateGrad(self)
         self._acc = _weakref(acc)

@@ -227,7 +227,7 @@ class Function(metaclass=_FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        from nbgrad.tensor import Tensor, _edge_of
+        from nbgrad.tensor import _IN_CUSTOM_FUNCTION, Tensor, _edge_of
 
         setup_style = cls.setup_context is not Function.setup_context
         if setup_style:  # forward's defaults are part of ``inputs``, as PyTorch binds them
@@ -256,6 +256,9 @@ class Function(metaclass=_FunctionMeta):
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
         if not is_executable:
+            for o in outs:  # see NOTE [Views made in no-grad mode]
+                if isinstance(o, Tensor) and o._base is not None and all(o is not a for a in args):
+                    o._no_grad_view = _IN_CUSTOM_FUNCTION
             return outputs
         ctx._next_edges = tuple(_edge_of(args[i]) for i in tensor_positions)
         dirty = {id(t) for t in ctx.dirty_tensors}
@@ -293,6 +296,10 @@ class Function(metaclass=_FunctionMeta):
                 o._set_history(ctx, k) if id(original) in dirty else _set_output(o, ctx, k)
             else:
                 non_diff_outputs.append(k)
+            if o._base is not None and id(original) not in dirty:
+                # an in-place op may not modify it: it would bypass the custom backward (NOTE
+                # [Views made in no-grad mode])
+                o._no_grad_view = _IN_CUSTOM_FUNCTION
             meta.append(o._metadata_tuple())
             new_outs.append(o)
         ctx._input_metadata_ = tuple(meta)

@@ -135,3 +135,72 @@ def test_setup_context_sees_forwards_defaults(style, call):
         return y.tolist(), x.grad.tolist()
 
     assert run(ng) == run(torch)
+
+
+def _custom_view_programs(lib):
+    class ViewFn(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, inp):
+            return inp.view_as(inp)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    class Identity(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, inp):
+            return inp
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    def inplace(fn, of_view=False, no_grad_input=False, op="mul"):
+        def program():
+            a = lib.rand(2) if no_grad_input else lib.rand(2, requires_grad=True).clone()
+            b = lib.rand(1, requires_grad=True)
+            v = fn.apply(a)
+            if of_view:
+                v = v[:1]
+            if op == "mul":
+                v.mul_(2)
+            elif op == "add":
+                v += b
+            else:
+                v.copy_(b.expand_as(v))
+            return v.requires_grad
+
+        return program
+
+    return {
+        "view_fn": inplace(ViewFn),
+        "view_fn_slice": inplace(ViewFn, of_view=True),
+        "identity": inplace(Identity),
+        "identity_slice": inplace(Identity, of_view=True),
+        "not_requires_grad_add": inplace(ViewFn, no_grad_input=True, op="add"),
+        "not_requires_grad_copy": inplace(ViewFn, no_grad_input=True, op="copy"),
+        "not_requires_grad_mul": inplace(ViewFn, no_grad_input=True),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_custom_view_programs(ng)))
+def test_inplace_on_a_custom_functions_view_output(name):
+    """A view a custom Function returns may not be modified in place where it would bypass the
+    custom backward: PyTorch's error and message, and no error where PyTorch allows it."""
+    got = _outcome(_custom_view_programs(ng)[name])
+    want = _outcome(_custom_view_programs(torch)[name])
+    assert got == want
+
+
+@pytest.mark.parametrize("mode", ["no_grad", "inference_mode"])
+def test_inplace_on_a_view_of_a_view_made_in_a_no_grad_block(mode):
+    def run(lib):
+        x = lib.zeros(2)
+        with getattr(lib, mode)():
+            y = x.view(2)
+        y.requires_grad_(True)
+        z = y.view(2)
+        return _outcome(lambda: z.div_(2))
+
+    assert run(ng) == run(torch)
