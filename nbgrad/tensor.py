@@ -364,12 +364,17 @@ _CUSTOM_FUNCTION_VIEW_ADVICE = (
 )
 
 
+def _view_node_name(node):
+    """A view's node as PyTorch's view errors name it: ``UnbindBackward0`` -> ``Unbind``."""
+    return node.name().removesuffix("0").removesuffix("Backward")
+
+
 def _no_grad_view_message(view):
     """PyTorch's error for an in-place op on a view of one of the kinds above; it names the
     view's node when it has one (a view made in grad mode from such a view)."""
     kind = view._no_grad_view & ~1
     node = view.grad_fn
-    name = node.name().removesuffix("0").removesuffix("Backward") if node is not None else None
+    name = _view_node_name(node) if node is not None else None
     if kind == _IN_CUSTOM_FUNCTION:
         if node is None:
             return (
@@ -2066,13 +2071,18 @@ class Tensor:
                 or any(isinstance(o, Tensor) and o._requires_grad for o in others)
             )
         )
-        if needs_graph and base is not None and self._view_chain is None and self._requires_grad:
+        if needs_graph and base is not None and self._view_chain is None:
             raise RuntimeError(
-                f"Output {self._output_nr} of "
-                f"{self.grad_fn.name() if self.grad_fn else 'a view op'} "
-                "is a view and is being modified inplace. This view is the output of a function "
-                "that returns multiple views. Such functions do not allow the output views to be "
-                "modified inplace. You should replace the inplace operation by an out-of-place one."
+                (
+                    f"Output {self._output_nr} of {_view_node_name(self.grad_fn)} is a view and "
+                    "is being modified inplace."
+                    if self.grad_fn is not None
+                    else "A view was created in no_grad mode and is being modified inplace with "
+                    "grad mode enabled."
+                )
+                + " This view is the output of a function that returns multiple views. Such "
+                "functions do not allow the output views to be modified inplace. You should "
+                "replace the inplace operation by an out-of-place one."
             )
         if not needs_graph:
             ufunc = _INPLACE_UFUNCS.get(op.name)

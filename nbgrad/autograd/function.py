@@ -262,6 +262,11 @@ class Function(metaclass=_FunctionMeta):
             return outputs
         ctx._next_edges = tuple(_edge_of(args[i]) for i in tensor_positions)
         dirty = {id(t) for t in ctx.dirty_tensors}
+        if not dirty <= {id(args[i]) for i in tensor_positions}:
+            raise RuntimeError(
+                "ctx.mark_dirty() received a tensor that was not an input. Only input Tensors "
+                "that have been mutated should be passed to ctx.mark_dirty()."
+            )
         if not dirty <= {id(o) for o in outs}:
             raise RuntimeError(
                 "Some elements marked as dirty during the forward method were not returned as "
@@ -284,6 +289,12 @@ class Function(metaclass=_FunctionMeta):
                 if o._requires_grad and o.grad_fn is None:
                     raise RuntimeError(
                         "a leaf Variable that requires grad has been used in an in-place operation."
+                    )
+                base = o._base
+                if base is not None and base._requires_grad and base.grad_fn is None:
+                    raise RuntimeError(
+                        "a view of a leaf Variable that requires grad is being used in an in-place "
+                        "operation."
                     )
             elif id(o) in inputs_by_id:
                 o = o.view_as(o) if o._requires_grad else o.detach()

@@ -204,3 +204,49 @@ def test_inplace_on_a_view_of_a_view_made_in_a_no_grad_block(mode):
         return _outcome(lambda: z.div_(2))
 
     assert run(ng) == run(torch)
+
+
+def _dirty_programs(lib):
+    def make(forward):
+        return type(
+            "Func",
+            (lib.autograd.Function,),
+            {"forward": staticmethod(forward), "backward": staticmethod(lambda ctx, g: g)},
+        )
+
+    def dirty_intermediate(ctx, inp):
+        out = inp.clone().view_as(inp)
+        ctx.mark_dirty(out)
+        return out
+
+    def dirty_input(ctx, inp):
+        inp.add_(1)
+        ctx.mark_dirty(inp)
+        return inp
+
+    leaf = lambda: lib.tensor([1.0, 2.0], requires_grad=True)  # noqa: E731
+    return {
+        "intermediate": lambda: make(dirty_intermediate).apply(leaf().clone()).tolist(),
+        "intermediate_no_grad": lambda: make(dirty_intermediate).apply(lib.ones(2)).tolist(),
+        "view_of_leaf": lambda: make(dirty_input).apply(leaf().view_as(leaf())).tolist(),
+        "leaf": lambda: make(dirty_input).apply(leaf()).tolist(),
+        "clone": lambda: make(dirty_input).apply(leaf().clone()).tolist(),
+        "view_of_clone": lambda: make(dirty_input).apply(leaf().clone()[:1]).tolist(),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_dirty_programs(ng)))
+def test_mark_dirty_checks(name):
+    assert _outcome(_dirty_programs(ng)[name]) == _outcome(_dirty_programs(torch)[name])
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_inplace_on_one_of_several_views_from_one_op(requires_grad):
+    def run(lib):
+        a = lib.rand(1, 2, requires_grad=requires_grad)
+        a = a.clone() if requires_grad else a
+        b = lib.rand(1, requires_grad=True)
+        view = a.unbind()[0]
+        return _outcome(lambda: view.copy_(b.expand(2)).requires_grad)
+
+    assert run(ng) == run(torch)
