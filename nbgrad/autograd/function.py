@@ -261,16 +261,33 @@ class Function(metaclass=_FunctionMeta):
                     o._no_grad_view = _IN_CUSTOM_FUNCTION
             return outputs
         ctx._next_edges = tuple(_edge_of(args[i]) for i in tensor_positions)
-        dirty = {id(t) for t in ctx.dirty_tensors}
-        if not dirty <= {id(args[i]) for i in tensor_positions}:
-            raise RuntimeError(
-                "ctx.mark_dirty() received a tensor that was not an input. Only input Tensors "
-                "that have been mutated should be passed to ctx.mark_dirty()."
-            )
-        if not dirty <= {id(o) for o in outs}:
+        if not {id(t) for t in ctx.dirty_tensors} <= {id(o) for o in outs}:
             raise RuntimeError(
                 "Some elements marked as dirty during the forward method were not returned as "
                 "output. The inputs that are modified inplace must all be outputs of the Function."
+            )
+        input_ids = {id(args[i]) for i in tensor_positions}
+        for t in ctx.dirty_tensors:
+            if id(t) not in input_ids:  # PyTorch warns, and refuses it only for a view
+                message = (
+                    "ctx.mark_dirty() received a tensor that was not an input. Only input Tensors "
+                    "that have been mutated should be passed to ctx.mark_dirty()."
+                )
+                warnings.warn(message, UserWarning, stacklevel=2)
+                if t._base is not None:
+                    raise RuntimeError(message)
+        dirty = {id(t) for t in ctx.dirty_tensors if id(t) in input_ids}
+        n_tensor_outputs = sum(1 for o in outs if isinstance(o, Tensor))
+        if n_tensor_outputs > 1 and any(
+            id(args[i]) in dirty and args[i]._base is not None for i in tensor_positions
+        ):
+            raise RuntimeError(
+                "If your Function modifies inplace an input that is a view of another Tensor, your "
+                "Function cannot return more than one Tensor. This is not supported by the "
+                "current autograd engine. You should either make sure the input is not a view "
+                "(using .clone() for example) or make your Function only return one Tensor "
+                "(potentially splitting it into two Functions: one doing the inplace that returns "
+                "a single Tensor and a second one that does the other operations)."
             )
         non_diff = {id(t) for t in ctx.non_differentiable}
         inputs_by_id = {id(args[i]): args[i] for i in tensor_positions}
