@@ -359,11 +359,12 @@ def _set_output(t, node, output_nr):
     t._requires_grad = True
 
 
-class _DelayedError(Node):
-    """Raises when differentiated: the gradient of a ``once_differentiable`` backward."""
+class Error(Node):
+    """Raises when differentiated: the node over the gradients a ``once_differentiable``
+    backward returns (PyTorch's ``DelayedError``, whose node is named ``Error``)."""
 
     __slots__ = ("msg",)
-    _name = "DelayedError"
+    _name = "Error"
 
     def __init__(self, msg, edges):
         super().__init__(edges)
@@ -388,24 +389,28 @@ def once_differentiable(fn):
             _grad_state.enabled = prev
         if not prev:
             return outputs
-        requires = [a for a in args if isinstance(a, Tensor) and a._requires_grad]
-        if not requires:
+        if not any(isinstance(a, Tensor) and a._requires_grad for a in args):
             return outputs
-        edges = tuple(_edge_of(a) for a in requires)
+        # as PyTorch: each gradient becomes a leaf that requires grad, and one Error node over
+        # them hands out aliases; differentiating through it raises
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
+        leaves = [o.detach().requires_grad_() if isinstance(o, Tensor) else o for o in outs]
+        err = Error(
+            "trying to differentiate twice a function that was marked with @once_differentiable",
+            tuple(_edge_of(v) if isinstance(v, Tensor) else Edge(None, 0) for v in leaves),
+        )
         wrapped = []
-        for o in outs:
-            if isinstance(o, Tensor):
-                err = _DelayedError(
-                    "trying to differentiate twice a function that was marked with "
-                    "@once_differentiable",
-                    edges,
-                )
-                err._input_metadata_ = (o._metadata_tuple(),)
-                o = o.detach()
-                _set_output(o, err, 0)
-            wrapped.append(o)
+        meta = []
+        for k, v in enumerate(leaves):
+            if isinstance(v, Tensor):
+                v = v.detach()
+                _set_output(v, err, k)
+                meta.append(v._metadata_tuple())
+            else:
+                meta.append(None)
+            wrapped.append(v)
+        err._input_metadata_ = tuple(meta)
         return wrapped[0] if single else tuple(wrapped)
 
     wrapper._once_differentiable = True

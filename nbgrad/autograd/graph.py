@@ -346,7 +346,14 @@ def _accumulate_locked(var, grad):
 
     old = var._grad
     if _state.enabled:  # create_graph: keep the graph of the gradient
-        var._grad = grad if old is None else old + grad
+        if old is not None:
+            var._grad = old + grad
+        elif grad._requires_grad:
+            # a copy, never the gradient itself (which may be the user's tensor or another
+            # leaf's .grad), differentiable as PyTorch's: CopyBackwards(None, grad's node)
+            var._grad = grad.new_empty(grad.shape).copy_(grad)
+        else:
+            var._grad = grad._detached_copy()
         return
     if old is None:
         if not var._data.flags.c_contiguous and _dense(var._data):

@@ -350,3 +350,73 @@ def test_matmul_builds_pytorchs_graph(shapes, requires_grad):
         assert (g is None) == (w is None)
         if g is not None:
             _close(np.array(g), np.array(w))
+
+
+def _desc(fn):
+    """PyTorch's TestAutograd ``graph_desc``: node class names, nested."""
+    if fn is None:
+        return "None"
+    return type(fn).__name__ + "(" + ", ".join(_desc(f) for f, _ in fn.next_functions) + ")"
+
+
+@pytest.mark.parametrize("case", ["mul", "mul_go", "sum", "sum_go", "twice", "user_grad"])
+def test_grad_accumulated_under_create_graph_is_a_differentiable_copy(case):
+    """Under create_graph the first ``.grad`` is a copy of the gradient (CopyBackwards over its
+    graph when it requires grad), never the gradient tensor itself."""
+
+    def run(lib):
+        x = lib.tensor([[1.0, 2.0], [3.0, -1.0]], requires_grad=True)
+        go = lib.ones((), requires_grad=True)
+        user = lib.full((2, 2), 0.5, requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the create_graph reference-cycle warning
+            if case == "mul":
+                (x * 2).sum().backward(create_graph=True)
+            elif case == "mul_go":
+                (x * 2).sum().backward(go, create_graph=True)
+            elif case == "sum":
+                x.sum().backward(create_graph=True)
+            elif case == "sum_go":
+                x.sum().backward(go, create_graph=True)
+            elif case == "twice":
+                (x * x).sum().backward(create_graph=True)
+                (x * 3).sum().backward(go, create_graph=True)
+            else:
+                (x * 1).backward(user, create_graph=True)
+        g = x.grad
+        out = [_desc(g.grad_fn), g.requires_grad, g is user, g.tolist()]
+        if g.requires_grad:
+            (g * g).sum().backward()
+            out += [None if t.grad is None else t.grad.tolist() for t in (x, go, user)]
+        return out
+
+    assert run(ng) == run(torch)
+
+
+def test_once_differentiable_gradient_graph_as_pytorch():
+    def run(lib):
+        class Fn(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, t1, scalar, t2):
+                ctx.scalar = scalar
+                ctx.save_for_backward(t1, t2)
+                return t1 + scalar * t2 + t1 * t2
+
+            @staticmethod
+            @lib.autograd.function.once_differentiable
+            def backward(ctx, g):
+                t1, t2 = ctx.saved_tensors
+                return g + g * t2, None, g * ctx.scalar + g * t1
+
+        x = lib.tensor([[1.0, 2.0]], requires_grad=True)
+        y = lib.tensor([[3.0, -1.0]], requires_grad=True)
+        go = lib.ones((), requires_grad=True)
+        gx, gy = lib.autograd.grad(Fn.apply(x, 2, y).sum(), (x, y), go, create_graph=True)
+        try:
+            gx.sum().backward()
+            err = None
+        except RuntimeError as e:
+            err = str(e)
+        return _desc(gx.grad_fn), _desc(gy.grad_fn), gx.tolist(), gy.tolist(), err
+
+    assert run(ng) == run(torch)
