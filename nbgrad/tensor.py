@@ -792,6 +792,13 @@ class Tensor:
     def data(self, value):
         if not isinstance(value, Tensor):
             raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        if self._requires_grad and value._data.dtype.kind not in "fc":
+            raise RuntimeError(
+                "data set to a tensor that requires gradients must be floating point or complex "
+                "dtype"
+            )
+        if value._data.dtype != self._data.dtype or value._device != self._device:
+            self._acc = None  # as PyTorch: a leaf of another type gets a new AccumulateGrad
         self._data = value._data
         self._device = value._device
 

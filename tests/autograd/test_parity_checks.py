@@ -326,3 +326,25 @@ def test_custom_function_inplace_rules(name):
         assert want[1].startswith(got[1].removesuffix(")."))
     else:
         assert got == want
+
+
+@pytest.mark.parametrize("new", ["float", "int", "double"])
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_setting_data(new, requires_grad):
+    def run(lib):
+        a = lib.tensor([1.0, 2.0], requires_grad=requires_grad)
+        value = {
+            "float": lib.tensor([3.0, 4.0]),
+            "int": lib.tensor([3, 4]),
+            "double": lib.tensor([3.0, 4.0], dtype=lib.float64),
+        }[new]
+
+        def set_and_use():
+            a.data = value
+            if requires_grad:
+                (a * 2).sum().backward()
+            return str(a.dtype).split(".")[-1], a.tolist(), a.grad is not None and a.grad.tolist()
+
+        return _outcome(set_and_use)
+
+    assert run(ng) == run(torch)
