@@ -321,6 +321,7 @@ def _mark_view(result, src, step):
         result._no_grad_view = _INFERENCE if _grad_state.inference else _NO_GRAD
         if src._requires_grad:  # see NOTE [Views made in no-grad mode]
             result._requires_grad = True
+            result._view_version = result._version_counter[0]
     elif base is not src and getattr(src, "_no_grad_view", 0):
         result._no_grad_view = src._no_grad_view | 1
     else:
@@ -597,6 +598,7 @@ class Tensor:
         "_views",  # on a base: weakrefs to its views (see NOTE [Views of a modified base])
         "_no_grad_view",  # on a view: made in no-grad mode, or from such a view (NOTE below)
         "_legacy_backward_hooks",
+        "_view_version",  # on a no-grad view that requires grad: the version it was made at
         "__weakref__",
     )
 
@@ -2607,6 +2609,9 @@ def _format_tensor(t):
         extras.append(f"dtype={d}")
     if t.grad_fn is not None:
         extras.append(f"grad_fn=<{t.grad_fn.name()}>")
+    elif getattr(t, "_view_version", t._version) != t._version:
+        # a no-grad view changed in place since: PyTorch's grad_fn of it is an error, shown so
+        extras.append("grad_fn=<Invalid>")
     elif t._requires_grad:
         extras.append("requires_grad=True")
     # as PyTorch's _add_suffixes: a suffix that would pass 80 columns starts a new line

@@ -348,3 +348,17 @@ def test_setting_data(new, requires_grad):
         return _outcome(set_and_use)
 
     assert run(ng) == run(torch)
+
+
+def test_printing_a_no_grad_view_changed_in_place():
+    def run(lib):
+        a = lib.ones(1, requires_grad=True)
+        out = [repr(a), repr(a.clone())]
+        with lib.no_grad():
+            b = a[:]
+            out.append(repr(b))
+            b *= 2
+        out.append(repr(b))
+        return out
+
+    assert run(ng) == run(torch)
