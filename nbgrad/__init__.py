@@ -17,7 +17,14 @@ from . import (  # noqa: E402
     optim,
 )
 from ._functions import *  # noqa: E402,F401,F403
-from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .backend import Device as device
 from .dtypes import (
     bool,

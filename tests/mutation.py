@@ -251,12 +251,12 @@ MUTANTS = [
     m(M, "        _state.enabled = self._prev\n", "        _state.enabled = True\n", "set_grad_enabled: exit always enables", nth=3),
     m(M, "        _state.enabled = self._prev  # used as a decorator", "        pass  # used as a decorator", "set_grad_enabled as a decorator changes the mode at once"),
     m(M, "            with self.__class__(*self._args):", "            with self:", "decorators reuse one context object"),
-    m(M, "        if self.mode:\n", "        if True:\n", "inference_mode(False) disables grad"),
+    m(M, "        _state.enabled = not self.mode\n", "        _state.enabled = False\n", "inference_mode(False) disables grad"),
     m(M, "        _state.enabled, _state.inference = self._prev\n", "        _state.enabled = self._prev[0]\n", "inference_mode: flag stays after the block"),
-    m(M, "            _state.inference = True\n", "            _state.inference = False\n", "inference_mode: flag not set"),
+    m(M, "        _state.inference = self.mode\n", "        _state.inference = False\n", "inference_mode: flag not set"),
     m(M, "class _GradState(threading.local):", "class _GradState:", "grad mode shared between threads"),
     m(M, "        _state.enabled = True\n", "        pass\n", "enable_grad does not enable"),
-    m(M, "            _state.enabled = False\n            _state.inference", "            _state.enabled = True\n            _state.inference", "inference_mode keeps grad enabled"),
+    m(M, "        _state.enabled = not self.mode\n", "        _state.enabled = True\n", "inference_mode keeps grad enabled"),
     m(M, "        self._prev = _state.enabled\n        _state.enabled = False\n", "        self._prev = True\n        _state.enabled = False\n", "no_grad: remembers enabled, whatever it was"),
 ]
 # fmt: on

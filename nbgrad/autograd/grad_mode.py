@@ -114,9 +114,9 @@ class inference_mode(_DecoratorContextManager):
 
     def __enter__(self):
         self._prev = (_state.enabled, _state.inference)
-        if self.mode:
-            _state.enabled = False
-            _state.inference = True
+        # as PyTorch's InferenceMode guard: inference_mode(False) enables grad
+        _state.enabled = not self.mode
+        _state.inference = self.mode
 
     def __exit__(self, *exc):
         _state.enabled, _state.inference = self._prev
