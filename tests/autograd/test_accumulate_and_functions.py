@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import nbgrad as ng
+
 # (both libraries warn that backward(create_graph=True) makes a reference cycle: expected here)
 pytestmark = pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
-
-import nbgrad as ng
 
 torch = pytest.importorskip("torch")
 LIBS = [ng, torch]
