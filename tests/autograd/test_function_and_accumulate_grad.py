@@ -11,7 +11,8 @@ import pytest
 
 import nbgrad as ng
 
-# (both libraries warn that backward(create_graph=True) makes a reference cycle: expected here)
+# (both libraries warn that backward(create_graph=True) makes a reference cycle: expected here.
+# PyTorch warns once per process, so test_errors.py, which checks that warning, runs first)
 pytestmark = pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
 
 torch = pytest.importorskip("torch")
@@ -51,9 +52,9 @@ def test_accumulation_without_create_graph_is_in_place():
 def test_accumulated_grad_under_create_graph_is_differentiable():
     def run(lib):
         x = leaf(lib)
-        (x**3).sum().backward(create_graph=True)
+        (x**3).sum().backward(create_graph=True, inputs=[x])
         first = [arr(x.grad), x.grad.requires_grad]
-        (x * x).sum().backward(create_graph=True)  # .grad = 3x^2 + 2x, with its graph
+        (x * x).sum().backward(create_graph=True, inputs=[x])  # .grad = 3x^2 + 2x, with its graph
         (h,) = lib.autograd.grad(x.grad.sum(), x)
         return first + [arr(x.grad), x.grad.requires_grad, arr(h)]
 
@@ -65,7 +66,7 @@ def test_retain_grad_under_create_graph_and_accumulation():
         x = leaf(lib)
         y = x * x
         y.retain_grad()
-        (y * y).sum().backward(create_graph=True)
+        (y * y).sum().backward(create_graph=True, inputs=[x, y])
         out = [arr(y.grad), y.grad.requires_grad]
         (h,) = lib.autograd.grad(y.grad.sum(), x, retain_graph=True)
         out.append(arr(h))
