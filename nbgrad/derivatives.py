@@ -278,12 +278,12 @@ op("hardtanh_backward", "HardtanhBackwardBackward0", "grad_output self", lambda 
 op("silu", "SiluBackward0", "self", lambda xp, self: self * _sigmoid(xp, self), promote="float",
    self=lambda grad, self: _silu_backward(grad, self))
 op("elu", "EluBackward0", "self", lambda xp, self, alpha: _elu(xp, self, alpha), attrs="alpha", promote="float",
-   self=lambda grad, self, alpha: _T.where(self > 0, grad, grad * alpha * self.exp()))
+   self=lambda grad, self, alpha: _T.where(self > 0, grad, grad * alpha * _below(self, 0.0).exp()))
 # elu_ (in place) saves its result, as PyTorch's EluBackward1: exp(x) is result / alpha + 1
 op("elu_", "EluBackward1", "self", lambda xp, self, alpha: _elu(xp, self, alpha), attrs="alpha", promote="float",
-   self=lambda grad, result, alpha: _T.where(result > 0, grad, grad * (result + alpha)))
+   self=lambda grad, result, alpha: _T.where(result > 0, grad, grad * (_below(result, 0.0) + alpha)))
 op("softplus", "SoftplusBackward0", "self", lambda xp, self, beta, threshold: _softplus(xp, self, beta, threshold), attrs="beta threshold", promote="float",
-   self=lambda grad, self, beta, threshold: _T.where(self * beta > threshold, grad, grad * (self * beta).sigmoid()))
+   self=lambda grad, self, beta, threshold: _T.where(self * beta > threshold, grad, grad * _below(self * beta, threshold).sigmoid()))
 op("hardtanh", "HardtanhBackward0", "self", lambda xp, self, min_val, max_val: xp.clip(self, min_val, max_val), attrs="min_val max_val",
    self=lambda grad, self, min_val, max_val: _T._dispatch(OPS["hardtanh_backward"], (grad, self), {"min_val": min_val, "max_val": max_val}))
 op("log_sigmoid", "LogSigmoidBackward0", "self", lambda xp, self: -_softplus(xp, -self, 1.0, 20.0), promote="float",
@@ -714,6 +714,13 @@ def _gelu_backward(grad, x, approximate):
     return grad * (cdf + x * pdf)
 
 
+def _below(x, threshold):
+    """``x`` where it is below ``threshold``, else the constant ``threshold``: the same values
+    up to the threshold, but a derivative of 0 on it. PyTorch's double backward of elu and
+    softplus masks with a strict ``x < threshold``, so the second derivative on a kink is 0."""
+    return _T.where(x < threshold, x, threshold)
+
+
 def _clamp(xp, a, lo, hi):
     if lo is not None:
         a = xp.maximum(a, lo)
@@ -750,6 +757,8 @@ def _pow_scalar(xp, a, exponent):
 def _pow_backward(grad, self, exponent):
     if not isinstance(exponent, _T.Tensor) and exponent == 0:
         return _T.zeros_like(grad)
+    # at self == 0 a negative power is inf and 0 * inf is nan, as in PyTorch (NumPy's warning
+    # is off in backward: see NOTE [Quiet backward] in the engine)
     if isinstance(exponent, _T.Tensor):
         return _T.where(exponent == 0, 0.0, grad * exponent * self ** (exponent - 1))
     return grad * exponent * self ** (exponent - 1)
@@ -918,11 +927,10 @@ def _var_backward(grad, self, dim, correction, keepdim):
 
 
 def _std_backward(grad, self, result, dim, correction, keepdim):
-    n = _count(self.shape, dim)
-    mean = self.mean(dim, keepdim=True) if dim is not None else self.mean()
-    r = _expand_reduced(result, self.shape, dim, keepdim)
-    g = _expand_reduced(grad, self.shape, dim, keepdim)
-    return _T.where(r == 0, 0.0, g * (self - mean) / (r * max(n - correction, 0)))
+    # PyTorch's std_backward: var's backward of a masked grad / (2 std), so that at std 0 the
+    # first and second derivatives are 0, as PyTorch's
+    g = (grad / (result * 2)).masked_fill(result == 0, 0)
+    return _var_backward(g, self, dim, correction, keepdim)
 
 
 def _vector_norm(xp, a, ord, dim, keepdim):
@@ -940,14 +948,19 @@ def _norm_backward(grad, self, result, ord, dim, keepdim):
     g = _expand_reduced(grad, self.shape, dim, keepdim)
     r = _expand_reduced(result, self.shape, dim, keepdim)
     if ord == 2:
-        return _T.where(r == 0, 0.0, self * g / r)
+        return g * (self / r).masked_fill(r == 0, 0)
     if ord == 1:
         return self.sign() * g
     if ord == math.inf:
         mask = self.abs() == r
         count = mask.sum(dim, keepdim=True) if dim is not None else mask.sum()
         return _T.where(mask, self.sign() * g / count, 0.0)
-    return _T.where(r == 0, 0.0, self * self.abs() ** (ord - 2) * g / r ** (ord - 1))
+    # as PyTorch's norm_backward: the masked quotient, so that double backward at a zero norm
+    # gives PyTorch's values (0 or nan) and not 0 * inf
+    scale = (g / r ** (ord - 1)).masked_fill(r == 0, 0)
+    if ord < 2:
+        return self.sign() * self.abs() ** (ord - 1) * scale
+    return self * self.abs() ** (ord - 2) * scale
 
 
 def _logsumexp(xp, a, dim, keepdim):

@@ -37,6 +37,10 @@ import scipy.special
 import nbgrad as ng
 from nbgrad.derivatives import OPS, TableNode
 
+# NumPy's RuntimeWarnings (0 * inf, 0 / 0, overflow) are errors here: PyTorch computes the same
+# values silently, so a kernel or a formula that warns has a stray warning to silence
+pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
+
 
 # ---- the vocabulary of the cases -----------------------------------------------------------
 def lib(t):
@@ -1134,3 +1138,178 @@ def test_device_matches_cpu(case, sample, seed, device):
         assert (a is None) == (b is None)
         if a is not None:
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+# ---- kinks and ties ----------------------------------------------------------------------------
+# Every piecewise op at inputs exactly on its thresholds and at ties, where finite differences
+# mean nothing: values, first- and second-order gradients against PyTorch's (which picks a
+# one-sided derivative, splits a tie evenly, or gives inf / nan). A new piecewise op adds its
+# kinks here, one line each. The upstream gradient requires grad, so that every first-order
+# gradient has a graph in both libraries and the second order is compared on the same terms.
+@dataclass
+class Kink:
+    name: str
+    fn: Callable
+    inputs: list  # the values of the float64 inputs, each requiring grad
+    order2: bool = True  # False where only the first order is compared
+
+
+ON_ZERO = [-1.5, -0.0, 0.0, 2.0]
+SLOPES = [[-1.0, -0.5, 0.0, 0.5, 1.0, 1.5]]
+KINK_TIES = [[1.0, 3.0, 3.0], [0.5, -1.0, 0.5]]
+OTHER = [[1.0, 2.0, 3.0], [0.5, -1.0, 1.0]]  # ties with KINK_TIES in three places
+AT_BETA = [[0.5, -0.5, 1.0, 0.0], [0.0, 0.0, 0.0, 0.0]]  # differences on the threshold 0.5
+
+
+def _ranked(t, k):
+    """``t`` times 1, 2, ..., k along its last dim: each sorted place gets its own gradient."""
+    return t * lib(t).arange(1, k + 1, dtype=t.dtype)
+
+
+# fmt: off
+KINKS = [
+    Kink("relu", lambda x: x.relu(), [ON_ZERO]),
+    Kink("relu_", lambda x: nnf(x).relu(x * 1, inplace=True), [ON_ZERO]),
+    Kink("relu6", lambda x: nnf(x).relu6(x * 4), SLOPES),
+    Kink("leaky_relu", lambda x: nnf(x).leaky_relu(x, 0.2), [ON_ZERO]),
+    Kink("leaky_relu_", lambda x: nnf(x).leaky_relu(x * 1, 0.2, inplace=True), [ON_ZERO]),
+    Kink("hardtanh", lambda x: nnf(x).hardtanh(x), SLOPES),
+    Kink("hardtanh(-0.5, 0.5)", lambda x: nnf(x).hardtanh(x, -0.5, 0.5), SLOPES),
+    Kink("elu", lambda x: nnf(x).elu(x), [ON_ZERO]),
+    Kink("elu(0.5)", lambda x: nnf(x).elu(x, 0.5), [ON_ZERO]),
+    Kink("elu_(0.5)", lambda x: nnf(x).elu(x * 1, 0.5, inplace=True), [ON_ZERO]),
+    Kink("softplus at its threshold", lambda x: nnf(x).softplus(x, 2.0, 1.0), SLOPES),
+    Kink("clamp", lambda x: x.clamp(-0.5, 1.0), SLOPES),
+    Kink("clamp(min=)", lambda x: x.clamp(min=0.5), SLOPES),
+    Kink("clamp(max=)", lambda x: x.clamp(max=0.5), SLOPES),
+    Kink("clamp_", lambda x: (x * 1).clamp_(-0.5, 1.0), SLOPES),
+    Kink("clamp min == max", lambda x: x.clamp(0.5, 0.5), SLOPES),
+    Kink("clamp_min", lambda x: x.clamp_min(0.5), SLOPES),
+    Kink("clamp_max", lambda x: x.clamp_max(-0.5), SLOPES),
+    Kink("abs", lambda x: x.abs(), [ON_ZERO]),
+    Kink("sign", lambda x: x.sign(), [ON_ZERO]),
+    Kink("max", lambda x: x.max(), [KINK_TIES]),
+    Kink("min", lambda x: x.min(), [[[1.0, -3.0, -3.0], [0.5, -1.0, 0.5]]]),
+    Kink("max(dim)", lambda x: x.max(1)[0], [KINK_TIES]),
+    Kink("min(dim)", lambda x: x.min(0)[0], [KINK_TIES]),
+    Kink("amax", lambda x: x.amax(1), [KINK_TIES]),
+    Kink("amax()", lambda x: x.amax(), [[[3.0, 1.0, 3.0], [0.5, 3.0, 0.5]]]),
+    Kink("amin", lambda x: x.amin(0), [[[1.0, 3.0, 3.0], [1.0, 3.0, 0.5]]]),
+    Kink("maximum", lambda x, y: lib(x).maximum(x, y), [KINK_TIES, OTHER]),
+    Kink("minimum", lambda x, y: lib(x).minimum(x, y), [KINK_TIES, OTHER]),
+    Kink("where x == y", lambda x, y: lib(x).where(x > y, x, y), [KINK_TIES, OTHER]),
+    Kink("x ** 2 at 0", lambda x: x**2, [ON_ZERO]),
+    Kink("x ** 3 at 0", lambda x: x**3, [ON_ZERO]),
+    Kink("x ** 0 at 0", lambda x: x**0, [ON_ZERO]),
+    Kink("x ** 1 at 0", lambda x: x**1, [ON_ZERO]),
+    Kink("x ** 0.5 at 0", lambda x: x**0.5, [[0.0, 0.25, 4.0]]),
+    Kink("x ** 1.5 at 0", lambda x: x**1.5, [[0.0, 0.25, 4.0]]),
+    Kink("x ** e at 0 (e a constant tensor)",
+         lambda x: x ** lib(x).tensor([0.0, 0.0, 1.0, 2.0], dtype=x.dtype), [[0.0, 2.0, 0.0, 0.0]],
+         order2=False),  # PyTorch's second order is 0 * inf = nan at 0 ** 0, and NumPy warns
+    Kink("sqrt at 0", lambda x: x.sqrt(), [[0.0, 0.25, 4.0]]),
+    Kink("log at 0", lambda x: x.log(), [[0.0, 0.25, 4.0]]),
+    Kink("norm at 0", lambda x: x.norm(), [[[0.0, 0.0], [0.0, 0.0]]]),
+    Kink("norm(dim) at 0", lambda x: x.norm(dim=1), [[[0.0, 0.0], [3.0, -4.0]]]),
+    Kink("norm(1) at 0", lambda x: x.norm(1), [[[0.0, -1.0], [2.0, 0.0]]]),
+    Kink("norm(inf) ties", lambda x: x.norm(float("inf")), [[[3.0, -3.0], [1.0, 0.0]]]),
+    Kink("norm(3) at 0", lambda x: x.norm(3, dim=1), [[[0.0, 0.0], [1.0, 0.0]]]),
+    Kink("norm(1.5) at 0", lambda x: x.norm(1.5, dim=1), [[[0.0, 0.0], [1.0, 0.0]]]),
+    Kink("std of a constant", lambda x: x.std(), [[2.0, 2.0, 2.0]]),
+    Kink("std(dim) of a constant row", lambda x: x.std(1), [[[2.0, 2.0, 2.0], [1.0, 2.0, 4.0]]]),
+    Kink("prod with one zero", lambda x: x.prod(), [[[2.0, 0.0], [3.0, -1.0]]]),
+    Kink("prod with two zeros", lambda x: x.prod(1), [[[2.0, 0.0, 0.0], [3.0, -1.0, 0.5]]]),
+    Kink("sort ties", lambda x: _ranked(x.sort()[0], 3), [KINK_TIES]),
+    Kink("sort descending ties", lambda x: _ranked(x.sort(descending=True)[0], 3), [KINK_TIES]),
+    Kink("topk ties", lambda x: _ranked(x.topk(2)[0], 2), [KINK_TIES]),
+    Kink("smooth_l1_loss at beta",
+         lambda x, y: nnf(x).smooth_l1_loss(x, y, reduction="none", beta=0.5), AT_BETA),
+    Kink("huber_loss at delta",
+         lambda x, y: nnf(x).huber_loss(x, y, reduction="none", delta=0.5), AT_BETA),
+    Kink("max_pool2d ties", lambda x: nnf(x).max_pool2d(x, 2), [[[[[1.0, 1.0], [1.0, 0.0]]]]]),
+]
+# fmt: on
+
+
+def _kink_run(lib_, kink, make):
+    """Values, first-order gradients, and the second order (the gradient of the first-order
+    gradients against a fixed vector, w.r.t. the inputs and the upstream gradient)."""
+    inputs = [make(v) for v in kink.inputs]
+    out = kink.fn(*inputs)
+    upstream = make(np.linspace(0.5, 1.5, out.numel()).reshape(tuple(out.shape)))
+    grads = lib_.autograd.grad(out, inputs, upstream, create_graph=True, allow_unused=True)
+    results = [out.detach()] + [g.detach() if g is not None else None for g in grads]
+    if kink.order2:
+        firsts = [g for g in grads if g is not None and g.requires_grad]
+        if firsts:
+            vs = [make(np.linspace(-1.0, 1.0, g.numel()).reshape(tuple(g.shape))) for g in firsts]
+            second = lib_.autograd.grad(
+                firsts, inputs + [upstream], vs, allow_unused=True, materialize_grads=True
+            )
+            results += [s.detach() for s in second]
+    return results
+
+
+@pytest.mark.parametrize("kink", KINKS, ids=[k.name for k in KINKS])
+def test_kinks_and_ties_match_torch(kink):
+    torch = pytest.importorskip("torch")
+    ours = _kink_run(ng, kink, lambda v: ng.tensor(np.asarray(v, np.float64), requires_grad=True))
+    theirs = _kink_run(
+        torch, kink, lambda v: torch.tensor(np.asarray(v, np.float64), requires_grad=True)
+    )
+    assert len(ours) == len(theirs)
+    for k, (a, b) in enumerate(zip(ours, theirs)):
+        assert (a is None) == (b is None), f"result {k}"
+        if a is not None:
+            b = b.detach().cpu().numpy(force=True)  # (force: torch's ZeroTensor)
+            np.testing.assert_allclose(
+                _to_numpy(a), b, rtol=1e-12, atol=1e-12, err_msg=f"{kink.name}: result {k}"
+            )
+
+
+def test_every_piecewise_row_has_a_kink():
+    """The rows whose derivative has a kink or a tie are all in KINKS (by node name)."""
+    piecewise = {
+        "relu",
+        "leaky_relu",
+        "leaky_relu_",
+        "hardtanh",
+        "elu",
+        "elu_",
+        "softplus",
+        "clamp",
+        "clamp_min",
+        "clamp_max",
+        "abs",
+        "sign",
+        "max",
+        "min",
+        "max_dim",
+        "min_dim",
+        "amax",
+        "amin",
+        "maximum",
+        "minimum",
+        "where",
+        "pow",
+        "pow_tensor",
+        "sqrt",
+        "log",
+        "norm",
+        "std",
+        "prod",
+        "prod_dim",
+        "sort",
+        "topk",
+        "smooth_l1_loss",
+        "huber_loss",
+        "max_pool2d",
+    }
+    reached = set()
+    for kink in KINKS:
+        out = kink.fn(
+            *[ng.tensor(np.asarray(v, np.float64), requires_grad=True) for v in kink.inputs]
+        )
+        reached |= _node_names([out])
+    missing = {op for op in piecewise if OPS[op].node_name not in reached}
+    assert not missing, f"piecewise rows without a kink: {sorted(missing)}"

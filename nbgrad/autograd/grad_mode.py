@@ -25,16 +25,32 @@ __all__ = [
 
 
 class _GradState(threading.local):
-    enabled = True
+    enabled = True  # ops are recorded (what the dispatch reads)
     inference = False
+    grad_mode = False  # inside inference mode: the grad mode a user sets, which records nothing
 
 
 _state = _GradState()
 
 
+# NOTE [Grad mode inside inference mode]
+# As PyTorch's, inference mode records nothing, even where ``enable_grad`` or
+# ``set_grad_enabled(True)`` turns grad mode back on inside it: ``is_grad_enabled()`` says
+# True there, but ``_state.enabled`` (the one flag the dispatch reads on every op) stays False.
+def _mode() -> bool:
+    return _state.grad_mode if _state.inference else _state.enabled
+
+
+def _set_mode(mode):
+    if _state.inference:
+        _state.grad_mode = mode
+    else:
+        _state.enabled = mode
+
+
 def is_grad_enabled() -> bool:
-    """True when operations are being recorded for autograd on this thread."""
-    return _state.enabled
+    """True when grad mode is on on this thread (ops are recorded, outside inference mode)."""
+    return _state.grad_mode if _state.inference else _state.enabled
 
 
 def is_inference_mode_enabled() -> bool:
@@ -48,7 +64,7 @@ def _set_grad_enabled(mode):
             "set_grad_enabled(): argument 'enabled' (position 1) must be bool, not "
             f"{type(mode).__name__}"
         )
-    _state.enabled = mode
+    _set_mode(mode)
 
 
 # NOTE [Grad modes on generators]
@@ -173,11 +189,11 @@ class no_grad(_NoParamDecoratorContextManager):
         self.prev = False
 
     def __enter__(self):
-        self.prev = _state.enabled
-        _state.enabled = False
+        self.prev = _mode()
+        _set_mode(False)
 
     def __exit__(self, exc_type, exc_value, traceback):
-        _state.enabled = self.prev
+        _set_mode(self.prev)
 
 
 class enable_grad(_NoParamDecoratorContextManager):
@@ -187,11 +203,11 @@ class enable_grad(_NoParamDecoratorContextManager):
     """
 
     def __enter__(self):
-        self.prev = _state.enabled
-        _state.enabled = True
+        self.prev = _mode()
+        _set_mode(True)
 
     def __exit__(self, exc_type, exc_value, traceback):
-        _state.enabled = self.prev
+        _set_mode(self.prev)
 
 
 class set_grad_enabled(_DecoratorContextManager):
@@ -203,19 +219,19 @@ class set_grad_enabled(_DecoratorContextManager):
     """
 
     def __init__(self, mode: bool):
-        self.prev = _state.enabled
+        self.prev = _mode()
         self.mode = mode
         _set_grad_enabled(mode)
 
     def __call__(self, orig_func):
-        _state.enabled = self.prev
+        _set_mode(self.prev)
         return super().__call__(orig_func)
 
     def __enter__(self):
-        _state.enabled = self.mode
+        _set_mode(self.mode)
 
     def __exit__(self, exc_type, exc_value, traceback):
-        _state.enabled = self.prev
+        _set_mode(self.prev)
 
     def __str__(self):
         return f"{type(self).__module__}.{type(self).__qualname__}(mode={self.mode})"
@@ -245,12 +261,15 @@ class inference_mode(_DecoratorContextManager):
         self.mode = mode
 
     def __enter__(self):
-        self._prev = (_state.enabled, _state.inference)
+        self._prev = (_state.enabled, _state.inference, _state.grad_mode)
+        # as PyTorch's InferenceMode guard: grad mode is ``not mode`` (inference_mode(False)
+        # enables grad); see NOTE [Grad mode inside inference mode]
         _state.enabled = not self.mode
         _state.inference = self.mode
+        _state.grad_mode = False
 
     def __exit__(self, exc_type, exc_value, traceback):
-        _state.enabled, _state.inference = self._prev
+        _state.enabled, _state.inference, _state.grad_mode = self._prev
 
     def clone(self):
         """A fresh ``inference_mode`` with the same mode."""

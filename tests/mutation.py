@@ -1,0 +1,367 @@
+"""Mutation testing: does the test suite catch a wrong gradient?
+
+A script, not a test module (pytest collects ``test_*.py`` only). Each mutant is a one-line
+change to the core (the op table's formulas, the engine, the graph, custom Functions, grad
+modes): a wrong sign, a kink on the wrong side, a hook that never runs, a gradient buffer
+aliased. For each mutant the script copies the package and the tests into a temporary folder
+(the checkout is never changed), applies the mutant there, and runs the tests that cover the
+mutated file (``pytest -x``, with a timeout). A mutant is *killed* when those tests fail, and
+*survives* when they pass.
+
+    python tests/mutation.py                 # every mutant, 2 at a time
+    python tests/mutation.py -k relu --jobs 1
+    python tests/mutation.py --list
+
+Run it from the repository root, with the Python that runs the tests. It exits with status 1
+when a mutant survives. Before the mutants, the same tests run unmutated: they must pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+D = "nbgrad/derivatives.py"
+E = "nbgrad/autograd/engine.py"
+G = "nbgrad/autograd/graph.py"
+F = "nbgrad/autograd/function.py"
+M = "nbgrad/autograd/grad_mode.py"
+
+# the tests that cover each mutated file (kept small: every mutant runs them)
+AUTOGRAD_TESTS = ["tests/autograd", "tests/test_tensor.py"]
+# (the op table's mutants leave the forward kernels and the device routing alone)
+DERIVATIVE_TESTS = [
+    "tests/test_derivatives.py",
+    "-k",
+    "not device_matches_cpu and not generated_apply",
+]
+TESTS = {
+    D: DERIVATIVE_TESTS,
+    E: AUTOGRAD_TESTS,
+    G: AUTOGRAD_TESTS,
+    F: AUTOGRAD_TESTS,
+    M: AUTOGRAD_TESTS,
+}
+TIMEOUT = 300  # seconds per mutant; a mutant that hangs the tests counts as killed
+
+
+@dataclass(frozen=True)
+class Mutant:
+    file: str
+    original: str  # an exact fragment of one line of ``file``
+    replacement: str
+    description: str
+    nth: int = 0  # which occurrence, when the fragment is not unique (0: it must be unique)
+
+    @property
+    def name(self):
+        return f"{os.path.basename(self.file)}: {self.description}"
+
+
+def m(file, original, replacement, description, nth=0):
+    return Mutant(file, original, replacement, description, nth)
+
+
+# fmt: off
+MUTANTS = [
+    # ---- the op table: formulas --------------------------------------------------------------
+    m(D, "grad if alpha == 1 else grad * alpha)", "grad if alpha == 1 else grad)", "add: alpha ignored in other's gradient"),
+    m(D, "other=lambda grad, alpha: -grad if alpha == 1", "other=lambda grad, alpha: grad if alpha == 1", "sub: other's gradient not negated"),
+    m(D, "self=lambda grad, alpha: -grad if alpha == 1 else grad * -alpha)", "self=lambda grad, alpha: -grad if alpha == 1 else grad * alpha)", "rsub: alpha's sign"),
+    m(D, "self=lambda grad, other: grad * other,", "self=lambda grad, other: grad,", "mul: self's gradient ignores other"),
+    m(D, "self=lambda grad, other: grad / other,", "self=lambda grad, other: grad * other,", "div: self's gradient multiplies"),
+    m(D, "-grad * self / (other * other)", "-grad * self / other", "div: other's gradient, one power of other"),
+    m(D, "-grad * _floor_quotient(self, other)", "grad * _floor_quotient(self, other)", "remainder: other's gradient sign"),
+    m(D, "0.0, result * self.log())", "0.0, result * self.log() * 2)", "pow_tensor: exponent's gradient doubled"),
+    m(D, "grad * result * math.log(self) if self > 0", "grad * result if self > 0", "rpow: log(base) factor dropped"),
+    m(D, "_T.where(self == other, grad / 2, grad).masked_fill(self < other, 0),", "_T.where(self == other, grad, grad).masked_fill(self < other, 0),", "maximum: a tie gives self the whole gradient"),
+    m(D, "masked_fill(self > other, 0))", "masked_fill(self >= other, 0))", "maximum: a tie gives other nothing"),
+    m(D, "masked_fill(self > other, 0),", "masked_fill(self >= other, 0),", "minimum: a tie gives self nothing"),
+    m(D, "other=lambda grad, condition: _T.where(condition, 0.0, grad))", "other=lambda grad, condition: _T.where(condition, grad, 0.0))", "where: other gets the condition's side"),
+    m(D, "self=lambda grad, mask: grad.masked_fill(mask, 0))", "self=lambda grad, mask: grad)", "masked_fill: filled places pass the gradient"),
+    m(D, "self=lambda grad, self: grad * self.sign())", "self=lambda grad, self: _T.where(self >= 0, grad, -grad))", "abs: gradient at 0 is +grad (kink)"),
+    m(D, "xp.sign(self), self=lambda grad: _T.zeros_like(grad))", "xp.sign(self), self=lambda grad: grad)", "sign: gradient passes through"),
+    m(D, "xp.exp(self), promote=\"float\", self=lambda grad, result: grad * result)", "xp.exp(self), promote=\"float\", self=lambda grad, result: grad)", "exp: result factor dropped"),
+    m(D, "self=lambda grad, self: grad / self)", "self=lambda grad, self: grad * self)", "log: multiplies instead of divides"),
+    m(D, "grad / (self + 1)", "grad / self", "log1p: 1 + x dropped"),
+    m(D, "grad / (2 * result)", "grad / result", "sqrt: factor 2 dropped"),
+    m(D, "-0.5 * grad * result ** 3", "-0.5 * grad * result ** 2", "rsqrt: wrong power"),
+    m(D, "-grad * (result * result)", "grad * (result * result)", "reciprocal: sign"),
+    m(D, "grad * (result + 1)", "grad * result", "expm1: + 1 dropped"),
+    m(D, "grad / (self * math.log(2))", "grad / self", "log2: log(2) dropped"),
+    m(D, "grad * (1 + result * result)", "grad * (1 - result * result)", "tan: 1 - tan^2"),
+    m(D, "grad * (1 - self * self).rsqrt())", "grad * (1 - self * self).sqrt())", "asin: sqrt instead of rsqrt", nth=1),
+    m(D, "grad / (1 + self * self)", "grad / (1 - self * self)", "atan: wrong sign in the denominator"),
+    m(D, "grad * self.cosh())", "grad * self.sinh())", "sinh: sinh instead of cosh"),
+    m(D, "grad * -self.sin())", "grad * self.sin())", "cos: sign"),
+    m(D, "self - xp.trunc(self), promote=\"float\", self=lambda grad: grad)", "self - xp.trunc(self), promote=\"float\", self=lambda grad: -grad)", "frac: sign"),
+    m(D, "_T.where(result > 0, grad, 0.0))", "_T.where(result >= 0, grad, 0.0))", "relu: gradient 1 at 0 (kink)"),
+    m(D, "grad * (-2 * output * grad_output))", "grad * (2 * output * grad_output))", "tanh double backward: sign"),
+    m(D, "grad * grad_output * (1 - 2 * output))", "grad * grad_output * (1 - output))", "sigmoid double backward: factor 2"),
+    m(D, "_T.where(self > 0, grad, grad * negative_slope))", "_T.where(self >= 0, grad, grad * negative_slope))", "leaky_relu: slope 1 at 0 (kink)"),
+    m(D, "_T.where(result > 0, grad, grad * negative_slope))", "_T.where(result >= 0, grad, grad * negative_slope))", "leaky_relu_: slope 1 at 0 (kink)"),
+    m(D, "grad * s * (1 + self * (1 - s))", "grad * s * (1 + self * s)", "silu: 1 - s"),
+    m(D, "_T.where(self > 0, grad, grad * alpha * _below(self, 0.0).exp()))", "_T.where(self >= 0, grad, grad * alpha * _below(self, 0.0).exp()))", "elu: gradient 1 at 0 (kink)"),
+    m(D, "_T.where(result > 0, grad, grad * (_below(result, 0.0) + alpha)))", "_T.where(result >= 0, grad, grad * (_below(result, 0.0) + alpha)))", "elu_: gradient 1 at 0 (kink)"),
+    m(D, "_T.where(self * beta > threshold, grad,", "_T.where(self * beta >= threshold, grad,", "softplus: linear side at the threshold (kink)"),
+    m(D, "_T.where((self > min_val) & (self < max_val), grad, 0.0))", "_T.where((self >= min_val) & (self <= max_val), grad, 0.0))", "hardtanh: gradient 1 on the bounds (kink)"),
+    m(D, "grad * (2 / math.sqrt(math.pi))", "grad * (1 / math.sqrt(math.pi))", "erf: factor 2"),
+    m(D, "return (x >= lo).logical_and(x <= hi)", "return (x > lo).logical_and(x <= hi)", "clamp: gradient 0 on the lower bound (kink)"),
+    m(D, "return (x >= lo).logical_and(x <= hi)", "return (x >= lo).logical_and(x < hi)", "clamp: gradient 0 on the upper bound (kink)"),
+    m(D, "        return x >= lo\n", "        return x > lo\n", "clamp(min=): gradient 0 on the bound (kink)"),
+    m(D, "        return x <= hi\n", "        return x < hi\n", "clamp(max=): gradient 0 on the bound (kink)"),
+    m(D, "_T.where(self >= min, grad, 0.0))", "_T.where(self > min, grad, 0.0))", "clamp_min: gradient 0 on the bound (kink)"),
+    m(D, "_T.where(self <= max, grad, 0.0))", "_T.where(self < max, grad, 0.0))", "clamp_max: gradient 0 on the bound (kink)"),
+    m(D, "for d in sorted(dim):", "for d in sorted(dim, reverse=True):", "reductions: reduced dims restored in the wrong order"),
+    m(D, "grad.expand(self_shape) / max(math.prod(self_shape), 1))", "grad.expand(self_shape))", "mean: not divided by the count"),
+    m(D, "_expand_reduced(grad, self_shape, dim, keepdim) / _count(self_shape, dim))", "_expand_reduced(grad, self_shape, dim, keepdim) / _count(self_shape, None))", "mean_dim: divided by the total count"),
+    m(D, "return _T.where(mask, grad / mask.sum(), 0.0)", "return _T.where(mask, grad, 0.0)", "max/min: ties each get the whole gradient"),
+    m(D, "_expand_reduced(grad, self.shape, dim, keepdim) / count, 0.0)", "_expand_reduced(grad, self.shape, dim, keepdim), 0.0)", "amax/amin: ties each get the whole gradient"),
+    m(D, "_value_selecting_backward(grad, dim, result1, self_shape, keepdim))", "_value_selecting_backward(grad, dim, result1 * 0, self_shape, keepdim))", "max(dim): gradient to index 0", nth=1),
+    m(D, "_value_selecting_backward(grad, dim, result1, self_shape, True))", "_value_selecting_backward(grad.flip((dim,)), dim, result1, self_shape, True))", "sort: gradients reversed", nth=1),
+    m(D, "_value_selecting_backward(grad, dim, result1, self_shape, True))", "_value_selecting_backward(grad * 2, dim, result1, self_shape, True))", "topk: gradient doubled", nth=2),
+    m(D, "return g * _expand_reduced(result, self.shape, dim, keepdim) / self", "return g * _expand_reduced(result, self.shape, dim, keepdim)", "prod: not divided by self"),
+    m(D, "if not bool((self == 0).any()):", "if True:", "prod: zeros take the dividing path"),
+    m(D, "(2.0 / max(n - correction, 0))", "(2.0 / max(n, 1))", "var: correction ignored"),
+    m(D, "g = (grad / (result * 2)).masked_fill(result == 0, 0)", "g = grad / (result * 2)", "std: nan at std 0 (kink)"),
+    m(D, "g = (grad / (result * 2)).masked_fill(result == 0, 0)", "g = (grad / result).masked_fill(result == 0, 0)", "std: factor 2 dropped"),
+    m(D, "return g * (self / r).masked_fill(r == 0, 0)", "return g * (self / r)", "norm: nan at 0 (kink)"),
+    m(D, "return self.sign() * g", "return g", "norm(1): sign dropped"),
+    m(D, "return _T.where(mask, self.sign() * g / count, 0.0)", "return _T.where(mask, self.sign() * g, 0.0)", "norm(inf): ties each get the whole gradient"),
+    m(D, "scale = (g / r ** (ord - 1)).masked_fill(r == 0, 0)", "scale = (g / r ** ord).masked_fill(r == 0, 0)", "norm(p): wrong power of the norm"),
+    m(D, "return self * self.abs() ** (ord - 2) * scale", "return self * self.abs() ** (ord - 1) * scale", "norm(p > 2): wrong power of |x|"),
+    m(D, "_below(self, 0.0).exp()", "self.exp()", "elu: second derivative at 0 (kink)"),
+    m(D, "_below(self * beta, threshold).sigmoid()", "(self * beta).sigmoid()", "softplus: second derivative at the threshold (kink)"),
+    m(D, "_below(result, 0.0) + alpha", "result + alpha", "elu_: second derivative at 0 (kink)"),
+    m(D, "* (self - _expand_reduced(result, self.shape, dim, keepdim)).exp())", "* self.exp())", "logsumexp: not normalised"),
+    m(D, "(grad - (grad * result).sum(dim, keepdim=True)) * result)", "(grad - grad.sum(dim, keepdim=True)) * result)", "softmax: inner product dropped"),
+    m(D, "grad - result.exp() * grad.sum(dim, keepdim=True))", "grad - result * grad.sum(dim, keepdim=True))", "log_softmax: exp dropped"),
+    m(D, "self=lambda grad, mat2: grad.mm(mat2.t()),", "self=lambda grad, mat2: grad.mm(mat2.t()) * 2,", "mm: self's gradient doubled"),
+    m(D, "vec=lambda grad, self: self.t().mv(grad))", "vec=lambda grad, self: self.t().mv(grad) * 0)", "mv: vec's gradient zero"),
+    m(D, "self=lambda grad, mat2: grad.bmm(mat2.transpose(1, 2)),", "self=lambda grad, mat2: grad.bmm(mat2.transpose(1, 2)) * 2,", "bmm: self's gradient doubled"),
+    m(D, "grad.permute(tuple(np.argsort(dims))))", "grad.permute(tuple(dims)))", "permute: not inverted"),
+    m(D, "grad.roll(-shifts if dims is None else tuple(-k for k in shifts), dims))", "grad.roll(shifts, dims))", "roll: rolled forward"),
+    m(D, "grad.flip((dim,)).cumsum(dim).flip((dim,)))", "grad.cumsum(dim))", "cumsum: forward cumsum"),
+    m(D, "self=lambda grad, diagonal: grad.tril(diagonal))", "self=lambda grad, diagonal: grad.tril(diagonal + 1))", "tril: off by one diagonal"),
+    m(D, "src=lambda grad, dim, index: grad.gather(dim, index))", "src=lambda grad, dim, index: grad.gather(dim, index) * 2)", "scatter_add: src's gradient doubled"),
+    m(D, "self=lambda grad, indices: grad._index_put(indices, 0.0),", "self=lambda grad, indices: grad,", "index_put: overwritten places pass the gradient"),
+    m(D, "self=lambda grad, self_shape, indices: grad._index_backward(self_shape, indices, True))", "self=lambda grad, self_shape, indices: grad._index_backward(self_shape, indices, False))", "index: repeated indices do not accumulate"),
+    m(D, "self=lambda grad: _T.zeros_like(grad), src=lambda grad: grad)", "self=lambda grad: grad, src=lambda grad: grad)", "copy_: the overwritten tensor gets the gradient"),
+    m(D, "[grad.select(dim, i) for i in range(len(tensors_shape))]", "[grad.select(dim, 0) for i in range(len(tensors_shape))]", "stack: every input gets the first slice"),
+    m(D, "self=lambda grad, dims: grad.flip(dims))", "self=lambda grad, dims: grad)", "flip: not flipped back"),
+    m(D, "grad.mm(mat2.t()) if alpha == 1 else grad.mm(mat2.t()) * alpha,", "grad.mm(mat2.t()) if alpha == 1 else grad.mm(mat2.t()),", "addmm: alpha ignored"),
+    m(D, "self=lambda grad, beta: grad if beta == 1 else grad * beta,", "self=lambda grad, beta: grad,", "addmm: beta ignored"),
+    m(D, "target=lambda grad, self, target, reduction: -_mse_loss_backward(", "target=lambda grad, self, target, reduction: _mse_loss_backward(", "mse_loss: target's gradient sign"),
+    m(D, "return grad * exponent * self ** (exponent - 1)", "return grad * exponent * self ** exponent", "pow: wrong power"),
+    m(D, "if not isinstance(exponent, _T.Tensor) and exponent == 0:", "if not isinstance(exponent, _T.Tensor) and exponent == 12345:", "pow: x ** 0 at x = 0 gives nan (kink)"),
+    m(D, "return _T.where(exponent == 0, 0.0, grad * exponent * self ** (exponent - 1))", "return grad * exponent * self ** (exponent - 1)", "pow_tensor: base 0, exponent 0 gives nan (kink)"),
+    m(D, "return grad * (cdf + x * pdf)", "return grad * cdf", "gelu: pdf term dropped"),
+    m(D, "d_inner = k * (1 + 3 * 0.044715 * x * x)", "d_inner = k * (1 + 0.044715 * x * x)", "gelu(tanh): factor 3 dropped"),
+    m(D, "self=lambda grad, self: grad * (-self).sigmoid())", "self=lambda grad, self: grad * self.sigmoid())", "log_sigmoid: sign inside sigmoid"),
+    m(D, "_T.where(d.abs() < beta, d / beta, d.sign())", "_T.where(d.abs() <= beta, d / beta, d.sign())", "smooth_l1: quadratic side at the threshold (kink)"),
+    m(D, "_T.where(d.abs() < beta, d / beta, d.sign())", "_T.where(d.abs() < beta, d, d.sign())", "smooth_l1: beta dropped"),
+    m(D, "r = t.sum(kept, keepdim=True) if kept else t", "r = t.mean(kept, keepdim=True) if kept else t", "sum_to: means broadcast dims"),
+    m(D, "_smooth_l1_backward(grad, self - target, reduction, delta) * delta,", "_smooth_l1_backward(grad, self - target, reduction, delta),", "huber_loss: delta dropped"),
+    m(D, "bias=lambda grad: grad.sum((0, 2, 3)))", "bias=lambda grad: grad.mean((0, 2, 3)))", "conv2d: bias gradient averaged"),
+    m(D, "bias=lambda grad, normalized_shape: _sum_leading(grad, len(normalized_shape)))", "bias=lambda grad, normalized_shape: _sum_leading(grad, len(normalized_shape)) * 2)", "layer_norm: bias gradient doubled"),
+    m(D, "bias=lambda grad, input: grad.sum((0,) + tuple(range(2, input.dim()))))", "bias=lambda grad, input: grad.mean((0,) + tuple(range(2, input.dim()))))", "batch_norm: bias gradient averaged"),
+    # ---- the engine --------------------------------------------------------------------------
+    m(E, "entry = (-task.reentrant_depth, -task.node._sequence_nr_, next(_tiebreak), task)", "entry = (-task.reentrant_depth, task.node._sequence_nr_, next(_tiebreak), task)", "device queue: lowest sequence_nr first"),
+    m(E, "(-task.reentrant_depth, -node._sequence_nr_, next(_tiebreak), task),", "(-task.reentrant_depth, node._sequence_nr_, next(_tiebreak), task),", "CPU queue (_push_ready): lowest sequence_nr first"),
+    m(E, "heappush(heap, (-depth, -fn._sequence_nr_, next(_tiebreak), task))", "heappush(heap, (-depth, fn._sequence_nr_, next(_tiebreak), task))", "chain fast path: lowest sequence_nr first", nth=1),
+    m(E, "heappush(heap, (-depth, -fn._sequence_nr_, next(_tiebreak), task))", "heappush(heap, (-depth, fn._sequence_nr_, next(_tiebreak), task))", "routing: lowest sequence_nr first", nth=2),
+    m(E, "        return old + new\n", "        return new\n", "input buffer (create_graph): keeps only the last gradient"),
+    m(E, "return _wrap(old._data + new._data, old._device)", "return _wrap(new._data, old._device)", "input buffer: keeps only the last gradient"),
+    m(E, "deps[nxt] = count + 1", "deps[nxt] = count", "dependencies: a second edge not counted"),
+    m(E, "root_info.needed = True", "root_info.needed = False", "grad(inputs=): the root is not run"),
+    m(E, "if info is not None and (info.needed or info.captures is not None):", "if info is not None and info.needed:", "grad(inputs=): a visited captured node does not mark its parent", nth=1),
+    m(E, "if info is not None and (info.needed or info.captures is not None):", "if info is not None and info.needed:", "grad(inputs=): a captured child does not mark its parent", nth=2),
+    m(E, "            if not info.needed:\n                inputs = self.call_tensor_pre_hooks(graph_task, node, inputs)", "            if False:\n                inputs = self.call_tensor_pre_hooks(graph_task, node, inputs)", "grad(inputs=): tensor hooks skipped on captured tensors"),
+    m(E, "graph_task.captured_vars[output_idx] = inputs[input_idx]", "graph_task.captured_vars[output_idx] = inputs[0]", "grad(inputs=): captures the first input of the node"),
+    m(E, "if node._tensor_pre_hooks or node._retains_grad_hooks:", "if node._tensor_pre_hooks:", "retain_grad alone never runs"),
+    m(E, "        if node._pre_hooks:\n", "        if False:\n", "node prehooks never run"),
+    m(E, "        if node._post_hooks:\n", "        if False:\n", "node post hooks never run"),
+    m(E, "                    if not heap:\n                        return fn, buf", "                    if True:\n                        return fn, buf", "a chain runs before higher-priority ready nodes"),
+    m(E, "if not heap and len(ready) == 1:", "if len(ready) == 1:", "a single ready node jumps the queue"),
+    m(E, "if not count and n_inputs <= 1:", "if n_inputs <= 1:", "a node runs before all its gradients arrived"),
+    m(E, "            buf.add(input_nr, grad)\n", "            buf.add(0, grad)\n", "routing: gradient into the wrong input slot"),
+    m(E, "                grads[i] = grad\n", "                pass\n", "validate_outputs: broadcast gradient not summed"),
+    m(E, "grads[i] = grad = grad.to(meta.dtype)", "grads[i] = grad", "validate_outputs: dtype not cast"),
+    m(E, "or data.dtype is not meta.dtype.np", "or False", "single-edge fast path: dtype not validated"),
+    m(E, "                    inputs[k] = new\n", "                    inputs[k] = grad\n", "tensor hook's result ignored"),
+    m(E, "                k = h.output_nr\n", "                k = 0\n", "tensor hook on the wrong output"),
+    m(E, "t._grad = grad._detached_copy() if not graph_task.create_graph else grad.clone()", "t._grad = grad._detached_copy()", "retain_grad: no graph under create_graph"),
+    m(E, "t._grad = grad._detached_copy() if not graph_task.create_graph else grad.clone()", "t._grad = grad if not graph_task.create_graph else grad.clone()", "retain_grad: aliases the flowing gradient"),
+    m(E, "t._grad = t._grad + grad", "t._grad = grad", "retain_grad: overwrites instead of accumulating"),
+    m(E, "                inputs = _check_hook_values(h.fn, before, new, node)\n", "                _check_hook_values(h.fn, before, new, node)\n", "prehook's result ignored"),
+    m(E, "                outputs = _check_hook_values(h.fn, before, new, node)\n", "                _check_hook_values(h.fn, before, new, node)\n", "post hook's result ignored"),
+    m(E, "new = h.fn(before, tuple(inputs))", "new = h.fn(tuple(inputs), before)", "post hook's arguments swapped"),
+    m(E, "            cb()\n", "            pass\n", "queue_callback's callbacks never run"),
+    m(E, "if len(outputs) != n_edges:", "if len(outputs) < n_edges:", "too many gradients from a node accepted"),
+    m(E, "info.captures.append((edge.input_nr, idx))", "info.captures.append((0, idx))", "grad(inputs=): capture slot ignores output_nr"),
+    m(E, "        if not graph_task.keep_graph:\n", "        if False:\n", "retain_graph=False keeps the graph"),
+    m(E, "if new.shape != old.shape:", "if False:", "a hook may change the gradient's shape"),
+    m(E, "if grad._device is not meta.device and grad._device != meta.device:", "if False:", "validate_outputs: device not moved"),
+    # ---- the graph: nodes, AccumulateGrad, saved tensors --------------------------------------
+    m(G, "self._sequence_nr_ = next_sequence_nr() if sequence_nr is None else sequence_nr", "self._sequence_nr_ = 0 if sequence_nr is None else sequence_nr", "every node has sequence_nr 0"),
+    m(G, "super().__init__((), sequence_nr=UINT64_MAX)", "super().__init__(())", "AccumulateGrad gets an ordinary sequence_nr"),
+    m(G, "                if h.enabled:\n", "                if True:\n", "disabled post-accumulate-grad hooks run"),
+    m(G, "            for h in tuple(hooks):\n", "            for h in tuple(hooks)[::-1]:\n", "post-accumulate-grad hooks in reverse order"),
+    m(G, "var._grad = grad if old is None else old + grad", "var._grad = grad", "create_graph: .grad overwritten, not accumulated"),
+    m(G, "var._grad = grad if old is None else old + grad", "var._grad = grad.detach() if old is None else old + grad", "create_graph: first .grad has no graph"),
+    m(G, "var._grad = grad if old is None else old + grad", "var._grad = grad if old is None else old.detach() + grad", "create_graph: accumulated .grad loses the old graph"),
+    m(G, "var._grad = grad._detached_alias() if _can_steal(grad) else grad._detached_copy()", "var._grad = grad._detached_alias()", "AccumulateGrad always steals the gradient"),
+    m(G, "        old._add_inplace_data(grad)\n", "        var._grad = old + grad\n", "accumulation makes a new .grad tensor"),
+    m(G, "and sys.getrefcount(grad) <= 6", "and sys.getrefcount(grad) <= 100", "steals a gradient tensor others hold"),
+    m(G, "and sys.getrefcount(data) <= 3", "and sys.getrefcount(data) <= 100", "steals a gradient array others hold"),
+    m(G, "and data.base is None", "and True", "steals a view's memory"),
+    m(G, "and not grad._requires_grad", "and True", "steals a gradient that requires grad"),
+    m(G, "if not var._data.flags.c_contiguous and _dense(var._data):", "if False:", ".grad of a transposed leaf in C order"),
+    m(G, "if self._counter[0] != self._version:", "if False:", "in-place changes to saved tensors not detected"),
+    m(G, "            hooks.remove(self)\n", "            pass\n", "handle.remove() keeps the hook"),
+    m(G, "_saved_hooks.stack = _saved_hooks.stack[:-1]", "pass", "saved_tensors_hooks stay after the block"),
+    m(G, "        return handle.fn(*args)\n", "        return None\n", "post-accumulate-grad hooks never called"),
+    m(G, "self._retains_grad_hooks[output_nr] = weakref.ref(tensor)", "self._retains_grad_hooks[0] = weakref.ref(tensor)", "retain_grad on the wrong output"),
+    m(G, "return RemovableHandle(self._pre_hooks, fn, \"node_prehook\", owner=self)", "return RemovableHandle(self._pre_hooks, fn, \"node_prehook\", owner=self) if False else None", "register_prehook does not register"),
+    # ---- custom Functions ----------------------------------------------------------------------
+    m(F, "ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)", "ctx.needs_input_grad = tuple(isinstance(a, Tensor) for a in args)", "needs_input_grad: True for every tensor"),
+    m(F, "is_executable = _grad_state.enabled and any(", "is_executable = any(", "Function records a graph under no_grad"),
+    m(F, "        _grad_state.enabled = False\n        try:\n            if cls.setup_context", "        _grad_state.enabled = prev\n        try:\n            if cls.setup_context", "forward runs with grad enabled"),
+    m(F, "        if self.materialize_grads:\n", "        if True:\n", "set_materialize_grads(False) ignored"),
+    m(F, "        if self.materialize_grads:\n", "        if False:\n", "undefined gradients never materialised"),
+    m(F, "                o._requires_grad = False\n", "                pass\n", "mark_non_differentiable: output still requires grad"),
+    m(F, "o = o.view_as(o) if o._requires_grad else o.detach()", "o = o", "an input returned as output is not a new tensor"),
+    m(F, "                _set_output(o, err, 0)\n", "                pass\n", "once_differentiable: double backward not refused"),
+    m(F, "        for pos in self._input_positions:\n", "        for pos in range(len(self._input_positions)):\n", "gradients misrouted with non-tensor inputs"),
+    m(F, "            k = len(positions)\n", "            k = len(new_outs)\n", "outputs numbered with the non-tensor ones"),
+    m(F, "        grad_slice.copy_(region)\n", "        pass\n", "CopySlices: the view's region not updated"),
+    m(F, "return [None if g is None else g.to(self.src_device)]", "return [g]", "ToCopyBackward0: gradient not moved back"),
+    # ---- grad modes ------------------------------------------------------------------------------
+    m(M, "        _state.enabled = self._prev\n", "        _state.enabled = True\n", "no_grad: exit always enables", nth=1),
+    m(M, "        _state.enabled = self._prev\n", "        _state.enabled = False\n", "enable_grad: exit always disables", nth=2),
+    m(M, "        _state.enabled = self._prev\n", "        _state.enabled = True\n", "set_grad_enabled: exit always enables", nth=3),
+    m(M, "        _state.enabled = self._prev  # used as a decorator", "        pass  # used as a decorator", "set_grad_enabled as a decorator changes the mode at once"),
+    m(M, "            with self.__class__(*self._args):", "            with self:", "decorators reuse one context object"),
+    m(M, "        _state.enabled = not self.mode\n", "        _state.enabled = False\n", "inference_mode(False) disables grad"),
+    m(M, "        _state.enabled, _state.inference = self._prev\n", "        _state.enabled = self._prev[0]\n", "inference_mode: flag stays after the block"),
+    m(M, "        _state.inference = self.mode\n", "        _state.inference = False\n", "inference_mode: flag not set"),
+    m(M, "class _GradState(threading.local):", "class _GradState:", "grad mode shared between threads"),
+    m(M, "        _state.enabled = True\n", "        pass\n", "enable_grad does not enable"),
+    m(M, "        _state.enabled = not self.mode\n", "        _state.enabled = True\n", "inference_mode keeps grad enabled"),
+    m(M, "        self._prev = _state.enabled\n        _state.enabled = False\n", "        self._prev = True\n        _state.enabled = False\n", "no_grad: remembers enabled, whatever it was"),
+]
+# fmt: on
+
+
+def _locate(text, mutant):
+    """The offset of the fragment ``mutant`` changes in ``text`` (raises if ambiguous)."""
+    count = text.count(mutant.original)
+    if mutant.nth == 0 and count != 1:
+        raise ValueError(f"{mutant.name}: fragment found {count} times (give nth)")
+    if mutant.nth > count:
+        raise ValueError(f"{mutant.name}: fragment found {count} times, wanted #{mutant.nth}")
+    pos = -1
+    for _ in range(max(mutant.nth, 1)):
+        pos = text.index(mutant.original, pos + 1)
+    return pos
+
+
+def apply(text, mutant):
+    pos = _locate(text, mutant)
+    mutated = text[:pos] + mutant.replacement + text[pos + len(mutant.original) :]
+    if mutated == text:
+        raise ValueError(f"{mutant.name}: the replacement changes nothing")
+    return mutated
+
+
+def _copy_tree(dst):
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
+    shutil.copytree(os.path.join(ROOT, "nbgrad"), os.path.join(dst, "nbgrad"), ignore=ignore)
+    shutil.copytree(os.path.join(ROOT, "tests"), os.path.join(dst, "tests"), ignore=ignore)
+    shutil.copy(os.path.join(ROOT, "pyproject.toml"), dst)
+
+
+def run_tests(tests, mutant=None):
+    """Run ``tests`` on a copy of the package, mutated by ``mutant``; return (passed, seconds,
+    the last lines of the output)."""
+    with tempfile.TemporaryDirectory(prefix="nbgrad-mutant-") as tmp:
+        _copy_tree(tmp)
+        if mutant is not None:
+            path = os.path.join(tmp, mutant.file)
+            with open(path) as f:
+                text = f.read()
+            with open(path, "w") as f:
+                f.write(apply(text, mutant))
+        env = dict(os.environ, PYTHONPATH=tmp, PYTHONDONTWRITEBYTECODE="1")
+        cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider"]
+        cmd += ["--no-header", "-p", "no:randomly", *tests]
+        start = time.perf_counter()
+        try:
+            proc = subprocess.run(
+                cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=TIMEOUT
+            )
+        except subprocess.TimeoutExpired:
+            return False, time.perf_counter() - start, f"timed out after {TIMEOUT} s"
+        out = (proc.stdout + proc.stderr).strip().splitlines()
+        return proc.returncode == 0, time.perf_counter() - start, "\n".join(out[-3:])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-k", default="", help="only mutants whose name contains this")
+    parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument("--jobs", type=int, default=2, help="mutants run in parallel")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the unmutated run")
+    args = parser.parse_args(argv)
+
+    for mu in MUTANTS:  # every fragment must exist (and be unambiguous) in the checkout
+        with open(os.path.join(ROOT, mu.file)) as f:
+            apply(f.read(), mu)
+    chosen = [mu for mu in MUTANTS if args.k.lower() in mu.name.lower()]
+    if args.list:
+        for i, mu in enumerate(chosen, 1):
+            print(f"{i:3d}  {mu.name}")
+        print(f"{len(chosen)} mutants")
+        return 0
+    if not chosen:
+        print("no mutant matches")
+        return 2
+
+    if not args.no_baseline:
+        for tests in sorted({tuple(TESTS[mu.file]) for mu in chosen}):
+            ok, secs, tail = run_tests(list(tests))
+            if not ok:
+                print(f"the unmutated tests fail ({' '.join(tests)}):\n{tail}")
+                return 2
+            print(f"baseline {' '.join(tests)}: passed in {secs:.0f} s", flush=True)
+
+    def one(mu):
+        ok, secs, tail = run_tests(TESTS[mu.file], mu)
+        return mu, not ok, secs, tail
+
+    survivors, done = [], 0
+    with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
+        for mu, killed, secs, _tail in pool.map(one, chosen):
+            done += 1
+            status = "killed  " if killed else "SURVIVED"
+            print(f"[{done:3d}/{len(chosen)}] {status} {secs:5.0f} s  {mu.name}", flush=True)
+            if not killed:
+                survivors.append(mu)
+    killed = len(chosen) - len(survivors)
+    print(f"\n{killed}/{len(chosen)} mutants killed ({100 * killed / len(chosen):.1f}%)")
+    for mu in survivors:
+        print(f"  survived: {mu.name}\n    {mu.original.strip()!r} -> {mu.replacement.strip()!r}")
+    return 1 if survivors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
