@@ -160,7 +160,7 @@ op("mul", "MulBackward0", "self other", lambda xp, self, other: self * other, pr
    other=lambda grad, self: grad * self)
 op("div", "DivBackward0", "self other", lambda xp, self, other: self / other, promote="float",
    self=lambda grad, other: grad / other,
-   other=lambda grad, self, other: -grad * self / (other * other))
+   other=lambda grad, self, other: -grad * ((self / other) / other))
 # ``//`` has no derivative in PyTorch either: its node is "NotImplemented", whose backward raises
 op("floor_divide", "NotImplemented", "self other", lambda xp, self, other: _floor_divide(xp, self, other), promote="binary", quiet=True,
    self=lambda grad: _not_implemented("floor_divide"),
@@ -899,6 +899,8 @@ def _scale_grad_by_count(grad, self, result, dim, keepdim):
 
 
 def _prod_backward(grad, self, result, dim, keepdim):
+    if self.ndim == 0:  # as PyTorch: the gradient itself (no graph through the result)
+        return grad
     g = _expand_reduced(grad, self.shape, dim, keepdim)
     if not bool((self == 0).any()):
         return g * _expand_reduced(result, self.shape, dim, keepdim) / self
@@ -1825,6 +1827,10 @@ def _generate_save(info, save_plan):
     return staticmethod(env["_save"]), source
 
 
+# rows PyTorch differentiates with one formula for all inputs (``input, weight, bias: ...``)
+_JOINT_FORMULAS = frozenset({"convolution", "layer_norm", "batch_norm"})
+
+
 def _build_node_class(info: OpInfo):
     saved = []
     plan = []
@@ -1839,6 +1845,16 @@ def _build_node_class(info: OpInfo):
         for p in params:
             if p not in ("grad", "grads") and p not in saved:
                 saved.append(p)
+    # NOTE [Order of a node's formulas]
+    # PyTorch's generated ``apply`` computes its inputs' gradients in the sorted order of their
+    # names in derivatives.yaml (``mul``: ``other`` before ``self``; ``mm``: ``mat2`` before
+    # ``self``), so under create_graph the nodes of the gradient for ``other`` are made first
+    # and get the smaller sequence numbers; a double backward then runs them in PyTorch's
+    # order. Rows whose inputs PyTorch differentiates in one joint formula keep input order.
+    if info.name not in _JOINT_FORMULAS:
+        by_name = {info.inputs.index(inp): inp for inp in info.formulas}
+        names = [by_name[i] for i in sorted(by_name)]
+        plan = [entry for _, entry in sorted(zip(names, plan), key=lambda pair: pair[0])]
     # how _record fills each slot: ("attr", name) | ("result", k) | ("shape", i) | ("input", i)
     # plus the inputs whose formulas need the value: as in PyTorch, a value is saved only when
     # one of them has a live edge (``x * y`` with ``y`` constant does not save ``x``)

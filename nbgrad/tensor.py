@@ -401,6 +401,12 @@ def _no_grad_view_message(view):
 # in ``Tensor._inplace``, by replaying each live view's chain of view ops on the base (so the
 # regenerated node has the view op's own name, e.g. ``SelectBackward0``). The base keeps
 # weakrefs to its views, pruned as they grow, so tracking costs one weakref per view.
+#
+# NOTE [Regenerated view nodes]
+# One visible difference follows: PyTorch's regenerated node is made when the view is next
+# used, nbgrad's at the in-place op, so its sequence number (and with it the engine's order
+# among nodes ready at the same time) can differ when other ops come in between. Gradients are
+# the same; a hook log on such a view's node may show it at another place.
 def _track_view(base, view):
     views = getattr(base, "_views", None)
     if views is None:
@@ -1941,8 +1947,7 @@ class Tensor:
     def __getitem__(self, key):
         """Basic indexing makes views (``SelectBackward0``, ``SliceBackward0``, ...); advanced
         indexing makes a copy (``IndexBackward0``), as in PyTorch."""
-        if not isinstance(key, tuple):
-            key = (key,)
+        key = _scalar_tensor_indices(key if isinstance(key, tuple) else (key,))
         t = self
         dim = 0
         advanced = []
@@ -2005,7 +2010,7 @@ class Tensor:
 
     def __setitem__(self, key, value):
         """``t[key] = value``: ``CopySlices`` for basic keys, ``IndexPutBackward0`` otherwise."""
-        keys = key if isinstance(key, tuple) else (key,)
+        keys = key = _scalar_tensor_indices(key if isinstance(key, tuple) else (key,))
         if isinstance(value, Tensor) and value.ndim and value.shape[0] == 1:
             # as PyTorch (slicePrefix1sSize): leading 1s of the value's shape are dropped, so
             # that ``t[1] = ng.tensor([2.0])`` works
@@ -2292,6 +2297,17 @@ class Tensor:
                 self._requires_grad,
             ),
         )
+
+
+def _scalar_tensor_indices(keys):
+    """A 0-d integer tensor in an index acts as a Python int, as in PyTorch: ``x[t]`` is a
+    view (``SelectBackward0``), not advanced indexing."""
+    return tuple(
+        int(k._data)
+        if type(k) is Tensor and k._data.ndim == 0 and k._data.dtype.kind in "iu"
+        else k
+        for k in keys
+    )
 
 
 def _should_fold(tensor1, tensor2):
