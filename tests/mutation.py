@@ -44,9 +44,11 @@ DERIVATIVE_TESTS = [
     "-k",
     "not device_matches_cpu and not generated_apply",
 ]
+# the engine's order is also checked hook by hook on random graphs against torch
+ENGINE_TESTS = AUTOGRAD_TESTS + ["tests/test_random_graphs.py::test_random_programs_hook_order"]
 TESTS = {
     D: DERIVATIVE_TESTS,
-    E: AUTOGRAD_TESTS,
+    E: ENGINE_TESTS,
     G: AUTOGRAD_TESTS,
     F: AUTOGRAD_TESTS,
     M: AUTOGRAD_TESTS,

@@ -244,6 +244,7 @@ CASES = [
     Case("sub", lambda x, y: x.sub(y, alpha=0.5), lambda a, b: a - 0.5 * b, BINARY[:2]),
     Case("sub", lambda x: x - 1.5, lambda a: a - 1.5, UNARY),
     Case("rsub", lambda x: 2.5 - x, lambda a: 2.5 - a, UNARY),
+    Case("rsub", lambda x: _rsub(x, other=2.5, alpha=3.0), lambda a: 2.5 - 3.0 * a, UNARY),
     Case("mul", lambda x, y: x * y, np.multiply, BINARY),
     Case("mul", lambda x: x * 3, lambda a: a * 3, UNARY),
     Case("mul", lambda x, y: x.clone().mul_(y), np.multiply, BINARY[:2]),
@@ -583,6 +584,24 @@ def nnf(t):
     return lib(t).nn.functional
 
 
+def row_or_torch(name, torch_fn):
+    """A row called directly with its attributes in nbgrad (where no public function takes
+    them), ``torch_fn`` in torch: for ``rsub`` and ``addmm`` with alpha and beta."""
+
+    def call(*args, **attrs):
+        if isinstance(args[0], ng.Tensor):
+            return sys.modules["nbgrad.tensor"]._dispatch(OPS[name], args, attrs)
+        return torch_fn(*args, **attrs)
+
+    return call
+
+
+_rsub = row_or_torch(
+    "rsub", lambda x, **a: sys.modules["torch"].rsub(x, a["other"], alpha=a["alpha"])
+)
+_addmm = row_or_torch("addmm", lambda *args, **a: sys.modules["torch"].addmm(*args, **a))
+
+
 def _np_conv_loop(x, w, stride, padding, dilation, groups):
     """Yield ``(group slice, output slice, i, j, input window slices)`` for a direct conv2d."""
     (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
@@ -747,6 +766,8 @@ CLASS_WEIGHTS_3 = Const([0.5, 1.0, 2.0])
 CASES += [
     Case("addmm", lambda x, w, b: nnf(x).linear(x, w, b), lambda a, w, b: a @ w.T + b,
          [((2, 3), (4, 3), (4,)), ((2, 3), (4, 3), (1,)), ((0, 3), (2, 3), (2,))]),
+    Case("addmm", lambda b, x, w: _addmm(b, x, w, beta=0.5, alpha=2.0),
+         lambda b, x, w: 0.5 * b + 2.0 * (x @ w), [((2, 4), (2, 3), (3, 4))]),
     Case("convolution", lambda x, w, b: nnf(x).conv2d(x, w, b), np_conv2d,
          [((2, 2, 4, 4), (3, 2, 2, 2), (3,))]),
     Case("convolution", lambda x, w: nnf(x).conv2d(x, w, None, **GROUPED),
@@ -1242,7 +1263,12 @@ def _kink_run(lib_, kink, make):
     if kink.order2:
         firsts = [g for g in grads if g is not None and g.requires_grad]
         if firsts:
-            vs = [make(np.linspace(-1.0, 1.0, g.numel()).reshape(tuple(g.shape))) for g in firsts]
+            # a different vector for each (the same one would cancel where two first-order
+            # gradients are opposite, as a loss's for its input and its target)
+            vs = [
+                make((k + 1) * np.linspace(-1.0, 1.0, g.numel()).reshape(tuple(g.shape)))
+                for k, g in enumerate(firsts)
+            ]
             second = lib_.autograd.grad(
                 firsts, inputs + [upstream], vs, allow_unused=True, materialize_grads=True
             )

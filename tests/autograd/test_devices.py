@@ -292,3 +292,24 @@ def test_no_worker_thread_leaks_over_many_backward_calls():
     assert threading.active_count() == before
     workers = [t for t in threading.enumerate() if t.name.startswith(f"nbgrad-worker-{DEV}")]
     assert len(workers) == 1
+
+
+def _branchy_order(device):
+    """The order in which the nodes of a graph with many nodes ready at once run."""
+    x = _leaf([0.5, -1.0, 2.0], device)
+    w = _leaf([1.5, 0.25, -0.5], device)
+    a, b, c = x.sin(), (x * w).exp(), w.tanh()
+    out = (a * b + (c * a).cos() + b.sigmoid() * c).sum()
+    order = []
+    for node in _all_nodes(out.grad_fn):
+        node.register_prehook(lambda g, node=node: order.append(node.name()))
+    out.backward()
+    return order
+
+
+def test_a_device_queue_runs_nodes_in_the_cpu_order():
+    """A device's ready queue pops the highest sequence number first, as the CPU's does (and as
+    PyTorch's every queue): the same graph runs its nodes in the same order on both."""
+    cpu = _branchy_order("cpu")
+    assert len(cpu) > 10
+    assert _branchy_order(DEV) == cpu
