@@ -81,7 +81,7 @@ MUTANTS = [
     m(D, "self=lambda grad, alpha: -grad if alpha == 1 else grad * -alpha)", "self=lambda grad, alpha: -grad if alpha == 1 else grad * alpha)", "rsub: alpha's sign"),
     m(D, "self=lambda grad, other: grad * other,", "self=lambda grad, other: grad,", "mul: self's gradient ignores other"),
     m(D, "self=lambda grad, other: grad / other,", "self=lambda grad, other: grad * other,", "div: self's gradient multiplies"),
-    m(D, "-grad * self / (other * other)", "-grad * self / other", "div: other's gradient, one power of other"),
+    m(D, "-grad * ((self / other) / other)", "-grad * (self / other)", "div: other's gradient, one power of other"),
     m(D, "-grad * _floor_quotient(self, other)", "grad * _floor_quotient(self, other)", "remainder: other's gradient sign"),
     m(D, "0.0, result * self.log())", "0.0, result * self.log() * 2)", "pow_tensor: exponent's gradient doubled"),
     m(D, "return grad * result * math.log(base)", "return grad * result", "rpow: log(base) factor dropped"),

@@ -762,6 +762,11 @@ class Engine:
             if grad._data.dtype is not meta.dtype.np and grad._data.dtype != meta.dtype.np:
                 grads[i] = grad = grad.to(meta.dtype)
             if grad._device is not meta.device and grad._device != meta.device:
+                if grad._data.ndim:  # as PyTorch: only a 0-d gradient is moved
+                    raise RuntimeError(
+                        f"Function {node.name()} returned an invalid gradient at index {i} - "
+                        f"expected device {meta.device} but got {grad._device}"
+                    )
                 grads[i] = grad.to(meta.device)
 
     # -- hooks ------------------------------------------------------------------------------

@@ -313,3 +313,30 @@ def test_a_device_queue_runs_nodes_in_the_cpu_order():
     cpu = _branchy_order("cpu")
     assert len(cpu) > 10
     assert _branchy_order(DEV) == cpu
+
+
+@pytest.mark.parametrize("shape", [(), (3,)])
+def test_a_gradient_on_another_device_is_moved_only_when_0d(shape):
+    """As PyTorch's validate_outputs: a node that returns a gradient on the wrong device has it
+    moved when it is 0-d, and raises otherwise."""
+
+    class WrongDevice(ng.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return (g * 2).to(DEV)
+
+    x = ng.ones(shape, dtype=ng.float64, requires_grad=True)
+    out = WrongDevice.apply(x).sum()
+    if shape:
+        with pytest.raises(
+            RuntimeError, match=r"invalid gradient at index 0 - expected device cpu"
+        ):
+            out.backward()
+        assert x.grad is None
+    else:
+        out.backward()
+        assert x.grad.device.type == "cpu" and x.grad.item() == 2.0

@@ -362,3 +362,73 @@ def test_printing_a_no_grad_view_changed_in_place():
         return out
 
     assert run(ng) == run(torch)
+
+
+def test_a_retained_grad_is_its_own_copy():
+    """``retain_grad`` keeps a copy of the gradient that flows on: changing the leaf's ``.grad``
+    in place later leaves the retained one as it was (and the other way round)."""
+
+    def run(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        v = x + 0  # (its gradient flows on to x unchanged)
+        v.retain_grad()
+        x.register_hook(lambda g: g.mul_(2))  # changes the flowing gradient in place
+        (v * 3).sum().backward()
+        x.grad.mul_(10)
+        before = v.grad.tolist()
+        v.grad.add_(1)
+        return before, x.grad.tolist(), v.grad.tolist()
+
+    assert run(ng) == run(torch)
+
+
+def test_a_disabled_post_accumulate_grad_hook_does_not_run():
+    x = ng.ones(2, requires_grad=True)
+    calls = []
+    handle = x.register_post_accumulate_grad_hook(lambda t: calls.append(1))
+    handle.enabled = False
+    x.sum().backward()
+    assert calls == []
+    handle.enabled = True
+    x.sum().backward()
+    assert calls == [1]
+
+
+def test_nodes_are_numbered_in_creation_order():
+    def run(lib):
+        class Twice(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        x = lib.ones(2, requires_grad=True)
+        a = x * 2
+        b = Twice.apply(a)
+        c = Twice.apply(b).exp()
+        d = c.sum()
+        nodes = [a.grad_fn, b.grad_fn, c.grad_fn.next_functions[0][0], c.grad_fn, d.grad_fn]
+        return [n._sequence_nr() - a.grad_fn._sequence_nr() for n in nodes]
+
+    assert run(ng) == run(torch) == [0, 1, 2, 3, 4]
+
+
+def test_a_node_that_returns_too_many_gradients_is_refused():
+    from nbgrad.autograd.engine import get_default_engine
+    from nbgrad.autograd.graph import Edge, Node
+
+    x = ng.ones(2, requires_grad=True)
+    y = x * 2
+
+    class TooMany(Node):
+        def apply(self, grads):
+            return [grads[0], grads[0]]
+
+    node = TooMany((Edge(y.grad_fn, 0),))
+    node._input_metadata_ = y.grad_fn._input_metadata_
+    with pytest.raises(RuntimeError, match="returned an invalid number of gradients - expected 1"):
+        get_default_engine().execute([Edge(node, 0)], [ng.ones(2)], False, False)
+    assert x.grad is None
