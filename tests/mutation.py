@@ -265,7 +265,7 @@ MUTANTS = [
     m(D, "(self == 0) & (exponent >= 0)", "(self == 0) & (result >= 0)", "pow: exponent gradient at base 0 from the result's sign"),
     m(D, 'return grad * _T.where(exponent >= 0, 0.0, result * log_base)', 'return grad * _T.where(result >= 0, 0.0, result * log_base)', "rpow: exponent gradient at base 0 from the result's sign"),
     m(D, '_TENSOR_ATTRS = frozenset({"indices"})', "_TENSOR_ATTRS = frozenset()", "indexing: saved indices outlive the graph"),
-    m(D, "like = next(g for g in grads if g is not None)\n    parts = []", "like = next(g for g in grads if g is not None)\n    self_shape = like.shape\n    parts = []", "split backward: zeros of the wrong shape"),
+    m(D, "            shape[dim] = s\n", "            pass\n", "split backward: zeros of the wrong shape"),
     m(G, "                return t._alias_with_grad_fn(self._weak_grad_fn, self._output_nr)", "                return t", "saved tensor hooks: double backward through the pack hook"),
     m(G, "                    if out is not None:", "                    if False:", "a post-accumulate-grad hook may return a value"),
     m(E, "new = h.fn(grad)  # hook all the same, with None", "new = h.fn(grad) if grad is not None else None", "tensor hooks skipped for outputs with no gradient"),

@@ -1226,8 +1226,12 @@ KINKS = [
     Kink("x ** 0.5 at 0", lambda x: x**0.5, [[0.0, 0.25, 4.0]]),
     Kink("x ** 1.5 at 0", lambda x: x**1.5, [[0.0, 0.25, 4.0]]),
     Kink("x ** e at 0 (e a constant tensor)",
-         lambda x: x ** lib(x).tensor([0.0, 0.0, 1.0, 2.0], dtype=x.dtype), [[0.0, 2.0, 0.0, 0.0]],
-         order2=False),  # PyTorch's second order is 0 * inf = nan at 0 ** 0, and NumPy warns
+         lambda x: x ** lib(x).tensor([0.0, 0.0, 1.0, 2.0], dtype=x.dtype), [[0.0, 2.0, 0.0, 0.0]]),
+    # the gradient for the exponent where the base is 0: -inf for e < 0, 0 for e >= 0
+    Kink("0 ** e (a tensor base)", lambda e: lib(e).zeros(5, dtype=e.dtype) ** e,
+         [[-1.0, 0.0, 1.0, 0.5, 2.0]]),
+    Kink("b ** e with zeros in b", lambda b, e: b ** e, [[0.0, 3.0, 0.0, 0.0], [-1.0, 0.5, 0.0, 2.0]]),
+    Kink("0 ** e (a number base)", lambda e: 0.0 ** e, [[-1.0, 0.0, 1.0, 0.5, 2.0]]),
     Kink("sqrt at 0", lambda x: x.sqrt(), [[0.0, 0.25, 4.0]]),
     Kink("log at 0", lambda x: x.log(), [[0.0, 0.25, 4.0]]),
     Kink("norm at 0", lambda x: x.norm(), [[[0.0, 0.0], [0.0, 0.0]]]),

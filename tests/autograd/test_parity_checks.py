@@ -432,3 +432,67 @@ def test_a_node_that_returns_too_many_gradients_is_refused():
     with pytest.raises(RuntimeError, match="returned an invalid number of gradients - expected 1"):
         get_default_engine().execute([Edge(node, 0)], [ng.ones(2)], False, False)
     assert x.grad is None
+
+
+# ---- .grad never aliases a gradient someone else holds -------------------------------------
+# (nbgrad is stricter than PyTorch here: PyTorch's AccumulateGrad steals a gradient whose
+# storage another tensor shares, so a later accumulation changes that tensor too)
+def test_grad_does_not_alias_an_array_a_hook_kept():
+    x = ng.tensor([1.0, 2.0], requires_grad=True)
+    kept = []
+    x.register_hook(lambda g: kept.append(g.detach()))
+    for _ in range(2):
+        (x * 3).sum().backward()
+    assert [k.tolist() for k in kept] == [[3.0, 3.0], [3.0, 3.0]]
+    assert x.grad.tolist() == [6.0, 6.0]
+
+
+def test_grad_does_not_alias_the_users_gradient_through_a_view():
+    x = ng.tensor([1.0, 2.0], requires_grad=True)
+    g = ng.tensor([[1.0, 1.0]])
+    for _ in range(2):
+        x.unsqueeze(0).backward(g)  # x's gradient is a view of g's memory
+    assert g.tolist() == [[1.0, 1.0]] and x.grad.tolist() == [2.0, 2.0]
+
+
+def test_grad_does_not_alias_a_gradient_that_requires_grad():
+    def run(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        g = lib.tensor([1.0, 1.0], requires_grad=True)
+        for _ in range(2):
+            (x + 0).backward(g)
+        return g.tolist(), x.grad.tolist(), x.grad.requires_grad
+
+    assert run(ng) == run(torch)
+
+
+def test_retain_grad_on_one_output_of_several():
+    def run(lib):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        a, b, c = (x * 1).unbind()
+        b.retain_grad()
+        (a + 2 * b + 3 * c).backward()
+        return a.grad, b.grad.item(), c.grad, x.grad.tolist()
+
+    assert run(ng) == run(torch)
+
+
+def test_mark_non_differentiable_outputs():
+    def run(lib):
+        class Sorted(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                values, idx = x.sort()
+                flag = x.clone()
+                ctx.mark_non_differentiable(idx, flag)
+                return values, idx, flag
+
+            @staticmethod
+            def backward(ctx, g, g_idx, g_flag):
+                return g
+
+        x = lib.tensor([3.0, 1.0, 2.0], requires_grad=True)
+        values, idx, flag = Sorted.apply(x)
+        return [(t.requires_grad, t.grad_fn is None) for t in (values, idx, flag)]
+
+    assert run(ng) == run(torch)
