@@ -148,6 +148,70 @@ def test_saved_input_detached_in_place_raises(lib):
     b.backward()
 
 
+# -- custom Functions ------------------------------------------------------------------------------
+def _clearing_fn(lib, log):
+    class MyFn(lib.autograd.Function):
+        clear_saved_tensors_on_access = True
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            ref = weakref.ref(x)
+            del x
+            log.append(ref() is None)
+            log.append(ctx._raw_saved_tensors)
+            try:
+                _ = ctx.saved_tensors
+            except RuntimeError as e:
+                log.append(str(e))
+            return grad
+
+    return MyFn
+
+
+@LIBS
+def test_clear_saved_tensors_on_access(lib):
+    assert lib.autograd.Function.clear_saved_tensors_on_access is False
+    log = []
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    _clearing_fn(lib, log).apply(x.clone()).sum().backward()
+    assert log[:2] == [True, ()]  # the local was the only reference
+    assert "saved_tensors can only be accessed once" in log[2]
+    assert log[2] == ng.autograd.function.ERR_CLEARED
+
+
+@LIBS
+def test_ctx_keeps_no_reference_to_marked_tensors(lib):
+    class Test(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.mark_dirty(x)
+            ctx.save_for_backward(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    def scope():
+        x = lib.tensor(1.0, requires_grad=True).clone()
+        y = Test.apply(x)
+        assert y.grad_fn.dirty_tensors is None and y.grad_fn.to_save is None
+        return weakref.ref(x)
+
+    gc.collect()
+    gc.disable()
+    try:
+        assert scope()() is None  # no cycle: freed without the cyclic collector
+    finally:
+        gc.enable()
+
+
 # -- saved-tensor hooks entered or left during backward ------------------------------------------
 @LIBS
 def test_hooks_entered_in_backward_do_not_leak(lib):
