@@ -1674,7 +1674,14 @@ class TableNode(Node):
 
     def release_variables(self):
         for slot in self._tensor_slots:
-            if getattr(self, slot, None) is not None:
+            value = getattr(self, slot, None)
+            if value is not None:
+                if type(value) is SavedTensor:
+                    value._free()
+                elif type(value) is list:
+                    for v in value:
+                        if type(v) is SavedTensor:
+                            v._free()
                 setattr(self, slot, FREED)
 
     def _saved_tensor_names(self):
@@ -1694,6 +1701,36 @@ def _saved_property(name):
 
     getter.__name__ = "_saved_" + name
     return property(getter, doc=f"The saved value '{name}' (as PyTorch's ``_saved_{name}``).")
+
+
+def _raw_saved_property(name):
+    slot = "_s_" + name
+
+    def getter(self):
+        value = getattr(self, slot, None)
+        if type(value) in (list, tuple):  # a list input, or indexing's indices
+            return [_raw_saved(v) for v in value]
+        return _raw_saved(value)
+
+    getter.__name__ = "_raw_saved_" + name
+    return property(getter, doc=f"The SavedTensor object of '{name}' (``_raw_saved_{name}``).")
+
+
+def _raw_saved(value):
+    """The SavedTensor object of a saved slot, as PyTorch's ``_raw_saved_*``: one standing for
+    None where nothing was saved, a freed one after release (neither raises until used), and
+    a number's own tensor (PyTorch saves a Python number as a wrapped-number tensor)."""
+    if type(value) is SavedTensor:
+        return value
+    if value is FREED:
+        saved = SavedTensor(None)
+        saved._free()
+        return saved
+    if isinstance(value, _T.Tensor):
+        return SavedTensor(value)
+    if isinstance(value, (bool, int, float, complex, np.ndarray, np.generic)):
+        return SavedTensor(_T.tensor(value))
+    return SavedTensor(None)  # None, or an index that is no tensor (a slice, ...)
 
 
 # NOTE [Generated apply]
@@ -1767,9 +1804,12 @@ def _generate_apply(info, slot_plan, save_plan):
     # release_variables, unrolled: every saved input or result goes, Python numbers included
     # (PyTorch saves those as wrapped-number tensors, which are released too)
     lines.append("def release_variables(self):")
-    for slot in tensor_slots:
+    for slot in tensor_slots:  # a SavedTensor object a caller may hold is freed too
         lines += [
-            f"    if self.{slot} is not None:",
+            f"    v = self.{slot}",
+            "    if v is not None:",
+            "        if type(v) is SavedTensor:",
+            "            v._free()",
             f"        self.{slot} = FREED",
         ]
     if not tensor_slots:
@@ -1898,6 +1938,9 @@ def _build_node_class(info: OpInfo):
     }
     for s in saved:
         ns["_saved_" + s] = _saved_property(s)
+    for slot, kind, key, _ in save_plan:  # tensors: their SavedTensor objects as well
+        if kind in ("input", "result") or (kind == "attr" and key in _TENSOR_ATTRS):
+            ns["_raw_saved_" + slot[3:]] = _raw_saved_property(slot[3:])
     # PyTorch calls the saved shape of ``self`` ``_saved_self_sym_sizes``
     if "self_shape" in saved:
         ns["_saved_self_sym_sizes"] = _saved_property("self_shape")

@@ -51,7 +51,7 @@ from nbgrad.backend import CPU, quiet_float_errors
 
 from . import anomaly_mode as _anomaly
 from .grad_mode import _state as _grad_state
-from .graph import AccumulateGrad, Edge, GraphRoot, Node, hook_name
+from .graph import AccumulateGrad, Edge, GraphRoot, Node, _saved_hooks, hook_name
 
 __all__ = ["NodeTask", "ReadyQueue", "InputBuffer", "GraphTask", "Engine", "get_default_engine"]
 
@@ -303,6 +303,7 @@ class Engine:
             )
         prev = _current.graph_task
         prev_grad = _grad_state.enabled
+        prev_saved_hooks = _saved_hooks.stack  # see NOTE [Saved-tensor hooks entered in backward]
         _current.graph_task = graph_task
         _current.depth += 1
         try:
@@ -317,12 +318,21 @@ class Engine:
             _current.graph_task = prev
             _current.depth -= 1
             _grad_state.enabled = prev_grad
+            _saved_hooks.stack = prev_saved_hooks
             graph_task.completed = True
             for w in graph_task.warnings:  # replay warnings raised on worker threads
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
             if graph_task.listeners:
                 self._emit(graph_task, "task_end", error=graph_task.exception)
         return graph_task.captured_vars
+
+    # NOTE [Saved-tensor hooks entered in backward]
+    # PyTorch runs each node under the thread-local state its GraphTask captured (the
+    # saved-tensor hooks stack among it) and restores the previous state after the node, so a
+    # ``saved_tensors_hooks`` entered or exited inside a hook or unpack_hook and never left
+    # neither leaks (the stack would hold its hooks, and what they close over, forever) nor
+    # pops an outer block's hooks. nbgrad restores the stack once, when the backward call
+    # returns or raises: the same for everything after the call, at no cost per node.
 
     def _execute_on_helper_thread(self, *args):
         result, error = [], []

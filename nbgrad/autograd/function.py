@@ -26,6 +26,15 @@ __all__ = [
 ]
 
 
+# ``ctx._saved`` after ``saved_tensors`` was read with ``clear_saved_tensors_on_access``
+_CLEARED = object()
+ERR_CLEARED = (
+    "saved_tensors can only be accessed once when clear_saved_tensors_on_access=True is set on "
+    "the autograd.Function. Either access saved_tensors only once, or set "
+    "clear_saved_tensors_on_access=False."
+)
+
+
 class FunctionCtx:
     """What ``forward`` can tell ``backward`` (the ``ctx`` argument)."""
 
@@ -83,13 +92,35 @@ class BackwardCFunction(Node, FunctionCtx):
 
     @property
     def saved_tensors(self):
-        """The tensors passed to ``save_for_backward``, checked for in-place changes."""
+        """The tensors passed to ``save_for_backward``, checked for in-place changes.
+
+        With ``clear_saved_tensors_on_access = True`` on the Function, the first access also
+        releases them (the caller's references are then the only ones), and a second raises.
+        """
         saved = self._saved
         if saved is None:  # inside forward, before apply() packs them
-            return tuple(self.to_save)
+            return tuple(self.to_save or ())
+        if saved is _CLEARED:
+            raise RuntimeError(ERR_CLEARED)
         if saved is FREED:
             raise RuntimeError(ERR_FREED)
-        return tuple(None if s is None else unpack_saved(s, self) for s in saved)
+        out = tuple(None if s is None else unpack_saved(s, self) for s in saved)
+        if getattr(self._forward_cls, "clear_saved_tensors_on_access", False):
+            self._saved = _CLEARED
+            for s in saved:
+                if s is not None:
+                    s._free()
+        return out
+
+    @property
+    def _raw_saved_tensors(self):
+        """The SavedTensor objects of ``save_for_backward`` (PyTorch's ``_raw_saved_tensors``)."""
+        saved = self._saved
+        if saved is FREED:
+            raise RuntimeError(ERR_FREED)
+        if saved is None or saved is _CLEARED:
+            return ()
+        return tuple(SavedTensor(None) if s is None else s for s in saved)
 
     @property
     def saved_variables(self):
@@ -100,7 +131,12 @@ class BackwardCFunction(Node, FunctionCtx):
         return self.saved_tensors
 
     def release_variables(self):
-        if self._saved is not None:
+        saved = self._saved
+        if saved is not None and saved is not _CLEARED:
+            if saved is not FREED:
+                for s in saved:
+                    if s is not None:
+                        s._free()
             self._saved = FREED
 
     def apply(self, grads):
@@ -218,6 +254,10 @@ class Function(metaclass=_FunctionMeta):
         )
 
     vjp = backward
+
+    # True: ``ctx.saved_tensors`` releases them when read, so that backward can free each
+    # tensor as soon as it is done with it; a second read raises
+    clear_saved_tensors_on_access = False
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -338,7 +378,9 @@ class Function(metaclass=_FunctionMeta):
             None if t is None else SavedTensor(t, is_output=id(t) in out_ids and t.grad_fn is ctx)
             for t in ctx.to_save
         )
-        ctx.to_save = ()
+        # as PyTorch, the ctx keeps no reference to what forward marked or saved (a dirty input
+        # is the output: ctx -> output -> ctx would be a cycle)
+        ctx.to_save = ctx.dirty_tensors = ctx.non_differentiable = None
         if getattr(cls.backward, "_once_differentiable", False):
             pass
         return new_outs[0] if single else tuple(new_outs)

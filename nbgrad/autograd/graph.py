@@ -18,6 +18,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .grad_mode import _state as _grad_state
+
 __all__ = [
     "Node",
     "Edge",
@@ -467,9 +469,35 @@ class saved_tensors_hooks:
         return False
 
 
+ERR_HOOKS_SET = (
+    "Calling register_hooks on a saved tensor whose hooks have already been set. Hint: only one "
+    "pair of hooks is allowed at a time."
+)
+ERR_HOOKS_FREED = (
+    "Calling register_hooks on a saved tensor after it has been freed. Saved intermediate values "
+    "of the graph are freed when you call .backward() or autograd.grad(). Specify "
+    "retain_graph=True if you need to backward through the graph a second time or if you need to "
+    "access saved variables after calling backward."
+)
+ERR_HOOKS_NONE = "Calling register_hooks on a saved tensor with value None is forbidden"
+ERR_PACK_INPLACE = (
+    "A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack "
+    "hook can not be modified by in-place operations as this can lead to unexpected side-effects. "
+    "Please open an issue if you need to perform in-place operations on the input to a pack hook."
+)
+ERR_DETACHED = (
+    "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is "
+    "not supported, please use out-of-place `.detach()` instead"
+)
+
+
 class SavedTensor:
-    """A tensor saved for backward (``SavedVariable``): remembers its version to detect
-    in-place changes, and for a node's own output stores no reference to the node (no cycle).
+    """A tensor saved for backward (``SavedVariable``; in Python, PyTorch's
+    ``torch._C._autograd.SavedTensor``, reached as ``grad_fn._raw_saved_self``).
+
+    It remembers its version to detect in-place changes, and for a node's own output stores
+    only the data, no reference to the node (no cycle). ``register_hooks(pack, unpack)`` packs
+    it now; ``data`` is what it holds (the packed object once it has hooks; None once freed).
     """
 
     __slots__ = (
@@ -478,6 +506,7 @@ class SavedTensor:
         "_counter",
         "_version",
         "_is_output",
+        "_is_leaf",
         "_output_nr",
         "_requires_grad",
         "_device",
@@ -486,9 +515,17 @@ class SavedTensor:
         "_unpack_hook",
         "_weak_grad_fn",
         "_accumulator",
+        "_freed",
     )
 
     def __init__(self, tensor, is_output=False, grad_fn_name=None):
+        self._freed = False
+        if tensor is None:  # PyTorch's default-constructed SavedVariable: a saved None
+            self._tensor = self._data = self._packed = self._unpack_hook = None
+            self._counter = self._version = self._grad_fn_name = None
+            self._is_output = self._requires_grad = False
+            self._is_leaf = True
+            return
         self._counter = tensor._counter()
         self._version = self._counter[0]
         self._is_output = is_output
@@ -497,24 +534,15 @@ class SavedTensor:
         self._packed = None
         self._unpack_hook = None
         grad_fn = tensor.grad_fn
+        self._is_leaf = grad_fn is None
         self._grad_fn_name = grad_fn_name or (grad_fn.name() if grad_fn is not None else None)
         stack = _saved_hooks.stack
         if stack:
-            pack, unpack = stack[-1]
-            self._tensor = None
-            self._data = None
-            self._unpack_hook = unpack
-            _saved_hooks.stack = ()  # a pack hook's own saves are not packed again
-            try:
-                self._packed = pack(tensor if not is_output else tensor.detach())
-            finally:
-                _saved_hooks.stack = stack
-            # what the unpacked tensor will be, for autograd: the original (see NOTE [Unpacked
-            # is the original])
-            self._weak_grad_fn = None if is_output else grad_fn
-            self._accumulator = None
-            if grad_fn is None and tensor._requires_grad and not is_output:
-                self._accumulator = weakref.ref(tensor._get_grad_accumulator())
+            self._tensor = self._data = None
+            if is_output:
+                self._pack(stack[-1], tensor.detach(), None)
+            else:
+                self._pack(stack[-1], tensor, tensor)
             return
         if is_output:
             self._tensor = None
@@ -525,11 +553,92 @@ class SavedTensor:
             self._data = None
         self._weak_grad_fn = None
 
+    def _pack(self, hooks, value, original):
+        """``set_hooks_and_pack_data``: ``pack(value)`` in no-grad mode, which must not modify
+        ``value`` in place; remembers what the unpacked tensor will stand for: ``original``'s
+        grad_fn or leaf (None for a node's output, which stands for the node's)."""
+        pack, unpack = hooks
+        self._unpack_hook = unpack
+        stack = _saved_hooks.stack
+        _saved_hooks.stack = ()  # a pack hook's own saves are not packed again
+        prev = _grad_state.enabled
+        _grad_state.enabled = False
+        try:
+            self._packed = pack(value)
+        finally:
+            _grad_state.enabled = prev
+            _saved_hooks.stack = stack
+        if self._counter[0] != self._version:
+            raise RuntimeError(ERR_PACK_INPLACE)
+        # what the unpacked tensor will be, for autograd: the original (see NOTE [Unpacked is
+        # the original])
+        grad_fn = original.grad_fn if original is not None else None
+        self._weak_grad_fn = grad_fn
+        self._accumulator = None
+        if original is not None and grad_fn is None and self._requires_grad:
+            self._accumulator = weakref.ref(original._get_grad_accumulator())
+
+    # -- the Python object (``torch._C._autograd.SavedTensor``) ---------------------------------
+    def register_hooks(self, *args):
+        """Pack the saved tensor with ``pack_hook`` now; backward unpacks it with
+        ``unpack_hook``. Once per saved tensor, before it is freed."""
+        if len(args) != 2 or not all(callable(a) for a in args):
+            raise TypeError(
+                "register_hooks(): incompatible function arguments. The following argument "
+                "types are supported:\n    1. (self: SavedTensor, arg0: Callable, "
+                f"arg1: Callable) -> None\n\nInvoked with: {self!r}, "
+                + ", ".join(repr(a) for a in args)
+            )
+        if self._unpack_hook is not None:
+            raise RuntimeError(ERR_HOOKS_SET)
+        if self._freed:
+            raise RuntimeError(ERR_HOOKS_FREED)
+        if self._counter is None:
+            raise RuntimeError(ERR_HOOKS_NONE)
+        original = self._tensor
+        if original is not None:  # the original: packed detached, standing for it
+            self._requires_grad = original._requires_grad
+            self._output_nr = original._output_nr
+            value = original.detach()
+        else:  # a node's output: its data, sharing its version counter
+            value = self._data_tensor()
+        self._tensor = self._data = None
+        self._pack(args, value, original)
+
+    @property
+    def data(self):
+        """What is saved: the packed object (with hooks), the original tensor, or a node's
+        output detached; None once freed."""
+        if self._freed:
+            return None
+        if self._unpack_hook is not None:
+            return self._packed
+        if self._tensor is not None or not self._is_output:
+            return self._tensor
+        return self._data_tensor()
+
+    @property
+    def unpack_hook(self):
+        return self._unpack_hook
+
+    def _data_tensor(self):
+        """A saved output's data as a tensor outside the graph (PyTorch's ``tensor_data()``)."""
+        from nbgrad.tensor import _wrap
+
+        t = _wrap(self._data, self._device)
+        t._version_counter = self._counter  # in place on it bumps the output's version
+        return t
+
+    def _free(self):
+        """Drop what is saved (``SavedVariable::reset_data``): the graph was released."""
+        self._freed = True
+        self._tensor = self._data = self._packed = self._unpack_hook = None
+        self._weak_grad_fn = None
+
+    # -- backward -----------------------------------------------------------------------------
     def unpack(self, node):
         """The saved tensor, checked against in-place changes (``SavedVariable::unpack``)."""
-        if self._counter[0] != self._version:
-            self._raise_version_error()
-        if self._unpack_hook is not None:
+        if self._unpack_hook is not None:  # as PyTorch: no version check through hooks
             t = self._unpack_hook(self._packed)
             from nbgrad.tensor import Tensor
 
@@ -549,13 +658,22 @@ class SavedTensor:
                 return t._alias_with_grad_fn(self._weak_grad_fn, self._output_nr)
             acc = self._accumulator() if self._accumulator is not None else None
             return t._alias_as_leaf(self._requires_grad, acc)
+        if self._freed:
+            raise RuntimeError(ERR_FREED)
+        if self._counter is None:  # a saved None
+            return None
+        tensor = self._tensor
+        if tensor is not None and tensor.grad_fn is None and not self._is_leaf:
+            raise RuntimeError(ERR_DETACHED)
+        if self._counter[0] != self._version:
+            self._raise_version_error()
         if self._is_output:
             from nbgrad.tensor import Tensor
 
             return Tensor._from_saved_output(
                 self._data, self._device, node, self._output_nr, self._counter
             )
-        return self._tensor
+        return tensor
 
     def _raise_version_error(self):
         shape = list(self._shape())
