@@ -1230,7 +1230,8 @@ KINKS = [
     # the gradient for the exponent where the base is 0: -inf for e < 0, 0 for e >= 0
     Kink("0 ** e (a tensor base)", lambda e: lib(e).zeros(5, dtype=e.dtype) ** e,
          [[-1.0, 0.0, 1.0, 0.5, 2.0]]),
-    Kink("b ** e with zeros in b", lambda b, e: b ** e, [[0.0, 3.0, 0.0, 0.0], [-1.0, 0.5, 0.0, 2.0]]),
+    Kink("b ** e with zeros in b", lambda b, e: b ** e,
+         [[0.0, 3.0, 0.0, 0.0], [-1.0, 0.5, 0.0, 2.0]]),
     Kink("0 ** e (a number base)", lambda e: 0.0 ** e, [[-1.0, 0.0, 1.0, 0.5, 2.0]]),
     Kink("sqrt at 0", lambda x: x.sqrt(), [[0.0, 0.25, 4.0]]),
     Kink("log at 0", lambda x: x.log(), [[0.0, 0.25, 4.0]]),
