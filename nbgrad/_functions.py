@@ -6,6 +6,10 @@ from .tensor import Tensor, _tensor_arg, as_tensor
 
 __all__ = [
     "add",
+    "var_mean",
+    "std_mean",
+    "all",
+    "any",
     "sub",
     "mul",
     "div",
@@ -322,6 +326,24 @@ def minimum(input, other):
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):
     return input.sum(dim, keepdim, dtype=dtype)
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """``(var, mean)`` from one node (``VarMeanBackward0``)."""
+    return input._spread_mean("var_mean", dim, unbiased, keepdim, correction)
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """``(std, mean)`` from one node (``StdMeanBackward0``)."""
+    return input._spread_mean("std_mean", dim, unbiased, keepdim, correction)
+
+
+def all(input, dim=None, keepdim=False):
+    return _t(input).all(dim, keepdim)
+
+
+def any(input, dim=None, keepdim=False):
+    return _t(input).any(dim, keepdim)
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):

@@ -332,6 +332,10 @@ op("var", "VarBackward0", "self", lambda xp, self, dim, correction, keepdim: _va
    self=lambda grad, self, dim, correction, keepdim: _var_backward(grad, self, dim, correction, keepdim))
 op("std", "StdBackward0", "self", lambda xp, self, dim, correction, keepdim: _var_std(xp, "std", self, dim, correction, keepdim), attrs="dim correction keepdim", promote="float",
    self=lambda grad, self, result, dim, correction, keepdim: _std_backward(grad, self, result, dim, correction, keepdim))
+op("var_mean", "VarMeanBackward0", "self", lambda xp, self, dim, correction, keepdim: (_var_std(xp, "var", self, dim, correction, keepdim), xp.mean(self, axis=dim, keepdims=keepdim)), attrs="dim correction keepdim", promote="float",
+   outputs=2, self=lambda grads, self, dim, correction, keepdim: _var_mean_backward(grads, self, dim, correction, keepdim))
+op("std_mean", "StdMeanBackward0", "self", lambda xp, self, dim, correction, keepdim: (_var_std(xp, "std", self, dim, correction, keepdim), xp.mean(self, axis=dim, keepdims=keepdim)), attrs="dim correction keepdim", promote="float",
+   outputs=2, self=lambda grads, self, result0, dim, correction, keepdim: _var_mean_backward(grads, self, dim, correction, keepdim, std=result0))
 op("norm", "LinalgVectorNormBackward0", "self", lambda xp, self, ord, dim, keepdim: _vector_norm(xp, self, ord, dim, keepdim), attrs="ord dim keepdim", promote="float",
    self=lambda grad, self, result, ord, dim, keepdim: _norm_backward(grad, self, result, ord, dim, keepdim))
 op("logsumexp", "LogsumexpBackward0", "self", lambda xp, self, dim, keepdim: _logsumexp(xp, self, dim, keepdim), attrs="dim keepdim", promote="float",
@@ -926,6 +930,21 @@ def _var_backward(grad, self, dim, correction, keepdim):
         * _expand_reduced(grad, self.shape, dim, keepdim)
         * (self - (self.mean(dim, keepdim=True) if dim is not None else self.mean()))
     )
+
+
+def _var_mean_backward(grads, self, dim, correction, keepdim, std=None):
+    """The gradient of ``var_mean`` / ``std_mean``: the var's (or std's) plus the mean's."""
+    g_spread, g_mean = grads
+    out = None
+    if g_spread is not None:
+        if std is None:
+            out = _var_backward(g_spread, self, dim, correction, keepdim)
+        else:
+            out = _std_backward(g_spread, self, std, dim, correction, keepdim)
+    if g_mean is not None:
+        m = _expand_reduced(g_mean, self.shape, dim, keepdim) / _count(self.shape, dim)
+        out = m if out is None else out + m
+    return out
 
 
 def _std_backward(grad, self, result, dim, correction, keepdim):

@@ -1523,11 +1523,17 @@ class Tensor:
     def ge(self, other):
         return self.__ge__(other)
 
-    def any(self):
-        return _wrap(np.asarray(bool(self._data.any())), self._device)
+    def any(self, dim=None, keepdim=False):
+        return _bool_reduction(self, "any", dim, keepdim)
 
-    def all(self):
-        return _wrap(np.asarray(bool(self._data.all())), self._device)
+    def all(self, dim=None, keepdim=False):
+        return _bool_reduction(self, "all", dim, keepdim)
+
+    def data_ptr(self) -> int:
+        """The address of the first element (the same for tensors sharing that memory)."""
+        data = self._data
+        interface = getattr(data, "__cuda_array_interface__", None) or data.__array_interface__
+        return int(interface["data"][0])
 
     def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         return bool(np.allclose(np.asarray(self), np.asarray(other), rtol, atol, equal_nan))
@@ -1605,6 +1611,10 @@ class Tensor:
 
     def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
         return _dispatch(_op("var"), (self,), self._var_args(dim, unbiased, keepdim, correction))
+
+    def _spread_mean(self, name, dim, unbiased, keepdim, correction):
+        """``var_mean`` / ``std_mean`` (functions only in PyTorch): one node, two outputs."""
+        return _dispatch(_op(name), (self,), self._var_args(dim, unbiased, keepdim, correction))
 
     def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
         return _dispatch(_op("std"), (self,), self._var_args(dim, unbiased, keepdim, correction))
@@ -2310,6 +2320,19 @@ def _scalar_tensor_indices(keys):
     )
 
 
+def _bool_reduction(t, name, dim, keepdim):
+    """``any`` / ``all``: a bool tensor (uint8 for uint8 input, as PyTorch), on ``t``'s device,
+    computed by its own array module."""
+    data = t._data
+    axis = None if dim is None else _dims(dim, data.ndim)
+    out = getattr(data, name)(axis=axis, keepdims=keepdim)
+    xp = np if t._device is CPU else backend.get_xp(t._device)
+    out = xp.asarray(out)
+    if data.dtype == np.uint8:
+        out = out.astype(np.uint8)
+    return _wrap(out, t._device)
+
+
 def _should_fold(tensor1, tensor2):
     """Whether matmul folds the batch of the larger operand into mm/mv (ATen's should_fold)."""
     larger = tensor1.ndim >= tensor2.ndim
@@ -2890,7 +2913,22 @@ def randn(*size, dtype=None, device=None, requires_grad=False):
     return _host_random(lambda s: _rng.standard_normal(s), size, dtype, device, requires_grad)
 
 
+def rand_like(input, dtype=None, device=None, requires_grad=False):
+    """Uniform on [0, 1), of ``input``'s shape, dtype and device unless given."""
+    d, dev = _like(input, dtype, device, "rand_like")
+    return rand(input.shape, dtype=d, device=dev, requires_grad=requires_grad)
+
+
+def randn_like(input, dtype=None, device=None, requires_grad=False):
+    """Standard normal, of ``input``'s shape, dtype and device unless given."""
+    d, dev = _like(input, dtype, device, "randn_like")
+    return randn(input.shape, dtype=d, device=dev, requires_grad=requires_grad)
+
+
 def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=False):
+    """``randint(high, size)`` or ``randint(low, high, size)``, as PyTorch's overloads."""
+    if size is None and isinstance(high, (tuple, list, Size)):  # randint(high, size)
+        low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
     if size is None:

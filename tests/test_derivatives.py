@@ -407,6 +407,12 @@ CASES = [
     Case("amin", lambda x: x.amin(0), lambda a: a.min(0), [((2, 3),)]),
     Case("amin", lambda x: x.amin(), np.min, [(TIES,)], grad=False),
     Case("var", lambda x: x.var(), lambda a: np.var(a, ddof=1), [((2, 3),), ((4,),)]),
+    Case("var_mean", lambda x: lib(x).var_mean(x, 1), lambda a: (np.var(a, 1, ddof=1), a.mean(1)),
+         [((2, 3),)]),
+    Case("var_mean", lambda x: lib(x).var_mean(x), lambda a: (np.var(a, ddof=1), a.mean()),
+         [((4,),)]),
+    Case("std_mean", lambda x: lib(x).std_mean(x, 0, keepdim=True),
+         lambda a: (np.std(a, 0, ddof=1, keepdims=True), a.mean(0, keepdims=True)), [((3, 2),)]),
     # std is 0 here: its second derivative is nan (as in torch), so no gradgradcheck
     Case("std", lambda x: x.std(0, correction=0), np.std, [((),)], gradgrad=False),
     Case("var", lambda x: x.var(1), lambda a: np.var(a, 1, ddof=1), [((2, 3),)]),

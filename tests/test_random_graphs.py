@@ -938,7 +938,9 @@ NOT_DRAWN = {
     "adaptive_avg_pool2d",
     "adaptive_avg_pool2d_backward",
     "elu_",  # (elu, out of place, is drawn)
-    "threshold_backward",  # relu's backward: only under create_graph; the op table test runs it
+    "threshold_backward",
+    "var_mean",  # (functions of two outputs; the op table test checks them)
+    "std_mean",  # relu's backward: only under create_graph; the op table test runs it
     # zero derivatives and jumps (the rounding functions); shape ops the op table test checks
     "floor",
     "ceil",
