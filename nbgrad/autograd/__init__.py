@@ -66,16 +66,19 @@ def _tensor_module():
     return _tensor
 
 
-def _tensor_or_tensors(x, what):
+def _tensor_or_tensors(x, what, edges=False):
+    """``x`` as a tuple of Tensors (and, with ``edges``, GradientEdges), checked."""
     Tensor = _tensor_module().Tensor
 
-    if isinstance(x, Tensor):
+    if isinstance(x, Tensor) or (edges and isinstance(x, graph.GradientEdge)):
         return (x,)
     if x is None:
         return ()
     if not isinstance(x, (list, tuple)):
         raise TypeError(f"{what} must be a Tensor or a sequence of Tensors, got {type(x).__name__}")
     for t in x:
+        if edges and isinstance(t, graph.GradientEdge):
+            continue
         if t is not None and not isinstance(t, Tensor):
             if what == "inputs":  # PyTorch's type for this one
                 raise RuntimeError(f"all inputs have to be Tensors, but got {type(t).__name__}")
@@ -99,6 +102,9 @@ def _make_grads(outputs, grads):
 
     new_grads = []
     for i, (out, grad) in enumerate(zip(outputs, grads)):
+        if isinstance(out, graph.GradientEdge):  # its shape, dtype, device: the node's input's
+            meta = out.node._input_metadata_[out.output_nr]
+            out = T.empty(meta.shape, dtype=meta.dtype, device=meta.device, requires_grad=True)
         if isinstance(grad, Tensor):
             if grad.shape != out.shape:
                 raise RuntimeError(
@@ -139,6 +145,9 @@ def _root_edges(tensors):
 
     edges = []
     for i, t in enumerate(tensors):
+        if isinstance(t, graph.GradientEdge):
+            edges.append(graph.Edge(t.node, t.output_nr))
+            continue
         if not t._requires_grad:
             raise RuntimeError(
                 f"element {i} of tensors does not require grad and does not have a grad_fn. "
@@ -171,10 +180,10 @@ def backward(
     if grad_variables is not None:
         grad_tensors = grad_variables
     if inputs is not None:
-        inputs = _tensor_or_tensors(inputs, "inputs")
+        inputs = _tensor_or_tensors(inputs, "inputs", edges=True)
         if len(inputs) == 0:
             raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
-    tensors = _tensor_or_tensors(tensors, "tensors")
+    tensors = _tensor_or_tensors(tensors, "tensors", edges=True)
     grads = _make_grads(tensors, _gradients_for(tensors, grad_tensors, "grad_tensors", ""))
     if retain_graph is None:
         retain_graph = create_graph
@@ -193,6 +202,9 @@ def backward(
     if inputs is not None:
         outputs = []
         for t in inputs:
+            if isinstance(t, graph.GradientEdge):
+                outputs.append(graph.Edge(t.node, t.output_nr))
+                continue
             if not t._requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             if t.grad_fn is not None:
@@ -302,8 +314,8 @@ def grad(
         )
     if allow_unused is None:
         allow_unused = materialize_grads
-    outputs = _tensor_or_tensors(outputs, "outputs")
-    inputs = _tensor_or_tensors(inputs, "inputs")
+    outputs = _tensor_or_tensors(outputs, "outputs", edges=True)
+    inputs = _tensor_or_tensors(inputs, "inputs", edges=True)
     if len(inputs) == 0:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     grads = _make_grads(outputs, _gradients_for(outputs, grad_outputs, "grad_outputs", "grad(): "))
@@ -312,6 +324,9 @@ def grad(
     roots = _root_edges(outputs)
     edges = []
     for t in inputs:
+        if isinstance(t, graph.GradientEdge):
+            edges.append(graph.Edge(t.node, t.output_nr))
+            continue
         if not t._requires_grad:
             raise RuntimeError(
                 "One of the differentiated Tensors does not require grad. Only tensors with "
@@ -330,8 +345,12 @@ def grad(
                     "the graph. Set allow_unused=True if this is the desired behavior."
                 )
             if materialize_grads:  # a leaf under create_graph, as PyTorch's
+                if isinstance(t, graph.GradientEdge):
+                    raise RuntimeError(
+                        "materialize_grads cannot be used when the given input is a GradientEdge"
+                    )
                 g = zeros_like(t, requires_grad=create_graph)
-        elif g.shape != t.shape:
+        elif not isinstance(t, graph.GradientEdge) and g.shape != t.shape:
             from nbgrad.derivatives import sum_to
 
             g = sum_to(g, t.shape)

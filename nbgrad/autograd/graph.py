@@ -30,6 +30,8 @@ __all__ = [
     "saved_tensors_hooks",
     "InputMetadata",
     "UINT64_MAX",
+    "GradientEdge",
+    "get_gradient_edge",
 ]
 
 UINT64_MAX = 2**64 - 1
@@ -51,6 +53,27 @@ class Edge(NamedTuple):
 
 
 NO_EDGE = Edge(None, 0)
+
+
+class GradientEdge(NamedTuple):
+    """``(node, output_nr)``: where a tensor's gradient goes, usable in place of the tensor in
+    ``autograd.grad`` and ``autograd.backward`` (PyTorch's ``torch.autograd.graph.GradientEdge``):
+    it keeps pointing at the same node after the tensor is modified in place or freed."""
+
+    node: Node
+    output_nr: int
+
+
+def get_gradient_edge(tensor) -> GradientEdge:
+    """The GradientEdge of ``tensor``: its ``grad_fn`` (or, for a leaf, its AccumulateGrad)."""
+    if not tensor.requires_grad:
+        raise RuntimeError(
+            "It is not possible to get the gradient edge for a Tensor that does not require "
+            "gradients"
+        )
+    if tensor.grad_fn is not None:
+        return GradientEdge(tensor.grad_fn, tensor._output_nr)
+    return GradientEdge(tensor._pin_grad_accumulator(), 0)
 
 
 class InputMetadata(NamedTuple):
