@@ -196,6 +196,9 @@ class _ExecInfo:
         return self.needed or self.captures is not None
 
 
+_task_ids = itertools.count()  # GraphTask ids, never reused (current_graph_task_id)
+
+
 class GraphTask:
     """The state of one backward call (``GraphTask`` in graph_task.h)."""
 
@@ -203,6 +206,8 @@ class GraphTask:
         "keep_graph",
         "create_graph",
         "dependencies",
+        "graph_root",
+        "task_id",
         "not_ready",
         "exec_info",
         "captured_vars",
@@ -226,6 +231,8 @@ class GraphTask:
         self.keep_graph = keep_graph
         self.create_graph = create_graph
         self.dependencies = {}
+        self.graph_root = None
+        self.task_id = next(_task_ids)
         self.not_ready = {}
         self.exec_info = None
         self.captured_vars = []
@@ -251,6 +258,27 @@ class _CurrentTask(threading.local):
 
 
 _current = _CurrentTask()
+
+
+def current_graph_task_id() -> int:
+    """An id of the backward pass running on this thread, -1 outside one (PyTorch's
+    ``torch._C._current_graph_task_id``)."""
+    graph_task = _current.graph_task
+    return -1 if graph_task is None else graph_task.task_id
+
+
+def will_engine_execute_node(node) -> bool:
+    """Whether the backward pass running on this thread will run ``node`` (PyTorch's
+    ``torch._C._will_engine_execute_node``): it is reachable, and needed for ``inputs=``."""
+    graph_task = _current.graph_task
+    if graph_task is None:
+        raise RuntimeError(
+            "_will_engine_execute_node should only be called during the backward pass"
+        )
+    if graph_task.exec_info is not None:
+        info = graph_task.exec_info.get(node)
+        return info is not None and (info.needed or info.captures is not None)
+    return node is graph_task.graph_root or node in graph_task.dependencies
 
 
 class Engine:
@@ -294,6 +322,7 @@ class Engine:
         else:
             root = GraphRoot(roots, grads)
             buffer = InputBuffer()
+        graph_task.graph_root = root
         self.compute_dependencies(root, graph_task)
         if outputs is not None:
             self.init_to_execute(root, graph_task, outputs, accumulate_grad)

@@ -32,6 +32,7 @@ __all__ = [
     "UINT64_MAX",
     "GradientEdge",
     "get_gradient_edge",
+    "register_multi_grad_hook",
 ]
 
 UINT64_MAX = 2**64 - 1
@@ -62,6 +63,73 @@ class GradientEdge(NamedTuple):
 
     node: Node
     output_nr: int
+
+
+class _MultiHandle:
+    """The handle of a multi-grad hook: removes the hook from every tensor."""
+
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self):
+        for handle in self.handles:
+            handle.remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def register_multi_grad_hook(tensors, fn, *, mode="all"):
+    """Call ``fn`` once per backward pass for a group of tensors (PyTorch's
+    ``torch.autograd.graph.register_multi_grad_hook``).
+
+    ``mode="all"``: after the gradients of every tensor the pass computes, with a list of them
+    (None for the others). ``mode="any"``: at the first of them, with that gradient.
+    """
+    from .engine import current_graph_task_id, will_engine_execute_node  # (engine imports us)
+
+    if mode not in ("all", "any"):
+        raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
+    lock = threading.Lock()
+    if mode == "any":
+        ran = set()
+
+        def any_hook(grad):
+            task = current_graph_task_id()
+            with lock:
+                if task in ran:
+                    return
+                ran.add(task)
+            fn(grad)
+
+        return _MultiHandle(tuple(t.register_hook(any_hook) for t in tensors if t.requires_grad))
+
+    nodes = [get_gradient_edge(t).node for t in tensors]
+    counts, buffers, expected = {}, {}, {}
+
+    def hook_for(idx):
+        def all_hook(grad):
+            task = current_graph_task_id()
+            with lock:
+                seen = counts.get(task, 0)
+                if seen == 0:  # the first call of this pass: how many will come
+                    expected[task] = sum(map(will_engine_execute_node, nodes))
+                    buffers[task] = [None] * len(nodes)
+                counts[task] = seen + 1
+                buffers[task][idx] = grad
+                done = seen + 1 == expected[task]
+                if done:
+                    grads = buffers.pop(task)
+                    del counts[task], expected[task]
+            if done:
+                fn(grads)
+
+        return all_hook
+
+    return _MultiHandle(tuple(t.register_hook(hook_for(i)) for i, t in enumerate(tensors)))
 
 
 def get_gradient_edge(tensor) -> GradientEdge:

@@ -84,3 +84,35 @@ def test_no_edge_for_a_tensor_that_does_not_require_grad():
         _edge(ng, ng.ones(2))
     with pytest.raises(RuntimeError, match="not possible to get the gradient edge"):
         _edge(torch, torch.ones(2))
+
+
+@pytest.mark.parametrize("mode", ["all", "any"])
+def test_register_multi_grad_hook(mode):
+    def run(lib):
+        a = lib.tensor([1.0, 2.0], requires_grad=True)
+        b = lib.tensor([3.0, 4.0], requires_grad=True)
+        c = a * b
+        d = a * b
+        log = []
+
+        def fn(grads):
+            if mode == "all":
+                log.append([None if g is None else g.tolist() for g in grads])
+            else:
+                log.append(grads.tolist())
+
+        handle = lib.autograd.graph.register_multi_grad_hook((a, b, c, d), fn, mode=mode)
+        c.sum().backward(retain_graph=True)
+        c.sum().backward(inputs=(a,), retain_graph=True)
+        (c + d).sum().backward(retain_graph=True)
+        handle.remove()
+        c.sum().backward()
+        return log
+
+    assert run(ng) == run(torch)
+
+
+def test_register_multi_grad_hook_checks_its_mode():
+    x = ng.ones(1, requires_grad=True)
+    with pytest.raises(ValueError, match="Expects mode to be one of"):
+        ng.autograd.graph.register_multi_grad_hook((x,), print, mode="some")
