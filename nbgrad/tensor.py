@@ -370,6 +370,23 @@ def _view_node_name(node):
     return node.name().removesuffix("0").removesuffix("Backward")
 
 
+def _multiple_views_message(view):
+    """PyTorch's error for an in-place op on one of several views that one op returned."""
+    if view.grad_fn is not None:
+        made = (
+            f"Output {view._output_nr} of {_view_node_name(view.grad_fn)} is a view and is being "
+            "modified inplace."
+        )
+    else:
+        made = "A view was created in no_grad mode and is being modified inplace with grad mode "
+        made += "enabled."
+    return (
+        made + " This view is the output of a function that returns multiple views. Such "
+        "functions do not allow the output views to be modified inplace. You should replace the "
+        "inplace operation by an out-of-place one."
+    )
+
+
 def _no_grad_view_message(view):
     """PyTorch's error for an in-place op on a view of one of the kinds above; it names the
     view's node when it has one (a view made in grad mode from such a view)."""
@@ -634,6 +651,19 @@ class Tensor:
     def _backward_hooks(self, hooks):
         self._legacy_backward_hooks = hooks
 
+    @_backward_hooks.deleter
+    def _backward_hooks(self):
+        raise RuntimeError("Deletion of _backwards_hooks not allowed!")
+
+    @property
+    def _grad_fn(self):
+        """PyTorch's alias of ``grad_fn``."""
+        return self.grad_fn
+
+    @_grad_fn.deleter
+    def _grad_fn(self):
+        raise RuntimeError("Deletion of _grad_fn not allowed. Detach tensor instead!")
+
     # -- metadata ---------------------------------------------------------------------------
     @property
     def shape(self) -> Size:
@@ -687,6 +717,10 @@ class Tensor:
     @property
     def requires_grad(self) -> bool:
         return self._requires_grad
+
+    @requires_grad.deleter
+    def requires_grad(self):
+        raise RuntimeError("requires_grad must be a bool")
 
     @requires_grad.setter
     def requires_grad(self, value):
@@ -754,6 +788,10 @@ class Tensor:
                 raise RuntimeError("assigned grad has data located on a different device")
         self._grad = value
 
+    @grad.deleter
+    def grad(self):
+        self._grad = None  # as PyTorch: ``del t.grad`` is ``t.grad = None``
+
     @property
     def retains_grad(self) -> bool:
         return self._retains_grad
@@ -795,6 +833,10 @@ class Tensor:
         """A tensor sharing this one's memory, detached, with its own version counter."""
         t = _wrap(self._data, self._device)
         return t
+
+    @data.deleter
+    def data(self):
+        raise RuntimeError("Deleting tensor data is not allowed. Delete tensor instead!")
 
     @data.setter
     def data(self, value):
@@ -1861,6 +1903,10 @@ class Tensor:
             raise IndexError("Dimension specified as 0 but tensor has no dimensions")
         return _dispatch(_op("unbind"), (self,), {"dim": _dim(dim, self.ndim)})
 
+    def split_with_sizes(self, split_sizes, dim=0):
+        """``split`` into pieces of the given sizes (``SplitWithSizesBackward0``)."""
+        return self.split(list(split_sizes), dim)
+
     def split(self, split_size_or_sections, dim=0):
         d = _dim(dim, self.ndim)
         n = self._data.shape[d]
@@ -2096,18 +2142,7 @@ class Tensor:
             )
         )
         if needs_graph and base is not None and self._view_chain is None:
-            raise RuntimeError(
-                (
-                    f"Output {self._output_nr} of {_view_node_name(self.grad_fn)} is a view and "
-                    "is being modified inplace."
-                    if self.grad_fn is not None
-                    else "A view was created in no_grad mode and is being modified inplace with "
-                    "grad mode enabled."
-                )
-                + " This view is the output of a function that returns multiple views. Such "
-                "functions do not allow the output views to be modified inplace. You should "
-                "replace the inplace operation by an out-of-place one."
-            )
+            raise RuntimeError(_multiple_views_message(self))
         if not needs_graph:
             ufunc = _INPLACE_UFUNCS.get(op.name)
             other = others[0] if others else None
@@ -2254,6 +2289,9 @@ class Tensor:
 
     def exp_(self):
         return self._inplace(_op("exp"), (), _NO_ATTRS)
+
+    def relu_(self):
+        return self._inplace(_op("relu"), (), _NO_ATTRS)
 
     def zero_(self):
         return self._inplace(_op("zero"), (), _NO_ATTRS)

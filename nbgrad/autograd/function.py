@@ -267,7 +267,7 @@ class Function(metaclass=_FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        from nbgrad.tensor import _IN_CUSTOM_FUNCTION, Tensor, _edge_of
+        from nbgrad.tensor import _IN_CUSTOM_FUNCTION, Tensor, _edge_of, _multiple_views_message
 
         setup_style = cls.setup_context is not Function.setup_context
         if setup_style:  # forward's defaults are part of ``inputs``, as PyTorch binds them
@@ -348,6 +348,8 @@ class Function(metaclass=_FunctionMeta):
                         "a leaf Variable that requires grad has been used in an in-place operation."
                     )
                 base = o._base
+                if base is not None and o._view_chain is None:
+                    raise RuntimeError(_multiple_views_message(o))
                 if base is not None and base._requires_grad and base.grad_fn is None:
                     raise RuntimeError(
                         "a view of a leaf Variable that requires grad is being used in an in-place "

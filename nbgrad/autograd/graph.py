@@ -33,6 +33,7 @@ __all__ = [
     "GradientEdge",
     "get_gradient_edge",
     "register_multi_grad_hook",
+    "increment_version",
 ]
 
 UINT64_MAX = 2**64 - 1
@@ -130,6 +131,12 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
         return all_hook
 
     return _MultiHandle(tuple(t.register_hook(hook_for(i)) for i, t in enumerate(tensors)))
+
+
+def increment_version(tensor):
+    """Bump ``tensor``'s version counter, as an in-place op would (for code that changes a
+    tensor's memory behind autograd's back, so that saved-tensor checks see it)."""
+    tensor._counter()[0] += 1
 
 
 def get_gradient_edge(tensor) -> GradientEdge:

@@ -501,3 +501,63 @@ def test_mark_non_differentiable_outputs():
         return [(t.requires_grad, t.grad_fn is None) for t in outs]
 
     assert run(ng) == run(torch)
+
+
+@pytest.mark.parametrize("attr", ["grad", "data", "requires_grad", "_grad_fn", "_backward_hooks"])
+def test_deleting_tensor_attributes(attr):
+    def run(lib):
+        x = lib.ones(2, requires_grad=True)
+        (x * 2).sum().backward()
+        out = _outcome(lambda: exec(f"del x.{attr}"))
+        return out, x.grad is None
+
+    assert run(ng) == run(torch)
+
+
+def test_increment_version():
+    def run(lib):
+        out = []
+        for t in (lib.rand(3, requires_grad=True), lib.zeros(3, dtype=lib.int32)):
+            v = t._version
+            lib.autograd.graph.increment_version(t)
+            out.append(t._version - v)
+        a = lib.ones(2, requires_grad=True)
+        b = a * 1
+        c = b * b
+        lib.autograd.graph.increment_version(b)  # b's saved value is now stale for c's node
+        out.append(_outcome(lambda: c.sum().backward())[0])
+        return out
+
+    assert run(ng) == run(torch)
+
+
+def test_relu_in_place_and_split_with_sizes():
+    def run(lib):
+        a = lib.tensor([1.0, -2.0, 3.0], requires_grad=True)
+        b = a.clone()
+        b.relu_()
+        p, q = a.split_with_sizes([1, 2])
+        (b.sum() + (p * 2).sum() + (q * 3).sum()).backward()
+        return b.grad_fn.name(), p.grad_fn.name(), b.tolist(), a.grad.tolist()
+
+    assert run(ng) == run(torch)
+
+
+def test_mark_dirty_on_one_of_several_views():
+    def run(lib):
+        class AddOne(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, inp):
+                inp.add_(1)
+                ctx.mark_dirty(inp)
+                return inp
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+
+        a = lib.tensor([1.0, 2.0], requires_grad=True)
+        b, _ = a.split_with_sizes([1, 1], dim=0)
+        return _outcome(lambda: AddOne.apply(b).tolist())
+
+    assert run(ng) == run(torch)
