@@ -11,6 +11,8 @@ import warnings
 
 import numpy as np
 
+from .graph import Node
+
 __all__ = [
     "gradcheck",
     "gradgradcheck",
@@ -37,8 +39,10 @@ def _outputs(func, inputs):
     return tuple(o for o in _as_tuple(out) if isinstance(o, Tensor))
 
 
-def _numerical_jacobian(func, inputs, diff_idx, outputs, eps):
-    """``J[out][inp]`` of shape (out.numel(), inp.numel()) by central differences."""
+def _numerical_jacobian(func, inputs, diff_idx, outputs, eps, keep=None):
+    """``J[out][inp]`` of shape (out.numel(), inp.numel()) by central differences; ``keep``:
+    the positions of ``outputs`` among all of ``func``'s tensor outputs (default: all)."""
+    keep = range(len(outputs)) if keep is None else keep
     jac = [[np.zeros((o.numel(), inputs[i].numel())) for i in diff_idx] for o in outputs]
     if True:  # inputs are perturbed in place, behind autograd's back (no version bump)
         for col, i in enumerate(diff_idx):
@@ -55,8 +59,8 @@ def _numerical_jacobian(func, inputs, diff_idx, outputs, eps):
                     np.asarray(o._data, dtype=np.float64).copy() for o in _outputs(func, inputs)
                 ]
                 data[idx] = orig
-                for k in range(len(outputs)):
-                    jac[k][col][:, j] = ((plus[k] - minus[k]) / (2 * eps)).reshape(-1)
+                for k, pos in enumerate(keep):
+                    jac[k][col][:, j] = ((plus[pos] - minus[pos]) / (2 * eps)).reshape(-1)
     return jac
 
 
@@ -122,8 +126,21 @@ def gradcheck(
                 UserWarning,
                 stacklevel=2,
             )
-    outputs = _outputs(func, inputs)
-    numerical = _numerical_jacobian(func, inputs, diff_idx, outputs, eps)
+    all_outputs = _outputs(func, inputs)
+    keep = [k for k, o in enumerate(all_outputs) if o.requires_grad]
+    outputs = tuple(all_outputs[k] for k in keep)
+
+    def fail(msg):
+        if raise_exception:
+            raise GradcheckError(msg)
+        return False
+
+    if not outputs:  # nothing to differentiate: the function must not depend on its inputs
+        numerical = _numerical_jacobian(func, inputs, diff_idx, all_outputs, eps)
+        if any(np.any(n != 0) for row in numerical for n in row):
+            return fail("Numerical gradient for function expected to be zero")
+        return True
+    numerical = _numerical_jacobian(func, inputs, diff_idx, outputs, eps, keep)
     analytical = _analytical_jacobian(inputs, diff_idx, outputs)
     for k in range(len(outputs)):
         for col, i in enumerate(diff_idx):
@@ -133,10 +150,79 @@ def gradcheck(
                     f"Jacobian mismatch for output {k} with respect to input {i},\n"
                     f"numerical:{n}\nanalytical:{a}\n"
                 )
-                if raise_exception:
-                    raise GradcheckError(msg)
-                return False
+                return fail(msg)
+    if check_undefined_grad:
+        try:
+            _check_undefined_grad(func, inputs, diff_idx)
+        except GradcheckError as e:
+            return fail(str(e))
     return True
+
+
+class _UndefinedGrad(Node):
+    """Hands on no gradient (None) for its output: how gradcheck asks a backward to handle
+    undefined output gradients (PyTorch's ``UndefinedGrad``)."""
+
+    def apply(self, grads):
+        return [None]
+
+
+def _undefined(t):
+    """``t`` behind an ``_UndefinedGrad`` node: whatever gradient reaches it, None goes on."""
+    from nbgrad.tensor import _edge_of
+
+    node = _UndefinedGrad((_edge_of(t),))
+    node._input_metadata_ = (t._metadata_tuple(),)
+    out = t.detach()
+    out.grad_fn = node
+    out._output_nr = 0
+    out._requires_grad = True
+    return out
+
+
+def _check_undefined_grad(func, inputs, diff_idx):
+    """PyTorch's ``_test_undefined_backward_mode``: with every output's gradient undefined (and,
+    for several outputs, each one's in turn), backward runs and gives no gradient or zeros."""
+    from nbgrad.autograd import grad
+    from nbgrad.tensor import zeros_like
+
+    diff_inputs = [inputs[i] for i in diff_idx]
+
+    def differentiable():
+        return [o for o in _outputs(func, inputs) if o.requires_grad]
+
+    cases = [[_undefined(o) for o in differentiable()]]
+    if len(cases[0]) > 1:
+        for k in range(len(cases[0])):
+            cases.append([_undefined(o) if j == k else o for j, o in enumerate(differentiable())])
+    for outs in cases:
+        try:
+            grads = grad(outs, diff_inputs, [zeros_like(o) for o in outs], allow_unused=True)
+        except RuntimeError as e:
+            _warn_undefined_grad_check()
+            raise GradcheckError(
+                "Expected backward function to handle undefined output grads. Please look at "
+                '"Notes about undefined output gradients" in "tools/autograd/derivatives.yaml"'
+            ) from e
+        if any(g is not None and bool((g != 0).any()) for g in grads):
+            _warn_undefined_grad_check()
+            raise GradcheckError(
+                "Expected all input grads to be undefined or zero when all output grads are "
+                'undefined or zero. Please look at "Notes about undefined output gradients" in '
+                '"tools/autograd/derivatives.yaml"'
+            )
+
+
+def _warn_undefined_grad_check():
+    import warnings
+
+    warnings.warn(
+        "Backwards compatibility: New undefined gradient support checking feature is enabled by "
+        "default, but it may break existing callers of this function. If this is true for you, "
+        'you can call this function with "check_undefined_grad=False" to disable the feature',
+        UserWarning,
+        stacklevel=4,
+    )
 
 
 def gradgradcheck(

@@ -561,3 +561,41 @@ def test_mark_dirty_on_one_of_several_views():
         return _outcome(lambda: AddOne.apply(b).tolist())
 
     assert run(ng) == run(torch)
+
+
+@pytest.mark.filterwarnings("ignore:Backwards compatibility:UserWarning")
+@pytest.mark.parametrize("case", ["no_outputs", "constant_output", "depends_no_grad", "hook"])
+def test_gradcheck_checks_as_pytorch(case):
+    """gradcheck's verdicts where PyTorch's gradcheck makes extra checks: outputs with no
+    differentiable part, and backward with undefined output gradients."""
+
+    def fn_for(lib):
+        if case == "no_outputs":
+            return lambda x: ()
+        if case == "constant_output":
+            return lambda x: lib.ones(2)
+        if case == "depends_no_grad":
+            return lambda x: lib.tensor([x.detach().sum().item()])
+
+        def with_hook(x):
+            y = x.clone()
+            y.register_hook(
+                lambda g: (
+                    (_ for _ in ()).throw(RuntimeError("x is undefined")) if g is None else None
+                )
+            )
+            return y
+
+        return with_hook
+
+    def run(lib):
+        x = lib.ones(1, dtype=lib.float64, requires_grad=True)
+        verdict = lib.autograd.gradcheck(fn_for(lib), (x,), raise_exception=False)
+        try:
+            lib.autograd.gradcheck(fn_for(lib), (x,))
+            message = None
+        except RuntimeError as e:
+            message = str(e).split(".")[0]
+        return verdict, message
+
+    assert run(ng) == run(torch)
