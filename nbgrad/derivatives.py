@@ -389,7 +389,7 @@ op("tril", "TrilBackward0", "self", lambda xp, self, diagonal: xp.tril(self, dia
    self=lambda grad, diagonal: grad.tril(diagonal))
 op("triu", "TriuBackward0", "self", lambda xp, self, diagonal: xp.triu(self, diagonal), attrs="diagonal",
    self=lambda grad, diagonal: grad.triu(diagonal))
-op("expand", "ExpandBackward0", "self", lambda xp, self, size: xp.broadcast_to(self, size), attrs="size", view=True,
+op("expand", "ExpandBackward0", "self", lambda xp, self, size: _expand(xp, self, size), attrs="size", view=True,
    self=lambda grad, self_shape: sum_to(grad, self_shape))
 op("squeeze", "SqueezeBackward0", "self", lambda xp, self: xp.reshape(self, tuple(s for s in self.shape if s != 1)), view=True,
    self=lambda grad, self_shape: grad.reshape(self_shape))
@@ -741,6 +741,15 @@ def _clamp_mask(x, lo, hi):
     if hi is not None:
         return x <= hi
     return _T.ones_like(x, dtype=_T.bool_)
+
+
+def _expand(xp, a, size):
+    """A view of ``a`` broadcast to ``size``, writable where ``a`` is (as PyTorch's expand; an
+    in-place op on the whole of it is refused, see ``_check_no_internal_overlap``)."""
+    out = xp.broadcast_to(a, size)
+    if xp is np and a.flags.writeable:  # (NumPy's broadcast views are read-only; CuPy's not)
+        out = np.lib.stride_tricks.as_strided(a, out.shape, out.strides)
+    return out
 
 
 def _sign(xp, a):

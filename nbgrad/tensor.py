@@ -370,6 +370,16 @@ def _view_node_name(node):
     return node.name().removesuffix("0").removesuffix("Backward")
 
 
+def _check_no_internal_overlap(data):
+    """As PyTorch: an in-place op may not write a tensor whose elements share memory (an
+    expanded tensor); one element of it (``t[0] = v``) may be written."""
+    if data.size and any(s == 0 and n > 1 for s, n in zip(data.strides, data.shape)):
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a "
+            "single memory location. Please clone() the tensor before performing the operation."
+        )
+
+
 def _multiple_views_message(view):
     """PyTorch's error for an in-place op on one of several views that one op returned."""
     if view.grad_fn is not None:
@@ -990,6 +1000,8 @@ class Tensor:
         return _wrap(self._data.copy(), self._device)
 
     def _add_inplace_data(self, other):
+        if 0 in self._data.strides:
+            _check_no_internal_overlap(self._data)
         self._data += other._data
         self._counter()[0] += 1
 
@@ -2105,6 +2117,8 @@ class Tensor:
         ``grad_fn``. On a view, the base's history is rebased through ``CopySlices`` (which
         wraps the node and the view chain) and the view's ``grad_fn`` is regenerated from it.
         """
+        if 0 in self._data.strides:
+            _check_no_internal_overlap(self._data)
         grad_on = _grad_state.enabled
         base = self._base
         if grad_on:
@@ -2165,10 +2179,11 @@ class Tensor:
                 operand = other._data if type(other) is Tensor else other
                 alpha = attrs.get("alpha", 1)
                 try:  # NumPy checks the shapes before it writes anything
-                    if alpha == 1:
-                        ufunc(self._data, operand, out=self._data)
+                    if op.quiet:  # 0 / 0 and the like: nan or inf quietly, as PyTorch
+                        with np.errstate(all="ignore"):
+                            _ufunc_inplace(ufunc, self._data, operand, alpha)
                     else:
-                        _scaled_inplace(ufunc, self._data, operand, alpha)
+                        _ufunc_inplace(ufunc, self._data, operand, alpha)
                 except ValueError as e:
                     raise _inplace_shape_error(op, self, other, e) from None
                 self._counter()[0] += 1
@@ -3114,6 +3129,13 @@ _INPLACE_UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div":
 # scratch buffer that stays in cache: the same operations on each element, so the same result,
 # bit for bit.
 _BLOCK = 16384  # elements
+
+
+def _ufunc_inplace(ufunc, data, operand, alpha):
+    if alpha == 1:
+        ufunc(data, operand, out=data)
+    else:
+        _scaled_inplace(ufunc, data, operand, alpha)
 
 
 def _scaled_inplace(ufunc, data, operand, alpha):

@@ -5,6 +5,7 @@ Found by PyTorch's own TestAutograd run against nbgrad.
 
 import warnings
 
+import numpy as np
 import pytest
 import torch
 
@@ -599,3 +600,27 @@ def test_gradcheck_checks_as_pytorch(case):
         return verdict, message
 
     assert run(ng) == run(torch)
+
+
+@pytest.mark.parametrize("op", ["setitem", "add_", "index_div", "grad_set"])
+def test_writing_into_an_expanded_tensor(op):
+    """One element of an expanded tensor may be written (all its aliases change); an in-place
+    op on the whole of it raises PyTorch's internal-overlap error."""
+
+    def run(lib):
+        t = lib.tensor([1.0]).expand(3)
+        if op == "setitem":
+            t[0] = 5.0
+        elif op == "add_":
+            return _outcome(lambda: t.add_(1).tolist())
+        elif op == "index_div":
+            t[0] = 0
+            t[0] /= 0
+        else:
+            x = lib.ones(3, requires_grad=True)
+            x.grad = lib.ones(1).expand(3)
+            return _outcome(lambda: (x * 2).sum().backward())
+        return t.tolist()
+
+    got, want = run(ng), run(torch)
+    np.testing.assert_equal(got, want)
