@@ -20,6 +20,7 @@ class _AnomalyState(threading.local):
 
 
 _state = _AnomalyState()
+_running = threading.local()  # the node a backward pass in anomaly mode is running (``node``)
 
 
 def is_anomaly_enabled() -> bool:
@@ -81,3 +82,6 @@ def record_traceback(node):
     import traceback
 
     node.metadata["traceback_"] = traceback.format_stack()[:-2]
+    parent = getattr(_running, "node", None)
+    if parent is not None and parent is not node:  # made by a backward: for the report
+        node.metadata["parent_"] = parent

@@ -43,6 +43,7 @@ from __future__ import annotations
 import atexit
 import heapq
 import itertools
+import sys
 import threading
 import warnings
 from typing import NamedTuple
@@ -220,6 +221,7 @@ class GraphTask:
         "owner",
         "completed",
         "check_nan",
+        "anomaly",
         "threaded",
         "cond",
         "warnings",
@@ -244,7 +246,8 @@ class GraphTask:
         self.listeners = listeners
         self.owner = threading.get_ident()
         self.completed = False
-        self.check_nan = _anomaly._state.enabled and _anomaly._state.check_nan
+        self.anomaly = _anomaly._state.enabled
+        self.check_nan = self.anomaly and _anomaly._state.check_nan
         self.threaded = False  # set once a node is sent to a device worker
         self._lock = threading.Lock()
         self.cond = None  # made by _push_ready when the first node goes to a device worker
@@ -333,6 +336,7 @@ class Engine:
         prev = _current.graph_task
         prev_grad = _grad_state.enabled
         prev_saved_hooks = _saved_hooks.stack  # see NOTE [Saved-tensor hooks entered in backward]
+        prev_running = getattr(_anomaly._running, "node", None)
         _current.graph_task = graph_task
         _current.depth += 1
         try:
@@ -345,6 +349,7 @@ class Engine:
             raise
         finally:
             _current.graph_task = prev
+            _anomaly._running.node = prev_running
             _current.depth -= 1
             _grad_state.enabled = prev_grad
             _saved_hooks.stack = prev_saved_hooks
@@ -563,6 +568,7 @@ class Engine:
             self._fail(graph_task, e, node)
         finally:
             _current.graph_task = prev
+            _anomaly._running.node = None  # (a worker keeps no node alive)
             _worker_local.task = prev_capture
             _grad_state.enabled = prev_grad
             with graph_task.cond:
@@ -612,13 +618,33 @@ class Engine:
         self._device_queues.clear()
 
     def _annotate(self, error, node):
-        if _anomaly._state.enabled and node._metadata and "traceback_" in node._metadata:
-            warnings.warn(
-                f"Error detected in {node.name()}. Traceback of forward call that caused the "
-                "error:\n" + "".join(node._metadata["traceback_"]),
-                UserWarning,
-                stacklevel=3,
-            )
+        """Anomaly mode's warning for the node that failed (PyTorch's ``print_stack``), and a
+        note naming the node on the error."""
+        if _anomaly._state.enabled:
+            if node._metadata and "traceback_" in node._metadata:
+                message = (
+                    f"Error detected in {node.name()}. Traceback of forward call that caused the "
+                    "error:\n" + "".join(node._metadata["traceback_"])
+                )
+            else:
+                message = (
+                    f"Error detected in {node.name()}. No forward pass information available. "
+                    "Enable detect anomaly during forward pass for more information."
+                )
+            messages = [message]
+            parent = node._metadata.get("parent_") if node._metadata else None
+            while parent is not None and parent._metadata and "traceback_" in parent._metadata:
+                messages.append(
+                    f"\n\nPrevious calculation was induced by {parent.name()}. Traceback of "
+                    "forward call that induced the previous calculation:\n"
+                    + "".join(parent._metadata["traceback_"])
+                )
+                parent = parent._metadata.get("parent_")
+            for message in messages:
+                try:
+                    warnings.warn(message, UserWarning, stacklevel=3)
+                except Warning:  # warnings made errors: printed instead, the error goes on
+                    print(f"UserWarning: {message}", file=sys.stderr)
         note = f"(raised in the backward of {node.name()})"
         if hasattr(error, "add_note") and note not in getattr(error, "__notes__", ()):
             error.add_note(note)
@@ -645,6 +671,8 @@ class Engine:
             inputs = self.call_tensor_pre_hooks(graph_task, node, inputs)
         if node._pre_hooks:
             inputs = self.call_pre_hooks(graph_task, node, inputs)
+        if graph_task.anomaly:  # nodes made while this one runs name it as their parent
+            _anomaly._running.node = node
         if listeners:
             self._emit(graph_task, "node_start", node=node, inputs=list(inputs))
             outputs = self._apply_reported(graph_task, node, inputs)

@@ -13,6 +13,7 @@ import inspect
 import warnings
 
 from nbgrad import backend
+from nbgrad.autograd import anomaly_mode as _anomaly
 from nbgrad.autograd.grad_mode import _state as _grad_state
 from nbgrad.autograd.graph import ERR_FREED, FREED, Edge, Node, SavedTensor, unpack_saved
 
@@ -301,6 +302,8 @@ class Function(metaclass=_FunctionMeta):
                     o._no_grad_view = _IN_CUSTOM_FUNCTION
             return outputs
         ctx._next_edges = tuple(_edge_of(args[i]) for i in tensor_positions)
+        if _anomaly._state.enabled:
+            _anomaly.record_traceback(ctx)
         if not {id(t) for t in ctx.dirty_tensors} <= {id(o) for o in outs}:
             raise RuntimeError(
                 "Some elements marked as dirty during the forward method were not returned as "

@@ -624,3 +624,80 @@ def test_writing_into_an_expanded_tensor(op):
 
     got, want = run(ng), run(torch)
     np.testing.assert_equal(got, want)
+
+
+def _anomaly_log(lib, program):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outcome = _outcome(program)
+    return outcome[0], [str(w.message).strip().split("\n")[0].split(". ")[0] for w in caught]
+
+
+class _NanInBackward:
+    """A custom Function whose backward (or its own double backward) returns nan."""
+
+    @staticmethod
+    def make(lib, fail_first):
+        class Inner(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                return a * 2.0 + b
+
+            @staticmethod
+            def backward(ctx, g):
+                g1, g2 = g.clone(), g.clone()
+                (g1 if fail_first else g2)[0] = float("nan")
+                return g1, g2
+
+        class Outer(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x.sum(0, keepdim=True)
+
+            @staticmethod
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                return Inner.apply(g.expand(3), x)
+
+        return Outer
+
+
+@pytest.mark.parametrize("fail_first", [False, True])
+@pytest.mark.parametrize("forward_in_anomaly", [False, True])
+def test_anomaly_mode_reports_the_failing_node_and_its_parent(forward_in_anomaly, fail_first):
+    """A nan from a backward made during another backward: the error names the node; the
+    warnings give its forward traceback, or say there is none, and the parent's."""
+
+    def run(lib):
+        outer = _NanInBackward.make(lib, fail_first)
+
+        def program():
+            x = lib.rand(3, requires_grad=True)
+            if forward_in_anomaly:
+                with lib.autograd.detect_anomaly():
+                    (g,) = lib.autograd.grad(outer.apply(x).sum(), x, create_graph=True)
+                    g.sum().backward()
+            else:
+                (g,) = lib.autograd.grad(outer.apply(x).sum(), x, create_graph=True)
+                with lib.autograd.detect_anomaly():
+                    g.sum().backward()
+
+        return _anomaly_log(lib, program)
+
+    assert run(ng) == run(torch)
+
+
+def test_anomaly_warning_under_warnings_as_errors_goes_to_stderr(capsys):
+    def run(lib):
+        a = lib.randn(5, requires_grad=True)
+        d1 = a + 1
+        d2 = d1**2
+        d1 += 1
+        with warnings.catch_warnings(record=True):
+            with lib.autograd.detect_anomaly():
+                warnings.simplefilter("error")
+                out = _outcome(lambda: lib.autograd.grad(d2.sum(), a))
+        return out[0], "Error detected in PowBackward0" in capsys.readouterr().err
+
+    assert run(ng) == run(torch) == ("RuntimeError", True)
