@@ -357,6 +357,9 @@ _INFERENCE_VIEW_ADVICE = (
     "inplace either both inside the inference_mode block (if you don't want the inplace to be "
     "tracked) or both outside (if you want the inplace to be tracked)."
 )
+_A_NO_GRAD_VIEW = (
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled."
+)
 _CUSTOM_FUNCTION_VIEW_ADVICE = (
     "This view was created inside a custom Function (or because an input was returned as-is) "
     "and the autograd logic to handle view+inplace would override the custom backward "
@@ -388,8 +391,7 @@ def _multiple_views_message(view):
             "modified inplace."
         )
     else:
-        made = "A view was created in no_grad mode and is being modified inplace with grad mode "
-        made += "enabled."
+        made = _A_NO_GRAD_VIEW
     return (
         made + " This view is the output of a function that returns multiple views. Such "
         "functions do not allow the output views to be modified inplace. You should replace the "
@@ -405,10 +407,7 @@ def _no_grad_view_message(view):
     name = _view_node_name(node) if node is not None else None
     if kind == _IN_CUSTOM_FUNCTION:
         if node is None:
-            return (
-                "A view was created in no_grad mode and is being modified inplace with grad mode "
-                "enabled. " + _CUSTOM_FUNCTION_VIEW_ADVICE
-            )
+            return f"{_A_NO_GRAD_VIEW} {_CUSTOM_FUNCTION_VIEW_ADVICE}"
         return (
             f"Output {view._output_nr} of {name} is a view and is being modified inplace. "
             + _CUSTOM_FUNCTION_VIEW_ADVICE

@@ -20,7 +20,13 @@ class _AnomalyState(threading.local):
 
 
 _state = _AnomalyState()
-_running = threading.local()  # the node a backward pass in anomaly mode is running (``node``)
+
+
+class _RunningNode(threading.local):
+    node = None  # the node a backward pass in anomaly mode is running on this thread
+
+
+_running = _RunningNode()
 
 
 def is_anomaly_enabled() -> bool:
@@ -82,6 +88,6 @@ def record_traceback(node):
     import traceback
 
     node.metadata["traceback_"] = traceback.format_stack()[:-2]
-    parent = getattr(_running, "node", None)
+    parent = _running.node
     if parent is not None and parent is not node:  # made by a backward: for the report
         node.metadata["parent_"] = parent

@@ -336,7 +336,7 @@ class Engine:
         prev = _current.graph_task
         prev_grad = _grad_state.enabled
         prev_saved_hooks = _saved_hooks.stack  # see NOTE [Saved-tensor hooks entered in backward]
-        prev_running = getattr(_anomaly._running, "node", None)
+        prev_running = _anomaly._running.node
         _current.graph_task = graph_task
         _current.depth += 1
         try:

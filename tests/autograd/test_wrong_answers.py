@@ -292,16 +292,6 @@ def test_constant_gradient_under_create_graph_as_pytorch(name):
     assert got[1:] == want[1:]
 
 
-def _graph(fn):
-    """A node and everything below it, as nested names (``AccumulateGrad`` as ``Acc``)."""
-    if fn is None:
-        return "None"
-    name = fn.name().removeprefix("torch::autograd::")
-    if name == "AccumulateGrad":
-        return "Acc"
-    return name + "(" + ",".join(_graph(f) for f, _ in fn.next_functions) + ")"
-
-
 _MATMUL_SHAPES = [
     ((2, 3, 3), (1, 3, 4)),
     ((1, 3, 3), (2, 3, 3)),
@@ -342,7 +332,7 @@ def test_matmul_builds_pytorchs_graph(shapes, requires_grad):
         c = a @ b
         (c * lib.tensor(rng.standard_normal(tuple(c.shape)))).sum().backward()
         grads = [None if t.grad is None else t.grad.tolist() for t in (a, b)]
-        return _graph(c.grad_fn), order, tuple(c.shape), grads
+        return _desc(c.grad_fn), order, tuple(c.shape), grads
 
     got, want = run(ng), run(torch)
     assert got[:3] == want[:3]
