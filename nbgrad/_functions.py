@@ -115,6 +115,7 @@ __all__ = [
     "unbind",
     "narrow",
     "select",
+    "diagonal",
     "expand_copy",
 ]
 
@@ -468,6 +469,10 @@ def narrow(input, dim, start, length):
 
 def select(input, dim, index):
     return input.select(dim, index)
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    return input.diagonal(offset, dim1, dim2)
 
 
 def gather(input, dim, index):

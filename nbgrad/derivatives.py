@@ -410,6 +410,11 @@ op("select_backward", "SelectBackwardBackward0", "self", lambda xp, self, shape,
    attrs="shape dim index", self=lambda grad, dim, index: _T._dispatch(OPS["select"], (grad,), {"dim": dim, "index": index}))
 op("slice_backward", "SliceBackwardBackward0", "self", lambda xp, self, shape, dim, start, end, step: _index_backward(xp, self, shape, (slice(None),) * dim + (slice(start, end, step),), False),
    attrs="shape dim start end step", self=lambda grad, dim, start, end, step: _T._dispatch(OPS["slice"], (grad,), {"dim": dim, "start": start, "end": end, "step": step}))
+# diagonal: a (writable) view whose last dim is the diagonal of dims dim1 and dim2
+op("diagonal", "DiagonalBackward0", "self", lambda xp, self, offset, dim1, dim2: _diagonal(xp, self, offset, dim1, dim2), attrs="offset dim1 dim2", view=True,
+   self=lambda grad, self_shape, offset, dim1, dim2: _T._dispatch(OPS["diagonal_backward"], (grad,), {"shape": self_shape, "offset": offset, "dim1": dim1, "dim2": dim2}))
+op("diagonal_backward", "DiagonalBackwardBackward0", "self", lambda xp, self, shape, offset, dim1, dim2: _diagonal_backward(xp, self, shape, offset, dim1, dim2),
+   attrs="shape offset dim1 dim2", self=lambda grad, offset, dim1, dim2: grad.diagonal(offset, dim1, dim2))
 # PyTorch's index backward is _index_put_impl_(zeros, indices, grad, accumulate=True)
 op("index_backward", "IndexPutImplBackward0", "self", lambda xp, self, shape, indices, accumulate: _index_backward(xp, self, shape, indices, accumulate),
    attrs="shape indices accumulate", self=lambda grad, indices: grad[indices])
@@ -427,6 +432,8 @@ op("split_with_sizes", "SplitWithSizesBackward0", "self", lambda xp, self, sizes
    self=lambda grads, self_shape, sizes, dim: _cat_grads(grads, self_shape, sizes, dim))
 op("unbind", "UnbindBackward0", "self", lambda xp, self, dim: tuple(xp.moveaxis(self, dim, 0)), attrs="dim", outputs=-1, view=True,
    self=lambda grads, self_shape, dim: _unbind_backward(grads, self_shape, dim))
+op("repeat", "RepeatBackward0", "self", lambda xp, self, repeats: _contiguous(xp, xp.tile(self, repeats)), attrs="repeats",
+   self=lambda grad, self_shape, repeats: _repeat_backward(grad, self_shape, repeats))
 op("gather", "GatherBackward0", "self index", lambda xp, self, index, dim: _gather(xp, self, index, dim), attrs="dim", nondiff=("index",),
    self=lambda grad, self_shape, dim, index: _T.zeros(self_shape, dtype=grad.dtype, device=grad.device).scatter_add(dim, index, grad))
 op("scatter_add", "ScatterAddBackward0", "self index src", lambda xp, self, index, src, dim: _scatter_add(xp, self, dim, index, src), attrs="dim",
@@ -1089,6 +1096,33 @@ def _index_put(xp, a, values, indices):
     out = a.copy()
     out[indices] = values
     return out
+
+
+def _diagonal(xp, a, offset, dim1, dim2):
+    d = xp.diagonal(a, offset, dim1, dim2)
+    # NumPy's diagonal is a read-only view; PyTorch's may be written (CuPy's flags have no
+    # writeable: its views are always writable)
+    if not getattr(d.flags, "writeable", True) and a.flags.writeable:
+        d.flags.writeable = True
+    return d
+
+
+def _diagonal_backward(xp, grad, shape, offset, dim1, dim2):
+    out = xp.zeros(shape, dtype=grad.dtype)
+    _diagonal(xp, out, offset, dim1, dim2)[...] = grad
+    return out
+
+
+def _repeat_backward(grad, self_shape, repeats):
+    """Sum the tiles: ``grad`` as ``(r0, s0, r1, s1, ...)``, summed over each ``r``."""
+    if not repeats:  # a 0-d tensor repeated ``()``
+        return grad
+    shape = (1,) * (len(repeats) - len(self_shape)) + tuple(self_shape)
+    tiled = []
+    for r, s in zip(repeats, shape):
+        tiled += [r, s]
+    summed = grad.reshape(tiled).sum(tuple(range(0, len(tiled), 2)))
+    return summed.reshape(self_shape)
 
 
 def _split(xp, a, sizes, dim):

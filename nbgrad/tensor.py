@@ -1909,6 +1909,44 @@ class Tensor:
             _op("slice"), (self,), {"dim": d, "start": start, "end": start + length, "step": 1}
         )
 
+    def diagonal(self, offset=0, dim1=0, dim2=1):
+        """The diagonal of dims ``dim1`` and ``dim2`` as the last dim of a view.
+
+        Example:
+            >>> import nbgrad as ng
+            >>> ng.arange(6.0).view(2, 3).diagonal(1)
+            tensor([1., 5.])
+        """
+        n = self.ndim
+        d1, d2 = _dim(dim1, n), _dim(dim2, n)
+        if d1 == d2:
+            raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+        return _dispatch(_op("diagonal"), (self,), {"offset": int(offset), "dim1": d1, "dim2": d2})
+
+    def repeat(self, *repeats):
+        """Tile the tensor ``repeats[i]`` times along dim ``i`` (leading dims added as needed).
+
+        Example:
+            >>> import nbgrad as ng
+            >>> ng.tensor([1, 2]).repeat(2, 2)
+            tensor([[1, 2, 1, 2],
+                    [1, 2, 1, 2]])
+        """
+        if not repeats:
+            raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
+        repeats = _shape_arg(repeats)
+        if len(repeats) < self.ndim:
+            raise RuntimeError(
+                "Number of dimensions of repeat dims can not be smaller than number of "
+                "dimensions of tensor"
+            )
+        shape = (1,) * (len(repeats) - self.ndim) + tuple(self.shape)
+        if any(r < 0 for r in repeats):
+            sizes = [r * s for r, s in zip(repeats, shape)]
+            bad = next(s for s in sizes if s < 0)
+            raise RuntimeError(f"Trying to create tensor with negative dimension {bad}: {sizes}")
+        return _dispatch(_op("repeat"), (self,), {"repeats": tuple(int(r) for r in repeats)})
+
     def unbind(self, dim=0):
         if not self.ndim:
             raise IndexError("Dimension specified as 0 but tensor has no dimensions")

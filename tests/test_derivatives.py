@@ -186,6 +186,14 @@ def np_grad_index(a, key):
     return np_scatter(a.shape, key, 2 * a[key])
 
 
+def np_grad_diagonal(a, offset, dim1, dim2):
+    g = np.zeros_like(a)
+    d = np.diagonal(g, offset, dim1, dim2)
+    d.flags.writeable = True
+    d[...] = 2 * np.diagonal(a, offset, dim1, dim2)
+    return g
+
+
 def np_grad_mul_on_view(a, w):
     g = 2 * a.copy()
     g[0] = 2 * a[0] * w * w
@@ -526,6 +534,16 @@ CASES = [
          lambda a: np_split(a, [1, 2], 1), [((2, 3),)]),
     Case("split_with_sizes", lambda x: x.split([0, 2]), lambda a: np_split(a, [0, 2], 0),
          [((2, 3),)]),
+    Case("diagonal", lambda x: x.diagonal(), np.diagonal, [((3, 3),), ((2, 3),), ((0, 2),)]),
+    Case("diagonal", lambda x: x.diagonal(1), lambda a: np.diagonal(a, 1), [((3, 4),), ((2, 2),)]),
+    Case("diagonal", lambda x: lib(x).diagonal(x, -1, 2, 0), lambda a: np.diagonal(a, -1, 2, 0),
+         [((3, 2, 4),)]),
+    Case("diagonal", lambda x: x.diagonal(5), lambda a: np.diagonal(a, 5), [((2, 3),)]),
+    Case("repeat", lambda x: x.repeat(2, 3), lambda a: np.tile(a, (2, 3)),
+         [((2, 3),), ((3,),), ((),), ((0, 2),)]),
+    Case("repeat", lambda x: x.repeat(2, 1, 2), lambda a: np.tile(a, (2, 1, 2)), [((2, 3),)]),
+    Case("repeat", lambda x: x.t().repeat(1, 1), lambda a: a.T.copy(), [((2, 3),)]),
+    Case("repeat", lambda x: x.repeat(0, 2), lambda a: np.tile(a, (0, 2)), [((2, 3),)]),
     Case("gather", lambda x, i: x.gather(1, i), lambda a, i: np_along(a, 1, i),
          [((2, 3), INDEX), ((2, 3), Const(np.zeros((2, 0), np.int64)))]),
     Case("gather", lambda x, i: x.gather(0, i), lambda a, i: np_along(a, 0, i),
@@ -578,6 +596,10 @@ CASES = [
          lambda a: np_grad_index(a, (slice(None), slice(1, None))), [((2, 3),)]),
     Case("slice_backward", grad_of(lambda x: x[::2]), lambda a: np_grad_index(a, slice(0, None, 2)),
          [((3, 2),)]),
+    Case("diagonal_backward", grad_of(lambda x: x.diagonal(1)),
+         lambda a: np_grad_diagonal(a, 1, 0, 1), [((3, 4),)]),
+    Case("diagonal_backward", grad_of(lambda x: x.diagonal(-1, 2, 0)),
+         lambda a: np_grad_diagonal(a, -1, 2, 0), [((3, 2, 4),)]),
     # CopySlices' backward copies fn's gradient into a view of the base's gradient with copy_
     Case("copy", grad_of(mul_on_view), np_grad_mul_on_view, [((2, 3), (3,)), ((2, 3), ())]),
 ]
