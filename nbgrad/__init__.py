@@ -49,6 +49,7 @@ from .dtypes import (
     uint8,
 )
 from .dtypes import dtype as dtype
+from .serialization import load, save
 from .tensor import (
     Size,
     Tensor,
