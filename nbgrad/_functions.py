@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
+import warnings
+
+from . import backend
+from .autograd.grad_mode import is_grad_enabled, no_grad
 from .tensor import Tensor, _tensor_arg, as_tensor
 
 __all__ = [
@@ -124,48 +130,110 @@ def _t(x):
     return x if isinstance(x, Tensor) else as_tensor(x)
 
 
+# NOTE [out=]
+# PyTorch's functions take ``out=``: the result is written into that tensor (resized when its
+# shape differs, with a warning unless it was empty), which is returned. No graph is recorded
+# through it: with grad mode on, a differentiable result or an ``out`` that requires grad is an
+# error, as in PyTorch (which raises before it computes; nbgrad computes, then raises, so the
+# error is the same and nothing is written). ``_out_variant``
+# adds the keyword to a function of this module; the write is Tensor's in-place write (dtype
+# check, version bump).
+def _out_variant(fn):
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def with_out(*args, out=None, **kwargs):
+        if out is None:
+            return fn(*args, **kwargs)
+        return _into_out(name, fn, args, kwargs, out)
+
+    sig = inspect.signature(fn)
+    params = [p for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    params.append(inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None))
+    with_out.__signature__ = sig.replace(parameters=params)
+    return with_out
+
+
+def _into_out(name, fn, args, kwargs, out):
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    # (an op whose result is not differentiable, as a comparison, may take inputs that do)
+    result = fn(*args, **kwargs)
+    if is_grad_enabled() and (out.requires_grad or result.requires_grad):
+        raise RuntimeError(
+            f"{name}(): functions with out=... arguments don't support automatic "
+            "differentiation, but one of the arguments requires grad."
+        )
+    if result.shape != out.shape:
+        if out.numel():
+            warnings.warn(
+                f"An output with one or more elements was resized since it had shape "
+                f"{list(out.shape)}, which does not match the required output shape "
+                f"{list(result.shape)}. This behavior is deprecated, and in a future PyTorch "
+                "release outputs will not be resized unless they have zero elements. You can "
+                "explicitly reuse an out tensor t by resizing it, inplace, to zero elements "
+                "with t.resize_(0).",
+                UserWarning,
+                stacklevel=3,
+            )
+        out._data = backend.get_xp(out.device).empty(result.shape, dtype=out._data.dtype)
+    with no_grad():
+        out._write(result)
+    return out
+
+
+@_out_variant
 def add(input, other, *, alpha=1):
     return _t(input).add(other, alpha=alpha)
 
 
+@_out_variant
 def sub(input, other, *, alpha=1):
     return _t(input).sub(other, alpha=alpha)
 
 
+@_out_variant
 def mul(input, other):
     return _t(input).mul(other)
 
 
+@_out_variant
 def div(input, other):
     return _t(input).div(other)
 
 
+@_out_variant
 def floor_divide(input, other):
     if not isinstance(input, Tensor):
         return other.__rfloordiv__(input)
     return input.floor_divide(other)
 
 
+@_out_variant
 def remainder(input, other):
     if not isinstance(input, Tensor):
         return other.__rmod__(input)
     return input.remainder(other)
 
 
+@_out_variant
 def pow(input, exponent):
     if not isinstance(input, Tensor):
         return exponent.__rpow__(input)
     return input.pow(exponent)
 
 
+@_out_variant
 def neg(input):
     return input.neg()
 
 
+@_out_variant
 def abs(input):
     return input.abs()
 
 
+@_out_variant
 def sign(input):
     return input.sign()
 
@@ -174,94 +242,117 @@ def bernoulli(input, p=None):
     return input.bernoulli(p)
 
 
+@_out_variant
 def exp(input):
     return input.exp()
 
 
+@_out_variant
 def log(input):
     return input.log()
 
 
+@_out_variant
 def log1p(input):
     return input.log1p()
 
 
+@_out_variant
 def sqrt(input):
     return input.sqrt()
 
 
+@_out_variant
 def rsqrt(input):
     return input.rsqrt()
 
 
+@_out_variant
 def reciprocal(input):
     return input.reciprocal()
 
 
+@_out_variant
 def sin(input):
     return input.sin()
 
 
+@_out_variant
 def tan(input):
     return input.tan()
 
 
+@_out_variant
 def asin(input):
     return input.asin()
 
 
+@_out_variant
 def acos(input):
     return input.acos()
 
 
+@_out_variant
 def atan(input):
     return input.atan()
 
 
+@_out_variant
 def sinh(input):
     return input.sinh()
 
 
+@_out_variant
 def cosh(input):
     return input.cosh()
 
 
+@_out_variant
 def expm1(input):
     return input.expm1()
 
 
+@_out_variant
 def exp2(input):
     return input.exp2()
 
 
+@_out_variant
 def log2(input):
     return input.log2()
 
 
+@_out_variant
 def log10(input):
     return input.log10()
 
 
+@_out_variant
 def floor(input):
     return input.floor()
 
 
+@_out_variant
 def ceil(input):
     return input.ceil()
 
 
+@_out_variant
 def round(input):
     return input.round()
 
 
+@_out_variant
 def trunc(input):
     return input.trunc()
 
 
+@_out_variant
 def frac(input):
     return input.frac()
 
 
+@_out_variant
 def square(input):
     return input.square()
 
@@ -274,26 +365,32 @@ def roll(input, shifts, dims=None):
     return input.roll(shifts, dims)
 
 
+@_out_variant
 def cumsum(input, dim, dtype=None):
     return input.cumsum(dim, dtype=dtype)
 
 
+@_out_variant
 def tril(input, diagonal=0):
     return input.tril(diagonal)
 
 
+@_out_variant
 def triu(input, diagonal=0):
     return input.triu(diagonal)
 
 
+@_out_variant
 def cos(input):
     return input.cos()
 
 
+@_out_variant
 def tanh(input):
     return input.tanh()
 
 
+@_out_variant
 def sigmoid(input):
     return input.sigmoid()
 
@@ -306,10 +403,12 @@ def gelu(input, approximate="none"):
     return input.gelu(approximate)
 
 
+@_out_variant
 def erf(input):
     return input.erf()
 
 
+@_out_variant
 def clamp(input, min=None, max=None):
     return input.clamp(min, max)
 
@@ -317,14 +416,17 @@ def clamp(input, min=None, max=None):
 clip = clamp
 
 
+@_out_variant
 def maximum(input, other):
     return input.maximum(_tensor_arg(other, input))
 
 
+@_out_variant
 def minimum(input, other):
     return input.minimum(_tensor_arg(other, input))
 
 
+@_out_variant
 def sum(input, dim=None, keepdim=False, *, dtype=None):
     return input.sum(dim, keepdim, dtype=dtype)
 
@@ -339,18 +441,22 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return input._spread_mean("std_mean", dim, unbiased, keepdim, correction)
 
 
+@_out_variant
 def all(input, dim=None, keepdim=False):
     return _t(input).all(dim, keepdim)
 
 
+@_out_variant
 def any(input, dim=None, keepdim=False):
     return _t(input).any(dim, keepdim)
 
 
+@_out_variant
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     return input.mean(dim, keepdim, dtype=dtype)
 
 
+@_out_variant
 def prod(input, dim=None, keepdim=False):
     return input.prod(dim, keepdim)
 
@@ -363,26 +469,32 @@ def min(input, dim=None, keepdim=False):
     return input.min(dim, keepdim)
 
 
+@_out_variant
 def amax(input, dim=(), keepdim=False):
     return input.amax(dim, keepdim)
 
 
+@_out_variant
 def amin(input, dim=(), keepdim=False):
     return input.amin(dim, keepdim)
 
 
+@_out_variant
 def argmax(input, dim=None, keepdim=False):
     return input.argmax(dim, keepdim)
 
 
+@_out_variant
 def argmin(input, dim=None, keepdim=False):
     return input.argmin(dim, keepdim)
 
 
+@_out_variant
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return input.var(dim, unbiased, keepdim, correction=correction)
 
 
+@_out_variant
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return input.std(dim, unbiased, keepdim, correction=correction)
 
@@ -391,6 +503,7 @@ def norm(input, p="fro", dim=None, keepdim=False):
     return input.norm(p, dim, keepdim)
 
 
+@_out_variant
 def logsumexp(input, dim, keepdim=False):
     return input.logsumexp(dim, keepdim)
 
@@ -403,22 +516,27 @@ def log_softmax(input, dim):
     return input.log_softmax(dim)
 
 
+@_out_variant
 def matmul(input, other):
     return input.matmul(other)
 
 
+@_out_variant
 def mm(input, mat2):
     return input.mm(mat2)
 
 
+@_out_variant
 def bmm(input, mat2):
     return input.bmm(mat2)
 
 
+@_out_variant
 def mv(input, vec):
     return input.mv(vec)
 
 
+@_out_variant
 def dot(input, tensor):
     return input.dot(tensor)
 
@@ -475,18 +593,22 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     return input.diagonal(offset, dim1, dim2)
 
 
+@_out_variant
 def gather(input, dim, index):
     return input.gather(dim, index)
 
 
+@_out_variant
 def scatter_add(input, dim, index, src):
     return input.scatter_add(dim, index, src)
 
 
+@_out_variant
 def index_select(input, dim, index):
     return input.index_select(dim, index)
 
 
+@_out_variant
 def index_add(input, dim, index, source):
     return input.index_add(dim, index, source)
 
@@ -495,26 +617,32 @@ def masked_fill(input, mask, value):
     return input.masked_fill(mask, value)
 
 
+@_out_variant
 def eq(input, other):
     return input == other
 
 
+@_out_variant
 def ne(input, other):
     return input != other
 
 
+@_out_variant
 def lt(input, other):
     return input < other
 
 
+@_out_variant
 def le(input, other):
     return input <= other
 
 
+@_out_variant
 def gt(input, other):
     return input > other
 
 
+@_out_variant
 def ge(input, other):
     return input >= other
 
