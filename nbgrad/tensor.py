@@ -28,6 +28,7 @@ from nbgrad.autograd.graph import (
     HookList,
     InputMetadata,
     RemovableHandle,
+    SavedTensor,
     next_sequence_nr,
 )
 from nbgrad.backend import CPU, Device
@@ -2259,6 +2260,10 @@ class Tensor:
 
                 regenerated = _apply_view_chain(base, self._view_chain)
             self._set_history(regenerated.grad_fn, 0)
+            for slot in node._tensor_slots:  # see NOTE [In place on a view: the saved result]
+                saved = getattr(node, slot, None)
+                if type(saved) is SavedTensor and saved._is_output:
+                    saved._mark_inplace_on_view(self.grad_fn)
             _regenerate_views(base, self)  # see NOTE [Views of a modified base]
         return self
 

@@ -614,10 +614,12 @@ class SavedTensor:
         "_weak_grad_fn",
         "_accumulator",
         "_freed",
+        "_view_grad_fn",
     )
 
     def __init__(self, tensor, is_output=False, grad_fn_name=None):
         self._freed = False
+        self._view_grad_fn = None  # see NOTE [In place on a view: the saved result]
         if tensor is None:  # PyTorch's default-constructed SavedVariable: a saved None
             self._tensor = self._data = self._packed = self._unpack_hook = None
             self._counter = self._version = self._grad_fn_name = None
@@ -751,7 +753,7 @@ class SavedTensor:
             # double backward) flows to the original's grad_fn or leaf, never through the
             # pack hook's own ops.
             if self._is_output:
-                return t._alias_with_grad_fn(node, self._output_nr)
+                return t._alias_with_grad_fn(*self._output_of(node))
             if self._weak_grad_fn is not None:
                 return t._alias_with_grad_fn(self._weak_grad_fn, self._output_nr)
             acc = self._accumulator() if self._accumulator is not None else None
@@ -768,10 +770,30 @@ class SavedTensor:
         if self._is_output:
             from nbgrad.tensor import Tensor
 
+            owner, output_nr = self._output_of(node)
             return Tensor._from_saved_output(
-                self._data, self._device, node, self._output_nr, self._counter
+                self._data, self._device, owner, output_nr, self._counter
             )
         return tensor
+
+    # NOTE [In place on a view: the saved result]
+    # An in-place op on a view that saves its result (``relu_``) is wrapped in CopySlices, and
+    # the view's grad_fn is then the view op replayed on the base. As PyTorch's SavedVariable
+    # with ``is_inplace_on_view``, the saved result stands for the view as it is after the op
+    # (a weak reference to that grad_fn), not for the wrapped node: a double backward through
+    # the result goes through CopySlices, which runs the wrapped node inside, so the wrapped
+    # node is never also a node of the graph (where it would run, and be released, twice).
+    def _output_of(self, node):
+        """The node and output number an unpacked saved output stands for."""
+        ref = self._view_grad_fn
+        if ref is not None:
+            fn = ref()
+            if fn is not None:
+                return fn, 0
+        return node, self._output_nr
+
+    def _mark_inplace_on_view(self, view_grad_fn):
+        self._view_grad_fn = weakref.ref(view_grad_fn)
 
     def _raise_version_error(self):
         shape = list(self._shape())
