@@ -263,6 +263,12 @@ op("leaky_relu_", "LeakyReluBackward1", "self", lambda xp, self, negative_slope:
 # hardtanh are ops of their own, whose derivative for ``self`` is zero. So under create_graph
 # the gradient they give requires grad even when it does not depend on ``self`` (a second
 # grad gives zeros, not an error), and a NaN input takes PyTorch's branch.
+# threshold: ``value`` where ``self <= threshold``; in place (ThresholdBackward1) the formula
+# reads the result, as PyTorch's (whose saved self is the modified tensor)
+op("threshold", "ThresholdBackward0", "self", lambda xp, self, threshold, value: _threshold(xp, self, threshold, value), attrs="threshold value",
+   self=lambda grad, self, threshold: _T._dispatch(OPS["threshold_backward"], (grad, self), {"threshold": threshold}))
+op("threshold_", "ThresholdBackward1", "self", lambda xp, self, threshold, value: _threshold(xp, self, threshold, value), attrs="threshold value",
+   self=lambda grad, result, threshold: _T._dispatch(OPS["threshold_backward"], (grad, result), {"threshold": threshold}))
 op("threshold_backward", "ThresholdBackwardBackward0", "grad_output self", lambda xp, grad_output, self, threshold: _contiguous(xp, xp.where(self <= threshold, 0, grad_output)),
    attrs="threshold", promote="binary",
    grad_output=lambda grad, self, threshold: _T._dispatch(OPS["threshold_backward"], (grad, self), {"threshold": threshold}),
@@ -692,6 +698,10 @@ def _silu_backward(grad, self):
 def _elu(xp, a, alpha):
     with np.errstate(over="ignore"):
         return xp.where(a > 0, a, alpha * xp.expm1(xp.minimum(a, 0)))
+
+
+def _threshold(xp, a, threshold, value):
+    return xp.where(a <= threshold, xp.asarray(value, dtype=a.dtype), a)
 
 
 def _softplus(xp, a, beta, threshold):

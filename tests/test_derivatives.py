@@ -354,6 +354,10 @@ CASES = [
     Case("elu_", lambda x: nnf(x).elu(x.clone(), inplace=True),
          lambda a: np.where(a > 0, a, np.expm1(a)), UNARY[:2]),
     Case("softplus", lambda x: nnf(x).softplus(x), lambda a: np.log1p(np.exp(a)), UNARY),
+    Case("threshold", lambda x: nnf(x).threshold(x, 0.5, -3.0),
+         lambda a: np.where(a <= 0.5, -3.0, a), UNARY),
+    Case("threshold_", lambda x: nnf(x).threshold(x.clone(), 0.5, -3.0, True),
+         lambda a: np.where(a <= 0.5, -3.0, a), UNARY),
     Case("softplus", lambda x: nnf(x).softplus(x, 2.0, 1.0),  # both sides of the threshold
          lambda a: np.where(2 * a > 1, a, np.log1p(np.exp(2 * a)) / 2), UNARY[:1]),
     Case("hardtanh", lambda x: nnf(x).hardtanh(x), lambda a: np.clip(a, -1, 1), UNARY),
@@ -1219,6 +1223,8 @@ def _ranked(t, k):
 KINKS = [
     Kink("relu", lambda x: x.relu(), [ON_ZERO]),
     Kink("relu_", lambda x: nnf(x).relu(x * 1, inplace=True), [ON_ZERO]),
+    Kink("threshold", lambda x: nnf(x).threshold(x, 0.5, -3.0), SLOPES),
+    Kink("threshold_", lambda x: nnf(x).threshold(x * 1, 0.5, -3.0, True), SLOPES),
     Kink("relu6", lambda x: nnf(x).relu6(x * 4), SLOPES),
     Kink("leaky_relu", lambda x: nnf(x).leaky_relu(x, 0.2), [ON_ZERO]),
     Kink("leaky_relu_", lambda x: nnf(x).leaky_relu(x * 1, 0.2, inplace=True), [ON_ZERO]),
@@ -1330,6 +1336,8 @@ def test_every_piecewise_row_has_a_kink():
     """The rows whose derivative has a kink or a tie are all in KINKS (by node name)."""
     piecewise = {
         "relu",
+        "threshold",
+        "threshold_",
         "leaky_relu",
         "leaky_relu_",
         "hardtanh",

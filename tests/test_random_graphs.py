@@ -938,6 +938,8 @@ NOT_DRAWN = {
     "adaptive_avg_pool2d",
     "adaptive_avg_pool2d_backward",
     "elu_",  # (elu, out of place, is drawn)
+    "threshold",  # (relu, its special case, is drawn)
+    "threshold_",
     "threshold_backward",
     "var_mean",  # (functions of two outputs; the op table test checks them)
     "std_mean",  # relu's backward: only under create_graph; the op table test runs it

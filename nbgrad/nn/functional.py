@@ -171,6 +171,12 @@ def relu(input: Tensor, inplace: bool = False) -> Tensor:
     return input.relu()
 
 
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """``value`` where ``input <= threshold``, else ``input`` (``ThresholdBackward0``)."""
+    attrs = {"threshold": threshold, "value": value}
+    return _activation("threshold", input, attrs, inplace, "threshold_")
+
+
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     attrs = {"negative_slope": float(negative_slope)}
     if inplace:
@@ -372,6 +378,45 @@ def batch_norm(
         "eps": float(eps),
     }
     return _dispatch(OPS["batch_norm"], (input, weight, bias), attrs)
+
+
+def instance_norm(
+    input: Tensor,
+    running_mean: Tensor | None = None,
+    running_var: Tensor | None = None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    use_input_stats: bool = True,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalise each channel of each sample over its spatial dims, as ATen's
+    ``_instance_norm``: batch norm of the input viewed as one sample of ``N * C`` channels
+    (``ViewBackward0`` over ``NativeBatchNormBackward0``, the per-channel tensors repeated
+    ``N`` times); running stats, when given, take the mean of the ``N`` updates."""
+    if use_input_stats:
+        spatial = 1
+        for s in input.shape[2:]:
+            spatial *= s
+        if spatial == 1:
+            raise ValueError(
+                f"Expected more than 1 spatial element when training, got input size {input.shape}"
+            )
+    b, c = input.shape[0], input.shape[1]
+    reshaped = input.contiguous().view((1, b * c) + tuple(input.shape[2:]))
+
+    def repeated(t):
+        return t.repeat(b) if t is not None else None
+
+    mean_, var_ = repeated(running_mean), repeated(running_var)
+    out = batch_norm(
+        reshaped, mean_, var_, repeated(weight), repeated(bias), use_input_stats, momentum, eps
+    )
+    with no_grad():
+        for buf, updated in ((running_mean, mean_), (running_var, var_)):
+            if buf is not None:
+                buf.copy_(updated.view(b, c).mean(0))
+    return out.view(input.shape)
 
 
 # ---- pooling ----------------------------------------------------------------------------------

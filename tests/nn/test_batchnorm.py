@@ -11,13 +11,15 @@ import nbgrad as ng
 torch = pytest.importorskip("torch")
 
 
-def _steps(lib, cls, shape, eval_last, **kwargs):
+def _steps(lib, cls, shape, eval_last, features=1, **kwargs):
+    """Three steps of the layer; ``features``: the dim of the channels (0 when unbatched)."""
     rng = np.random.default_rng(0)
-    bn = getattr(lib.nn, cls)(shape[1], **kwargs).double()
+    c = shape[features]
+    bn = getattr(lib.nn, cls)(c, **kwargs).double()
     if bn.weight is not None:
         with lib.no_grad():
-            bn.weight.copy_(lib.tensor(rng.standard_normal(shape[1])))
-            bn.bias.copy_(lib.tensor(rng.standard_normal(shape[1])))
+            bn.weight.copy_(lib.tensor(rng.standard_normal(c)))
+            bn.bias.copy_(lib.tensor(rng.standard_normal(c)))
     steps = []
     for step in range(3):
         if eval_last and step == 2:
@@ -83,3 +85,71 @@ def test_batch_norm_errors_like_pytorch(call, error, message):
     for lib in (ng, torch):
         with pytest.raises(error, match=message):
             call(lib)
+
+
+@pytest.mark.parametrize("eval_last", [False, True])
+@pytest.mark.parametrize(
+    "cls, shape, kwargs",
+    [
+        ("InstanceNorm2d", (2, 3, 4, 4), {}),
+        ("InstanceNorm2d", (2, 3, 4, 5), {"affine": True, "eps": 1e-3}),
+        ("InstanceNorm2d", (2, 3, 2, 2), {"track_running_stats": True, "momentum": 0.3}),
+        ("InstanceNorm1d", (4, 3, 5), {"affine": True, "track_running_stats": True}),
+        ("InstanceNorm1d", (3, 5), {"affine": True}),  # unbatched
+        ("InstanceNorm2d", (3, 4, 4), {"track_running_stats": True}),  # unbatched
+    ],
+)
+def test_instance_norm_steps_like_pytorch(cls, shape, kwargs, eval_last):
+    """Instance norm is batch norm of the input viewed as one sample of N * C channels:
+    ViewBackward0 over NativeBatchNormBackward0, the running stats the mean of N updates."""
+    features = 0 if len(shape) == (2 if cls == "InstanceNorm1d" else 3) else 1
+    ours = _steps(ng, cls, shape, eval_last, features, **kwargs)
+    theirs = _steps(torch, cls, shape, eval_last, features, **kwargs)
+    assert ours[2] == theirs[2]
+    for a, b in zip(ours[0], theirs[0]):
+        for k in range(3):
+            assert (a[k] is None) == (b[k] is None)
+            if a[k] is not None:
+                np.testing.assert_allclose(a[k], b[k], atol=1e-10)
+        assert a[3] == b[3]
+    assert list(ours[1]) == list(theirs[1])
+    for k in ours[1]:
+        np.testing.assert_allclose(ours[1][k], theirs[1][k], atol=1e-12, err_msg=k)
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda lib: lib.nn.InstanceNorm2d(3)(lib.randn(4, 3)), ValueError, "3D or 4D input"),
+        (lambda lib: lib.nn.InstanceNorm1d(3)(lib.randn(2, 3, 1)), ValueError, "spatial element"),
+        (
+            lambda lib: lib.nn.InstanceNorm1d(3, affine=True)(lib.randn(2, 4, 5)),
+            ValueError,
+            "to match num_features",
+        ),
+    ],
+)
+def test_instance_norm_errors_like_pytorch(call, error, message):
+    for lib in (ng, torch):
+        with pytest.raises(error, match=message):
+            call(lib)
+
+
+def test_instance_norm_warns_when_num_features_is_unused_and_differs():
+    for lib in (ng, torch):
+        with pytest.warns(UserWarning, match="does not match num_features"):
+            lib.nn.InstanceNorm2d(2)(lib.randn(1, 1, 1, 2))
+
+
+def test_in_place_relu_after_instance_norm_differentiates_twice_as_torch():
+    """PyTorch's test_inplace_on_view_backward: relu_ on the view instance norm returns saves
+    its result, which stands for the view (NOTE [In place on a view: the saved result])."""
+    results = []
+    for lib in (ng, torch):
+        net = lib.nn.Sequential(lib.nn.InstanceNorm2d(1), lib.nn.ReLU(True))
+        x = lib.tensor([[[[1.0, 2.0, 4.0]]]], dtype=lib.float64, requires_grad=True)
+        (g,) = lib.autograd.grad(net(x).pow(3).sum(), [x], create_graph=True)
+        (gg,) = lib.autograd.grad(g.sum(), [x])
+        results.append((g.detach().numpy(), gg.numpy()))
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, atol=1e-10)

@@ -11,6 +11,7 @@ from nbgrad.tensor import Tensor
 
 __all__ = [
     "ReLU",
+    "Threshold",
     "LeakyReLU",
     "SiLU",
     "ELU",
@@ -38,6 +39,23 @@ class ReLU(Module):
 
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
+
+
+class Threshold(Module):
+    """``value`` where the input is at most ``threshold``, else the input."""
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False):
+        super().__init__()
+        self.threshold = threshold
+        self.value = value
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self) -> str:
+        inplace = ", inplace=True" if self.inplace else ""
+        return f"threshold={self.threshold}, value={self.value}{inplace}"
 
 
 class LeakyReLU(Module):

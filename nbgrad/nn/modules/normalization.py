@@ -1,9 +1,11 @@
-"""``LayerNorm``, and ``BatchNorm1d`` / ``BatchNorm2d`` (PyTorch's ``batchnorm.py``).
+"""``LayerNorm``, ``BatchNorm1d`` / ``BatchNorm2d`` and ``InstanceNorm1d`` / ``InstanceNorm2d``.
 
-Mirrors ``torch/nn/modules/normalization.py`` and ``torch/nn/modules/batchnorm.py``.
+Mirrors ``torch/nn/modules/normalization.py``, ``batchnorm.py`` and ``instancenorm.py``.
 """
 
 from __future__ import annotations
+
+import warnings
 
 from nbgrad.nn import functional as F
 from nbgrad.nn import init
@@ -11,7 +13,7 @@ from nbgrad.nn.modules.module import Module
 from nbgrad.nn.parameter import Parameter
 from nbgrad.tensor import Tensor, empty, ones, tensor, zeros
 
-__all__ = ["LayerNorm", "BatchNorm1d", "BatchNorm2d"]
+__all__ = ["LayerNorm", "BatchNorm1d", "BatchNorm2d", "InstanceNorm1d", "InstanceNorm2d"]
 
 
 class LayerNorm(Module):
@@ -156,3 +158,87 @@ class BatchNorm2d(_BatchNorm):
     def _check_input_dim(self, input: Tensor) -> None:
         if input.dim() != 4:
             raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+
+
+class _InstanceNorm(_BatchNorm):
+    """Instance norm: each sample's channels normalised over their own spatial dims.
+
+    Parameters and buffers as batch norm's (PyTorch's ``_NormBase``, which nbgrad's
+    ``_BatchNorm`` holds), with other defaults: no affine parameters, no running stats.
+    """
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float = 0.1,
+        affine: bool = False,
+        track_running_stats: bool = False,
+        device=None,
+        dtype=None,
+        *,
+        bias: bool = True,
+    ):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        if affine and not bias:
+            self.register_parameter("bias", None)
+
+    def _get_no_batch_dim(self) -> int:
+        raise NotImplementedError
+
+    def _handle_no_batch_input(self, input: Tensor) -> Tensor:
+        return self._apply_instance_norm(input.unsqueeze(0)).squeeze(0)
+
+    def _apply_instance_norm(self, input: Tensor) -> Tensor:
+        return F.instance_norm(
+            input,
+            self.running_mean,
+            self.running_var,
+            self.weight,
+            self.bias,
+            self.training or not self.track_running_stats,
+            self.momentum if self.momentum is not None else 0.0,
+            self.eps,
+        )
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
+        feature_dim = input.dim() - self._get_no_batch_dim()
+        if input.size(feature_dim) != self.num_features:
+            if self.affine:
+                raise ValueError(
+                    f"expected input's size at dim={feature_dim} to match num_features "
+                    f"({self.num_features}), but got: {input.size(feature_dim)}."
+                )
+            warnings.warn(
+                f"input's size at dim={feature_dim} does not match num_features. You can "
+                "silence this warning by not passing in num_features, which is not used "
+                "because affine=False",
+                UserWarning,
+                stacklevel=3,
+            )
+        if input.dim() == self._get_no_batch_dim():
+            return self._handle_no_batch_input(input)
+        return self._apply_instance_norm(input)
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance norm of ``(N, C, L)`` or ``(C, L)`` inputs."""
+
+    def _get_no_batch_dim(self) -> int:
+        return 2
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() not in (2, 3):
+            raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance norm of ``(N, C, H, W)`` or ``(C, H, W)`` inputs."""
+
+    def _get_no_batch_dim(self) -> int:
+        return 3
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() not in (3, 4):
+            raise ValueError(f"expected 3D or 4D input (got {input.dim()}D input)")
