@@ -993,6 +993,44 @@ class Tensor:
         self._output_nr = 0
         return self
 
+    def set_(self, source=None):
+        """Make this tensor share ``source``'s memory, shape and strides (an empty tensor when
+        no source is given), as PyTorch's ``set_``: the version goes up, and a leaf gets a new
+        gradient edge, so a graph recorded before no longer reaches it (its hooks stay).
+
+        nbgrad records no graph through ``set_``: on a tensor that requires grad (or from one
+        that does) it runs in no-grad mode only.
+        """
+        if source is None:
+            source = _wrap(backend.get_xp(self._device).empty((0,), self._data.dtype), self._device)
+        elif not isinstance(source, Tensor):
+            raise TypeError(
+                f"set_(): argument 'source' must be Tensor, not {type(source).__name__}"
+            )
+        if source._data.dtype != self._data.dtype:
+            theirs, ours = source.dtype._legacy[:-6].lower(), self.dtype._legacy[:-6].lower()
+            raise RuntimeError(f"Could not set tensor of type {theirs} to a tensor of type {ours}")
+        _check_device(source, self._device)
+        if _grad_state.enabled:
+            if self._requires_grad and self.grad_fn is None:
+                raise RuntimeError(
+                    "a leaf Variable that requires grad is being used in an in-place operation."
+                )
+            if self._requires_grad or source._requires_grad:
+                raise RuntimeError(
+                    "set_(): nbgrad records no derivative for set_ (PyTorch's is not implemented "
+                    "either); call it in no_grad mode"
+                )
+        self._data = source._data
+        self._counter()[0] += 1
+        if self._requires_grad and self.grad_fn is None:
+            # a new AccumulateGrad: the old one, in graphs recorded before, is not this leaf's
+            old = self._grad_accumulator
+            self._acc = None
+            if old is not None and old._tensor_pre_hooks:  # the leaf's hooks go with it
+                self._pin_grad_accumulator()._tensor_pre_hooks = old._tensor_pre_hooks
+        return self
+
     def _detached_alias(self):
         return _wrap(self._data, self._device)
 

@@ -859,3 +859,28 @@ def test_setitem_records_gradients_like_pytorch():
         res[lib.__name__] = (x.grad.tolist(), v.grad.tolist(), y.grad_fn.name())
     assert res["nbgrad"][:2] == res["torch"][:2]
     assert res["nbgrad"][2] == res["torch"][2].replace("torch::autograd::", "")
+
+
+def test_set_shares_memory_and_gives_a_leaf_a_new_edge_like_pytorch():
+    for lib in (ng, torch):
+        x = lib.rand(2, requires_grad=True)
+        calls = []
+        x.register_hook(lambda g, calls=calls: calls.append(1))
+        out = x.clone()
+        with lib.no_grad():
+            src = lib.ones(3)
+            assert x.set_(src) is x
+        assert x.shape == (3,) and x._version == 1 and x.is_leaf and x.requires_grad
+        with lib.no_grad():
+            src.add_(1)
+        assert x.tolist() == [2.0, 2.0, 2.0]  # shared memory
+        with pytest.raises(RuntimeError, match="to not have been used in the graph"):
+            lib.autograd.grad(out.sum(), x)
+        x.clone().sum().backward()  # the new edge; the hook went with the leaf
+        assert x.grad.tolist() == [1.0, 1.0, 1.0] and calls == [1]
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+            x.set_(lib.ones(3))
+        with pytest.raises(RuntimeError, match="Could not set tensor of type double to a tensor"):
+            lib.zeros(2).set_(lib.zeros(2, dtype=lib.float64))
+        y = lib.zeros(2).set_()
+        assert y.shape == (0,)
