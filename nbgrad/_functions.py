@@ -7,7 +7,7 @@ import inspect
 import warnings
 
 from . import backend
-from .autograd.grad_mode import is_grad_enabled, no_grad
+from ._graph.grad_mode import is_grad_enabled, no_grad
 from .tensor import Tensor, _tensor_arg, as_tensor
 
 __all__ = [

@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 
 from nbgrad import tensor as _T
-from nbgrad.autograd.graph import ERR_FREED, FREED, Node, SavedTensor, unpack_saved
+from nbgrad._graph.graph import ERR_FREED, FREED, Node, SavedTensor, unpack_saved
 
 OPS: dict[str, OpInfo] = {}
 

@@ -19,9 +19,10 @@ from weakref import ref as _weakref
 import numpy as np
 
 from nbgrad import backend, dtypes, return_types
-from nbgrad.autograd import anomaly_mode as _anomaly
-from nbgrad.autograd.grad_mode import _state as _grad_state
-from nbgrad.autograd.graph import (
+from nbgrad._graph import anomaly_mode as _anomaly
+from nbgrad._graph import graph as _graph
+from nbgrad._graph.grad_mode import _state as _grad_state
+from nbgrad._graph.graph import (
     NO_EDGE,
     AccumulateGrad,
     Edge,
@@ -2547,6 +2548,7 @@ def _zero_grads(tensors, set_to_none):
 
 
 _TENSOR_SLOTS = tuple(s for s in Tensor.__slots__ if s != "__weakref__")
+_graph.bind_tensor(Tensor, _wrap)  # see NOTE [The Tensor class, bound late]
 
 
 def _rebuild(array, device, requires_grad):

@@ -32,9 +32,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 D = "nbgrad/derivatives.py"
 E = "nbgrad/autograd/engine.py"
-G = "nbgrad/autograd/graph.py"
+G = "nbgrad/_graph/graph.py"
 F = "nbgrad/autograd/function.py"
-M = "nbgrad/autograd/grad_mode.py"
+M = "nbgrad/_graph/grad_mode.py"
 
 # the tests that cover each mutated file (kept small: every mutant runs them)
 AUTOGRAD_TESTS = ["tests/autograd", "tests/test_tensor.py"]

@@ -48,11 +48,10 @@ import threading
 import warnings
 from typing import NamedTuple
 
+from nbgrad._graph import anomaly_mode as _anomaly
+from nbgrad._graph.grad_mode import _state as _grad_state
+from nbgrad._graph.graph import AccumulateGrad, Edge, GraphRoot, Node, _saved_hooks, hook_name
 from nbgrad.backend import CPU, quiet_float_errors
-
-from . import anomaly_mode as _anomaly
-from .grad_mode import _state as _grad_state
-from .graph import AccumulateGrad, Edge, GraphRoot, Node, _saved_hooks, hook_name
 
 __all__ = ["NodeTask", "ReadyQueue", "InputBuffer", "GraphTask", "Engine", "get_default_engine"]
 

@@ -13,9 +13,9 @@ import inspect
 import warnings
 
 from nbgrad import backend
-from nbgrad.autograd import anomaly_mode as _anomaly
-from nbgrad.autograd.grad_mode import _state as _grad_state
-from nbgrad.autograd.graph import ERR_FREED, FREED, Edge, Node, SavedTensor, unpack_saved
+from nbgrad._graph import anomaly_mode as _anomaly
+from nbgrad._graph.grad_mode import _state as _grad_state
+from nbgrad._graph.graph import ERR_FREED, FREED, Edge, Node, SavedTensor, unpack_saved
 
 __all__ = [
     "Function",

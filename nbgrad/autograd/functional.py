@@ -91,7 +91,7 @@ def _vjp_of_grads(gs, wrt, vs, create_graph):
 
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), v^T J)``."""
-    from nbgrad.autograd.grad_mode import enable_grad
+    from nbgrad._graph.grad_mode import enable_grad
 
     with enable_grad():
         is_tuple, inputs = _as_tuple(inputs, "inputs", "vjp")
@@ -120,7 +120,7 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), J v)`` by the double-vjp trick."""
-    from nbgrad.autograd.grad_mode import enable_grad
+    from nbgrad._graph.grad_mode import enable_grad
     from nbgrad.tensor import zeros_like
 
     with enable_grad():
@@ -150,7 +150,7 @@ def jacobian(
     func, inputs, create_graph=False, strict=False, vectorize=False, strategy="reverse-mode"
 ):
     """The Jacobian of ``func`` at ``inputs``: shape ``output.shape + input.shape`` per pair."""
-    from nbgrad.autograd.grad_mode import enable_grad
+    from nbgrad._graph.grad_mode import enable_grad
     from nbgrad.tensor import stack, zeros
 
     if strategy != "reverse-mode":
@@ -209,7 +209,7 @@ def hessian(
 
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), v^T H)`` for a scalar function."""
-    from nbgrad.autograd.grad_mode import enable_grad
+    from nbgrad._graph.grad_mode import enable_grad
 
     with enable_grad():
         is_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")

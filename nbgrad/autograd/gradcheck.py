@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from .graph import Node
+from nbgrad._graph.graph import Node
 
 __all__ = [
     "gradcheck",

@@ -528,8 +528,8 @@ class Recorder:
         if self.running:
             raise RuntimeError("this recorder is already running")
         global _Tensor
+        from nbgrad._graph.graph import next_sequence_nr
         from nbgrad.autograd import Variable
-        from nbgrad.autograd.graph import next_sequence_nr
         from nbgrad.tensor import Tensor
 
         _Tensor = Tensor
@@ -551,7 +551,7 @@ class Recorder:
         """Stop recording (``__exit__``): remove every listener, close open groups."""
         if not self.running:
             return
-        from nbgrad.autograd.graph import next_sequence_nr
+        from nbgrad._graph.graph import next_sequence_nr
 
         self.running = False
         _remove(import_module("nbgrad.tensor")._forward_listeners, self._on_forward)

@@ -243,7 +243,7 @@ def _node_kind(node, unexpanded):
 
 
 def _saved_of(node):
-    from nbgrad.autograd.graph import FREED, SavedTensor
+    from nbgrad._graph.graph import FREED, SavedTensor
 
     out = []
     names = node._saved_tensor_names() if hasattr(node, "_saved_tensor_names") else ()

@@ -1,0 +1,848 @@
+"""The backward graph: ``Node``, ``Edge``, ``GraphRoot``, ``AccumulateGrad`` and saved tensors.
+
+Mirrors ``torch/csrc/autograd/function.h`` (Node), ``edge.h``, ``functions/accumulate_grad.h``,
+``saved_variable.h`` and ``torch/autograd/graph.py``. A Node is a backward function: it takes
+the gradients of its forward outputs and returns the gradients of its forward inputs, which
+flow along ``next_functions`` (one Edge per forward input) to the next nodes.
+
+It knows no Tensor class: see NOTE [The Tensor class, bound late].
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import threading
+import weakref
+from typing import NamedTuple
+
+import numpy as np
+
+from nbgrad import dtypes
+from nbgrad.backend import get_xp
+
+from .grad_mode import _state as _grad_state
+
+__all__ = [
+    "Node",
+    "Edge",
+    "GraphRoot",
+    "AccumulateGrad",
+    "RemovableHandle",
+    "SavedTensor",
+    "saved_tensors_hooks",
+    "InputMetadata",
+    "UINT64_MAX",
+    "GradientEdge",
+    "get_gradient_edge",
+    "increment_version",
+]
+
+UINT64_MAX = 2**64 - 1
+
+# NOTE [The Tensor class, bound late]
+# The graph sits below the Tensor, yet a few of its steps hand back a tensor: a saved output
+# unpacked, a gradient laid out as its leaf. ``nbgrad.tensor`` binds its class and its ``_wrap``
+# (an array and a device -> a Tensor outside the graph) here when it is imported, so that the
+# imports go one way only (``nbgrad.tensor`` -> ``nbgrad._graph``), as the layers do.
+_Tensor = None
+_wrap = None
+
+
+def bind_tensor(tensor_class, wrap):
+    """Install the Tensor class and its ``_wrap`` (called once, by ``nbgrad.tensor``)."""
+    global _Tensor, _wrap
+    _Tensor, _wrap = tensor_class, wrap
+
+
+# NOTE [sequence_nr]
+# PyTorch takes a node's sequence number from a per-thread counter when the forward op runs, so
+# that later ops run first in backward. nbgrad uses one process-wide counter (itertools.count is
+# atomic under the GIL): the order within a thread is the same, and numbers stay unique across
+# threads, which also makes them stable node ids for the notebook's snapshots.
+_sequence_counter = itertools.count()
+next_sequence_nr = _sequence_counter.__next__
+
+
+class Edge(NamedTuple):
+    """``(function, input_nr)``: which input of which Node a gradient flows into."""
+
+    function: Node | None
+    input_nr: int
+
+
+NO_EDGE = Edge(None, 0)
+
+
+class GradientEdge(NamedTuple):
+    """``(node, output_nr)``: where a tensor's gradient goes, usable in place of the tensor in
+    ``autograd.grad`` and ``autograd.backward`` (PyTorch's ``torch.autograd.graph.GradientEdge``):
+    it keeps pointing at the same node after the tensor is modified in place or freed."""
+
+    node: Node
+    output_nr: int
+
+
+def increment_version(tensor):
+    """Bump ``tensor``'s version counter, as an in-place op would (for code that changes a
+    tensor's memory behind autograd's back, so that saved-tensor checks see it)."""
+    tensor._counter()[0] += 1
+
+
+def get_gradient_edge(tensor) -> GradientEdge:
+    """The GradientEdge of ``tensor``: its ``grad_fn`` (or, for a leaf, its AccumulateGrad)."""
+    if not tensor.requires_grad:
+        raise RuntimeError(
+            "It is not possible to get the gradient edge for a Tensor that does not require "
+            "gradients"
+        )
+    if tensor.grad_fn is not None:
+        return GradientEdge(tensor.grad_fn, tensor._output_nr)
+    return GradientEdge(tensor._pin_grad_accumulator(), 0)
+
+
+class InputMetadata(NamedTuple):
+    """Shape, dtype and device of a gradient that a node expects (one per forward output)."""
+
+    shape: tuple
+    dtype: object
+    device: object
+
+
+class HookList(list):
+    """The hooks of a node or tensor: a list that a RemovableHandle can hold weakly."""
+
+    __slots__ = ("__weakref__",)
+
+
+class RemovableHandle:
+    """A registered hook. ``remove()`` takes it out; ``enabled`` switches it off and on.
+
+    The hook inventory (``nbgrad.autograd.graph.hook_inventory``) lists these handles.
+    """
+
+    _ids = itertools.count()
+    __slots__ = ("id", "fn", "kind", "enabled", "output_nr", "_owner", "_hooks_ref", "__weakref__")
+
+    def __init__(self, hooks: list, fn, kind: str, owner=None, output_nr=None):
+        self.id = next(RemovableHandle._ids)
+        self.fn = fn
+        self.kind = kind
+        self.enabled = True
+        self.output_nr = output_nr
+        self._owner = weakref.ref(owner) if owner is not None else None
+        # as PyTorch's handle, a weak reference to the hook list: a strong one would make a
+        # list <-> handle cycle that keeps the hook (and what it closes over) alive after its
+        # node or tensor is gone, until the cyclic GC runs (a plain list cannot be weakly held)
+        self._hooks_ref = weakref.ref(hooks) if type(hooks) is HookList else (lambda: hooks)
+        hooks.append(self)
+
+    @property
+    def owner(self):
+        """The tensor, node or module the hook is registered on (None once collected)."""
+        return self._owner() if self._owner is not None else None
+
+    @property
+    def name(self):
+        return getattr(self.fn, "__qualname__", None) or getattr(self.fn, "__name__", repr(self.fn))
+
+    @property
+    def registered(self) -> bool:
+        hooks = self._hooks_ref() if self._hooks_ref is not None else None
+        return hooks is not None and self in hooks
+
+    def disable(self):
+        """Keep the hook registered but skip it until ``enable()``."""
+        self.enabled = False
+
+    def enable(self):
+        self.enabled = True
+
+    def remove(self):
+        hooks = self._hooks_ref() if self._hooks_ref is not None else None
+        if hooks is not None and self in hooks:
+            hooks.remove(self)
+        self._hooks_ref = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+    def __repr__(self):
+        state = "enabled" if self.enabled else "disabled"
+        return f"<RemovableHandle {self.kind} hook {self.name!r} ({state})>"
+
+
+def hook_name(fn) -> str:
+    return getattr(fn, "__name__", None) or type(fn).__name__
+
+
+class Node:
+    """A backward function in the graph (``torch.autograd.graph.Node``).
+
+    ``next_functions`` holds one ``(Node or None, input_nr)`` per forward input;
+    ``_sequence_nr()`` orders ready nodes in the engine (higher runs first).
+    """
+
+    __slots__ = (
+        "_next_edges",
+        "_sequence_nr_",
+        "_input_metadata_",
+        "_pre_hooks",
+        "_post_hooks",
+        "_tensor_pre_hooks",
+        "_retains_grad_hooks",
+        "_metadata",
+        "__weakref__",
+    )
+
+    _name = None
+
+    def __init__(self, next_edges=(), sequence_nr=None):
+        self._next_edges = tuple(next_edges)
+        self._sequence_nr_ = next_sequence_nr() if sequence_nr is None else sequence_nr
+        self._input_metadata_ = ()
+        self._pre_hooks = None
+        self._post_hooks = None
+        self._tensor_pre_hooks = None
+        self._retains_grad_hooks = None
+        self._metadata = None
+
+    # -- identity ---------------------------------------------------------------------------
+    def name(self) -> str:
+        """PyTorch's name for this node, e.g. ``'MulBackward0'``."""
+        return self._name or type(self).__name__
+
+    def _sequence_nr(self) -> int:
+        return self._sequence_nr_
+
+    @property
+    def sequence_nr(self) -> int:
+        return self._sequence_nr_
+
+    @property
+    def next_functions(self):
+        return tuple((e.function, e.input_nr) for e in self._next_edges)
+
+    @property
+    def num_outputs(self) -> int:
+        """How many gradients ``apply`` returns (one per next edge)."""
+        return len(self._next_edges)
+
+    @property
+    def _input_metadata(self):
+        return self._input_metadata_
+
+    @property
+    def input_metadata(self):
+        return self._input_metadata_
+
+    @property
+    def metadata(self) -> dict:
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
+
+    def __repr__(self):
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    # -- hooks ------------------------------------------------------------------------------
+    def register_prehook(self, fn) -> RemovableHandle:
+        """Register ``fn(grad_outputs) -> new grad_outputs or None``, run before the node.
+
+        See NOTE [Hook order] in ``nbgrad/autograd/engine.py``.
+        """
+        if self._pre_hooks is None:
+            self._pre_hooks = HookList()
+        return RemovableHandle(self._pre_hooks, fn, "node_prehook", owner=self)
+
+    def register_hook(self, fn) -> RemovableHandle:
+        """Register ``fn(grad_inputs, grad_outputs) -> new grad_inputs or None``, run after it."""
+        if self._post_hooks is None:
+            self._post_hooks = HookList()
+        return RemovableHandle(self._post_hooks, fn, "node_hook", owner=self)
+
+    def _register_tensor_pre_hook(self, fn, output_nr, tensor) -> RemovableHandle:
+        if self._tensor_pre_hooks is None:
+            self._tensor_pre_hooks = HookList()
+        return RemovableHandle(
+            self._tensor_pre_hooks, fn, "tensor_hook", owner=tensor, output_nr=output_nr
+        )
+
+    def _add_retains_grad_hook(self, tensor, output_nr):
+        if self._retains_grad_hooks is None:
+            self._retains_grad_hooks = {}
+        self._retains_grad_hooks[output_nr] = weakref.ref(tensor)
+
+    # -- execution ----------------------------------------------------------------------------
+    def apply(self, grads):
+        """Gradients w.r.t. the forward outputs -> gradients w.r.t. the forward inputs."""
+        raise NotImplementedError
+
+    def __call__(self, *grads):
+        """Run the node on one gradient per input (``grad_fn(g)``), checked as PyTorch's."""
+        n = len(self._input_metadata_)
+        if len(grads) != n:
+            raise TypeError(f"{self.name()}: expected {n} arguments, got {len(grads)} instead")
+        return self.apply(list(grads))
+
+    def release_variables(self):
+        """Free saved values after a backward without ``retain_graph``."""
+
+    def _saved_tensor_names(self):
+        return ()
+
+
+class GraphRoot(Node):
+    """The root when backward starts from several tensors: it hands out their gradients."""
+
+    __slots__ = ("_grads",)
+
+    def __init__(self, edges, grads):
+        super().__init__(edges, sequence_nr=UINT64_MAX)
+        self._grads = list(grads)
+
+    def apply(self, grads):
+        return list(self._grads)
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf: it writes the incoming gradient into ``variable.grad``.
+
+    It is the only code that writes ``.grad`` (besides ``retain_grad``). Its ``sequence_nr`` is
+    2**64 - 1, so a leaf's gradient is stored as soon as it is ready.
+    """
+
+    # NOTE [The name of AccumulateGrad]
+    # PyTorch's ``name()`` of this node is its C++ name, "torch::autograd::AccumulateGrad"
+    # (its Python class and repr say AccumulateGrad). nbgrad's ``name()`` is "AccumulateGrad",
+    # by contract (API.md, section 3): the name a learner reads in every printed graph, hook
+    # log and widget. It is the one node name that differs; code ported from PyTorch that
+    # compares names can strip the prefix (``name().removeprefix("torch::autograd::")``).
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        super().__init__((), sequence_nr=UINT64_MAX)
+        self.variable = variable
+        self._input_metadata_ = (variable._metadata_tuple(),)
+
+    def register_prehook(self, fn) -> RemovableHandle:
+        self.variable._pin_grad_accumulator()  # see NOTE [A leaf and its AccumulateGrad]
+        return super().register_prehook(fn)
+
+    def register_hook(self, fn) -> RemovableHandle:
+        self.variable._pin_grad_accumulator()
+        return super().register_hook(fn)
+
+    def apply(self, grads, emit=None):
+        """Accumulate, then the post-accumulate-grad hooks. ``emit(event, **data)`` is given by
+        the engine only when a listener is installed (``Engine._apply_reported``): the
+        accumulation and each hook are then reported (``grad_accumulated`` and ``hook``)."""
+        grad = grads[0]
+        var = self.variable
+        if grad is None:
+            return ()
+        if emit is None:
+            _accumulate_into_grad(var, grad)
+        else:
+            old = var._grad  # copied: accumulation may add into it in place
+            before = old._detached_copy() if old is not None else None
+            _accumulate_into_grad(var, grad)
+            emit(
+                "grad_accumulated",
+                node=self,
+                variable=var,
+                grad=grad,
+                before=before,
+                after=var._grad,
+            )
+        hooks = var._post_accumulate_grad_hooks
+        if hooks:
+            for h in tuple(hooks):
+                if h.enabled:
+                    out = _call_hook_with_events(h, (var,), self, "post_accumulate_grad", emit)
+                    if out is not None:
+                        raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+        return ()
+
+
+def _call_hook_with_events(handle, args, node, kind, emit=None):
+    """Call a post-accumulate-grad hook; with ``emit`` (a listener is installed), report it as
+    a ``hook`` event with the variable's ``.grad`` before and after the call (copied before:
+    the hook may change it in place, or set it to None)."""
+    if emit is None:
+        return handle.fn(*args)
+    var = args[0]
+    before = var._grad._detached_copy() if var._grad is not None else None
+    result = handle.fn(*args)
+    emit("hook", kind=kind, node=node, handle=handle, before=before, after=var._grad)
+    return result
+
+
+_accumulate_lock = threading.Lock()  # several threads may run backward into one leaf
+
+
+def _accumulate_into_grad(var, grad):
+    """``AccumulateGrad::accumulateGrad``: store or add ``grad`` into ``var.grad``."""
+    with _accumulate_lock:
+        _accumulate_locked(var, grad)
+
+
+def _accumulate_locked(var, grad):
+    old = var._grad
+    if _grad_state.enabled:  # create_graph: keep the graph of the gradient
+        if old is not None:
+            var._grad = old + grad
+        elif grad._requires_grad:
+            # a copy, never the gradient itself (which may be the user's tensor or another
+            # leaf's .grad), differentiable as PyTorch's: CopyBackwards(None, grad's node)
+            var._grad = grad.new_empty(grad.shape).copy_(grad)
+        else:
+            var._grad = grad._detached_copy()
+        return
+    if old is None:
+        if not var._data.flags.c_contiguous and _dense(var._data):
+            var._grad = _in_layout_of(var, grad)
+        else:
+            var._grad = grad._detached_alias() if _can_steal(grad) else grad._detached_copy()
+    elif old._requires_grad:
+        var._grad = old.detach() + grad
+    else:
+        old._add_inplace_data(grad)
+
+
+def _dense(a):
+    """Whether ``a``'s elements fill its memory without gaps or overlaps, in some order of
+    dimensions (a transpose of a contiguous array, say)."""
+    expected = a.itemsize
+    for size, stride in sorted(zip(a.shape, a.strides), key=lambda d: d[1]):
+        if size == 1:
+            continue
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _in_layout_of(var, grad):
+    """A copy of ``grad`` laid out as ``var`` (PyTorch's layout contract for ``.grad``: a leaf
+    that is dense but not contiguous, a transposed weight say, gets its gradient in its own
+    strides, so that ``p.grad.stride() == p.stride()``)."""
+    out = get_xp(var._device).empty_like(var._data, dtype=grad._data.dtype)  # order "K"
+    out[...] = grad._data
+    return _wrap(out, var._device)
+
+
+def _can_steal(grad):
+    """Whether ``.grad`` may take ``grad``'s array without a copy.
+
+    NOTE [Stealing the gradient]
+    PyTorch's AccumulateGrad stores the incoming gradient itself when nothing else holds it
+    (``use_count() == 1``) and copies otherwise, so that a later in-place accumulation cannot
+    change a tensor someone else sees. nbgrad asks CPython the same question: the gradient
+    tensor is referenced only by the engine (its input buffer, ``AccumulateGrad.apply``'s local,
+    the arguments of ``_accumulate_into_grad``, ``_accumulate_locked`` and this function: 6 with
+    getrefcount's own), and
+    its array only by that tensor, and the array owns its memory.
+    Any other holder (a hook that kept the gradient, a second leaf fed the same tensor, a view)
+    makes the count higher, and the gradient is copied.
+    """
+    data = grad._data
+    return (
+        type(data) is np.ndarray
+        and data.base is None
+        and data.flags.writeable
+        and sys.getrefcount(grad) <= 6
+        and sys.getrefcount(data) <= 3
+        and not grad._requires_grad
+    )
+
+
+# -- saved tensors ------------------------------------------------------------------------
+
+ERR_FREED = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward."
+)
+
+
+class _Freed:
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<freed>"
+
+
+FREED = _Freed()
+
+
+class _SavedHooksState(threading.local):
+    stack = ()
+
+
+_saved_hooks = _SavedHooksState()
+
+
+class saved_tensors_hooks:
+    """Context manager setting ``pack_hook`` / ``unpack_hook`` for tensors saved for backward.
+
+    Mirrors ``torch.autograd.graph.saved_tensors_hooks``: every tensor a node saves inside the
+    block is passed to ``pack_hook``; what it returns is stored, and ``unpack_hook`` turns it back
+    into a tensor when backward needs it.
+    """
+
+    def __init__(self, pack_hook, unpack_hook):
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError("saved_tensors_hooks() expects two callables: pack_hook, unpack_hook")
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self):
+        _saved_hooks.stack = _saved_hooks.stack + ((self.pack_hook, self.unpack_hook),)
+        return self
+
+    def __exit__(self, *exc):
+        _saved_hooks.stack = _saved_hooks.stack[:-1]
+        return False
+
+
+ERR_HOOKS_SET = (
+    "Calling register_hooks on a saved tensor whose hooks have already been set. Hint: only one "
+    "pair of hooks is allowed at a time."
+)
+ERR_HOOKS_FREED = (
+    "Calling register_hooks on a saved tensor after it has been freed. Saved intermediate values "
+    "of the graph are freed when you call .backward() or autograd.grad(). Specify "
+    "retain_graph=True if you need to backward through the graph a second time or if you need to "
+    "access saved variables after calling backward."
+)
+ERR_HOOKS_NONE = "Calling register_hooks on a saved tensor with value None is forbidden"
+ERR_PACK_INPLACE = (
+    "A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack "
+    "hook can not be modified by in-place operations as this can lead to unexpected side-effects. "
+    "Please open an issue if you need to perform in-place operations on the input to a pack hook."
+)
+ERR_DETACHED = (
+    "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is "
+    "not supported, please use out-of-place `.detach()` instead"
+)
+
+
+class SavedTensor:
+    """A tensor saved for backward (``SavedVariable``; in Python, PyTorch's
+    ``torch._C._autograd.SavedTensor``, reached as ``grad_fn._raw_saved_self``).
+
+    It remembers its version to detect in-place changes, and for a node's own output stores
+    only the data, no reference to the node (no cycle). ``register_hooks(pack, unpack)`` packs
+    it now; ``data`` is what it holds (the packed object once it has hooks; None once freed).
+    """
+
+    __slots__ = (
+        "_tensor",
+        "_data",
+        "_counter",
+        "_version",
+        "_is_output",
+        "_is_leaf",
+        "_output_nr",
+        "_requires_grad",
+        "_device",
+        "_grad_fn_name",
+        "_packed",
+        "_unpack_hook",
+        "_weak_grad_fn",
+        "_accumulator",
+        "_freed",
+        "_view_grad_fn",
+    )
+
+    def __init__(self, tensor, is_output=False, grad_fn_name=None):
+        self._freed = False
+        self._view_grad_fn = None  # see NOTE [In place on a view: the saved result]
+        if tensor is None:  # PyTorch's default-constructed SavedVariable: a saved None
+            self._tensor = self._data = self._packed = self._unpack_hook = None
+            self._counter = self._version = self._grad_fn_name = None
+            self._is_output = self._requires_grad = False
+            self._is_leaf = True
+            return
+        self._counter = tensor._counter()
+        self._version = self._counter[0]
+        self._is_output = is_output
+        self._output_nr = tensor._output_nr
+        self._requires_grad = tensor._requires_grad
+        self._packed = None
+        self._unpack_hook = None
+        grad_fn = tensor.grad_fn
+        self._is_leaf = grad_fn is None
+        self._grad_fn_name = grad_fn_name or (grad_fn.name() if grad_fn is not None else None)
+        stack = _saved_hooks.stack
+        if stack:
+            self._tensor = self._data = None
+            if is_output:
+                self._pack(stack[-1], tensor.detach(), None)
+            else:
+                self._pack(stack[-1], tensor, tensor)
+            return
+        if is_output:
+            self._tensor = None
+            self._data = tensor._data
+            self._device = tensor._device
+        else:
+            self._tensor = tensor
+            self._data = None
+        self._weak_grad_fn = None
+
+    def _pack(self, hooks, value, original):
+        """``set_hooks_and_pack_data``: ``pack(value)`` in no-grad mode, which must not modify
+        ``value`` in place; remembers what the unpacked tensor will stand for: ``original``'s
+        grad_fn or leaf (None for a node's output, which stands for the node's)."""
+        pack, unpack = hooks
+        self._unpack_hook = unpack
+        stack = _saved_hooks.stack
+        _saved_hooks.stack = ()  # a pack hook's own saves are not packed again
+        prev = _grad_state.enabled
+        _grad_state.enabled = False
+        try:
+            self._packed = pack(value)
+        finally:
+            _grad_state.enabled = prev
+            _saved_hooks.stack = stack
+        if self._counter[0] != self._version:
+            raise RuntimeError(ERR_PACK_INPLACE)
+        # what the unpacked tensor will be, for autograd: the original (see NOTE [Unpacked is
+        # the original])
+        grad_fn = original.grad_fn if original is not None else None
+        self._weak_grad_fn = grad_fn
+        self._accumulator = None
+        if original is not None and grad_fn is None and self._requires_grad:
+            self._accumulator = weakref.ref(original._get_grad_accumulator())
+
+    # -- the Python object (``torch._C._autograd.SavedTensor``) ---------------------------------
+    def register_hooks(self, *args):
+        """Pack the saved tensor with ``pack_hook`` now; backward unpacks it with
+        ``unpack_hook``. Once per saved tensor, before it is freed."""
+        if len(args) != 2 or not all(callable(a) for a in args):
+            raise TypeError(
+                "register_hooks(): incompatible function arguments. The following argument "
+                "types are supported:\n    1. (self: SavedTensor, arg0: Callable, "
+                f"arg1: Callable) -> None\n\nInvoked with: {self!r}, "
+                + ", ".join(repr(a) for a in args)
+            )
+        if self._unpack_hook is not None:
+            raise RuntimeError(ERR_HOOKS_SET)
+        if self._freed:
+            raise RuntimeError(ERR_HOOKS_FREED)
+        if self._counter is None:
+            raise RuntimeError(ERR_HOOKS_NONE)
+        original = self._tensor
+        if original is not None:  # the original: packed detached, standing for it
+            self._requires_grad = original._requires_grad
+            self._output_nr = original._output_nr
+            value = original.detach()
+        else:  # a node's output: its data, sharing its version counter
+            value = self._data_tensor()
+        self._tensor = self._data = None
+        self._pack(args, value, original)
+
+    @property
+    def data(self):
+        """What is saved: the packed object (with hooks), the original tensor, or a node's
+        output detached; None once freed."""
+        if self._freed:
+            return None
+        if self._unpack_hook is not None:
+            return self._packed
+        if self._tensor is not None or not self._is_output:
+            return self._tensor
+        return self._data_tensor()
+
+    @property
+    def unpack_hook(self):
+        return self._unpack_hook
+
+    def _data_tensor(self):
+        """A saved output's data as a tensor outside the graph (PyTorch's ``tensor_data()``)."""
+        t = _wrap(self._data, self._device)
+        t._version_counter = self._counter  # in place on it bumps the output's version
+        return t
+
+    def _free(self):
+        """Drop what is saved (``SavedVariable::reset_data``): the graph was released."""
+        self._freed = True
+        self._tensor = self._data = self._packed = self._unpack_hook = None
+        self._weak_grad_fn = None
+
+    # -- backward -----------------------------------------------------------------------------
+    def unpack(self, node):
+        """The saved tensor, checked against in-place changes (``SavedVariable::unpack``)."""
+        if self._unpack_hook is not None:  # as PyTorch: no version check through hooks
+            t = self._unpack_hook(self._packed)
+            if not isinstance(t, _Tensor):
+                raise TypeError(
+                    f"Output of saved tensor unpack_hook expected to be a Tensor but got result "
+                    f"of type {type(t).__name__}"
+                )
+            # NOTE [Unpacked is the original]
+            # As ``SavedVariable::unpack``: whatever the hooks did to the value, the unpacked
+            # tensor stands for the tensor that was saved, so a gradient taken through it (a
+            # double backward) flows to the original's grad_fn or leaf, never through the
+            # pack hook's own ops.
+            if self._is_output:
+                return t._alias_with_grad_fn(*self._output_of(node))
+            if self._weak_grad_fn is not None:
+                return t._alias_with_grad_fn(self._weak_grad_fn, self._output_nr)
+            acc = self._accumulator() if self._accumulator is not None else None
+            return t._alias_as_leaf(self._requires_grad, acc)
+        if self._freed:
+            raise RuntimeError(ERR_FREED)
+        if self._counter is None:  # a saved None
+            return None
+        tensor = self._tensor
+        if tensor is not None and tensor.grad_fn is None and not self._is_leaf:
+            raise RuntimeError(ERR_DETACHED)
+        if self._counter[0] != self._version:
+            self._raise_version_error()
+        if self._is_output:
+            owner, output_nr = self._output_of(node)
+            return _Tensor._from_saved_output(
+                self._data, self._device, owner, output_nr, self._counter
+            )
+        return tensor
+
+    # NOTE [In place on a view: the saved result]
+    # An in-place op on a view that saves its result (``relu_``) is wrapped in CopySlices, and
+    # the view's grad_fn is then the view op replayed on the base. As PyTorch's SavedVariable
+    # with ``is_inplace_on_view``, the saved result stands for the view as it is after the op
+    # (a weak reference to that grad_fn), not for the wrapped node: a double backward through
+    # the result goes through CopySlices, which runs the wrapped node inside, so the wrapped
+    # node is never also a node of the graph (where it would run, and be released, twice).
+    def _output_of(self, node):
+        """The node and output number an unpacked saved output stands for."""
+        ref = self._view_grad_fn
+        if ref is not None:
+            fn = ref()
+            if fn is not None:
+                return fn, 0
+        return node, self._output_nr
+
+    def _mark_inplace_on_view(self, view_grad_fn):
+        self._view_grad_fn = weakref.ref(view_grad_fn)
+
+    def _raise_version_error(self):
+        shape = list(self._shape())
+        dtype = self._dtype_name()
+        # as PyTorch: a saved input is named by its grad_fn now (the in-place op that changed
+        # it), a saved output by the node that produced it
+        name, output_nr = self._grad_fn_name, self._output_nr
+        if self._tensor is not None and self._tensor.grad_fn is not None:
+            name, output_nr = self._tensor.grad_fn.name(), self._tensor._output_nr
+        which = f", which is output {output_nr} of {name}," if name else ""
+        raise RuntimeError(
+            "one of the variables needed for gradient computation has been modified by an "
+            f"inplace operation: [nbgrad.{dtype} {shape}]{which} is at version "
+            f"{self._counter[0]}; expected version {self._version} instead. Hint: enable anomaly "
+            "detection to find the operation that failed to compute its gradient, with "
+            "nbgrad.autograd.set_detect_anomaly(True)."
+        )
+
+    def _shape(self):
+        if self._tensor is not None:
+            return self._tensor.shape
+        if self._data is not None:
+            return self._data.shape
+        return getattr(self._packed, "shape", ())
+
+    def _dtype_name(self):
+        src = self._tensor._data if self._tensor is not None else self._data
+        if src is None:
+            return "Tensor"
+        return dtypes.from_numpy_dtype(src.dtype)._legacy
+
+
+def unpack_saved(value, node):
+    """Unpack one saved slot: a plain value, a SavedTensor, or FREED (raises)."""
+    if type(value) is SavedTensor:
+        return value.unpack(node)
+    if value is FREED:
+        raise RuntimeError(ERR_FREED)
+    return value
+
+
+# -- the hook inventory ---------------------------------------------------------------------
+
+
+class HookInfo(NamedTuple):
+    """One registered hook, as listed by :func:`hook_inventory`."""
+
+    kind: str  # tensor_hook | node_prehook | node_hook | post_accumulate_grad | module hooks
+    target_kind: str  # "tensor" | "node" | "module"
+    target: object
+    name: str
+    enabled: bool
+    handle: RemovableHandle
+
+
+def _infos(handles, target_kind, target=None):
+    for h in tuple(handles or ()):
+        owner = target if target is not None else h.owner
+        yield HookInfo(h.kind, target_kind, owner, h.name, h.enabled, h)
+
+
+def hook_inventory(*roots) -> list[HookInfo]:
+    """Every hook reachable from the graphs of ``roots`` (tensors, nodes or modules).
+
+    PyTorch has no such list; nbgrad's hook editor is built on it. Each entry carries its
+    handle: ``handle.enabled = False`` switches a hook off without removing it,
+    ``handle.remove()`` removes it.
+
+    Example:
+        >>> import nbgrad as ng
+        >>> x = ng.ones(2, requires_grad=True)
+        >>> y = x * 2
+        >>> h = y.register_hook(lambda g: g)
+        >>> [(i.kind, i.target_kind) for i in hook_inventory(y)]
+        [('tensor_hook', 'tensor')]
+    """
+    out: list[HookInfo] = []
+    start: list[Node] = []
+    for r in roots:
+        if isinstance(r, Node):
+            start.append(r)
+        elif hasattr(r, "_module_hook_infos"):
+            out.extend(r._module_hook_infos())
+        elif hasattr(r, "grad_fn"):
+            if r.grad_fn is not None:
+                start.append(r.grad_fn)
+            elif getattr(r, "_grad_accumulator", None) is not None:
+                start.append(r._grad_accumulator)
+        else:
+            raise TypeError(
+                f"hook_inventory() takes tensors, nodes or modules, got {type(r).__name__}"
+            )
+    seen = set(start)
+    stack = list(start)
+    order = []
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        for e in node._next_edges:
+            if e.function is not None and e.function not in seen:
+                seen.add(e.function)
+                stack.append(e.function)
+    order.sort(key=lambda n: -n._sequence_nr_ if n._sequence_nr_ != UINT64_MAX else 1)
+    for node in order:
+        out.extend(_infos(node._tensor_pre_hooks, "tensor"))
+        out.extend(_infos(node._pre_hooks, "node", node))
+        out.extend(_infos(node._post_hooks, "node", node))
+        if isinstance(node, AccumulateGrad):
+            out.extend(_infos(node.variable._post_accumulate_grad_hooks, "tensor", node.variable))
+    return out
+
+
+__all__ += ["HookInfo", "hook_inventory"]
