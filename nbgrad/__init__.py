@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import math as _math
 
+# NOTE [Import order]: the Tensor (through _functions), then the op table, which fills the
+# Tensor's table of rows by name (NOTE [The op table, by name])
 from . import (  # noqa: E402
     _functions,  # noqa: E402
     autograd,  # noqa: E402
     backend,
     cuda,  # noqa: E402
+    derivatives,
     dtypes,
     nn,
     optim,
 )
 from ._functions import *  # noqa: E402,F401,F403
+from ._tensor.creation import rand_like, randn_like, randperm
 from ._tensor_types import TENSOR_TYPES as _TENSOR_TYPES
 from .autograd import (
     enable_grad,
@@ -68,11 +72,8 @@ from .tensor import (
     ones,
     ones_like,
     rand,
-    rand_like,
     randint,
     randn,
-    randn_like,
-    randperm,
     stack,
     tensor,
     where,

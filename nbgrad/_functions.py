@@ -8,7 +8,8 @@ import warnings
 
 from . import backend
 from ._graph.grad_mode import is_grad_enabled, no_grad
-from .tensor import Tensor, _tensor_arg, as_tensor
+from ._tensor.conversion import _tensor_arg
+from .tensor import Tensor, as_tensor
 
 __all__ = [
     "add",

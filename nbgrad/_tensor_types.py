@@ -8,17 +8,17 @@ new code writes ``nbgrad.tensor``, ``nbgrad.empty`` and ``Tensor.to``.
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
 from nbgrad import backend, dtypes
+from nbgrad._tensor.conversion import from_numpy, tensor
+from nbgrad._tensor.creation import empty
+from nbgrad._tensor.dispatch import _NO_ATTRS, OPS, Size, _dispatch
 
 __all__ = ["tensortype", "legacy_new", "type_from_name", "TENSOR_TYPES", "CUDA_TENSOR_TYPES"]
 
 
-def _tensor():
-    return sys.modules["nbgrad.tensor"]  # the module (``nbgrad.tensor`` is also a function)
+Tensor = None  # the Tensor class: see NOTE [The Tensor class, bound late]
 
 
 def _options(dtype, device_type):
@@ -57,7 +57,6 @@ def _is_int(v):
 # is ``tensor([2., 3.])``. The only keyword is ``device``, whose type must be the type's own.
 def legacy_new(dtype, device, args, kwargs):
     """A tensor of ``dtype`` on ``device`` (a Device) from legacy constructor arguments."""
-    T = _tensor()
     if set(kwargs) - {"device"}:
         raise _invalid(args, kwargs)
     asked = kwargs.get("device")
@@ -71,9 +70,9 @@ def legacy_new(dtype, device, args, kwargs):
             )
         device = backend.as_device(asked)
     if not args:
-        return T.empty(0, dtype=dtype, device=device)
+        return empty(0, dtype=dtype, device=device)
     first = args[0]
-    if len(args) == 1 and isinstance(first, T.Tensor):
+    if len(args) == 1 and isinstance(first, Tensor):
         if kwargs:
             raise _invalid(args, kwargs)
         if first.dtype is not dtype or first.device.type != device.type:
@@ -81,16 +80,16 @@ def legacy_new(dtype, device, args, kwargs):
                 f"expected {_options(dtype, device.type)} (got "
                 f"{_options(first.dtype, first.device.type)})"
             )
-        return T._dispatch(T._op("alias"), (first,), T._NO_ATTRS)
-    if (len(args) == 1 and isinstance(first, T.Size)) or _is_int(first):
-        size = tuple(first) if isinstance(first, T.Size) else args
+        return _dispatch(OPS["alias"], (first,), _NO_ATTRS)
+    if (len(args) == 1 and isinstance(first, Size)) or _is_int(first):
+        size = tuple(first) if isinstance(first, Size) else args
         for k, s in enumerate(size):
             if not _is_int(s):
                 raise TypeError(
                     f"new(): argument 'size' failed to unpack the object at pos {k + 1} with "
                     f'error "type must be tuple of ints,but got {type(s).__name__}"'
                 )
-        return T.empty(*size, dtype=dtype, device=device)
+        return empty(*size, dtype=dtype, device=device)
     if len(args) > 1:
         raise _invalid(args, kwargs)
     if isinstance(first, str):
@@ -98,8 +97,8 @@ def legacy_new(dtype, device, args, kwargs):
     if not isinstance(first, (list, tuple, np.ndarray)):
         raise TypeError(f"new(): data must be a sequence (got {type(first).__name__})")
     if isinstance(first, np.ndarray) and first.dtype == dtype.np and device.type == "cpu":
-        return T.from_numpy(first)
-    return T.tensor(first, dtype=dtype, device=device)
+        return from_numpy(first)
+    return tensor(first, dtype=dtype, device=device)
 
 
 class tensortype(type):
@@ -108,7 +107,7 @@ class tensortype(type):
 
     def __instancecheck__(cls, other):
         return (
-            isinstance(other, _tensor().Tensor)
+            isinstance(other, Tensor)
             and other.dtype is cls.dtype
             and other.device.type == cls._device_type
         )

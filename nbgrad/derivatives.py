@@ -26,10 +26,15 @@ import warnings
 
 import numpy as np
 
-from nbgrad import tensor as _T
 from nbgrad._graph.graph import ERR_FREED, FREED, Node, SavedTensor, unpack_saved
-
-OPS: dict[str, OpInfo] = {}
+from nbgrad._tensor import conversion as _conversion
+from nbgrad._tensor import creation as _C
+from nbgrad._tensor import dispatch as _D
+from nbgrad._tensor.dispatch import OPS, _dispatch
+from nbgrad._tensor.math_methods import sum_to
+from nbgrad._tensor.views import _NoGrad
+from nbgrad.backend import erf
+from nbgrad.tensor import Tensor
 
 
 class OpInfo:
@@ -187,16 +192,16 @@ op("rpow", "PowBackward2", "exponent", lambda xp, exponent, self: _contiguous(xp
    exponent=lambda grad, self, exponent, result: _rpow_backward_exponent(grad, self, exponent, result))
 op("maximum", "MaximumBackward0", "self other", lambda xp, self, other: xp.maximum(self, other),
    promote="binary",
-   self=lambda grad, self, other: _T.where(self == other, grad / 2, grad).masked_fill(self < other, 0),
-   other=lambda grad, self, other: _T.where(self == other, grad / 2, grad).masked_fill(self > other, 0))
+   self=lambda grad, self, other: _C.where(self == other, grad / 2, grad).masked_fill(self < other, 0),
+   other=lambda grad, self, other: _C.where(self == other, grad / 2, grad).masked_fill(self > other, 0))
 op("minimum", "MinimumBackward0", "self other", lambda xp, self, other: xp.minimum(self, other),
    promote="binary",
-   self=lambda grad, self, other: _T.where(self == other, grad / 2, grad).masked_fill(self > other, 0),
-   other=lambda grad, self, other: _T.where(self == other, grad / 2, grad).masked_fill(self < other, 0))
+   self=lambda grad, self, other: _C.where(self == other, grad / 2, grad).masked_fill(self > other, 0),
+   other=lambda grad, self, other: _C.where(self == other, grad / 2, grad).masked_fill(self < other, 0))
 op("where", "WhereBackward0", "condition self other", lambda xp, condition, self, other: xp.where(condition, self, other),
    promote="binary", nondiff=("condition",),
-   self=lambda grad, condition: _T.where(condition, grad, 0.0),
-   other=lambda grad, condition: _T.where(condition, 0.0, grad))
+   self=lambda grad, condition: _C.where(condition, grad, 0.0),
+   other=lambda grad, condition: _C.where(condition, 0.0, grad))
 op("masked_fill", "MaskedFillBackward0", "self mask", lambda xp, self, mask, value: _contiguous(xp, xp.where(mask, xp.asarray(value, dtype=self.dtype), self)),
    attrs="value", nondiff=("mask",),
    self=lambda grad, mask: grad.masked_fill(mask, 0))
@@ -218,7 +223,7 @@ op("argmin", None, "self", lambda xp, self, dim, keepdim: _argreduce(xp.argmin, 
 # elementwise unary
 op("neg", "NegBackward0", "self", lambda xp, self: -self, self=lambda grad: -grad)
 op("abs", "AbsBackward0", "self", lambda xp, self: xp.abs(self), self=lambda grad, self: grad * self.sign())
-op("sign", "SignBackward0", "self", lambda xp, self: _sign(xp, self), self=lambda grad: _T.zeros_like(grad))
+op("sign", "SignBackward0", "self", lambda xp, self: _sign(xp, self), self=lambda grad: _C.zeros_like(grad))
 op("exp", "ExpBackward0", "self", lambda xp, self: xp.exp(self), promote="float", self=lambda grad, result: grad * result)
 op("log", "LogBackward0", "self", lambda xp, self: xp.log(self), promote="float", self=lambda grad, self: grad / self)
 op("log1p", "Log1PBackward0", "self", lambda xp, self: xp.log1p(self), promote="float", self=lambda grad, self: grad / (self + 1))
@@ -236,29 +241,29 @@ op("atan", "AtanBackward0", "self", lambda xp, self: xp.arctan(self), promote="f
 op("sinh", "SinhBackward0", "self", lambda xp, self: xp.sinh(self), promote="float", self=lambda grad, self: grad * self.cosh())
 op("cosh", "CoshBackward0", "self", lambda xp, self: xp.cosh(self), promote="float", self=lambda grad, self: grad * self.sinh())
 # rounding: integer tensors come back as they are (a copy); the derivative is zero, as PyTorch's
-op("floor", "FloorBackward0", "self", lambda xp, self: _rounded(xp, xp.floor, self), self=lambda grad: _T.zeros_like(grad))
-op("ceil", "CeilBackward0", "self", lambda xp, self: _rounded(xp, xp.ceil, self), self=lambda grad: _T.zeros_like(grad))
-op("round", "RoundBackward0", "self", lambda xp, self: _rounded(xp, xp.round, self), self=lambda grad: _T.zeros_like(grad))
-op("trunc", "TruncBackward0", "self", lambda xp, self: _rounded(xp, xp.trunc, self), self=lambda grad: _T.zeros_like(grad))
+op("floor", "FloorBackward0", "self", lambda xp, self: _rounded(xp, xp.floor, self), self=lambda grad: _C.zeros_like(grad))
+op("ceil", "CeilBackward0", "self", lambda xp, self: _rounded(xp, xp.ceil, self), self=lambda grad: _C.zeros_like(grad))
+op("round", "RoundBackward0", "self", lambda xp, self: _rounded(xp, xp.round, self), self=lambda grad: _C.zeros_like(grad))
+op("trunc", "TruncBackward0", "self", lambda xp, self: _rounded(xp, xp.trunc, self), self=lambda grad: _C.zeros_like(grad))
 op("frac", "FracBackward0", "self", lambda xp, self: self - xp.trunc(self), promote="float", self=lambda grad: grad)
 op("sin", "SinBackward0", "self", lambda xp, self: xp.sin(self), promote="float", self=lambda grad, self: grad * self.cos())
 op("cos", "CosBackward0", "self", lambda xp, self: xp.cos(self), promote="float", self=lambda grad, self: grad * -self.sin())
-op("tanh", "TanhBackward0", "self", lambda xp, self: xp.tanh(self), promote="float", self=lambda grad, result: _T._dispatch(OPS["tanh_backward"], (grad, result)))
-op("sigmoid", "SigmoidBackward0", "self", lambda xp, self: _sigmoid(xp, self), promote="float", self=lambda grad, result: _T._dispatch(OPS["sigmoid_backward"], (grad, result)))
-op("relu", "ReluBackward0", "self", lambda xp, self: xp.maximum(self, 0), self=lambda grad, result: _T._dispatch(OPS["threshold_backward"], (grad, result), {"threshold": 0}))
+op("tanh", "TanhBackward0", "self", lambda xp, self: xp.tanh(self), promote="float", self=lambda grad, result: _dispatch(OPS["tanh_backward"], (grad, result)))
+op("sigmoid", "SigmoidBackward0", "self", lambda xp, self: _sigmoid(xp, self), promote="float", self=lambda grad, result: _dispatch(OPS["sigmoid_backward"], (grad, result)))
+op("relu", "ReluBackward0", "self", lambda xp, self: xp.maximum(self, 0), self=lambda grad, result: _dispatch(OPS["threshold_backward"], (grad, result), {"threshold": 0}))
 # their backward formulas, as ops of their own as in PyTorch: one fused pass and one array,
 # not three (see NOTE [Fused backward kernels]); differentiable for double backward
 op("tanh_backward", "TanhBackwardBackward0", "grad_output output", lambda xp, grad_output, output: _tanh_backward(xp, grad_output, output), promote="binary",
-   grad_output=lambda grad, output: _T._dispatch(OPS["tanh_backward"], (grad, output)),
+   grad_output=lambda grad, output: _dispatch(OPS["tanh_backward"], (grad, output)),
    output=lambda grad, grad_output, output: grad * (-2 * output * grad_output))
 op("sigmoid_backward", "SigmoidBackwardBackward0", "grad_output output", lambda xp, grad_output, output: _sigmoid_backward(xp, grad_output, output), promote="binary",
-   grad_output=lambda grad, output: _T._dispatch(OPS["sigmoid_backward"], (grad, output)),
+   grad_output=lambda grad, output: _dispatch(OPS["sigmoid_backward"], (grad, output)),
    output=lambda grad, grad_output, output: grad * grad_output * (1 - 2 * output))
 op("leaky_relu", "LeakyReluBackward0", "self", lambda xp, self, negative_slope: xp.where(self > 0, self, self * negative_slope), attrs="negative_slope",
-   self=lambda grad, self, negative_slope: _T._dispatch(OPS["leaky_relu_backward"], (grad, self), {"negative_slope": negative_slope}))
+   self=lambda grad, self, negative_slope: _dispatch(OPS["leaky_relu_backward"], (grad, self), {"negative_slope": negative_slope}))
 # leaky_relu_ (in place) saves its result instead, as PyTorch's LeakyReluBackward1
 op("leaky_relu_", "LeakyReluBackward1", "self", lambda xp, self, negative_slope: xp.where(self > 0, self, self * negative_slope), attrs="negative_slope",
-   self=lambda grad, result, negative_slope: _T._dispatch(OPS["leaky_relu_backward"], (grad, result), {"negative_slope": negative_slope}))
+   self=lambda grad, result, negative_slope: _dispatch(OPS["leaky_relu_backward"], (grad, result), {"negative_slope": negative_slope}))
 # NOTE [Piecewise-linear backwards are ops]: as in PyTorch, the backwards of relu, leaky_relu and
 # hardtanh are ops of their own, whose derivative for ``self`` is zero. So under create_graph
 # the gradient they give requires grad even when it does not depend on ``self`` (a second
@@ -266,43 +271,43 @@ op("leaky_relu_", "LeakyReluBackward1", "self", lambda xp, self, negative_slope:
 # threshold: ``value`` where ``self <= threshold``; in place (ThresholdBackward1) the formula
 # reads the result, as PyTorch's (whose saved self is the modified tensor)
 op("threshold", "ThresholdBackward0", "self", lambda xp, self, threshold, value: _threshold(xp, self, threshold, value), attrs="threshold value",
-   self=lambda grad, self, threshold: _T._dispatch(OPS["threshold_backward"], (grad, self), {"threshold": threshold}))
+   self=lambda grad, self, threshold: _dispatch(OPS["threshold_backward"], (grad, self), {"threshold": threshold}))
 op("threshold_", "ThresholdBackward1", "self", lambda xp, self, threshold, value: _threshold(xp, self, threshold, value), attrs="threshold value",
-   self=lambda grad, result, threshold: _T._dispatch(OPS["threshold_backward"], (grad, result), {"threshold": threshold}))
+   self=lambda grad, result, threshold: _dispatch(OPS["threshold_backward"], (grad, result), {"threshold": threshold}))
 op("threshold_backward", "ThresholdBackwardBackward0", "grad_output self", lambda xp, grad_output, self, threshold: _contiguous(xp, xp.where(self <= threshold, 0, grad_output)),
    attrs="threshold", promote="binary",
-   grad_output=lambda grad, self, threshold: _T._dispatch(OPS["threshold_backward"], (grad, self), {"threshold": threshold}),
-   self=lambda grad: _T.zeros_like(grad))
+   grad_output=lambda grad, self, threshold: _dispatch(OPS["threshold_backward"], (grad, self), {"threshold": threshold}),
+   self=lambda grad: _C.zeros_like(grad))
 op("leaky_relu_backward", "LeakyReluBackwardBackward0", "grad_output self", lambda xp, grad_output, self, negative_slope: _contiguous(xp, xp.where(self > 0, grad_output, grad_output * negative_slope)),
    attrs="negative_slope", promote="binary",
-   grad_output=lambda grad, self, negative_slope: _T._dispatch(OPS["leaky_relu_backward"], (grad, self), {"negative_slope": negative_slope}),
-   self=lambda grad: _T.zeros_like(grad))
+   grad_output=lambda grad, self, negative_slope: _dispatch(OPS["leaky_relu_backward"], (grad, self), {"negative_slope": negative_slope}),
+   self=lambda grad: _C.zeros_like(grad))
 op("hardtanh_backward", "HardtanhBackwardBackward0", "grad_output self", lambda xp, grad_output, self, min_val, max_val: _contiguous(xp, xp.where((self <= min_val) | (self >= max_val), 0, grad_output)),
    attrs="min_val max_val", promote="binary",
-   grad_output=lambda grad, self, min_val, max_val: _T._dispatch(OPS["hardtanh_backward"], (grad, self), {"min_val": min_val, "max_val": max_val}),
-   self=lambda grad: _T.zeros_like(grad))
+   grad_output=lambda grad, self, min_val, max_val: _dispatch(OPS["hardtanh_backward"], (grad, self), {"min_val": min_val, "max_val": max_val}),
+   self=lambda grad: _C.zeros_like(grad))
 op("silu", "SiluBackward0", "self", lambda xp, self: self * _sigmoid(xp, self), promote="float",
    self=lambda grad, self: _silu_backward(grad, self))
 op("elu", "EluBackward0", "self", lambda xp, self, alpha: _elu(xp, self, alpha), attrs="alpha", promote="float",
-   self=lambda grad, self, alpha: _T.where(self > 0, grad, grad * alpha * _below(self, 0.0).exp()))
+   self=lambda grad, self, alpha: _C.where(self > 0, grad, grad * alpha * _below(self, 0.0).exp()))
 # elu_ (in place) saves its result, as PyTorch's EluBackward1: exp(x) is result / alpha + 1
 op("elu_", "EluBackward1", "self", lambda xp, self, alpha: _elu(xp, self, alpha), attrs="alpha", promote="float",
-   self=lambda grad, result, alpha: _T.where(result > 0, grad, grad * (_below(result, 0.0) + alpha)))
+   self=lambda grad, result, alpha: _C.where(result > 0, grad, grad * (_below(result, 0.0) + alpha)))
 op("softplus", "SoftplusBackward0", "self", lambda xp, self, beta, threshold: _softplus(xp, self, beta, threshold), attrs="beta threshold", promote="float",
-   self=lambda grad, self, beta, threshold: _T.where(self * beta > threshold, grad, grad * _below(self * beta, threshold).sigmoid()))
+   self=lambda grad, self, beta, threshold: _C.where(self * beta > threshold, grad, grad * _below(self * beta, threshold).sigmoid()))
 op("hardtanh", "HardtanhBackward0", "self", lambda xp, self, min_val, max_val: xp.clip(self, min_val, max_val), attrs="min_val max_val",
-   self=lambda grad, self, min_val, max_val: _T._dispatch(OPS["hardtanh_backward"], (grad, self), {"min_val": min_val, "max_val": max_val}))
+   self=lambda grad, self, min_val, max_val: _dispatch(OPS["hardtanh_backward"], (grad, self), {"min_val": min_val, "max_val": max_val}))
 op("log_sigmoid", "LogSigmoidBackward0", "self", lambda xp, self: -_softplus(xp, -self, 1.0, 20.0), promote="float",
    self=lambda grad, self: grad * (-self).sigmoid())
 op("erf", "ErfBackward0", "self", lambda xp, self: _erf(xp, self), promote="float", self=lambda grad, self: grad * (2 / math.sqrt(math.pi)) * (-self * self).exp())
 op("gelu", "GeluBackward0", "self", lambda xp, self, approximate: _gelu(xp, self, approximate), attrs="approximate", promote="float",
    self=lambda grad, self, approximate: _gelu_backward(grad, self, approximate))
 op("clamp", "ClampBackward1", "self", lambda xp, self, min, max: _clamp(xp, self, min, max), attrs="min max",
-   self=lambda grad, self, min, max: _T.where(_clamp_mask(self, min, max), grad, 0.0))
+   self=lambda grad, self, min, max: _C.where(_clamp_mask(self, min, max), grad, 0.0))
 op("clamp_min", "ClampMinBackward0", "self", lambda xp, self, min: xp.maximum(self, min), attrs="min",
-   self=lambda grad, self, min: _T.where(self >= min, grad, 0.0))
+   self=lambda grad, self, min: _C.where(self >= min, grad, 0.0))
 op("clamp_max", "ClampMaxBackward0", "self", lambda xp, self, max: xp.minimum(self, max), attrs="max",
-   self=lambda grad, self, max: _T.where(self <= max, grad, 0.0))
+   self=lambda grad, self, max: _C.where(self <= max, grad, 0.0))
 op("to_dtype", "ToCopyBackward0", "self", lambda xp, self, dtype: self.astype(dtype.np), attrs="dtype", self=lambda grad: grad)
 op("clone", "CloneBackward0", "self", lambda xp, self, memory_format: _clone(xp, self, memory_format), attrs="memory_format", self=lambda grad: grad)
 
@@ -405,20 +410,20 @@ op("unsqueeze", "UnsqueezeBackward0", "self", lambda xp, self, dim: xp.expand_di
    self=lambda grad, dim: grad.squeeze(dim))
 # the trailing Ellipsis keeps a full index a 0-d view (NumPy would return a scalar copy)
 op("select", "SelectBackward0", "self", lambda xp, self, dim, index: self[(slice(None),) * dim + (index, Ellipsis)], attrs="dim index", view=True,
-   self=lambda grad, self_shape, dim, index: _T._dispatch(OPS["select_backward"], (grad,), {"shape": self_shape, "dim": dim, "index": index}))
+   self=lambda grad, self_shape, dim, index: _dispatch(OPS["select_backward"], (grad,), {"shape": self_shape, "dim": dim, "index": index}))
 op("slice", "SliceBackward0", "self", lambda xp, self, dim, start, end, step: self[(slice(None),) * dim + (slice(start, end, step),)],
    attrs="dim start end step", view=True,
-   self=lambda grad, self_shape, dim, start, end, step: _T._dispatch(OPS["slice_backward"], (grad,), {"shape": self_shape, "dim": dim, "start": start, "end": end, "step": step}))
+   self=lambda grad, self_shape, dim, start, end, step: _dispatch(OPS["slice_backward"], (grad,), {"shape": self_shape, "dim": dim, "start": start, "end": end, "step": step}))
 op("index", "IndexBackward0", "self", lambda xp, self, indices: _contiguous(xp, self[indices]), attrs="indices",
    self=lambda grad, self_shape, indices: grad._index_backward(self_shape, indices, True))
 # the backward formulas of select, slice and index, as ops of their own (double backward)
 op("select_backward", "SelectBackwardBackward0", "self", lambda xp, self, shape, dim, index: _index_backward(xp, self, shape, (slice(None),) * dim + (index,), False),
-   attrs="shape dim index", self=lambda grad, dim, index: _T._dispatch(OPS["select"], (grad,), {"dim": dim, "index": index}))
+   attrs="shape dim index", self=lambda grad, dim, index: _dispatch(OPS["select"], (grad,), {"dim": dim, "index": index}))
 op("slice_backward", "SliceBackwardBackward0", "self", lambda xp, self, shape, dim, start, end, step: _index_backward(xp, self, shape, (slice(None),) * dim + (slice(start, end, step),), False),
-   attrs="shape dim start end step", self=lambda grad, dim, start, end, step: _T._dispatch(OPS["slice"], (grad,), {"dim": dim, "start": start, "end": end, "step": step}))
+   attrs="shape dim start end step", self=lambda grad, dim, start, end, step: _dispatch(OPS["slice"], (grad,), {"dim": dim, "start": start, "end": end, "step": step}))
 # diagonal: a (writable) view whose last dim is the diagonal of dims dim1 and dim2
 op("diagonal", "DiagonalBackward0", "self", lambda xp, self, offset, dim1, dim2: _diagonal(xp, self, offset, dim1, dim2), attrs="offset dim1 dim2", view=True,
-   self=lambda grad, self_shape, offset, dim1, dim2: _T._dispatch(OPS["diagonal_backward"], (grad,), {"shape": self_shape, "offset": offset, "dim1": dim1, "dim2": dim2}))
+   self=lambda grad, self_shape, offset, dim1, dim2: _dispatch(OPS["diagonal_backward"], (grad,), {"shape": self_shape, "offset": offset, "dim1": dim1, "dim2": dim2}))
 op("diagonal_backward", "DiagonalBackwardBackward0", "self", lambda xp, self, shape, offset, dim1, dim2: _diagonal_backward(xp, self, shape, offset, dim1, dim2),
    attrs="shape offset dim1 dim2", self=lambda grad, offset, dim1, dim2: grad.diagonal(offset, dim1, dim2))
 # PyTorch's index backward is _index_put_impl_(zeros, indices, grad, accumulate=True)
@@ -441,13 +446,13 @@ op("unbind", "UnbindBackward0", "self", lambda xp, self, dim: tuple(xp.moveaxis(
 op("repeat", "RepeatBackward0", "self", lambda xp, self, repeats: _contiguous(xp, xp.tile(self, repeats)), attrs="repeats",
    self=lambda grad, self_shape, repeats: _repeat_backward(grad, self_shape, repeats))
 op("gather", "GatherBackward0", "self index", lambda xp, self, index, dim: _gather(xp, self, index, dim), attrs="dim", nondiff=("index",),
-   self=lambda grad, self_shape, dim, index: _T.zeros(self_shape, dtype=grad.dtype, device=grad.device).scatter_add(dim, index, grad))
+   self=lambda grad, self_shape, dim, index: _C.zeros(self_shape, dtype=grad.dtype, device=grad.device).scatter_add(dim, index, grad))
 op("scatter_add", "ScatterAddBackward0", "self index src", lambda xp, self, index, src, dim: _scatter_add(xp, self, dim, index, src), attrs="dim",
    nondiff=("index",), promote="binary",
    self=lambda grad: grad,
    src=lambda grad, dim, index: grad.gather(dim, index))
 op("index_select", "IndexSelectBackward0", "self index", lambda xp, self, index, dim: xp.take(self, index, axis=dim), attrs="dim", nondiff=("index",),
-   self=lambda grad, self_shape, dim, index: _T.zeros(self_shape, dtype=grad.dtype, device=grad.device).index_add(dim, index, grad))
+   self=lambda grad, self_shape, dim, index: _C.zeros(self_shape, dtype=grad.dtype, device=grad.device).index_add(dim, index, grad))
 op("index_add", "IndexAddBackward0", "self index source", lambda xp, self, index, source, dim: _index_add(xp, self, dim, index, source), attrs="dim",
    nondiff=("index",), promote="binary",
    self=lambda grad: grad,
@@ -455,20 +460,20 @@ op("index_add", "IndexAddBackward0", "self index source", lambda xp, self, index
 
 # in-place forms (their out-of-place kernels; see Tensor._inplace)
 op("copy", "CopyBackwards", "self src", lambda xp, self, src: xp.broadcast_to(src.astype(self.dtype, copy=False), self.shape).copy(),
-   self=lambda grad: _T.zeros_like(grad), src=lambda grad: grad)
+   self=lambda grad: _C.zeros_like(grad), src=lambda grad: grad)
 op("fill", "FillBackward2", "self", lambda xp, self, value: xp.full(self.shape, value, dtype=self.dtype), attrs="value",
-   self=lambda grad: _T.zeros_like(grad))
-op("zero", "ZeroBackward0", "self", lambda xp, self: xp.zeros_like(self), self=lambda grad: _T.zeros_like(grad))
+   self=lambda grad: _C.zeros_like(grad))
+op("zero", "ZeroBackward0", "self", lambda xp, self: xp.zeros_like(self), self=lambda grad: _C.zeros_like(grad))
 
 # random draws: 0s and 1s of self's dtype; the gradient is zero (or, for a float p, undefined)
 op("bernoulli", "BernoulliBackward0", "self", lambda xp, self: _bernoulli(xp, self, self),
-   self=lambda grad: _T.zeros_like(grad))
+   self=lambda grad: _C.zeros_like(grad))
 op("bernoulli_p", "NotImplemented", "self", lambda xp, self, p: _bernoulli(xp, self, p), attrs="p",
    self=lambda grad: _not_implemented("bernoulli"))
 op("bernoulli_tensor", "BernoulliBackward1", "self p", lambda xp, self, p: _bernoulli(xp, self, p),
-   self=lambda grad: _T.zeros_like(grad), p=lambda grad, p: _T.zeros_like(p))
+   self=lambda grad: _C.zeros_like(grad), p=lambda grad, p: _C.zeros_like(p))
 op("bernoulli_float", "BernoulliBackward2", "self", lambda xp, self, p: _bernoulli(xp, self, p), attrs="p",
-   self=lambda grad: _T.zeros_like(grad))
+   self=lambda grad: _C.zeros_like(grad))
 
 # nn: linear, convolution, losses, normalisation, embedding (reached through nbgrad.nn.functional)
 op("addmm", "AddmmBackward0", "self mat1 mat2", lambda xp, self, mat1, mat2, beta, alpha: _addmm(xp, self, mat1, mat2, beta, alpha),
@@ -537,43 +542,27 @@ op("batch_norm", "NativeBatchNormBackward0", "input weight bias", lambda xp, inp
 _POOL_ATTRS = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override")
 op("max_pool2d", "MaxPool2DWithIndicesBackward0", "self", lambda xp, self, kernel_size, stride, padding, dilation, ceil_mode: _max_pool2d(xp, self, kernel_size, stride, padding, dilation, ceil_mode),
    attrs="kernel_size stride padding dilation ceil_mode", outputs=2, diff_outputs=(0,),
-   self=lambda grad, self, result1: _T._dispatch(OPS["max_pool2d_backward"], (grad, self, result1)))
+   self=lambda grad, self, result1: _dispatch(OPS["max_pool2d_backward"], (grad, self, result1)))
 op("max_pool2d_backward", "MaxPool2DWithIndicesBackwardBackward0", "grad_output self indices", lambda xp, grad_output, self, indices: _max_pool2d_backward(xp, grad_output, self.shape, indices),
    nondiff=("indices",),
    grad_output=lambda grad, indices: grad.flatten(-2).gather(-1, indices.flatten(-2)).reshape(indices.shape),
-   self=lambda grad, self_shape: _T.zeros(self_shape, dtype=grad.dtype, device=grad.device))
+   self=lambda grad, self_shape: _C.zeros(self_shape, dtype=grad.dtype, device=grad.device))
 op("avg_pool2d", "AvgPool2DBackward0", "self", lambda xp, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override: _avg_pool2d(xp, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override),
    attrs=" ".join(_POOL_ATTRS),
-   self=lambda grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override: _T._dispatch(OPS["avg_pool2d_backward"], (grad, self), dict(zip(_POOL_ATTRS, (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)))))
+   self=lambda grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override: _dispatch(OPS["avg_pool2d_backward"], (grad, self), dict(zip(_POOL_ATTRS, (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)))))
 op("avg_pool2d_backward", "AvgPool2DBackwardBackward0", "grad_output self", lambda xp, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override: _avg_pool2d_backward(xp, grad_output, self.shape, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override),
    attrs=" ".join(_POOL_ATTRS),
-   grad_output=lambda grad, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override: _T._dispatch(OPS["avg_pool2d"], (grad,), dict(zip(_POOL_ATTRS, (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)))),
-   self=lambda grad, self_shape: _T.zeros(self_shape, dtype=grad.dtype, device=grad.device))
+   grad_output=lambda grad, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override: _dispatch(OPS["avg_pool2d"], (grad,), dict(zip(_POOL_ATTRS, (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)))),
+   self=lambda grad, self_shape: _C.zeros(self_shape, dtype=grad.dtype, device=grad.device))
 op("adaptive_avg_pool2d", "AdaptiveAvgPool2DBackward0", "self", lambda xp, self, output_size: _adaptive_avg_pool2d(xp, self, output_size), attrs="output_size",
-   self=lambda grad, self: _T._dispatch(OPS["adaptive_avg_pool2d_backward"], (grad, self)))
+   self=lambda grad, self: _dispatch(OPS["adaptive_avg_pool2d_backward"], (grad, self)))
 op("adaptive_avg_pool2d_backward", "AdaptiveAvgPool2DBackwardBackward0", "grad_output self", lambda xp, grad_output, self: _adaptive_avg_pool2d_backward(xp, grad_output, self.shape),
-   grad_output=lambda grad, grad_output_shape: _T._dispatch(OPS["adaptive_avg_pool2d"], (grad,), {"output_size": tuple(grad_output_shape[-2:])}),
-   self=lambda grad, self_shape: _T.zeros(self_shape, dtype=grad.dtype, device=grad.device))
+   grad_output=lambda grad, grad_output_shape: _dispatch(OPS["adaptive_avg_pool2d"], (grad,), {"output_size": tuple(grad_output_shape[-2:])}),
+   self=lambda grad, self_shape: _C.zeros(self_shape, dtype=grad.dtype, device=grad.device))
 op("embedding", "EmbeddingBackward0", "weight indices", lambda xp, weight, indices, padding_idx: xp.take(weight, indices, axis=0),
    attrs="padding_idx", nondiff=("indices",),
    weight=lambda grad, weight_shape, indices, padding_idx: _embedding_backward(grad, weight_shape, indices, padding_idx))
 # fmt: on
-
-
-# ---- helpers the formulas and kernels name ------------------------------------------------------
-def sum_to(t, shape):
-    """Sum ``t`` down to ``shape`` (the reverse of broadcasting), differentiably."""
-    shape = tuple(shape)
-    tshape = t.shape
-    if tshape == shape:
-        return t
-    lead = len(tshape) - len(shape)
-    kept = tuple(i + lead for i, s in enumerate(shape) if s == 1 and tshape[i + lead] != 1)
-    r = t.sum(kept, keepdim=True) if kept else t
-    # the leading dims go without keepdim: no reshape, so the result owns its memory (and
-    # AccumulateGrad can take it without a copy, see NOTE [Stealing the gradient])
-    r = r.sum(tuple(range(lead))) if lead else r
-    return r if r.shape == shape else r.reshape(shape)
 
 
 def _sigmoid(xp, a):
@@ -643,7 +632,7 @@ def _remainder(xp, a, b):
 def _floor_quotient(self, other):
     """``self // other`` as a constant: its derivative is zero (PyTorch's formula for
     ``remainder`` uses ``div(rounding_mode="floor")``, whose derivative is zero)."""
-    with _T._NoGrad():
+    with _NoGrad():
         return self // other
 
 
@@ -655,12 +644,12 @@ def _bernoulli(xp, self, p):
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
     else:
         if p is self and self.dtype.kind != "f":
-            name = _T._FROM_NP[self.dtype]._legacy[: -len("Tensor")]
+            name = _D._FROM_NP[self.dtype]._legacy[: -len("Tensor")]
             raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for '{name}'")
         if p.size and not bool(((p >= 0) & (p <= 1)).all()):
             raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
         p = xp.broadcast_to(p, self.shape)
-    return (xp.asarray(_T._rng.random(self.shape)) < p).astype(self.dtype)
+    return (xp.asarray(_C._rng.random(self.shape)) < p).astype(self.dtype)
 
 
 def _not_implemented(name):
@@ -711,8 +700,6 @@ def _softplus(xp, a, beta, threshold):
 
 
 def _erf(xp, a):
-    from nbgrad.backend import erf
-
     return erf(xp, a).astype(a.dtype, copy=False)
 
 
@@ -739,7 +726,7 @@ def _below(x, threshold):
     """``x`` where it is below ``threshold``, else the constant ``threshold``: the same values
     up to the threshold, but a derivative of 0 on it. PyTorch's double backward of elu and
     softplus masks with a strict ``x < threshold``, so the second derivative on a kink is 0."""
-    return _T.where(x < threshold, x, threshold)
+    return _C.where(x < threshold, x, threshold)
 
 
 def _clamp(xp, a, lo, hi):
@@ -757,7 +744,7 @@ def _clamp_mask(x, lo, hi):
         return x >= lo
     if hi is not None:
         return x <= hi
-    return _T.ones_like(x, dtype=_T.bool_)
+    return _C.ones_like(x, dtype=_D.bool_)
 
 
 def _expand(xp, a, size):
@@ -785,12 +772,12 @@ def _pow_scalar(xp, a, exponent):
 
 
 def _pow_backward(grad, self, exponent):
-    if not isinstance(exponent, _T.Tensor) and exponent == 0:
-        return _T.zeros_like(grad)
+    if not isinstance(exponent, Tensor) and exponent == 0:
+        return _C.zeros_like(grad)
     # at self == 0 a negative power is inf and 0 * inf is nan, as in PyTorch (NumPy's warning
     # is off in backward: see NOTE [Quiet backward] in the engine)
-    if isinstance(exponent, _T.Tensor):
-        return _T.where(exponent == 0, 0.0, grad * exponent * self ** (exponent - 1))
+    if isinstance(exponent, Tensor):
+        return _C.where(exponent == 0, 0.0, grad * exponent * self ** (exponent - 1))
     return grad * exponent * self ** (exponent - 1)
 
 
@@ -798,7 +785,7 @@ def _pow_backward_exponent(grad, self, exponent, result):
     # d(self ** e)/de = self ** e * log(self); where self is 0 and e >= 0 PyTorch takes 0, and
     # where e < 0 it keeps result * log(0) = inf * -inf = -inf (its second derivative, nan,
     # comes from the same formula). See NOTE [Quiet backward] in the engine.
-    return grad * _T.where((self == 0) & (exponent >= 0), 0.0, result * self.log())
+    return grad * _C.where((self == 0) & (exponent >= 0), 0.0, result * self.log())
 
 
 def _rpow_backward_exponent(grad, base, exponent, result):
@@ -808,7 +795,7 @@ def _rpow_backward_exponent(grad, base, exponent, result):
         return grad * result * math.log(base)
     log_base = -math.inf if base == 0 else math.nan
     if base == 0:
-        return grad * _T.where(exponent >= 0, 0.0, result * log_base)
+        return grad * _C.where(exponent >= 0, 0.0, result * log_base)
     return grad * (result * log_base)
 
 
@@ -912,20 +899,20 @@ def _value_selecting_backward(grad, dim, indices, self_shape, keepdim):
     if not keepdim:
         grad = grad.unsqueeze(dim)
         indices = indices.unsqueeze(dim)
-    return _T.zeros(self_shape, dtype=grad.dtype, device=grad.device).scatter_add(
+    return _C.zeros(self_shape, dtype=grad.dtype, device=grad.device).scatter_add(
         dim, indices, grad
     )
 
 
 def _evenly_distribute(grad, self, result):
     mask = self == result
-    return _T.where(mask, grad / mask.sum(), 0.0)
+    return _C.where(mask, grad / mask.sum(), 0.0)
 
 
 def _scale_grad_by_count(grad, self, result, dim, keepdim):
     mask = self == _expand_reduced(result, self.shape, dim, keepdim)
     count = mask.sum(dim, keepdim=True) if dim is not None else mask.sum()
-    return _T.where(mask, _expand_reduced(grad, self.shape, dim, keepdim) / count, 0.0)
+    return _C.where(mask, _expand_reduced(grad, self.shape, dim, keepdim) / count, 0.0)
 
 
 def _prod_backward(grad, self, result, dim, keepdim):
@@ -942,10 +929,10 @@ def _prod_backward(grad, self, result, dim, keepdim):
     for i in range(n):
         parts = [x.narrow(d, j, 1) for j in range(n) if j != i]
         if parts:
-            others.append(_T.cat(parts, d).prod(d, keepdim=True))
+            others.append(_C.cat(parts, d).prod(d, keepdim=True))
         else:
-            others.append(_T.ones_like(x.narrow(d, 0, 1)))
-    excl = _T.cat(others, d).reshape(self.shape)
+            others.append(_C.ones_like(x.narrow(d, 0, 1)))
+    excl = _C.cat(others, d).reshape(self.shape)
     return g * excl
 
 
@@ -1001,7 +988,7 @@ def _norm_backward(grad, self, result, ord, dim, keepdim):
     if ord == math.inf:
         mask = self.abs() == r
         count = mask.sum(dim, keepdim=True) if dim is not None else mask.sum()
-        return _T.where(mask, self.sign() * g / count, 0.0)
+        return _C.where(mask, self.sign() * g / count, 0.0)
     # as PyTorch's norm_backward: the masked quotient, so that double backward at a zero norm
     # gives PyTorch's values (0 or nan) and not 0 * inf
     scale = (g / r ** (ord - 1)).masked_fill(r == 0, 0)
@@ -1160,16 +1147,16 @@ def _cat_grads(grads, self_shape, sizes, dim):
         if g is None:
             shape = list(self_shape)
             shape[dim] = s
-            g = _T.zeros(shape, dtype=like.dtype, device=like.device)
+            g = _C.zeros(shape, dtype=like.dtype, device=like.device)
         parts.append(g)
-    return _T.cat(parts, dim)
+    return _C.cat(parts, dim)
 
 
 def _unbind_backward(grads, self_shape, dim):
     like = next(g for g in grads if g is not None)
     shape = self_shape[:dim] + self_shape[dim + 1 :]
-    zeros = lambda: _T.zeros(shape, dtype=like.dtype, device=like.device)  # noqa: E731
-    return _T.stack([zeros() if g is None else g for g in grads], dim)
+    zeros = lambda: _C.zeros(shape, dtype=like.dtype, device=like.device)  # noqa: E731
+    return _C.stack([zeros() if g is None else g for g in grads], dim)
 
 
 def _along_axis_key(xp, index, dim):
@@ -1197,12 +1184,6 @@ def _index_add(xp, a, dim, index, source):
     out = a.copy()
     xp.add.at(out, (slice(None),) * dim + (index,), source)
     return out
-
-
-def _apply_view_chain(t, chain):
-    for view_op, attrs in chain:
-        t = _T._dispatch(OPS[view_op], (t,), attrs)
-    return t
 
 
 # ---- helpers of the nn rows: linear, convolution, losses, normalisation --------------------------
@@ -1442,19 +1423,19 @@ def _conv_attrs(stride, padding, dilation, groups):
 
 def _conv2d_call(input, weight, stride, padding, dilation, groups):
     attrs = _conv_attrs(stride, padding, dilation, groups)
-    return _T._dispatch(OPS["convolution"], (input, weight, None), attrs)
+    return _dispatch(OPS["convolution"], (input, weight, None), attrs)
 
 
 def _conv2d_input_grad(grad_output, weight, input_shape, stride, padding, dilation, groups):
     attrs = _conv_attrs(stride, padding, dilation, groups)
     attrs["input_shape"] = tuple(input_shape)
-    return _T._dispatch(OPS["convolution_input_grad"], (grad_output, weight), attrs)
+    return _dispatch(OPS["convolution_input_grad"], (grad_output, weight), attrs)
 
 
 def _conv2d_weight_grad(input, grad_output, weight_shape, stride, padding, dilation, groups):
     attrs = _conv_attrs(stride, padding, dilation, groups)
     attrs["weight_shape"] = tuple(weight_shape)
-    return _T._dispatch(OPS["convolution_weight_grad"], (input, grad_output), attrs)
+    return _dispatch(OPS["convolution_weight_grad"], (input, grad_output), attrs)
 
 
 def _loss_reduction(losses, reduction):
@@ -1482,7 +1463,7 @@ def _smooth_l1(xp, d, beta):
 
 
 def _smooth_l1_backward(grad, d, reduction, beta):
-    return _loss_grad(grad, d, reduction) * _T.where(d.abs() < beta, d / beta, d.sign())
+    return _loss_grad(grad, d, reduction) * _C.where(d.abs() < beta, d / beta, d.sign())
 
 
 def _clamped_log(t):
@@ -1552,7 +1533,7 @@ def _nll_loss(xp, self, target, weight, reduction, ignore_index):
 def _nll_loss_backward(grad, self_shape, target, weight, reduction, ignore_index):
     t = target.reshape(-1)
     valid = t != ignore_index
-    safe = _T.where(valid, t, 0)
+    safe = _C.where(valid, t, 0)
     if weight is not None:
         w = weight.index_select(0, safe).to(grad.dtype) * valid
     else:
@@ -1561,7 +1542,7 @@ def _nll_loss_backward(grad, self_shape, target, weight, reduction, ignore_index
         w = w / w.sum()
     g = grad.reshape(-1) if reduction == "none" else grad
     n_classes = self_shape[-1] if self_shape else 1
-    out = _T.zeros((t.shape[0], n_classes), dtype=grad.dtype, device=grad.device)
+    out = _C.zeros((t.shape[0], n_classes), dtype=grad.dtype, device=grad.device)
     return out.scatter_add(1, safe.unsqueeze(1), (-w * g).unsqueeze(1)).reshape(self_shape)
 
 
@@ -1680,7 +1661,7 @@ def _embedding_backward(grad, weight_shape, indices, padding_idx):
     g = grad.reshape(-1, weight_shape[1])
     if padding_idx is not None:
         g = g.masked_fill((flat == padding_idx).unsqueeze(1), 0)
-    out = _T.zeros(weight_shape, dtype=grad.dtype, device=grad.device)
+    out = _C.zeros(weight_shape, dtype=grad.dtype, device=grad.device)
     return out.index_add(0, flat, g)
 
 
@@ -1798,10 +1779,10 @@ def _raw_saved(value):
         saved = SavedTensor(None)
         saved._free()
         return saved
-    if isinstance(value, _T.Tensor):
+    if isinstance(value, Tensor):
         return SavedTensor(value)
     if isinstance(value, (bool, int, float, complex, np.ndarray, np.generic)):
-        return SavedTensor(_T.tensor(value))
+        return SavedTensor(_conversion.tensor(value))
     return SavedTensor(None)  # None, or an index that is no tensor (a slice, ...)
 
 
@@ -1903,7 +1884,7 @@ def _generate_save(info, save_plan):
     Straight-line code from ``save_plan`` (NOTE [Generated apply]): a value goes in its slot
     when a formula that needs it has a live edge, else the slot gets None.
     """
-    env = {"SavedTensor": SavedTensor, "Tensor": _T.Tensor}
+    env = {"SavedTensor": SavedTensor, "Tensor": Tensor}
     lines = ["def _save(node, edges, args, attrs, results):"]
     for slot, kind, key, needers in save_plan:
         indent = "    "

@@ -622,7 +622,7 @@ def row_or_torch(name, torch_fn):
 
     def call(*args, **attrs):
         if isinstance(args[0], ng.Tensor):
-            return sys.modules["nbgrad.tensor"]._dispatch(OPS[name], args, attrs)
+            return sys.modules["nbgrad._tensor.dispatch"]._dispatch(OPS[name], args, attrs)
         return torch_fn(*args, **attrs)
 
     return call

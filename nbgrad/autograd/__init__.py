@@ -6,9 +6,11 @@ PyTorch's ``_make_grads`` does, then hand the roots to the engine.
 
 from __future__ import annotations
 
-import importlib
 import sys
 import warnings
+
+from nbgrad import tensor as _T
+from nbgrad._tensor.dispatch import _edge_of
 
 from . import functional, graph
 from .anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
@@ -54,21 +56,9 @@ __all__ = [
 ]
 
 
-_tensor = None
-
-
-def _tensor_module():
-    """``nbgrad.tensor``, bound on first use (it imports this package): a ``from ... import``
-    in each call of ``grad`` and ``backward`` costs about a microsecond."""
-    global _tensor
-    if _tensor is None:
-        _tensor = importlib.import_module("nbgrad.tensor")
-    return _tensor
-
-
 def _tensor_or_tensors(x, what, edges=False):
     """``x`` as a tuple of Tensors (and, with ``edges``, GradientEdges), checked."""
-    Tensor = _tensor_module().Tensor
+    Tensor = _T.Tensor
 
     if isinstance(x, Tensor) or (edges and isinstance(x, graph.GradientEdge)):
         return (x,)
@@ -96,7 +86,7 @@ def _gradients_for(outputs, grads, what, prefix):
 
 def _make_grads(outputs, grads):
     """Check or create the gradient for each output (``_make_grads``)."""
-    T = _tensor_module()
+    T = _T
     Tensor = T.Tensor
     ones_like = T.ones_like
 
@@ -141,7 +131,6 @@ def _make_grads(outputs, grads):
 
 
 def _root_edges(tensors):
-    _edge_of = _tensor_module()._edge_of
 
     edges = []
     for i, t in enumerate(tensors):
@@ -175,7 +164,6 @@ def backward(
         >>> x.grad
         tensor([2., 4.])
     """
-    _edge_of = _tensor_module()._edge_of
 
     if grad_variables is not None:
         grad_tensors = grad_variables
@@ -221,7 +209,7 @@ def _grad_batched(
     """``grad(..., is_grads_batched=True)``: the first dimension of each grad_output is a batch
     of vectors, and each result gets the same first dimension. PyTorch vmaps one backward pass
     over it; nbgrad runs the pass once per vector (the same numbers, one pass each)."""
-    T = _tensor_module()
+    T = _T
     outputs = _tensor_or_tensors(outputs, "outputs")
     inputs = _tensor_or_tensors(inputs, "inputs")
     if grad_outputs is None:
@@ -298,8 +286,7 @@ def grad(
         >>> g, ng.autograd.grad(g, x)[0]
         (tensor(27., grad_fn=<MulBackward0>), tensor(18.))
     """
-    T = _tensor_module()
-    _edge_of = T._edge_of
+    T = _T
     zeros_like = T.zeros_like
 
     if is_grads_batched:

@@ -178,7 +178,7 @@ class InputBuffer(list):
 def _accumulate(old, new):
     if _grad_state.enabled:  # create_graph: record the sum
         return old + new
-    from nbgrad.tensor import _wrap
+    from nbgrad._tensor.conversion import _wrap
 
     return _wrap(old._data + new._data, old._device)
 

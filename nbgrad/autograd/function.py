@@ -12,10 +12,10 @@ import functools
 import inspect
 import warnings
 
-from nbgrad import backend
 from nbgrad._graph import anomaly_mode as _anomaly
 from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad._graph.graph import ERR_FREED, FREED, Edge, Node, SavedTensor, unpack_saved
+from nbgrad._tensor.inplace import CopySlices  # (re-exported: PyTorch lists it here)
 
 __all__ = [
     "Function",
@@ -268,7 +268,9 @@ class Function(metaclass=_FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        from nbgrad.tensor import _IN_CUSTOM_FUNCTION, Tensor, _edge_of, _multiple_views_message
+        from nbgrad._tensor.dispatch import _edge_of
+        from nbgrad._tensor.views import _IN_CUSTOM_FUNCTION, _multiple_views_message
+        from nbgrad.tensor import Tensor
 
         setup_style = cls.setup_context is not Function.setup_context
         if setup_style:  # forward's defaults are part of ``inputs``, as PyTorch binds them
@@ -426,7 +428,8 @@ def once_differentiable(fn):
 
     @functools.wraps(fn)
     def wrapper(ctx, *args):
-        from nbgrad.tensor import Tensor, _edge_of
+        from nbgrad._tensor.dispatch import _edge_of
+        from nbgrad.tensor import Tensor
 
         prev = _grad_state.enabled
         _grad_state.enabled = False
@@ -462,75 +465,6 @@ def once_differentiable(fn):
 
     wrapper._once_differentiable = True
     return wrapper
-
-
-class CopySlices(Node):
-    """The base's node after an in-place op on one of its views (PyTorch's ``CopySlices``).
-
-    It wraps the in-place op's node ``fn``: the gradient for the view's region goes through
-    ``fn``; the rest of the base's gradient passes through unchanged.
-    """
-
-    __slots__ = ("fn", "chain", "layout")
-    _name = "CopySlices"
-
-    def __init__(self, base_edge, fn, chain, base_meta, layout="contiguous"):
-        super().__init__((base_edge,) + tuple(fn._next_edges[1:]))
-        self.fn = fn
-        self.chain = chain
-        self.layout = layout  # the base's strides: the chain of views replays on that layout
-        self._input_metadata_ = (base_meta,)
-
-    def apply(self, grads):
-        from nbgrad.derivatives import _apply_view_chain
-        from nbgrad.tensor import zeros_like
-
-        grad = grads[0]
-        if grad is None:
-            return [None] * len(self._next_edges)
-        # as PyTorch: the base's gradient is a copy of ``grad`` whose view region is then
-        # overwritten in place with ``fn``'s gradient; with create_graph that copy_ is itself
-        # recorded, so a double backward goes through CopySlices again
-        result = grad._clone(self.layout)  # (PyTorch: new_empty_strided(base's strides))
-        grad_slice = _apply_view_chain(result, self.chain)
-        res = list(self.fn.apply([grad_slice.clone()]))
-        region = res[0] if res and res[0] is not None else zeros_like(grad_slice)
-        if region.shape != grad_slice.shape:
-            from nbgrad.derivatives import sum_to
-
-            region = sum_to(region, grad_slice.shape)
-        grad_slice.copy_(region)
-        return [result] + res[1:]
-
-    def release_variables(self):
-        self.fn.release_variables()
-
-
-class ToCopyBackward0(Node):
-    """Backward of a copy to another device: the gradient goes back to the source device."""
-
-    __slots__ = ("src_device",)
-    _name = "ToCopyBackward0"
-
-    def __init__(self, edge, src_device, meta):
-        super().__init__((edge,))
-        self.src_device = src_device
-        self._input_metadata_ = (meta,)
-
-    def apply(self, grads):
-        g = grads[0]
-        return [None if g is None else g.to(self.src_device)]
-
-
-def _to_device(t, device):
-    """``t.to(device)``, recorded as ``ToCopyBackward0`` when gradients are tracked."""
-    from nbgrad.tensor import _edge_of, _wrap
-
-    out = _wrap(backend.transfer(t._data, t._device, device), device)
-    if _grad_state.enabled and t._requires_grad:
-        node = ToCopyBackward0(_edge_of(t), t._device, out._metadata_tuple())
-        _set_output(out, node, 0)
-    return out
 
 
 __all__ += ["Edge"]

@@ -169,7 +169,7 @@ class _UndefinedGrad(Node):
 
 def _undefined(t):
     """``t`` behind an ``_UndefinedGrad`` node: whatever gradient reaches it, None goes on."""
-    from nbgrad.tensor import _edge_of
+    from nbgrad._tensor.dispatch import _edge_of
 
     node = _UndefinedGrad((_edge_of(t),))
     node._input_metadata_ = (t._metadata_tuple(),)

@@ -9,27 +9,21 @@ tutorials still spell it; new code writes ``t.detach().requires_grad_()``.
 
 from __future__ import annotations
 
-import importlib
 import warnings
+
+from nbgrad import tensor as _T
+from nbgrad.tensor import VOLATILE_REMOVED
 
 from .engine import get_default_engine
 
 __all__ = ["VariableMeta", "Variable"]
-
-VOLATILE_REMOVED = (
-    "volatile was removed and now has no effect. Use `with nbgrad.no_grad():` instead."
-)
-
-
-def _tensor_module():
-    return importlib.import_module("nbgrad.tensor")
 
 
 class VariableMeta(type):
     """Makes ``isinstance(t, Variable)`` true for every Tensor, as in PyTorch."""
 
     def __instancecheck__(cls, other):
-        return isinstance(other, _tensor_module().Tensor)
+        return isinstance(other, _T.Tensor)
 
 
 class Variable(metaclass=VariableMeta):
@@ -48,7 +42,7 @@ class Variable(metaclass=VariableMeta):
     _execution_engine = get_default_engine()
 
     def __new__(cls, data=None, requires_grad=False, volatile=False, _grad_fn=None, name=None):
-        T = _tensor_module()
+        T = _T
         if volatile:
             warnings.warn(VOLATILE_REMOVED, UserWarning, stacklevel=2)
         if volatile and requires_grad:

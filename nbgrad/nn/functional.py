@@ -9,15 +9,16 @@ are differentiable to any order. The rest is composed from Tensor ops, as in PyT
 
 from __future__ import annotations
 
-import sys
 import warnings
 
 import numpy as np
 
 from nbgrad import dtypes
+from nbgrad._tensor import creation as _creation
+from nbgrad._tensor.dispatch import _dispatch
 from nbgrad.autograd.grad_mode import no_grad
 from nbgrad.derivatives import OPS, _user_stacklevel
-from nbgrad.tensor import Tensor, _dispatch, tensor
+from nbgrad.tensor import Tensor, tensor
 
 __all__ = [
     "linear",
@@ -54,7 +55,7 @@ __all__ = [
 
 
 def _generator():
-    return sys.modules["nbgrad.tensor"]._rng  # read now: manual_seed replaces it
+    return _creation._rng  # read now: manual_seed replaces it
 
 
 def _pair(x, name="argument"):

@@ -9,12 +9,12 @@ returns its tensor.
 from __future__ import annotations
 
 import math
-import sys
 import warnings
 
 import numpy as np
 import scipy.special
 
+from nbgrad._tensor import creation as _creation
 from nbgrad.autograd.grad_mode import no_grad
 from nbgrad.tensor import Tensor, from_numpy
 
@@ -38,7 +38,7 @@ __all__ = [
 def _generator(generator):
     if generator is not None:
         return generator
-    return sys.modules["nbgrad.tensor"]._rng  # read now: manual_seed replaces it
+    return _creation._rng  # read now: manual_seed replaces it
 
 
 def _write(tensor: Tensor, values) -> Tensor:

@@ -16,7 +16,7 @@ Inside ``with record() as rec:``
   the state the stepper shows (ready queues, changed dependency counts, input buffers, hooks
   with the gradient before and after, each gradient accumulated into a leaf's ``.grad``).
 
-The recorder listens to ``nbgrad.tensor._forward_listeners`` and to
+The recorder listens to ``nbgrad._tensor.dispatch._forward_listeners`` and to
 ``ng.autograd.Variable._execution_engine.listeners`` only between ``__enter__`` and ``__exit__``;
 an exception inside the block still removes both listeners and closes every open group, so
 nothing is recorded outside the block. Forward calls are recorded from the thread that entered
@@ -170,7 +170,7 @@ _DTYPE_NAMES: dict = {}
 def _dtype_name(np_dtype):
     name = _DTYPE_NAMES.get(np_dtype)
     if name is None:
-        from nbgrad.tensor import _FROM_NP
+        from nbgrad._tensor.dispatch import _FROM_NP
 
         name = _DTYPE_NAMES[np_dtype] = str(_FROM_NP[np_dtype]).rsplit(".", 1)[-1]
     return name
@@ -540,7 +540,7 @@ class Recorder:
         self.seq_end = None
         _active.append(self)
         if self.forward:
-            import_module("nbgrad.tensor")._forward_listeners.append(self._on_forward)
+            import_module("nbgrad._tensor.dispatch")._forward_listeners.append(self._on_forward)
             self._install_module_hooks()
         if self.backward:
             self._engine = Variable._execution_engine
@@ -554,7 +554,7 @@ class Recorder:
         from nbgrad._graph.graph import next_sequence_nr
 
         self.running = False
-        _remove(import_module("nbgrad.tensor")._forward_listeners, self._on_forward)
+        _remove(import_module("nbgrad._tensor.dispatch")._forward_listeners, self._on_forward)
         if self._engine is not None:
             _remove(self._engine.listeners, self._on_engine)
             self._engine = None

@@ -10,7 +10,7 @@ from IPython.utils.capture import capture_output  # noqa: E402
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
 SVG = "image/svg+xml"
-tensor_mod = importlib.import_module("nbgrad.tensor")
+tensor_mod = importlib.import_module("nbgrad._tensor.dispatch")
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import nbgrad as ng
 from nbgrad.notebook import record
 from nbgrad.notebook import recorder as recorder_mod
 
-tensor_mod = importlib.import_module("nbgrad.tensor")
+tensor_mod = importlib.import_module("nbgrad._tensor.dispatch")
 engine = ng.autograd.Variable._execution_engine
 
 

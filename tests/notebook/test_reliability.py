@@ -29,7 +29,7 @@ import nbgrad as ng
 from nbgrad.autograd.graph import AccumulateGrad, SavedTensor
 from nbgrad.notebook import BackwardStepper, GraphView, HookEditor, record
 
-tensor_mod = importlib.import_module("nbgrad.tensor")
+tensor_mod = importlib.import_module("nbgrad._tensor.dispatch")
 ENGINE = ng.autograd.Variable._execution_engine
 PROMPT = 1.0  # seconds from the interrupt to the end of the cell
 

@@ -1,0 +1,1 @@
+"""The Tensor layer's parts, split by job; :mod:`nbgrad.tensor` assembles the class."""

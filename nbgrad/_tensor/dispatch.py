@@ -1,0 +1,437 @@
+"""From a Tensor method to a row of the op table: argument checks, dtype promotion, the
+kernel call, and the Node that records it (PyTorch's dispatcher and ``VariableType``).
+
+The rows themselves live in :mod:`nbgrad.derivatives`, which fills :data:`OPS` when it is
+imported; this module only looks them up by name.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from weakref import ref as _weakref
+
+import numpy as np
+
+from nbgrad import backend, dtypes
+from nbgrad._graph import anomaly_mode as _anomaly
+from nbgrad._graph.grad_mode import _state as _grad_state
+from nbgrad._graph.graph import NO_EDGE, Edge, InputMetadata, Node, next_sequence_nr
+from nbgrad._tensor.conversion import _arg, _ndarray, _wrap
+from nbgrad._tensor.views import _mark_view
+from nbgrad.backend import CPU
+
+Tensor = None  # the Tensor class: see NOTE [The Tensor class, bound late]
+
+
+_weakref_type = _weakref
+
+
+_FROM_NP = dtypes._FROM_NP
+
+
+bool_ = dtypes.bool
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple that prints as ``nbgrad.Size([2, 3])``."""
+
+    def __repr__(self):
+        return f"nbgrad.Size({list(self)})"
+
+    def numel(self):
+        return math.prod(self)
+
+
+# ---- dispatch ---------------------------------------------------------------------------------
+_NO_ATTRS: dict = {}
+
+
+def _result_dtype(op, args, attrs):
+    """The dtype PyTorch would compute in, for a row with ``promote`` set."""
+    tensors = []
+    scalars = []
+    for a, promoted in zip(args, op.promoted):
+        if not promoted:
+            continue
+        if isinstance(a, Tensor):  # Tensor or a subclass (nn.Parameter)
+            tensors.append(a)
+        elif type(a) is list:
+            tensors.extend(a)
+        elif a is not None:
+            scalars.append(a)
+    for name in op.promote_attrs:
+        scalars.append(attrs[name])
+    first = tensors[0]._data.dtype if tensors else None
+    if first is not None and all(t._data.dtype == first for t in tensors):
+        d = _FROM_NP[first]
+        kind = d._kind
+        if all(
+            (type(s) is not float or kind == 2) and (type(s) is not int or kind >= 1)
+            for s in scalars
+        ):
+            if op.promote == "float" and kind < 2:
+                return dtypes.get_default_dtype()
+            return d
+    d = dtypes.result_type(tensors, scalars)
+    if op.promote == "float" and not d.is_floating_point:
+        return dtypes.get_default_dtype()
+    return d
+
+
+def _check_device(t, device):
+    if t._device != device:
+        raise RuntimeError(
+            "Expected all tensors to be on the same device, but found at least two devices, "
+            f"{device} and {t._device}! Move them with .to(device) first."
+        )
+
+
+def _binary(op, a, b, attrs=_NO_ATTRS):
+    """``op(a, b)`` for a float CPU ``a`` and a Python number or same-dtype CPU tensor ``b``.
+
+    The arithmetic operators' path: the same result as ``_dispatch`` (which it falls back to
+    for anything else) without its general argument handling. See NOTE [Dispatch fast path].
+    """
+    t0 = _perf_counter() if _forward_listeners else 0.0  # see NOTE [Forward listeners]
+    da = a._data
+    if a._device is CPU and da.dtype.kind == "f":
+        tb = type(b)
+        if tb is float or tb is int:
+            db = b
+            rg = a._requires_grad
+        elif tb is Tensor and b._device is CPU and b._data.dtype == da.dtype:
+            db = b._data
+            rg = a._requires_grad or b._requires_grad
+        else:
+            return _dispatch(op, (a, _arg(b)), attrs)
+        try:
+            if op.quiet:
+                with np.errstate(all="ignore"):
+                    out = op.forward(np, da, db, **attrs)
+            else:
+                out = op.forward(np, da, db, **attrs)
+        except ValueError as e:
+            raise RuntimeError(f"{op.name}(): {_shapes_message((a, b), e)}") from None
+        result = _wrap(out if type(out) is _ndarray else np.asarray(out))
+        if rg and _grad_state.enabled:
+            _record(op, (a, b), attrs, (result,))
+        if _forward_listeners:
+            _notify_forward(op, (a, b), attrs, result, _perf_counter() - t0)
+        return result
+    return _dispatch(op, (a, _arg(b)), attrs)
+
+
+def _prepare(op, args, attrs):
+    """The general path of dispatch: device check, PyTorch type promotion, array extraction."""
+    device = None
+    requires_grad = False
+    promote = op.promote
+    if promote is not None:
+        rdtype = _result_dtype(op, args, attrs).np
+        pmask = op.promoted
+    arrays = []
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):  # Tensor or a subclass (nn.Parameter)
+            if device is None:
+                device = a._device
+            elif a._device is not device and a._device != device:
+                _check_device(a, device)
+            data = a._data
+            if promote is not None and pmask[i] and data.dtype != rdtype:
+                data = data.astype(rdtype)
+            arrays.append(data)
+            if a._requires_grad:
+                requires_grad = True
+        elif type(a) is list:
+            datas = []
+            for t in a:
+                if device is None:
+                    device = t._device
+                else:
+                    _check_device(t, device)
+                data = t._data
+                if promote is not None and data.dtype != rdtype:
+                    data = data.astype(rdtype)
+                datas.append(data)
+                if t._requires_grad:
+                    requires_grad = True
+            arrays.append(datas)
+        else:
+            arrays.append(a)
+    return arrays, device if device is not None else CPU, requires_grad
+
+
+# NOTE [Forward listeners]
+# The notebook's recorder (nbgrad/notebook/recorder.py) sees every forward call through this
+# list of callables ``listener(op, args, attrs, result, elapsed)``; ``result`` is a Tensor or a
+# tuple of them, ``elapsed`` the op's wall time in seconds. With no listener, ``_dispatch`` and
+# ``_binary`` pay one empty-list check at entry and one before they return; nothing is timed.
+_forward_listeners: list = []
+
+
+_perf_counter = time.perf_counter
+
+
+def _notify_forward(op, args, attrs, result, elapsed):
+    if len(_forward_listeners) == 1:  # the usual case: one recorder
+        _forward_listeners[0](op, args, attrs, result, elapsed)
+        return
+    for listener in tuple(_forward_listeners):  # a copy: a listener may remove itself
+        listener(op, args, attrs, result, elapsed)
+
+
+def _dispatch(op, args, attrs=_NO_ATTRS, out=None):
+    """Run one row of the op table on ``args`` (Tensors, lists of Tensors, scalars or None)."""
+    t0 = _perf_counter() if _forward_listeners else 0.0
+    # NOTE [Dispatch fast path]
+    # Most calls are CPU tensors of one floating dtype, possibly with Python numbers: no
+    # promotion or device check can change anything, so skip straight to the kernel.
+    arrays = []
+    requires_grad = False
+    dtype = None
+    for a in args:
+        ta = type(a)
+        if ta is Tensor or (ta is not float and ta is not int and isinstance(a, Tensor)):
+            data = a._data
+            if a._device is not CPU or (dtype is not None and data.dtype != dtype):
+                break
+            dtype = data.dtype
+            arrays.append(data)
+            if a._requires_grad:
+                requires_grad = True
+        elif ta is not float and ta is not int:
+            break
+        else:
+            arrays.append(a)
+    else:
+        if dtype is None or dtype.kind != "f":
+            arrays = None
+    if arrays is None or len(arrays) != len(args):
+        arrays, device, requires_grad = _prepare(op, args, attrs)
+    else:
+        device = CPU
+    if out is None:
+        xp = np if device is CPU else backend.get_xp(device)
+        try:
+            if op.quiet:
+                with np.errstate(all="ignore"):
+                    out = op.forward(xp, *arrays, **attrs)
+            else:
+                out = op.forward(xp, *arrays, **attrs)
+        except ValueError as e:
+            raise RuntimeError(f"{op.name}(): {_shapes_message(args, e)}") from None
+    record = requires_grad and op.differentiable and _grad_state.enabled
+    if op.outputs != 1:
+        results = tuple(_wrap(o, device) for o in out)
+        if op.view:
+            for r in results:
+                _mark_view(r, args[0], None)
+        if record:
+            _record(op, args, attrs, results)
+        if _forward_listeners:
+            _notify_forward(op, args, attrs, results, _perf_counter() - t0)
+        return results
+    if type(out) is not _ndarray:
+        out = (np if device is CPU else backend.get_xp(device)).asarray(out)
+    result = Tensor.__new__(Tensor)
+    result._data = out
+    result._device = device
+    result._grad = None
+    result._output_nr = 0
+    result._retains_grad = False
+    result._acc = None
+    result._post_accumulate_grad_hooks = None
+    if op.view:
+        _mark_view(result, args[0], (op.name, attrs))
+    else:
+        result._version_counter = None  # see NOTE [Lazy version counters]
+        result._base = None
+        result._view_chain = None
+    if record:
+        result._requires_grad = True
+        result.grad_fn = None
+        _record(op, args, attrs, (result,))
+    else:
+        # a view made in no-grad mode requires grad when its source does (NOTE [Views made in
+        # no-grad mode])
+        result._requires_grad = op.view and not _grad_state.enabled and args[0]._requires_grad
+        result.grad_fn = None
+    if _forward_listeners:
+        _notify_forward(op, args, attrs, result, _perf_counter() - t0)
+    return result
+
+
+def _shapes_message(args, err):
+    shapes = [list(a.shape) for a in args if isinstance(a, Tensor)]
+    if len(shapes) >= 2:
+        return (
+            f"The size of tensor a ({shapes[0]}) must match the size of tensor b ({shapes[1]}): "
+            f"shapes {shapes[0]} and {shapes[1]} cannot be broadcast together ({err})"
+        )
+    return str(err)
+
+
+def _edge_of(t):
+    """``gradient_edge``: where a gradient for tensor ``t`` should flow."""
+    fn = t.grad_fn
+    if fn is not None:
+        return Edge(fn, t._output_nr)
+    if t._requires_grad:
+        return Edge(t._get_grad_accumulator(), 0)
+    return NO_EDGE
+
+
+_new_tuple = tuple.__new__  # NamedTuple instances without the Python-level __new__
+
+
+# NOTE [Shared input metadata]
+# A node's input metadata is immutable (shape, dtype, device), and a forward pass makes the same
+# few shapes over and over: CPU nodes share one metadata tuple per (shape, dtype) instead of
+# each allocating two more objects for the cyclic garbage collector to scan.
+_CPU_METADATA: dict = {}
+
+
+def _record(op, args, attrs, results):
+    """Create the row's Node: edges to the inputs, saved values, input metadata."""
+    edges = []
+    for a in args:
+        if isinstance(a, Tensor):  # Tensor or a subclass (nn.Parameter)
+            fn = a.grad_fn
+            if fn is not None:
+                edges.append(_new_tuple(Edge, (fn, a._output_nr)))
+            elif a._requires_grad:
+                edges.append(_new_tuple(Edge, (a._get_grad_accumulator(), 0)))
+            else:
+                edges.append(NO_EDGE)
+        elif type(a) is list:
+            edges.extend(_edge_of(t) for t in a)
+        else:
+            edges.append(NO_EDGE)
+    if op.nondiff:  # as PyTorch: a non-differentiable input (index, mask) gets no edge
+        edges = [e for inp, e in zip(op.inputs, edges) if inp not in op.nondiff]
+    cls = op.node_class
+    node = cls.__new__(cls)
+    node._next_edges = tuple(edges)
+    node._sequence_nr_ = next_sequence_nr()
+    node._pre_hooks = node._post_hooks = node._tensor_pre_hooks = None
+    node._retains_grad_hooks = node._metadata = None
+    cls._save(node, node._next_edges, args, attrs, results)  # see NOTE [Generated apply]
+    if len(results) == 1:
+        r = results[0]
+        data = r._data
+        if r._device is CPU:  # NOTE [Shared input metadata]
+            key = (data.shape, data.dtype)
+            meta = _CPU_METADATA.get(key)
+            if meta is None:
+                if len(_CPU_METADATA) > 4096:
+                    _CPU_METADATA.clear()
+                meta = _CPU_METADATA[key] = (
+                    _new_tuple(InputMetadata, (data.shape, _FROM_NP[data.dtype], CPU)),
+                )
+            node._input_metadata_ = meta
+        else:
+            node._input_metadata_ = (
+                _new_tuple(InputMetadata, (data.shape, _FROM_NP[data.dtype], r._device)),
+            )
+        r.grad_fn = node
+        r._requires_grad = True
+    else:
+        meta = []
+        for k, r in enumerate(results):
+            data = r._data
+            meta.append(_new_tuple(InputMetadata, (data.shape, _FROM_NP[data.dtype], r._device)))
+            if op.diff_outputs is None or k in op.diff_outputs:
+                r.grad_fn = node
+                r._output_nr = k
+                r._requires_grad = True
+        node._input_metadata_ = tuple(meta)
+    if _anomaly._state.enabled:
+        _anomaly.record_traceback(node)
+    return node
+
+
+# NOTE [The op table, by name]
+# The rows live in nbgrad.derivatives, above this module: each ``op(...)`` there registers its
+# OpInfo here, so the Tensor methods find a row by name (``OPS["add"]``) without importing the
+# table. ``import nbgrad`` imports the table right after the Tensor.
+OPS: dict = {}
+
+
+def _op(name):
+    return OPS[name]
+
+
+def _dim(d, ndim):
+    """Normalise a (possibly negative) dimension index."""
+    n = max(ndim, 1)
+    if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
+        raise TypeError(f"dim must be an int, got {type(d).__name__}")
+    if not -n <= d < n:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})"
+        )
+    return int(d) % n if ndim else 0
+
+
+def _dims(dim, ndim):
+    if isinstance(dim, (list, tuple)):
+        if not dim:  # as PyTorch, an empty list of dims reduces over all of them
+            return None
+        listed = [_dim(d, ndim) for d in dim]
+        dims = tuple(sorted(set(listed)))
+        if len(dims) != len(listed) and ndim:
+            twice = next(d for i, d in enumerate(listed) if d in listed[:i])
+            raise RuntimeError(f"dim {twice} appears multiple times in the list of dims")
+    else:
+        dims = (_dim(dim, ndim),)
+    # a 0-d tensor accepts dim 0 or -1 as PyTorch does; reducing over it reduces nothing
+    return dims if ndim else ()
+
+
+def _shape_arg(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
+        size = size[0]
+    for s in size:
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            raise TypeError(
+                f"size must be a tuple of ints, but got an element of type {type(s).__name__}"
+            )
+    return tuple(int(s) for s in size)
+
+
+_ALPHA1 = {"alpha": 1}
+
+
+def _expect_tensor(x, fname, argname, position):
+    if not isinstance(x, Tensor):
+        raise TypeError(
+            f"{fname}(): argument '{argname}' (position {position}) must be Tensor, not "
+            f"{type(x).__name__}"
+        )
+    return x
+
+
+class ToCopyBackward0(Node):
+    """Backward of a copy to another device: the gradient goes back to the source device."""
+
+    __slots__ = ("src_device",)
+    _name = "ToCopyBackward0"
+
+    def __init__(self, edge, src_device, meta):
+        super().__init__((edge,))
+        self.src_device = src_device
+        self._input_metadata_ = (meta,)
+
+    def apply(self, grads):
+        g = grads[0]
+        return [None if g is None else g.to(self.src_device)]
+
+
+def _to_device(t, device):
+    """``t.to(device)``, recorded as ``ToCopyBackward0`` when gradients are tracked."""
+    out = _wrap(backend.transfer(t._data, t._device, device), device)
+    if _grad_state.enabled and t._requires_grad:
+        node = ToCopyBackward0(_edge_of(t), t._device, out._metadata_tuple())
+        out.grad_fn, out._output_nr, out._requires_grad = node, 0, True
+    return out

@@ -1,0 +1,488 @@
+"""Tensor methods that reshape, view and index: ``view``, ``reshape``, ``permute``, ``expand``,
+``__getitem__``, ``gather``... :class:`nbgrad.Tensor` inherits them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from nbgrad import backend, dtypes
+from nbgrad._tensor.conversion import _arg, _tensor_arg, tensor
+from nbgrad._tensor.dispatch import _dim, _dispatch, _expect_tensor, _op, _shape_arg
+from nbgrad.backend import CPU
+
+Tensor = None  # the Tensor class: see NOTE [The Tensor class, bound late]
+
+
+class ShapeMethods:
+    """Mixed into :class:`nbgrad.Tensor`."""
+
+    __slots__ = ()
+
+    # -- shape ops and views ----------------------------------------------------------------
+    def view(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
+            raise NotImplementedError("view(dtype) is not supported by nbgrad")
+        return _dispatch(_op("view"), (self,), {"shape": self._infer_shape(_shape_arg(shape))})
+
+    def view_as(self, other):
+        return self.view(other.shape)
+
+    def reshape(self, *shape):
+        shape = self._infer_shape(_shape_arg(shape))
+        # as PyTorch's reshape: view if contiguous, _reshape_alias if viewable, else
+        # _unsafe_view(clone()) (ViewBackward0 / ReshapeAliasBackward0 / UnsafeViewBackward0)
+        if self._data.flags.c_contiguous:
+            return _dispatch(_op("view"), (self,), {"shape": shape})
+        try:
+            np.reshape(self._data, shape, copy=False)
+        except ValueError:
+            clone = self._clone("contiguous")  # as ATen's _reshape_copy
+            return _dispatch(_op("unsafe_view"), (clone,), {"shape": shape})
+        return _dispatch(_op("reshape_alias"), (self,), {"shape": shape})
+
+    def reshape_as(self, other):
+        return self.reshape(other.shape)
+
+    def _infer_shape(self, shape):
+        n = self._data.size
+        if shape.count(-1) > 1:
+            raise RuntimeError("only one dimension can be inferred")
+        if -1 in shape:
+            known = math.prod(s for s in shape if s != -1)
+            if known == 0 or n % known:
+                raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {n}")
+            shape = tuple(n // known if s == -1 else s for s in shape)
+        if math.prod(shape) != n:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {n}")
+        return shape
+
+    def t(self):
+        if self.ndim > 2:
+            raise RuntimeError(
+                f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D"
+            )
+        return _dispatch(_op("t"), (self,))
+
+    def transpose(self, dim0, dim1):
+        n = self.ndim
+        return _dispatch(_op("transpose"), (self,), {"dim0": _dim(dim0, n), "dim1": _dim(dim1, n)})
+
+    def swapaxes(self, axis0, axis1):
+        return self.transpose(axis0, axis1)
+
+    def permute(self, *dims):
+        dims = _shape_arg(dims)
+        n = self.ndim
+        if len(dims) != n:
+            raise RuntimeError(
+                f"permute(sparse_coo): number of dimensions in the tensor input does not match "
+                f"the length of the desired ordering of dimensions i.e. input.dim() = {n} is not "
+                f"equal to len(dims) = {len(dims)}"
+            )
+        dims = tuple(_dim(d, n) for d in dims)
+        if len(set(dims)) != n:
+            raise RuntimeError("permute(): duplicate dims are not allowed.")
+        return _dispatch(_op("permute"), (self,), {"dims": dims})
+
+    def expand(self, *sizes):
+        sizes = _shape_arg(sizes)
+        if len(sizes) < self.ndim:
+            raise RuntimeError(
+                f"expand: the number of sizes provided ({len(sizes)}) must be greater or equal to "
+                f"the number of dimensions in the tensor ({self.ndim})"
+            )
+        lead = len(sizes) - self.ndim
+        final = []
+        for i, s in enumerate(sizes):
+            if i >= lead:
+                cur = self._data.shape[i - lead]
+                if s == -1:
+                    s = cur
+                elif cur != 1 and cur != s:
+                    raise RuntimeError(
+                        f"The expanded size of the tensor ({s}) must match the existing size "
+                        f"({cur}) at non-singleton dimension {i}.  Target sizes: {list(sizes)}.  "
+                        f"Tensor sizes: {list(self.shape)}"
+                    )
+            elif s == -1:
+                raise RuntimeError(
+                    "The expanded size of the tensor (-1) isn't allowed in a leading, "
+                    "non-existing dimension 0"
+                )
+            final.append(s)
+        return _dispatch(_op("expand"), (self,), {"size": tuple(final)})
+
+    def expand_as(self, other):
+        return self.expand(other.shape)
+
+    def broadcast_to(self, shape):
+        return self.expand(shape)
+
+    def squeeze(self, dim=None):
+        if dim is None:
+            return _dispatch(_op("squeeze"), (self,))
+        return _dispatch(_op("squeeze_dim"), (self,), {"dim": _dim(dim, self.ndim)})
+
+    def unsqueeze(self, dim):
+        return _dispatch(_op("unsqueeze"), (self,), {"dim": _dim(dim, self.ndim + 1)})
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        if self.ndim == 0:
+            return self.reshape(1)
+        s, e = _dim(start_dim, self.ndim), _dim(end_dim, self.ndim)
+        if s > e:
+            raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+        if s == e:
+            return self
+        shape = self.shape
+        return self.reshape(shape[:s] + (math.prod(shape[s : e + 1]),) + shape[e + 1 :])
+
+    def select(self, dim, index):
+        d = _dim(dim, self.ndim)
+        size = self._data.shape[d]
+        if not -size <= index < size:
+            raise IndexError(
+                f"select(): index {index} out of range for tensor of size {list(self.shape)} at "
+                f"dimension {d}"
+            )
+        return _dispatch(_op("select"), (self,), {"dim": d, "index": int(index) % size})
+
+    def narrow(self, dim, start, length):
+        if not self.ndim:
+            raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+        d = _dim(dim, self.ndim)
+        size = self._data.shape[d]
+        if not -size <= start <= size:
+            raise IndexError(
+                f"start out of range (expected to be in range of [{-size}, {size}], but got "
+                f"{start})"
+            )
+        start = start + size if start < 0 else start
+        if length < 0:
+            raise RuntimeError("narrow(): length must be non-negative.")
+        if start + length > size:
+            raise RuntimeError(
+                f"start ({start}) + length ({length}) exceeds dimension size ({size})."
+            )
+        return _dispatch(
+            _op("slice"), (self,), {"dim": d, "start": start, "end": start + length, "step": 1}
+        )
+
+    def diagonal(self, offset=0, dim1=0, dim2=1):
+        """The diagonal of dims ``dim1`` and ``dim2`` as the last dim of a view.
+
+        Example:
+            >>> import nbgrad as ng
+            >>> ng.arange(6.0).view(2, 3).diagonal(1)
+            tensor([1., 5.])
+        """
+        n = self.ndim
+        d1, d2 = _dim(dim1, n), _dim(dim2, n)
+        if d1 == d2:
+            raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+        return _dispatch(_op("diagonal"), (self,), {"offset": int(offset), "dim1": d1, "dim2": d2})
+
+    def repeat(self, *repeats):
+        """Tile the tensor ``repeats[i]`` times along dim ``i`` (leading dims added as needed).
+
+        Example:
+            >>> import nbgrad as ng
+            >>> ng.tensor([1, 2]).repeat(2, 2)
+            tensor([[1, 2, 1, 2],
+                    [1, 2, 1, 2]])
+        """
+        if not repeats:
+            raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
+        repeats = _shape_arg(repeats)
+        if len(repeats) < self.ndim:
+            raise RuntimeError(
+                "Number of dimensions of repeat dims can not be smaller than number of "
+                "dimensions of tensor"
+            )
+        shape = (1,) * (len(repeats) - self.ndim) + tuple(self.shape)
+        if any(r < 0 for r in repeats):
+            sizes = [r * s for r, s in zip(repeats, shape)]
+            bad = next(s for s in sizes if s < 0)
+            raise RuntimeError(f"Trying to create tensor with negative dimension {bad}: {sizes}")
+        return _dispatch(_op("repeat"), (self,), {"repeats": tuple(int(r) for r in repeats)})
+
+    def unbind(self, dim=0):
+        if not self.ndim:
+            raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+        return _dispatch(_op("unbind"), (self,), {"dim": _dim(dim, self.ndim)})
+
+    def split_with_sizes(self, split_sizes, dim=0):
+        """``split`` into pieces of the given sizes (``SplitWithSizesBackward0``)."""
+        return self.split(list(split_sizes), dim)
+
+    def split(self, split_size_or_sections, dim=0):
+        d = _dim(dim, self.ndim)
+        n = self._data.shape[d]
+        if isinstance(split_size_or_sections, (list, tuple)):
+            sizes = tuple(int(s) for s in split_size_or_sections)
+            if sum(sizes) != n:
+                raise RuntimeError(
+                    f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's "
+                    f"size at dimension {d}), but got split_sizes={list(sizes)}"
+                )
+            return _dispatch(_op("split_with_sizes"), (self,), {"sizes": sizes, "dim": d})
+        if not isinstance(split_size_or_sections, (int, np.integer)):
+            raise TypeError(
+                "split(): argument 'split_size' must be an int or a list of ints, not "
+                f"{type(split_size_or_sections).__name__}"
+            )
+        step = int(split_size_or_sections)
+        if step <= 0:
+            raise RuntimeError(
+                f"split expects split_size be non-negative, but got split_size={step}"
+            )
+        sizes = tuple(min(step, n - i) for i in range(0, n, step)) or (0,)
+        return _dispatch(_op("split"), (self,), {"sizes": sizes, "dim": d})
+
+    def chunk(self, chunks, dim=0):
+        if chunks <= 0:
+            raise RuntimeError("chunk expects `chunks` to be greater than 0")
+        n = self.shape[_dim(dim, self.ndim)]
+        return self.split(max(-(-n // chunks), 1), dim)
+
+    def gather(self, dim, index):
+        index = _index_tensor(index, "gather")
+        d = _dim(dim, self.ndim)
+        _check_gather_index("gather", self, d, index, None)
+        return _dispatch(_op("gather"), (self, index), {"dim": d})
+
+    def scatter_add(self, dim, index, src):
+        index = _index_tensor(index, "scatter_add")
+        src = _expect_tensor(src, "scatter_add", "src", 3)
+        d = _dim(dim, self.ndim)
+        _check_gather_index("scatter_add", self, d, index, src)
+        return _dispatch(_op("scatter_add"), (self, index, src), {"dim": d})
+
+    def index_select(self, dim, index):
+        index = _index_tensor(index, "index_select")
+        if index.ndim > 1:
+            raise IndexError("index_select(): Index is supposed to be a vector")
+        d = _dim(dim, self.ndim)
+        index = index.reshape(-1)
+        bad = _out_of_range(index, self._data.shape[d] if self.ndim else 1)
+        if bad is not None:
+            if bad < 0:
+                raise IndexError("index out of range in self")
+            raise RuntimeError(
+                f"index_select(): index {bad} is out of bounds for dimension {d} with size "
+                f"{self._data.shape[d]}"
+            )
+        return _dispatch(_op("index_select"), (self, index), {"dim": d})
+
+    def index_add(self, dim, index, source):
+        index = _index_tensor(index, "index_add")
+        if index.ndim > 1:
+            raise IndexError(
+                f"index_add(): Index is supposed to be a vector, got shape {list(index.shape)}"
+            )
+        source = _expect_tensor(source, "index_add", "source", 3)
+        d = _dim(dim, self.ndim)
+        if self.ndim and source.ndim:
+            expected = list(self.shape)
+            expected[d] = index.numel()
+            if list(source.shape) != expected:
+                raise RuntimeError(
+                    "source tensor shape must match self tensor shape, excluding the specified "
+                    f"dimension, and have one slice per index. Got self.shape = "
+                    f"{list(self.shape)} source.shape = {list(source.shape)}, "
+                    f"{index.numel()} indices"
+                )
+        size = self._data.shape[d] if self.ndim else 1
+        bad = _out_of_range(index, size)
+        if bad is not None:
+            raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {size}")
+        return _dispatch(_op("index_add"), (self, index, source), {"dim": d})
+
+    def _index_backward(self, shape, indices, accumulate):
+        return _dispatch(
+            _op("index_backward"),
+            (self,),
+            {"shape": tuple(shape), "indices": indices, "accumulate": accumulate},
+        )
+
+    def _index_put(self, indices, values):
+        return _dispatch(_op("index_put"), (self, _arg(values)), {"indices": indices})
+
+    def __getitem__(self, key):
+        """Basic indexing makes views (``SelectBackward0``, ``SliceBackward0``, ...); advanced
+        indexing makes a copy (``IndexBackward0``), as in PyTorch."""
+        key = _scalar_tensor_indices(key if isinstance(key, tuple) else (key,))
+        t = self
+        dim = 0
+        advanced = []
+        has_advanced = False
+        n_specified = sum(
+            1 for k in key if k is not None and k is not Ellipsis and not _is_bool_mask(k)
+        )
+        n_specified += sum(_bool_ndim(k) for k in key if _is_bool_mask(k))
+        if n_specified > self.ndim:
+            raise IndexError(f"too many indices for tensor of dimension {self.ndim}")
+        for k in key:
+            if k is Ellipsis:
+                skip = self.ndim - n_specified
+                dim += skip
+                advanced.extend([slice(None)] * skip)
+                n_specified += skip  # only one Ellipsis
+            elif k is None:
+                t = t.unsqueeze(dim)
+                advanced.append(slice(None))
+                dim += 1
+            elif isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+                size = t.shape[dim]
+                if not -size <= k < size:
+                    raise IndexError(
+                        f"index {k} is out of bounds for dimension {dim} with size {size}"
+                    )
+                t = t.select(dim, int(k))
+            elif isinstance(k, slice):
+                size = t.shape[dim]
+                start, stop, step = k.indices(size)
+                if k.step is not None and k.step <= 0:
+                    raise ValueError("step must be greater than zero")
+                if (start, stop, step) != (0, size, 1):
+                    t = _dispatch(
+                        _op("slice"),
+                        (t,),
+                        {"dim": dim, "start": start, "end": max(stop, start), "step": step},
+                    )
+                advanced.append(slice(None))
+                dim += 1
+            else:
+                idx = _index_array(k, self._device)
+                advanced.append(idx)
+                has_advanced = True
+                dim += idx.ndim if idx.dtype.kind == "b" else 1
+        if has_advanced:
+            try:
+                t = _dispatch(_op("index"), (t,), {"indices": tuple(advanced)})
+            except (IndexError, RuntimeError) as e:
+                raise IndexError(str(e)) from None
+        elif t is self:
+            t = (
+                _dispatch(
+                    _op("slice"), (t,), {"dim": 0, "start": 0, "end": self.shape[0], "step": 1}
+                )
+                if self.ndim
+                else self.view(())
+            )
+        return t
+
+    def __setitem__(self, key, value):
+        """``t[key] = value``: ``CopySlices`` for basic keys, ``IndexPutBackward0`` otherwise."""
+        keys = key = _scalar_tensor_indices(key if isinstance(key, tuple) else (key,))
+        if isinstance(value, Tensor) and value.ndim and value.shape[0] == 1:
+            # as PyTorch (slicePrefix1sSize): leading 1s of the value's shape are dropped, so
+            # that ``t[1] = ng.tensor([2.0])`` works
+            shape = value.shape
+            while shape and shape[0] == 1:
+                shape = shape[1:]
+            value = value.reshape(shape)
+        if all(k is Ellipsis or (isinstance(k, slice) and k == slice(None)) for k in keys):
+            self.copy_(_tensor_arg(value, self))  # ``t[...] = v`` / ``t[:] = v``: CopyBackwards
+            return
+        if all(k is None or k is Ellipsis or isinstance(k, (int, np.integer, slice)) for k in keys):
+            view = self[key]
+            view._view_copy_(_tensor_arg(value, self))
+            return
+        indices = tuple(
+            _index_array(k, self._device)
+            if not (k is None or k is Ellipsis or isinstance(k, (int, slice)))
+            else k
+            for k in keys
+        )
+        self._inplace(_op("index_put"), (_arg(value),), {"indices": indices})
+
+
+def _scalar_tensor_indices(keys):
+    """A 0-d integer tensor in an index acts as a Python int, as in PyTorch: ``x[t]`` is a
+    view (``SelectBackward0``), not advanced indexing."""
+    return tuple(
+        int(k._data)
+        if type(k) is Tensor and k._data.ndim == 0 and k._data.dtype.kind in "iu"
+        else k
+        for k in keys
+    )
+
+
+def _is_bool_mask(k):
+    if isinstance(k, Tensor):
+        return k._data.dtype.kind == "b"
+    if isinstance(k, np.ndarray):
+        return k.dtype.kind == "b"
+    return isinstance(k, list) and len(k) > 0 and all(isinstance(v, bool) for v in k)
+
+
+def _bool_ndim(k):
+    return k.ndim if hasattr(k, "ndim") else 1
+
+
+def _index_array(k, device):
+    if isinstance(k, Tensor):
+        if k._data.dtype.kind not in "biu":
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        return k._data
+    arr = np.asarray(k)
+    if arr.dtype.kind not in "biu":
+        raise IndexError(
+            "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
+            f"valid indices (got {type(k).__name__})"
+        )
+    if device is not CPU:
+        arr = backend.transfer(arr, CPU, device)
+    return arr
+
+
+def _out_of_range(index, size):
+    """The first index value outside ``[0, size)`` (PyTorch's gather/index checks), or None."""
+    if not index._data.size:
+        return None
+    lo, hi = int(index._data.min()), int(index._data.max())
+    return lo if lo < 0 else hi if hi >= size else None
+
+
+def _check_gather_index(fname, self, dim, index, src):
+    """PyTorch's checks of a gather / scatter index: same rank, no larger than ``self`` (and
+    ``src``) apart from ``dim``, values in range; each a RuntimeError naming the shapes."""
+    if not self.ndim and index.ndim <= 1:
+        size = 1
+    else:
+        if index.ndim != self.ndim:
+            what = "input" if src is None else "self"
+            raise RuntimeError(
+                f"{fname}(): Index tensor must have the same number of dimensions as {what} "
+                f"tensor (index {list(index.shape)}, {what} {list(self.shape)})"
+            )
+        ishape, sshape = index.shape, self.shape
+        for k in range(index.ndim):
+            too_big = k != dim and ishape[k] > sshape[k]
+            if src is None and too_big:
+                raise RuntimeError(
+                    f"Size does not match at dimension {k} expected index {list(ishape)} to be "
+                    f"no larger than self {list(sshape)} apart from dimension {dim}"
+                )
+            if src is not None and (too_big or src.ndim != index.ndim or ishape[k] > src.shape[k]):
+                raise RuntimeError(
+                    f"Expected index {list(ishape)} to be no larger than self {list(sshape)} "
+                    f"apart from dimension {dim} and to be no larger size than src "
+                    f"{list(src.shape)}"
+                )
+        size = sshape[dim]
+    bad = _out_of_range(index, size)
+    if bad is not None:
+        raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+
+
+def _index_tensor(index, fname):
+    if not isinstance(index, Tensor):
+        index = tensor(index)
+    if index._data.dtype.kind not in "iu":
+        raise RuntimeError(f"{fname}(): Expected dtype int64 for index, got {index.dtype}")
+    return index
