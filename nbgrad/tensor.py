@@ -757,7 +757,7 @@ _TENSOR_SLOTS = tuple(s for s in Tensor.__slots__ if s != "__weakref__")
 # (``_wrap``) and ask ``isinstance(x, Tensor)``. Each names the class as a module global that is
 # bound here, once, when the class exists (as PyTorch binds ``torch.Tensor`` into its C++ core,
 # ``THPVariableClass``, at import), so that every import goes one way: down.
-_graph.bind_tensor(Tensor, _wrap)
+_graph.bind_tensor(Tensor, _wrap, tensor)
 for _module in (
     _parts.conversion,
     _parts.dispatch,

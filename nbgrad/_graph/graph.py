@@ -42,17 +42,19 @@ UINT64_MAX = 2**64 - 1
 
 # NOTE [The Tensor class, bound late]
 # The graph sits below the Tensor, yet a few of its steps hand back a tensor: a saved output
-# unpacked, a gradient laid out as its leaf. ``nbgrad.tensor`` binds its class and its ``_wrap``
-# (an array and a device -> a Tensor outside the graph) here when it is imported, so that the
-# imports go one way only (``nbgrad.tensor`` -> ``nbgrad._graph``), as the layers do.
+# unpacked, a gradient laid out as its leaf, a number saved by a table node. ``nbgrad.tensor``
+# binds its class, its ``_wrap`` (an array and a device -> a Tensor outside the graph) and
+# ``nbgrad.tensor`` (Python data -> a Tensor) here when it is imported, so that the imports go
+# one way only (``nbgrad.tensor`` -> ``nbgrad._graph``), as the layers do.
 _Tensor = None
 _wrap = None
+_tensor = None
 
 
-def bind_tensor(tensor_class, wrap):
-    """Install the Tensor class and its ``_wrap`` (called once, by ``nbgrad.tensor``)."""
-    global _Tensor, _wrap
-    _Tensor, _wrap = tensor_class, wrap
+def bind_tensor(tensor_class, wrap, tensor):
+    """Install the Tensor class, ``_wrap`` and ``tensor`` (called once, by ``nbgrad.tensor``)."""
+    global _Tensor, _wrap, _tensor
+    _Tensor, _wrap, _tensor = tensor_class, wrap, tensor
 
 
 # NOTE [sequence_nr]

@@ -3,7 +3,7 @@
 Mirrors ``torch/nn/functional.py``: same names, signatures, defaults, and the same ``grad_fn``
 names where PyTorch has one op (``AddmmBackward0`` for ``linear``, ``ConvolutionBackward0``,
 ``NllLossBackward0``, ``MseLossBackward0``, ``NativeLayerNormBackward0``,
-``EmbeddingBackward0``): those are rows of the op table in ``nbgrad/derivatives.py``, so they
+``EmbeddingBackward0``): those are rows of the op table in ``nbgrad/derivatives/``, so they
 are differentiable to any order. The rest is composed from Tensor ops, as in PyTorch.
 """
 
@@ -14,10 +14,11 @@ import warnings
 import numpy as np
 
 from nbgrad import dtypes
+from nbgrad._kernels import _user_stacklevel
 from nbgrad._tensor import creation as _creation
 from nbgrad._tensor.dispatch import _dispatch
 from nbgrad.autograd.grad_mode import no_grad
-from nbgrad.derivatives import OPS, _user_stacklevel
+from nbgrad.derivatives import OPS
 from nbgrad.tensor import Tensor, tensor
 
 __all__ = [

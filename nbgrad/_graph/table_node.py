@@ -1,0 +1,354 @@
+"""The node generator: each row of the op table becomes a Node class named as PyTorch names it
+(``MulBackward0``), whose ``apply`` unpacks what the row's formulas name and calls them.
+
+Mirrors PyTorch's ``tools/autograd/gen_autograd_functions.py``, which generates the C++ node
+classes from ``derivatives.yaml``; here the classes (and a specialised ``apply``) are built at
+import from the rows.
+"""
+
+from __future__ import annotations
+
+import inspect
+import linecache
+
+import numpy as np
+
+from nbgrad._graph import graph as _graph
+from nbgrad._graph.graph import ERR_FREED, FREED, Node, SavedTensor, unpack_saved
+
+# ---- rows -> Node classes -------------------------------------------------------------------
+_MISSING = object()
+
+
+_GRAD_ONLY = ("grad",)  # the one slots tuple of every formula of ``grad`` alone
+
+
+class TableNode(Node):
+    """A node made from a row of the table: it unpacks what its formulas name and calls them.
+
+    Most rows' classes replace this ``apply`` with one generated from the row, which does the
+    same with no loop over the plan (see NOTE [Generated apply]).
+    """
+
+    __slots__ = ()
+    _op: object  # the row (an OpInfo of nbgrad.derivatives)
+    _slot_plan: tuple  # ((edge_index, is_list, formula, slot names of its parameters), ...)
+    _saved_names: tuple
+
+    def apply(self, grads):
+        edges = self._next_edges
+        grad = grads[0]
+        if grad is None and (self._op.outputs == 1 or all(g is None for g in grads)):
+            return [None] * len(edges)
+        out = [None] * len(edges)
+        unpacked = {}
+        for i, is_list, formula, slots in self._slot_plan:
+            if is_list:
+                if all(e.function is None for e in edges):
+                    continue
+            elif edges[i][0] is None:
+                continue
+            if slots is _GRAD_ONLY:  # ``self=lambda grad: grad`` and the like: nothing to unpack
+                out[i] = formula(grad)
+                continue
+            args = []
+            for slot in slots:
+                if slot == "grad":
+                    args.append(grad)
+                elif slot == "grads":
+                    args.append(grads)
+                elif slot in unpacked:  # each saved value is unpacked once per apply
+                    args.append(unpacked[slot])
+                else:
+                    value = getattr(self, slot, _MISSING)
+                    if type(value) is SavedTensor:
+                        value = value.unpack(self)
+                    elif value is FREED:
+                        raise RuntimeError(ERR_FREED)
+                    elif value is _MISSING:
+                        raise RuntimeError(f"{self.name()} did not save '{slot[3:]}'")
+                    elif type(value) is list:
+                        value = [unpack_saved(v, self) for v in value]
+                    unpacked[slot] = value
+                    args.append(value)
+            value = formula(*args)
+            if is_list:
+                out[:] = list(value)
+            else:
+                out[i] = value
+        return out
+
+    def release_variables(self):
+        for slot in self._tensor_slots:
+            value = getattr(self, slot, None)
+            if value is not None:
+                if type(value) is SavedTensor:
+                    value._free()
+                elif type(value) is list:
+                    for v in value:
+                        if type(v) is SavedTensor:
+                            v._free()
+                setattr(self, slot, FREED)
+
+    def _saved_tensor_names(self):
+        return self._saved_names
+
+
+def _saved_property(name):
+    slot = "_s_" + name
+
+    def getter(self):
+        value = getattr(self, slot, None)
+        if value is FREED:
+            raise RuntimeError(ERR_FREED)
+        if type(value) is list:
+            return tuple(unpack_saved(v, self) for v in value)
+        return unpack_saved(value, self)
+
+    getter.__name__ = "_saved_" + name
+    return property(getter, doc=f"The saved value '{name}' (as PyTorch's ``_saved_{name}``).")
+
+
+def _raw_saved_property(name):
+    slot = "_s_" + name
+
+    def getter(self):
+        value = getattr(self, slot, None)
+        if type(value) in (list, tuple):  # a list input, or indexing's indices
+            return [_raw_saved(v) for v in value]
+        return _raw_saved(value)
+
+    getter.__name__ = "_raw_saved_" + name
+    return property(getter, doc=f"The SavedTensor object of '{name}' (``_raw_saved_{name}``).")
+
+
+def _raw_saved(value):
+    """The SavedTensor object of a saved slot, as PyTorch's ``_raw_saved_*``: one standing for
+    None where nothing was saved, a freed one after release (neither raises until used), and
+    a number's own tensor (PyTorch saves a Python number as a wrapped-number tensor)."""
+    if type(value) is SavedTensor:
+        return value
+    if value is FREED:
+        saved = SavedTensor(None)
+        saved._free()
+        return saved
+    if isinstance(value, _graph._Tensor):
+        return SavedTensor(value)
+    if isinstance(value, (bool, int, float, complex, np.ndarray, np.generic)):
+        return SavedTensor(_graph._tensor(value))
+    return SavedTensor(None)  # None, or an index that is no tensor (a slice, ...)
+
+
+# NOTE [Generated apply]
+# PyTorch generates each node's code from derivatives.yaml (``Functions.cpp`` for ``apply``,
+# ``VariableType`` for what the forward saves). nbgrad generates the same two pieces from each
+# row, as straight-line Python with no loop over a plan: ``_save``, which ``_record`` calls
+# to store on a new node the values its live formulas need (a slot no live formula needs is set
+# to None), and ``apply``, which unpacks every saved tensor once, then runs the formula of each
+# input whose edge is live; ``release_variables`` comes with it. Rows with several outputs, list
+# inputs or formulas of ``grads`` keep ``TableNode.apply``, the generic walk of ``_slot_plan``
+# that does the same more slowly. The sources stay on the class to read:
+# ``MulBackward0._save_source``, ``MulBackward0._apply_source``.
+def _exec_generated(source, filename, env):
+    """Define the generated functions in ``env``; tracebacks through them show their lines."""
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), env)
+
+
+# attributes that PyTorch saves as tensors (``std::vector<SavedVariable> indices_``): released
+# with the graph like any saved tensor, so a second backward through an indexing node raises
+_TENSOR_ATTRS = frozenset({"indices"})
+
+
+def _released_slots(save_plan):
+    """The slots ``release_variables`` frees: saved inputs and results, and tensor attributes."""
+    return tuple(
+        slot
+        for slot, kind, key, _ in save_plan
+        if kind in ("input", "result") or (kind == "attr" and key in _TENSOR_ATTRS)
+    )
+
+
+def _generate_apply(info, slot_plan, save_plan):
+    if (
+        info.outputs != 1
+        or any(info.list_input)
+        or any("grads" in slots for _, _, _, slots in slot_plan)
+    ):
+        return {}
+    n_edges = sum(1 for inp in info.inputs if inp not in info.nondiff)
+    tensor_slots = list(_released_slots(save_plan))
+    env = {"SavedTensor": SavedTensor, "FREED": FREED, "ERR_FREED": ERR_FREED}
+    lines = ["def apply(self, grads):", "    edges = self._next_edges"]
+    for slot in tensor_slots:  # saved tensors: unpacked once, whichever edges are live
+        local = "v" + slot[2:]
+        lines += [
+            f"    {local} = self.{slot}",
+            f"    if type({local}) is SavedTensor:",
+            f"        {local} = {local}.unpack(self)",
+            f"    elif {local} is FREED:",
+            "        raise RuntimeError(ERR_FREED)",
+        ]
+    outs = [f"out{i}" for i in range(n_edges)]
+    lines += [
+        "    grad = grads[0]",
+        "    if grad is None:",
+        f"        return [{', '.join(['None'] * n_edges)}]",
+        f"    {' = '.join(outs)} = None",
+    ]
+    for k, (i, _, formula, slots) in enumerate(slot_plan):
+        env[f"formula{k}"] = formula
+        # ``_record`` sets every slot: to the value where a formula that needs it has a live
+        # edge, else to None
+        args = ", ".join(s if s == "grad" else "v" + s[2:] for s in slots)
+        lines.append(f"    if edges[{i}][0] is not None:")
+        for slot in slots:
+            if slot != "grad" and slot not in tensor_slots:  # attributes and shapes
+                lines.append(f"        v{slot[2:]} = self.{slot}")
+        lines.append(f"        out{i} = formula{k}({args})")
+    lines.append(f"    return [{', '.join(outs)}]")
+    # release_variables, unrolled: every saved input or result goes, Python numbers included
+    # (PyTorch saves those as wrapped-number tensors, which are released too)
+    lines.append("def release_variables(self):")
+    for slot in tensor_slots:  # a SavedTensor object a caller may hold is freed too
+        lines += [
+            f"    v = self.{slot}",
+            "    if v is not None:",
+            "        if type(v) is SavedTensor:",
+            "            v._free()",
+            f"        self.{slot} = FREED",
+        ]
+    if not tensor_slots:
+        lines.append("    pass")
+    source = "\n".join(lines) + "\n"
+    _exec_generated(source, f"<generated apply of {info.node_name}>", env)
+    for fn in ("apply", "release_variables"):
+        env[fn].__qualname__ = f"{info.node_name}.{fn}"
+    return {
+        "apply": env["apply"],
+        "release_variables": env["release_variables"],
+        "_apply_source": source,
+    }
+
+
+def _generate_save(info, save_plan):
+    """``_save(node, edges, args, attrs, results)``: what ``_record`` stores on a new node.
+
+    Straight-line code from ``save_plan`` (NOTE [Generated apply]): a value goes in its slot
+    when a formula that needs it has a live edge, else the slot gets None.
+    """
+    env = {"SavedTensor": SavedTensor, "Tensor": _graph._Tensor}
+    lines = ["def _save(node, edges, args, attrs, results):"]
+    for slot, kind, key, needers in save_plan:
+        indent = "    "
+        if needers:
+            live = " or ".join(f"edges[{i}][0] is not None" for i in needers)
+            lines.append(f"    if {live}:")
+            indent = "        "
+        if kind == "attr":
+            lines.append(f"{indent}node.{slot} = attrs[{key!r}]")
+        elif kind == "result":
+            lines.append(
+                f"{indent}node.{slot} = SavedTensor(results[{key}], True, {info.node_name!r})"
+            )
+        elif kind == "shape":
+            value = (
+                f"[t.shape for t in args[{key}]]" if info.list_input[key] else f"args[{key}].shape"
+            )
+            lines.append(f"{indent}node.{slot} = {value}")
+        elif info.list_input[key]:
+            lines.append(f"{indent}node.{slot} = [SavedTensor(t) for t in args[{key}]]")
+        else:  # an input: a tensor, or a Python number or None in its place
+            lines += [
+                f"{indent}a = args[{key}]",
+                f"{indent}node.{slot} = SavedTensor(a) if isinstance(a, Tensor) else a",
+            ]
+        if needers:
+            lines += ["    else:", f"        node.{slot} = None"]
+    if not save_plan:
+        lines.append("    pass")
+    source = "\n".join(lines) + "\n"
+    _exec_generated(source, f"<generated save of {info.node_name}>", env)
+    env["_save"].__qualname__ = f"{info.node_name}._save"
+    return staticmethod(env["_save"]), source
+
+
+# rows PyTorch differentiates with one formula for all inputs (``input, weight, bias: ...``)
+_JOINT_FORMULAS = frozenset({"convolution", "layer_norm", "batch_norm"})
+
+
+def _build_node_class(info):
+    """The Node class of one row (an OpInfo)."""
+    saved = []
+    plan = []
+    for i, inp in enumerate(info.inputs):
+        f = info.formulas.get(inp)
+        if f is None:
+            continue
+        params = tuple(inspect.signature(f).parameters)
+        # the node has no edge for a nondiff input: index the plan by edge, not by input
+        edge_i = i - sum(1 for inp in info.inputs[:i] if inp in info.nondiff)
+        plan.append((edge_i, info.list_input[i], f, params))
+        for p in params:
+            if p not in ("grad", "grads") and p not in saved:
+                saved.append(p)
+    # NOTE [Order of a node's formulas]
+    # PyTorch's generated ``apply`` computes its inputs' gradients in the sorted order of their
+    # names in derivatives.yaml (``mul``: ``other`` before ``self``; ``mm``: ``mat2`` before
+    # ``self``), so under create_graph the nodes of the gradient for ``other`` are made first
+    # and get the smaller sequence numbers; a double backward then runs them in PyTorch's
+    # order. Rows whose inputs PyTorch differentiates in one joint formula keep input order.
+    if info.name not in _JOINT_FORMULAS:
+        by_name = {info.inputs.index(inp): inp for inp in info.formulas}
+        names = [by_name[i] for i in sorted(by_name)]
+        plan = [entry for _, entry in sorted(zip(names, plan), key=lambda pair: pair[0])]
+    # how _record fills each slot: ("attr", name) | ("result", k) | ("shape", i) | ("input", i)
+    # plus the inputs whose formulas need the value: as in PyTorch, a value is saved only when
+    # one of them has a live edge (``x * y`` with ``y`` constant does not save ``x``)
+    save_plan = []
+    for s in saved:
+        needers = tuple(i for i, _, _, params in plan if s in params)
+        if any(info.list_input):
+            needers = ()
+        if s in info.attrs:
+            save_plan.append(("_s_" + s, "attr", s, needers))
+        elif s == "result" or (s.startswith("result") and s[6:].isdigit()):
+            save_plan.append(("_s_" + s, "result", int(s[6:] or 0), needers))
+        elif s.endswith("_shape"):
+            save_plan.append(("_s_" + s, "shape", info.inputs.index(s[:-6]), needers))
+        else:
+            save_plan.append(("_s_" + s, "input", info.inputs.index(s), needers))
+    # the plan ``apply`` walks: formula parameters as slot names ("grad"/"grads" stay as they are)
+    slot_plan = tuple(
+        (
+            i,
+            is_list,
+            f,
+            _GRAD_ONLY
+            if params == _GRAD_ONLY and not is_list
+            else tuple(p if p in ("grad", "grads") else "_s_" + p for p in params),
+        )
+        for i, is_list, f, params in plan
+    )
+    save, save_source = _generate_save(info, save_plan)
+    ns = {
+        "_slot_plan": slot_plan,
+        **_generate_apply(info, slot_plan, save_plan),
+        "_tensor_slots": _released_slots(save_plan),
+        "_save": save,
+        "_save_source": save_source,
+        "__slots__": tuple("_s_" + s for s in saved),
+        "_op": info,
+        "_name": info.node_name,
+        "_saved_names": tuple(saved),
+        "__doc__": f"Backward of ``{info.name}`` (PyTorch's ``{info.node_name}``).",
+    }
+    for s in saved:
+        ns["_saved_" + s] = _saved_property(s)
+    for slot, kind, key, _ in save_plan:  # tensors: their SavedTensor objects as well
+        if kind in ("input", "result") or (kind == "attr" and key in _TENSOR_ATTRS):
+            ns["_raw_saved_" + slot[3:]] = _raw_saved_property(slot[3:])
+    # PyTorch calls the saved shape of ``self`` ``_saved_self_sym_sizes``
+    if "self_shape" in saved:
+        ns["_saved_self_sym_sizes"] = _saved_property("self_shape")
+    return type(info.node_name, (TableNode,), ns)

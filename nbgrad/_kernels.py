@@ -1,0 +1,740 @@
+"""The op table's array kernels: functions of ``xp`` (NumPy or CuPy) and arrays, one per
+forward (or fused backward) that is more than a one-line expression in its row. They never see a
+Tensor; :mod:`nbgrad.derivatives` names them in its rows.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import warnings
+
+import numpy as np
+
+from nbgrad._tensor import creation as _C
+from nbgrad._tensor import dispatch as _D
+from nbgrad.backend import erf
+
+
+def _mm_check(xp, a, b):
+    if a.shape[-1] != b.shape[-2 if b.ndim > 1 else 0]:
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({'x'.join(map(str, a.shape))} and "
+            f"{'x'.join(map(str, b.shape))})"
+        )
+    return a @ b
+
+
+def _sigmoid(xp, a):
+    # numerically stable for large |a|
+    with np.errstate(over="ignore"):
+        return 1 / (1 + xp.exp(-a))
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _user_stacklevel():
+    """``warnings.warn``'s stacklevel, for its caller, that names the first frame outside
+    nbgrad: the user's line, however many of nbgrad's calls lie between."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _var_std(xp, name, a, dim, correction, keepdim):
+    """``var`` / ``std`` with PyTorch's warning when there are no degrees of freedom left (the
+    result is nan or inf, as in PyTorch; NumPy would warn in its own words)."""
+    n = math.prod(a.shape[d] for d in dim) if dim is not None else a.size
+    kernel = xp.var if name == "var" else xp.std
+    if n - correction > 0:
+        return kernel(a, axis=dim, ddof=correction, keepdims=keepdim)
+    warnings.warn(
+        f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
+        "reduction factor (input numel divided by output numel).",
+        UserWarning,
+        stacklevel=_user_stacklevel(),
+    )
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return kernel(a, axis=dim, ddof=correction, keepdims=keepdim)
+
+
+def _rounded(xp, fn, a):
+    return a.copy() if a.dtype.kind in "biu" else fn(a)
+
+
+def _cumsum(xp, a, dim, dtype):
+    return xp.cumsum(_summand(a, dtype), axis=dim)
+
+
+def _check_int_divisor(xp, a, b):
+    """PyTorch raises for an integer division by zero (NumPy warns and gives 0)."""
+    kind = a.dtype.kind if hasattr(a, "dtype") else b.dtype.kind  # promoted: one is an array
+    if kind in "biu" and bool(xp.any(xp.asarray(b) == 0)):
+        raise RuntimeError("ZeroDivisionError")
+
+
+def _floor_divide(xp, a, b):
+    _check_int_divisor(xp, a, b)
+    return xp.floor_divide(a, b)
+
+
+def _remainder(xp, a, b):
+    _check_int_divisor(xp, a, b)
+    r = xp.remainder(a, b)  # the sign of the divisor, as Python's % and PyTorch's remainder
+    if r.dtype.kind == "f":  # but a zero has the dividend's sign in PyTorch (NumPy: divisor's)
+        r = xp.where(r == 0, xp.copysign(r, a), r)
+    return r
+
+
+def _bernoulli(xp, self, p):
+    """1 with probability ``p`` (a number, or an array broadcast to ``self``), in self's dtype.
+    The uniform draws come from nbgrad's generator on the host (``manual_seed``)."""
+    if isinstance(p, (int, float)):
+        if not 0 <= p <= 1:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+    else:
+        if p is self and self.dtype.kind != "f":
+            name = _D._FROM_NP[self.dtype]._legacy[: -len("Tensor")]
+            raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for '{name}'")
+        if p.size and not bool(((p >= 0) & (p <= 1)).all()):
+            raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+        p = xp.broadcast_to(p, self.shape)
+    return (xp.asarray(_C._rng.random(self.shape)) < p).astype(self.dtype)
+
+
+# NOTE [Fused backward kernels]
+# A formula such as ``grad * (1 - result * result)``, run as three Tensor ops, allocates three
+# arrays the size of the activation and walks memory three times. tanh and sigmoid, the hot
+# activations of an MLP, have their backward as a row of its own (``tanh_backward``,
+# ``sigmoid_backward``, as in PyTorch) whose kernel writes every step into the one array it
+# allocates. Shapes that differ (broadcasting) and 0-d arrays (where NumPy returns scalars) take
+# the plain expression.
+def _tanh_backward(xp, grad_output, output):
+    if output.ndim == 0 or grad_output.shape != output.shape:
+        return grad_output * (1 - output * output)
+    out = xp.multiply(output, output)
+    xp.subtract(1, out, out=out)
+    return xp.multiply(grad_output, out, out=out)
+
+
+def _sigmoid_backward(xp, grad_output, output):
+    if output.ndim == 0 or grad_output.shape != output.shape:
+        return grad_output * (1 - output) * output
+    out = xp.subtract(1, output)
+    xp.multiply(out, output, out=out)
+    return xp.multiply(grad_output, out, out=out)
+
+
+def _elu(xp, a, alpha):
+    with np.errstate(over="ignore"):
+        return xp.where(a > 0, a, alpha * xp.expm1(xp.minimum(a, 0)))
+
+
+def _threshold(xp, a, threshold, value):
+    return xp.where(a <= threshold, xp.asarray(value, dtype=a.dtype), a)
+
+
+def _softplus(xp, a, beta, threshold):
+    """``log(1 + exp(beta * a)) / beta``, and ``a`` itself where ``beta * a > threshold``."""
+    scaled = a * beta
+    return xp.where(scaled > threshold, a, xp.logaddexp(0, xp.minimum(scaled, threshold)) / beta)
+
+
+def _erf(xp, a):
+    return erf(xp, a).astype(a.dtype, copy=False)
+
+
+def _gelu(xp, a, approximate):
+    if approximate == "tanh":
+        k = math.sqrt(2 / math.pi)
+        return 0.5 * a * (1 + xp.tanh(k * (a + 0.044715 * a**3)))
+    return (a * 0.5 * (1 + _erf(xp, a / math.sqrt(2)))).astype(a.dtype, copy=False)
+
+
+def _clamp(xp, a, lo, hi):
+    if lo is not None:
+        a = xp.maximum(a, lo)
+    if hi is not None:
+        a = xp.minimum(a, hi)
+    return a.astype(a.dtype, copy=False)
+
+
+def _expand(xp, a, size):
+    """A view of ``a`` broadcast to ``size``, writable where ``a`` is (as PyTorch's expand; an
+    in-place op on the whole of it is refused, see ``_check_no_internal_overlap``)."""
+    out = xp.broadcast_to(a, size)
+    if xp is np and a.flags.writeable:  # (NumPy's broadcast views are read-only; CuPy's not)
+        out = np.lib.stride_tricks.as_strided(a, out.shape, out.strides)
+    return out
+
+
+def _sign(xp, a):
+    # PyTorch's sign of NaN is 0 (NumPy's is NaN); abs's gradient at NaN follows it
+    r = xp.sign(a)
+    if r.dtype.kind == "f":
+        r = xp.where(r == r, r, 0)  # (NaN != NaN)
+    return r
+
+
+def _pow_scalar(xp, a, exponent):
+    # small integer powers by multiplication: NumPy's general pow is ~20x slower (x ** 3)
+    if type(exponent) is int and 2 < exponent <= 4 and a.dtype.kind == "f":
+        return a * a * a if exponent == 3 else xp.square(xp.square(a))
+    return (a**exponent).astype(a.dtype, copy=False)  # bool ** bool is int8 in NumPy
+
+
+def _summand(a, dtype):
+    """``a`` in the dtype a sum accumulates in: ``dtype`` if given, int64 for integers and
+    bools (as PyTorch), else its own."""
+    if dtype is not None:
+        return a.astype(dtype.np)
+    if a.dtype.kind in "biu":
+        return a.astype(np.int64)
+    return a
+
+
+def _sum(xp, a, dim, keepdim, dtype):
+    return xp.sum(_summand(a, dtype), axis=dim, keepdims=keepdim)
+
+
+def _mean(xp, a, dim, keepdim):
+    if a.size:
+        return xp.mean(a, axis=dim, keepdims=keepdim)
+    # the mean of nothing is nan, quietly, as in PyTorch (NumPy warns "Mean of empty slice")
+    n = math.prod(a.shape[d] for d in dim) if dim is not None else 0
+    with np.errstate(all="ignore"):
+        return (
+            xp.sum(a, axis=dim, keepdims=keepdim) / n
+            if n
+            else xp.sum(a, axis=dim, keepdims=keepdim) * math.nan
+        )
+
+
+def _argreduce(fn, xp, a, dim, keepdim):
+    if dim is None:
+        r = fn(a)
+        return xp.reshape(r, (1,) * a.ndim) if keepdim else r
+    r = fn(a, axis=dim)
+    return xp.expand_dims(r, dim) if keepdim else r
+
+
+def _value_and_index(xp, argfn, a, dim, keepdim):
+    if a.shape and a.shape[dim] == 0:
+        raise IndexError(f"max(): Expected reduction dim {dim} to have non-zero size.")
+    idx = argfn(a, axis=dim) if a.ndim else xp.zeros((), dtype=np.int64)
+    idx = idx.astype(np.int64)
+    idx_k = xp.expand_dims(idx, dim) if a.ndim else idx
+    values = xp.take_along_axis(a, idx_k, axis=dim) if a.ndim else a.copy()
+    if not keepdim and a.ndim:
+        values = xp.squeeze(values, dim)
+        return values, idx
+    return values, idx_k
+
+
+def _sort(xp, a, dim, descending):
+    if a.ndim == 0:
+        return a.copy(), xp.zeros((), dtype=np.int64)
+    # descending and stable: sort the reversed order ascending, then map indices back
+    key = -a if descending and a.dtype.kind != "b" else a
+    if descending and a.dtype.kind == "b":
+        key = ~a
+    idx = xp.argsort(key, axis=dim, kind="stable").astype(np.int64)
+    return xp.take_along_axis(a, idx, axis=dim), idx
+
+
+def _topk(xp, a, k, dim, largest):
+    n = a.shape[dim] if a.ndim else 1
+    if not 0 <= k <= n:
+        raise RuntimeError("selected index k out of range")
+    values, idx = _sort(xp, a, dim, largest)
+    if a.ndim == 0:
+        return values, idx
+    keep = [slice(None)] * a.ndim
+    keep[dim] = slice(0, k)
+    return _contiguous(xp, values[tuple(keep)]), _contiguous(xp, idx[tuple(keep)])
+
+
+def _vector_norm(xp, a, ord, dim, keepdim):
+    absa = xp.abs(a)
+    if ord == math.inf:
+        return xp.amax(absa, axis=dim, keepdims=keepdim)
+    if ord == 2:
+        return xp.sqrt(xp.sum(a * a, axis=dim, keepdims=keepdim))
+    if ord == 1:
+        return xp.sum(absa, axis=dim, keepdims=keepdim)
+    return xp.sum(absa**ord, axis=dim, keepdims=keepdim) ** (1.0 / ord)
+
+
+def _logsumexp(xp, a, dim, keepdim):
+    if a.size == 0:
+        return xp.log(xp.sum(xp.exp(a), axis=dim, keepdims=keepdim))
+    m = xp.amax(a, axis=dim, keepdims=True)
+    m = xp.where(xp.isfinite(m), m, 0)
+    out = xp.log(xp.sum(xp.exp(a - m), axis=dim, keepdims=True)) + m
+    return out if keepdim else xp.squeeze(out, axis=dim)
+
+
+def _clone(xp, a, memory_format):
+    """A copy of ``a`` in the layout PyTorch's clone gives: ``"preserve"`` keeps ``a``'s
+    layout (a transposed tensor's clone is transposed, so that a later ``reshape`` copies or
+    views exactly where PyTorch's does), ``"contiguous"`` is C order, and a tuple of strides
+    takes the layout those strides describe (dense, in their order: ``infer_dense_strides``)."""
+    if memory_format == "contiguous" or a.ndim < 2 or a.size == 0:
+        return xp.array(a, order="C", copy=True)
+    strides = a.strides if memory_format == "preserve" else memory_format
+    if memory_format == "preserve" and a.flags.c_contiguous:
+        return a.copy()
+    order = _dense_order(a.shape, strides)  # outermost dim first
+    out = xp.empty([a.shape[d] for d in order], dtype=a.dtype).transpose(np.argsort(order))
+    out[...] = a
+    return out
+
+
+def _dense_order(shape, strides):
+    """The dims from outermost to innermost, as ATen's ``infer_dense_strides`` orders them:
+    by stride, a stride-0 (expanded) dim staying where it is."""
+    perm = list(range(len(shape) - 1, -1, -1))  # innermost first
+
+    def should_swap(d0, d1):
+        s0, s1 = strides[d0], strides[d1]
+        if s0 == 0 or s1 == 0:
+            return 0
+        if s0 != s1:
+            return 1 if s0 > s1 else -1
+        return 1 if shape[d0] > shape[d1] else 0
+
+    for i in range(1, len(perm)):
+        d1 = i
+        for j in range(1, i + 1):
+            d0 = i - j
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    return perm[::-1]
+
+
+def _contiguous(xp, a):
+    """``a`` in C order, as the fresh outputs of PyTorch's cat, stack, masked_fill, softmax...
+    are, so that ``view`` works on them where it does in PyTorch. Unlike NumPy's
+    ascontiguousarray, a 0-d array (or a NumPy scalar) stays 0-d."""
+    a = xp.asarray(a)
+    return a if a.flags.c_contiguous else xp.ascontiguousarray(a)
+
+
+def _softmax(xp, a, dim):
+    if a.size == 0:
+        return a.copy()
+    e = xp.exp(a - xp.amax(a, axis=dim, keepdims=True))
+    return _contiguous(xp, e / xp.sum(e, axis=dim, keepdims=True))
+
+
+def _log_softmax(xp, a, dim):
+    if a.size == 0:
+        return a.copy()
+    s = a - xp.amax(a, axis=dim, keepdims=True)
+    return _contiguous(xp, s - xp.log(xp.sum(xp.exp(s), axis=dim, keepdims=True)))
+
+
+def _view(xp, a, shape):
+    try:
+        return xp.reshape(a, shape, copy=False)
+    except ValueError:
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at least one "
+            "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
+        ) from None
+
+
+def _index_backward(xp, grad, shape, indices, accumulate):
+    out = xp.zeros(shape, dtype=grad.dtype)
+    if accumulate:
+        xp.add.at(out, indices, grad)
+    else:
+        out[indices] = grad
+    return out
+
+
+def _index_put(xp, a, values, indices):
+    out = a.copy()
+    out[indices] = values
+    return out
+
+
+def _diagonal(xp, a, offset, dim1, dim2):
+    d = xp.diagonal(a, offset, dim1, dim2)
+    # NumPy's diagonal is a read-only view; PyTorch's may be written (CuPy's flags have no
+    # writeable: its views are always writable)
+    if not getattr(d.flags, "writeable", True) and a.flags.writeable:
+        d.flags.writeable = True
+    return d
+
+
+def _diagonal_backward(xp, grad, shape, offset, dim1, dim2):
+    out = xp.zeros(shape, dtype=grad.dtype)
+    _diagonal(xp, out, offset, dim1, dim2)[...] = grad
+    return out
+
+
+def _split(xp, a, sizes, dim):
+    outs, start = [], 0
+    for s in sizes:
+        outs.append(a[(slice(None),) * dim + (slice(start, start + s),)])
+        start += s
+    return tuple(outs)
+
+
+def _along_axis_key(xp, index, dim):
+    key = list(xp.indices(index.shape, sparse=True))
+    key[dim] = index
+    return tuple(key)
+
+
+def _gather(xp, a, index, dim):
+    """``out[i][j] = a[i][index[i][j]]`` (dim 1) over the index's own extent: as PyTorch, the
+    index may be smaller than ``a`` in the other dims (NumPy's take_along_axis broadcasts)."""
+    if index.ndim == 0:
+        return a.reshape(-1)[index].copy() if a.ndim <= 1 else a[index]
+    return a[_along_axis_key(xp, index, dim)]
+
+
+def _scatter_add(xp, a, dim, index, src):
+    out = a.copy()
+    src = src[tuple(slice(0, s) for s in index.shape)]
+    xp.add.at(out, _along_axis_key(xp, index, dim), src)
+    return out
+
+
+def _index_add(xp, a, dim, index, source):
+    out = a.copy()
+    xp.add.at(out, (slice(None),) * dim + (index,), source)
+    return out
+
+
+# ---- helpers of the nn rows: linear, convolution, losses, normalisation --------------------------
+def _addmm(xp, self, mat1, mat2, beta, alpha):
+    prod = _mm_check(xp, mat1, mat2)
+    if alpha != 1:
+        prod = prod * alpha
+    if beta == 0:  # as PyTorch: self is ignored, even its nan and inf
+        return prod
+    return prod + (self if beta == 1 else beta * self)
+
+
+# NOTE [Convolution's double backward]
+# conv2d C(x, w) is bilinear, so with F(x, w, gy) = <gy, C(x, w)> its input gradient
+# T(gy, w) = dF/dx and weight gradient W(x, gy) = dF/dw are bilinear too, and the derivatives
+# of T and W are again C, T and W: the backward of T(gy, w) sends C(g, w) to gy and W(g, gy) to
+# w; the backward of W(x, gy) sends T(gy, g) to x and C(x, g) to gy. Three rows (convolution,
+# convolution_input_grad, convolution_weight_grad) with NumPy kernels (im2col through a strided
+# view and one matmul per group) are thus differentiable to any order. PyTorch has one
+# ConvolutionBackwardBackward0 node for both gradients; nbgrad has one of that name for each.
+def _conv_columns(xp, x, kh, kw, stride, padding, dilation, groups):
+    """im2col: the padded input's sliding windows as one ``(K, N * Ho * Wo)`` matrix per group,
+    ``K = C / groups * kh * kw``; returns ``(columns, Ho, Wo)``."""
+    (pt, pb), (pl, pr) = padding
+    if pt or pb or pl or pr:
+        x = xp.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    n, c, h, w = x.shape
+    (sh, sw), (dh, dw) = stride, dilation
+    ho = (h - dh * (kh - 1) - 1) // sh + 1
+    wo = (w - dw * (kw - 1) - 1) // sw + 1
+    if ho <= 0 or wo <= 0:
+        raise RuntimeError(
+            f"Calculated padded input size per channel: ({h} x {w}). Kernel size: "
+            f"({dh * (kh - 1) + 1} x {dw * (kw - 1) + 1}). Kernel size can't be greater than "
+            "actual input size"
+        )
+    cg = c // groups
+    s0, s1, s2, s3 = x.strides
+    windows = xp.lib.stride_tricks.as_strided(
+        x, (groups, cg, kh, kw, n, ho, wo), (s1 * cg, s1, s2 * dh, s3 * dw, s0, s2 * sh, s3 * sw)
+    )
+    return windows.reshape(groups, cg * kh * kw, n * ho * wo), ho, wo
+
+
+def _pool_size(size, k, s, p, d, ceil_mode):
+    """PyTorch's ``pooling_output_shape``: floor or ceil, and with ceil no window that starts
+    in the right padding."""
+    num = size + 2 * p - d * (k - 1) - 1
+    out = (num + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+
+
+def _pool_windows(xp, x, kernel_size, stride, padding, dilation, ceil_mode, fill):
+    """``(N, C, Ho, Wo, kh, kw)`` windows of ``x`` padded with ``fill`` (a view)."""
+    n, c, h, w = x.shape
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel_size, stride, padding, dilation
+    if ph > (dh * (kh - 1) + 1) // 2 or pw > (dw * (kw - 1) + 1) // 2:
+        raise RuntimeError(
+            f"pad should be at most half of effective kernel size, but got pad={ph}, "
+            f"kernel_size={kh} and dilation={dh}"
+        )
+    ho = _pool_size(h, kh, sh, ph, dh, ceil_mode)
+    wo = _pool_size(w, kw, sw, pw, dw, ceil_mode)
+    if ho < 1 or wo < 1:
+        raise RuntimeError(
+            f"Given input size: ({c}x{h}x{w}). Calculated output size: ({c}x{ho}x{wo}). "
+            "Output size is too small"
+        )
+    bottom = max((ho - 1) * sh + dh * (kh - 1) + 1 - h - ph, 0)
+    right = max((wo - 1) * sw + dw * (kw - 1) + 1 - w - pw, 0)
+    padded = xp.pad(x, ((0, 0), (0, 0), (ph, bottom), (pw, right)), constant_values=fill)
+    s0, s1, s2, s3 = padded.strides
+    windows = xp.lib.stride_tricks.as_strided(
+        padded, (n, c, ho, wo, kh, kw), (s0, s1, s2 * sh, s3 * sw, s2 * dh, s3 * dw)
+    )
+    return windows, ho, wo
+
+
+def _max_pool2d(xp, x, kernel_size, stride, padding, dilation, ceil_mode):
+    """The maxima and, as PyTorch, their flat indices in each ``H x W`` plane of ``x``."""
+    if x.ndim == 3:  # unbatched
+        values, indices = _max_pool2d(
+            xp, x[None], kernel_size, stride, padding, dilation, ceil_mode
+        )
+        return values[0], indices[0]
+    n, c, h, w = x.shape
+    windows, ho, wo = _pool_windows(
+        xp, x, kernel_size, stride, padding, dilation, ceil_mode, -xp.inf
+    )
+    flat = windows.reshape(n, c, ho, wo, -1)
+    arg = flat.argmax(-1)  # the first maximum, or the first nan, as PyTorch
+    values = xp.take_along_axis(flat, arg[..., None], -1)[..., 0]
+    kw, (sh, sw), (ph, pw), (dh, dw) = kernel_size[1], stride, padding, dilation
+    rows = xp.arange(ho).reshape(ho, 1) * sh - ph + (arg // kw) * dh
+    cols = xp.arange(wo).reshape(1, wo) * sw - pw + (arg % kw) * dw
+    return _contiguous(xp, values), (rows * w + cols).astype(np.int64)
+
+
+def _max_pool2d_backward(xp, g, self_shape, indices):
+    """Each output's gradient added at the position of its maximum."""
+    lead, (h, w) = tuple(self_shape[:-2]), self_shape[-2:]
+    planes = xp.arange(math.prod(lead)).reshape(lead + (1, 1)) * (h * w)
+    size = math.prod(self_shape)
+    out = xp.bincount((indices + planes).ravel(), weights=g.ravel(), minlength=size)
+    return out.reshape(self_shape).astype(g.dtype, copy=False)
+
+
+def _avg_pool_divisors(xp, h, w, ho, wo, kernel_size, stride, padding, count_include_pad):
+    """PyTorch's divisor of each output position: the window's size within the padded input
+    (``count_include_pad``) or within the input itself."""
+    out = []
+    for size, o, k, s, p in zip((h, w), (ho, wo), kernel_size, stride, padding):
+        start = np.arange(o) * s - p
+        end = np.minimum(start + k, size + p)
+        length = end - start
+        if not count_include_pad:
+            length = np.minimum(end, size) - np.maximum(start, 0)
+        out.append(length)
+    return xp.asarray(np.outer(out[0], out[1]))
+
+
+def _avg_pool2d(xp, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor):
+    if x.ndim == 3:  # unbatched
+        args = (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor)
+        return _avg_pool2d(xp, x[None], *args)[0]
+    n, c, h, w = x.shape
+    windows, ho, wo = _pool_windows(xp, x, kernel_size, stride, padding, (1, 1), ceil_mode, 0)
+    sums = windows.sum(axis=(-2, -1))
+    if divisor is None:
+        divisor = _avg_pool_divisors(
+            xp, h, w, ho, wo, kernel_size, stride, padding, count_include_pad
+        ).astype(x.dtype)
+    return _contiguous(xp, (sums / divisor).astype(x.dtype, copy=False))
+
+
+def _avg_pool2d_backward(xp, g, input_shape, kernel_size, stride, padding, ceil_mode,
+                         count_include_pad, divisor):  # fmt: skip
+    """The adjoint of ``_avg_pool2d``: each output's gradient, divided, spread over its
+    window."""
+    if len(input_shape) == 3:  # unbatched
+        args = (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor)
+        return _avg_pool2d_backward(xp, g[None], (1, *input_shape), *args)[0]
+    n, c, h, w = input_shape
+    ho, wo = g.shape[-2:]
+    (kh, kw), (sh, sw), (ph, pw) = kernel_size, stride, padding
+    if divisor is None:
+        divisor = _avg_pool_divisors(
+            xp, h, w, ho, wo, kernel_size, stride, padding, count_include_pad
+        ).astype(g.dtype)
+    share = g / divisor
+    bottom = max((ho - 1) * sh + kh - h - ph, 0)
+    right = max((wo - 1) * sw + kw - w - pw, 0)
+    out = xp.zeros((n, c, h + ph + bottom, w + pw + right), dtype=g.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            out[:, :, i : i + sh * ho : sh, j : j + sw * wo : sw] += share
+    return _contiguous(xp, out[:, :, ph : ph + h, pw : pw + w])
+
+
+def _adaptive_ranges(size, out):
+    """PyTorch's adaptive windows: ``[floor(i * size / out), ceil((i + 1) * size / out))``."""
+    return [((i * size) // out, -((-(i + 1) * size) // out)) for i in range(out)]
+
+
+def _adaptive_avg_pool2d(xp, x, output_size):
+    oh, ow = output_size
+    rows, cols = _adaptive_ranges(x.shape[-2], oh), _adaptive_ranges(x.shape[-1], ow)
+    out = xp.empty(x.shape[:-2] + (oh, ow), dtype=x.dtype)
+    for i, (r0, r1) in enumerate(rows):
+        for j, (c0, c1) in enumerate(cols):
+            out[..., i, j] = x[..., r0:r1, c0:c1].mean(axis=(-2, -1))
+    return out
+
+
+def _adaptive_avg_pool2d_backward(xp, g, input_shape):
+    oh, ow = g.shape[-2:]
+    rows, cols = _adaptive_ranges(input_shape[-2], oh), _adaptive_ranges(input_shape[-1], ow)
+    out = xp.zeros(tuple(input_shape), dtype=g.dtype)
+    for i, (r0, r1) in enumerate(rows):
+        for j, (c0, c1) in enumerate(cols):
+            out[..., r0:r1, c0:c1] += (g[..., i, j] / ((r1 - r0) * (c1 - c0)))[..., None, None]
+    return out
+
+
+def _grouped_grad_output(gy, groups):
+    """``(N, O, Ho, Wo)`` -> ``(groups, O / groups, N * Ho * Wo)``."""
+    n, o, ho, wo = gy.shape
+    return (
+        gy.reshape(n, groups, o // groups, ho * wo)
+        .transpose(1, 2, 0, 3)
+        .reshape(groups, o // groups, n * ho * wo)
+    )
+
+
+def _conv2d(xp, x, weight, bias, stride, padding, dilation, groups):
+    o, cg, kh, kw = weight.shape
+    n, c = x.shape[:2]
+    cols, ho, wo = _conv_columns(xp, x, kh, kw, stride, padding, dilation, groups)
+    out = xp.matmul(weight.reshape(groups, o // groups, cg * kh * kw), cols)
+    out = out.reshape(o, n, ho, wo).transpose(1, 0, 2, 3)
+    if bias is not None:
+        out = out + bias.reshape(1, o, 1, 1)
+    return xp.ascontiguousarray(out)
+
+
+def _conv2d_transpose(xp, gy, weight, input_shape, stride, padding, dilation, groups):
+    """T(gy, w): the gradient of conv2d with respect to its input (col2im of ``w^T gy``)."""
+    o, cg, kh, kw = weight.shape
+    n, c, h, w = input_shape
+    _, _, ho, wo = gy.shape
+    (pt, pb), (pl, pr) = padding
+    (sh, sw), (dh, dw) = stride, dilation
+    w_t = weight.reshape(groups, o // groups, cg * kh * kw).transpose(0, 2, 1)
+    cols = xp.matmul(w_t, _grouped_grad_output(gy, groups)).reshape(c, kh, kw, n, ho, wo)
+    dx = xp.zeros((n, c, h + pt + pb, w + pl + pr), dtype=cols.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            rows = slice(i * dh, i * dh + sh * (ho - 1) + 1, sh)
+            cols_ = slice(j * dw, j * dw + sw * (wo - 1) + 1, sw)
+            dx[:, :, rows, cols_] += cols[:, i, j].transpose(1, 0, 2, 3)
+    return xp.ascontiguousarray(dx[:, :, pt : pt + h, pl : pl + w])
+
+
+def _conv2d_weight(xp, x, gy, weight_shape, stride, padding, dilation, groups):
+    """W(x, gy): the gradient of conv2d with respect to its weight."""
+    o, cg, kh, kw = weight_shape
+    cols, _, _ = _conv_columns(xp, x, kh, kw, stride, padding, dilation, groups)
+    dw = xp.matmul(_grouped_grad_output(gy, groups), cols.transpose(0, 2, 1))
+    return dw.reshape(o, cg, kh, kw)
+
+
+def _smooth_l1(xp, d, beta):
+    """PyTorch's smooth L1 of the differences ``d`` (``beta`` > 0): quadratic below ``beta``,
+    linear above; Huber's loss is this times ``delta``."""
+    a = xp.abs(d)
+    return xp.where(a < beta, 0.5 * d * d / beta, a - 0.5 * beta)
+
+
+def _bce(xp, x, t, weight):
+    if bool(xp.any((x < 0) | (x > 1))):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    with np.errstate(divide="ignore"):
+        log_x = xp.maximum(xp.log(x), -100.0)
+        log_1mx = xp.maximum(xp.log(1 - x), -100.0)
+    losses = -(t * log_x + (1 - t) * log_1mx)
+    return losses if weight is None else losses * weight
+
+
+def _bce_logits(xp, x, t, weight, pos_weight):
+    """``-w [pw t log sigmoid(x) + (1 - t) log(1 - sigmoid(x))]``, written stably."""
+    softplus_neg = xp.logaddexp(0, -x)  # log(1 + exp(-x)) = -log sigmoid(x)
+    if pos_weight is None:
+        losses = (1 - t) * x + softplus_neg
+    else:
+        losses = (1 - t) * x + ((pos_weight - 1) * t + 1) * softplus_neg
+    return losses if weight is None else losses * weight
+
+
+def _nll_loss(xp, self, target, weight, reduction, ignore_index):
+    """``-self[i, target[i]]`` weighted by ``weight[target[i]]``; for 1-d or 2-d ``self``."""
+    x = self.reshape(1, -1) if self.ndim == 1 else self
+    t = target.reshape(-1)
+    valid = t != ignore_index
+    bad = (t < 0) | (t >= x.shape[1])
+    if bool((bad & valid).any()):
+        raise IndexError(f"Target {int(t[bad & valid][0])} is out of bounds.")
+    safe = xp.where(valid, t, 0)
+    w = weight[safe] if weight is not None else xp.ones(t.shape, dtype=x.dtype)
+    w = w * valid
+    losses = -x[xp.arange(t.shape[0]), safe] * w
+    if reduction == "none":
+        return losses.reshape(target.shape)
+    if reduction == "sum":
+        return losses.sum()
+    return losses.sum() / w.sum()
+
+
+def _nll_loss2d(xp, self, target, weight, reduction, ignore_index):
+    """``_nll_loss`` with the classes in dim 1 of a 4-d ``self``, one row per pixel."""
+    flat = xp.transpose(self, (0, 2, 3, 1)).reshape(-1, self.shape[1])
+    return _nll_loss(xp, flat, target, weight, reduction, ignore_index)
+
+
+def _layer_norm(xp, x, weight, bias, normalized_shape, eps):
+    axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
+    mean = x.mean(axis=axes, keepdims=True)
+    var = x.var(axis=axes, keepdims=True)
+    y = (x - mean) / xp.sqrt(var + eps)
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y.astype(x.dtype, copy=False)
+
+
+def _channel_shape(ndim, c):
+    """A per-channel vector's shape for broadcasting over ``(N, C, *)``: ``(1, C, 1, ...)``."""
+    return (1, c) + (1,) * (ndim - 2)
+
+
+def _batch_norm(xp, x, weight, bias, running_mean, running_var, training, momentum, eps):
+    """Batch norm's forward; in training, also the in-place update of the running stats."""
+    dims = (0,) + tuple(range(2, x.ndim))
+    shape = _channel_shape(x.ndim, x.shape[1])
+    if training:
+        mean = x.mean(axis=dims)
+        var = x.var(axis=dims)
+        if running_mean is not None:  # as PyTorch: the running variance is the unbiased one
+            n = x.size // x.shape[1]
+            for buf, batch in ((running_mean, mean), (running_var, var * (n / max(n - 1, 1)))):
+                buf._data *= 1 - momentum
+                buf._data += (momentum * batch).astype(buf._data.dtype, copy=False)
+                buf._counter()[0] += 1
+    else:
+        mean, var = running_mean._data, running_var._data
+    y = (x - mean.reshape(shape)) / xp.sqrt(var.reshape(shape) + eps)
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y.astype(x.dtype, copy=False)

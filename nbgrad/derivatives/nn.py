@@ -1,0 +1,274 @@
+"""Op table rows: the ops behind ``nbgrad.nn.functional`` (linear, convolution, pooling,
+normalisation, losses, embedding)."""
+
+from __future__ import annotations
+
+from nbgrad._kernels import (
+    _adaptive_avg_pool2d,
+    _adaptive_avg_pool2d_backward,
+    _addmm,
+    _avg_pool2d,
+    _avg_pool2d_backward,
+    _batch_norm,
+    _bce,
+    _bce_logits,
+    _channel_shape,
+    _conv2d,
+    _conv2d_transpose,
+    _conv2d_weight,
+    _layer_norm,
+    _max_pool2d,
+    _max_pool2d_backward,
+    _nll_loss,
+    _nll_loss2d,
+    _smooth_l1,
+)
+from nbgrad._tensor import creation as _C
+from nbgrad._tensor.dispatch import OPS, _dispatch
+from nbgrad.derivatives.opinfo import op
+
+# fmt: off
+# nn: linear, convolution, losses, normalisation, embedding (reached through nbgrad.nn.functional)
+op("addmm", "AddmmBackward0", "self mat1 mat2", lambda xp, self, mat1, mat2, beta, alpha: _addmm(xp, self, mat1, mat2, beta, alpha),
+   attrs="beta alpha",
+   self=lambda grad, beta: grad if beta == 1 else grad * beta,
+   mat1=lambda grad, mat2, alpha: grad.mm(mat2.t()) if alpha == 1 else grad.mm(mat2.t()) * alpha,
+   mat2=lambda grad, mat1, alpha: mat1.t().mm(grad) if alpha == 1 else mat1.t().mm(grad) * alpha)
+# padding is ((top, bottom), (left, right)); see NOTE [Convolution's double backward]
+op("convolution", "ConvolutionBackward0", "input weight bias", lambda xp, input, weight, bias, stride, padding, dilation, groups: _conv2d(xp, input, weight, bias, stride, padding, dilation, groups),
+   attrs="stride padding dilation groups",
+   input=lambda grad, weight, input_shape, stride, padding, dilation, groups: _conv2d_input_grad(grad, weight, input_shape, stride, padding, dilation, groups),
+   weight=lambda grad, input, weight_shape, stride, padding, dilation, groups: _conv2d_weight_grad(input, grad, weight_shape, stride, padding, dilation, groups),
+   bias=lambda grad: grad.sum((0, 2, 3)))
+op("convolution_input_grad", "ConvolutionBackwardBackward0", "grad_output weight", lambda xp, grad_output, weight, input_shape, stride, padding, dilation, groups: _conv2d_transpose(xp, grad_output, weight, input_shape, stride, padding, dilation, groups),
+   attrs="input_shape stride padding dilation groups",
+   grad_output=lambda grad, weight, stride, padding, dilation, groups: _conv2d_call(grad, weight, stride, padding, dilation, groups),
+   weight=lambda grad, grad_output, weight_shape, stride, padding, dilation, groups: _conv2d_weight_grad(grad, grad_output, weight_shape, stride, padding, dilation, groups))
+op("convolution_weight_grad", "ConvolutionBackwardBackward0", "input grad_output", lambda xp, input, grad_output, weight_shape, stride, padding, dilation, groups: _conv2d_weight(xp, input, grad_output, weight_shape, stride, padding, dilation, groups),
+   attrs="weight_shape stride padding dilation groups",
+   input=lambda grad, grad_output, input_shape, stride, padding, dilation, groups: _conv2d_input_grad(grad_output, grad, input_shape, stride, padding, dilation, groups),
+   grad_output=lambda grad, input, stride, padding, dilation, groups: _conv2d_call(input, grad, stride, padding, dilation, groups))
+op("mse_loss", "MseLossBackward0", "self target", lambda xp, self, target, reduction: _loss_reduction((self - target) ** 2, reduction),
+   attrs="reduction", promote="binary",
+   self=lambda grad, self, target, reduction: _mse_loss_backward(grad, self, target, reduction),
+   target=lambda grad, self, target, reduction: -_mse_loss_backward(grad, self, target, reduction))
+op("smooth_l1_loss", "SmoothL1LossBackward0", "self target", lambda xp, self, target, reduction, beta: _loss_reduction(_smooth_l1(xp, self - target, beta), reduction),
+   attrs="reduction beta", promote="binary",
+   self=lambda grad, self, target, reduction, beta: _smooth_l1_backward(grad, self - target, reduction, beta),
+   target=lambda grad, self, target, reduction, beta: -_smooth_l1_backward(grad, self - target, reduction, beta))
+op("huber_loss", "HuberLossBackward0", "self target", lambda xp, self, target, reduction, delta: _loss_reduction(_smooth_l1(xp, self - target, delta) * delta, reduction),
+   attrs="reduction delta", promote="binary",
+   self=lambda grad, self, target, reduction, delta: _smooth_l1_backward(grad, self - target, reduction, delta) * delta,
+   target=lambda grad, self, target, reduction, delta: -_smooth_l1_backward(grad, self - target, reduction, delta) * delta)
+# weight: a constant (PyTorch gives it no gradient either)
+op("binary_cross_entropy", "BinaryCrossEntropyBackward0", "self target weight", lambda xp, self, target, weight, reduction: _loss_reduction(_bce(xp, self, target, weight), reduction),
+   attrs="reduction", promote="binary", nondiff=("weight",),
+   self=lambda grad, self, target, weight, reduction: _loss_grad(grad, self, reduction) * (self - target) / ((1 - self) * self).clamp(min=1e-12) * _weight_or_1(weight),
+   target=lambda grad, self, weight, reduction: _loss_grad(grad, self, reduction) * (_clamped_log(1 - self) - _clamped_log(self)) * _weight_or_1(weight))
+op("binary_cross_entropy_with_logits", "BinaryCrossEntropyWithLogitsBackward0", "self target weight pos_weight",
+   lambda xp, self, target, weight, pos_weight, reduction: _loss_reduction(_bce_logits(xp, self, target, weight, pos_weight), reduction),
+   attrs="reduction", promote="binary", nondiff=("weight", "pos_weight"),
+   self=lambda grad, self, target, weight, pos_weight, reduction: _loss_grad(grad, self, reduction) * _bce_logits_self_grad(self, target, pos_weight) * _weight_or_1(weight),
+   target=lambda grad, self, weight, pos_weight, reduction: _loss_grad(grad, self, reduction) * _bce_logits_target_grad(self, pos_weight) * _weight_or_1(weight))
+op("nll_loss", "NllLossBackward0", "self target weight", lambda xp, self, target, weight, reduction, ignore_index: _nll_loss(xp, self, target, weight, reduction, ignore_index),
+   attrs="reduction ignore_index", nondiff=("target", "weight"), quiet=True,
+   self=lambda grad, self_shape, target, weight, reduction, ignore_index: _nll_loss_backward(grad, self_shape, target, weight, reduction, ignore_index))
+# (N, C, H, W) log-probabilities and (N, H, W) targets
+op("nll_loss2d", "NllLoss2DBackward0", "self target weight", lambda xp, self, target, weight, reduction, ignore_index: _nll_loss2d(xp, self, target, weight, reduction, ignore_index),
+   attrs="reduction ignore_index", nondiff=("target", "weight"), quiet=True,
+   self=lambda grad, self_shape, target, weight, reduction, ignore_index: _nll_loss2d_backward(grad, self_shape, target, weight, reduction, ignore_index))
+op("layer_norm", "NativeLayerNormBackward0", "input weight bias", lambda xp, input, weight, bias, normalized_shape, eps: _layer_norm(xp, input, weight, bias, normalized_shape, eps),
+   attrs="normalized_shape eps",
+   input=lambda grad, input, weight, normalized_shape, eps: _layer_norm_input_grad(grad, input, weight, normalized_shape, eps),
+   weight=lambda grad, input, normalized_shape, eps: _sum_leading(grad * _layer_norm_stats(input, normalized_shape, eps)[0], len(normalized_shape)),
+   bias=lambda grad, normalized_shape: _sum_leading(grad, len(normalized_shape)))
+# running_mean / running_var are attributes (tensors that no gradient reaches); in eval mode
+# ``F.batch_norm`` passes copies, so that a later training step cannot change what backward uses
+op("batch_norm", "NativeBatchNormBackward0", "input weight bias", lambda xp, input, weight, bias, running_mean, running_var, training, momentum, eps: _batch_norm(xp, input, weight, bias, running_mean, running_var, training, momentum, eps),
+   attrs="running_mean running_var training momentum eps",
+   input=lambda grad, input, weight, running_mean, running_var, training, eps: _batch_norm_input_grad(grad, input, weight, running_mean, running_var, training, eps),
+   weight=lambda grad, input, running_mean, running_var, training, eps: _batch_norm_weight_grad(grad, input, running_mean, running_var, training, eps),
+   bias=lambda grad, input: grad.sum((0,) + tuple(range(2, input.dim()))))
+# pooling: max keeps the flat index of each maximum (its second, non-differentiable output).
+# Each backward is an op of its own, as in PyTorch: linear in the gradient (its derivative is
+# the forward again, or a gather), and with ``self`` as an input whose derivative is zero
+_POOL_ATTRS = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override")
+op("max_pool2d", "MaxPool2DWithIndicesBackward0", "self", lambda xp, self, kernel_size, stride, padding, dilation, ceil_mode: _max_pool2d(xp, self, kernel_size, stride, padding, dilation, ceil_mode),
+   attrs="kernel_size stride padding dilation ceil_mode", outputs=2, diff_outputs=(0,),
+   self=lambda grad, self, result1: _dispatch(OPS["max_pool2d_backward"], (grad, self, result1)))
+op("max_pool2d_backward", "MaxPool2DWithIndicesBackwardBackward0", "grad_output self indices", lambda xp, grad_output, self, indices: _max_pool2d_backward(xp, grad_output, self.shape, indices),
+   nondiff=("indices",),
+   grad_output=lambda grad, indices: grad.flatten(-2).gather(-1, indices.flatten(-2)).reshape(indices.shape),
+   self=lambda grad, self_shape: _C.zeros(self_shape, dtype=grad.dtype, device=grad.device))
+op("avg_pool2d", "AvgPool2DBackward0", "self", lambda xp, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override: _avg_pool2d(xp, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override),
+   attrs=" ".join(_POOL_ATTRS),
+   self=lambda grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override: _dispatch(OPS["avg_pool2d_backward"], (grad, self), dict(zip(_POOL_ATTRS, (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)))))
+op("avg_pool2d_backward", "AvgPool2DBackwardBackward0", "grad_output self", lambda xp, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override: _avg_pool2d_backward(xp, grad_output, self.shape, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override),
+   attrs=" ".join(_POOL_ATTRS),
+   grad_output=lambda grad, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override: _dispatch(OPS["avg_pool2d"], (grad,), dict(zip(_POOL_ATTRS, (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)))),
+   self=lambda grad, self_shape: _C.zeros(self_shape, dtype=grad.dtype, device=grad.device))
+op("adaptive_avg_pool2d", "AdaptiveAvgPool2DBackward0", "self", lambda xp, self, output_size: _adaptive_avg_pool2d(xp, self, output_size), attrs="output_size",
+   self=lambda grad, self: _dispatch(OPS["adaptive_avg_pool2d_backward"], (grad, self)))
+op("adaptive_avg_pool2d_backward", "AdaptiveAvgPool2DBackwardBackward0", "grad_output self", lambda xp, grad_output, self: _adaptive_avg_pool2d_backward(xp, grad_output, self.shape),
+   grad_output=lambda grad, grad_output_shape: _dispatch(OPS["adaptive_avg_pool2d"], (grad,), {"output_size": tuple(grad_output_shape[-2:])}),
+   self=lambda grad, self_shape: _C.zeros(self_shape, dtype=grad.dtype, device=grad.device))
+op("embedding", "EmbeddingBackward0", "weight indices", lambda xp, weight, indices, padding_idx: xp.take(weight, indices, axis=0),
+   attrs="padding_idx", nondiff=("indices",),
+   weight=lambda grad, weight_shape, indices, padding_idx: _embedding_backward(grad, weight_shape, indices, padding_idx))
+# fmt: on
+
+
+def _conv_attrs(stride, padding, dilation, groups):
+    return {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
+
+
+def _conv2d_call(input, weight, stride, padding, dilation, groups):
+    attrs = _conv_attrs(stride, padding, dilation, groups)
+    return _dispatch(OPS["convolution"], (input, weight, None), attrs)
+
+
+def _conv2d_input_grad(grad_output, weight, input_shape, stride, padding, dilation, groups):
+    attrs = _conv_attrs(stride, padding, dilation, groups)
+    attrs["input_shape"] = tuple(input_shape)
+    return _dispatch(OPS["convolution_input_grad"], (grad_output, weight), attrs)
+
+
+def _conv2d_weight_grad(input, grad_output, weight_shape, stride, padding, dilation, groups):
+    attrs = _conv_attrs(stride, padding, dilation, groups)
+    attrs["weight_shape"] = tuple(weight_shape)
+    return _dispatch(OPS["convolution_weight_grad"], (input, grad_output), attrs)
+
+
+def _loss_reduction(losses, reduction):
+    if reduction == "mean":
+        return losses.mean()
+    if reduction == "sum":
+        return losses.sum()
+    return losses
+
+
+def _loss_grad(grad, self, reduction):
+    """The upstream gradient of a reduced loss, per element: divided by the count for "mean"."""
+    return grad / max(self.numel(), 1) if reduction == "mean" else grad
+
+
+def _weight_or_1(weight):
+    return 1.0 if weight is None else weight
+
+
+def _smooth_l1_backward(grad, d, reduction, beta):
+    return _loss_grad(grad, d, reduction) * _C.where(d.abs() < beta, d / beta, d.sign())
+
+
+def _clamped_log(t):
+    """``log`` clamped below at -100, as PyTorch's binary cross entropy does."""
+    return t.log().clamp(min=-100.0)
+
+
+def _bce_logits_self_grad(x, t, pos_weight):
+    if pos_weight is None:
+        return x.sigmoid() - t
+    return (1 - t) - ((pos_weight - 1) * t + 1) * (-x).sigmoid()
+
+
+def _bce_logits_target_grad(x, pos_weight):
+    if pos_weight is None:
+        return -x
+    softplus_neg = (-x).relu() + (-x.abs()).exp().log1p()  # log(1 + exp(-x)), stably
+    return -x + (pos_weight - 1) * softplus_neg
+
+
+def _mse_loss_backward(grad, self, target, reduction):
+    diff = self - target
+    if reduction == "mean":
+        return grad * diff * (2 / max(diff.numel(), 1))
+    return grad * diff * 2
+
+
+def _nll_loss_backward(grad, self_shape, target, weight, reduction, ignore_index):
+    t = target.reshape(-1)
+    valid = t != ignore_index
+    safe = _C.where(valid, t, 0)
+    if weight is not None:
+        w = weight.index_select(0, safe).to(grad.dtype) * valid
+    else:
+        w = valid.to(grad.dtype)
+    if reduction == "mean":
+        w = w / w.sum()
+    g = grad.reshape(-1) if reduction == "none" else grad
+    n_classes = self_shape[-1] if self_shape else 1
+    out = _C.zeros((t.shape[0], n_classes), dtype=grad.dtype, device=grad.device)
+    return out.scatter_add(1, safe.unsqueeze(1), (-w * g).unsqueeze(1)).reshape(self_shape)
+
+
+def _nll_loss2d_backward(grad, self_shape, target, weight, reduction, ignore_index):
+    n, c, h, w = self_shape
+    flat = _nll_loss_backward(grad, (n * h * w, c), target, weight, reduction, ignore_index)
+    return flat.reshape(n, h, w, c).permute(0, 3, 1, 2)
+
+
+def _normalized(input, dims, eps):
+    """``(x_hat, rstd)`` of ``input`` normalised over ``dims``, recomputed with Tensor ops (so
+    that they are differentiable): layer norm's trailing dims, batch norm's all but 1."""
+    centred = input - input.mean(dims, keepdim=True)
+    rstd = ((centred * centred).mean(dims, keepdim=True) + eps).rsqrt()
+    return centred * rstd, rstd
+
+
+def _normalized_input_grad(grad, input, weight, dims, eps):
+    """The gradient of ``normalise(input) * weight`` w.r.t. ``input``, batch statistics."""
+    x_hat, rstd = _normalized(input, dims, eps)
+    g = grad * weight if weight is not None else grad
+    return rstd * (g - g.mean(dims, keepdim=True) - x_hat * (g * x_hat).mean(dims, keepdim=True))
+
+
+def _layer_norm_dims(input, normalized_shape):
+    return tuple(range(input.dim() - len(normalized_shape), input.dim()))
+
+
+def _layer_norm_stats(input, normalized_shape, eps):
+    return _normalized(input, _layer_norm_dims(input, normalized_shape), eps)
+
+
+def _layer_norm_input_grad(grad, input, weight, normalized_shape, eps):
+    dims = _layer_norm_dims(input, normalized_shape)
+    return _normalized_input_grad(grad, input, weight, dims, eps)
+
+
+def _batch_norm_x_hat(input, running_var, running_mean, training, eps):
+    """``(x_hat, rstd, dims)``: from the batch in training, from the running stats in eval."""
+    dims = (0,) + tuple(range(2, input.dim()))
+    if training:
+        return (*_normalized(input, dims, eps), dims)
+    shape = _channel_shape(input.dim(), input.shape[1])
+    rstd = (running_var.detach().reshape(shape) + eps).rsqrt()
+    return (input - running_mean.detach().reshape(shape)) * rstd, rstd, dims
+
+
+def _batch_norm_input_grad(grad, input, weight, running_mean, running_var, training, eps):
+    shape = _channel_shape(input.dim(), input.shape[1])
+    w = weight.reshape(shape) if weight is not None else None
+    x_hat, rstd, dims = _batch_norm_x_hat(input, running_var, running_mean, training, eps)
+    if training:
+        return _normalized_input_grad(grad, input, w, dims, eps)
+    return grad * (w * rstd if w is not None else rstd)
+
+
+def _batch_norm_weight_grad(grad, input, running_mean, running_var, training, eps):
+    x_hat, _, dims = _batch_norm_x_hat(input, running_var, running_mean, training, eps)
+    return (grad * x_hat).sum(dims)
+
+
+def _sum_leading(t, n_trailing):
+    """Sum over all but the last ``n_trailing`` dimensions."""
+    lead = tuple(range(t.dim() - n_trailing))
+    return t.sum(lead) if lead else t
+
+
+def _embedding_backward(grad, weight_shape, indices, padding_idx):
+    flat = indices.reshape(-1)
+    g = grad.reshape(-1, weight_shape[1])
+    if padding_idx is not None:
+        g = g.masked_fill((flat == padding_idx).unsqueeze(1), 0)
+    out = _C.zeros(weight_shape, dtype=grad.dtype, device=grad.device)
+    return out.index_add(0, flat, g)

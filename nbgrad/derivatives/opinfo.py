@@ -1,0 +1,107 @@
+"""A row of the op table (:class:`OpInfo`) and ``op``, which checks a row and registers it."""
+
+from __future__ import annotations
+
+import inspect
+
+from nbgrad._tensor.dispatch import OPS
+
+
+class OpInfo:
+    """One row of the table."""
+
+    def __init__(
+        row,
+        name,
+        node,
+        inputs,
+        forward,
+        *,
+        attrs="",
+        promote=None,
+        view=False,
+        outputs=1,
+        diff_outputs=None,
+        nondiff=(),
+        differentiable=True,
+        promote_attrs=(),
+        quiet=None,
+        **formulas,
+    ):
+        row.name = name
+        row.node_name = node
+        row.inputs = tuple(i.rstrip("*") for i in inputs.split())
+        row.list_input = tuple(i.endswith("*") for i in inputs.split())
+        row.attrs = tuple(attrs.split())
+        row.forward = forward
+        row.promote = promote  # None | "binary" | "float" | "cmp"
+        row.view = view
+        row.outputs = outputs
+        row.diff_outputs = diff_outputs  # None: every output is differentiable
+        row.nondiff = frozenset(nondiff)
+        row.promoted = tuple(i not in row.nondiff for i in row.inputs)
+        row.promote_attrs = promote_attrs
+        # NumPy warns on overflow, 0/0, log(0)...; PyTorch gives inf/nan silently
+        row.quiet = name in _QUIET if quiet is None else quiet
+        row.differentiable = differentiable and bool(formulas)
+        row.formulas = formulas
+        row.node_class = None
+        row._check()
+
+    def _check(self):
+        vocab = {"grad", "grads", "result", *self.inputs, *self.attrs}
+        vocab |= {f"{i}_shape" for i in self.inputs}
+        if self.outputs > 1:
+            vocab |= {f"result{k}" for k in range(self.outputs)}
+        for inp, f in self.formulas.items():
+            if inp not in self.inputs:
+                raise TypeError(f"op table row '{self.name}': formula for unknown input '{inp}'")
+            for p in inspect.signature(f).parameters:
+                if p not in vocab:
+                    raise TypeError(
+                        f"op table row '{self.name}': formula for '{inp}' names unknown "
+                        f"parameter '{p}' (known: {sorted(vocab)})"
+                    )
+        if self.differentiable:
+            for inp in self.inputs:
+                if inp not in self.formulas and inp not in self.nondiff:
+                    raise TypeError(
+                        f"op table row '{self.name}': input '{inp}' has neither a formula nor a "
+                        "nondiff mark"
+                    )
+
+
+_QUIET = {
+    "div",
+    "pow",
+    "pow_tensor",
+    "rpow",
+    "exp",
+    "log",
+    "log1p",
+    "sqrt",
+    "rsqrt",
+    "reciprocal",
+    "sigmoid",
+    "var",
+    "std",
+    "mean",
+    "mean_dim",
+    "norm",
+    "logsumexp",
+    "softmax",
+    "log_softmax",
+    "prod",
+    "prod_dim",
+    "erf",
+    "gelu",
+    "matmul",
+    "mm",
+    "bmm",
+    "mv",
+    "dot",
+}
+
+
+def op(name, node, inputs, forward, **kw):
+    OPS[name] = OpInfo(name, node, inputs, forward, **kw)

@@ -1,0 +1,271 @@
+"""Op table rows: pointwise ops (arithmetic, comparisons, unary math, activations)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from nbgrad._kernels import (
+    _argreduce,
+    _clamp,
+    _clone,
+    _contiguous,
+    _elu,
+    _erf,
+    _floor_divide,
+    _gelu,
+    _pow_scalar,
+    _remainder,
+    _rounded,
+    _sigmoid,
+    _sigmoid_backward,
+    _sign,
+    _softplus,
+    _tanh_backward,
+    _threshold,
+)
+from nbgrad._tensor import creation as _C
+from nbgrad._tensor import dispatch as _D
+from nbgrad._tensor.dispatch import OPS, _dispatch
+from nbgrad._tensor.views import _NoGrad
+from nbgrad.derivatives.opinfo import op
+from nbgrad.tensor import Tensor
+
+# fmt: off
+# elementwise binary
+op("add", "AddBackward0", "self other", lambda xp, self, other, alpha: self + other if alpha == 1 else self + alpha * other,
+   attrs="alpha", promote="binary",
+   self=lambda grad: grad,
+   other=lambda grad, alpha: grad if alpha == 1 else grad * alpha)
+op("sub", "SubBackward0", "self other", lambda xp, self, other, alpha: self - other if alpha == 1 else self - alpha * other,
+   attrs="alpha", promote="binary",
+   self=lambda grad: grad,
+   other=lambda grad, alpha: -grad if alpha == 1 else grad * -alpha)
+op("rsub", "RsubBackward1", "self", lambda xp, self, other, alpha: other - self if alpha == 1 else other - alpha * self,
+   attrs="other alpha", promote="binary", promote_attrs=("other",),
+   self=lambda grad, alpha: -grad if alpha == 1 else grad * -alpha)
+op("mul", "MulBackward0", "self other", lambda xp, self, other: self * other, promote="binary",
+   self=lambda grad, other: grad * other,
+   other=lambda grad, self: grad * self)
+op("div", "DivBackward0", "self other", lambda xp, self, other: self / other, promote="float",
+   self=lambda grad, other: grad / other,
+   other=lambda grad, self, other: -grad * ((self / other) / other))
+# ``//`` has no derivative in PyTorch either: its node is "NotImplemented", whose backward raises
+op("floor_divide", "NotImplemented", "self other", lambda xp, self, other: _floor_divide(xp, self, other), promote="binary", quiet=True,
+   self=lambda grad: _not_implemented("floor_divide"),
+   other=lambda grad: _not_implemented("floor_divide"))
+# ``%``: PyTorch's remainder, whose node depends on the overload (a number as ``other``:
+# RemainderBackward0; a tensor: RemainderBackward1; a number ``% tensor``: NotImplemented)
+op("remainder_scalar", "RemainderBackward0", "self", lambda xp, self, other: _remainder(xp, self, other), attrs="other", promote="binary", promote_attrs=("other",), quiet=True,
+   self=lambda grad: grad)
+op("remainder", "RemainderBackward1", "self other", lambda xp, self, other: _remainder(xp, self, other), promote="binary", quiet=True,
+   self=lambda grad: grad,
+   other=lambda grad, self, other: -grad * _floor_quotient(self, other))
+op("rremainder", "NotImplemented", "other", lambda xp, other, self: _remainder(xp, self, other), attrs="self", promote="binary", promote_attrs=("self",), quiet=True,
+   other=lambda grad: _not_implemented("remainder"))
+# (NumPy computes bool ** bool in int8; the operands are already promoted, so keep their dtype)
+op("pow", "PowBackward0", "self", lambda xp, self, exponent: _pow_scalar(xp, self, exponent),
+   attrs="exponent", promote="binary", promote_attrs=("exponent",),
+   self=lambda grad, self, exponent: _pow_backward(grad, self, exponent))
+op("pow_tensor", "PowBackward1", "self exponent", lambda xp, self, exponent: (self ** exponent).astype(self.dtype, copy=False),
+   promote="binary",
+   self=lambda grad, self, exponent: _pow_backward(grad, self, exponent),
+   exponent=lambda grad, self, exponent, result: _pow_backward_exponent(grad, self, exponent, result))
+op("rpow", "PowBackward2", "exponent", lambda xp, exponent, self: _contiguous(xp, self ** exponent),
+   attrs="self", promote="float", promote_attrs=("self",),
+   exponent=lambda grad, self, exponent, result: _rpow_backward_exponent(grad, self, exponent, result))
+op("maximum", "MaximumBackward0", "self other", lambda xp, self, other: xp.maximum(self, other),
+   promote="binary",
+   self=lambda grad, self, other: _C.where(self == other, grad / 2, grad).masked_fill(self < other, 0),
+   other=lambda grad, self, other: _C.where(self == other, grad / 2, grad).masked_fill(self > other, 0))
+op("minimum", "MinimumBackward0", "self other", lambda xp, self, other: xp.minimum(self, other),
+   promote="binary",
+   self=lambda grad, self, other: _C.where(self == other, grad / 2, grad).masked_fill(self > other, 0),
+   other=lambda grad, self, other: _C.where(self == other, grad / 2, grad).masked_fill(self < other, 0))
+op("where", "WhereBackward0", "condition self other", lambda xp, condition, self, other: xp.where(condition, self, other),
+   promote="binary", nondiff=("condition",),
+   self=lambda grad, condition: _C.where(condition, grad, 0.0),
+   other=lambda grad, condition: _C.where(condition, 0.0, grad))
+op("masked_fill", "MaskedFillBackward0", "self mask", lambda xp, self, mask, value: _contiguous(xp, xp.where(mask, xp.asarray(value, dtype=self.dtype), self)),
+   attrs="value", nondiff=("mask",),
+   self=lambda grad, mask: grad.masked_fill(mask, 0))
+# comparisons and logic: no gradient
+for _name, _fn in (("eq", np.equal), ("ne", np.not_equal), ("lt", np.less), ("le", np.less_equal),
+                   ("gt", np.greater), ("ge", np.greater_equal)):
+    op(_name, None, "self other", (lambda f: lambda xp, self, other: getattr(xp, f.__name__)(self, other))(_fn),
+       promote="binary", differentiable=False)
+op("logical_and", None, "self other", lambda xp, self, other: xp.logical_and(self, other), differentiable=False)
+op("logical_or", None, "self other", lambda xp, self, other: xp.logical_or(self, other), differentiable=False)
+op("logical_xor", None, "self other", lambda xp, self, other: xp.logical_xor(self, other), differentiable=False)
+op("logical_not", None, "self", lambda xp, self: xp.logical_not(self), differentiable=False)
+op("isnan", None, "self", lambda xp, self: xp.isnan(self), differentiable=False)
+op("isinf", None, "self", lambda xp, self: xp.isinf(self), differentiable=False)
+op("isfinite", None, "self", lambda xp, self: xp.isfinite(self), differentiable=False)
+op("argmax", None, "self", lambda xp, self, dim, keepdim: _argreduce(xp.argmax, xp, self, dim, keepdim), attrs="dim keepdim", differentiable=False)
+op("argmin", None, "self", lambda xp, self, dim, keepdim: _argreduce(xp.argmin, xp, self, dim, keepdim), attrs="dim keepdim", differentiable=False)
+
+# elementwise unary
+op("neg", "NegBackward0", "self", lambda xp, self: -self, self=lambda grad: -grad)
+op("abs", "AbsBackward0", "self", lambda xp, self: xp.abs(self), self=lambda grad, self: grad * self.sign())
+op("sign", "SignBackward0", "self", lambda xp, self: _sign(xp, self), self=lambda grad: _C.zeros_like(grad))
+op("exp", "ExpBackward0", "self", lambda xp, self: xp.exp(self), promote="float", self=lambda grad, result: grad * result)
+op("log", "LogBackward0", "self", lambda xp, self: xp.log(self), promote="float", self=lambda grad, self: grad / self)
+op("log1p", "Log1PBackward0", "self", lambda xp, self: xp.log1p(self), promote="float", self=lambda grad, self: grad / (self + 1))
+op("sqrt", "SqrtBackward0", "self", lambda xp, self: xp.sqrt(self), promote="float", self=lambda grad, result: grad / (2 * result))
+op("rsqrt", "RsqrtBackward0", "self", lambda xp, self: 1 / xp.sqrt(self), promote="float", self=lambda grad, result: -0.5 * grad * result ** 3)
+op("reciprocal", "ReciprocalBackward0", "self", lambda xp, self: 1 / self, promote="float", self=lambda grad, result: -grad * (result * result))
+op("expm1", "Expm1Backward0", "self", lambda xp, self: xp.expm1(self), promote="float", self=lambda grad, result: grad * (result + 1))
+op("exp2", "Exp2Backward0", "self", lambda xp, self: xp.exp2(self), promote="float", self=lambda grad, result: grad * result * math.log(2))
+op("log2", "Log2Backward0", "self", lambda xp, self: xp.log2(self), promote="float", self=lambda grad, self: grad / (self * math.log(2)))
+op("log10", "Log10Backward0", "self", lambda xp, self: xp.log10(self), promote="float", self=lambda grad, self: grad / (self * math.log(10)))
+op("tan", "TanBackward0", "self", lambda xp, self: xp.tan(self), promote="float", self=lambda grad, result: grad * (1 + result * result))
+op("asin", "AsinBackward0", "self", lambda xp, self: xp.arcsin(self), promote="float", self=lambda grad, self: grad * (1 - self * self).rsqrt())
+op("acos", "AcosBackward0", "self", lambda xp, self: xp.arccos(self), promote="float", self=lambda grad, self: -grad * (1 - self * self).rsqrt())
+op("atan", "AtanBackward0", "self", lambda xp, self: xp.arctan(self), promote="float", self=lambda grad, self: grad / (1 + self * self))
+op("sinh", "SinhBackward0", "self", lambda xp, self: xp.sinh(self), promote="float", self=lambda grad, self: grad * self.cosh())
+op("cosh", "CoshBackward0", "self", lambda xp, self: xp.cosh(self), promote="float", self=lambda grad, self: grad * self.sinh())
+# rounding: integer tensors come back as they are (a copy); the derivative is zero, as PyTorch's
+op("floor", "FloorBackward0", "self", lambda xp, self: _rounded(xp, xp.floor, self), self=lambda grad: _C.zeros_like(grad))
+op("ceil", "CeilBackward0", "self", lambda xp, self: _rounded(xp, xp.ceil, self), self=lambda grad: _C.zeros_like(grad))
+op("round", "RoundBackward0", "self", lambda xp, self: _rounded(xp, xp.round, self), self=lambda grad: _C.zeros_like(grad))
+op("trunc", "TruncBackward0", "self", lambda xp, self: _rounded(xp, xp.trunc, self), self=lambda grad: _C.zeros_like(grad))
+op("frac", "FracBackward0", "self", lambda xp, self: self - xp.trunc(self), promote="float", self=lambda grad: grad)
+op("sin", "SinBackward0", "self", lambda xp, self: xp.sin(self), promote="float", self=lambda grad, self: grad * self.cos())
+op("cos", "CosBackward0", "self", lambda xp, self: xp.cos(self), promote="float", self=lambda grad, self: grad * -self.sin())
+op("tanh", "TanhBackward0", "self", lambda xp, self: xp.tanh(self), promote="float", self=lambda grad, result: _dispatch(OPS["tanh_backward"], (grad, result)))
+op("sigmoid", "SigmoidBackward0", "self", lambda xp, self: _sigmoid(xp, self), promote="float", self=lambda grad, result: _dispatch(OPS["sigmoid_backward"], (grad, result)))
+op("relu", "ReluBackward0", "self", lambda xp, self: xp.maximum(self, 0), self=lambda grad, result: _dispatch(OPS["threshold_backward"], (grad, result), {"threshold": 0}))
+# their backward formulas, as ops of their own as in PyTorch: one fused pass and one array,
+# not three (see NOTE [Fused backward kernels]); differentiable for double backward
+op("tanh_backward", "TanhBackwardBackward0", "grad_output output", lambda xp, grad_output, output: _tanh_backward(xp, grad_output, output), promote="binary",
+   grad_output=lambda grad, output: _dispatch(OPS["tanh_backward"], (grad, output)),
+   output=lambda grad, grad_output, output: grad * (-2 * output * grad_output))
+op("sigmoid_backward", "SigmoidBackwardBackward0", "grad_output output", lambda xp, grad_output, output: _sigmoid_backward(xp, grad_output, output), promote="binary",
+   grad_output=lambda grad, output: _dispatch(OPS["sigmoid_backward"], (grad, output)),
+   output=lambda grad, grad_output, output: grad * grad_output * (1 - 2 * output))
+op("leaky_relu", "LeakyReluBackward0", "self", lambda xp, self, negative_slope: xp.where(self > 0, self, self * negative_slope), attrs="negative_slope",
+   self=lambda grad, self, negative_slope: _dispatch(OPS["leaky_relu_backward"], (grad, self), {"negative_slope": negative_slope}))
+# leaky_relu_ (in place) saves its result instead, as PyTorch's LeakyReluBackward1
+op("leaky_relu_", "LeakyReluBackward1", "self", lambda xp, self, negative_slope: xp.where(self > 0, self, self * negative_slope), attrs="negative_slope",
+   self=lambda grad, result, negative_slope: _dispatch(OPS["leaky_relu_backward"], (grad, result), {"negative_slope": negative_slope}))
+# NOTE [Piecewise-linear backwards are ops]: as in PyTorch, the backwards of relu, leaky_relu and
+# hardtanh are ops of their own, whose derivative for ``self`` is zero. So under create_graph
+# the gradient they give requires grad even when it does not depend on ``self`` (a second
+# grad gives zeros, not an error), and a NaN input takes PyTorch's branch.
+# threshold: ``value`` where ``self <= threshold``; in place (ThresholdBackward1) the formula
+# reads the result, as PyTorch's (whose saved self is the modified tensor)
+op("threshold", "ThresholdBackward0", "self", lambda xp, self, threshold, value: _threshold(xp, self, threshold, value), attrs="threshold value",
+   self=lambda grad, self, threshold: _dispatch(OPS["threshold_backward"], (grad, self), {"threshold": threshold}))
+op("threshold_", "ThresholdBackward1", "self", lambda xp, self, threshold, value: _threshold(xp, self, threshold, value), attrs="threshold value",
+   self=lambda grad, result, threshold: _dispatch(OPS["threshold_backward"], (grad, result), {"threshold": threshold}))
+op("threshold_backward", "ThresholdBackwardBackward0", "grad_output self", lambda xp, grad_output, self, threshold: _contiguous(xp, xp.where(self <= threshold, 0, grad_output)),
+   attrs="threshold", promote="binary",
+   grad_output=lambda grad, self, threshold: _dispatch(OPS["threshold_backward"], (grad, self), {"threshold": threshold}),
+   self=lambda grad: _C.zeros_like(grad))
+op("leaky_relu_backward", "LeakyReluBackwardBackward0", "grad_output self", lambda xp, grad_output, self, negative_slope: _contiguous(xp, xp.where(self > 0, grad_output, grad_output * negative_slope)),
+   attrs="negative_slope", promote="binary",
+   grad_output=lambda grad, self, negative_slope: _dispatch(OPS["leaky_relu_backward"], (grad, self), {"negative_slope": negative_slope}),
+   self=lambda grad: _C.zeros_like(grad))
+op("hardtanh_backward", "HardtanhBackwardBackward0", "grad_output self", lambda xp, grad_output, self, min_val, max_val: _contiguous(xp, xp.where((self <= min_val) | (self >= max_val), 0, grad_output)),
+   attrs="min_val max_val", promote="binary",
+   grad_output=lambda grad, self, min_val, max_val: _dispatch(OPS["hardtanh_backward"], (grad, self), {"min_val": min_val, "max_val": max_val}),
+   self=lambda grad: _C.zeros_like(grad))
+op("silu", "SiluBackward0", "self", lambda xp, self: self * _sigmoid(xp, self), promote="float",
+   self=lambda grad, self: _silu_backward(grad, self))
+op("elu", "EluBackward0", "self", lambda xp, self, alpha: _elu(xp, self, alpha), attrs="alpha", promote="float",
+   self=lambda grad, self, alpha: _C.where(self > 0, grad, grad * alpha * _below(self, 0.0).exp()))
+# elu_ (in place) saves its result, as PyTorch's EluBackward1: exp(x) is result / alpha + 1
+op("elu_", "EluBackward1", "self", lambda xp, self, alpha: _elu(xp, self, alpha), attrs="alpha", promote="float",
+   self=lambda grad, result, alpha: _C.where(result > 0, grad, grad * (_below(result, 0.0) + alpha)))
+op("softplus", "SoftplusBackward0", "self", lambda xp, self, beta, threshold: _softplus(xp, self, beta, threshold), attrs="beta threshold", promote="float",
+   self=lambda grad, self, beta, threshold: _C.where(self * beta > threshold, grad, grad * _below(self * beta, threshold).sigmoid()))
+op("hardtanh", "HardtanhBackward0", "self", lambda xp, self, min_val, max_val: xp.clip(self, min_val, max_val), attrs="min_val max_val",
+   self=lambda grad, self, min_val, max_val: _dispatch(OPS["hardtanh_backward"], (grad, self), {"min_val": min_val, "max_val": max_val}))
+op("log_sigmoid", "LogSigmoidBackward0", "self", lambda xp, self: -_softplus(xp, -self, 1.0, 20.0), promote="float",
+   self=lambda grad, self: grad * (-self).sigmoid())
+op("erf", "ErfBackward0", "self", lambda xp, self: _erf(xp, self), promote="float", self=lambda grad, self: grad * (2 / math.sqrt(math.pi)) * (-self * self).exp())
+op("gelu", "GeluBackward0", "self", lambda xp, self, approximate: _gelu(xp, self, approximate), attrs="approximate", promote="float",
+   self=lambda grad, self, approximate: _gelu_backward(grad, self, approximate))
+op("clamp", "ClampBackward1", "self", lambda xp, self, min, max: _clamp(xp, self, min, max), attrs="min max",
+   self=lambda grad, self, min, max: _C.where(_clamp_mask(self, min, max), grad, 0.0))
+op("clamp_min", "ClampMinBackward0", "self", lambda xp, self, min: xp.maximum(self, min), attrs="min",
+   self=lambda grad, self, min: _C.where(self >= min, grad, 0.0))
+op("clamp_max", "ClampMaxBackward0", "self", lambda xp, self, max: xp.minimum(self, max), attrs="max",
+   self=lambda grad, self, max: _C.where(self <= max, grad, 0.0))
+op("to_dtype", "ToCopyBackward0", "self", lambda xp, self, dtype: self.astype(dtype.np), attrs="dtype", self=lambda grad: grad)
+op("clone", "CloneBackward0", "self", lambda xp, self, memory_format: _clone(xp, self, memory_format), attrs="memory_format", self=lambda grad: grad)
+# fmt: on
+
+
+def _floor_quotient(self, other):
+    """``self // other`` as a constant: its derivative is zero (PyTorch's formula for
+    ``remainder`` uses ``div(rounding_mode="floor")``, whose derivative is zero)."""
+    with _NoGrad():
+        return self // other
+
+
+def _not_implemented(name):
+    raise RuntimeError(f"derivative for aten::{name} is not implemented")
+
+
+def _silu_backward(grad, self):
+    s = self.sigmoid()
+    return grad * s * (1 + self * (1 - s))
+
+
+def _gelu_backward(grad, x, approximate):
+    if approximate == "tanh":
+        k = math.sqrt(2 / math.pi)
+        inner = k * (x + 0.044715 * x**3)
+        t = inner.tanh()
+        d_inner = k * (1 + 3 * 0.044715 * x * x)
+        return grad * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner)
+    cdf = 0.5 * (1 + (x * (1 / math.sqrt(2))).erf())
+    pdf = (x * x * -0.5).exp() * (1 / math.sqrt(2 * math.pi))
+    return grad * (cdf + x * pdf)
+
+
+def _below(x, threshold):
+    """``x`` where it is below ``threshold``, else the constant ``threshold``: the same values
+    up to the threshold, but a derivative of 0 on it. PyTorch's double backward of elu and
+    softplus masks with a strict ``x < threshold``, so the second derivative on a kink is 0."""
+    return _C.where(x < threshold, x, threshold)
+
+
+def _clamp_mask(x, lo, hi):
+    if lo is not None and hi is not None:
+        return (x >= lo).logical_and(x <= hi)
+    if lo is not None:
+        return x >= lo
+    if hi is not None:
+        return x <= hi
+    return _C.ones_like(x, dtype=_D.bool_)
+
+
+def _pow_backward(grad, self, exponent):
+    if not isinstance(exponent, Tensor) and exponent == 0:
+        return _C.zeros_like(grad)
+    # at self == 0 a negative power is inf and 0 * inf is nan, as in PyTorch (NumPy's warning
+    # is off in backward: see NOTE [Quiet backward] in the engine)
+    if isinstance(exponent, Tensor):
+        return _C.where(exponent == 0, 0.0, grad * exponent * self ** (exponent - 1))
+    return grad * exponent * self ** (exponent - 1)
+
+
+def _pow_backward_exponent(grad, self, exponent, result):
+    # d(self ** e)/de = self ** e * log(self); where self is 0 and e >= 0 PyTorch takes 0, and
+    # where e < 0 it keeps result * log(0) = inf * -inf = -inf (its second derivative, nan,
+    # comes from the same formula). See NOTE [Quiet backward] in the engine.
+    return grad * _C.where((self == 0) & (exponent >= 0), 0.0, result * self.log())
+
+
+def _rpow_backward_exponent(grad, base, exponent, result):
+    # ``base ** exponent`` for a number ``base``: as above, with log(base) a number
+    # (-inf at 0; nan below, as PyTorch's log of a negative number)
+    if base > 0:
+        return grad * result * math.log(base)
+    log_base = -math.inf if base == 0 else math.nan
+    if base == 0:
+        return grad * _C.where(exponent >= 0, 0.0, result * log_base)
+    return grad * (result * log_base)

@@ -1,0 +1,173 @@
+"""Op table rows: views and shape ops, indexing, in-place forms, random draws."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nbgrad._kernels import (
+    _bernoulli,
+    _contiguous,
+    _cumsum,
+    _diagonal,
+    _diagonal_backward,
+    _expand,
+    _gather,
+    _index_add,
+    _index_backward,
+    _index_put,
+    _scatter_add,
+    _split,
+    _view,
+)
+from nbgrad._tensor import creation as _C
+from nbgrad._tensor.dispatch import OPS, _dispatch
+from nbgrad._tensor.math_methods import sum_to
+from nbgrad.derivatives.opinfo import op
+from nbgrad.derivatives.pointwise import _not_implemented
+
+# fmt: off
+# views (share memory with their base) and shape ops
+op("view", "ViewBackward0", "self", lambda xp, self, shape: _view(xp, self, shape), attrs="shape", view=True,
+   self=lambda grad, self_shape: grad.reshape(self_shape))
+# the legacy constructor's alias of a tensor of its own type (``FloatTensor(t)``)
+op("alias", "AliasBackward0", "self", lambda xp, self: self.view(), view=True, self=lambda grad: grad)
+# reshape of a viewable but non-contiguous tensor (PyTorch's _reshape_alias)
+op("reshape_alias", "ReshapeAliasBackward0", "self", lambda xp, self, shape: _view(xp, self, shape), attrs="shape", view=True,
+   self=lambda grad, self_shape: grad.reshape(self_shape))
+# _unsafe_view: a reshape of a fresh tensor that PyTorch does not track as a view (no copy)
+op("unsafe_view", "UnsafeViewBackward0", "self", lambda xp, self, shape: xp.reshape(self, shape), attrs="shape",
+   self=lambda grad, self_shape: grad.reshape(self_shape))
+# squeeze_(dim) on a fresh (non-view) tensor, as matmul's 1-D @ 2-D case does
+op("squeeze_dim_", "SqueezeBackward4", "self", lambda xp, self, dim: xp.squeeze(self, dim) if self.shape[dim] == 1 else self, attrs="dim",
+   self=lambda grad, self_shape: grad.reshape(self_shape))
+op("t", "TBackward0", "self", lambda xp, self: self.T, view=True, self=lambda grad: grad.t())
+op("transpose", "TransposeBackward0", "self", lambda xp, self, dim0, dim1: xp.swapaxes(self, dim0, dim1), attrs="dim0 dim1", view=True,
+   self=lambda grad, dim0, dim1: grad.transpose(dim0, dim1))
+op("permute", "PermuteBackward0", "self", lambda xp, self, dims: xp.transpose(self, dims), attrs="dims", view=True,
+   self=lambda grad, dims: grad.permute(tuple(np.argsort(dims))))
+op("flip", "FlipBackward0", "self", lambda xp, self, dims: _contiguous(xp, xp.flip(self, dims)), attrs="dims",
+   self=lambda grad, dims: grad.flip(dims))
+op("roll", "RollBackward0", "self", lambda xp, self, shifts, dims: xp.roll(self, shifts, dims), attrs="shifts dims",
+   self=lambda grad, shifts, dims: grad.roll(-shifts if dims is None else tuple(-k for k in shifts), dims))
+op("cumsum", "CumsumBackward0", "self", lambda xp, self, dim, dtype: _cumsum(xp, self, dim, dtype), attrs="dim dtype",
+   self=lambda grad, dim: grad.flip((dim,)).cumsum(dim).flip((dim,)))
+op("tril", "TrilBackward0", "self", lambda xp, self, diagonal: xp.tril(self, diagonal), attrs="diagonal",
+   self=lambda grad, diagonal: grad.tril(diagonal))
+op("triu", "TriuBackward0", "self", lambda xp, self, diagonal: xp.triu(self, diagonal), attrs="diagonal",
+   self=lambda grad, diagonal: grad.triu(diagonal))
+op("expand", "ExpandBackward0", "self", lambda xp, self, size: _expand(xp, self, size), attrs="size", view=True,
+   self=lambda grad, self_shape: sum_to(grad, self_shape))
+op("squeeze", "SqueezeBackward0", "self", lambda xp, self: xp.reshape(self, tuple(s for s in self.shape if s != 1)), view=True,
+   self=lambda grad, self_shape: grad.reshape(self_shape))
+op("squeeze_dim", "SqueezeBackward1", "self", lambda xp, self, dim: xp.squeeze(self, dim) if self.ndim and self.shape[dim] == 1 else self[...], attrs="dim", view=True,
+   self=lambda grad, self_shape: grad.reshape(self_shape))
+op("unsqueeze", "UnsqueezeBackward0", "self", lambda xp, self, dim: xp.expand_dims(self, dim), attrs="dim", view=True,
+   self=lambda grad, dim: grad.squeeze(dim))
+# the trailing Ellipsis keeps a full index a 0-d view (NumPy would return a scalar copy)
+op("select", "SelectBackward0", "self", lambda xp, self, dim, index: self[(slice(None),) * dim + (index, Ellipsis)], attrs="dim index", view=True,
+   self=lambda grad, self_shape, dim, index: _dispatch(OPS["select_backward"], (grad,), {"shape": self_shape, "dim": dim, "index": index}))
+op("slice", "SliceBackward0", "self", lambda xp, self, dim, start, end, step: self[(slice(None),) * dim + (slice(start, end, step),)],
+   attrs="dim start end step", view=True,
+   self=lambda grad, self_shape, dim, start, end, step: _dispatch(OPS["slice_backward"], (grad,), {"shape": self_shape, "dim": dim, "start": start, "end": end, "step": step}))
+op("index", "IndexBackward0", "self", lambda xp, self, indices: _contiguous(xp, self[indices]), attrs="indices",
+   self=lambda grad, self_shape, indices: grad._index_backward(self_shape, indices, True))
+# the backward formulas of select, slice and index, as ops of their own (double backward)
+op("select_backward", "SelectBackwardBackward0", "self", lambda xp, self, shape, dim, index: _index_backward(xp, self, shape, (slice(None),) * dim + (index,), False),
+   attrs="shape dim index", self=lambda grad, dim, index: _dispatch(OPS["select"], (grad,), {"dim": dim, "index": index}))
+op("slice_backward", "SliceBackwardBackward0", "self", lambda xp, self, shape, dim, start, end, step: _index_backward(xp, self, shape, (slice(None),) * dim + (slice(start, end, step),), False),
+   attrs="shape dim start end step", self=lambda grad, dim, start, end, step: _dispatch(OPS["slice"], (grad,), {"dim": dim, "start": start, "end": end, "step": step}))
+# diagonal: a (writable) view whose last dim is the diagonal of dims dim1 and dim2
+op("diagonal", "DiagonalBackward0", "self", lambda xp, self, offset, dim1, dim2: _diagonal(xp, self, offset, dim1, dim2), attrs="offset dim1 dim2", view=True,
+   self=lambda grad, self_shape, offset, dim1, dim2: _dispatch(OPS["diagonal_backward"], (grad,), {"shape": self_shape, "offset": offset, "dim1": dim1, "dim2": dim2}))
+op("diagonal_backward", "DiagonalBackwardBackward0", "self", lambda xp, self, shape, offset, dim1, dim2: _diagonal_backward(xp, self, shape, offset, dim1, dim2),
+   attrs="shape offset dim1 dim2", self=lambda grad, offset, dim1, dim2: grad.diagonal(offset, dim1, dim2))
+# PyTorch's index backward is _index_put_impl_(zeros, indices, grad, accumulate=True)
+op("index_backward", "IndexPutImplBackward0", "self", lambda xp, self, shape, indices, accumulate: _index_backward(xp, self, shape, indices, accumulate),
+   attrs="shape indices accumulate", self=lambda grad, indices: grad[indices])
+op("index_put", "IndexPutBackward0", "self values", lambda xp, self, values, indices: _index_put(xp, self, values, indices),
+   attrs="indices", promote="binary",
+   self=lambda grad, indices: grad._index_put(indices, 0.0),
+   values=lambda grad, indices: grad[indices])
+op("cat", "CatBackward0", "tensors*", lambda xp, tensors, dim: _contiguous(xp, xp.concatenate(tensors, axis=dim)), attrs="dim", promote="binary",
+   tensors=lambda grad, tensors_shape, dim: _split_like(grad, [s[dim] for s in tensors_shape], dim))
+op("stack", "StackBackward0", "tensors*", lambda xp, tensors, dim: _contiguous(xp, xp.stack(tensors, axis=dim)), attrs="dim", promote="binary",
+   tensors=lambda grad, tensors_shape, dim: [grad.select(dim, i) for i in range(len(tensors_shape))])
+op("split", "SplitBackward0", "self", lambda xp, self, sizes, dim: _split(xp, self, sizes, dim), attrs="sizes dim", outputs=-1, view=True,
+   self=lambda grads, self_shape, sizes, dim: _cat_grads(grads, self_shape, sizes, dim))
+op("split_with_sizes", "SplitWithSizesBackward0", "self", lambda xp, self, sizes, dim: _split(xp, self, sizes, dim), attrs="sizes dim", outputs=-1, view=True,
+   self=lambda grads, self_shape, sizes, dim: _cat_grads(grads, self_shape, sizes, dim))
+op("unbind", "UnbindBackward0", "self", lambda xp, self, dim: tuple(xp.moveaxis(self, dim, 0)), attrs="dim", outputs=-1, view=True,
+   self=lambda grads, self_shape, dim: _unbind_backward(grads, self_shape, dim))
+op("repeat", "RepeatBackward0", "self", lambda xp, self, repeats: _contiguous(xp, xp.tile(self, repeats)), attrs="repeats",
+   self=lambda grad, self_shape, repeats: _repeat_backward(grad, self_shape, repeats))
+op("gather", "GatherBackward0", "self index", lambda xp, self, index, dim: _gather(xp, self, index, dim), attrs="dim", nondiff=("index",),
+   self=lambda grad, self_shape, dim, index: _C.zeros(self_shape, dtype=grad.dtype, device=grad.device).scatter_add(dim, index, grad))
+op("scatter_add", "ScatterAddBackward0", "self index src", lambda xp, self, index, src, dim: _scatter_add(xp, self, dim, index, src), attrs="dim",
+   nondiff=("index",), promote="binary",
+   self=lambda grad: grad,
+   src=lambda grad, dim, index: grad.gather(dim, index))
+op("index_select", "IndexSelectBackward0", "self index", lambda xp, self, index, dim: xp.take(self, index, axis=dim), attrs="dim", nondiff=("index",),
+   self=lambda grad, self_shape, dim, index: _C.zeros(self_shape, dtype=grad.dtype, device=grad.device).index_add(dim, index, grad))
+op("index_add", "IndexAddBackward0", "self index source", lambda xp, self, index, source, dim: _index_add(xp, self, dim, index, source), attrs="dim",
+   nondiff=("index",), promote="binary",
+   self=lambda grad: grad,
+   source=lambda grad, dim, index: grad.index_select(dim, index))
+
+# in-place forms (their out-of-place kernels; see Tensor._inplace)
+op("copy", "CopyBackwards", "self src", lambda xp, self, src: xp.broadcast_to(src.astype(self.dtype, copy=False), self.shape).copy(),
+   self=lambda grad: _C.zeros_like(grad), src=lambda grad: grad)
+op("fill", "FillBackward2", "self", lambda xp, self, value: xp.full(self.shape, value, dtype=self.dtype), attrs="value",
+   self=lambda grad: _C.zeros_like(grad))
+op("zero", "ZeroBackward0", "self", lambda xp, self: xp.zeros_like(self), self=lambda grad: _C.zeros_like(grad))
+
+# random draws: 0s and 1s of self's dtype; the gradient is zero (or, for a float p, undefined)
+op("bernoulli", "BernoulliBackward0", "self", lambda xp, self: _bernoulli(xp, self, self),
+   self=lambda grad: _C.zeros_like(grad))
+op("bernoulli_p", "NotImplemented", "self", lambda xp, self, p: _bernoulli(xp, self, p), attrs="p",
+   self=lambda grad: _not_implemented("bernoulli"))
+op("bernoulli_tensor", "BernoulliBackward1", "self p", lambda xp, self, p: _bernoulli(xp, self, p),
+   self=lambda grad: _C.zeros_like(grad), p=lambda grad, p: _C.zeros_like(p))
+op("bernoulli_float", "BernoulliBackward2", "self", lambda xp, self, p: _bernoulli(xp, self, p), attrs="p",
+   self=lambda grad: _C.zeros_like(grad))
+# fmt: on
+
+
+def _repeat_backward(grad, self_shape, repeats):
+    """Sum the tiles: ``grad`` as ``(r0, s0, r1, s1, ...)``, summed over each ``r``."""
+    if not repeats:  # a 0-d tensor repeated ``()``
+        return grad
+    shape = (1,) * (len(repeats) - len(self_shape)) + tuple(self_shape)
+    tiled = []
+    for r, s in zip(repeats, shape):
+        tiled += [r, s]
+    summed = grad.reshape(tiled).sum(tuple(range(0, len(tiled), 2)))
+    return summed.reshape(self_shape)
+
+
+def _split_like(grad, sizes, dim):
+    outs, start = [], 0
+    for s in sizes:
+        outs.append(grad.narrow(dim, start, s))
+        start += s
+    return outs
+
+
+def _cat_grads(grads, self_shape, sizes, dim):
+    # split's backward saves sizes, not the input (PyTorch's SplitWithSizesBackward0 keeps
+    # ``self_sym_sizes``), so it runs again after the graph is freed, as in PyTorch
+    like = next(g for g in grads if g is not None)
+    parts = []
+    for g, s in zip(grads, sizes):
+        if g is None:
+            shape = list(self_shape)
+            shape[dim] = s
+            g = _C.zeros(shape, dtype=like.dtype, device=like.device)
+        parts.append(g)
+    return _C.cat(parts, dim)
+
+
+def _unbind_backward(grads, self_shape, dim):
+    like = next(g for g in grads if g is not None)
+    shape = self_shape[:dim] + self_shape[dim + 1 :]
+    zeros = lambda: _C.zeros(shape, dtype=like.dtype, device=like.device)  # noqa: E731
+    return _C.stack([zeros() if g is None else g for g in grads], dim)
