@@ -11,6 +11,7 @@ import warnings
 
 from nbgrad import tensor as _T
 from nbgrad._tensor.dispatch import _edge_of
+from nbgrad._tensor.math_methods import sum_to
 
 from . import functional, graph
 from .anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
@@ -338,8 +339,6 @@ def grad(
                     )
                 g = zeros_like(t, requires_grad=create_graph)
         elif not isinstance(t, graph.GradientEdge) and g.shape != t.shape:
-            from nbgrad.derivatives import sum_to
-
             g = sum_to(g, t.shape)
         out.append(g)
     return tuple(out)

@@ -51,7 +51,10 @@ from typing import NamedTuple
 from nbgrad._graph import anomaly_mode as _anomaly
 from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad._graph.graph import AccumulateGrad, Edge, GraphRoot, Node, _saved_hooks, hook_name
+from nbgrad._tensor.conversion import _wrap
+from nbgrad._tensor.math_methods import sum_to
 from nbgrad.backend import CPU, quiet_float_errors
+from nbgrad.tensor import Tensor
 
 __all__ = ["NodeTask", "ReadyQueue", "InputBuffer", "GraphTask", "Engine", "get_default_engine"]
 
@@ -178,7 +181,6 @@ class InputBuffer(list):
 def _accumulate(old, new):
     if _grad_state.enabled:  # create_graph: record the sum
         return old + new
-    from nbgrad._tensor.conversion import _wrap
 
     return _wrap(old._data + new._data, old._device)
 
@@ -821,7 +823,6 @@ class Engine:
                         f"Function {node.name()} returned an invalid gradient at index {i} - got "
                         f"{list(shape)} but expected shape compatible with {list(meta.shape)}"
                     )
-                from nbgrad.derivatives import sum_to
 
                 grad = sum_to(grad, meta.shape)
                 grads[i] = grad
@@ -957,8 +958,6 @@ def _expandable(target, shape):
 def _check_hook_value(fn, old, new, node):
     """A hook's replacement gradient must keep the shape, dtype and device (names the hook and
     the node it ran on)."""
-    from nbgrad.tensor import Tensor
-
     name = hook_name(fn)
     where = f" (a hook on {node.name()})"
     if not isinstance(new, Tensor):

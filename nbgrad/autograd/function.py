@@ -15,7 +15,10 @@ import warnings
 from nbgrad._graph import anomaly_mode as _anomaly
 from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad._graph.graph import ERR_FREED, FREED, Edge, Node, SavedTensor, unpack_saved
+from nbgrad._tensor.dispatch import _edge_of
 from nbgrad._tensor.inplace import CopySlices  # (re-exported: PyTorch lists it here)
+from nbgrad._tensor.views import _IN_CUSTOM_FUNCTION, _multiple_views_message
+from nbgrad.tensor import Tensor, zeros
 
 __all__ = [
     "Function",
@@ -41,8 +44,6 @@ class FunctionCtx:
 
     def save_for_backward(self, *tensors):
         """Save tensors (or None) for ``backward``; read them back with ``saved_tensors``."""
-        from nbgrad.tensor import Tensor
-
         for t in tensors:
             if t is not None and not isinstance(t, Tensor):
                 raise TypeError(
@@ -141,8 +142,6 @@ class BackwardCFunction(Node, FunctionCtx):
             self._saved = FREED
 
     def apply(self, grads):
-        from nbgrad.tensor import zeros
-
         cls = self._forward_cls
         if self.materialize_grads:
             keep_none = () if self._materialize_non_diff_grads else self._non_diff_outputs
@@ -161,7 +160,6 @@ class BackwardCFunction(Node, FunctionCtx):
         results = cls.backward(self, *grads)
         if not isinstance(results, tuple):
             results = (results,)
-        from nbgrad.tensor import Tensor
 
         for r in results:
             if r is not None and not isinstance(r, Tensor):
@@ -268,10 +266,6 @@ class Function(metaclass=_FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        from nbgrad._tensor.dispatch import _edge_of
-        from nbgrad._tensor.views import _IN_CUSTOM_FUNCTION, _multiple_views_message
-        from nbgrad.tensor import Tensor
-
         setup_style = cls.setup_context is not Function.setup_context
         if setup_style:  # forward's defaults are part of ``inputs``, as PyTorch binds them
             bound = inspect.signature(cls.forward).bind(*args, **kwargs)
@@ -428,9 +422,6 @@ def once_differentiable(fn):
 
     @functools.wraps(fn)
     def wrapper(ctx, *args):
-        from nbgrad._tensor.dispatch import _edge_of
-        from nbgrad.tensor import Tensor
-
         prev = _grad_state.enabled
         _grad_state.enabled = False
         try:

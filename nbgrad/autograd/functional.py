@@ -5,12 +5,14 @@ Mirrors ``torch/autograd/functional.py`` (reverse mode; ``jvp`` by the double-vj
 
 from __future__ import annotations
 
+import nbgrad
+from nbgrad._graph.grad_mode import enable_grad
+from nbgrad.tensor import Tensor, ones_like, stack, zeros, zeros_like
+
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
 
 def _as_tuple(x, arg_name, fn_name):
-    from nbgrad.tensor import Tensor
-
     if isinstance(x, Tensor):
         return False, (x,)
     if not isinstance(x, (tuple, list)):
@@ -43,9 +45,6 @@ def _finish(xs, is_tuple, create_graph):
 
 
 def _grads(outputs, inputs, grad_outputs, create_graph, strict, fn_name):
-    from nbgrad.autograd import grad as _grad
-    from nbgrad.tensor import zeros_like
-
     outs = [o for o in outputs if o.requires_grad]
     gos = [g for o, g in zip(outputs, grad_outputs) if o.requires_grad]
     if not outs:
@@ -55,7 +54,9 @@ def _grads(outputs, inputs, grad_outputs, create_graph, strict, fn_name):
                 "of its inputs. This is not allowed in strict mode."
             )
         return tuple(zeros_like(x) for x in inputs)
-    res = _grad(outs, inputs, gos, create_graph=create_graph, retain_graph=True, allow_unused=True)
+    res = nbgrad.autograd.grad(
+        outs, inputs, gos, create_graph=create_graph, retain_graph=True, allow_unused=True
+    )
     result = []
     for i, (g, x) in enumerate(zip(res, inputs)):
         if g is None:
@@ -72,13 +73,10 @@ def _grads(outputs, inputs, grad_outputs, create_graph, strict, fn_name):
 def _vjp_of_grads(gs, wrt, vs, create_graph):
     """``sum_i vs[i] . d gs[i] / d wrt`` (zeros where unused): the second backward of ``jvp``'s
     double-vjp trick and of ``vhp``."""
-    from nbgrad.autograd import grad as _grad
-    from nbgrad.tensor import zeros_like
-
     pairs = [(g, v) for g, v in zip(gs, vs) if g.requires_grad]
     res = (None,) * len(wrt)
     if pairs:
-        res = _grad(
+        res = nbgrad.autograd.grad(
             [g for g, _ in pairs],
             wrt,
             [v for _, v in pairs],
@@ -91,8 +89,6 @@ def _vjp_of_grads(gs, wrt, vs, create_graph):
 
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), v^T J)``."""
-    from nbgrad._graph.grad_mode import enable_grad
-
     with enable_grad():
         is_tuple, inputs = _as_tuple(inputs, "inputs", "vjp")
         inputs = _prep(inputs, create_graph)
@@ -120,9 +116,6 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), J v)`` by the double-vjp trick."""
-    from nbgrad._graph.grad_mode import enable_grad
-    from nbgrad.tensor import zeros_like
-
     with enable_grad():
         is_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
         inputs = _prep(inputs, create_graph)
@@ -132,7 +125,6 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
                     "The vector v can only be None if the input to the user-provided function is "
                     "a single Tensor with a single element."
                 )
-            from nbgrad.tensor import ones_like
 
             vs = tuple(ones_like(x) for x in inputs)
         else:
@@ -150,9 +142,6 @@ def jacobian(
     func, inputs, create_graph=False, strict=False, vectorize=False, strategy="reverse-mode"
 ):
     """The Jacobian of ``func`` at ``inputs``: shape ``output.shape + input.shape`` per pair."""
-    from nbgrad._graph.grad_mode import enable_grad
-    from nbgrad.tensor import stack, zeros
-
     if strategy != "reverse-mode":
         raise ValueError("nbgrad's jacobian supports strategy='reverse-mode' only")
     with enable_grad():
@@ -209,8 +198,6 @@ def hessian(
 
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), v^T H)`` for a scalar function."""
-    from nbgrad._graph.grad_mode import enable_grad
-
     with enable_grad():
         is_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")
         inputs = _prep(inputs, create_graph)
@@ -226,7 +213,6 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
                     "The vector v can only be None if the input to the user-provided function is "
                     "a single Tensor with a single element."
                 )
-            from nbgrad.tensor import ones_like
 
             vs = tuple(ones_like(x) for x in inputs)
         else:

@@ -11,7 +11,10 @@ import warnings
 
 import numpy as np
 
+import nbgrad
 from nbgrad._graph.graph import Node
+from nbgrad._tensor.dispatch import _edge_of
+from nbgrad.tensor import Tensor, randn, tensor, zeros, zeros_like
 
 __all__ = [
     "gradcheck",
@@ -27,14 +30,10 @@ class GradcheckError(RuntimeError):
 
 
 def _as_tuple(x):
-    from nbgrad.tensor import Tensor
-
     return (x,) if isinstance(x, Tensor) else tuple(x)
 
 
 def _outputs(func, inputs):
-    from nbgrad.tensor import Tensor
-
     out = func(*inputs)
     return tuple(o for o in _as_tuple(out) if isinstance(o, Tensor))
 
@@ -65,9 +64,6 @@ def _numerical_jacobian(func, inputs, diff_idx, outputs, eps, keep=None):
 
 
 def _analytical_jacobian(inputs, diff_idx, outputs):
-    from nbgrad.autograd import grad
-    from nbgrad.tensor import zeros_like
-
     jac = [[np.zeros((o.numel(), inputs[i].numel())) for i in diff_idx] for o in outputs]
     diff_inputs = [inputs[i] for i in diff_idx]
     for k, out in enumerate(outputs):
@@ -76,7 +72,7 @@ def _analytical_jacobian(inputs, diff_idx, outputs):
         for r in range(out.numel()):
             g = zeros_like(out)
             g._data[np.unravel_index(r, out.shape)] = 1
-            grads = grad(out, diff_inputs, g, retain_graph=True, allow_unused=True)
+            grads = nbgrad.autograd.grad(out, diff_inputs, g, retain_graph=True, allow_unused=True)
             for col, gi in enumerate(grads):
                 if gi is not None:
                     jac[k][col][r, :] = np.asarray(gi._data, dtype=np.float64).reshape(-1)
@@ -109,8 +105,6 @@ def gradcheck(
         >>> ng.autograd.gradcheck(lambda t: (t.sin() * t).sum(), (x,))
         True
     """
-    from nbgrad.tensor import Tensor
-
     inputs = _as_tuple(inputs)
     diff_idx = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
     if not diff_idx:
@@ -169,8 +163,6 @@ class _UndefinedGrad(Node):
 
 def _undefined(t):
     """``t`` behind an ``_UndefinedGrad`` node: whatever gradient reaches it, None goes on."""
-    from nbgrad._tensor.dispatch import _edge_of
-
     node = _UndefinedGrad((_edge_of(t),))
     node._input_metadata_ = (t._metadata_tuple(),)
     out = t.detach()
@@ -183,9 +175,6 @@ def _undefined(t):
 def _check_undefined_grad(func, inputs, diff_idx):
     """PyTorch's ``_test_undefined_backward_mode``: with every output's gradient undefined (and,
     for several outputs, each one's in turn), backward runs and gives no gradient or zeros."""
-    from nbgrad.autograd import grad
-    from nbgrad.tensor import zeros_like
-
     diff_inputs = [inputs[i] for i in diff_idx]
 
     def differentiable():
@@ -197,7 +186,9 @@ def _check_undefined_grad(func, inputs, diff_idx):
             cases.append([_undefined(o) if j == k else o for j, o in enumerate(differentiable())])
     for outs in cases:
         try:
-            grads = grad(outs, diff_inputs, [zeros_like(o) for o in outs], allow_unused=True)
+            grads = nbgrad.autograd.grad(
+                outs, diff_inputs, [zeros_like(o) for o in outs], allow_unused=True
+            )
         except RuntimeError as e:
             _warn_undefined_grad_check()
             raise GradcheckError(
@@ -246,9 +237,6 @@ def gradgradcheck(
 ):
     """Check second derivatives: ``gradcheck`` of the gradient of ``func`` (built with
     ``create_graph=True``) with respect to the inputs and the output gradients."""
-    from nbgrad.autograd import grad
-    from nbgrad.tensor import Tensor, randn
-
     inputs = _as_tuple(inputs)
     outputs = _outputs(func, inputs)
     diff_outputs = [o for o in outputs if o.requires_grad and o.is_floating_point()]
@@ -267,7 +255,7 @@ def gradgradcheck(
         diff_in = [inp[i] for i in diff_idx]
         if not outs:
             return ()
-        grads = grad(outs, diff_in, gos, create_graph=True, allow_unused=True)
+        grads = nbgrad.autograd.grad(outs, diff_in, gos, create_graph=True, allow_unused=True)
         return tuple(g for g in grads if g is not None)
 
     return gradcheck(
@@ -308,8 +296,6 @@ def get_numerical_jacobian(fn, inputs, target=None, eps=1e-3, grad_out=1.0):
     """Deprecated: the Jacobians of ``fn(inputs)`` (its first output; ``fn`` takes the inputs as
     one tuple) with respect to each tensor of ``target`` (default ``inputs``) that requires grad,
     by central differences: a tuple of ``(input.numel(), output.numel())`` tensors."""
-    from nbgrad.tensor import Tensor, tensor
-
     _deprecated("get_numerical_jacobian")
     _check_grad_out(grad_out, "get_numerical_jacobian")
     inputs = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
@@ -343,9 +329,6 @@ def get_analytical_jacobian(inputs, output, nondet_tol=0.0, grad_out=1.0):
     ``(input.numel(), output.numel())`` Jacobian of ``output`` per input that requires grad,
     built twice from vector-Jacobian products; ``reentrant`` says the two agree within
     ``nondet_tol``."""
-    from nbgrad.autograd import grad
-    from nbgrad.tensor import Tensor, zeros, zeros_like
-
     _deprecated("get_analytical_jacobian")
     _check_grad_out(grad_out, "get_analytical_jacobian")
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
@@ -360,7 +343,9 @@ def get_analytical_jacobian(inputs, output, nondet_tol=0.0, grad_out=1.0):
         for j in range(output.numel()):
             g = zeros_like(output)
             g._data[np.unravel_index(j, output.shape)] = 1
-            grads = grad(output, diff_inputs, g, retain_graph=True, allow_unused=True)
+            grads = nbgrad.autograd.grad(
+                output, diff_inputs, g, retain_graph=True, allow_unused=True
+            )
             for jac, t, d in zip(jacs, diff_inputs, grads):
                 if d is None:
                     continue

@@ -15,6 +15,7 @@ from nbgrad import tensor as _T
 from nbgrad.tensor import VOLATILE_REMOVED
 
 from .engine import get_default_engine
+from .function import BackwardCFunction
 
 __all__ = ["VariableMeta", "Variable"]
 
@@ -48,8 +49,6 @@ class Variable(metaclass=VariableMeta):
         if volatile and requires_grad:
             raise ValueError("Variable can't be volatile and require_grad at the same time!")
         if _grad_fn is not None:
-            from .function import BackwardCFunction  # the node of a custom Function
-
             if not isinstance(_grad_fn, BackwardCFunction):
                 raise TypeError(
                     "_grad_fn has to be a Function object or None, but got "

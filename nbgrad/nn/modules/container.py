@@ -11,6 +11,8 @@ from collections.abc import Iterable, Iterator
 from itertools import islice
 
 from nbgrad.nn.modules.module import Module, _addindent
+from nbgrad.nn.parameter import Parameter
+from nbgrad.tensor import Tensor
 
 __all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
@@ -368,9 +370,6 @@ class ParameterDict(Module):
 
 
 def _as_parameter(value):
-    from nbgrad.nn.parameter import Parameter
-    from nbgrad.tensor import Tensor
-
     if isinstance(value, Tensor) and not isinstance(value, Parameter):
         return Parameter(value)
     return value
@@ -379,8 +378,6 @@ def _as_parameter(value):
 def _parameter_summary(p, type_name=False) -> str:
     """As PyTorch prints a parameter in a container: ``Parameter containing: [nbgrad.float32 of
     size 2x3]`` (a ParameterDict names the type instead: ``nbgrad.FloatTensor``)."""
-    from nbgrad.nn.parameter import Parameter
-
     if not isinstance(p, Parameter):
         return f"Object of type: {type(p).__name__}"
     size = "x".join(str(s) for s in p.shape)
