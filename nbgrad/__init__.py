@@ -3,6 +3,39 @@
 ``import nbgrad as ng`` stands in for ``import torch`` for autograd work: the same names,
 signatures, gradients, ``grad_fn`` names, hook order and errors. In a notebook,
 ``%load_ext nbgrad`` adds the ``%%autograd`` cell magic (``pip install nbgrad[notebook]``).
+
+The layers, bottom up. A module imports, at module level, only from its own layer or those below
+it (``tests/test_layers.py`` checks this); a call that must go up, as ``Tensor.backward`` into
+the engine, goes through the root package at call time (``nbgrad.autograd.backward``).
+
+0 arrays        backend.py          Device, the array module ``xp`` of each; the only cupy import
+                dtypes.py           dtypes, promotion, the default dtype
+                return_types.py     the named tuples of ``max(dim)``, ``sort``, ``topk``...
+1 graph         _graph/graph.py     Node, Edge, GraphRoot, AccumulateGrad, SavedTensor, hooks
+                _graph/grad_mode.py no_grad, enable_grad, inference_mode (thread-local state)
+                _graph/anomaly_mode.py  detect_anomaly and the forward tracebacks of nodes
+                _graph/table_node.py    the node generator: an op-table row -> a Node class
+2 tensor        _tensor/views.py    views of a base, and the checks of in-place ops on them
+                _tensor/conversion.py   Python data and arrays -> tensors (``tensor``, ``_wrap``)
+                _tensor/dispatch.py     method -> op-table row -> kernel, and the Node recording it
+                _tensor/creation.py     zeros, randn, arange, cat, stack, where...
+                _tensor/printing.py     how a tensor prints (PyTorch's ``_tensor_str.py``)
+                _tensor/math_methods.py   operators, pointwise math, reductions, matmul
+                _tensor/shape_methods.py  view, reshape, permute, expand, indexing
+                _tensor/inplace.py      add_, copy_, setitem: versions, CopySlices, rebase
+                tensor.py           the Tensor class: metadata, grad, hooks, backward, to()
+                _tensor_types.py    legacy ``FloatTensor``-style constructors; cuda.py: their cuda
+                _functions.py       the module-level ops: ``nbgrad.exp``, ``nbgrad.matmul``...
+3 op table      _kernels.py         the rows' array kernels, functions of ``xp`` and arrays
+                derivatives/        the rows by family (opinfo, pointwise, reductions, shape, nn)
+4 autograd      autograd/engine.py  GraphTask, ReadyQueue, InputBuffer, the Engine
+                autograd/__init__.py  backward, grad; function.py: custom Functions;
+                functional.py (jacobian, hessian...); gradcheck.py; variable.py; and the
+                public faces of the graph layer: graph.py, grad_mode.py, anomaly_mode.py
+5 nn, optim     nn/                 Module, layers, functional, init; optim/: SGD, Adam...
+                serialization.py    save and load
+6 notebook      notebook/           recorder, snapshot, layout, svg, widgets, the magic
+                                    (loaded by ``%load_ext nbgrad`` only)
 """
 
 from __future__ import annotations
