@@ -36,6 +36,8 @@ __all__ = [
     "GradientEdge",
     "get_gradient_edge",
     "increment_version",
+    "grad_accumulator",
+    "try_get_grad_accumulator",
 ]
 
 UINT64_MAX = 2**64 - 1
@@ -64,6 +66,8 @@ def bind_tensor(tensor_class, wrap, tensor):
 # threads, which also makes them stable node ids for the notebook's snapshots.
 _sequence_counter = itertools.count()
 next_sequence_nr = _sequence_counter.__next__
+"""Take the next sequence number: above every node made so far, below every node made later
+(the notebook's recorder marks where its block starts and ends with it)."""
 
 
 class Edge(NamedTuple):
@@ -89,6 +93,24 @@ def increment_version(tensor):
     """Bump ``tensor``'s version counter, as an in-place op would (for code that changes a
     tensor's memory behind autograd's back, so that saved-tensor checks see it)."""
     tensor._counter()[0] += 1
+
+
+def grad_accumulator(tensor):
+    """A leaf's AccumulateGrad, made if it has none (PyTorch's C++
+    ``impl::grad_accumulator``); None for a tensor that has a ``grad_fn``, that does not
+    require grad, or that can get no gradient (a no-grad view). The leaf refers to it weakly
+    until a hook is registered on it (see NOTE [A leaf and its AccumulateGrad])."""
+    if tensor.grad_fn is not None or not tensor.requires_grad:
+        return None
+    return tensor._get_grad_accumulator()
+
+
+def try_get_grad_accumulator(tensor):
+    """A leaf's AccumulateGrad if one is alive, else None; never makes one (PyTorch's C++
+    ``impl::try_get_grad_accumulator``)."""
+    if tensor.grad_fn is not None:
+        return None
+    return tensor._grad_accumulator
 
 
 def get_gradient_edge(tensor) -> GradientEdge:
@@ -228,6 +250,11 @@ class Node:
     def next_functions(self):
         return tuple((e.function, e.input_nr) for e in self._next_edges)
 
+    def next_edges(self) -> tuple:
+        """The ``Edge`` of each forward input, as stored (PyTorch's C++ ``Node::next_edges()``;
+        ``next_functions`` gives the same as plain pairs, made on each read)."""
+        return self._next_edges
+
     @property
     def num_outputs(self) -> int:
         """How many gradients ``apply`` returns (one per next edge)."""
@@ -272,6 +299,40 @@ class Node:
         return RemovableHandle(
             self._tensor_pre_hooks, fn, "tensor_hook", owner=tensor, output_nr=output_nr
         )
+
+    # NOTE [Reading a node's hooks]
+    # Tools (the notebook's graph view and hook editor) list what is registered on a node. As
+    # PyTorch's C++ ``Node::pre_hooks()``, ``post_hooks()``, ``tensor_pre_hooks()`` and
+    # ``retains_grad_hooks()``, these read-only accessors return copies in run order; the
+    # handles they hold are the live ones (``handle.enabled``, ``handle.remove()``).
+    def pre_hooks(self) -> tuple:
+        """The handles of ``register_prehook``, in the order they run."""
+        return tuple(self._pre_hooks or ())
+
+    def post_hooks(self) -> tuple:
+        """The handles of ``register_hook``, in the order they run."""
+        return tuple(self._post_hooks or ())
+
+    def tensor_pre_hooks(self) -> tuple:
+        """The handles of the tensor hooks on this node's outputs (``Tensor.register_hook``);
+        ``handle.owner`` is the tensor, ``handle.output_nr`` which output it is."""
+        return tuple(self._tensor_pre_hooks or ())
+
+    def retains_grad_hooks(self) -> dict:
+        """``{output_nr: tensor}`` for each live output that called ``retain_grad()``."""
+        out = {}
+        for output_nr, ref in (self._retains_grad_hooks or {}).items():
+            tensor = ref()
+            if tensor is not None:
+                out[output_nr] = tensor
+        return out
+
+    def saved_values(self) -> dict:
+        """``{name: value}`` for each value this node saved for backward, as stored, without
+        unpacking: a :class:`SavedTensor` (a freed one once the graph is released, see
+        ``SavedTensor.is_freed``), a list of them, or a plain value (a number, a shape, None).
+        The names are those of PyTorch's ``_saved_<name>`` attributes; reading never raises."""
+        return {}
 
     def _add_retains_grad_hook(self, tensor, output_nr):
         if self._retains_grad_hooks is None:
@@ -667,6 +728,34 @@ class SavedTensor:
     @property
     def unpack_hook(self):
         return self._unpack_hook
+
+    # -- read-only facts, for tools (never raise, never unpack) --------------------------------
+    @property
+    def shape(self) -> tuple:
+        """The saved tensor's shape (``()`` once freed; a packed object's own ``shape``)."""
+        return tuple(self._shape())
+
+    @property
+    def dtype(self):
+        """The saved tensor's dtype, or None (a saved None, a freed or packed one)."""
+        src = self._tensor._data if self._tensor is not None else self._data
+        return None if src is None else dtypes.from_numpy_dtype(src.dtype)
+
+    @property
+    def version(self):
+        """The version counter's value when the tensor was saved (None for a saved None);
+        backward raises if the tensor's version differs then."""
+        return self._version
+
+    @property
+    def is_output(self) -> bool:
+        """Whether the node saved its own output (stored as data only: no cycle)."""
+        return bool(self._is_output)
+
+    @property
+    def is_freed(self) -> bool:
+        """Whether the graph was released (after a backward without ``retain_graph``)."""
+        return self._freed
 
     def _data_tensor(self):
         """A saved output's data as a tensor outside the graph (PyTorch's ``tensor_data()``)."""

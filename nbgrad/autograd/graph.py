@@ -21,9 +21,12 @@ from nbgrad._graph.graph import (
     RemovableHandle,
     SavedTensor,
     get_gradient_edge,
+    grad_accumulator,
     hook_inventory,
     increment_version,
+    next_sequence_nr,
     saved_tensors_hooks,
+    try_get_grad_accumulator,
 )
 
 from .engine import current_graph_task_id, will_engine_execute_node
@@ -44,6 +47,9 @@ __all__ = [
     "increment_version",
     "HookInfo",
     "hook_inventory",
+    "grad_accumulator",
+    "try_get_grad_accumulator",
+    "next_sequence_nr",
 ]
 
 
