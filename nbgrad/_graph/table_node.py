@@ -93,6 +93,15 @@ class TableNode(Node):
     def _saved_tensor_names(self):
         return self._saved_names
 
+    def saved_values(self):
+        """``{name: value}`` of what the row saved, not unpacked (see ``Node.saved_values``); a
+        released slot reads as a freed SavedTensor, as ``_raw_saved_<name>`` does."""
+        out = {}
+        for name in self._saved_names:
+            value = getattr(self, "_s_" + name, None)
+            out[name] = _raw_saved(value) if value is FREED else value
+        return out
+
 
 def _saved_property(name):
     slot = "_s_" + name
