@@ -25,6 +25,7 @@ import traitlets as t
 from ._widget import StillWidget, asset, dumps, esm
 from .layout import default_collapsed, layout
 from .snapshot import IdMap, build_snapshot
+from .sources import source_for
 from .svg import snapshot_svg
 
 __all__ = ["GraphView"]
@@ -147,20 +148,30 @@ class GraphView(StillWidget):
             raise KeyError(f"no node {node_id!r} in this graph")
         return obj
 
+    @property
+    def graph_source(self):
+        """The :class:`~nbgrad.notebook.sources.GraphSource` that reads this view's graph."""
+        if self.recorder is not None:
+            return self.recorder.graph_source
+        return source_for(self.roots)
+
     def tensor(self, node_id):
         """A live tensor for a node id: a leaf's variable, or an output recorded for the node."""
         node = self.node(node_id)
-        var = getattr(node, "variable", None)
+        source = self.graph_source
+        if not source.is_node(node):
+            return None
+        var = source.variable(node)
         if var is not None:
             return var
         if self.recorder is not None:
             for r in self.recorder.records:
                 if r.node is node:
                     for out in r.output_tensors():
-                        if out.grad_fn is node:
+                        if source.tensor_facts(out).grad_fn is node:
                             return out
         for root in self.roots:
-            if getattr(root, "grad_fn", None) is node:
+            if source.is_tensor(root) and source.tensor_facts(root).grad_fn is node:
                 return root
         return None
 
@@ -178,15 +189,19 @@ class GraphView(StillWidget):
     def default_root(self):
         """The tensor a "Run backward" button starts from: a root of the view that is a scalar
         tensor needing grad, else the last such output the recorder saw."""
-        from nbgrad.tensor import Tensor
+        source = self.graph_source
+
+        def scalar_needing_grad(t):
+            facts = source.tensor_facts(t)
+            return facts.requires_grad and all(d == 1 for d in facts.shape)
 
         for root in self.roots:
-            if isinstance(root, Tensor) and root.requires_grad and root.numel() == 1:
+            if source.is_tensor(root) and scalar_needing_grad(root):
                 return root
         if self.recorder is not None:
             for r in reversed(self.recorder.records):
                 for out in r.output_tensors():
-                    if out.requires_grad and out.numel() == 1:
+                    if scalar_needing_grad(out):
                         return out
         return None
 

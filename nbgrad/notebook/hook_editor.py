@@ -39,6 +39,7 @@ import traitlets as t
 from ._widget import StillWidget, asset, esm
 from .recorder import Recorder
 from .snapshot import _hook_call, hooks_of
+from .sources import source_for
 from .svg import hooks_svg
 
 __all__ = ["HookEditor", "compile_hook"]
@@ -163,6 +164,7 @@ class HookEditor(StillWidget):
         self.root = root
         self.namespace = namespace
         self._node = self._tensor = self._module = None
+        self._graph_source = source_for(target)
         self._label = "nothing"
         self._node_id = None
         self._editor_hooks = {}  # hook id -> _EditorHook
@@ -177,9 +179,7 @@ class HookEditor(StillWidget):
     # -- the target --------------------------------------------------------------------------
     def set_target(self, target):
         """A Tensor, a Node, a module, a GraphView node or group id, or None."""
-        from nbgrad.autograd.graph import Node
-        from nbgrad.tensor import Tensor
-
+        source = self._source(target)
         node = tensor = module = None
         node_id = None
         label = "nothing"
@@ -188,34 +188,41 @@ class HookEditor(StillWidget):
                 raise ValueError("a node id needs a graph: HookEditor(graph=view)")
             node_id = target
             obj = self.graph.node(target)
-            if isinstance(obj, Node):
+            if source.is_node(obj):
                 node = obj
                 tensor = self.graph.tensor(target)
             else:  # a module group
                 module = obj.module
                 if module is None:
                     raise ValueError(f"the module of group {target!r} no longer exists")
-        elif isinstance(target, Tensor):
+        elif source.is_tensor(target):
             tensor = target
-            if target.grad_fn is not None:
-                node = target.grad_fn
-            elif target.requires_grad:
-                node = target._get_grad_accumulator()
-        elif isinstance(target, Node):
+            node = source.gradient_node(target)
+        elif source.is_node(target):
             node = target
-            tensor = getattr(target, "variable", None)
+            tensor = source.variable(target)
         elif target is not None:
             module = target
         if node is not None:
-            label = node.name()
-            if getattr(node, "variable", None) is not None and node_id is not None:
+            label = source.node_name(node)
+            if source.variable(node) is not None and node_id is not None:
                 label = self.graph.label(node_id) or label  # the leaf's name, as drawn
         elif module is not None:
             label = type(module).__name__
+        self._graph_source = source
         self._node, self._tensor, self._module = node, tensor, module
         self._node_id = node_id
         self._label = label
         self._update()
+
+    def _source(self, target):
+        """The graph source of a target (a view's id: the view's recorder's or roots')."""
+        if isinstance(target, str) and self.graph is not None:
+            view = self.graph
+            if view.recorder is not None:
+                return view.recorder.graph_source
+            return source_for(view.roots)
+        return source_for(target)
 
     def _follow(self, change):
         try:
@@ -226,10 +233,12 @@ class HookEditor(StillWidget):
     def kinds(self):
         """The hook kinds that can be added to the current target."""
         out = []
-        if self._tensor is not None and self._tensor.requires_grad:
-            out.append("tensor_hook")
-            if self._tensor.grad_fn is None:
-                out.append("post_accumulate_grad")
+        if self._tensor is not None:
+            facts = self._graph_source.tensor_facts(self._tensor)
+            if facts.requires_grad:
+                out.append("tensor_hook")
+                if facts.is_leaf:
+                    out.append("post_accumulate_grad")
         if self._node is not None:
             out += ["node_prehook", "node_hook"]
         if self._module is not None:
@@ -241,12 +250,10 @@ class HookEditor(StillWidget):
         return out
 
     def _infos(self):
-        from nbgrad.autograd.graph import hook_inventory
-
         if self._node is not None:
-            return hooks_of(self._node)
-        if self._module is not None and hasattr(self._module, "_module_hook_infos"):
-            return hook_inventory(self._module)
+            return hooks_of(self._node, self._graph_source)
+        if self._module is not None:
+            return self._graph_source.module_hooks(self._module)
         return []
 
     def _update(self):
@@ -278,11 +285,16 @@ class HookEditor(StillWidget):
                 "label": self._label,
                 "kinds": self.kinds(),
                 "signatures": {k: KINDS[k][2] for k in self.kinds()},
-                "root": (
-                    root.grad_fn.name() if root is not None and root.grad_fn is not None else None
-                ),
+                "root": self._root_name(root),
             }
             self.hooks = entries
+
+    def _root_name(self, root):
+        if root is None:
+            return None
+        source = source_for(root)
+        fn = source.tensor_facts(root).grad_fn if source.is_tensor(root) else None
+        return source.node_name(fn) if fn is not None else None
 
     def _root(self):
         if self.root is not None:

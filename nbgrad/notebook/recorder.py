@@ -43,6 +43,10 @@ import weakref
 from importlib import import_module
 from threading import get_ident
 
+from nbgrad.autograd.graph import try_get_grad_accumulator
+
+from .sources import NBGRAD, dtype_name
+
 _weakref = weakref.ref
 _new_record = object.__new__
 _getframe = sys._getframe
@@ -90,34 +94,32 @@ class TensorInfo:
 
     __slots__ = ("shape", "dtype", "device", "requires_grad", "node", "output_nr")
 
-    def __init__(self, t):
-        self.shape = tuple(t.shape)
-        self.dtype = str(t.dtype).rsplit(".", 1)[-1]
-        self.device = str(t.device)
-        self.requires_grad = bool(t.requires_grad)
-        fn = t.grad_fn
-        if fn is None and t.requires_grad:
-            fn = t._grad_accumulator
-        self.node = fn
-        self.output_nr = t.output_nr if t.grad_fn is not None else 0
+    def __init__(self, t, source=NBGRAD):
+        facts = source.tensor_facts(t)
+        self.shape = facts.shape
+        self.dtype = facts.dtype
+        self.device = facts.device
+        self.requires_grad = facts.requires_grad
+        self.node = source.gradient_node(t, create=False)
+        self.output_nr = facts.output_nr
 
     @classmethod
-    def _from_raw(cls, node, extra):
+    def _from_raw(cls, node, extra, source):
         """From the pair the recorder took when the op ran (see NOTE [Recording cost])."""
         info = cls.__new__(cls)
         info.node = node
         if node is not None:
             output_nr = extra
-            meta = node._input_metadata_[output_nr]
-            info.shape = tuple(meta.shape)
-            info.dtype = str(meta.dtype).rsplit(".", 1)[-1]
-            info.device = str(meta.device)
+            meta = source.input_metadata(node)[output_nr]
+            info.shape = meta.shape
+            info.dtype = meta.dtype
+            info.device = meta.device
             info.requires_grad = True
             info.output_nr = output_nr
         else:
-            shape, np_dtype, device, requires_grad = extra
+            shape, dtype, device, requires_grad = extra
             info.shape = tuple(shape)
-            info.dtype = _dtype_name(np_dtype)
+            info.dtype = _dtype_name(dtype)
             info.device = str(device)
             info.requires_grad = requires_grad
             info.output_nr = 0
@@ -127,17 +129,22 @@ class TensorInfo:
         return f"TensorInfo({list(self.shape)}, {self.dtype}, {self.device})"
 
 
-def _infos(flat):
-    return [TensorInfo._from_raw(flat[k], flat[k + 1]) for k in range(0, len(flat), 2)]
+def _infos(flat, source):
+    return [TensorInfo._from_raw(flat[k], flat[k + 1], source) for k in range(0, len(flat), 2)]
 
 
+# NOTE [Forward capture reads nbgrad's tensors]
+# The functions below run inside every op of a recorded block, on the tensors of nbgrad's own
+# forward listener, so they read the Tensor's public attributes directly rather than through
+# the graph source (a call per read). Everything read later, when records, traces and
+# snapshots are made, goes through ``Recorder.graph_source`` (see NOTE [One reader of the graph]).
 def _leaf_pair(t):
     """The pair a record keeps for a tensor without grad_fn (see NOTE [Recording cost])."""
-    if t._requires_grad:
-        acc = t._grad_accumulator
+    if t.requires_grad:
+        acc = try_get_grad_accumulator(t)
         if acc is not None:
             return (acc, 0)
-    return (None, (t._data.shape, t._data.dtype, t._device, t._requires_grad))
+    return (None, (t.shape, t.dtype, t.device, t.requires_grad))
 
 
 def _input_pairs(args):
@@ -147,19 +154,19 @@ def _input_pairs(args):
         ta = type(a)
         if ta is _Tensor or (ta is not float and ta is not int and isinstance(a, _Tensor)):
             fn = a.grad_fn
-            inputs += (fn, a._output_nr) if fn is not None else _leaf_pair(a)
+            inputs += (fn, a.output_nr) if fn is not None else _leaf_pair(a)
         elif ta is list:
             for t in a:
                 if isinstance(t, _Tensor):
                     fn = t.grad_fn
-                    inputs += (fn, t._output_nr) if fn is not None else _leaf_pair(t)
+                    inputs += (fn, t.output_nr) if fn is not None else _leaf_pair(t)
     return inputs
 
 
-def _edge_pairs(node):
+def _edge_pairs(node, source):
     """The flat pairs of a node's edges: its inputs' pairs when every argument has an edge."""
     pairs = []
-    for fn, input_nr in node._next_edges:
+    for fn, input_nr in source.next_edges(node):
         pairs += (fn, input_nr)
     return pairs
 
@@ -167,12 +174,10 @@ def _edge_pairs(node):
 _DTYPE_NAMES: dict = {}
 
 
-def _dtype_name(np_dtype):
-    name = _DTYPE_NAMES.get(np_dtype)
+def _dtype_name(dtype):
+    name = _DTYPE_NAMES.get(dtype)
     if name is None:
-        from nbgrad._tensor.dispatch import _FROM_NP
-
-        name = _DTYPE_NAMES[np_dtype] = str(_FROM_NP[np_dtype]).rsplit(".", 1)[-1]
+        name = _DTYPE_NAMES[dtype] = dtype_name(dtype)
     return name
 
 
@@ -214,6 +219,7 @@ class Record:
         "_source",
         "group",
         "_outputs_ref",
+        "graph_source",
         "__weakref__",
     )
 
@@ -221,14 +227,14 @@ class Record:
     def inputs(self):
         infos = self._inputs
         if infos is None:
-            infos = self._inputs = _infos(self._raw_inputs)
+            infos = self._inputs = _infos(self._raw_inputs, self.graph_source)
         return infos
 
     @property
     def outputs(self):
         infos = self._outputs
         if infos is None:
-            infos = self._outputs = _infos(self._raw_outputs)
+            infos = self._outputs = _infos(self._raw_outputs, self.graph_source)
         return infos
 
     @property
@@ -268,24 +274,27 @@ class RecordList:
     The recorder appends one plain tuple per call (see NOTE [Recording cost]); the Record
     objects are made when the list is first read past them."""
 
-    __slots__ = ("_raw", "_made", "_cell", "_line_offset")
+    __slots__ = ("_raw", "_made", "_cell", "_line_offset", "graph_source")
 
-    def __init__(self, cell=None, line_offset=0):
+    def __init__(self, cell=None, line_offset=0, source=NBGRAD):
         self._raw = []  # (op, inputs, outputs, node, elapsed, filename, lineno, group, refs)
         self._made = []
         self._cell = cell
         self._line_offset = line_offset
+        self.graph_source = source
 
     def _sync(self):
         made = self._made
         raw = self._raw
         cell = self._cell
+        source = self.graph_source
         for k in range(len(made), len(raw)):
             op, inputs, outputs, node, elapsed, filename, lineno, group, refs = raw[k]
             rec = _new_record(Record)
             rec.index = k
             rec.op = op
-            rec._raw_inputs = inputs if inputs is not None else _edge_pairs(node)
+            rec.graph_source = source
+            rec._raw_inputs = inputs if inputs is not None else _edge_pairs(node, source)
             rec._raw_outputs = (node, outputs) if type(outputs) is int else outputs
             rec._inputs = rec._outputs = None
             rec.node = node
@@ -404,8 +413,9 @@ class BackwardTrace:
     The trace is a record: the stepper replays it (forward and back) after the pass has run.
     """
 
-    def __init__(self, index, root, dependencies, graph_task, max_values):
+    def __init__(self, index, root, dependencies, graph_task, max_values, source=NBGRAD):
         self.index = index
+        self.graph_source = source
         self.root = root
         self.keep_graph = bool(getattr(graph_task, "keep_graph", False))
         self.create_graph = bool(getattr(graph_task, "create_graph", False))
@@ -433,14 +443,14 @@ class BackwardTrace:
         return [s.node for s in self.steps]
 
     def __repr__(self):
-        root = self.root.name() if self.root is not None else None
+        root = self.graph_source.node_name(self.root) if self.root is not None else None
         return f"<BackwardTrace #{self.index} from {root}: {len(self.steps)} steps>"
 
     # -- building (called from the engine listener) --------------------------------------------
     def _summary(self, value):
         from .snapshot import grad_summary
 
-        return grad_summary(value, self.max_values)
+        return grad_summary(value, self.max_values, self.graph_source)
 
     def _observe_routing(self, graph_task):
         """What the nodes that ended since the last step changed: counts and buffers."""
@@ -448,9 +458,9 @@ class BackwardTrace:
         buffers = {}
         deps = graph_task.dependencies
         not_ready = graph_task.not_ready
+        next_edges = self.graph_source.next_edges
         for node in self._pending:
-            for edge in node._next_edges:
-                fn = edge.function
+            for fn, _ in next_edges(node):
                 if fn is None or fn in deps_changed:
                     continue
                 deps_changed[fn] = deps.get(fn, 0)
@@ -462,10 +472,11 @@ class BackwardTrace:
 
     def _ready_now(self, graph_task, running=None):
         ready = {"cpu": list(graph_task.cpu_ready_queue.snapshot())}
+        seq = self.graph_source.sequence_nr
         for device, nodes in self._ready.items():
             if device != "cpu":
                 ready[device] = sorted(
-                    (n for n in nodes if n is not running), key=lambda n: -n._sequence_nr()
+                    (n for n in nodes if n is not running), key=lambda n: -seq(n)
                 )
         return ready
 
@@ -484,14 +495,22 @@ class Recorder:
     """
 
     def __init__(
-        self, *, forward=True, backward=True, max_values=16, cell_filename=None, line_offset=0
+        self,
+        *,
+        forward=True,
+        backward=True,
+        max_values=16,
+        cell_filename=None,
+        line_offset=0,
+        source=NBGRAD,
     ):
+        self.graph_source = source  # how records, traces and snapshots read the graph
         self.forward = forward
         self.backward = backward
         self.max_values = max_values
         self.cell_filename = cell_filename
         self.line_offset = line_offset
-        self.records = RecordList(cell_filename, line_offset)
+        self.records = RecordList(cell_filename, line_offset, source)
         self._raw = self.records._raw
         self.modules: list[ModuleCall] = []
         self.passes: list[BackwardTrace] = []
@@ -511,6 +530,7 @@ class Recorder:
         self._lock = threading.RLock()
         self._busy = threading.local()
         self._quiet = False  # set while the subscribers run (see _notify)
+        self._ids = None  # the IdMap its snapshots share (set by build_snapshot)
 
     # -- the block ---------------------------------------------------------------------------
     def __enter__(self):
@@ -528,9 +548,9 @@ class Recorder:
         if self.running:
             raise RuntimeError("this recorder is already running")
         global _Tensor
-        from nbgrad._graph.graph import next_sequence_nr
-        from nbgrad.autograd import Variable
-        from nbgrad.tensor import Tensor
+        from nbgrad import Tensor
+        from nbgrad.autograd.engine import get_default_engine
+        from nbgrad.autograd.graph import next_sequence_nr
 
         _Tensor = Tensor
         self.running = True
@@ -543,7 +563,7 @@ class Recorder:
             import_module("nbgrad._tensor.dispatch")._forward_listeners.append(self._on_forward)
             self._install_module_hooks()
         if self.backward:
-            self._engine = Variable._execution_engine
+            self._engine = get_default_engine()
             self._engine.listeners.append(self._on_engine)
         return self
 
@@ -551,7 +571,7 @@ class Recorder:
         """Stop recording (``__exit__``): remove every listener, close open groups."""
         if not self.running:
             return
-        from nbgrad._graph.graph import next_sequence_nr
+        from nbgrad.autograd.graph import next_sequence_nr
 
         self.running = False
         _remove(import_module("nbgrad._tensor.dispatch")._forward_listeners, self._on_forward)
@@ -613,7 +633,7 @@ class Recorder:
                 if fn is not None:
                     if node is None:
                         node = fn
-                    outputs += (fn, t._output_nr)
+                    outputs += (fn, t.output_nr)
                 else:
                     outputs += _leaf_pair(t)
             outputs = tuple(outputs)
@@ -621,13 +641,14 @@ class Recorder:
         else:
             node = result.grad_fn
             # one output made by ``node``: its output_nr alone (an int: no tuple to make)
-            outputs = result._output_nr if node is not None else _leaf_pair(result)
+            outputs = result.output_nr if node is not None else _leaf_pair(result)
             refs = _weakref(result)
         inputs = None  # the node's edges, one per argument, are the inputs' pairs (read later)
-        if node is None or len(node._next_edges) != len(args):
+        edges = node.next_edges() if node is not None else None
+        if node is None or len(edges) != len(args):
             inputs = _input_pairs(args)
         else:
-            for edge in node._next_edges:
+            for edge in edges:
                 if edge[0] is None:  # a number or a constant tensor among the arguments
                     inputs = _input_pairs(args)
                     break
@@ -756,7 +777,12 @@ class Recorder:
         if event == "task_start":
             with self._lock:
                 trace = BackwardTrace(
-                    len(self.passes), data["root"], data["dependencies"], gt, self.max_values
+                    len(self.passes),
+                    data["root"],
+                    data["dependencies"],
+                    gt,
+                    self.max_values,
+                    self.graph_source,
                 )
                 self.passes.append(trace)
                 self._open_traces[key] = trace
@@ -856,7 +882,7 @@ class Recorder:
 
     def in_scope(self, node) -> bool:
         """Whether ``node`` was created inside the block (by sequence number)."""
-        seq = node._sequence_nr()
+        seq = self.graph_source.sequence_nr(node)
         if self.seq_start is None or seq >= 2**64 - 1:
             return False
         return seq > self.seq_start and (self.seq_end is None or seq < self.seq_end)

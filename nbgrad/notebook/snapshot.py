@@ -71,6 +71,8 @@ import weakref
 
 import numpy as np
 
+from .sources import NBGRAD, UINT64_MAX, source_for
+
 __all__ = [
     "SCHEMA_VERSION",
     "IdMap",
@@ -84,7 +86,6 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
-UINT64_MAX = 2**64 - 1
 MAX_NODES = 20000
 
 
@@ -98,19 +99,14 @@ def _num(v):
     return "inf" if v > 0 else "-inf"
 
 
-def _dtype_name(dtype) -> str:
-    return str(dtype).rsplit(".", 1)[-1]
-
-
-def grad_summary(value, max_values=16):
+def grad_summary(value, max_values=16, source=None):
     """A gradient (Tensor or None) as a GradSummary dict; other values as ``{"repr": ...}``."""
     if value is None:
         return None
-    from nbgrad.tensor import Tensor
-
-    if not isinstance(value, Tensor):
+    source = source or NBGRAD
+    if not source.is_tensor(value):
         return {"repr": repr(value)[:200]}
-    a = np.asarray(value.numpy(force=True))
+    a = source.to_numpy(value)
     flat = a.reshape(-1)
     norm = None
     if a.dtype.kind in "fiub":
@@ -118,7 +114,7 @@ def grad_summary(value, max_values=16):
         norm = _num(math.sqrt(float(f64 @ f64))) if flat.size else 0.0
     return {
         "shape": list(a.shape),
-        "dtype": _DTYPE_NAMES.get(a.dtype.str) or _dtype_name(value.dtype),
+        "dtype": _DTYPE_NAMES.get(a.dtype.str) or source.tensor_facts(value).dtype,
         "norm": norm,
         "numel": int(flat.size),
         "values": [_num(v) for v in flat[:max_values].tolist()],
@@ -136,12 +132,13 @@ _DTYPE_NAMES = {
 }
 
 
-def tensor_summary(t, node_id=None):
+def tensor_summary(t, node_id=None, source=None):
+    facts = (source or NBGRAD).tensor_facts(t)
     return {
-        "shape": list(t.shape),
-        "dtype": _dtype_name(t.dtype),
-        "device": str(t.device),
-        "requires_grad": bool(t.requires_grad),
+        "shape": list(facts.shape),
+        "dtype": facts.dtype,
+        "device": facts.device,
+        "requires_grad": facts.requires_grad,
         "node": node_id,
     }
 
@@ -149,19 +146,21 @@ def tensor_summary(t, node_id=None):
 class IdMap:
     """Stable ids for nodes: ``n<sequence_nr>``; leaves and graph roots numbered as first met."""
 
-    def __init__(self):
+    def __init__(self, source=None):
+        self.source = source  # the graph source; None until a snapshot sets it (then nbgrad's)
         self._special = weakref.WeakKeyDictionary()
         self._counts = {"leaf": 0, "root": 0}
 
     def __call__(self, node):
         if node is None:
             return None
-        seq = node._sequence_nr()
+        source = self.source or NBGRAD
+        seq = source.sequence_nr(node)
         if seq != UINT64_MAX:
             return f"n{seq}"
         got = self._special.get(node)
         if got is None:
-            prefix = "leaf" if hasattr(node, "variable") else "root"
+            prefix = "leaf" if source.is_accumulator(node) else "root"
             got = f"{prefix}{self._counts[prefix]}"
             self._counts[prefix] += 1
             self._special[node] = got
@@ -171,12 +170,13 @@ class IdMap:
 # -- extracting the graph ----------------------------------------------------------------------
 
 
-def collect_graph(starts, expand=None, max_nodes=MAX_NODES):
+def collect_graph(starts, expand=None, max_nodes=MAX_NODES, source=None):
     """The nodes reachable from ``starts`` (Nodes), in first-met order (depth-first, following
     ``next_functions`` in order); ``expand(node)`` says whether to walk below a node.
 
     Returns ``(nodes, unexpanded, truncated)``.
     """
+    next_edges = (source or source_for(starts)).next_edges
     seen = set()
     order = []
     unexpanded = set()
@@ -195,7 +195,7 @@ def collect_graph(starts, expand=None, max_nodes=MAX_NODES):
             if expand is not None and not expand(node):
                 unexpanded.add(node)
                 continue
-            children = [e.function for e in node._next_edges if e.function is not None]
+            children = [fn for fn, _ in next_edges(node) if fn is not None]
             for child in reversed(children):
                 if child not in seen:
                     seen.add(child)
@@ -206,93 +206,52 @@ def collect_graph(starts, expand=None, max_nodes=MAX_NODES):
     return order, unexpanded, truncated
 
 
-def _superseded(record):
+def _superseded(record, source):
     """Whether a record's node was replaced at once: every output is alive and none has it as
     ``grad_fn`` any more (a custom Function's identity outputs are views whose ``grad_fn``
     becomes the Function's node, e.g. ``BackwardHookFunctionBackward``). Such a node is no part
     of the graph; it is still drawn if another node leads to it."""
     outs = record.output_tensors()
-    return len(outs) == record.n_outputs and all(t.grad_fn is not record.node for t in outs)
+    return len(outs) == record.n_outputs and all(
+        source.tensor_facts(t).grad_fn is not record.node for t in outs
+    )
 
 
-def _roots_to_nodes(roots):
-    from nbgrad.autograd.graph import Node
-
+def _roots_to_nodes(roots, source):
     nodes = []
     for r in roots:
-        if isinstance(r, Node):
-            nodes.append(r)
-        elif hasattr(r, "grad_fn"):
-            if r.grad_fn is not None:
-                nodes.append(r.grad_fn)
-            elif r.requires_grad:
-                nodes.append(r._get_grad_accumulator())
-        else:
-            raise TypeError(f"a graph root must be a Tensor or a Node, got {type(r).__name__}")
+        node = source.root_node(r)
+        if node is not None:
+            nodes.append(node)
     return nodes
 
 
-def _node_kind(node, unexpanded):
-    if hasattr(node, "variable"):
+def _node_kind(node, unexpanded, source):
+    if source.is_accumulator(node):
         return "leaf"
-    if node._sequence_nr() == UINT64_MAX:
+    if source.sequence_nr(node) == UINT64_MAX:
         return "root"
     if node in unexpanded:
         return "external"
     return "node"
 
 
-def _saved_of(node):
-    from nbgrad._graph.graph import FREED, SavedTensor
-
+def _saved_of(node, source):
     out = []
-    names = node._saved_tensor_names() if hasattr(node, "_saved_tensor_names") else ()
-    for name in names:
-        entry = {"name": name}
-        raw = getattr(node, "_s_" + name, None)
-        if raw is FREED:
-            entry["kind"] = "freed"
-        elif raw is None:
-            entry["kind"] = "none"
-        elif isinstance(raw, SavedTensor):
-            entry.update(_saved_tensor(raw))
-        elif isinstance(raw, list) and raw and isinstance(raw[0], SavedTensor):
-            entry["kind"] = "tensors"
-            entry["shape"] = [list(s._shape()) for s in raw]
-            entry["dtype"] = raw[0]._dtype_name().replace("Tensor", "").lower() or None
-        else:
-            entry["kind"] = "value"
-            entry["value"] = repr(raw)[:200]
+    for v in source.saved(node):
+        entry = {"name": v.name, "kind": v.kind}
+        if v.kind == "tensor":
+            entry.update(shape=v.shape, dtype=v.dtype, version=v.version, output=v.output)
+        elif v.kind == "tensors":
+            entry.update(shape=v.shape, dtype=v.dtype)
+        elif v.kind == "value":
+            entry["value"] = v.value
         out.append(entry)
     return out
 
 
-def _saved_tensor(saved):
-    legacy = saved._dtype_name()  # e.g. "FloatTensor"
-    return {
-        "kind": "tensor",
-        "shape": list(saved._shape()),
-        "dtype": _LEGACY.get(legacy, legacy),
-        "version": saved._version,
-        "output": bool(saved._is_output),
-    }
-
-
-_LEGACY = {
-    "FloatTensor": "float32",
-    "DoubleTensor": "float64",
-    "HalfTensor": "float16",
-    "IntTensor": "int32",
-    "LongTensor": "int64",
-    "BoolTensor": "bool",
-    "ShortTensor": "int16",
-    "CharTensor": "int8",
-    "ByteTensor": "uint8",
-}
-
-
-def _metadata_of(node):
-    meta = node._metadata
+def _metadata_of(node, source):
+    meta = source.metadata(node)
     if not meta:
         return {}
     out = {}
@@ -303,29 +262,11 @@ def _metadata_of(node):
     return out
 
 
-def hooks_of(node):
-    """The HookInfo entries (from ``hook_inventory``) whose hook sits on ``node``: tensor hooks
-    of the tensors it produced, its pre- and post-hooks, and for an AccumulateGrad the
-    post-accumulate-grad hooks of its variable."""
-    from nbgrad.autograd.graph import hook_inventory
-
-    return [info for info in hook_inventory(node) if _hook_node(info) is node]
-
-
-def _hook_node(info):
-    """The node a hook sits on (None for module hooks)."""
-    if info.target_kind == "node":
-        return info.target
-    if info.target_kind == "tensor":
-        t = info.target
-        if t is None:
-            return None
-        if t.grad_fn is not None and info.kind == "tensor_hook":
-            owners = t.grad_fn._tensor_pre_hooks or ()
-            if info.handle in owners:
-                return t.grad_fn
-        return getattr(t, "_grad_accumulator", None)
-    return None
+def hooks_of(node, source=None):
+    """The HookInfo entries of the hooks that sit on ``node``: tensor hooks of the tensors it
+    produced, its pre- and post-hooks, and for an AccumulateGrad the post-accumulate-grad
+    hooks of its variable (see ``GraphSource.hooks``)."""
+    return (source or source_for(node)).hooks(node)
 
 
 def _hook_entry(info, target_id):
@@ -382,6 +323,7 @@ def build_snapshot(
     timings=True,
     max_nodes=MAX_NODES,
     objects=None,
+    source=None,
 ):
     """The snapshot of what ``recorder`` recorded, or of the graph below ``roots``.
 
@@ -395,13 +337,19 @@ def build_snapshot(
     ``ids``: an :class:`IdMap` to share ids between snapshots (the recorder keeps one).
     ``objects``: a dict to fill with
     ``{node id: Node, group id: ModuleCall}`` (for the widgets' Python side).
+    ``source``: the :class:`~nbgrad.notebook.sources.GraphSource` that reads the graph (default:
+    the recorder's, else the one that owns ``roots``).
     """
+    if source is None:
+        source = recorder.graph_source if recorder is not None else source_for(roots)
     if ids is None:
         ids = getattr(recorder, "_ids", None) if recorder is not None else None
         if ids is None:
-            ids = IdMap()
+            ids = IdMap(source)
             if recorder is not None:
                 recorder._ids = ids
+    if ids.source is None:
+        ids.source = source
     names = dict(names or {})
     weak_names = weak_names or {}
     records = recorder.records if recorder is not None else []
@@ -442,12 +390,12 @@ def build_snapshot(
 
     # which nodes
     if recorder is not None and not roots:
-        starts = [r.node for r in records if r.node is not None and not _superseded(r)]
+        starts = [r.node for r in records if r.node is not None and not _superseded(r, source)]
         starts.reverse()  # walk from the last op: the drawing's first-met order is top-down
-        nodes, unexpanded, truncated = collect_graph(starts, recorder.in_scope, max_nodes)
+        nodes, unexpanded, truncated = collect_graph(starts, recorder.in_scope, max_nodes, source)
     else:
-        start_nodes = _roots_to_nodes(roots)
-        nodes, unexpanded, truncated = collect_graph(start_nodes, None, max_nodes)
+        start_nodes = _roots_to_nodes(roots, source)
+        nodes, unexpanded, truncated = collect_graph(start_nodes, None, max_nodes, source)
     node_set = set(nodes)
     # number leaves in a deterministic order that only grows with the recording (so a live
     # view and a final one agree): first use by a recorded op, then as first met
@@ -456,7 +404,7 @@ def build_snapshot(
             if info.node is not None and info.node in node_set:
                 ids(info.node)
     for n in nodes:
-        if n._sequence_nr() == UINT64_MAX:
+        if source.sequence_nr(n) == UINT64_MAX:
             ids(n)
     node_group = {}
     node_record = {}
@@ -481,65 +429,57 @@ def build_snapshot(
         for k, s in enumerate(shown.steps):
             order_of.setdefault(s.node, k)
 
-    # hooks: every hook on a node of this graph (hook_inventory), then module hooks
-    from nbgrad.autograd.graph import hook_inventory
-
+    # hooks: the hooks on each node of this graph, in the nodes' order, then module hooks
+    ordered = sorted(nodes, key=lambda n: _order_key(n, ids))
     hook_entries = []
     node_hooks = {}
-    if nodes:
-        seen_handles = set()
-        for info in hook_inventory(*_top_nodes(nodes, node_set)):
-            owner = _hook_node(info)
-            if owner not in node_set or info.handle in seen_handles:
+    seen_handles = set()
+    for node in ordered:
+        for info in source.hooks(node):
+            if info.handle in seen_handles:
                 continue
             seen_handles.add(info.handle)
-            entry = _hook_entry(info, ids(owner))
+            entry = _hook_entry(info, ids(node))
             hook_entries.append(entry)
-            node_hooks.setdefault(owner, []).append(entry["id"])
+            node_hooks.setdefault(node, []).append(entry["id"])
     seen_modules = set()
     for g in groups:
         module = g.module
-        if (
-            module is None
-            or id(module) in seen_modules
-            or not hasattr(module, "_module_hook_infos")
-        ):
+        if module is None or id(module) in seen_modules:
             continue
         seen_modules.add(id(module))
-        for info in hook_inventory(module):
+        for info in source.module_hooks(module):
             hook_entries.append(_hook_entry(info, group_ids[g]))
 
     # nodes
     out_nodes = []
-    for node in sorted(nodes, key=lambda n: _order_key(n, ids)):
+    for node in ordered:
         nid = ids(node)
-        kind = _node_kind(node, unexpanded)
-        meta = node._input_metadata_
+        kind = _node_kind(node, unexpanded, source)
+        meta = source.input_metadata(node)
+        name = source.node_name(node)
+        seq = source.sequence_nr(node)
         entry = {
             "id": nid,
             "kind": kind,
-            "name": node.name(),
-            "label": node.name(),
-            "seq": node._sequence_nr() if node._sequence_nr() != UINT64_MAX else None,
+            "name": name,
+            "label": name,
+            "seq": seq if seq != UINT64_MAX else None,
             "shapes": [list(m.shape) for m in meta],
-            "dtype": _dtype_name(meta[0].dtype) if meta else None,
-            "device": str(meta[0].device) if meta else None,
+            "dtype": meta[0].dtype if meta else None,
+            "device": meta[0].device if meta else None,
             "group": None,
             "record": None,
             "line": None,
             "source": "",
-            "metadata": _metadata_of(node),
-            "saved": _saved_of(node),
+            "metadata": _metadata_of(node, source),
+            "saved": _saved_of(node, source),
             "next": [
-                {
-                    "node": ids(e.function) if e.function in node_set else None,
-                    "input_nr": e.input_nr,
-                }
-                for e in node._next_edges
+                {"node": ids(fn) if fn in node_set else None, "input_nr": input_nr}
+                for fn, input_nr in source.next_edges(node)
             ],
             "input_metadata": [
-                {"shape": list(m.shape), "dtype": _dtype_name(m.dtype), "device": str(m.device)}
-                for m in meta
+                {"shape": list(m.shape), "dtype": m.dtype, "device": m.device} for m in meta
             ],
             "hooks": node_hooks.get(node, []),
             "tensor": None,
@@ -555,10 +495,10 @@ def build_snapshot(
             entry["source"] = rec.source
         group = node_group.get(node)
         if kind == "leaf":
-            var = node.variable
+            var = source.variable(node)
             name = names.get(id(var))
-            summary = tensor_summary(var, nid)
-            summary["grad"] = grad_summary(var.grad, _max_values(recorder))
+            summary = tensor_summary(var, nid, source)
+            summary["grad"] = grad_summary(source.grad(var), _max_values(recorder), source)
             summary["name"] = name
             entry["tensor"] = summary
             if name:
@@ -572,19 +512,19 @@ def build_snapshot(
     # edges
     out_edges = []
     edge_grads = shown.edge_grads if shown is not None else {}
-    for entry_node in sorted(nodes, key=lambda n: _order_key(n, ids)):
+    for entry_node in ordered:
         if entry_node in unexpanded:
             continue
-        for i, e in enumerate(entry_node._next_edges):
-            if e.function is None or e.function not in node_set:
+        for i, (fn, input_nr) in enumerate(source.next_edges(entry_node)):
+            if fn is None or fn not in node_set:
                 continue
             out_edges.append(
                 {
                     "id": f"e{len(out_edges)}",
                     "from": ids(entry_node),
-                    "to": ids(e.function),
+                    "to": ids(fn),
                     "index": i,
-                    "input_nr": e.input_nr,
+                    "input_nr": input_nr,
                     "grad": edge_grads.get((entry_node, i)),
                 }
             )
@@ -635,7 +575,7 @@ def build_snapshot(
         "records": out_records,
         "hooks": hook_entries,
         "passes": [_pass_entry(p, ids) for p in passes],
-        "roots": [ids(n) for n in _top_nodes(nodes, node_set)],
+        "roots": [ids(n) for n in _top_nodes(nodes, source)],
         "pass": shown.index if shown is not None else None,
         "truncated": truncated,
         "backward_ops": recorder.backward_ops if recorder is not None else 0,
@@ -647,20 +587,20 @@ def _max_values(recorder):
 
 
 def _order_key(node, ids):
-    seq = node._sequence_nr()
+    seq = ids.source.sequence_nr(node)
     if seq != UINT64_MAX:
         return (0, seq, "")
     nid = ids(node)  # "leaf<k>" or "root<k>"
     return (1, int(nid[4:]), nid)
 
 
-def _top_nodes(nodes, node_set):
+def _top_nodes(nodes, source):
     """The nodes no other node of the graph points to, in order."""
     pointed = set()
     for n in nodes:
-        for e in n._next_edges:
-            if e.function is not None:
-                pointed.add(e.function)
+        for fn, _ in source.next_edges(n):
+            if fn is not None:
+                pointed.add(fn)
     return [n for n in nodes if n not in pointed]
 
 
@@ -677,7 +617,8 @@ def _info_summary(info, ids, node_set):
 
 def trace_snapshot(trace, *, names=None, weak_names=None, ids=None, max_nodes=MAX_NODES):
     """The stepper's view of one backward pass (schema ``nbgrad.trace``, see above)."""
-    ids = ids or IdMap()
+    source = trace.graph_source
+    ids = ids or IdMap(source)
     graph = build_snapshot(
         None,
         [trace.root],
@@ -687,6 +628,7 @@ def trace_snapshot(trace, *, names=None, weak_names=None, ids=None, max_nodes=MA
         weak_names=weak_names,
         ids=ids,
         max_nodes=max_nodes,
+        source=source,
     )
 
     def id_list(nodes):

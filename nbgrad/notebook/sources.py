@@ -1,0 +1,374 @@
+"""Graph sources: how the notebook layer reads a backward graph, whatever framework made it.
+
+The seam of ARCHITECTURE.md ("The notebook layer"). The recorder and the snapshot read nodes
+and tensors only through a :class:`GraphSource`: a node's name, next edges, sequence number,
+metadata, input metadata, saved values and hooks, and a tensor's facts. Everything above the
+snapshot (layout, SVG, widgets) sees JSON only, so no code there asks which framework made the
+graph.
+
+:class:`NbgradSource` reads nbgrad's graph through its public API. A source for PyTorch's own
+``grad_fn`` graph can be written against the same interface with torch's public and
+semi-public API (``grad_fn.name()``, ``next_functions``, ``metadata``, ``_input_metadata``,
+``_saved_<name>`` / ``_raw_saved_<name>``, ``_sequence_nr()``, a tensor's ``_version``,
+``_backward_hooks`` and ``_post_accumulate_grad_hooks``), importing torch only inside it, and
+join the registry with :func:`register_source`; :func:`source_for` then picks it for torch
+objects (its ``owns`` must not import torch: it can test ``type(obj).__module__``).
+
+NOTE [One reader of the graph]
+Before this module, the recorder and the snapshot read private attributes of nbgrad's nodes
+and tensors in a dozen places. Now they hold a source (``Recorder.graph_source``, and the
+``source`` argument of ``build_snapshot``) and call it; the facts they need that nbgrad did
+not expose got public, read-only accessors named as PyTorch names them where it has a name
+(``Node.next_edges()``, ``Node.pre_hooks()`` ... after the C++ ``Node``;
+``grad_accumulator`` / ``try_get_grad_accumulator`` after ``torch::autograd::impl``).
+``tests/notebook/test_sources.py`` scans the notebook's code: no module but this one reads an
+underscore attribute of an object the notebook does not own, and this one only torch's
+public underscore names.
+"""
+
+from __future__ import annotations
+
+import abc
+import sys
+from typing import NamedTuple
+
+import numpy as np
+
+import nbgrad
+from nbgrad.autograd.graph import (
+    UINT64_MAX,
+    AccumulateGrad,
+    HookInfo,
+    Node,
+    SavedTensor,
+    grad_accumulator,
+    hook_inventory,
+    try_get_grad_accumulator,
+)
+
+__all__ = [
+    "GraphSource",
+    "NbgradSource",
+    "TensorFacts",
+    "InputMeta",
+    "SavedValue",
+    "NodeHooks",
+    "NBGRAD",
+    "register_source",
+    "source_for",
+    "UINT64_MAX",
+]
+
+
+class TensorFacts(NamedTuple):
+    """What the notebook shows of a tensor; ``dtype`` and ``device`` are names
+    (``"float32"``, ``"cuda:0"``)."""
+
+    shape: tuple
+    dtype: str
+    device: str
+    requires_grad: bool
+    is_leaf: bool
+    grad_fn: object  # the node that made it, or None
+    output_nr: int
+    version: int
+
+
+class InputMeta(NamedTuple):
+    """Shape, dtype name and device name of one gradient a node expects."""
+
+    shape: tuple
+    dtype: str
+    device: str
+
+
+class SavedValue(NamedTuple):
+    """One value a node saved for backward, as the snapshot's ``Saved`` record shows it.
+
+    ``kind``: ``"tensor"``, ``"tensors"`` (a list), ``"value"`` (not a tensor: ``value`` is
+    its repr), ``"freed"`` (released after backward) or ``"none"``. ``shape`` is a list, or a
+    list of them for ``"tensors"``; ``version`` the tensor's version when saved; ``output``
+    whether the node saved its own output."""
+
+    name: str
+    kind: str
+    shape: list | None = None
+    dtype: str | None = None
+    version: int | None = None
+    output: bool | None = None
+    value: str | None = None
+
+
+class NodeHooks(NamedTuple):
+    """The hooks on one node, each a tuple of handles in run order.
+
+    A handle has ``id``, ``fn``, ``kind``, ``name``, ``enabled`` and ``owner`` (the tensor,
+    node or module it is registered on), as nbgrad's ``RemovableHandle``; a source for another
+    framework wraps its hooks in objects with those attributes. ``retains_grad`` lists the
+    output numbers whose gradient is retained."""
+
+    pre_hooks: tuple
+    hooks: tuple
+    tensor_hooks: tuple
+    retains_grad: tuple
+    post_accumulate_grad: tuple
+
+
+def dtype_name(dtype) -> str:
+    """``nbgrad.float32`` (or ``torch.float32``) -> ``"float32"``."""
+    return str(dtype).rsplit(".", 1)[-1]
+
+
+class GraphSource(abc.ABC):
+    """How the notebook reads one framework's backward graph and tensors.
+
+    Nodes and tensors are the framework's own objects; what comes back is plain data (names,
+    numbers, tuples) or more of its nodes and tensors."""
+
+    name = "?"
+
+    # -- which objects ---------------------------------------------------------------------
+    @abc.abstractmethod
+    def owns(self, obj) -> bool:
+        """Whether ``obj`` (a tensor, a node, a module) belongs to this framework."""
+
+    @abc.abstractmethod
+    def is_node(self, obj) -> bool:
+        """Whether ``obj`` is a backward node (a ``grad_fn``)."""
+
+    @abc.abstractmethod
+    def is_tensor(self, obj) -> bool:
+        """Whether ``obj`` is a tensor."""
+
+    # -- nodes -----------------------------------------------------------------------------
+    @abc.abstractmethod
+    def node_name(self, node) -> str:
+        """The node's name (``"MulBackward0"``)."""
+
+    @abc.abstractmethod
+    def next_edges(self, node):
+        """One ``(node or None, input_nr)`` pair per forward input (``next_functions``)."""
+
+    @abc.abstractmethod
+    def sequence_nr(self, node) -> int:
+        """Creation order (``_sequence_nr()``); ``UINT64_MAX`` for a leaf's accumulator and
+        a graph root."""
+
+    @abc.abstractmethod
+    def variable(self, node):
+        """The leaf of an accumulator node (``AccumulateGrad.variable``); None for others."""
+
+    @abc.abstractmethod
+    def is_accumulator(self, node) -> bool:
+        """Whether ``node`` accumulates into a leaf's ``.grad`` (``AccumulateGrad``)."""
+
+    @abc.abstractmethod
+    def metadata(self, node) -> dict:
+        """The node's ``metadata`` dict (may be empty)."""
+
+    @abc.abstractmethod
+    def input_metadata(self, node) -> tuple:
+        """One :class:`InputMeta` per gradient the node expects (one per forward output)."""
+
+    @abc.abstractmethod
+    def saved(self, node) -> list:
+        """One :class:`SavedValue` per value the node saved, in the node's order."""
+
+    @abc.abstractmethod
+    def node_hooks(self, node) -> NodeHooks:
+        """The hooks registered on ``node`` (for an accumulator, with its leaf's
+        post-accumulate-grad hooks)."""
+
+    def hooks(self, node) -> list:
+        """:class:`HookInfo` entries for the hooks on ``node``: tensor hooks of its outputs,
+        its pre-hooks and hooks, then its leaf's post-accumulate-grad hooks."""
+        h = self.node_hooks(node)
+        leaf = self.variable(node)
+        out = [_info(x, "tensor", x.owner) for x in h.tensor_hooks]
+        out += [_info(x, "node", node) for x in h.pre_hooks + h.hooks]
+        out += [_info(x, "tensor", leaf) for x in h.post_accumulate_grad]
+        return out
+
+    @abc.abstractmethod
+    def module_hooks(self, module) -> list:
+        """:class:`HookInfo` entries for the hooks registered on a module ([] if none, or if
+        ``module`` is no module of this framework)."""
+
+    # -- tensors ---------------------------------------------------------------------------
+    @abc.abstractmethod
+    def tensor_facts(self, tensor) -> TensorFacts:
+        """Shape, dtype, device, requires_grad, is_leaf, grad_fn, output_nr and version."""
+
+    @abc.abstractmethod
+    def gradient_node(self, tensor, create=True):
+        """The node a tensor's gradient flows into: its ``grad_fn``, or for a leaf that
+        requires grad its accumulator (made if ``create``, else only if alive); else None."""
+
+    @abc.abstractmethod
+    def grad(self, tensor):
+        """A leaf's ``.grad`` (no warning for a non-leaf: None unless it retains grad)."""
+
+    @abc.abstractmethod
+    def to_numpy(self, tensor) -> np.ndarray:
+        """The values of a tensor on the host, detached."""
+
+    # -- derived ---------------------------------------------------------------------------
+    def root_node(self, obj):
+        """A graph root given as a tensor or a node -> its node (None for a tensor that needs
+        no gradient)."""
+        if self.is_node(obj):
+            return obj
+        if self.is_tensor(obj):
+            return self.gradient_node(obj)
+        raise TypeError(f"a graph root must be a Tensor or a Node, got {type(obj).__name__}")
+
+
+def _info(handle, target_kind, target):
+    return HookInfo(handle.kind, target_kind, target, handle.name, handle.enabled, handle)
+
+
+class NbgradSource(GraphSource):
+    """nbgrad's graph, read through its public API only."""
+
+    name = "nbgrad"
+
+    def owns(self, obj) -> bool:
+        if isinstance(obj, (nbgrad.Tensor, Node)):
+            return True
+        nn = sys.modules.get("nbgrad.nn")
+        return nn is not None and isinstance(obj, nn.Module)
+
+    def is_node(self, obj) -> bool:
+        return isinstance(obj, Node)
+
+    def is_tensor(self, obj) -> bool:
+        return isinstance(obj, nbgrad.Tensor)
+
+    # -- nodes -----------------------------------------------------------------------------
+    def node_name(self, node) -> str:
+        return node.name()
+
+    def next_edges(self, node):
+        return node.next_edges()  # Edge named tuples: (function, input_nr) pairs
+
+    def sequence_nr(self, node) -> int:
+        return node.sequence_nr
+
+    def variable(self, node):
+        return node.variable if type(node) is AccumulateGrad else None
+
+    def is_accumulator(self, node) -> bool:
+        return isinstance(node, AccumulateGrad)
+
+    def metadata(self, node) -> dict:
+        return node.metadata
+
+    def input_metadata(self, node) -> tuple:
+        return tuple(
+            InputMeta(tuple(m.shape), dtype_name(m.dtype), str(m.device))
+            for m in node.input_metadata
+        )
+
+    def saved(self, node) -> list:
+        return [_saved_value(name, v) for name, v in node.saved_values().items()]
+
+    def node_hooks(self, node) -> NodeHooks:
+        leaf = self.variable(node)
+        post_acc = ()
+        if leaf is not None:
+            post_acc = tuple(
+                info.handle for info in hook_inventory(node) if info.kind == "post_accumulate_grad"
+            )
+        return NodeHooks(
+            pre_hooks=node.pre_hooks(),
+            hooks=node.post_hooks(),
+            tensor_hooks=node.tensor_pre_hooks(),
+            retains_grad=tuple(sorted(node.retains_grad_hooks())),
+            post_accumulate_grad=post_acc,
+        )
+
+    def module_hooks(self, module) -> list:
+        nn = sys.modules.get("nbgrad.nn")
+        if nn is None or not isinstance(module, nn.Module):
+            return []
+        return hook_inventory(module)
+
+    # -- tensors ---------------------------------------------------------------------------
+    def tensor_facts(self, tensor) -> TensorFacts:
+        fn = tensor.grad_fn
+        return TensorFacts(
+            shape=tuple(tensor.shape),
+            dtype=dtype_name(tensor.dtype),
+            device=str(tensor.device),
+            requires_grad=bool(tensor.requires_grad),
+            is_leaf=fn is None,
+            grad_fn=fn,
+            output_nr=tensor.output_nr if fn is not None else 0,
+            version=tensor._version,
+        )
+
+    def gradient_node(self, tensor, create=True):
+        fn = tensor.grad_fn
+        if fn is not None or not tensor.requires_grad:
+            return fn
+        return grad_accumulator(tensor) if create else try_get_grad_accumulator(tensor)
+
+    def grad(self, tensor):
+        return tensor.grad if tensor.grad_fn is None or tensor.retains_grad else None
+
+    def to_numpy(self, tensor) -> np.ndarray:
+        return np.asarray(tensor.numpy(force=True))
+
+
+def _saved_value(name, value) -> SavedValue:
+    """A node's stored value (see ``Node.saved_values``) as a :class:`SavedValue`."""
+    if value is None:
+        return SavedValue(name, "none")
+    if isinstance(value, SavedTensor):
+        if value.is_freed:
+            return SavedValue(name, "freed")
+        if value.version is None:  # PyTorch's saved None
+            return SavedValue(name, "none")
+        return SavedValue(
+            name,
+            "tensor",
+            shape=list(value.shape),
+            dtype=dtype_name(value.dtype) if value.dtype is not None else None,
+            version=value.version,
+            output=value.is_output,
+        )
+    if isinstance(value, list) and value and isinstance(value[0], SavedTensor):
+        if any(v.is_freed for v in value):
+            return SavedValue(name, "freed")
+        first = value[0].dtype
+        return SavedValue(
+            name,
+            "tensors",
+            shape=[list(v.shape) for v in value],
+            dtype=dtype_name(first) if first is not None else None,
+        )
+    return SavedValue(name, "value", value=repr(value)[:200])
+
+
+NBGRAD = NbgradSource()
+
+# the sources that can claim objects, asked in order; nbgrad's answers when none claims
+_sources: list[GraphSource] = [NBGRAD]
+
+
+def register_source(source: GraphSource) -> GraphSource:
+    """Add a source (say, one for PyTorch's graph); :func:`source_for` asks it first."""
+    _sources.insert(0, source)
+    return source
+
+
+def source_for(*objs) -> GraphSource:
+    """The source that owns the first object a registered source claims (tensors, nodes,
+    modules, or iterables of them); nbgrad's if none does."""
+    for obj in objs:
+        items = obj if isinstance(obj, (list, tuple)) else (obj,)
+        for item in items:
+            for source in _sources:
+                if source.owns(item):
+                    return source
+    return NBGRAD
