@@ -4,9 +4,70 @@
 // these names without importing them.
 
 /**
- * A gradient as the kernel summarises it (nbgrad/notebook/snapshot.py, ``grad_summary``).
+ * The records the kernel sends, each written once here. Their one definition is Python's: the
+ * TypedDicts of the same names in nbgrad/notebook/snapshot.py and layout.py (NOTE [One schema]);
+ * tests/notebook/test_schema.py checks every field below against them. A LayoutEdge's points
+ * are x1, y1, ..., xn, yn (see edgePath); its label is the norm, "2× norm" or the norms of
+ * parallel edges (as layout.grad_label).
+ *
  * @typedef {{shape: number[], dtype: string, norm: (number|string|null), numel: number,
  *            values: (number|string)[], truncated: boolean}} GradSummary
+ * @typedef {{shape: number[], dtype: string, device: string, requires_grad: boolean,
+ *            node: (string|null)}} TensorSummary
+ * @typedef {{shape: number[], dtype: string, device: string, requires_grad: boolean,
+ *            node: (string|null), grad: (GradSummary|null), name: (string|null)}} LeafTensor
+ * @typedef {{name: string, kind: ("tensor"|"tensors"|"value"|"freed"|"none"),
+ *            shape?: (number[]|number[][]), dtype?: (string|null), version?: (number|null),
+ *            output?: (boolean|null), value?: string}} Saved
+ * @typedef {{node: (string|null), input_nr: number}} SnapNext
+ * @typedef {{shape: number[], dtype: string, device: string}} SnapInputMetadata
+ * @typedef {{id: string, kind: ("node"|"leaf"|"external"|"root"), name: string, label: string,
+ *            seq: (number|null), shapes: number[][], dtype: (string|null),
+ *            device: (string|null), group: (string|null), record: (number|null),
+ *            line: (number|null), source: string, metadata: Object<string, string>,
+ *            saved: Saved[], next: SnapNext[], input_metadata: SnapInputMetadata[],
+ *            hooks: string[], tensor: (LeafTensor|null), grad: ((GradSummary|null)[]|null),
+ *            order: (number|null)}} SnapNode
+ * @typedef {{id: string, from: string, to: string, index: number, input_nr: number,
+ *            grad: (GradSummary|null)}} SnapEdge
+ * @typedef {{id: string, name: string, type: string, path: string, parent: (string|null),
+ *            depth: number, records: number[], error: (string|null)}} SnapGroup
+ * @typedef {{index: number, op: string, node: (string|null), inputs: TensorSummary[],
+ *            outputs: TensorSummary[], time_us: (number|null), line: (number|null),
+ *            file: (string|null), source: string, group: (string|null)}} SnapRecord
+ * @typedef {{id: string, kind: string, target_kind: ("tensor"|"node"|"module"),
+ *            target: (string|null), name: string, enabled: boolean,
+ *            source: (string|null)}} SnapHook
+ * @typedef {{hook: (string|null), name: string, kind: string, node: string,
+ *            before: (GradSummary|(GradSummary|null)[]|null),
+ *            after: (GradSummary|(GradSummary|null)[]|null), changed: boolean}} HookCall
+ * @typedef {{index: number, root: (string|null), retain_graph: boolean,
+ *            create_graph: boolean, order: string[], error: (string|null),
+ *            hooks: HookCall[]}} Pass
+ * @typedef {{schema: "nbgrad.snapshot", version: 1, nodes: SnapNode[], edges: SnapEdge[],
+ *            groups: SnapGroup[], records: SnapRecord[], hooks: SnapHook[], passes: Pass[],
+ *            roots: string[], pass: (number|null), truncated: boolean,
+ *            backward_ops: number}} Snapshot
+ * @typedef {{node: string, grad: (GradSummary|null), before: (GradSummary|null),
+ *            after: (GradSummary|null)}} Accumulated
+ * @typedef {{index: number, node: string, device: string, inputs: (GradSummary|null)[],
+ *            outputs: (GradSummary|null)[], hooks: HookCall[],
+ *            ready: Object<string, string[]>, dependencies: Object<string, number>,
+ *            buffers: Object<string, (GradSummary|null)[]>, made_ready: string[],
+ *            accumulated: (Accumulated|null)}} Step
+ * @typedef {{dependencies: Object<string, number>, ready: Object<string, string[]>}} TraceStart
+ * @typedef {{dependencies: Object<string, number>,
+ *            buffers: Object<string, (GradSummary|null)[]>}} TraceEnd
+ * @typedef {{schema: "nbgrad.trace", version: 1, graph: Snapshot, root: string,
+ *            initial: TraceStart, steps: Step[], final: TraceEnd, error: (string|null)}} Trace
+ * @typedef {{id: string, kind: ("node"|"group"), x: number, y: number, w: number, h: number,
+ *            label: string, sub: string, ref: string, group: (string|null)}} Box
+ * @typedef {{from: string, to: string, edges: string[], grad: (number|string|null),
+ *            grads: (number|string|null)[], label: (string|null), points: number[]}} LayoutEdge
+ * @typedef {{id: string, label: string, x: number, y: number, w: number, h: number,
+ *            depth: number}} LayoutGroup
+ * @typedef {{width: number, height: number, nodes: Box[], edges: LayoutEdge[],
+ *            groups: LayoutGroup[], collapsed: string[]}} Layout
  */
 
 const SVGNS = "http://www.w3.org/2000/svg";

@@ -1,50 +1,6 @@
 // nbgrad GraphView: the grad_fn graph, drawn from a snapshot and its layout.
 // Browser side of nbgrad/notebook/graph_view.py (an ES module for anywidget, after common.js).
-// The schema is documented in nbgrad/notebook/snapshot.py and layout.py; mirrored here.
-
-/**
- * @typedef {{shape: number[], dtype: string, device: string, requires_grad: boolean,
- *            node: (string|null)}} TensorSummary
- * @typedef {{name: string, kind: ("tensor"|"tensors"|"value"|"freed"|"none"),
- *            shape?: (number[]|number[][]), dtype?: string, version?: number,
- *            value?: string}} Saved
- * @typedef {{id: string, kind: ("node"|"leaf"|"external"|"root"), name: string, label: string,
- *            seq: (number|null), shapes: number[][], dtype: (string|null),
- *            device: (string|null), group: (string|null), record: (number|null),
- *            line: (number|null), source: string, metadata: Object<string, string>,
- *            saved: Saved[], next: {node: (string|null), input_nr: number}[],
- *            input_metadata: {shape: number[], dtype: string, device: string}[],
- *            hooks: string[], tensor: (Object|null), grad: (GradSummary|null)[]|null,
- *            order: (number|null)}} SnapNode
- * @typedef {{id: string, from: string, to: string, index: number, input_nr: number,
- *            grad: (GradSummary|null)}} SnapEdge
- * @typedef {{id: string, name: string, type: string, path: string, parent: (string|null),
- *            depth: number, records: number[], error: (string|null)}} SnapGroup
- * @typedef {{index: number, op: string, node: (string|null), inputs: TensorSummary[],
- *            outputs: TensorSummary[], time_us: (number|null), line: (number|null),
- *            file: (string|null), source: string, group: (string|null)}} SnapRecord
- * @typedef {{id: string, kind: string, target_kind: string, target: (string|null),
- *            name: string, enabled: boolean, source: (string|null)}} SnapHook
- * @typedef {{hook: (string|null), name: string, kind: string, node: string,
- *            before: (GradSummary|GradSummary[]), after: (GradSummary|GradSummary[]),
- *            changed: boolean}} HookCall
- * @typedef {{index: number, root: (string|null), retain_graph: boolean,
- *            create_graph: boolean, order: string[], error: (string|null),
- *            hooks: HookCall[]}} Pass
- * @typedef {{schema: "nbgrad.snapshot", version: 1, nodes: SnapNode[], edges: SnapEdge[],
- *            groups: SnapGroup[], records: SnapRecord[], hooks: SnapHook[], passes: Pass[],
- *            roots: string[], pass: (number|null), truncated: boolean,
- *            backward_ops: number}} Snapshot
- * @typedef {{id: string, kind: ("node"|"group"), x: number, y: number, w: number, h: number,
- *            label: string, sub: string, ref: string, group: (string|null)}} Box
- * @typedef {{width: number, height: number, nodes: Box[],
- *            edges: {from: string, to: string, edges: string[], grad: (number|string|null),
- *                    grads: (number|string|null)[], label: (string|null),
- *                    points: number[]}[],  (x1, y1, ..., xn, yn: see edgePath; label: the
- *                    norm, or "2× norm" / the norms for parallel edges, as layout.grad_label)
- *            groups: {id: string, label: string, x: number, y: number, w: number, h: number,
- *                     depth: number}[], collapsed: string[]}} Layout
- */
+// What it draws (Snapshot, Layout) is typed once, in common.js.
 
 function render({ model, el }) {
   el.classList.add("nbg-graph");

@@ -1,6 +1,6 @@
 // nbgrad HookEditor: list, add, edit, enable, disable and remove hooks; run backward.
 // Browser side of nbgrad/notebook/hook_editor.py (an ES module for anywidget, after common.js).
-// The shared schema (GradSummary, HookCall) is documented in nbgrad/notebook/snapshot.py.
+// The records it shows (GradSummary, HookCall) are typed once, in common.js.
 // Hook code typed here is only sent to the kernel when a button is pressed: nothing is sent
 // when a view is rendered (a reopened notebook never runs hook code; see NOTE [Hook code in
 // widget state] in hook_editor.py).

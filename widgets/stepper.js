@@ -1,33 +1,9 @@
 // nbgrad BackwardStepper: a recorded backward pass, one node at a time, forward and back.
 // Browser side of nbgrad/notebook/stepper.py (an ES module for anywidget, after common.js).
-// The trace schema ("nbgrad.trace") is documented in nbgrad/notebook/snapshot.py. Stepping
+// The trace it replays (Trace, Layout) is typed once, in common.js. Stepping
 // is a replay of the recorded pass: it runs nothing in the kernel.
 
 /**
- * @typedef {{hook: (string|null), name: string, kind: string, node: string,
- *            before: (GradSummary|GradSummary[]), after: (GradSummary|GradSummary[]),
- *            changed: boolean}} HookCall
- * @typedef {{id: string, kind: string, name: string, label: string, group: (string|null),
- *            shapes: number[][]}} SnapNode   (the fields used here; see graph_view.js)
- * @typedef {{id: string, parent: (string|null)}} SnapGroup
- * @typedef {{nodes: SnapNode[], groups: SnapGroup[], edges: Object[]}} Snapshot
- * @typedef {{node: string, grad: GradSummary, before: (GradSummary|null),
- *            after: GradSummary}} Accumulated   (a gradient accumulated into a leaf's .grad)
- * @typedef {{index: number, node: string, device: string, inputs: (GradSummary|null)[],
- *            outputs: (GradSummary|null)[], hooks: HookCall[],
- *            ready: Object<string, string[]>, dependencies: Object<string, number>,
- *            buffers: Object<string, (GradSummary|null)[]>, made_ready: string[],
- *            accumulated: (Accumulated|null)}} Step
- * @typedef {{schema: "nbgrad.trace", version: 1, graph: Snapshot, root: string,
- *            initial: {dependencies: Object<string, number>, ready: Object<string, string[]>},
- *            steps: Step[],
- *            final: {dependencies: Object<string, number>,
- *                    buffers: Object<string, (GradSummary|null)[]>},
- *            error: (string|null)}} Trace
- * @typedef {{width: number, height: number,
- *            nodes: {id: string, kind: string, x: number, y: number, w: number, h: number,
- *                    label: string, sub: string, ref: string}[],
- *            edges: {points: number[]}[]}} Layout
  * Traits: _trace_json: JSON of a Trace, _layout_json: JSON of a Layout, position: number (0 = start, k = step k - 1
  * running, steps + 1 = end).
  */

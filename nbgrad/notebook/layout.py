@@ -33,19 +33,74 @@ The result is deterministic (same snapshot, same numbers) and plain data, so the
 draws it and ``svg.py`` draws the same picture. 500 nodes lay out in well under a second
 (see ``tests/notebook/test_layout.py``).
 
-Layout = {width, height, nodes: [{id, kind: "node" | "group", x, y, w, h, label, sub, ref}],
-          edges: [{from, to, edges: [edge ids], grad: norm | null (of a single edge),
-                   grads: [norm | null] (one per merged edge), label: str | null (what the
-                   edge shows: the norm, "2× norm" for equal parallel edges, or the norms),
-                   points: [x1, y1, ..., xn, yn] (from the bottom of ``from`` to the top of
-                   ``to``, through the dummy boxes of a long edge: vertical in each)}],
-          groups: [{id, label, x, y, w, h, depth}], collapsed: [group ids]}
-(``x, y`` is a box's top-left corner; ``ref`` is the snapshot node id or group id.)
+The result is a :class:`Layout` (TypedDicts below, mirrored in ``widgets/common.js`` and
+checked by ``tests/notebook/test_schema.py``); ``x, y`` is a box's top-left corner.
 """
 
 from __future__ import annotations
 
-__all__ = ["layout", "node_size", "default_collapsed", "shape_text", "grad_label"]
+from typing import Literal, TypedDict
+
+__all__ = ["layout", "node_size", "default_collapsed", "shape_text", "grad_label", "Layout"]
+
+
+# -- the layout's records (see NOTE [One schema] in snapshot.py) -------------------------------
+class Box(TypedDict):
+    """A drawn box: a node, or a collapsed group (``kind`` ``"group"``); ``ref`` is the
+    snapshot's node id or group id, ``group`` the group drawn around it."""
+
+    id: str
+    kind: Literal["node", "group"]
+    x: float
+    y: float
+    w: float
+    h: float
+    label: str
+    sub: str
+    ref: str
+    group: str | None
+
+
+# ``from`` is a keyword: the functional form
+LayoutEdge = TypedDict(
+    "LayoutEdge",
+    {
+        "from": str,
+        "to": str,
+        "edges": "list[str]",  # the snapshot's edge ids merged into this one
+        "grad": "float | str | None",  # the norm of a single edge's gradient
+        "grads": "list[float | str | None]",  # one per merged edge
+        "label": "str | None",  # the norm, "2× norm" for equal parallel edges, or the norms
+        "points": "list[float]",  # x1, y1, ..., xn, yn: through a long edge's dummy boxes
+    },
+)
+LayoutEdge.__doc__ = "A drawn edge, from the bottom of ``from`` to the top of ``to``."
+
+
+class LayoutGroup(TypedDict):
+    """The box around an expanded module group."""
+
+    id: str
+    label: str
+    x: float
+    y: float
+    w: float
+    h: float
+    depth: int
+
+
+class Layout(TypedDict):
+    """What :func:`layout` returns: boxes, edges and group boxes, and the collapsed groups."""
+
+    width: float
+    height: float
+    nodes: list[Box]
+    edges: list[LayoutEdge]
+    groups: list[LayoutGroup]
+    collapsed: list[str]
+
+
+SCHEMA_TYPES = (Box, LayoutEdge, LayoutGroup, Layout)
 
 NODE_H = 38
 V_GAP = 44
@@ -85,7 +140,7 @@ def default_collapsed(snapshot):
     return [g["id"] for g in snapshot["groups"] if g["parent"] is None]
 
 
-def layout(snapshot, collapsed=()):
+def layout(snapshot, collapsed=()) -> Layout:
     groups = {g["id"]: g for g in snapshot["groups"]}
     collapsed = [c for c in collapsed if c in groups]
     collapsed_set = set(collapsed)

@@ -2,65 +2,17 @@
 
 Model: Chainer's ``computational_graph`` (extract the graph first, draw it later). Everything
 that crosses from the kernel to the browser, and everything the still SVG is drawn from, is a
-snapshot; ``widgets/*.js`` mirror this schema in a JSDoc typedef. Ids are stable: a node is
+snapshot, whose records are defined once, below. Ids are stable: a node is
 ``"n<sequence_nr>"``; nodes whose sequence number is 2**64 - 1 are named in the order they are
 first met (``"leaf0"``, ``"leaf1"`` ... for AccumulateGrad, ``"root0"`` ... for GraphRoot), never
 by ``id()``; so the same program run twice in fresh processes gives the same JSON (pass
 ``timings=False`` to leave out wall times, the one thing that varies).
 
-Schema (``"schema": "nbgrad.snapshot", "version": 1``)::
-
-    Snapshot = {
-      schema: "nbgrad.snapshot", version: 1,
-      nodes: [Node], edges: [Edge], groups: [Group], records: [Record], hooks: [Hook],
-      passes: [Pass], roots: [node id], pass: index of the pass shown on the edges | null,
-      truncated: bool (the graph had more than max_nodes nodes),
-      backward_ops: int (ops run by derivative formulas during the passes, not recorded)
-    }
-    Node = {
-      id, kind: "node" | "leaf" | "external" | "root", name (node.name()), label (what the
-      drawing shows: the name, or a leaf's variable name), seq (sequence_nr, null for 2**64-1),
-      shapes: [[int]] (one per forward output, from input_metadata), dtype, device,
-      group: group id | null, record: record index | null, line: int | null, source: str,
-      metadata: {str: str}, saved: [Saved], next: [{node: id | null, input_nr}],
-      input_metadata: [{shape, dtype, device}], hooks: [hook id],
-      tensor: TensorSummary & {grad: GradSummary | null, name} | null (a leaf's variable),
-      grad: [GradSummary | null] | null (what arrived at the node in the pass shown),
-      order: int | null (when it ran in that pass)
-    }
-    Saved = {name, kind: "tensor" | "tensors" | "value" | "freed" | "none", shape, dtype,
-             version, value (repr of a plain value)}
-    Edge = {id: "e<k>", from: node id, to: node id, index (position in from.next_functions),
-            input_nr, grad: GradSummary | null}
-    Group = {id: "g<k>", name, type, path, parent: group id | null, depth, records: [start, end],
-             error: str | null}
-    Record = {index, op, node: id | null, inputs: [TensorSummary], outputs: [TensorSummary],
-              time_us: float | null, line: int | null, file: str | null, source: str,
-              group: group id | null}
-    TensorSummary = {shape: [int], dtype, device, requires_grad: bool, node: id | null}
-    Hook = {id: "h<k>", kind: "tensor_hook" | "node_prehook" | "node_hook" |
-            "post_accumulate_grad" | module hook kinds, target_kind: "tensor" | "node" | "module",
-            target: node or group id | null, name, enabled: bool, source: str | null}
-    Pass = {index, root: id | null, retain_graph, create_graph, order: [id], error: str | null,
-            hooks: [HookCall]}
-    HookCall = {hook: hook id | null, name, kind: "tensor" | "prehook" | "posthook" |
-               "post_accumulate_grad", node: id, before: G, after: G, changed: bool}
-               where G is a GradSummary or a list of them (node pre/post hooks); for a
-               post-accumulate-grad hook, the leaf's .grad before and after the call
-    GradSummary = {shape: [int], dtype, norm: number | null, numel, values: [number | "nan" |
-                   "inf" | "-inf"] (the first max_values, flattened), truncated: bool}
-
-The stepper's trace (:func:`trace_snapshot`, ``"schema": "nbgrad.trace"``)::
-
-    Trace = {schema: "nbgrad.trace", version: 1, graph: Snapshot, root: id,
-             initial: {dependencies: {id: int}, ready: {device: [id]}},
-             steps: [Step], final: {dependencies: {id: int}, buffers: {id: [G]}}, error}
-    Step = {index, node: id, device, inputs: [G], outputs: [G], hooks: [HookCall],
-            ready: {device: [id]} (waiting while this node runs),
-            dependencies: {id: int} and buffers: {id: [G]} (changed since the previous step),
-            made_ready: [id], accumulated: Accumulated | null (an AccumulateGrad's step)}
-    Accumulated = {node: id (the AccumulateGrad), grad: G (what arrived), before: G | null,
-                   after: G (the leaf's .grad before and after the accumulation)}
+The schema is defined once, by the TypedDicts below (:class:`Snapshot` and the records it
+holds; :class:`Trace` for the stepper, ``"schema": "nbgrad.trace"``); the layout's in
+``layout.py``. The browser's JSDoc typedefs (``widgets/common.js``) are checked against them
+field by field by ``tests/notebook/test_schema.py``. A gradient is a :class:`GradSummary`; a
+value that is not a tensor where a gradient is expected is ``{"repr": str}``.
 """
 
 from __future__ import annotations
@@ -68,6 +20,7 @@ from __future__ import annotations
 import math
 import os
 import weakref
+from typing import Literal, NotRequired, TypedDict
 
 import numpy as np
 
@@ -75,6 +28,9 @@ from .sources import NBGRAD, UINT64_MAX, source_for
 
 __all__ = [
     "SCHEMA_VERSION",
+    "SCHEMA_TYPES",
+    "Snapshot",
+    "Trace",
     "IdMap",
     "build_snapshot",
     "trace_snapshot",
@@ -87,6 +43,283 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 MAX_NODES = 20000
+
+
+# -- the schema ------------------------------------------------------------------------------
+# NOTE [One schema]
+# These TypedDicts are the one definition of what crosses from the kernel to the browser (and
+# what the still SVG is drawn from). ``widgets/common.js`` carries the same records as JSDoc
+# typedefs of the same names, each written once; ``tests/notebook/test_schema.py`` parses them
+# and compares every field and its type with these, and checks real snapshots against these.
+# Change a record here, then in common.js. Ids: a node is ``"n<sequence_nr>"``, a leaf's
+# AccumulateGrad ``"leaf<k>"``, a graph root ``"root<k>"``, an edge ``"e<k>"``, a module group
+# ``"g<k>"``, a hook ``"h<k>"``.
+
+
+class GradSummary(TypedDict):
+    """A gradient: its ``values`` are the first ``max_values``, flattened, with NaN and the
+    infinities as ``"nan"``, ``"inf"``, ``"-inf"``."""
+
+    shape: list[int]
+    dtype: str
+    norm: float | str | None
+    numel: int
+    values: list[float | str]
+    truncated: bool
+
+
+class TensorSummary(TypedDict):
+    """A tensor in a record: ``node`` is the id of its ``grad_fn`` (or leaf) in this graph."""
+
+    shape: list[int]
+    dtype: str
+    device: str
+    requires_grad: bool
+    node: str | None
+
+
+class LeafTensor(TensorSummary):
+    """A leaf's variable: its ``.grad`` and the name it is bound to, if any."""
+
+    grad: GradSummary | None
+    name: str | None
+
+
+class Saved(TypedDict):
+    """A value a node saved: ``shape`` a list (of lists for ``"tensors"``); ``version`` the
+    tensor's version when saved; ``output`` whether the node saved its own output; ``value``
+    the repr of a value that is no tensor."""
+
+    name: str
+    kind: Literal["tensor", "tensors", "value", "freed", "none"]
+    shape: NotRequired[list[int] | list[list[int]]]
+    dtype: NotRequired[str | None]
+    version: NotRequired[int | None]
+    output: NotRequired[bool | None]
+    value: NotRequired[str]
+
+
+class SnapNext(TypedDict):
+    """One of a node's ``next_functions``: the node id (null if not drawn) and input_nr."""
+
+    node: str | None
+    input_nr: int
+
+
+class SnapInputMetadata(TypedDict):
+    """A gradient the node expects (one per forward output)."""
+
+    shape: list[int]
+    dtype: str
+    device: str
+
+
+class SnapNode(TypedDict):
+    """A node: ``label`` is what the drawing shows (the name, or a leaf's variable name);
+    ``seq`` its sequence number (null for 2**64 - 1); ``shapes``, ``dtype`` and ``device`` from
+    its input metadata; ``record`` and ``line`` where the forward call was; ``grad`` what
+    arrived at the node in the pass shown, ``order`` when it ran in that pass."""
+
+    id: str
+    kind: Literal["node", "leaf", "external", "root"]
+    name: str
+    label: str
+    seq: int | None
+    shapes: list[list[int]]
+    dtype: str | None
+    device: str | None
+    group: str | None
+    record: int | None
+    line: int | None
+    source: str
+    metadata: dict[str, str]
+    saved: list[Saved]
+    next: list[SnapNext]
+    input_metadata: list[SnapInputMetadata]
+    hooks: list[str]
+    tensor: LeafTensor | None
+    grad: list[GradSummary | None] | None
+    order: int | None
+
+
+# ``from`` is a keyword: the edge is declared in the functional form
+SnapEdge = TypedDict(
+    "SnapEdge",
+    {
+        "id": str,
+        "from": str,  # the node whose next_functions hold the edge
+        "to": str,
+        "index": int,  # position in from's next_functions
+        "input_nr": int,
+        "grad": "GradSummary | None",  # what flowed along it in the pass shown
+    },
+)
+SnapEdge.__doc__ = "An edge of the drawing, from a node to one of its next functions."
+
+
+class SnapGroup(TypedDict):
+    """A module call: ``records`` is ``[start, end)`` in the records."""
+
+    id: str
+    name: str
+    type: str
+    path: str
+    parent: str | None
+    depth: int
+    records: list[int]
+    error: str | None
+
+
+class SnapRecord(TypedDict):
+    """A forward call: ``file`` is ``"<cell>"`` for the cell's own code."""
+
+    index: int
+    op: str
+    node: str | None
+    inputs: list[TensorSummary]
+    outputs: list[TensorSummary]
+    time_us: float | None
+    line: int | None
+    file: str | None
+    source: str
+    group: str | None
+
+
+class SnapHook(TypedDict):
+    """A registered hook: ``kind`` is ``tensor_hook``, ``node_prehook``, ``node_hook``,
+    ``post_accumulate_grad`` or a module hook kind; ``target`` the node or group id it sits
+    on; ``source`` the code typed in the hook editor."""
+
+    id: str
+    kind: str
+    target_kind: Literal["tensor", "node", "module"]
+    target: str | None
+    name: str
+    enabled: bool
+    source: str | None
+
+
+class HookCall(TypedDict):
+    """A hook that fired: the gradient ``before`` and ``after`` it (a list for node pre- and
+    post-hooks; for a post-accumulate-grad hook, the leaf's ``.grad``)."""
+
+    hook: str | None
+    name: str
+    kind: str
+    node: str
+    before: GradSummary | list[GradSummary | None] | None
+    after: GradSummary | list[GradSummary | None] | None
+    changed: bool
+
+
+class Pass(TypedDict):
+    """A backward pass: ``order`` the node ids in the order they ran."""
+
+    index: int
+    root: str | None
+    retain_graph: bool
+    create_graph: bool
+    order: list[str]
+    error: str | None
+    hooks: list[HookCall]
+
+
+# ``pass`` is a keyword: the snapshot is declared in the functional form
+Snapshot = TypedDict(
+    "Snapshot",
+    {
+        "schema": Literal["nbgrad.snapshot"],
+        "version": Literal[1],
+        "nodes": "list[SnapNode]",
+        "edges": "list[SnapEdge]",
+        "groups": "list[SnapGroup]",
+        "records": "list[SnapRecord]",
+        "hooks": "list[SnapHook]",
+        "passes": "list[Pass]",
+        "roots": "list[str]",
+        "pass": "int | None",  # the index of the pass shown on the edges
+        "truncated": bool,  # the graph had more than max_nodes nodes
+        "backward_ops": int,  # ops run by derivative formulas during the passes
+    },
+)
+Snapshot.__doc__ = "What ``build_snapshot`` returns (``schema`` ``nbgrad.snapshot``)."
+
+
+class Accumulated(TypedDict):
+    """A gradient accumulated into a leaf's ``.grad`` (an AccumulateGrad's step): what
+    arrived, and ``.grad`` before and after."""
+
+    node: str
+    grad: GradSummary | None
+    before: GradSummary | None
+    after: GradSummary | None
+
+
+class Step(TypedDict):
+    """One node of a backward pass: ``ready`` the nodes waiting on each device while it runs;
+    ``dependencies`` and ``buffers`` what changed since the previous step."""
+
+    index: int
+    node: str
+    device: str
+    inputs: list[GradSummary | None]
+    outputs: list[GradSummary | None]
+    hooks: list[HookCall]
+    ready: dict[str, list[str]]
+    dependencies: dict[str, int]
+    buffers: dict[str, list[GradSummary | None]]
+    made_ready: list[str]
+    accumulated: Accumulated | None
+
+
+class TraceStart(TypedDict):
+    """The engine's state before the first node runs."""
+
+    dependencies: dict[str, int]
+    ready: dict[str, list[str]]
+
+
+class TraceEnd(TypedDict):
+    """What the pass left: dependency counts and input buffers never used up."""
+
+    dependencies: dict[str, int]
+    buffers: dict[str, list[GradSummary | None]]
+
+
+class Trace(TypedDict):
+    """The stepper's record of one backward pass (``trace_snapshot``)."""
+
+    schema: Literal["nbgrad.trace"]
+    version: Literal[1]
+    graph: Snapshot
+    root: str
+    initial: TraceStart
+    steps: list[Step]
+    final: TraceEnd
+    error: str | None
+
+
+SCHEMA_TYPES = (
+    GradSummary,
+    TensorSummary,
+    LeafTensor,
+    Saved,
+    SnapNext,
+    SnapInputMetadata,
+    SnapNode,
+    SnapEdge,
+    SnapGroup,
+    SnapRecord,
+    SnapHook,
+    HookCall,
+    Pass,
+    Snapshot,
+    Accumulated,
+    Step,
+    TraceStart,
+    TraceEnd,
+    Trace,
+)
 
 
 def _num(v):
@@ -132,7 +365,7 @@ _DTYPE_NAMES = {
 }
 
 
-def tensor_summary(t, node_id=None, source=None):
+def tensor_summary(t, node_id=None, source=None) -> TensorSummary:
     facts = (source or NBGRAD).tensor_facts(t)
     return {
         "shape": list(facts.shape),
@@ -324,7 +557,7 @@ def build_snapshot(
     max_nodes=MAX_NODES,
     objects=None,
     source=None,
-):
+) -> Snapshot:
     """The snapshot of what ``recorder`` recorded, or of the graph below ``roots``.
 
     ``passes``: backward traces to include (default: the recorder's); the gradients on edges
@@ -615,7 +848,7 @@ def _info_summary(info, ids, node_set):
     }
 
 
-def trace_snapshot(trace, *, names=None, weak_names=None, ids=None, max_nodes=MAX_NODES):
+def trace_snapshot(trace, *, names=None, weak_names=None, ids=None, max_nodes=MAX_NODES) -> Trace:
     """The stepper's view of one backward pass (schema ``nbgrad.trace``, see above)."""
     source = trace.graph_source
     ids = ids or IdMap(source)
