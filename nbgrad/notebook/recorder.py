@@ -119,7 +119,7 @@ class TensorInfo:
         else:
             shape, dtype, device, requires_grad = extra
             info.shape = tuple(shape)
-            info.dtype = _dtype_name(dtype)
+            info.dtype = dtype_name(dtype)
             info.device = str(device)
             info.requires_grad = requires_grad
             info.output_nr = 0
@@ -169,16 +169,6 @@ def _edge_pairs(node, source):
     for fn, input_nr in source.next_edges(node):
         pairs += (fn, input_nr)
     return pairs
-
-
-_DTYPE_NAMES: dict = {}
-
-
-def _dtype_name(dtype):
-    name = _DTYPE_NAMES.get(dtype)
-    if name is None:
-        name = _DTYPE_NAMES[dtype] = dtype_name(dtype)
-    return name
 
 
 class Record:

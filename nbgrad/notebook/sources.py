@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import abc
 import sys
+from operator import attrgetter, methodcaller
 from typing import NamedTuple
 
 import numpy as np
@@ -114,9 +115,15 @@ class NodeHooks(NamedTuple):
     post_accumulate_grad: tuple
 
 
+_DTYPE_NAMES: dict = {}
+
+
 def dtype_name(dtype) -> str:
     """``nbgrad.float32`` (or ``torch.float32``) -> ``"float32"``."""
-    return str(dtype).rsplit(".", 1)[-1]
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype).rsplit(".", 1)[-1]
+    return name
 
 
 class GraphSource(abc.ABC):
@@ -183,6 +190,8 @@ class GraphSource(abc.ABC):
         """:class:`HookInfo` entries for the hooks on ``node``: tensor hooks of its outputs,
         its pre-hooks and hooks, then its leaf's post-accumulate-grad hooks."""
         h = self.node_hooks(node)
+        if not (h.tensor_hooks or h.pre_hooks or h.hooks or h.post_accumulate_grad):
+            return []
         leaf = self.variable(node)
         out = [_info(x, "tensor", x.owner) for x in h.tensor_hooks]
         out += [_info(x, "node", node) for x in h.pre_hooks + h.hooks]
@@ -245,14 +254,13 @@ class NbgradSource(GraphSource):
         return isinstance(obj, nbgrad.Tensor)
 
     # -- nodes -----------------------------------------------------------------------------
-    def node_name(self, node) -> str:
-        return node.name()
-
-    def next_edges(self, node):
-        return node.next_edges()  # Edge named tuples: (function, input_nr) pairs
-
-    def sequence_nr(self, node) -> int:
-        return node.sequence_nr
+    # NOTE [Hot readers]
+    # A snapshot of a few thousand nodes asks for names, edges and sequence numbers tens of
+    # thousands of times; these three are C-level callers of the public API (no Python frame
+    # of their own), so that reading through the source costs what reading the node did.
+    node_name = staticmethod(methodcaller("name"))
+    next_edges = staticmethod(methodcaller("next_edges"))  # Edges: (function, input_nr) pairs
+    sequence_nr = staticmethod(attrgetter("sequence_nr"))
 
     def variable(self, node):
         return node.variable if type(node) is AccumulateGrad else None
@@ -327,14 +335,16 @@ def _saved_value(name, value) -> SavedValue:
     if isinstance(value, SavedTensor):
         if value.is_freed:
             return SavedValue(name, "freed")
-        if value.version is None:  # PyTorch's saved None
+        version = value.version
+        if version is None:  # PyTorch's saved None
             return SavedValue(name, "none")
+        dtype = value.dtype
         return SavedValue(
             name,
             "tensor",
             shape=list(value.shape),
-            dtype=dtype_name(value.dtype) if value.dtype is not None else None,
-            version=value.version,
+            dtype=dtype_name(dtype) if dtype is not None else None,
+            version=version,
             output=value.is_output,
         )
     if isinstance(value, list) and value and isinstance(value[0], SavedTensor):
