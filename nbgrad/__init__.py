@@ -34,7 +34,8 @@ the engine, goes through the root package at call time (``nbgrad.autograd.backwa
                 public faces of the graph layer: graph.py, grad_mode.py, anomaly_mode.py
 5 nn, optim     nn/                 Module, layers, functional, init; optim/: SGD, Adam...
                 serialization.py    save and load
-6 notebook      notebook/           recorder, snapshot, layout, svg, widgets, the magic
+6 notebook      notebook/           sources (how a graph is read), recorder, snapshot, layout,
+                                    svg, widgets, the magic
                                     (loaded by ``%load_ext nbgrad`` only)
 """
 
