@@ -60,14 +60,25 @@
  *            buffers: Object<string, (GradSummary|null)[]>}} TraceEnd
  * @typedef {{schema: "nbgrad.trace", version: 1, graph: Snapshot, root: string,
  *            initial: TraceStart, steps: Step[], final: TraceEnd, error: (string|null)}} Trace
- * @typedef {{id: string, kind: ("node"|"group"), x: number, y: number, w: number, h: number,
- *            label: string, sub: string, ref: string, group: (string|null)}} Box
+ * @typedef {{id: string, kind: ("node"|"group"|"series"), x: number, y: number, w: number,
+ *            h: number, label: string, sub: string, ref: string, group: (string|null)}} Box
  * @typedef {{from: string, to: string, edges: string[], grad: (number|string|null),
  *            grads: (number|string|null)[], label: (string|null), points: number[]}} LayoutEdge
  * @typedef {{id: string, label: string, x: number, y: number, w: number, h: number,
  *            depth: number}} LayoutGroup
+ * @typedef {{id: string, label: string, count: number, period: number, nodes: number,
+ *            expanded: boolean}} LayoutSeries
  * @typedef {{width: number, height: number, nodes: Box[], edges: LayoutEdge[],
- *            groups: LayoutGroup[], collapsed: string[]}} Layout
+ *            groups: LayoutGroup[], collapsed: string[], series: LayoutSeries[],
+ *            expanded: string[]}} Layout
+ * @typedef {{id: string, kind: ("node"|"leaf"|"external"|"root"), name: string, label: string,
+ *            group: (string|null), line: (number|null), hooks: number,
+ *            order: (number|null)}} ViewNode
+ * @typedef {{schema: "nbgrad.view", version: 1, nodes: ViewNode[], edges: number,
+ *            groups: SnapGroup[], hooks: SnapHook[], passes: Pass[], roots: string[],
+ *            pass: (number|null), truncated: boolean}} ViewSnapshot
+ * @typedef {{id: string, node: (SnapNode|null), record: (SnapRecord|null),
+ *            incoming: SnapEdge[], edges: SnapEdge[]}} Details
  */
 
 const SVGNS = "http://www.w3.org/2000/svg";

@@ -1,21 +1,41 @@
 // nbgrad GraphView: the grad_fn graph, drawn from a snapshot and its layout.
 // Browser side of nbgrad/notebook/graph_view.py (an ES module for anywidget, after common.js).
-// What it draws (Snapshot, Layout) is typed once, in common.js.
+// What it draws (ViewSnapshot, Layout, Details) is typed once, in common.js.
+
+// NOTE [Readable at open] (see nbgrad/notebook/layout.py): the view never opens below READ_K,
+// the zoom at which node labels are 11 px, and opens on the root end of the graph; an overview
+// (the minimap) shows the whole graph and where the view is. "Fit" stays, as a choice.
+const READ_K = 1;
+const MAX_K = 1.25;
+const MIN_HEIGHT = 240; // px, the canvas's height bounds while it follows the graph
+const MAX_HEIGHT = 640;
+const MINIMAP_W = 180;
+const MINIMAP_H = 120;
+const MAX_RESULTS = 20;
 
 function render({ model, el }) {
   el.classList.add("nbg-graph");
   const snapshot = jsonTrait(model, "_snapshot_json");
   const graphLayout = jsonTrait(model, "_layout_json");
+  const detailsOf = jsonTrait(model, "_details_json");
   const status = h("span", { class: "nbg-status" });
   const passSelect = h("select", { class: "nbg-pass", title: "gradients of which backward pass" });
+  const search = h("input", {
+    class: "nbg-search", type: "search", placeholder: "find a node, parameter, module, line…",
+    title: "search by node name, variable or parameter name, module path, or 'line 12'",
+  });
+  const results = h("div", { class: "nbg-results" });
   const toolbar = h(
     "div",
     { class: "nbg-toolbar" },
-    h("button", { onclick: () => fit(), title: "fit the graph in the view" }, "Fit"),
+    h("button", { onclick: () => fit(), title: "fit the whole graph in the view" }, "Fit"),
     h("button", { onclick: () => zoomBy(1.25), title: "zoom in" }, "+"),
     h("button", { onclick: () => zoomBy(0.8), title: "zoom out" }, "−"),
-    h("button", { onclick: () => model.send({ type: "expand_all" }) }, "Expand all"),
-    h("button", { onclick: () => model.send({ type: "collapse_all" }) }, "Collapse all"),
+    h("span", { class: "nbg-find" }, search, results),
+    h("button", { onclick: () => model.send({ type: "expand_all" }),
+      title: "show every node: no group collapsed, no series folded" }, "Expand all"),
+    h("button", { onclick: () => model.send({ type: "collapse_all" }),
+      title: "collapse the top-level groups and fold every series" }, "Collapse all"),
     passSelect,
     status,
   );
@@ -29,31 +49,74 @@ function render({ model, el }) {
   defs.append(marker);
   const viewport = s("g", { class: "nbg-viewport" });
   svg.append(defs, viewport);
+  const minimap = s("svg", { class: "nbg-minimap", width: MINIMAP_W, height: MINIMAP_H });
+  const miniBoxes = s("g");
+  const miniView = s("rect", { class: "nbg-minimap-view" });
+  minimap.append(miniBoxes, miniView);
+  const stage = h("div", { class: "nbg-stage" }, svg, minimap);
   const panel = h("div", { class: "nbg-panel" });
+  const main = h("div", { class: "nbg-main" }, stage, panel);
   const errorBox = h("pre", { class: "nbg-error" });
-  el.append(toolbar, h("div", { class: "nbg-main" }, svg, panel), errorBox);
+  el.append(toolbar, main, errorBox);
 
   let view = { x: 0, y: 0, k: 1 };
-  let fitted = false;
+  let opened = false; // the first view was set (after that the user's view is kept)
+  let setHeight = ""; // the height this code gave the canvas (the user may drag it to another)
   let lastSize = "";
-  /** @type {Map<string, SnapNode>} */ let nodes = new Map();
-  /** @type {Map<string, SnapEdge>} */ let edges = new Map();
+  let pendingCenter = null; // a node to centre once it is drawn (a search result)
+  /** @type {Map<string, ViewNode>} */ let nodes = new Map();
   /** @type {Map<string, SnapGroup>} */ let groups = new Map();
+  /** @type {Map<string, LayoutSeries>} */ let series = new Map();
+  /** @type {Map<string, Box>} */ let boxes = new Map();
   /** @type {Map<string, SVGElement>} */ let boxEls = new Map();
   let selectedEdge = null;
+  let mini = { k: 1, x: 0, y: 0 };
 
   function applyView() {
     viewport.setAttribute("transform", `translate(${view.x},${view.y}) scale(${view.k})`);
+    drawMiniView();
   }
 
   function fit() {
     /** @type {Layout} */ const lay = graphLayout();
     const r = svg.getBoundingClientRect();
     if (!lay || !lay.width || !r.width) return;
-    const k = Math.min(1.25, Math.max(0.05, Math.min(r.width / lay.width, r.height / lay.height)));
+    const k = Math.min(MAX_K, Math.max(0.02, Math.min(r.width / lay.width, r.height / lay.height)));
     view = { k, x: (r.width - lay.width * k) / 2, y: Math.max(0, (r.height - lay.height * k) / 2) };
-    fitted = true;
     applyView();
+  }
+
+  /** The first view: readable, on the root end (the top), the whole graph when it fits. */
+  function openView() {
+    /** @type {Layout} */ const lay = graphLayout();
+    /** @type {ViewSnapshot} */ const snap = snapshot();
+    const r = svg.getBoundingClientRect();
+    if (!lay || !lay.width || !r.width || !r.height) return false;
+    const fitK = Math.min(r.width / lay.width, r.height / lay.height);
+    const k = Math.min(MAX_K, Math.max(READ_K, fitK));
+    if (lay.width * k <= r.width && lay.height * k <= r.height) {
+      view = { k, x: (r.width - lay.width * k) / 2, y: (r.height - lay.height * k) / 2 };
+    } else {
+      const roots = new Set(snap.roots || []);
+      const top = (lay.nodes || []).filter((b) => roots.has(b.ref))
+        .concat(lay.nodes || []).sort((a, b) => a.y - b.y || a.x - b.x)[0];
+      const cx = top ? top.x + top.w / 2 : lay.width / 2;
+      view = { k, x: r.width / 2 - cx * k, y: 10 - (top ? top.y - 10 : 0) * k };
+      view.x = Math.min(10, Math.max(r.width - lay.width * k - 10, view.x));
+    }
+    applyView();
+    return true;
+  }
+
+  function centreOn(ref) {
+    const b = boxes.get(ref);
+    const r = svg.getBoundingClientRect();
+    if (!b || !r.width) return false;
+    view.k = Math.max(view.k, READ_K);
+    view.x = r.width / 2 - (b.x + b.w / 2) * view.k;
+    view.y = r.height / 2 - (b.y + b.h / 2) * view.k;
+    applyView();
+    return true;
   }
 
   function zoomBy(f, cx, cy) {
@@ -65,6 +128,16 @@ function render({ model, el }) {
     view.y = cy - ((cy - view.y) * k) / view.k;
     view.k = k;
     applyView();
+  }
+
+  // the canvas follows the graph's height (up to a cap) until the user resizes it
+  function sizeCanvas() {
+    if (main.style.height && main.style.height !== setHeight) return; // resized by the user
+    /** @type {Layout} */ const lay = graphLayout();
+    if (!lay || !lay.height) return;
+    const want = Math.round(Math.min(MAX_HEIGHT, Math.max(MIN_HEIGHT, lay.height * READ_K + 24)));
+    setHeight = `${want}px`;
+    main.style.height = setHeight;
   }
 
   // pan and zoom
@@ -89,6 +162,132 @@ function render({ model, el }) {
     zoomBy(e.deltaY < 0 ? 1.15 : 1 / 1.15, e.clientX - r.left, e.clientY - r.top);
   }, { passive: false });
 
+  // the minimap: the whole graph, the view as a rectangle; dragging in it moves the view
+  function drawMinimap() {
+    /** @type {Layout} */ const lay = graphLayout();
+    if (!lay || !lay.width) return;
+    const k = Math.min(MINIMAP_W / lay.width, MINIMAP_H / lay.height);
+    mini = { k, x: (MINIMAP_W - lay.width * k) / 2, y: (MINIMAP_H - lay.height * k) / 2 };
+    const frag = document.createDocumentFragment();
+    for (const b of lay.nodes || []) {
+      frag.append(s("rect", {
+        x: mini.x + b.x * k, y: mini.y + b.y * k, width: Math.max(1, b.w * k),
+        height: Math.max(1, b.h * k), class: `nbg-minimap-box nbg-mini-${b.kind}`,
+      }));
+    }
+    miniBoxes.replaceChildren(frag);
+    drawMiniView();
+  }
+
+  function drawMiniView() {
+    /** @type {Layout} */ const lay = graphLayout();
+    const r = svg.getBoundingClientRect();
+    if (!lay || !lay.width || !r.width) return;
+    const fits = lay.width * view.k <= r.width + 1 && lay.height * view.k <= r.height + 1 &&
+      view.x >= -1 && view.y >= -1;
+    minimap.style.display = fits ? "none" : "";
+    const x0 = -view.x / view.k;
+    const y0 = -view.y / view.k;
+    miniView.setAttribute("x", mini.x + x0 * mini.k);
+    miniView.setAttribute("y", mini.y + y0 * mini.k);
+    miniView.setAttribute("width", Math.max(2, (r.width / view.k) * mini.k));
+    miniView.setAttribute("height", Math.max(2, (r.height / view.k) * mini.k));
+  }
+
+  let miniDrag = false;
+  function miniMove(e) {
+    const rm = minimap.getBoundingClientRect();
+    const r = svg.getBoundingClientRect();
+    const gx = (e.clientX - rm.left - mini.x) / mini.k; // graph coordinates under the pointer
+    const gy = (e.clientY - rm.top - mini.y) / mini.k;
+    view.x = r.width / 2 - gx * view.k;
+    view.y = r.height / 2 - gy * view.k;
+    applyView();
+  }
+  minimap.addEventListener("pointerdown", (e) => {
+    miniDrag = true;
+    minimap.setPointerCapture?.(e.pointerId);
+    miniMove(e);
+    e.stopPropagation();
+  });
+  minimap.addEventListener("pointermove", (e) => { if (miniDrag) miniMove(e); });
+  minimap.addEventListener("pointerup", () => { miniDrag = false; });
+
+  // search: node names, variable and parameter names, module paths, source lines
+  function matches(query) {
+    const q = query.trim().toLowerCase();
+    if (!q) return [];
+    const line = /^line\s*(\d+)$/.exec(q);
+    const out = [];
+    for (const n of nodes.values()) {
+      const path = n.group ? groups.get(n.group)?.path ?? "" : "";
+      const hit = line ? n.line === Number(line[1])
+        : n.label.toLowerCase().includes(q) || n.name.toLowerCase().includes(q) ||
+          path.toLowerCase().includes(q);
+      if (hit) out.push({ kind: "node", id: n.id, text: n.label, note: path || n.name });
+      if (out.length >= MAX_RESULTS) return out;
+    }
+    for (const g of groups.values()) {
+      if (line) break;
+      if (g.path.toLowerCase().includes(q) || g.type.toLowerCase().includes(q)) {
+        out.push({ kind: "group", id: g.id, text: `${g.path}: ${g.type}`, note: "module" });
+      }
+      if (out.length >= MAX_RESULTS) break;
+    }
+    return out;
+  }
+
+  function showResults() {
+    const found = matches(search.value);
+    results.replaceChildren(...found.map((m) => h("div", {
+      class: "nbg-result", onclick: () => choose(m),
+    }, m.text, h("span", { class: "nbg-muted" }, `  ${m.note}`))));
+    if (search.value.trim() && !found.length) {
+      results.replaceChildren(h("div", { class: "nbg-muted" }, "no match"));
+    }
+    results.style.display = search.value.trim() ? "" : "none";
+  }
+
+  function choose(m) {
+    results.style.display = "none";
+    if (m.kind === "group") {
+      const collapsed = (model.get("collapsed") || []).includes(m.id);
+      pendingCenter = collapsed ? m.id : null;
+      select(m.id);
+      if (!collapsed) centreOnGroup(m.id);
+      return;
+    }
+    pendingCenter = m.id;
+    if (boxes.has(m.id)) {
+      centreOn(m.id);
+      pendingCenter = null;
+      select(m.id);
+    } else {
+      model.send({ type: "reveal", id: m.id }); // expands what hides it, then selects it
+    }
+  }
+
+  function centreOnGroup(gid) {
+    const g = (graphLayout().groups || []).find((x) => x.id === gid);
+    const r = svg.getBoundingClientRect();
+    if (!g || !r.width) return;
+    view.k = Math.max(view.k, READ_K);
+    view.x = r.width / 2 - (g.x + g.w / 2) * view.k;
+    view.y = 20 - g.y * view.k;
+    applyView();
+  }
+
+  search.addEventListener("input", showResults);
+  search.addEventListener("keydown", (e) => {
+    if (e.key === "Enter") {
+      const first = matches(search.value)[0];
+      if (first) choose(first);
+    } else if (e.key === "Escape") {
+      results.style.display = "none";
+    }
+  });
+  results.style.display = "none";
+
   function select(id) {
     selectedEdge = null;
     model.set("selected", id);
@@ -99,11 +298,12 @@ function render({ model, el }) {
   }
 
   function draw() {
-    /** @type {Snapshot} */ const snap = snapshot();
+    /** @type {ViewSnapshot} */ const snap = snapshot();
     /** @type {Layout} */ const lay = graphLayout();
     nodes = new Map((snap.nodes || []).map((n) => [n.id, n]));
-    edges = new Map((snap.edges || []).map((e) => [e.id, e]));
     groups = new Map((snap.groups || []).map((g) => [g.id, g]));
+    series = new Map((lay.series || []).map((x) => [x.id, x]));
+    boxes = new Map((lay.nodes || []).map((b) => [b.ref, b]));
     const roots = new Set(snap.roots || []);
     boxEls = new Map();
     const frag = document.createDocumentFragment();
@@ -132,24 +332,34 @@ function render({ model, el }) {
         grp.append(t);
       }
       const title = s("title");
-      title.textContent = e.edges.map((id) => gradText(edges.get(id)?.grad ?? null)).join("\n");
+      title.textContent = e.grads.some((g) => g !== null)
+        ? `gradient norm${e.grads.length > 1 ? "s" : ""}: ` +
+          e.grads.slice(0, 8).map((g) => (g === null ? "None" : fmt(g))).join(", ") +
+          (e.grads.length > 8 ? ", …" : "")
+        : "no gradient yet";
       grp.append(title);
       grp.addEventListener("click", () => {
         selectedEdge = e;
+        model.send({ type: "edge", edges: e.edges });
         showPanel();
       });
       frag.append(grp);
     }
     for (const b of lay.nodes || []) {
-      let kind = "group";
+      let kind = b.kind;
       let hooks = 0;
-      if (b.kind !== "group") {
+      if (b.kind === "node") {
         const n = nodes.get(b.ref);
         kind = n ? n.kind : "node";
         if (kind === "node" && roots.has(b.ref)) kind = "root";
-        hooks = n ? n.hooks.length : 0;
+        hooks = n ? n.hooks : 0;
       }
       const grp = s("g", { class: `nbg-node nbg-${kind}`, "data-id": b.ref });
+      if (kind === "series") { // a stack: the repeats behind the first
+        for (const k of [2, 1]) {
+          grp.append(s("rect", { x: b.x + 3 * k, y: b.y + 3 * k, width: b.w, height: b.h, rx: 5 }));
+        }
+      }
       grp.append(s("rect", { x: b.x, y: b.y, width: b.w, height: b.h, rx: 5 }));
       const t1 = s("text", { x: b.x + b.w / 2, y: b.y + 15, class: "nbg-label" });
       t1.textContent = b.label;
@@ -165,9 +375,19 @@ function render({ model, el }) {
         t3.textContent = String(hooks);
         grp.append(t3);
       }
-      grp.addEventListener("click", () => select(b.ref));
-      if (b.kind === "group") {
-        grp.addEventListener("dblclick", () => model.send({ type: "toggle", group: b.ref }));
+      const title = s("title");
+      title.textContent = kind === "series" ? "click to unfold the series"
+        : kind === "group" ? "click to expand the module" : b.label;
+      grp.append(title);
+      if (kind === "series") {
+        grp.addEventListener("click", () => model.send({ type: "toggle_series", series: b.ref }));
+      } else if (kind === "group") {
+        grp.addEventListener("click", () => {
+          select(b.ref);
+          model.send({ type: "toggle", group: b.ref });
+        });
+      } else {
+        grp.addEventListener("click", () => select(b.ref));
       }
       boxEls.set(b.ref, grp);
       frag.append(grp);
@@ -181,13 +401,25 @@ function render({ model, el }) {
     );
     passSelect.style.display = passes.length > 1 ? "" : "none";
     const live = model.get("live") ? "● recording… " : "";
-    status.textContent = `${live}${snap.nodes.length} nodes, ${snap.edges.length} edges` +
+    const folded = [...series.values()].filter((x) => !x.expanded).length;
+    status.textContent = `${live}${(snap.nodes || []).length} nodes, ${snap.edges ?? 0} edges` +
+      (folded ? `; ${folded} series folded` : "") +
       (snap.truncated ? " (truncated)" : "") +
       (snap.pass !== null && snap.pass !== undefined ? `; gradients of pass ${snap.pass}` : "");
-    // fit again when the drawing changed size (a group collapsed, the graph grew)
+    sizeCanvas();
+    drawMinimap();
+    // the first view (readable, at the root end); while recording, follow the growing graph
     const size = `${lay.width}x${lay.height}`;
-    if (!fitted || model.get("live") || size !== lastSize) fit();
+    if (!opened || model.get("live")) opened = openView();
+    else if (size !== lastSize) applyView();
     lastSize = size;
+    if (pendingCenter && boxes.has(pendingCenter)) {
+      centreOn(pendingCenter);
+      pendingCenter = null;
+    } else if (pendingCenter && groups.has(pendingCenter)) {
+      centreOnGroup(pendingCenter);
+      pendingCenter = null;
+    }
     highlight();
     showPanel();
   }
@@ -207,17 +439,19 @@ function render({ model, el }) {
   function nodeLink(id) {
     if (!id) return h("span", { class: "nbg-muted" }, "None");
     const n = nodes.get(id);
-    return h("a", { href: "#", onclick: (e) => { e.preventDefault(); select(id); } },
+    return h("a", { href: "#", onclick: (e) => { e.preventDefault(); choose({ kind: "node", id }); } },
       n ? `${n.label} (${id})` : id);
   }
 
   function showPanel() {
-    /** @type {Snapshot} */ const snap = snapshot();
+    /** @type {ViewSnapshot} */ const snap = snapshot();
+    /** @type {Details} */ const det = detailsOf();
     if (selectedEdge) {
-      const parts = selectedEdge.edges.map((id) => edges.get(id)).filter(Boolean);
+      const parts = det && det.edges && det.edges.length ? det.edges : null;
       panel.replaceChildren(
-        h("h4", {}, "Edge"),
-        ...parts.map((e) => h("div", {},
+        h("h4", {}, selectedEdge.edges.length > 1 ? `${selectedEdge.edges.length} edges` : "Edge"),
+        parts ? null : h("p", { class: "nbg-muted" }, "…"),
+        ...(parts || []).slice(0, 50).map((e) => h("div", {},
           h("table", {},
             row("from", nodeLink(e.from)),
             row("to", nodeLink(e.to)),
@@ -230,8 +464,9 @@ function render({ model, el }) {
     const id = model.get("selected");
     if (!id) {
       panel.replaceChildren(h("p", { class: "nbg-muted" },
-        "Click a node for its details, an edge for its gradient, a group's label to collapse it; " +
-        "drag to pan, wheel to zoom."));
+        "Click a node for its details, an edge for its gradient, a folded series or module to " +
+        "open it; drag to pan, wheel to zoom, the overview (bottom right) to move; search " +
+        "above."));
       return;
     }
     const g = groups.get(id);
@@ -246,14 +481,14 @@ function render({ model, el }) {
       );
       return;
     }
-    const n = nodes.get(id);
-    if (!n) {
-      panel.replaceChildren(h("p", { class: "nbg-muted" }, `${id} is not in this graph`));
+    if (!det || det.id !== id || !det.node) {
+      panel.replaceChildren(h("p", { class: "nbg-muted" },
+        nodes.has(id) ? "loading the details…" : `${id} is not in this graph`));
       return;
     }
-    const rec = n.record !== null ? snap.records[n.record] : null;
+    const n = det.node;
+    const rec = det.record;
     const hooks = (snap.hooks || []).filter((x) => n.hooks.includes(x.id));
-    const incoming = (snap.edges || []).filter((e) => e.to === id);
     const sections = [
       h("h4", {}, n.label !== n.name ? `${n.label} (${n.name})` : n.name),
       h("table", {},
@@ -268,6 +503,13 @@ function render({ model, el }) {
         n.order !== null ? row("ran", `step ${n.order + 1} of pass ${snap.pass}`) : null,
       ),
     ];
+    const expandedSeries = [...series.values()].filter((x) => x.expanded);
+    if (expandedSeries.length) {
+      sections.push(h("p", {}, ...expandedSeries.slice(0, 3).map((x) => h("button", {
+        onclick: () => model.send({ type: "toggle_series", series: x.id }),
+        title: "fold this series again",
+      }, `fold ${x.label} ×${x.count}`))));
+    }
     if (n.tensor) {
       const tns = n.tensor;
       sections.push(h("h5", {}, "Tensor"), h("table", {},
@@ -293,6 +535,7 @@ function render({ model, el }) {
       sections.push(h("h5", {}, "Input metadata"), h("table", {}, ...n.input_metadata.map((m, i) =>
         row(String(i), `${shapeText(m.shape)} ${m.dtype} ${m.device}`))));
     }
+    const incoming = det.incoming || [];
     if (incoming.length && incoming.some((e) => e.grad)) {
       sections.push(h("h5", {}, "Gradients in"), h("table", {}, ...incoming.map((e) =>
         row(nodes.get(e.from)?.label ?? e.from, gradText(e.grad)))));
@@ -318,12 +561,18 @@ function render({ model, el }) {
   model.on("change:_layout_json", onChange);
   const onSelected = () => { highlight(); showPanel(); };
   model.on("change:selected", onSelected);
+  model.on("change:_details_json", onSelected);
   model.on("change:live", onChange);
   model.on("change:error", showError);
   showError();
   draw();
-  // the element has no size until it is attached: fit once it has one
-  const ro = new ResizeObserver(() => { if (!fitted || model.get("live")) fit(); });
+  // the element has no size until it is attached: open the view once it has one (a resize
+  // by the user, with the handle at the bottom right, keeps the view and stops the height
+  // following the graph: see sizeCanvas)
+  const ro = new ResizeObserver(() => {
+    if (!opened || model.get("live")) opened = openView();
+    else drawMiniView();
+  });
   ro.observe(svg);
   return () => {
     ro.disconnect();
@@ -331,6 +580,7 @@ function render({ model, el }) {
     model.off("change:_layout_json", onChange);
     model.off("change:live", onChange);
     model.off("change:selected", onSelected);
+    model.off("change:_details_json", onSelected);
     model.off("change:error", showError);
   };
 }

@@ -12,8 +12,14 @@ and never more often than four times the cost of the last one; the recorder's en
 refreshes, so the final state is always shown. Built from tensors or nodes
 (``GraphView(loss)``) it shows everything below them.
 
-Messages from the browser (``{"type": ...}``): ``select {id}``, ``toggle {group}``,
-``collapse_all``, ``expand_all``, ``show_pass {index}``, ``refresh``.
+A big graph opens folded (NOTE [Readable at open] in ``layout.py``): module groups collapsed
+down to a level that fits, repeated structure as series boxes (``fold.py``). The browser is sent
+the compact :func:`~nbgrad.notebook.snapshot.view_snapshot` and the layout; the details of a
+node or edge come when it is selected (NOTE [Send less]).
+
+Messages from the browser (``{"type": ...}``): ``select {id}``, ``edge {edges}``,
+``toggle {group}``, ``toggle_series {series}``, ``reveal {id}``, ``collapse_all``,
+``expand_all``, ``show_pass {index}``, ``refresh``.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import traitlets as t
 
 from ._widget import StillWidget, asset, dumps, esm
 from .layout import default_collapsed, layout
-from .snapshot import IdMap, build_snapshot
+from .snapshot import IdMap, build_snapshot, details, view_snapshot
 from .sources import source_for
 from .svg import snapshot_svg
 
@@ -45,11 +51,13 @@ class GraphView(StillWidget):
     _esm = esm("graph_view.js")
     _css = asset("graph_view.css")
 
-    snapshot = t.Dict()  # sent to the browser as _snapshot_json
+    snapshot = t.Dict()  # sent to the browser as _snapshot_json, in its compact view form
     graph_layout = t.Dict()  # sent as _layout_json
     _snapshot_json = t.Unicode("{}").tag(sync=True)
     _layout_json = t.Unicode("{}").tag(sync=True)
+    _details_json = t.Unicode("{}").tag(sync=True)  # the Details of what is selected
     collapsed = t.List(t.Unicode()).tag(sync=True)
+    expanded = t.List(t.Unicode()).tag(sync=True)  # series shown unfolded
     selected = t.Unicode("").tag(sync=True)
     live = t.Bool(False).tag(sync=True)
 
@@ -75,6 +83,7 @@ class GraphView(StillWidget):
         self.pass_index = pass_index
         self._ids = IdMap() if recorder is None else None
         self._auto_collapse = collapsed is None
+        self._fold = None  # fold series: None when the graph is too big to show (layout.FIT)
         self._objects = {}
         self._last = 0.0
         self._cost = 0.0
@@ -87,7 +96,9 @@ class GraphView(StillWidget):
 
     @t.observe("snapshot")
     def _send_snapshot(self, change):
-        self._snapshot_json = dumps(change["new"])
+        self._snapshot_json = dumps(view_snapshot(change["new"]))
+        if self.selected:
+            self._details_json = dumps(details(change["new"], self.selected))
 
     @t.observe("graph_layout")
     def _send_layout(self, change):
@@ -112,17 +123,21 @@ class GraphView(StillWidget):
         collapsed = self.collapsed
         if self._auto_collapse:
             collapsed = default_collapsed(snap)
-        lay = layout(snap, collapsed)
+        lay = layout(snap, collapsed, fold=self._fold, expanded=self.expanded)
         with self.hold_sync():
             self.snapshot = snap
             self.collapsed = lay["collapsed"]
+            self.expanded = lay["expanded"]
             self.graph_layout = lay
         self._cost = time.perf_counter() - start
         self._last = time.perf_counter()
 
-    def _relayout(self):
-        self.graph_layout = layout(self.snapshot, self.collapsed)
+    def _relayout(self, members=None):
+        self.graph_layout = layout(
+            self.snapshot, self.collapsed, fold=self._fold, expanded=self.expanded, members=members
+        )
         self.collapsed = self.graph_layout["collapsed"]
+        self.expanded = self.graph_layout["expanded"]
 
     def _on_record(self, recorder, final):
         if final:
@@ -209,6 +224,44 @@ class GraphView(StillWidget):
         if node_id and node_id not in self._objects:
             raise KeyError(f"no node {node_id!r} in this graph")
         self.selected = node_id or ""
+        self._details_json = dumps(details(self.snapshot, self.selected))
+
+    def reveal(self, node_id):
+        """Expand the groups and series that hide node ``node_id``, and select it (the search
+        box's choice: the browser then centres it)."""
+        nodes = {n["id"]: n for n in self.snapshot["nodes"]}
+        if node_id not in nodes:
+            raise KeyError(f"no node {node_id!r} in this graph")
+        parents = {g["id"]: g["parent"] for g in self.snapshot["groups"]}
+        hiding, gid = set(), nodes[node_id]["group"]
+        while gid is not None:
+            hiding.add(gid)
+            gid = parents[gid]
+        self._auto_collapse = False
+        self.collapsed = [g for g in self.collapsed if g not in hiding]
+        for _ in range(8):  # unfolding a series may reveal another around it
+            members = {}
+            self._relayout(members)
+            shown = {b["ref"] for b in self.graph_layout["nodes"]}
+            if node_id in shown:
+                break
+            holders = [sid for sid, ids in members.items() if node_id in ids]
+            if not holders:
+                break
+            self.expanded = sorted(set(self.expanded) | set(holders))
+        self.select(node_id)
+
+    def toggle_series(self, series_id):
+        """Unfold a folded series, or fold an unfolded one."""
+        if not any(x["id"] == series_id for x in self.graph_layout.get("series", ())):
+            raise KeyError(f"no series {series_id!r} in this graph")
+        expanded = list(self.expanded)
+        if series_id in expanded:
+            expanded.remove(series_id)
+        else:
+            expanded.append(series_id)
+        self.expanded = expanded
+        self._relayout()
 
     def toggle(self, group_id):
         """Collapse an expanded group, or expand a collapsed one."""
@@ -224,13 +277,19 @@ class GraphView(StillWidget):
         self._relayout()
 
     def collapse_all(self):
+        """Fold everything: the top-level groups collapsed, every series folded."""
         self._auto_collapse = False
         self.collapsed = [g["id"] for g in self.snapshot["groups"] if g["parent"] is None]
+        self.expanded = []
+        self._fold = True
         self._relayout()
 
     def expand_all(self):
+        """Show every node: no group collapsed, no series folded."""
         self._auto_collapse = False
         self.collapsed = []
+        self.expanded = []
+        self._fold = False
         self._relayout()
 
     def show_pass(self, index):
@@ -252,8 +311,17 @@ class GraphView(StillWidget):
     def _msg_select(self, content):
         self.select(content.get("id") or "")
 
+    def _msg_edge(self, content):
+        self._details_json = dumps(details(self.snapshot, "", content.get("edges") or ()))
+
     def _msg_toggle(self, content):
         self.toggle(content["group"])
+
+    def _msg_toggle_series(self, content):
+        self.toggle_series(content["series"])
+
+    def _msg_reveal(self, content):
+        self.reveal(content["id"])
 
     def _msg_collapse_all(self, content):
         self.collapse_all()

@@ -41,6 +41,8 @@ from __future__ import annotations
 
 from typing import Literal, TypedDict
 
+from .fold import find_series
+
 __all__ = ["layout", "node_size", "default_collapsed", "shape_text", "grad_label", "Layout"]
 
 
@@ -50,7 +52,7 @@ class Box(TypedDict):
     snapshot's node id or group id, ``group`` the group drawn around it."""
 
     id: str
-    kind: Literal["node", "group"]
+    kind: Literal["node", "group", "series"]
     x: float
     y: float
     w: float
@@ -89,8 +91,21 @@ class LayoutGroup(TypedDict):
     depth: int
 
 
+class LayoutSeries(TypedDict):
+    """A run of repeated structure (see ``fold.py``): drawn as one box unless ``expanded``;
+    ``nodes`` is how many of the snapshot's nodes it holds."""
+
+    id: str
+    label: str
+    count: int
+    period: int
+    nodes: int
+    expanded: bool
+
+
 class Layout(TypedDict):
-    """What :func:`layout` returns: boxes, edges and group boxes, and the collapsed groups."""
+    """What :func:`layout` returns: boxes, edges and group boxes, the collapsed groups, and the
+    series found (folded, or ``expanded``)."""
 
     width: float
     height: float
@@ -98,9 +113,11 @@ class Layout(TypedDict):
     edges: list[LayoutEdge]
     groups: list[LayoutGroup]
     collapsed: list[str]
+    series: list[LayoutSeries]
+    expanded: list[str]
 
 
-SCHEMA_TYPES = (Box, LayoutEdge, LayoutGroup, Layout)
+SCHEMA_TYPES = (Box, LayoutEdge, LayoutGroup, LayoutSeries, Layout)
 
 NODE_H = 38
 V_GAP = 44
@@ -108,12 +125,18 @@ H_GAP = 22
 MARGIN = 20
 GROUP_PAD = 10
 GROUP_LABEL = 16
-CHAR_W = 6.6
+CHAR_W = 7.3  # a character of the 12 px monospace labels
 SWEEPS = 4
 DUMMY_W = 8.0  # the width of the dummy box a long edge has in each layer it crosses
 MAX_SPAN = 12  # longer edges get no dummies (a leaf used from far above is drawn straight)
 DUMMY_BUDGET = 3  # at most this many dummies per visible node
-AUTO_COLLAPSE = 400  # graphs with more visible nodes start with their top groups collapsed
+# NOTE [Readable at open]
+# A graph opens at a readable size (labels at least 11 px), so what it shows at first must be
+# about what a widget holds at that size: FIT boxes. A bigger graph opens folded: module groups
+# collapsed down to the deepest level that still fits (all of one level at a time, as
+# TensorBoard's graph dashboard does), and repeated structure drawn as series boxes
+# (``fold.py``). The user expands what they want to see, and "Expand all" shows everything.
+FIT = 40
 
 
 def shape_text(shapes) -> str:
@@ -128,19 +151,55 @@ def _clip(text, n=30):
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def node_size(label, sub):
+def node_size(label, sub, wide=False):
+    """A box's width for its text (a series box, ``wide``, may take up to 380)."""
     chars = max(len(label), len(sub))
-    return max(72.0, min(260.0, round(chars * CHAR_W + 20)))
+    return max(72.0, min(380.0 if wide else 260.0, round(chars * CHAR_W + 20)))
 
 
 def default_collapsed(snapshot):
-    """The groups to collapse at first: the top-level ones, when the graph is large."""
-    if len(snapshot["nodes"]) <= AUTO_COLLAPSE:
+    """The groups to collapse at first (NOTE [Readable at open]): none when the graph fits;
+    else every group of the deepest level at which the boxes shown still fit (the top level
+    when none does)."""
+    nodes, groups = snapshot["nodes"], snapshot["groups"]
+    if len(nodes) <= FIT or not groups:
         return []
-    return [g["id"] for g in snapshot["groups"] if g["parent"] is None]
+    parent = {g["id"]: g["parent"] for g in groups}
+    depth = {}
+    for gid in parent:  # (from the parents: a hand-made snapshot may give no depth)
+        d, up = 0, parent[gid]
+        while up is not None:
+            d, up = d + 1, parent[up]
+        depth[gid] = d
+
+    def shown(d):  # boxes shown when the groups of depth d are collapsed (deeper ones inside)
+        boxes, seen = 0, set()
+        for n in nodes:
+            gid, top = n["group"], None
+            while gid is not None:
+                if depth[gid] == d:
+                    top = gid
+                gid = parent[gid]
+            if top is None:
+                boxes += 1
+            elif top not in seen:
+                seen.add(top)
+                boxes += 1
+        return boxes
+
+    best = 0
+    for d in range(1, max(depth.values()) + 1):
+        if shown(d) > FIT:
+            break
+        best = d
+    return [g["id"] for g in groups if depth[g["id"]] == best]
 
 
-def layout(snapshot, collapsed=()) -> Layout:
+def layout(snapshot, collapsed=(), *, fold=None, expanded=(), members=None) -> Layout:
+    """Lay out ``snapshot`` with the groups ``collapsed``; repeated structure is folded into
+    series boxes when ``fold`` (None: when more than FIT boxes would show), except the series
+    listed in ``expanded``. ``members``: a dict to fill with ``{series id: set of the snapshot
+    node ids inside it}``."""
     groups = {g["id"]: g for g in snapshot["groups"]}
     collapsed = [c for c in collapsed if c in groups]
     collapsed_set = set(collapsed)
@@ -196,6 +255,10 @@ def layout(snapshot, collapsed=()) -> Layout:
             box["sub"] = f"{count} node" + ("s" if count != 1 else "")
         box["w"] = node_size(box["label"], box["sub"])
         box["h"] = NODE_H
+
+    # 1b. repeated structure folded into series boxes (NOTE [Series] in fold.py)
+    expanded = set(expanded)
+    series = _fold_series(snapshot, vis, vnodes, groups, fold, expanded, members)
 
     vedges = {}
     for e in snapshot["edges"]:
@@ -388,7 +451,91 @@ def layout(snapshot, collapsed=()) -> Layout:
         "edges": out_edges,
         "groups": out_groups,
         "collapsed": sorted(collapsed, key=lambda g: int(g[1:]) if g[1:].isdigit() else 0),
+        "series": series,
+        "expanded": sorted(x["id"] for x in series if x["expanded"]),
     }
+
+
+def _fold_series(snapshot, vis, vnodes, groups, fold, expanded, members_out=None):
+    """Find the series of the visible graph and, unless expanded, put one box in place of
+    each (updating ``vis`` and ``vnodes`` in place); returns the LayoutSeries records."""
+    if fold is None:
+        fold = len(vnodes) > FIT
+    if not fold:
+        return []
+    names = {n["id"]: n["name"] for n in snapshot["nodes"]}
+    order = list(vnodes)
+    succ = {u: [] for u in order}
+    pred = {u: [] for u in order}
+    pairs = set()
+    for e in snapshot["edges"]:
+        u, v = vis.get(e["from"]), vis.get(e["to"])
+        if u is None or v is None or u == v or (u, v) in pairs:
+            continue
+        pairs.add((u, v))
+        succ[u].append(v)
+        pred[v].append(u)
+    kind = {
+        u: names[b["ref"]] if b["kind"] == "node" else groups[b["ref"]]["type"]
+        for u, b in vnodes.items()
+    }
+    group = {u: b["group"] for u, b in vnodes.items()}
+    found = find_series(order, kind, succ, pred, group)
+    members = {}
+    for n in snapshot["nodes"]:
+        members[vis[n["id"]]] = members.get(vis[n["id"]], 0) + 1
+    out, owner = [], {}
+    for x in found:
+        count = sum(members.get(u, 0) for u in x["units"])
+        label = " → ".join(x["kinds"])
+        out.append(
+            {
+                "id": x["id"],
+                "label": label,
+                "count": x["count"],
+                "period": x["period"],
+                "nodes": count,
+                "expanded": x["id"] in expanded,
+            }
+        )
+        if x["id"] in expanded:
+            continue
+        for u in x["units"]:
+            owner[u] = x
+    if members_out is not None:
+        of_unit = {}
+        for nid, u in vis.items():
+            of_unit.setdefault(u, set()).add(nid)
+        for x in found:
+            members_out[x["id"]] = set().union(*(of_unit.get(u, ()) for u in x["units"]))
+    if not owner:
+        return out
+    rebuilt = {}
+    for u, box in vnodes.items():
+        x = owner.get(u)
+        if x is None:
+            rebuilt[u] = box
+        elif x["id"] not in rebuilt:
+            count = sum(members.get(w, 0) for w in x["units"])
+            label = _clip(" → ".join(x["kinds"]), 48)
+            sub = f"×{x['count']} more · {count} nodes"
+            rebuilt[x["id"]] = {
+                "id": x["id"],
+                "kind": "series",
+                "label": label,
+                "sub": sub,
+                "ref": x["id"],
+                "group": box["group"],
+                "w": node_size(label, sub, wide=True),
+                "h": NODE_H,
+            }
+    vnodes.clear()
+    vnodes.update(rebuilt)
+    for nid, u in vis.items():
+        x = owner.get(u)
+        if x is not None:
+            vis[nid] = x["id"]
+    return out
 
 
 def _place(row, desired, width, x):

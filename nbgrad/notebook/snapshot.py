@@ -39,6 +39,8 @@ __all__ = [
     "tensor_summary",
     "hooks_of",
     "collect_graph",
+    "view_snapshot",
+    "details",
 ]
 
 SCHEMA_VERSION = 1
@@ -299,6 +301,101 @@ class Trace(TypedDict):
     error: str | None
 
 
+# -- what the graph widget is sent (NOTE [Send less]) ----------------------------------------
+# NOTE [Send less]
+# The browser draws from the layout (boxes, edges, labels) and searches the nodes; everything
+# else a node carries (saved values, metadata, input metadata, next functions, its forward
+# record, the gradients on its edges) is shown only for the selected node or edge. So the graph
+# widget is sent a :class:`ViewSnapshot`, a few dozen bytes per node, and the :class:`Details`
+# of what is selected when it is selected. The still SVG and Python keep the full snapshot.
+class ViewNode(TypedDict):
+    """A node as the widget is sent it: what the drawing, the search and the badges need;
+    ``path`` is its module group's path, ``hooks`` how many hooks it has."""
+
+    id: str
+    kind: Literal["node", "leaf", "external", "root"]
+    name: str
+    label: str
+    group: str | None
+    line: int | None
+    hooks: int
+    order: int | None
+
+
+ViewSnapshot = TypedDict(
+    "ViewSnapshot",
+    {
+        "schema": Literal["nbgrad.view"],
+        "version": Literal[1],
+        "nodes": "list[ViewNode]",
+        "edges": int,  # how many edges the graph has
+        "groups": "list[SnapGroup]",
+        "hooks": "list[SnapHook]",
+        "passes": "list[Pass]",
+        "roots": "list[str]",
+        "pass": "int | None",
+        "truncated": bool,
+    },
+)
+ViewSnapshot.__doc__ = "What the graph widget is sent of a snapshot (``view_snapshot``)."
+
+
+class Details(TypedDict):
+    """The details of what is selected: a node (with its forward record and the edges into
+    it), or the edges merged into one drawn edge."""
+
+    id: str
+    node: SnapNode | None
+    record: SnapRecord | None
+    incoming: list[SnapEdge]
+    edges: list[SnapEdge]
+
+
+def view_snapshot(snap: Snapshot) -> ViewSnapshot:
+    """The compact form of ``snap`` the graph widget is sent (NOTE [Send less])."""
+    nodes = [
+        {
+            "id": n["id"],
+            "kind": n["kind"],
+            "name": n["name"],
+            "label": n["label"],
+            "group": n["group"],
+            "line": n["line"],
+            "hooks": len(n["hooks"]),
+            "order": n["order"],
+        }
+        for n in snap["nodes"]
+    ]
+    return {
+        "schema": "nbgrad.view",
+        "version": 1,
+        "nodes": nodes,
+        "edges": len(snap["edges"]),
+        "groups": snap["groups"],
+        "hooks": snap["hooks"],
+        "passes": snap["passes"],
+        "roots": snap["roots"],
+        "pass": snap["pass"],
+        "truncated": snap["truncated"],
+    }
+
+
+def details(snap: Snapshot, item_id: str = "", edge_ids=()) -> Details:
+    """The :class:`Details` of node ``item_id`` or of the edges ``edge_ids`` of ``snap``."""
+    node = next((n for n in snap["nodes"] if n["id"] == item_id), None) if item_id else None
+    record = None
+    if node is not None and node["record"] is not None and node["record"] < len(snap["records"]):
+        record = snap["records"][node["record"]]
+    wanted = set(edge_ids)
+    return {
+        "id": item_id,
+        "node": node,
+        "record": record,
+        "incoming": [e for e in snap["edges"] if item_id and e["to"] == item_id],
+        "edges": [e for e in snap["edges"] if e["id"] in wanted],
+    }
+
+
 SCHEMA_TYPES = (
     GradSummary,
     TensorSummary,
@@ -319,6 +416,9 @@ SCHEMA_TYPES = (
     TraceStart,
     TraceEnd,
     Trace,
+    ViewNode,
+    ViewSnapshot,
+    Details,
 )
 
 
@@ -421,10 +521,10 @@ def collect_graph(starts, expand=None, max_nodes=MAX_NODES, source=None):
         stack = [start]
         while stack:
             node = stack.pop()
-            order.append(node)
-            if len(order) >= max_nodes:
-                truncated = bool(stack)
+            if len(order) >= max_nodes:  # one node more than fits: the graph is cut here
+                truncated = True
                 break
+            order.append(node)
             if expand is not None and not expand(node):
                 unexpanded.add(node)
                 continue
@@ -433,8 +533,7 @@ def collect_graph(starts, expand=None, max_nodes=MAX_NODES, source=None):
                 if child not in seen:
                     seen.add(child)
                     stack.append(child)
-        if len(order) >= max_nodes:
-            truncated = True
+        if truncated:
             break
     return order, unexpanded, truncated
 

@@ -21,6 +21,7 @@ STYLE = {
     "external": ("#f4f4f4", "#9a9a9a"),
     "root": ("#fdf0f0", "#b25b5b"),
     "group": ("#fff6e5", "#c98a1b"),
+    "series": ("#f3eefb", "#7a5bb2"),
 }
 
 
@@ -133,8 +134,8 @@ def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None, foo
                 f"{_t(label)}</text>"
             )
     for b in lay["nodes"]:
-        if b["kind"] == "group":
-            kind = "group"
+        if b["kind"] in ("group", "series"):
+            kind = b["kind"]
             hooks = 0
         else:
             n = nodes[b["ref"]]
@@ -145,6 +146,13 @@ def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None, foo
         fill, stroke = STYLE.get(kind, STYLE["node"])
         width = "3" if highlight is not None and b["ref"] == highlight else "1.3"
         dash = ' stroke-dasharray="4 3"' if kind in ("external", "group") else ""
+        if kind == "series":  # a stack: the repeats behind the first
+            for k in (2, 1):
+                parts.append(
+                    f'<rect x="{_f(b["x"] + 3 * k)}" y="{_f(b["y"] + 3 * k)}" '
+                    f'width="{_f(b["w"])}" height="{_f(b["h"])}" rx="5" fill="{fill}" '
+                    f'stroke="{stroke}" stroke-width="1"/>'
+                )
         parts.append(
             f'<rect x="{_f(b["x"])}" y="{_f(b["y"])}" width="{_f(b["w"])}" height="{_f(b["h"])}" '
             f'rx="5" fill="{fill}" stroke="{stroke}" stroke-width="{width}"{dash}/>'

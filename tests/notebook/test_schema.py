@@ -246,7 +246,7 @@ def test_typedefs_refer_only_to_defined_records():
         (("input_nr: number}} SnapNext", "input: number}} SnapNext"), "SnapNext.input"),
         (("seq: (number|null)", "seq: number"), "SnapNode.seq: JS"),
         (("output?: (boolean|null), ", ""), "Saved.output"),
-        (("collapsed: string[]}} Layout", "collapsed: number[]}} Layout"), "Layout.collapsed"),
+        (("expanded: string[]}} Layout", "expanded: number[]}} Layout"), "Layout.expanded"),
     ],
 )
 def test_a_drifted_typedef_is_caught(edit, expected):

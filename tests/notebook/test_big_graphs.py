@@ -1,0 +1,160 @@
+"""Graphs of real size in a real JupyterLab (headless Chromium): each opens readable, folded
+where it would not fit, and can be searched and unfolded (NOTE [Readable at open] in
+nbgrad/notebook/layout.py).
+
+For each graph (a 15-node MLP, a 300-op loop, a 3,000-op chain, a 20,000-node chain, a stack of
+transformer-style blocks built from nbgrad's layers): at open, with no click, at least 4 node
+labels are visible inside the widget and every visible label is at least 11 px tall on screen;
+a screenshot of each is saved. Then search finds a parameter inside a collapsed module and
+centres it, a folded series unfolds on a click, and the 20,000-node graph shows soon after its
+cell ends. Needs what test_browser.py needs.
+"""
+
+import time
+
+import pytest
+from test_browser import Notebook, artifacts, browser, run_lab  # noqa: F401 - fixtures
+
+CELLS = [
+    "%load_ext nbgrad\nimport nbgrad as ng\nfrom nbgrad import nn\nng.manual_seed(0)",
+    # 1: the MLP of the issue: 15 nodes
+    "%%autograd --backward loss\n"
+    "model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(),"
+    " nn.Linear(16, 1))\n"
+    "x, y = ng.randn(8, 4), ng.randn(8, 1)\n"
+    "loss = nn.functional.mse_loss(model(x), y)",
+    # 2: a loop of 300 elementwise ops
+    "%%autograd --backward loss\n"
+    "h = ng.randn(16, requires_grad=True)\n"
+    "w = ng.full((16,), 0.5, requires_grad=True)\n"
+    "for i in range(100):\n"
+    "    h = (h * w + 0.1).tanh()\n"
+    "loss = h.sum()",
+    # 3: a chain of 3,000 ops
+    "%%autograd --backward loss\n"
+    "h = ng.randn(16, requires_grad=True)\n"
+    "for i in range(1500):\n"
+    "    h = h * 1.0001 + 0.001\n"
+    "loss = h.sum()",
+    # 4: nested modules: a stack of pre-norm residual MLP blocks
+    "%%autograd --backward loss\n"
+    "class Block(nn.Module):\n"
+    "    def __init__(self, d):\n"
+    "        super().__init__()\n"
+    "        self.norm = nn.LayerNorm(d)\n"
+    "        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))\n"
+    "    def forward(self, x):\n"
+    "        return x + self.mlp(self.norm(x))\n"
+    "blocks = nn.Sequential(*[Block(16) for _ in range(6)])\n"
+    "loss = blocks(ng.randn(4, 16)).pow(2).mean()",
+    # 5: a 20,000-node graph (9,999 iterations of two ops, the sum and the leaf)
+    "%%autograd\n"
+    "h = ng.randn(16, requires_grad=True)\n"
+    "for i in range(9999):\n"
+    "    h = h * 1.0001 + 0.001\n"
+    "big = h.sum()",
+]
+NAMES = {1: "mlp-15", 2: "loop-300", 3: "chain-3000", 4: "nested-blocks", 5: "chain-20000"}
+
+VISIBLE_LABELS = """(graph) => {
+  const stage = graph.querySelector('.nbg-canvas').getBoundingClientRect();
+  const out = [];
+  for (const t of graph.querySelectorAll('.nbg-node .nbg-label')) {
+    const r = t.getBoundingClientRect();
+    if (r.width === 0 || r.bottom < stage.top || r.top > stage.bottom ||
+        r.right < stage.left || r.left > stage.right) continue;
+    out.push({ text: t.textContent, height: r.height });
+  }
+  return out;
+}"""
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    with run_lab(tmp_path_factory, {"big.ipynb": CELLS}) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def nb(lab, browser, artifacts):  # noqa: F811 - the fixtures imported above
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    book = Notebook(page, artifacts)
+    book.open_and_run(lab, "big.ipynb")
+    # when the last cell's prompt gets its number, and when its graph is drawn
+    book.wait_all_run(timeout=240_000)
+    ended = time.perf_counter()
+    book.cell(5).locator(".nbg-graph .nbg-node").first.wait_for(timeout=60_000)
+    book.big_shown_after = time.perf_counter() - ended
+    yield book
+    page.close()
+
+
+def _graph(nb, i):
+    graph = nb.cell(i).locator(".nbg-graph").first
+    graph.locator(".nbg-node").first.wait_for(timeout=60_000)
+    graph.scroll_into_view_if_needed()
+    return graph
+
+
+@pytest.mark.parametrize("i", sorted(NAMES), ids=[NAMES[i] for i in sorted(NAMES)])
+def test_readable_at_open(nb, i):
+    graph = _graph(nb, i)
+    labels = graph.evaluate(VISIBLE_LABELS)
+    nb.shot(f"big-{NAMES[i]}-open", graph)
+    assert len(labels) >= 4, labels
+    small = [x for x in labels if x["height"] < 11]
+    assert not small, small
+    assert not nb.errors, nb.errors
+
+
+def test_loop_and_chains_fold_into_a_series(nb):
+    for i, count in ((2, "×99 more"), (3, "×1499 more"), (5, "×9998 more")):
+        series = _graph(nb, i).locator(".nbg-series")
+        assert series.count() == 1, i
+        assert count in series.first.text_content()
+
+
+def test_big_graph_shows_soon_after_its_cell(nb):
+    assert nb.big_shown_after < 3.0, nb.big_shown_after
+    status = _graph(nb, 5).locator(".nbg-status").inner_text()
+    assert "20000 nodes" in status and "truncated" not in status, status
+
+
+def test_a_series_unfolds_on_click(nb):
+    graph = _graph(nb, 2)
+    before = graph.locator(".nbg-node").count()
+    graph.locator(".nbg-series").first.click()
+    graph.page.wait_for_function(
+        "(g) => g.querySelectorAll('.nbg-node').length > 200",
+        arg=graph.element_handle(),
+        timeout=30_000,
+    )
+    assert graph.locator(".nbg-series").count() == 0
+    assert graph.locator(".nbg-node").count() > before
+    labels = graph.evaluate(VISIBLE_LABELS)
+    assert len(labels) >= 4 and all(x["height"] >= 11 for x in labels), labels
+    nb.shot("big-loop-300-unfolded", graph)
+    assert not nb.errors, nb.errors
+
+
+def test_search_finds_a_parameter_in_a_collapsed_module(nb):
+    graph = _graph(nb, 4)
+    target = "blocks.4.mlp.2.weight"
+    assert graph.locator(f".nbg-node[data-id] .nbg-label:text-is('{target}')").count() == 0
+    graph.locator(".nbg-search").fill("4.mlp.2.weight")
+    result = graph.locator(".nbg-result").first
+    result.wait_for(timeout=10_000)
+    nb.shot("big-nested-search", graph)
+    result.click()
+    label = graph.locator(f".nbg-node .nbg-label:text-is('{target}')")
+    label.wait_for(timeout=30_000)
+    graph.page.wait_for_timeout(300)
+    box = label.bounding_box()
+    stage = graph.locator(".nbg-canvas").bounding_box()
+    cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    assert abs(cx - (stage["x"] + stage["width"] / 2)) < 40, (box, stage)
+    assert abs(cy - (stage["y"] + stage["height"] / 2)) < 40, (box, stage)
+    node = graph.locator(".nbg-node.nbg-selected .nbg-label")
+    assert node.text_content() == target
+    nb.shot("big-nested-found", graph)
+    assert not nb.errors, nb.errors
