@@ -48,6 +48,7 @@ function render({ model, el }) {
   el.classList.add("nbg-stepper");
   const trace = jsonTrait(model, "_trace_json");
   const graphLayout = jsonTrait(model, "_layout_json");
+  const seriesOf = jsonTrait(model, "_series_of_json");
   el.tabIndex = 0;
   const info = h("span", { class: "nbg-step-info" });
   const slider = h("input", { type: "range", min: 0, value: 0, class: "nbg-step-slider" });
@@ -84,8 +85,9 @@ function render({ model, el }) {
     const groups = new Map((tr.graph.groups || []).map((g) => [g.id, g]));
     const refs = new Set(lay.nodes.map((b) => b.ref));
     boxOf = new Map();
+    const inSeries = seriesOf() || {};
     for (const n of tr.graph.nodes) {
-      let ref = n.id;
+      let ref = inSeries[n.id] ?? n.id;
       let g = n.group;
       while (!refs.has(ref) && g) { ref = g; g = groups.get(g)?.parent ?? null; }
       boxOf.set(n.id, ref);
@@ -108,10 +110,28 @@ function render({ model, el }) {
       frag.append(g);
     }
     viewport.replaceChildren(frag);
+    slider.max = String(tr.steps.length + 1);
+    frame(null);
+  }
+
+  // NOTE [Readable at open] (layout.py): the whole graph when it fits at label size; else a
+  // window at label size around the running node, so that it is always in view
+  function frame(running) {
+    /** @type {Layout} */ const lay = graphLayout();
+    const r = svg.getBoundingClientRect();
     const w = lay.width || 1;
     const hgt = lay.height || 1;
-    svg.setAttribute("viewBox", `0 0 ${w} ${hgt}`);
-    slider.max = String(tr.steps.length + 1);
+    if (!r.width || (w <= r.width && hgt <= r.height)) {
+      svg.setAttribute("viewBox", `0 0 ${w} ${hgt}`);
+      return;
+    }
+    const box = lay.nodes.find((b) => b.ref === running) ||
+      lay.nodes.slice().sort((a, b) => a.y - b.y)[0];
+    const cx = box ? box.x + box.w / 2 : w / 2;
+    const cy = box ? box.y + box.h / 2 : r.height / 2;
+    const x0 = Math.max(0, Math.min(w - r.width, cx - r.width / 2));
+    const y0 = Math.max(0, Math.min(hgt - r.height, cy - r.height / 2));
+    svg.setAttribute("viewBox", `${x0} ${y0} ${r.width} ${r.height}`);
   }
 
   function label(id) {
@@ -134,6 +154,7 @@ function render({ model, el }) {
     info.textContent = pos === 0 ? `start (${n} steps)`
       : pos > n ? `end: ${n} nodes ran` + (tr.error ? ` — ${tr.error}` : "")
         : `step ${pos} / ${n}: ${label(st.running)}`;
+    frame(st.running ? boxOf.get(st.running) : null);
     const doneOrder = new Map(st.done.map((id, i) => [id, i + 1]));
     const ready = new Set(Object.values(st.ready).flat());
     for (const [ref, g] of boxes) g.setAttribute("class", "nbg-step-node");
@@ -181,7 +202,10 @@ function render({ model, el }) {
   model.on("change:_layout_json", onTrace);
   model.on("change:position", drawState);
   onTrace();
+  const ro = new ResizeObserver(() => drawState()); // framed once the element has a size
+  ro.observe(svg);
   return () => {
+    ro.disconnect();
     model.off("change:_trace_json", onTrace);
     model.off("change:_layout_json", onTrace);
     model.off("change:position", drawState);

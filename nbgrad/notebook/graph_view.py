@@ -264,13 +264,19 @@ class GraphView(StillWidget):
         self._relayout()
 
     def toggle(self, group_id):
-        """Collapse an expanded group, or expand a collapsed one."""
+        """Collapse an expanded group, or expand a collapsed one, one level: the groups inside
+        it show as boxes (a click opens each in turn)."""
         if not any(g["id"] == group_id for g in self.snapshot["groups"]):
             raise KeyError(f"no group {group_id!r} in this graph")
         self._auto_collapse = False
         collapsed = list(self.collapsed)
-        if group_id in collapsed:
+        if group_id in collapsed:  # open one level: its own child groups start collapsed
             collapsed.remove(group_id)
+            collapsed += [
+                g["id"]
+                for g in self.snapshot["groups"]
+                if g["parent"] == group_id and g["id"] not in collapsed
+            ]
         else:
             collapsed.append(group_id)
         self.collapsed = collapsed

@@ -216,7 +216,7 @@ def layout(snapshot, collapsed=(), *, fold=None, expanded=(), members=None) -> L
     # 1. the visible graph
     vis = {}  # snapshot node id -> visible id
     vnodes = {}  # visible id -> box dict (insertion order = snapshot order)
-    members = {}  # collapsed group id -> count
+    group_sizes = {}  # collapsed group id -> count
     for n in snapshot["nodes"]:
         rep = representative(n["group"]) if n["group"] is not None else None
         if rep is None:
@@ -237,13 +237,13 @@ def layout(snapshot, collapsed=(), *, fold=None, expanded=(), members=None) -> L
             }
         else:
             vid = "group:" + rep
-            members[rep] = members.get(rep, 0) + 1
+            group_sizes[rep] = group_sizes.get(rep, 0) + 1
             if vid not in vnodes:
                 g = groups[rep]
                 vnodes[vid] = {
                     "id": vid,
                     "kind": "group",
-                    "label": _clip(f"{g['name']}: {g['type']}"),
+                    "label": _clip(f"{g['path'] or g['name']}: {g['type']}", 36),
                     "sub": "",
                     "ref": rep,
                     "group": g["parent"],
@@ -251,7 +251,7 @@ def layout(snapshot, collapsed=(), *, fold=None, expanded=(), members=None) -> L
         vis[n["id"]] = vid
     for box in vnodes.values():
         if box["kind"] == "group":
-            count = members[box["ref"]]
+            count = group_sizes[box["ref"]]
             box["sub"] = f"{count} node" + ("s" if count != 1 else "")
         box["w"] = node_size(box["label"], box["sub"])
         box["h"] = NODE_H

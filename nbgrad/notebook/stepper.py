@@ -54,6 +54,7 @@ class BackwardStepper(StillWidget):
     graph_layout = t.Dict()  # sent as _layout_json
     _trace_json = t.Unicode("{}").tag(sync=True)
     _layout_json = t.Unicode("{}").tag(sync=True)
+    _series_of_json = t.Unicode("{}").tag(sync=True)  # node id -> the series box holding it
     position = t.Int(0).tag(sync=True)
 
     def __init__(
@@ -95,9 +96,16 @@ class BackwardStepper(StillWidget):
             backward_trace, names=names, weak_names=weak_names, ids=ids or IdMap()
         )
         graph = snap["graph"]
+        members = {}
+        lay = layout(graph, default_collapsed(graph), members=members)
+        # the nodes a folded series box stands for (the browser marks the box while they run)
+        folded = {x["id"] for x in lay["series"] if not x["expanded"]}
         with self.hold_sync():
             self.trace = snap
-            self.graph_layout = layout(graph, default_collapsed(graph))
+            self._series_of_json = dumps(
+                {nid: sid for sid, ids in sorted(members.items()) if sid in folded for nid in ids}
+            )
+            self.graph_layout = lay
             self.position = 0
 
     @t.observe("trace")

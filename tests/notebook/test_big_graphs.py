@@ -53,6 +53,12 @@ CELLS = [
     "for i in range(9999):\n"
     "    h = h * 1.0001 + 0.001\n"
     "big = h.sum()",
+    # 6: the stepper on a 300-op loop
+    "%%autograd --step --backward loss\n"
+    "h = ng.randn(16, requires_grad=True)\n"
+    "for i in range(100):\n"
+    "    h = (h * 0.5 + 0.1).tanh()\n"
+    "loss = h.sum()",
 ]
 NAMES = {1: "mlp-15", 2: "loop-300", 3: "chain-3000", 4: "nested-blocks", 5: "chain-20000"}
 
@@ -157,4 +163,22 @@ def test_search_finds_a_parameter_in_a_collapsed_module(nb):
     node = graph.locator(".nbg-node.nbg-selected .nbg-label")
     assert node.text_content() == target
     nb.shot("big-nested-found", graph)
+    assert not nb.errors, nb.errors
+
+
+def test_the_stepper_keeps_the_running_node_in_view(nb):
+    stepper = nb.cell(6).locator(".nbg-stepper").first
+    stepper.locator(".nbg-step-node").first.wait_for(timeout=60_000)
+    stepper.scroll_into_view_if_needed()
+    forward = stepper.locator("button[title='forward one node']")
+    for _ in range(6):
+        forward.click()
+        running = stepper.locator(".nbg-step-node.nbg-running")
+        running.wait_for(timeout=10_000)
+        box = running.bounding_box()
+        area = stepper.locator(".nbg-step-graph").bounding_box()
+        assert area["y"] <= box["y"] and box["y"] + box["height"] <= area["y"] + area["height"]
+        label = running.locator(".nbg-label").bounding_box()
+        assert label["height"] >= 11, label
+    nb.shot("big-stepper-300", stepper)
     assert not nb.errors, nb.errors
