@@ -71,9 +71,8 @@
  * @typedef {{width: number, height: number, nodes: Box[], edges: LayoutEdge[],
  *            groups: LayoutGroup[], collapsed: string[], series: LayoutSeries[],
  *            expanded: string[]}} Layout
- * @typedef {{id: string, kind: ("node"|"leaf"|"external"|"root"), name: string, label: string,
- *            group: (string|null), line: (number|null), hooks: number,
- *            order: (number|null)}} ViewNode
+ * @typedef {{id: string, kind: ("node"|"leaf"|"external"|"root"), name: string, label?: string,
+ *            group?: string, line?: number, hooks?: number, order?: number}} ViewNode
  * @typedef {{schema: "nbgrad.view", version: 1, nodes: ViewNode[], edges: number,
  *            groups: SnapGroup[], hooks: SnapHook[], passes: Pass[], roots: string[],
  *            pass: (number|null), truncated: boolean}} ViewSnapshot

@@ -300,7 +300,10 @@ function render({ model, el }) {
   function draw() {
     /** @type {ViewSnapshot} */ const snap = snapshot();
     /** @type {Layout} */ const lay = graphLayout();
-    nodes = new Map((snap.nodes || []).map((n) => [n.id, n]));
+    // a ViewNode leaves out its fields at their defaults (NOTE [Send less])
+    nodes = new Map((snap.nodes || []).map((n) => [n.id, {
+      label: n.name, group: null, line: null, hooks: 0, order: null, ...n,
+    }]));
     groups = new Map((snap.groups || []).map((g) => [g.id, g]));
     series = new Map((lay.series || []).map((x) => [x.id, x]));
     boxes = new Map((lay.nodes || []).map((b) => [b.ref, b]));

@@ -309,17 +309,18 @@ class Trace(TypedDict):
 # widget is sent a :class:`ViewSnapshot`, a few dozen bytes per node, and the :class:`Details`
 # of what is selected when it is selected. The still SVG and Python keep the full snapshot.
 class ViewNode(TypedDict):
-    """A node as the widget is sent it: what the drawing, the search and the badges need;
-    ``path`` is its module group's path, ``hooks`` how many hooks it has."""
+    """A node as the widget is sent it: what the drawing, the search and the badges need.
+    The fields after ``name`` are left out at their defaults (``label``: the name; ``group``,
+    ``line``, ``order``: None; ``hooks``, how many hooks it has: 0), as most nodes have them."""
 
     id: str
     kind: Literal["node", "leaf", "external", "root"]
     name: str
-    label: str
-    group: str | None
-    line: int | None
-    hooks: int
-    order: int | None
+    label: NotRequired[str]
+    group: NotRequired[str]
+    line: NotRequired[int]
+    hooks: NotRequired[int]
+    order: NotRequired[int]
 
 
 ViewSnapshot = TypedDict(
@@ -353,19 +354,17 @@ class Details(TypedDict):
 
 def view_snapshot(snap: Snapshot) -> ViewSnapshot:
     """The compact form of ``snap`` the graph widget is sent (NOTE [Send less])."""
-    nodes = [
-        {
-            "id": n["id"],
-            "kind": n["kind"],
-            "name": n["name"],
-            "label": n["label"],
-            "group": n["group"],
-            "line": n["line"],
-            "hooks": len(n["hooks"]),
-            "order": n["order"],
-        }
-        for n in snap["nodes"]
-    ]
+    nodes = []
+    for n in snap["nodes"]:
+        v = {"id": n["id"], "kind": n["kind"], "name": n["name"]}
+        if n["label"] != n["name"]:
+            v["label"] = n["label"]
+        for key in ("group", "line", "order"):
+            if n[key] is not None:
+                v[key] = n[key]
+        if n["hooks"]:
+            v["hooks"] = len(n["hooks"])
+        nodes.append(v)
     return {
         "schema": "nbgrad.view",
         "version": 1,

@@ -2,7 +2,7 @@
 
     python tests/benchmarks/notebook.py              # everything, 15 repeats
     python tests/benchmarks/notebook.py --quick      # 5 repeats, 500-node graphs only
-    python tests/benchmarks/notebook.py --only overhead   # or: graphs
+    python tests/benchmarks/notebook.py --only overhead   # or: graphs, sent
 
 1. Recorder overhead per forward op: one op loop, run alternately without and with
    ``nbgrad.notebook.record()`` active (same process, same tensors), medians over the repeats;
@@ -16,7 +16,13 @@
    (4 nodes per block: Mul, Tanh, Add and a leaf) and a wide fan ``loss = sum_i
    tanh(x * w_i).sum()`` (5 nodes per block, hundreds of nodes per layer). For each: the time
    to build the snapshot, the layout (groups auto-collapsed as the widget starts, and all
-   expanded), the still SVG, and the snapshot's size as the widget sends it (compact JSON).
+   expanded), the still SVG, and the full snapshot's size (compact JSON).
+3. What the graph widget sends and how soon the browser draws it, for chains of 500, 5,000
+   and 20,000 nodes and a wide graph of 5,000 (NOTE [Send less] in snapshot.py): the bytes per
+   node of the view snapshot and the layout the widget is sent, the kernel's time to build
+   them (snapshot, fold, layout), and the time to first render in Chromium: the widget's own
+   ES module rendering into a page from those two JSON strings, from ``render()`` to the next
+   painted frame (median of 5), with Debian's Chromium at /usr/bin/chromium.
 """
 
 from __future__ import annotations
@@ -175,10 +181,104 @@ def graphs(sizes, repeats):
                 del rec, blocks, snap, lay
 
 
+def _chain_graph(nodes):
+    h = ng.randn(16, requires_grad=True)
+    for _ in range((nodes - 2) // 2):
+        h = h * 1.0001 + 0.001
+    return h.sum()
+
+
+def _wide_graph(nodes):
+    x = ng.randn(16, requires_grad=True)
+    width = 32
+    h = x
+    for _ in range(max(1, nodes // (3 * width + 2))):
+        s = (h * 0.5).sin()
+        for k in range(1, width):
+            s = s + (h * (0.5 + k / width)).sin()
+        h = s * 0.1
+    return h.sum()
+
+
+RENDER_PAGE = """<!doctype html><html><body><div id="out" style="width:1200px"></div>
+<script type="module">
+const esm = %s;
+const traits = %s;
+const mod = await import(URL.createObjectURL(new Blob([esm], {type: "text/javascript"})));
+const model = {get: (k) => traits[k], set() {}, save_changes() {}, send() {}, on() {}, off() {}};
+window.renderOnce = () => new Promise((done) => {
+  const el = document.createElement("div");
+  document.getElementById("out").replaceChildren(el);
+  const t0 = performance.now();
+  mod.default.render({model, el});
+  requestAnimationFrame(() => setTimeout(() => done(performance.now() - t0), 0));
+});
+window.ready = true;
+</script></body></html>"""
+
+
+def sent(repeats):
+    """What the graph widget sends, and its first render in Chromium (section 3)."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from nbgrad.notebook import GraphView
+    from nbgrad.notebook._widget import esm
+
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        sync_playwright = None
+    print("What the graph widget sends, and the browser's first render")
+    print(
+        f"  {'graph':10} {'nodes':>6} {'boxes':>5} {'bytes/node':>10} {'kernel':>8} {'render':>8}"
+    )
+    cases = [("chain", _chain_graph, n) for n in (500, 5000, 20000)]
+    cases.append(("wide", _wide_graph, 5000))
+    pages = []
+    for name, make, n in cases:
+        root = make(n)
+        t_kernel, view = _best(partial(GraphView, root, timings=False), max(1, repeats // 3))
+        nodes = len(view.snapshot["nodes"])
+        size = len(view._snapshot_json.encode()) + len(view._layout_json.encode())
+        traits = {
+            "_snapshot_json": view._snapshot_json,
+            "_layout_json": view._layout_json,
+            "_details_json": "{}",
+            "collapsed": view.collapsed,
+            "selected": "",
+            "live": False,
+            "error": "",
+        }
+        html = RENDER_PAGE % (json.dumps(esm("graph_view.js")), json.dumps(traits))
+        pages.append((name, nodes, len(view.graph_layout["nodes"]), size / nodes, t_kernel, html))
+        del root, view
+    renders = {}
+    if sync_playwright is not None and Path("/usr/bin/chromium").is_file():
+        with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
+            browser = p.chromium.launch(
+                executable_path="/usr/bin/chromium",
+                args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+            )
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            for i, (*_, html) in enumerate(pages):
+                path = Path(tmp) / f"g{i}.html"
+                path.write_text(html)
+                page.goto(f"file://{path}")
+                page.wait_for_function("() => window.ready === true")
+                times = [page.evaluate("() => window.renderOnce()") for _ in range(5)]
+                renders[i] = statistics.median(times)
+            browser.close()
+    for i, (name, nodes, boxes, per_node, t_kernel, _) in enumerate(pages):
+        render = f"{renders[i]:6.0f}ms" if i in renders else "     n/a"
+        print(f"  {name:10} {nodes:6} {boxes:5} {per_node:10.0f} {t_kernel:7.2f}s {render:>8}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--only", choices=("overhead", "graphs"))
+    parser.add_argument("--only", choices=("overhead", "graphs", "sent"))
     args = parser.parse_args(argv)
     repeats = 5 if args.quick else 15
     sizes = [500] if args.quick else [500, 5000]
@@ -187,6 +287,8 @@ def main(argv=None):
         overhead(repeats)
     if args.only in (None, "graphs"):
         graphs(sizes, 1 if args.quick else 3)
+    if args.only in (None, "sent"):
+        sent(repeats)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,139 @@
+"""Folding big graphs (nbgrad/notebook/fold.py, layout.py's NOTE [Readable at open]) and what
+the graph widget is sent (snapshot.py's NOTE [Send less]), without a browser."""
+
+import json
+
+import pytest
+
+import nbgrad as ng
+from nbgrad import nn
+from nbgrad.notebook import GraphView, build_snapshot, record
+from nbgrad.notebook.fold import MIN_REPEATS, find_series
+from nbgrad.notebook.layout import FIT, default_collapsed, layout
+from nbgrad.notebook.snapshot import view_snapshot
+from nbgrad.notebook.svg import snapshot_svg
+
+
+def _chain(kinds, leaves=()):
+    """A chain of units top down with the given kinds; ``leaves``: (unit index, leaf id)."""
+    order = [f"u{i}" for i in range(len(kinds))]
+    kind = dict(zip(order, kinds))
+    succ = {u: [] for u in order}
+    pred = {u: [] for u in order}
+    for a, b in zip(order, order[1:]):
+        succ[a].append(b)
+        pred[b].append(a)
+    for i, leaf in leaves:
+        if leaf not in succ:
+            order.append(leaf)
+            kind[leaf] = "AccumulateGrad"
+            succ[leaf], pred[leaf] = [], []
+        succ[order[i]].append(leaf)
+        pred[leaf].append(order[i])
+    return order, kind, succ, pred
+
+
+def test_a_loop_folds_into_one_series_keeping_the_first_repeat():
+    body = ["Tanh", "Add", "Mul"]
+    kinds = ["Sum"] + body * 50
+    leaves = [(i, "w") for i, k in enumerate(kinds) if k == "Mul"]
+    (series,) = find_series(*_chain(kinds, leaves))
+    assert series["period"] == 3
+    assert series["count"] == 49  # the first of the 50 repeats stays drawn
+    assert series["units"][0] == "u4" and len(series["units"]) == 147
+    assert series["kinds"] == ["Mul", "Add", "Tanh"]  # forward order
+
+
+def test_short_runs_and_branches_do_not_fold():
+    assert find_series(*_chain(["A", "B"] * (MIN_REPEATS - 1))) == []
+    order, kind, succ, pred = _chain(["A"] * 10)
+    succ["u4"].append("u7")  # a second way into u7: the chain breaks there
+    pred["u7"].append("u4")
+    for s in find_series(order, kind, succ, pred):
+        assert "u7" not in s["units"][1:] or s["units"][0] == "u7"
+
+
+def test_a_series_stays_inside_its_module_group():
+    order, kind, succ, pred = _chain(["A"] * 12)
+    group = {u: ("g0" if int(u[1:]) < 6 else "g1") for u in order}
+    for s in find_series(order, kind, succ, pred, group):
+        assert len({group[u] for u in s["units"]}) == 1
+
+
+def _loop(n):
+    h = ng.randn(16, requires_grad=True)
+    w = ng.full((16,), 0.5, requires_grad=True)
+    for _ in range(n):
+        h = (h * w + 0.1).tanh()
+    return h.sum()
+
+
+def test_layout_folds_a_big_loop_and_expands_it_on_request():
+    snap = build_snapshot(None, [_loop(300)])
+    folded = layout(snap)
+    assert len(folded["nodes"]) < FIT
+    (series,) = folded["series"]
+    assert series["count"] == 299 and series["nodes"] == 897 and not series["expanded"]
+    assert [b["kind"] for b in folded["nodes"]].count("series") == 1
+    shown = layout(snap, expanded=[series["id"]])
+    assert len(shown["nodes"]) == len(snap["nodes"])
+    assert shown["expanded"] == [series["id"]]
+    # the same snapshot always folds the same way
+    assert json.dumps(layout(snap)) == json.dumps(folded)
+
+
+def test_the_still_picture_of_a_3000_node_chain_is_short():
+    h = ng.randn(4, requires_grad=True)
+    for _ in range(1500):
+        h = h * 1.0001 + 0.001
+    snap = build_snapshot(None, [h.sum()])
+    svg = snapshot_svg(snap)
+    height = float(svg.split('height="', 1)[1].split('"', 1)[0])
+    assert height < 700, height
+    assert "×1499 more" in svg
+
+
+def test_modules_collapse_to_the_deepest_level_that_fits():
+    ng.manual_seed(0)
+    blocks = nn.Sequential(
+        *[nn.Sequential(nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 8)) for _ in range(8)]
+    )
+    with record() as rec:
+        loss = blocks(ng.randn(2, 8)).sum()
+    snap = build_snapshot(rec, [loss])
+    assert len(snap["nodes"]) > FIT
+    collapsed = default_collapsed(snap)
+    depths = {g["id"]: g["depth"] for g in snap["groups"]}
+    assert collapsed and len({depths[g] for g in collapsed}) == 1
+    lay = layout(snap, collapsed)
+    assert len(lay["nodes"]) <= FIT
+    # a small graph opens with nothing collapsed
+    with record() as rec:
+        small = nn.Linear(3, 1)(ng.randn(2, 3)).sum()
+    assert default_collapsed(build_snapshot(rec, [small])) == []
+
+
+def test_reveal_opens_what_hides_a_node():
+    view = GraphView(_loop(200))
+    ids = [n["id"] for n in view.snapshot["nodes"] if n["name"] == "AddBackward0"]
+    hidden = ids[len(ids) // 2]
+    assert hidden not in {b["ref"] for b in view.graph_layout["nodes"]}
+    view.reveal(hidden)
+    assert hidden in {b["ref"] for b in view.graph_layout["nodes"]}
+    assert view.selected == hidden
+    assert json.loads(view._details_json)["node"]["id"] == hidden
+    with pytest.raises(KeyError):
+        view.reveal("n-not-there")
+
+
+@pytest.mark.parametrize("n", [500, 5000])
+def test_the_widget_is_sent_few_bytes_per_node(n):
+    view = GraphView(_loop(n // 3))
+    nodes = len(view.snapshot["nodes"])
+    sent = len(view._snapshot_json) + len(view._layout_json)
+    assert sent / nodes <= 400, sent / nodes
+    full = len(json.dumps(view.snapshot, separators=(",", ":")))
+    assert sent < full / 2
+    assert json.loads(view._snapshot_json) == json.loads(
+        json.dumps(view_snapshot(view.snapshot), separators=(",", ":"))
+    )
