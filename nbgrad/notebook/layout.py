@@ -155,6 +155,9 @@ DUMMY_BUDGET = 3  # at most this many dummies per visible node
 # TensorBoard's graph dashboard does), and repeated structure drawn as series boxes
 # (``fold.py``). The user expands what they want to see, and "Expand all" shows everything.
 FIT = 40
+# Series fold sooner: a run of repeats is read as well from one box and its first repeat, and
+# a column of 20 boxes is already three times the widget's height at label size.
+FOLD_SERIES = 20
 
 
 def shape_text(shapes) -> str:
@@ -215,7 +218,7 @@ def default_collapsed(snapshot):
 
 def layout(snapshot, collapsed=(), *, fold=None, expanded=(), members=None) -> Layout:
     """Lay out ``snapshot`` with the groups ``collapsed``; repeated structure is folded into
-    series boxes when ``fold`` (None: when more than FIT boxes would show), except the series
+    series boxes when ``fold`` (None: when more than FOLD_SERIES boxes would show), except the series
     listed in ``expanded``. ``members``: a dict to fill with ``{series id: set of the snapshot
     node ids inside it}``."""
     groups = {g["id"]: g for g in snapshot["groups"]}
@@ -478,7 +481,7 @@ def _fold_series(snapshot, vis, vnodes, groups, fold, expanded, members_out=None
     """Find the series of the visible graph and, unless expanded, put one box in place of
     each (updating ``vis`` and ``vnodes`` in place); returns the LayoutSeries records."""
     if fold is None:
-        fold = len(vnodes) > FIT
+        fold = len(vnodes) > FOLD_SERIES
     if not fold:
         return []
     names = {n["id"]: n["name"] for n in snapshot["nodes"]}

@@ -137,3 +137,18 @@ def test_the_widget_is_sent_few_bytes_per_node(n):
     assert json.loads(view._snapshot_json) == json.loads(
         json.dumps(view_snapshot(view.snapshot), separators=(",", ":"))
     )
+
+
+def test_stacked_identical_layers_fold_into_one_series():
+    ng.manual_seed(0)
+    layers = []
+    for _ in range(12):
+        layers += [nn.Linear(8, 8), nn.ReLU()]
+    model = nn.Sequential(*layers)
+    with record() as rec:
+        loss = model(ng.randn(2, 8)).sum()
+    snap = build_snapshot(rec, [loss])
+    lay = layout(snap, default_collapsed(snap))
+    series = [b for b in lay["nodes"] if b["kind"] == "series"]
+    assert len(series) == 1 and series[0]["label"] == "Linear → ReLU", lay["nodes"]
+    assert len(lay["nodes"]) < 10
