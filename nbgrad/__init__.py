@@ -34,9 +34,15 @@ the engine, goes through the root package at call time (``nbgrad.autograd.backwa
                 public faces of the graph layer: graph.py, grad_mode.py, anomaly_mode.py
 5 nn, optim     nn/                 Module, layers, functional, init; optim/: SGD, Adam...
                 serialization.py    save and load
-6 notebook      notebook/           sources (how a graph is read), recorder, snapshot, layout,
-                                    svg, widgets, the magic
-                                    (loaded by ``%load_ext nbgrad`` only)
+6 notebook      notebook/sources.py how a graph is read (nbgrad's; torch's to come)
+                notebook/recorder.py    forward calls, module groups, backward passes of a cell
+                notebook/schema.py  the records sent to the browser, defined once
+                notebook/snapshot.py    graph + records + hooks -> a snapshot (JSON-able)
+                notebook/fold.py    repeated structure -> series boxes
+                notebook/layout.py  the layered layout (the widget's and the still SVG's)
+                notebook/svg.py     the still pictures; graph_view.py, hook_editor.py,
+                                    stepper.py: the widgets (with widgets/*.js); magics.py:
+                                    ``%%autograd`` (loaded by ``%load_ext nbgrad`` only)
 """
 
 from __future__ import annotations
@@ -130,6 +136,7 @@ __version__ = "0.1.0"
 
 def load_ipython_extension(ipython):
     """``%load_ext nbgrad``: register the ``%%autograd`` cell magic (needs nbgrad[notebook])."""
+    # late: the notebook layer needs IPython and anywidget (the optional nbgrad[notebook])
     from .notebook import load_ipython_extension as _load
 
     _load(ipython)

@@ -5,7 +5,7 @@
 
 /**
  * The records the kernel sends, each written once here. Their one definition is Python's: the
- * TypedDicts of the same names in nbgrad/notebook/snapshot.py and layout.py (NOTE [One schema]);
+ * TypedDicts of the same names in nbgrad/notebook/schema.py and layout.py (NOTE [One schema]);
  * tests/notebook/test_schema.py checks every field below against them. A LayoutEdge's points
  * are x1, y1, ..., xn, yn (see edgePath); its label is the norm, "2× norm" or the norms of
  * parallel edges (as layout.grad_label).

@@ -48,6 +48,7 @@ def __getattr__(name):
 
 def load_ipython_extension(ipython):
     """``%load_ext nbgrad``: register the ``%%autograd`` cell magic."""
+    # late: magics.py imports IPython, which only a running IPython kernel needs
     from .magics import AutogradMagics
 
     ipython.register_magics(AutogradMagics)

@@ -36,9 +36,11 @@ import weakref
 
 import traitlets as t
 
+import nbgrad
+
 from ._widget import StillWidget, asset, esm
 from .recorder import Recorder
-from .snapshot import _hook_call, hooks_of
+from .snapshot import IdMap, _hook_call, hooks_of
 from .sources import source_for
 from .svg import hooks_svg
 
@@ -93,8 +95,6 @@ def compile_hook(source: str, filename: str, namespace=None):
 
 def _default_namespace():
     import numpy
-
-    import nbgrad
 
     return {"ng": nbgrad, "nbgrad": nbgrad, "np": numpy, "__name__": "__nbgrad_hook__"}
 
@@ -391,7 +391,6 @@ class HookEditor(StillWidget):
         finally:
             self._running = False
         passes = recorder.passes[before:]
-        from .snapshot import IdMap
 
         ids = getattr(recorder, "_ids", None) or IdMap()
         fired = [_hook_call(c, ids) for p in passes for c in p.hook_calls]

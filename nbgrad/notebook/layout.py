@@ -64,7 +64,7 @@ from .fold import find_series
 __all__ = ["layout", "node_size", "default_collapsed", "shape_text", "grad_label", "Layout"]
 
 
-# -- the layout's records (see NOTE [One schema] in snapshot.py) -------------------------------
+# -- the layout's records (see NOTE [One schema] in schema.py) -------------------------------
 class Box(TypedDict):
     """A drawn box: a node, or a collapsed group (``kind`` ``"group"``); ``ref`` is the
     snapshot's node id or group id, ``group`` the group drawn around it."""
@@ -218,9 +218,9 @@ def default_collapsed(snapshot):
 
 def layout(snapshot, collapsed=(), *, fold=None, expanded=(), members=None) -> Layout:
     """Lay out ``snapshot`` with the groups ``collapsed``; repeated structure is folded into
-    series boxes when ``fold`` (None: when more than FOLD_SERIES boxes would show), except the series
-    listed in ``expanded``. ``members``: a dict to fill with ``{series id: set of the snapshot
-    node ids inside it}``."""
+    series boxes when ``fold`` (None: when more than FOLD_SERIES boxes would show), except
+    the series listed in ``expanded``. ``members``: a dict to fill with ``{series id: set of
+    the snapshot node ids inside it}``."""
     groups = {g["id"]: g for g in snapshot["groups"]}
     collapsed = [c for c in collapsed if c in groups]
     collapsed_set = set(collapsed)

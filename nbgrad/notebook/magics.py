@@ -27,7 +27,14 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.display import display
 
+from nbgrad.tensor import Tensor
+
+from .graph_view import GraphView
+from .hook_editor import HookEditor
 from .recorder import Recorder
+from .snapshot import build_snapshot, trace_snapshot
+from .stepper import BackwardStepper
+from .svg import snapshot_svg, trace_svg
 
 __all__ = ["AutogradMagics", "Session", "parse_options", "USAGE"]
 
@@ -95,15 +102,11 @@ class Session:
         self.value = None
 
     def snapshot(self, **kwargs):
-        from .snapshot import build_snapshot
-
         kwargs.setdefault("names", self.names)
         kwargs.setdefault("weak_names", self.weak_names)
         return build_snapshot(self.record, **kwargs)
 
     def to_svg(self):
-        from .svg import snapshot_svg
-
         return snapshot_svg(self.snapshot(timings=False))
 
     def __repr__(self):
@@ -116,7 +119,6 @@ def _names(ns, assigned=()):
     the cell's order); ``weak_names`` every other one, used only where no better name exists
     (see ``build_snapshot``): a name left bound by an earlier cell (a loop variable such as
     ``param``) must not rename a module's parameter, which is labelled by its module path."""
-    from nbgrad.tensor import Tensor
 
     def labelled(v):
         return isinstance(v, Tensor) or hasattr(v, "named_parameters")
@@ -191,8 +193,6 @@ class AutogradMagics(Magics):
         rec = Recorder(cell_filename=filename)
         view = handle = None
         if not opts.static:
-            from .graph_view import GraphView
-
             view = GraphView(recorder=rec, live=True)
             handle = display(view._widget_view_bundle(), raw=True, display_id=True)
         value = target = error = tb = None
@@ -235,9 +235,6 @@ class AutogradMagics(Magics):
 
     def _show(self, opts, rec, view, handle, session, names, root):
         """``names``: ``(names, weak_names)`` as :func:`_names` gives them."""
-        from .snapshot import build_snapshot
-        from .svg import snapshot_svg, trace_svg
-
         trace = rec.passes[-1] if rec.passes else None
         if opts.step and trace is None:
             print("%%autograd --step: no backward pass ran in this cell (use --backward EXPR)")
@@ -252,8 +249,6 @@ class AutogradMagics(Magics):
                 raw=True,
             )
             if opts.step and trace is not None:
-                from .snapshot import trace_snapshot
-
                 tr = trace_snapshot(trace, names=names, weak_names=weak_names)
                 display(
                     {
@@ -263,7 +258,6 @@ class AutogradMagics(Magics):
                     raw=True,
                 )
             return
-        from .hook_editor import HookEditor
 
         view.names = names
         view.weak_names = weak_names
@@ -274,8 +268,6 @@ class AutogradMagics(Magics):
         display(view)
         display(session.hooks)
         if opts.step and trace is not None:
-            from .stepper import BackwardStepper
-
             session.stepper = BackwardStepper(
                 trace, names=names, weak_names=weak_names, ids=getattr(rec, "_ids", None)
             )

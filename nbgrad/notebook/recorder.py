@@ -43,8 +43,11 @@ import weakref
 from importlib import import_module
 from threading import get_ident
 
-from nbgrad.autograd.graph import try_get_grad_accumulator
+from nbgrad import Tensor
+from nbgrad.autograd.engine import get_default_engine
+from nbgrad.autograd.graph import next_sequence_nr, try_get_grad_accumulator
 
+from .snapshot import grad_summary
 from .sources import NBGRAD, dtype_name
 
 _weakref = weakref.ref
@@ -438,8 +441,6 @@ class BackwardTrace:
 
     # -- building (called from the engine listener) --------------------------------------------
     def _summary(self, value):
-        from .snapshot import grad_summary
-
         return grad_summary(value, self.max_values, self.graph_source)
 
     def _observe_routing(self, graph_task):
@@ -538,9 +539,6 @@ class Recorder:
         if self.running:
             raise RuntimeError("this recorder is already running")
         global _Tensor
-        from nbgrad import Tensor
-        from nbgrad.autograd.engine import get_default_engine
-        from nbgrad.autograd.graph import next_sequence_nr
 
         _Tensor = Tensor
         self.running = True
@@ -561,7 +559,6 @@ class Recorder:
         """Stop recording (``__exit__``): remove every listener, close open groups."""
         if not self.running:
             return
-        from nbgrad.autograd.graph import next_sequence_nr
 
         self.running = False
         _remove(import_module("nbgrad._tensor.dispatch")._forward_listeners, self._on_forward)

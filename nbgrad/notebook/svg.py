@@ -10,7 +10,9 @@ from __future__ import annotations
 import textwrap
 from xml.sax.saxutils import escape
 
+from .layout import default_collapsed
 from .layout import layout as _layout
+from .snapshot import trace_state
 
 __all__ = ["graph_svg", "trace_svg", "hooks_svg", "snapshot_svg", "edge_path"]
 
@@ -188,8 +190,6 @@ def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None, foo
 def snapshot_svg(snapshot, collapsed=None, lay=None):
     """The still form of a GraphView: graph, gradient norms on the edges, a one-line title
     (``lay``: the layout for ``collapsed``, when already computed)."""
-    from .layout import default_collapsed
-
     if collapsed is None:
         collapsed = default_collapsed(snapshot)
     if lay is None or lay.get("collapsed") != sorted(collapsed, key=_group_number):
@@ -210,9 +210,6 @@ def trace_svg(trace, index=None, lay=None, position=None):
     ran, and the state at a stepper ``position`` (0: the start, the default; ``k``: step
     ``k - 1`` running, highlighted; ``index``: the same as position ``index + 1``): where the
     pass is, the ready queue of each device, the nodes still waiting."""
-    from .layout import default_collapsed
-    from .snapshot import trace_state
-
     graph = trace["graph"]
     marks = {}
     for s in trace["steps"]:

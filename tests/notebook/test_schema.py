@@ -1,4 +1,4 @@
-"""One schema (NOTE [One schema] in nbgrad/notebook/snapshot.py): the JSDoc typedefs in
+"""One schema (NOTE [One schema] in nbgrad/notebook/schema.py): the JSDoc typedefs in
 widgets/*.js against the TypedDicts of snapshot.py and layout.py, field by field, and real
 snapshots, traces and layouts against the TypedDicts."""
 

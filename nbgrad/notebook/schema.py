@@ -1,0 +1,341 @@
+"""The records that cross from the kernel to the browser, defined once (NOTE [One schema]).
+
+The snapshot (:class:`Snapshot`, built by ``snapshot.py``), the stepper's :class:`Trace`, and
+what the graph widget is sent: :class:`ViewSnapshot` and the :class:`Details` of a selection.
+The layout's records are in ``layout.py``. ``widgets/common.js`` carries the same records as
+JSDoc typedefs, checked field by field by ``tests/notebook/test_schema.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NotRequired, TypedDict
+
+# -- the schema ------------------------------------------------------------------------------
+# NOTE [One schema]
+# These TypedDicts are the one definition of what crosses from the kernel to the browser (and
+# what the still SVG is drawn from). ``widgets/common.js`` carries the same records as JSDoc
+# typedefs of the same names, each written once; ``tests/notebook/test_schema.py`` parses them
+# and compares every field and its type with these, and checks real snapshots against these.
+# Change a record here, then in common.js. Ids: a node is ``"n<sequence_nr>"``, a leaf's
+# AccumulateGrad ``"leaf<k>"``, a graph root ``"root<k>"``, an edge ``"e<k>"``, a module group
+# ``"g<k>"``, a hook ``"h<k>"``.
+
+
+class GradSummary(TypedDict):
+    """A gradient: its ``values`` are the first ``max_values``, flattened, with NaN and the
+    infinities as ``"nan"``, ``"inf"``, ``"-inf"``."""
+
+    shape: list[int]
+    dtype: str
+    norm: float | str | None
+    numel: int
+    values: list[float | str]
+    truncated: bool
+
+
+class TensorSummary(TypedDict):
+    """A tensor in a record: ``node`` is the id of its ``grad_fn`` (or leaf) in this graph."""
+
+    shape: list[int]
+    dtype: str
+    device: str
+    requires_grad: bool
+    node: str | None
+
+
+class LeafTensor(TensorSummary):
+    """A leaf's variable: its ``.grad`` and the name it is bound to, if any."""
+
+    grad: GradSummary | None
+    name: str | None
+
+
+class Saved(TypedDict):
+    """A value a node saved: ``shape`` a list (of lists for ``"tensors"``); ``version`` the
+    tensor's version when saved; ``output`` whether the node saved its own output; ``value``
+    the repr of a value that is no tensor."""
+
+    name: str
+    kind: Literal["tensor", "tensors", "value", "freed", "none"]
+    shape: NotRequired[list[int] | list[list[int]]]
+    dtype: NotRequired[str | None]
+    version: NotRequired[int | None]
+    output: NotRequired[bool | None]
+    value: NotRequired[str]
+
+
+class SnapNext(TypedDict):
+    """One of a node's ``next_functions``: the node id (null if not drawn) and input_nr."""
+
+    node: str | None
+    input_nr: int
+
+
+class SnapInputMetadata(TypedDict):
+    """A gradient the node expects (one per forward output)."""
+
+    shape: list[int]
+    dtype: str
+    device: str
+
+
+class SnapNode(TypedDict):
+    """A node: ``label`` is what the drawing shows (the name, or a leaf's variable name);
+    ``seq`` its sequence number (null for 2**64 - 1); ``shapes``, ``dtype`` and ``device`` from
+    its input metadata; ``record`` and ``line`` where the forward call was; ``grad`` what
+    arrived at the node in the pass shown, ``order`` when it ran in that pass."""
+
+    id: str
+    kind: Literal["node", "leaf", "external", "root"]
+    name: str
+    label: str
+    seq: int | None
+    shapes: list[list[int]]
+    dtype: str | None
+    device: str | None
+    group: str | None
+    record: int | None
+    line: int | None
+    source: str
+    metadata: dict[str, str]
+    saved: list[Saved]
+    next: list[SnapNext]
+    input_metadata: list[SnapInputMetadata]
+    hooks: list[str]
+    tensor: LeafTensor | None
+    grad: list[GradSummary | None] | None
+    order: int | None
+
+
+# ``from`` is a keyword: the edge is declared in the functional form
+SnapEdge = TypedDict(
+    "SnapEdge",
+    {
+        "id": str,
+        "from": str,  # the node whose next_functions hold the edge
+        "to": str,
+        "index": int,  # position in from's next_functions
+        "input_nr": int,
+        "grad": "GradSummary | None",  # what flowed along it in the pass shown
+    },
+)
+SnapEdge.__doc__ = "An edge of the drawing, from a node to one of its next functions."
+
+
+class SnapGroup(TypedDict):
+    """A module call: ``records`` is ``[start, end)`` in the records."""
+
+    id: str
+    name: str
+    type: str
+    path: str
+    parent: str | None
+    depth: int
+    records: list[int]
+    error: str | None
+
+
+class SnapRecord(TypedDict):
+    """A forward call: ``file`` is ``"<cell>"`` for the cell's own code."""
+
+    index: int
+    op: str
+    node: str | None
+    inputs: list[TensorSummary]
+    outputs: list[TensorSummary]
+    time_us: float | None
+    line: int | None
+    file: str | None
+    source: str
+    group: str | None
+
+
+class SnapHook(TypedDict):
+    """A registered hook: ``kind`` is ``tensor_hook``, ``node_prehook``, ``node_hook``,
+    ``post_accumulate_grad`` or a module hook kind; ``target`` the node or group id it sits
+    on; ``source`` the code typed in the hook editor."""
+
+    id: str
+    kind: str
+    target_kind: Literal["tensor", "node", "module"]
+    target: str | None
+    name: str
+    enabled: bool
+    source: str | None
+
+
+class HookCall(TypedDict):
+    """A hook that fired: the gradient ``before`` and ``after`` it (a list for node pre- and
+    post-hooks; for a post-accumulate-grad hook, the leaf's ``.grad``)."""
+
+    hook: str | None
+    name: str
+    kind: str
+    node: str
+    before: GradSummary | list[GradSummary | None] | None
+    after: GradSummary | list[GradSummary | None] | None
+    changed: bool
+
+
+class Pass(TypedDict):
+    """A backward pass: ``order`` the node ids in the order they ran."""
+
+    index: int
+    root: str | None
+    retain_graph: bool
+    create_graph: bool
+    order: list[str]
+    error: str | None
+    hooks: list[HookCall]
+
+
+# ``pass`` is a keyword: the snapshot is declared in the functional form
+Snapshot = TypedDict(
+    "Snapshot",
+    {
+        "schema": Literal["nbgrad.snapshot"],
+        "version": Literal[1],
+        "nodes": "list[SnapNode]",
+        "edges": "list[SnapEdge]",
+        "groups": "list[SnapGroup]",
+        "records": "list[SnapRecord]",
+        "hooks": "list[SnapHook]",
+        "passes": "list[Pass]",
+        "roots": "list[str]",
+        "pass": "int | None",  # the index of the pass shown on the edges
+        "truncated": bool,  # the graph had more than max_nodes nodes
+        "backward_ops": int,  # ops run by derivative formulas during the passes
+    },
+)
+Snapshot.__doc__ = "What ``build_snapshot`` returns (``schema`` ``nbgrad.snapshot``)."
+
+
+class Accumulated(TypedDict):
+    """A gradient accumulated into a leaf's ``.grad`` (an AccumulateGrad's step): what
+    arrived, and ``.grad`` before and after."""
+
+    node: str
+    grad: GradSummary | None
+    before: GradSummary | None
+    after: GradSummary | None
+
+
+class Step(TypedDict):
+    """One node of a backward pass: ``ready`` the nodes waiting on each device while it runs;
+    ``dependencies`` and ``buffers`` what changed since the previous step."""
+
+    index: int
+    node: str
+    device: str
+    inputs: list[GradSummary | None]
+    outputs: list[GradSummary | None]
+    hooks: list[HookCall]
+    ready: dict[str, list[str]]
+    dependencies: dict[str, int]
+    buffers: dict[str, list[GradSummary | None]]
+    made_ready: list[str]
+    accumulated: Accumulated | None
+
+
+class TraceStart(TypedDict):
+    """The engine's state before the first node runs."""
+
+    dependencies: dict[str, int]
+    ready: dict[str, list[str]]
+
+
+class TraceEnd(TypedDict):
+    """What the pass left: dependency counts and input buffers never used up."""
+
+    dependencies: dict[str, int]
+    buffers: dict[str, list[GradSummary | None]]
+
+
+class Trace(TypedDict):
+    """The stepper's record of one backward pass (``trace_snapshot``)."""
+
+    schema: Literal["nbgrad.trace"]
+    version: Literal[1]
+    graph: Snapshot
+    root: str
+    initial: TraceStart
+    steps: list[Step]
+    final: TraceEnd
+    error: str | None
+
+
+# -- what the graph widget is sent (NOTE [Send less]) ----------------------------------------
+# NOTE [Send less]
+# The browser draws from the layout (boxes, edges, labels) and searches the nodes; everything
+# else a node carries (saved values, metadata, input metadata, next functions, its forward
+# record, the gradients on its edges) is shown only for the selected node or edge. So the graph
+# widget is sent a :class:`ViewSnapshot`, a few dozen bytes per node, and the :class:`Details`
+# of what is selected when it is selected. The still SVG and Python keep the full snapshot.
+class ViewNode(TypedDict):
+    """A node as the widget is sent it: what the drawing, the search and the badges need.
+    The fields after ``name`` are left out at their defaults (``label``: the name; ``group``,
+    ``line``, ``order``: None; ``hooks``, how many hooks it has: 0), as most nodes have them."""
+
+    id: str
+    kind: Literal["node", "leaf", "external", "root"]
+    name: str
+    label: NotRequired[str]
+    group: NotRequired[str]
+    line: NotRequired[int]
+    hooks: NotRequired[int]
+    order: NotRequired[int]
+
+
+ViewSnapshot = TypedDict(
+    "ViewSnapshot",
+    {
+        "schema": Literal["nbgrad.view"],
+        "version": Literal[1],
+        "nodes": "list[ViewNode]",
+        "edges": int,  # how many edges the graph has
+        "groups": "list[SnapGroup]",
+        "hooks": "list[SnapHook]",
+        "passes": "list[Pass]",
+        "roots": "list[str]",
+        "pass": "int | None",
+        "truncated": bool,
+    },
+)
+ViewSnapshot.__doc__ = "What the graph widget is sent of a snapshot (``view_snapshot``)."
+
+
+class Details(TypedDict):
+    """The details of what is selected: a node (with its forward record and the edges into
+    it), or the edges merged into one drawn edge."""
+
+    id: str
+    node: SnapNode | None
+    record: SnapRecord | None
+    incoming: list[SnapEdge]
+    edges: list[SnapEdge]
+
+
+SCHEMA_TYPES = (
+    GradSummary,
+    TensorSummary,
+    LeafTensor,
+    Saved,
+    SnapNext,
+    SnapInputMetadata,
+    SnapNode,
+    SnapEdge,
+    SnapGroup,
+    SnapRecord,
+    SnapHook,
+    HookCall,
+    Pass,
+    Snapshot,
+    Accumulated,
+    Step,
+    TraceStart,
+    TraceEnd,
+    Trace,
+    ViewNode,
+    ViewSnapshot,
+    Details,
+)
