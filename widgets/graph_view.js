@@ -12,6 +12,9 @@ const MAX_HEIGHT = 640;
 const MINIMAP_W = 180;
 const MINIMAP_H = 120;
 const MAX_RESULTS = 20;
+// NOTE [Narrow widgets]: below this width (a 900 px window with the file browser open) the
+// details panel goes below the graph, so the canvas keeps the widget's whole width
+const NARROW = 760;
 
 function render({ model, el }) {
   el.classList.add("nbg-graph");
@@ -25,17 +28,21 @@ function render({ model, el }) {
     title: "search by node name, variable or parameter name, module path, or 'line 12'",
   });
   const results = h("div", { class: "nbg-results" });
+  const expandAll = h("button", { onclick: () => model.send({ type: "expand_all" }),
+    title: "show every node: no group collapsed, no series folded" }, "Expand all");
+  const collapseAll = h("button", { onclick: () => model.send({ type: "collapse_all" }),
+    title: "collapse the top-level groups and fold every series" }, "Collapse all");
   const toolbar = h(
     "div",
     { class: "nbg-toolbar" },
     h("button", { onclick: () => fit(), title: "fit the whole graph in the view" }, "Fit"),
-    h("button", { onclick: () => zoomBy(1.25), title: "zoom in" }, "+"),
-    h("button", { onclick: () => zoomBy(0.8), title: "zoom out" }, "−"),
+    h("button", { onclick: () => { userMoved = true; zoomBy(1.25); },
+      title: "zoom in (or Ctrl + wheel)" }, "+"),
+    h("button", { onclick: () => { userMoved = true; zoomBy(0.8); },
+      title: "zoom out (or Ctrl + wheel)" }, "−"),
     h("span", { class: "nbg-find" }, search, results),
-    h("button", { onclick: () => model.send({ type: "expand_all" }),
-      title: "show every node: no group collapsed, no series folded" }, "Expand all"),
-    h("button", { onclick: () => model.send({ type: "collapse_all" }),
-      title: "collapse the top-level groups and fold every series" }, "Collapse all"),
+    expandAll,
+    collapseAll,
     passSelect,
     status,
   );
@@ -61,6 +68,8 @@ function render({ model, el }) {
 
   let view = { x: 0, y: 0, k: 1 };
   let opened = false; // the first view was set (after that the user's view is kept)
+  let userMoved = false; // the user panned or zoomed: a resize keeps their view
+  let lastWidth = 0;
   let setHeight = ""; // the height this code gave the canvas (the user may drag it to another)
   let lastSize = "";
   let pendingCenter = null; // a node to centre once it is drawn (a search result)
@@ -149,6 +158,7 @@ function render({ model, el }) {
   });
   svg.addEventListener("pointermove", (e) => {
     if (!drag) return;
+    userMoved = true;
     view.x = drag.vx + e.clientX - drag.x;
     view.y = drag.vy + e.clientY - drag.y;
     applyView();
@@ -156,9 +166,21 @@ function render({ model, el }) {
   const endDrag = () => { drag = null; };
   svg.addEventListener("pointerup", endDrag);
   svg.addEventListener("pointerleave", endDrag);
+  // the wheel scrolls the page; Ctrl/Cmd + wheel (and a trackpad's pinch, which the browser
+  // sends as Ctrl + wheel) zooms, as maps do
   svg.addEventListener("wheel", (e) => {
+    if (!e.ctrlKey && !e.metaKey) {
+      // Chromium does not pass a wheel over an SVG on to the page: scroll it here
+      let p = el.parentElement;
+      while (p && !(p.scrollHeight > p.clientHeight &&
+          /auto|scroll/.test(getComputedStyle(p).overflowY))) p = p.parentElement;
+      (p || document.scrollingElement).scrollBy({ top: e.deltaY, left: e.deltaX });
+      e.preventDefault();
+      return;
+    }
     e.preventDefault();
     const r = svg.getBoundingClientRect();
+    userMoved = true;
     zoomBy(e.deltaY < 0 ? 1.15 : 1 / 1.15, e.clientX - r.left, e.clientY - r.top);
   }, { passive: false });
 
@@ -405,6 +427,9 @@ function render({ model, el }) {
     passSelect.style.display = passes.length > 1 ? "" : "none";
     const live = model.get("live") ? "● recording… " : "";
     const folded = [...series.values()].filter((x) => !x.expanded).length;
+    const foldable = groups.size > 0 || series.size > 0;
+    expandAll.style.display = foldable ? "" : "none";
+    collapseAll.style.display = foldable ? "" : "none";
     status.textContent = `${live}${(snap.nodes || []).length} nodes, ${snap.edges ?? 0} edges` +
       (folded ? `; ${folded} series folded` : "") +
       (snap.truncated ? " (truncated)" : "") +
@@ -468,8 +493,8 @@ function render({ model, el }) {
     if (!id) {
       panel.replaceChildren(h("p", { class: "nbg-muted" },
         "Click a node for its details, an edge for its gradient, a folded series or module to " +
-        "open it; drag to pan, wheel to zoom, the overview (bottom right) to move; search " +
-        "above."));
+        "open it; drag to pan, Ctrl + wheel to zoom, the overview (bottom right) to move; " +
+        "search above."));
       return;
     }
     const g = groups.get(id);
@@ -573,10 +598,16 @@ function render({ model, el }) {
   // by the user, with the handle at the bottom right, keeps the view and stops the height
   // following the graph: see sizeCanvas)
   const ro = new ResizeObserver(() => {
-    if (!opened || model.get("live")) opened = openView();
+    // a narrow widget puts the details panel below the graph (NOTE [Narrow widgets])
+    el.classList.toggle("nbg-narrow", el.getBoundingClientRect().width < NARROW);
+    const width = svg.getBoundingClientRect().width;
+    const resized = Math.abs(width - lastWidth) > 1;
+    lastWidth = width;
+    if (!opened || model.get("live") || (resized && !userMoved)) opened = openView();
     else drawMiniView();
   });
   ro.observe(svg);
+  ro.observe(el);
   return () => {
     ro.disconnect();
     model.off("change:_snapshot_json", onChange);

@@ -182,3 +182,48 @@ def test_the_stepper_keeps_the_running_node_in_view(nb):
         assert label["height"] >= 11, label
     nb.shot("big-stepper-300", stepper)
     assert not nb.errors, nb.errors
+
+
+def _scroller(nb):
+    """The element that scrolls the notebook (JupyterLab scrolls inside its own panel)."""
+    return nb.panel.locator(".jp-WindowedPanel-outer").first
+
+
+def test_the_wheel_scrolls_the_page_and_ctrl_wheel_zooms(nb):
+    graph = _graph(nb, 1)
+    canvas = graph.locator(".nbg-canvas")
+    box = canvas.bounding_box()
+    nb.page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    scroller = _scroller(nb)
+    transform = graph.locator(".nbg-viewport").get_attribute("transform")
+    before = scroller.evaluate("(e) => e.scrollTop")
+    nb.page.mouse.wheel(0, 300)
+    nb.page.wait_for_timeout(300)
+    assert scroller.evaluate("(e) => e.scrollTop") != before
+    assert graph.locator(".nbg-viewport").get_attribute("transform") == transform
+    box = canvas.bounding_box()
+    nb.page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    nb.page.keyboard.down("Control")
+    nb.page.mouse.wheel(0, -200)
+    nb.page.keyboard.up("Control")
+    nb.page.wait_for_timeout(200)
+    assert graph.locator(".nbg-viewport").get_attribute("transform") != transform
+    assert not nb.errors, nb.errors
+
+
+def test_a_narrow_window_keeps_the_canvas_wide(nb):
+    page = nb.page
+    size = page.viewport_size
+    page.set_viewport_size({"width": 900, "height": 1000})
+    try:
+        assert page.locator(".jp-FileBrowser").first.is_visible()  # the file browser is open
+        graph = _graph(nb, 4)
+        page.wait_for_timeout(500)
+        width = graph.locator(".nbg-canvas").bounding_box()["width"]
+        assert width >= 400, width
+        labels = graph.evaluate(VISIBLE_LABELS)
+        assert len(labels) >= 4 and all(x["height"] >= 11 for x in labels), labels
+        nb.shot("big-narrow-900", graph)
+    finally:
+        page.set_viewport_size(size)
+    assert not nb.errors, nb.errors
