@@ -21,6 +21,8 @@ from pathlib import Path
 import anywidget
 import traitlets as t
 
+from .png import png_b64
+
 __all__ = ["asset", "esm", "widgets_dir", "StillWidget", "dumps"]
 
 
@@ -105,7 +107,9 @@ class StillWidget(anywidget.AnyWidget):
         data, meta = bundle if isinstance(bundle, tuple) else (bundle, {})
         data = dict(data)
         data["text/plain"] = repr(self)
-        data["image/svg+xml"] = self.to_svg()
+        svg = self.to_svg()
+        data["image/svg+xml"] = svg
+        data["image/png"] = png_b64(svg)  # what an untrusted notebook shows (png.py)
         return data, meta
 
     def _widget_view_bundle(self):

@@ -31,6 +31,7 @@ from nbgrad.tensor import Tensor
 
 from .graph_view import GraphView
 from .hook_editor import HookEditor
+from .png import png_b64
 from .recorder import Recorder
 from .snapshot import build_snapshot, trace_snapshot
 from .stepper import BackwardStepper
@@ -241,18 +242,22 @@ class AutogradMagics(Magics):
         names, weak_names = names
         if opts.static:
             snap = build_snapshot(rec, names=names, weak_names=weak_names, timings=False)
+            svg = snapshot_svg(snap)
             display(
                 {
-                    "image/svg+xml": snapshot_svg(snap),
+                    "image/svg+xml": svg,
+                    "image/png": png_b64(svg),  # an untrusted notebook's picture (png.py)
                     "text/plain": f"<autograd graph: {rec.summary()}>",
                 },
                 raw=True,
             )
             if opts.step and trace is not None:
                 tr = trace_snapshot(trace, names=names, weak_names=weak_names)
+                svg = trace_svg(tr)
                 display(
                     {
-                        "image/svg+xml": trace_svg(tr),
+                        "image/svg+xml": svg,
+                        "image/png": png_b64(svg),
                         "text/plain": f"<backward pass: {len(tr['steps'])} steps>",
                     },
                     raw=True,

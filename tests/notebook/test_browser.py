@@ -148,6 +148,7 @@ def run_lab(tmp_path_factory, notebooks):
         JUPYTERLAB_SETTINGS_DIR=str(settings),
         JUPYTERLAB_WORKSPACES_DIR=str(private / "workspaces"),
         JUPYTER_RUNTIME_DIR=str(private / "runtime"),
+        JUPYTER_DATA_DIR=str(private / "data"),  # its own notary: every notebook is untrusted
         PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
     )
     log = open(private / "server.log", "w")  # noqa: SIM115 - closed below
@@ -533,6 +534,43 @@ def test_tutorial_00_runs_in_jupyterlab(lab, browser, artifacts):
         assert not book.errors, book.errors
     except BaseException:
         book.shot("FAILED-tutorial-00")
+        raise
+    finally:
+        page.close()
+
+
+def test_an_untrusted_tutorial_shows_its_pictures(lab, browser, artifacts):
+    """A tutorial nobody has run on this machine is untrusted: JupyterLab does not render its
+    stored SVG, so each picture is also stored as a PNG (nbgrad/notebook/png.py) and shows."""
+    source = json.loads(TUTORIAL.read_text())
+    code = [c for c in source["cells"] if c["cell_type"] == "code"]
+    with_picture = [
+        i
+        for i, c in enumerate(code)
+        if any("image/svg+xml" in o.get("data", {}) for o in c.get("outputs", []))
+    ]
+    assert with_picture  # the tutorial is committed executed, with its pictures
+    page = browser.new_page(viewport={"width": 1400, "height": 2400})
+    book = Notebook(page, artifacts)
+    try:
+        page.goto(f"{lab['url']}/lab/tree/{TUTORIAL.name}?reset&token={lab['token']}")
+        book.panel.locator(".jp-CodeCell").first.wait_for(timeout=90_000)
+        cells = book.panel.locator(".jp-CodeCell")
+        assert not page.evaluate(
+            "() => window.jupyterapp.shell.currentWidget.content.model.cells.get(0).trusted"
+        )
+        for i in with_picture:
+            img = cells.nth(i).locator(".jp-OutputArea-output img").first
+            img.wait_for(timeout=30_000)
+            size = img.evaluate("(e) => [e.naturalWidth, e.getBoundingClientRect().height]")
+            assert size[0] > 0 and size[1] > 0, (i, size)
+            text = cells.nth(i).locator(".jp-OutputArea").inner_text()
+            assert "<autograd graph" not in text and "GraphView(" not in text, (i, text)
+        cells.nth(with_picture[0]).scroll_into_view_if_needed()
+        book.shot("tutorial-00-untrusted", book.panel)
+        assert not book.errors, book.errors
+    except BaseException:
+        book.shot("FAILED-tutorial-00-untrusted")
         raise
     finally:
         page.close()

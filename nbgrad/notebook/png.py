@@ -1,0 +1,176 @@
+"""The still pictures as PNG, for viewers that do not show SVG (an untrusted notebook).
+
+JupyterLab, Notebook 7 and VS Code render an output's ``image/svg+xml`` only in a trusted
+notebook, and a notebook run on another machine (a tutorial just cloned) is untrusted: its
+pictures would show as their ``text/plain``. ``image/png`` is shown either way, so each still
+picture also carries a PNG (viewers that may show SVG still prefer the SVG).
+
+NOTE [PNG without a system binary]
+The PNG is painted with Pillow (a wheel, no system library or binary) from the SVG that
+``svg.py`` writes: only the few elements and attributes that module uses (``rect``, ``text``,
+``path`` with M/L/C commands and an arrowhead marker, ``circle``, ``g`` translations) are
+understood, so the two pictures are one drawing. Text uses Pillow's bundled font, which is
+narrower than the SVG's monospace, so labels stay inside their boxes. Dashes are drawn solid.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+import xml.etree.ElementTree as ET
+
+from PIL import Image, ImageDraw, ImageFont
+
+__all__ = ["svg_to_png", "png_b64"]
+
+_NS = "{http://www.w3.org/2000/svg}"
+_NUM = re.compile(r"-?\d+(?:\.\d+)?")
+_FONTS: dict = {}
+# characters Pillow's bundled font lacks, as what it can draw
+_PLAIN = str.maketrans({"×": "x", "→": "->", "…": "...", "‖": "|", "−": "-", "▾": "v"})
+
+
+def _font(size, bold=False):
+    key = (round(size * 2) / 2, bold)
+    if key not in _FONTS:
+        _FONTS[key] = ImageFont.load_default(size=key[0])
+    return _FONTS[key]
+
+
+def _colour(value, opacity=1.0):
+    if not value or value == "none":
+        return None
+    value = value.lstrip("#")
+    if len(value) == 3:
+        value = "".join(c * 2 for c in value)
+    r, g, b = (int(value[i : i + 2], 16) for i in (0, 2, 4))
+    if opacity < 1:  # over white (every picture has a white background)
+        r, g, b = (round(255 - (255 - c) * opacity) for c in (r, g, b))
+    return (r, g, b)
+
+
+def _path_points(d):
+    """The polyline through SVG path data made of M, L and C commands (curves flattened)."""
+    tokens = re.findall(r"[MLCZz]|-?\d+(?:\.\d+)?", d)
+    points, i, cmd = [], 0, None
+    while i < len(tokens):
+        if tokens[i] in "MLCZz":
+            cmd = tokens[i]
+            i += 1
+            if cmd in "Zz":
+                if points:
+                    points.append(points[0])
+                continue
+        if cmd in ("M", "L"):
+            points.append((float(tokens[i]), float(tokens[i + 1])))
+            i += 2
+        elif cmd == "C":
+            x1, y1, x2, y2, x3, y3 = map(float, tokens[i : i + 6])
+            x0, y0 = points[-1]
+            for k in range(1, 13):
+                t = k / 12
+                u = 1 - t
+                points.append(
+                    (
+                        u**3 * x0 + 3 * u * u * t * x1 + 3 * u * t * t * x2 + t**3 * x3,
+                        u**3 * y0 + 3 * u * u * t * y1 + 3 * u * t * t * y2 + t**3 * y3,
+                    )
+                )
+            i += 6
+        else:
+            i += 1
+    return points
+
+
+def png_b64(svg: str) -> str:
+    """``svg_to_png`` as the base64 text a mime bundle carries."""
+    return base64.b64encode(svg_to_png(svg)).decode("ascii")
+
+
+def svg_to_png(svg: str, scale: float = 1.0) -> bytes:
+    """Paint an SVG written by ``svg.py`` into PNG bytes (NOTE [PNG without a system binary])."""
+    root = ET.fromstring(svg)
+    width, height = float(root.get("width")), float(root.get("height"))
+    image = Image.new("RGB", (max(1, round(width * scale)), max(1, round(height * scale))), "white")
+    draw = ImageDraw.Draw(image)
+    base_size = float(root.get("font-size", "11"))
+
+    def xy(x, y, dx, dy):
+        return ((x + dx) * scale, (y + dy) * scale)
+
+    def paint(el, dx, dy):
+        tag = el.tag.replace(_NS, "")
+        get = el.get
+        if tag in ("defs", "marker", "title"):
+            return
+        if tag == "g":
+            m = re.match(r"translate\(([-\d.]+)[, ]+([-\d.]+)\)", get("transform", ""))
+            if m:
+                dx, dy = dx + float(m.group(1)), dy + float(m.group(2))
+            for child in el:
+                paint(child, dx, dy)
+            return
+        if tag == "rect":
+            x, y = float(get("x", 0)), float(get("y", 0))
+            w, h = float(get("width")), float(get("height"))
+            fill = _colour(get("fill"), float(get("fill-opacity", 1)))
+            outline = _colour(get("stroke"))
+            stroke = max(1, round(float(get("stroke-width", 1)) * scale)) if outline else 0
+            box = [*xy(x, y, dx, dy), *xy(x + w, y + h, dx, dy)]
+            rx = float(get("rx", 0)) * scale
+            draw.rounded_rectangle(box, radius=rx, fill=fill, outline=outline, width=stroke)
+        elif tag == "circle":
+            cx, cy, r = float(get("cx")), float(get("cy")), float(get("r"))
+            draw.ellipse(
+                [*xy(cx - r, cy - r, dx, dy), *xy(cx + r, cy + r, dx, dy)],
+                fill=_colour(get("fill")),
+            )
+        elif tag == "path":
+            points = [xy(px, py, dx, dy) for px, py in _path_points(get("d", ""))]
+            colour = _colour(get("stroke")) or (120, 120, 120)
+            if len(points) >= 2:
+                draw.line(points, fill=colour, width=max(1, round(float(get("stroke-width", 1)))))
+                if get("marker-end"):
+                    _arrowhead(draw, points, colour, scale)
+        elif tag == "text":
+            text = "".join(el.itertext()).translate(_PLAIN)
+            size = float(get("font-size", base_size)) * scale
+            font = _font(size, get("font-weight") == "bold")
+            x, y = xy(float(get("x", 0)), float(get("y", 0)), dx, dy)
+            anchor = "ms" if get("text-anchor") == "middle" else "ls"
+            halo = _colour(get("stroke"))
+            draw.text(
+                (x, y),
+                text,
+                fill=_colour(get("fill")) or (34, 34, 34),
+                font=font,
+                anchor=anchor,
+                stroke_width=2 if halo else 0,
+                stroke_fill=halo,
+            )
+        for child in el:
+            paint(child, dx, dy)
+
+    for child in root:
+        paint(child, 0.0, 0.0)
+    out = io.BytesIO()
+    image.quantize(colors=64, method=Image.Quantize.MEDIANCUT).save(out, "PNG", optimize=True)
+    return out.getvalue()
+
+
+def _arrowhead(draw, points, colour, scale):
+    """A small filled triangle at the end of a polyline, along its last segment."""
+    (x0, y0), (x1, y1) = points[-2], points[-1]
+    length = ((x1 - x0) ** 2 + (y1 - y0) ** 2) ** 0.5 or 1.0
+    ux, uy = (x1 - x0) / length, (y1 - y0) / length
+    size = 6 * scale
+    bx, by = x1 - ux * size, y1 - uy * size
+    draw.polygon(
+        [
+            (x1, y1),
+            (bx - uy * size / 2, by + ux * size / 2),
+            (bx + uy * size / 2, by - ux * size / 2),
+        ],
+        fill=colour,
+    )
