@@ -5,17 +5,6 @@
 // when a view is rendered (a reopened notebook never runs hook code; see NOTE [Hook code in
 // widget state] in hook_editor.py).
 
-const EXAMPLES = {
-  tensor_hook: "lambda grad: grad * 2",
-  post_accumulate_grad: "lambda tensor: print(tensor.grad)",
-  node_prehook: "lambda grad_outputs: None",
-  node_hook: "lambda grad_inputs, grad_outputs: None",
-  forward_pre: "lambda module, args: None",
-  forward: "lambda module, args, output: None",
-  full_backward_pre: "lambda module, grad_output: None",
-  full_backward: "lambda module, grad_input, grad_output: None",
-};
-
 function render({ model, el }) {
   el.classList.add("nbg-hooks");
   const title = h("div", { class: "nbg-hooks-title" });
@@ -23,7 +12,8 @@ function render({ model, el }) {
   const kind = h("select", { class: "nbg-hooks-kind" });
   const code = h("textarea", { class: "nbg-hooks-code", rows: 3, spellcheck: "false" });
   const addBtn = h("button", { class: "nbg-hooks-add" }, "Add hook");
-  const retain = h("input", { type: "checkbox", class: "nbg-retain" });
+  // retained by default: the graph stays usable for as many runs as the user makes
+  const retain = h("input", { type: "checkbox", class: "nbg-retain", checked: true });
   const create = h("input", { type: "checkbox", class: "nbg-create" });
   const runBtn = h("button", { class: "nbg-hooks-run" }, "Run backward");
   const status = h("div", { class: "nbg-hooks-status" });
@@ -43,7 +33,10 @@ function render({ model, el }) {
   runBtn.addEventListener("click", () => {
     model.send({ type: "run_backward", retain_graph: retain.checked, create_graph: create.checked });
   });
-  kind.addEventListener("change", () => { code.placeholder = EXAMPLES[kind.value] || ""; });
+  const examples = () => (model.get("target") || {}).examples || {};
+  kind.addEventListener("change", () => { code.placeholder = examples()[kind.value] || ""; });
+  const why = h("div", { class: "nbg-hooks-missing" });
+  addForm.append(why);
 
   function drawTarget() {
     /** @type {Target} */ const t = model.get("target") || { kind: "none", kinds: [] };
@@ -54,8 +47,11 @@ function render({ model, el }) {
     kind.replaceChildren(...t.kinds.map((k) =>
       h("option", { value: k, title: `called as hook(${t.signatures[k] || ""})` }, k)));
     if (t.kinds.includes(current)) kind.value = current;
-    code.placeholder = EXAMPLES[kind.value] || "";
+    code.placeholder = (t.examples || {})[kind.value] || "";
     addForm.style.display = t.kinds.length ? "" : "none";
+    // why a kind is not offered (a node whose tensor is gone has no tensor_hook)
+    why.replaceChildren(...Object.entries(t.missing || {}).map(([k, reason]) =>
+      h("div", { class: "nbg-muted" }, `no ${k}: ${reason}`)));
     runBtn.title = t.root ? `backward from the output of ${t.root}` : "backward from the graph's output";
   }
 

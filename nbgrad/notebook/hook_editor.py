@@ -48,6 +48,19 @@ __all__ = ["HookEditor", "compile_hook"]
 
 _hook_numbers = itertools.count(1)
 
+# a hook of each kind that works as typed: the editor's placeholder, and the signature shown
+# when a hook of that kind is called wrongly (NOTE [Hook signatures])
+EXAMPLES = {
+    "tensor_hook": "lambda grad: grad * 2",
+    "post_accumulate_grad": "lambda tensor: print(tensor.grad.norm())",
+    "node_prehook": "lambda grad_outputs: tuple(g * 2 for g in grad_outputs)",
+    "node_hook": "lambda grad_inputs, grad_outputs: tuple(g * 2 for g in grad_inputs)",
+    "forward_pre": "lambda module, args: None",
+    "forward": "lambda module, args, output: None",
+    "full_backward_pre": "lambda module, grad_output: None",
+    "full_backward": "lambda module, grad_input, grad_output: None",
+}
+
 # kind -> (what it hangs on, the method that registers it, the arguments it is called with)
 KINDS = {
     "tensor_hook": ("tensor", "register_hook", "grad"),
@@ -125,6 +138,31 @@ class _EditorHook:
 
     def __repr__(self):
         return f"<hook {self.__name__}>"
+
+
+# NOTE [Hook signatures]
+# ``lambda g: g * 2`` on a node pre-hook gets a tuple of gradients and returns a doubled tuple,
+# which PyTorch (and nbgrad) report as "returned an incorrect number of values"; a hook with
+# the wrong number of parameters fails with Python's own TypeError. Both say what broke, not
+# what to write: the editor adds the kind's signature and an example that works.
+def _signature_hint(kind, error):
+    """The right signature of ``kind``, when ``error`` looks like a wrongly shaped hook."""
+    if kind not in KINDS or not error:
+        return ""
+    last = error.strip().splitlines()[-1] if error.strip() else ""
+    shaped = "incorrect number of values" in error or (
+        last.startswith("TypeError") and ("positional argument" in last or "given" in last)
+    )
+    if not shaped:
+        return ""
+    args = KINDS[kind][2]
+    returns = {
+        "tensor_hook": "a gradient of the same shape, or None",
+        "post_accumulate_grad": "None",
+        "node_prehook": "a tuple with one gradient per output, or None",
+        "node_hook": "a tuple with one gradient per input, or None",
+    }.get(kind, "None")
+    return f"A {kind} hook is called as hook({args}) and returns {returns}: {EXAMPLES[kind]}"
 
 
 def _format_hook_error(e, filename):
@@ -231,7 +269,8 @@ class HookEditor(StillWidget):
             self.error = str(e)
 
     def kinds(self):
-        """The hook kinds that can be added to the current target."""
+        """The hook kinds that can be added to the current target (the first is the one whose
+        natural lambda, ``lambda grad: grad * 2``, works)."""
         out = []
         if self._tensor is not None:
             facts = self._graph_source.tensor_facts(self._tensor)
@@ -240,13 +279,26 @@ class HookEditor(StillWidget):
                 if facts.is_leaf:
                     out.append("post_accumulate_grad")
         if self._node is not None:
-            out += ["node_prehook", "node_hook"]
+            out += ["node_hook", "node_prehook"]
         if self._module is not None:
             out += [
                 k
                 for k, (on, method, _) in KINDS.items()
                 if on == "module" and hasattr(self._module, method)
             ]
+        return out
+
+    def missing(self):
+        """``{kind: why it cannot be added here}`` for the tensor kinds a node target lacks."""
+        if self._node is None or self._tensor is not None:
+            return {}
+        why = (
+            "the tensor this node made is no longer alive (only the node is): hook the node, "
+            "or keep a reference to the tensor and select it again"
+        )
+        out = {"tensor_hook": why}
+        if self._graph_source.is_accumulator(self._node):
+            out["post_accumulate_grad"] = "the leaf tensor is no longer alive"
         return out
 
     def _infos(self):
@@ -285,6 +337,8 @@ class HookEditor(StillWidget):
                 "label": self._label,
                 "kinds": self.kinds(),
                 "signatures": {k: KINDS[k][2] for k in self.kinds()},
+                "examples": {k: EXAMPLES[k] for k in self.kinds()},
+                "missing": self.missing(),
                 "root": self._root_name(root),
             }
             self.hooks = entries
@@ -323,6 +377,7 @@ class HookEditor(StillWidget):
             fn = compile_hook(source, label, self.namespace)
         except (SyntaxError, TypeError) as e:
             self.error = "".join(traceback.format_exception_only(type(e), e)).strip()
+            self.status = "the hook was not added"
             raise
         wrapper = _EditorHook(self, label, fn, source, kind)
         on, method, _ = KINDS[kind]
@@ -333,7 +388,13 @@ class HookEditor(StillWidget):
         self.error = ""
         self.status = f"added {label}"
         self._update()
+        self._redraw_graph()
         return hid
+
+    def _redraw_graph(self):
+        """Show a hook change in the graph at once (its badges and hook lists)."""
+        if self.graph is not None and not self._running:
+            self.graph.refresh()
 
     def edit_hook(self, hook_id, source):
         """Replace the code of a hook added here; it keeps its place in the hook order."""
@@ -361,16 +422,24 @@ class HookEditor(StillWidget):
             handle.disable()
         self.status = f"{'enabled' if enabled else 'disabled'} {handle.name}"
         self._update()
+        self._redraw_graph()
 
     def remove_hook(self, hook_id):
         handle = self._handle(hook_id)
         handle.remove()
-        self._editor_hooks.pop(hook_id, None)
+        wrapper = self._editor_hooks.pop(hook_id, None)
+        if wrapper is not None and (self._failed is wrapper or wrapper.__name__ in self.error):
+            self._failed = None  # its error goes with it
+            self.error = ""
         self.status = f"removed {handle.name}"
         self._update()
+        self._redraw_graph()
 
-    def run_backward(self, retain_graph=False, create_graph=False):
-        """``root.backward(retain_graph=..., create_graph=...)``, recording which hooks fired."""
+    def run_backward(self, retain_graph=True, create_graph=False):
+        """``root.backward(retain_graph=..., create_graph=...)``, recording which hooks fired.
+
+        The graph is retained by default, so that the editor's graph can be run again after
+        each change of a hook (as many times as the user likes)."""
         root = self._root()
         if root is None:
             self.error = "no tensor to run backward from: give HookEditor(root=...)"
@@ -397,12 +466,16 @@ class HookEditor(StillWidget):
         with self.hold_sync():
             self.fired = fired
             if error is not None:
-                if self._failed is not None:
+                if self._failed is not None:  # the user's own error first
                     self.error = f"{self._failed.__name__} failed:\n{self._failed.error}"
+                    hint = _signature_hint(self._failed.kind, self._failed.error)
                 else:
                     self.error = "".join(
                         traceback.format_exception_only(type(error), error)
                     ).strip()
+                    hint = self._hint_for(error)
+                if hint:
+                    self.error += "\n\n" + hint
                 self.status = "backward failed"
             else:
                 self.error = ""
@@ -411,6 +484,20 @@ class HookEditor(StillWidget):
         self._update()
         if view is not None:
             view.refresh()
+
+    def _hint_for(self, error):
+        """What to do about an error that came from the engine, not from a hook's own code."""
+        text = str(error)
+        if "returned an incorrect number of values" in text:
+            for wrapper in self._editor_hooks.values():
+                if wrapper.kind in ("node_prehook", "node_hook"):
+                    return _signature_hint(wrapper.kind, text)
+        if "backward through the graph a second time" in text:
+            return (
+                "The graph was freed by an earlier backward run without retain_graph: run the "
+                "cell again to record a new graph (the editor retains it by default)."
+            )
+        return ""
 
     def _hook_failed(self, wrapper):
         self._failed = wrapper
@@ -440,7 +527,9 @@ class HookEditor(StillWidget):
         self.remove_hook(content["id"])
 
     def _msg_run_backward(self, content):
-        self.run_backward(bool(content.get("retain_graph")), bool(content.get("create_graph")))
+        self.run_backward(
+            bool(content.get("retain_graph", True)), bool(content.get("create_graph"))
+        )
 
     def _msg_target(self, content):
         self.set_target(content.get("id") or None)

@@ -10,6 +10,7 @@ from IPython.utils.capture import capture_output  # noqa: E402
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
 SVG = "image/svg+xml"
+PNG = "image/png"  # what an untrusted notebook shows (nbgrad/notebook/png.py)
 tensor_mod = importlib.import_module("nbgrad._tensor.dispatch")
 
 
@@ -56,7 +57,7 @@ def test_live_display_then_final_graph_and_hook_editor(ip):
     assert set(live.data) == {WIDGET} and live.transient.get("display_id")
     assert emptied.update and emptied.data == {}
     assert emptied.transient["display_id"] == live.transient["display_id"]
-    assert set(graph.data) == {WIDGET, "text/plain", SVG}
+    assert set(graph.data) == {WIDGET, "text/plain", SVG, PNG}
     assert graph.data["text/plain"] == "GraphView(3 nodes, 3 edges, 0 groups, 0 backward passes)"
     assert "ExpBackward0" in graph.data[SVG] and ">x<" in graph.data[SVG]  # leaf named x
     assert editor.data["text/plain"] == "HookEditor(no target: select a node in the graph)"
@@ -88,7 +89,7 @@ def test_static_shows_only_still_pictures(ip):
         "loss = (x * x).sum()\n",
     )
     assert result.success
-    assert [set(o.data) for o in cap.outputs] == [{SVG, "text/plain"}, {SVG, "text/plain"}]
+    assert [set(o.data) for o in cap.outputs] == [{SVG, PNG, "text/plain"}] * 2
     assert cap.outputs[0].data["text/plain"].startswith("<autograd graph: 2 forward calls")
     assert "backward pass: 3 steps" in cap.outputs[1].data[SVG]
 

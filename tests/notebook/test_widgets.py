@@ -35,7 +35,7 @@ def test_graph_view_from_tensors_and_its_mime_bundle():
     view = GraphView(loss)
     assert repr(view) == "GraphView(3 nodes, 2 edges, 0 groups, 0 backward passes)"
     data, meta = view._repr_mimebundle_()
-    assert set(data) == {"text/plain", WIDGET, "image/svg+xml"}
+    assert set(data) == {"text/plain", WIDGET, "image/svg+xml", "image/png"}
     assert data["text/plain"] == repr(view) and "MulBackward0" in data["image/svg+xml"]
     assert view._widget_view_bundle() == {WIDGET: data[WIDGET]}
     assert view.graph_layout["nodes"] and view.default_root() is loss
@@ -130,12 +130,12 @@ def test_the_editor_follows_the_selection():
     assert ed.target["kinds"] == [
         "tensor_hook",
         "post_accumulate_grad",
-        "node_prehook",
         "node_hook",
+        "node_prehook",
     ]
     view._receive({"type": "select", "id": _ids(view, "TanhBackward0")[0]})
     assert ed.target["label"] == "TanhBackward0"
-    assert ed.target["kinds"] == ["tensor_hook", "node_prehook", "node_hook"]
+    assert ed.target["kinds"] == ["tensor_hook", "node_hook", "node_prehook"]
     assert ed.target["root"] == "SumBackward0"
 
 
@@ -372,3 +372,48 @@ def test_stepper_shows_each_gradient_accumulated_into_a_leaf():
     assert st.state()["accumulated"] == acc
     assert "accumulated into .grad" in st.to_svg()
     assert st.backward_trace.accumulations[0].variable() is x
+
+
+def test_the_png_is_the_svg_drawn():
+    """The still picture's PNG (for untrusted notebooks) is the same drawing as its SVG."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    x, w, y, loss, rec = _model()
+    data, _ = GraphView(loss)._repr_mimebundle_()
+    image = Image.open(io.BytesIO(base64.b64decode(data["image/png"])))
+    svg = data["image/svg+xml"]
+    width = float(svg.split('width="', 1)[1].split('"', 1)[0])
+    height = float(svg.split('height="', 1)[1].split('"', 1)[0])
+    assert image.size == (round(width), round(height))
+    colours = {c for _, c in image.convert("RGB").getcolors(1 << 16)}
+    assert (253, 240, 240) in colours  # the root's fill, as in the SVG (#fdf0f0)
+    assert (233, 245, 234) in colours  # a leaf's (#e9f5ea)
+
+
+def test_the_editor_runs_backward_again_and_again_and_explains_signatures():
+    x, w, y, loss, rec = _model()
+    view = GraphView(recorder=rec, names={id(x): "x"})
+    ed = HookEditor(graph=view, root=loss)
+    view._receive({"type": "select", "id": "leaf0"})
+    ed.add_hook("tensor_hook", "lambda grad: grad * 2")
+    for _ in range(3):  # the graph is retained by default
+        ed._receive({"type": "run_backward"})
+        assert ed.error == "" and "backward ran" in ed.status, (ed.error, ed.status)
+    # a node pre-hook written as a tensor hook: the message shows the right signature
+    node = next(n for n in view.snapshot["nodes"] if n["name"] == "MulBackward0")
+    view._receive({"type": "select", "id": node["id"]})
+    ed.add_hook("node_prehook", "lambda g: g * 2")
+    ed._receive({"type": "run_backward"})
+    assert "incorrect number of values" in ed.error
+    assert "node_prehook hook is called as hook(grad_outputs)" in ed.error
+    assert "tuple(g * 2 for g in grad_outputs)" in ed.error
+    # a raising hook shows its own error first
+    (hook,) = [h for h in ed.hooks if h["kind"] == "node_prehook"]
+    ed.remove_hook(hook["id"])
+    assert ed.error == ""
+    ed.add_hook("node_hook", "lambda gi, go: 1 / 0")
+    ed._receive({"type": "run_backward"})
+    assert ed.error.startswith("<hook:MulBackward0#") and "ZeroDivisionError" in ed.error
