@@ -135,7 +135,7 @@ export function fmt(v) {
   if (typeof v === "string") return v;
   if (v === 0) return "0";
   const a = Math.abs(v);
-  return a >= 1e4 || a < 1e-3 ? v.toExponential(2) : String(Number(v.toPrecision(3)));
+  return a >= 1e4 || a < 1e-3 ? v.toExponential(3) : String(Number(v.toPrecision(4)));
 }
 
 function shapeText(shape) {

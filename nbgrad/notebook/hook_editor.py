@@ -102,7 +102,9 @@ def compile_hook(source: str, filename: str, namespace=None):
             raise TypeError(f"{filename}: the code must be a lambda or define a function")
         fn = defined[-1]
     if not callable(fn):
-        raise TypeError(f"{filename}: the code gives a {type(fn).__name__}, not a function")
+        name = type(fn).__name__
+        article = "an" if name[:1] in "aeiou" else "a"
+        raise TypeError(f"{filename}: the code gives {article} {name}, not a function")
     return fn
 
 

@@ -594,7 +594,7 @@ def grad_label(grads):
 
 
 def _norm_text(v):
-    return v if isinstance(v, str) else f"{v:.3g}"
+    return v if isinstance(v, str) else f"{v:.4g}"  # 1.0026 shows as 1.003, not 1
 
 
 def _chain(gid, groups):

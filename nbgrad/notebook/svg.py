@@ -38,7 +38,7 @@ def _num(v) -> str:
         return ""
     if isinstance(v, str):
         return v
-    return f"{v:.3g}"
+    return f"{v:.4g}"
 
 
 def _t(text) -> str:

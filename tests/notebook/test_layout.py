@@ -220,8 +220,8 @@ def test_parallel_edges_keep_their_gradients():
     lay = layout(build_snapshot(rec))
     (double,) = [e for e in lay["edges"] if len(e["edges"]) == 2]  # MulBackward0 -> x, twice
     assert double["grads"] == [2.23607, 2.23607]  # |x| each: d(x*x) = x dx + x dx
-    assert double["label"] == "2× 2.24" and double["grad"] is None
+    assert double["label"] == "2× 2.236" and double["grad"] is None
     single = [e for e in lay["edges"] if len(e["edges"]) == 1]
-    assert [e["label"] for e in single] == ["1.41"]  # Sum -> Mul: ones(2)
+    assert [e["label"] for e in single] == ["1.414"]  # Sum -> Mul: ones(2)
     assert grad_label([1.0, 2.0]) == "1, 2" and grad_label([None, None]) is None
     assert grad_label([1.0, 2.0, 3.0, 4.0]) == "4 gradients"

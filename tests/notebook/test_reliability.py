@@ -332,7 +332,7 @@ def test_a_malformed_editor_message_is_shown_and_changes_nothing(message, error)
 @pytest.mark.parametrize(
     "source, error",
     [
-        ("42", "the code gives a int, not a function"),
+        ("42", "the code gives an int, not a function"),
         ("'lambda grad: grad'", "the code gives a str, not a function"),
         ("import math", "the code must be a lambda or define a function"),
         ("", "SyntaxError: empty hook code"),
