@@ -347,8 +347,8 @@ def test_b_clicking_a_node_shows_its_details(nb):
 
 
 def _g(values):
-    """Numbers as the widgets write them (3 significant digits)."""
-    return ", ".join(f"{v:.3g}" for v in values)
+    """Numbers as the widgets write them (4 significant digits)."""
+    return ", ".join(f"{v:.4g}" for v in values)
 
 
 def test_c_hook_from_the_editor_doubles_the_gradient(nb):
@@ -382,7 +382,7 @@ def test_c_hook_from_the_editor_doubles_the_gradient(nb):
     # kind, hook, node, before, after: the gradient of y, [1, 1], doubled
     assert cells[0] == "tensor", cells
     assert cells[3].endswith("[1, 1]") and cells[4].endswith("[2, 2]"), cells
-    assert "‖g‖=1.41" in cells[3] and "‖g‖=2.83" in cells[4], cells
+    assert "‖g‖=1.414" in cells[3] and "‖g‖=2.828" in cells[4], cells
     # the graph now shows pass 1: MulBackward0 and the leaf x received twice as much
     graph.locator(".nbg-status", has_text="gradients of pass 1").wait_for(timeout=20_000)
     for node, values in (("MulBackward0", 2 * dtanh), ("x", 2 * w * dtanh)):
