@@ -93,6 +93,12 @@ function render({ model, el }) {
       boxOf.set(n.id, ref);
     }
     const frag = document.createDocumentFragment();
+    for (const g of lay.groups || []) { // module groups, as the graph view draws them
+      frag.append(s("rect", { x: g.x, y: g.y, width: g.w, height: g.h, rx: 8, class: "nbg-step-group" }));
+      const label = s("text", { x: g.x + 8, y: g.y + 13, class: "nbg-step-group-label" });
+      label.textContent = g.label;
+      frag.append(label);
+    }
     for (const e of lay.edges) {
       frag.append(s("path", { d: edgePath(e.points), class: "nbg-step-edge" }));
     }
@@ -104,8 +110,11 @@ function render({ model, el }) {
       t.textContent = b.label;
       const t2 = s("text", { x: b.x + b.w / 2, y: b.y + 29, class: "nbg-sub" });
       t2.textContent = b.sub;
-      const badge = s("text", { x: b.x + 4, y: b.y + 11, class: "nbg-step-order" });
-      g.append(t, t2, badge);
+      // the step number in a corner badge, clear of the label (as the graph's hook badge)
+      const dot = s("circle", { cx: b.x + 2, cy: b.y + 2, r: 8, class: "nbg-step-badge" });
+      const badge = s("text", { x: b.x + 2, y: b.y + 5.5, class: "nbg-step-order" });
+      dot.style.display = "none";
+      g.append(t, t2, dot, badge);
       boxes.set(b.ref, g);
       frag.append(g);
     }
@@ -165,7 +174,10 @@ function render({ model, el }) {
         : doneOrder.has(id) ? "nbg-done" : null;
       if (cls) g.classList.add(cls);
       const badge = g.querySelector(".nbg-step-order");
-      if (boxOf.get(id) === id) badge.textContent = doneOrder.has(id) ? String(doneOrder.get(id)) : "";
+      if (boxOf.get(id) === id) {
+        badge.textContent = doneOrder.has(id) ? String(doneOrder.get(id)) : "";
+        g.querySelector(".nbg-step-badge").style.display = doneOrder.has(id) ? "" : "none";
+      }
     }
     const sections = [];
     if (st.running) {

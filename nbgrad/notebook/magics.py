@@ -252,7 +252,7 @@ class AutogradMagics(Magics):
                 raw=True,
             )
             if opts.step and trace is not None:
-                tr = trace_snapshot(trace, names=names, weak_names=weak_names)
+                tr = trace_snapshot(trace, names=names, weak_names=weak_names, recorder=rec)
                 svg = trace_svg(tr)
                 display(
                     {
@@ -274,7 +274,11 @@ class AutogradMagics(Magics):
         display(session.hooks)
         if opts.step and trace is not None:
             session.stepper = BackwardStepper(
-                trace, names=names, weak_names=weak_names, ids=getattr(rec, "_ids", None)
+                trace,
+                names=names,
+                weak_names=weak_names,
+                ids=getattr(rec, "_ids", None),
+                recorder=rec,
             )
             display(session.stepper)
 

@@ -623,12 +623,16 @@ def _info_summary(info, ids, node_set):
     }
 
 
-def trace_snapshot(trace, *, names=None, weak_names=None, ids=None, max_nodes=MAX_NODES) -> Trace:
-    """The stepper's view of one backward pass (schema ``nbgrad.trace``, see above)."""
+def trace_snapshot(
+    trace, *, names=None, weak_names=None, ids=None, max_nodes=MAX_NODES, recorder=None
+) -> Trace:
+    """The stepper's view of one backward pass (schema ``nbgrad.trace``, see above); with the
+    ``recorder`` of the forward, its leaves and module groups are named as the graph view
+    names them (one vocabulary for both)."""
     source = trace.graph_source
     ids = ids or IdMap(source)
     graph = build_snapshot(
-        None,
+        recorder,
         [trace.root],
         passes=[trace],
         pass_index=trace.index,

@@ -67,6 +67,7 @@ class BackwardStepper(StillWidget):
         names=None,
         weak_names=None,
         ids=None,
+        recorder=None,
     ):
         super().__init__()
         if isinstance(source, BackwardTrace):
@@ -93,7 +94,11 @@ class BackwardStepper(StillWidget):
             )
         self.backward_trace = backward_trace
         snap = trace_snapshot(
-            backward_trace, names=names, weak_names=weak_names, ids=ids or IdMap()
+            backward_trace,
+            names=names,
+            weak_names=weak_names,
+            ids=ids or IdMap(),
+            recorder=recorder,
         )
         graph = snap["graph"]
         members = {}

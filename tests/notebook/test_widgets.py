@@ -417,3 +417,23 @@ def test_the_editor_runs_backward_again_and_again_and_explains_signatures():
     ed.add_hook("node_hook", "lambda gi, go: 1 / 0")
     ed._receive({"type": "run_backward"})
     assert ed.error.startswith("<hook:MulBackward0#") and "ZeroDivisionError" in ed.error
+
+
+def test_the_stepper_names_leaves_and_groups_as_the_graph_does():
+    from nbgrad import nn
+    from nbgrad.notebook import BackwardStepper
+
+    model = nn.Sequential(nn.Linear(3, 2), nn.Tanh())
+    with record() as rec:
+        loss = model(ng.randn(4, 3)).sum()
+        loss.backward()
+    names = {id(model): "model"}
+    view = GraphView(recorder=rec, names=names)
+    stepper = BackwardStepper(rec.passes[-1], names=names, recorder=rec)
+    graph_labels = {n["label"] for n in view.snapshot["nodes"] if n["kind"] == "leaf"}
+    step_labels = {n["label"] for n in stepper.trace["graph"]["nodes"] if n["kind"] == "leaf"}
+    assert graph_labels == step_labels == {"model.0.weight", "model.0.bias"}
+    assert [g["path"] for g in stepper.trace["graph"]["groups"]] == [
+        g["path"] for g in view.snapshot["groups"]
+    ]
+    assert stepper.graph_layout["groups"]  # drawn around their nodes, as in the graph
