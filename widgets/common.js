@@ -44,10 +44,11 @@
  * @typedef {{index: number, root: (string|null), retain_graph: boolean,
  *            create_graph: boolean, order: string[], error: (string|null),
  *            hooks: HookCall[]}} Pass
+ * @typedef {{line: (number|null), source: string, error: string}} Failure
  * @typedef {{schema: "nbgrad.snapshot", version: 1, nodes: SnapNode[], edges: SnapEdge[],
  *            groups: SnapGroup[], records: SnapRecord[], hooks: SnapHook[], passes: Pass[],
  *            roots: string[], pass: (number|null), truncated: boolean,
- *            backward_ops: number}} Snapshot
+ *            backward_ops: number, failure: (Failure|null)}} Snapshot
  * @typedef {{node: string, grad: (GradSummary|null), before: (GradSummary|null),
  *            after: (GradSummary|null)}} Accumulated
  * @typedef {{index: number, node: string, device: string, inputs: (GradSummary|null)[],
@@ -75,7 +76,7 @@
  *            group?: string, line?: number, hooks?: number, order?: number}} ViewNode
  * @typedef {{schema: "nbgrad.view", version: 1, nodes: ViewNode[], edges: number,
  *            groups: SnapGroup[], hooks: SnapHook[], passes: Pass[], roots: string[],
- *            pass: (number|null), truncated: boolean}} ViewSnapshot
+ *            pass: (number|null), truncated: boolean, failure: (Failure|null)}} ViewSnapshot
  * @typedef {{id: string, node: (SnapNode|null), record: (SnapRecord|null),
  *            incoming: SnapEdge[], edges: SnapEdge[]}} Details
  */

@@ -64,7 +64,8 @@ function render({ model, el }) {
   const panel = h("div", { class: "nbg-panel" });
   const main = h("div", { class: "nbg-main" }, stage, panel);
   const errorBox = h("pre", { class: "nbg-error" });
-  el.append(toolbar, main, errorBox);
+  const failureBox = h("div", { class: "nbg-failure" }); // NOTE [Failed forward] in magics.py
+  el.append(toolbar, failureBox, main, errorBox);
 
   let view = { x: 0, y: 0, k: 1 };
   let opened = false; // the first view was set (after that the user's view is kept)
@@ -329,7 +330,14 @@ function render({ model, el }) {
     groups = new Map((snap.groups || []).map((g) => [g.id, g]));
     series = new Map((lay.series || []).map((x) => [x.id, x]));
     boxes = new Map((lay.nodes || []).map((b) => [b.ref, b]));
-    const roots = new Set(snap.roots || []);
+    const failure = snap.failure || null;
+    const roots = new Set(failure ? [] : snap.roots || []); // a failed forward has no output
+    failureBox.replaceChildren(...(failure ? [
+      h("b", {}, `The forward failed at ${failure.line ? `line ${failure.line}` : "the cell"}`),
+      failure.source ? h("code", {}, ` ${failure.source}`) : null,
+      h("div", {}, failure.error),
+    ] : []));
+    failureBox.style.display = failure ? "" : "none";
     boxEls = new Map();
     const frag = document.createDocumentFragment();
     for (const g of lay.groups || []) {
@@ -379,7 +387,10 @@ function render({ model, el }) {
         if (kind === "node" && roots.has(b.ref)) kind = "root";
         hooks = n ? n.hooks : 0;
       }
-      const grp = s("g", { class: `nbg-node nbg-${kind}`, "data-id": b.ref });
+      const failedLine = failure && failure.line && b.kind === "node" &&
+        nodes.get(b.ref)?.line === failure.line;
+      const grp = s("g", { class: `nbg-node nbg-${kind}${failedLine ? " nbg-failed-line" : ""}`,
+        "data-id": b.ref });
       if (kind === "series") { // a stack: the repeats behind the first
         for (const k of [2, 1]) {
           grp.append(s("rect", { x: b.x + 3 * k, y: b.y + 3 * k, width: b.w, height: b.h, rx: 5 }));

@@ -22,6 +22,7 @@ import ast
 import keyword
 import shlex
 import sys
+import traceback
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, magics_class
@@ -217,6 +218,8 @@ class AutogradMagics(Magics):
             except BaseException as e:  # noqa: BLE001 - re-raised below, after the displays
                 error = e
                 tb = sys.exc_info()[2]
+                if target is None:  # the forward raised (NOTE [Failed forward])
+                    rec.failure = _failure(e, tb, filename, cell)
             finally:
                 if view is not None:
                     view.stop_live()  # the final refresh comes below, with the leaves' names
@@ -315,6 +318,24 @@ def _compile(shell, source, filename):
     body = compile(tree, filename, "exec", flags, True)
     expr = compile(last, filename, "eval", flags, True) if last is not None else None
     return body, expr, assigned
+
+
+# NOTE [Failed forward]
+# When a cell's forward raises, the graph shown is what it built so far, and the call that
+# raised made no node. The snapshot's ``failure`` names the cell line of that call (the last
+# frame of the traceback in the cell), its code and the error; the widget and the still
+# picture show it above the graph, mark the nodes made on that line, and draw no node as the
+# root (the last node made is not the output of anything the user asked for).
+def _failure(error, tb, filename, cell):
+    """The snapshot's ``failure`` for an exception raised by the cell's forward."""
+    line = None
+    for frame, lineno in traceback.walk_tb(tb):
+        if frame.f_code.co_filename == filename:
+            line = lineno
+    lines = ("%%autograd\n" + cell).splitlines()  # line 1 is the magic's, as in the records
+    source = lines[line - 1].strip() if line is not None and 0 < line <= len(lines) else ""
+    text = "".join(traceback.format_exception_only(type(error), error)).strip()
+    return {"line": line, "source": source, "error": text}
 
 
 def _reraise(shell, error, tb):

@@ -189,6 +189,15 @@ class Pass(TypedDict):
     hooks: list[HookCall]
 
 
+class Failure(TypedDict):
+    """A forward pass that raised: the cell line of the call that raised (None when it was not
+    in the cell), that line's code, and the error (``"RuntimeError: ..."``)."""
+
+    line: int | None
+    source: str
+    error: str
+
+
 # ``pass`` is a keyword: the snapshot is declared in the functional form
 Snapshot = TypedDict(
     "Snapshot",
@@ -205,6 +214,7 @@ Snapshot = TypedDict(
         "pass": "int | None",  # the index of the pass shown on the edges
         "truncated": bool,  # the graph had more than max_nodes nodes
         "backward_ops": int,  # ops run by derivative formulas during the passes
+        "failure": "Failure | None",  # the forward raised: the graph is what it built so far
     },
 )
 Snapshot.__doc__ = "What ``build_snapshot`` returns (``schema`` ``nbgrad.snapshot``)."
@@ -299,6 +309,7 @@ ViewSnapshot = TypedDict(
         "roots": "list[str]",
         "pass": "int | None",
         "truncated": bool,
+        "failure": "Failure | None",
     },
 )
 ViewSnapshot.__doc__ = "What the graph widget is sent of a snapshot (``view_snapshot``)."
@@ -329,6 +340,7 @@ SCHEMA_TYPES = (
     SnapHook,
     HookCall,
     Pass,
+    Failure,
     Snapshot,
     Accumulated,
     Step,

@@ -79,6 +79,7 @@ def view_snapshot(snap: Snapshot) -> ViewSnapshot:
         "roots": snap["roots"],
         "pass": snap["pass"],
         "truncated": snap["truncated"],
+        "failure": snap.get("failure"),
     }
 
 
@@ -587,6 +588,7 @@ def build_snapshot(
         "pass": shown.index if shown is not None else None,
         "truncated": truncated,
         "backward_ops": recorder.backward_ops if recorder is not None else 0,
+        "failure": getattr(recorder, "failure", None),  # set by the magic (NOTE [Failed forward])
     }
 
 

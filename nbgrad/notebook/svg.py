@@ -95,7 +95,11 @@ def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None, foo
     if lay is None:
         lay = _layout(snapshot)
     nodes = {n["id"]: n for n in snapshot["nodes"]}
-    roots = set(snapshot.get("roots", ()))
+    failure = snapshot.get("failure")
+    roots = set() if failure else set(snapshot.get("roots", ()))  # NOTE [Failed forward]
+    if failure:
+        where = f"line {failure['line']}: {failure['source']}" if failure["line"] else "the cell"
+        footer = [(f"The forward failed at {where}", True), (failure["error"], False), *footer]
     width, height = lay["width"], lay["height"]
     if footer:  # wrapped to the drawing's width (at least 64 characters)
         chars = max(64, int((width - 20) / FOOTER_CHAR))
@@ -147,6 +151,9 @@ def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None, foo
             hooks = len(n["hooks"])
         fill, stroke = STYLE.get(kind, STYLE["node"])
         width = "3" if highlight is not None and b["ref"] == highlight else "1.3"
+        if failure and failure["line"] and b["kind"] == "node":
+            if nodes[b["ref"]].get("line") == failure["line"]:  # made on the line that raised
+                stroke, width = "#b00020", "2.5"
         dash = ' stroke-dasharray="4 3"' if kind in ("external", "group") else ""
         if kind == "series":  # a stack: the repeats behind the first
             for k in (2, 1):

@@ -59,6 +59,14 @@ CELLS = [
     "for i in range(100):\n"
     "    h = (h * 0.5 + 0.1).tanh()\n"
     "loss = h.sum()",
+    # 7: a forward that fails on its third line
+    (
+        "%%autograd\n"
+        "a = ng.ones(2, 3, requires_grad=True)\n"
+        "b = (a * 2).sum(0)\n"
+        "c = (b * 3) @ ng.ones(4, 2)",
+        ["raises-exception"],
+    ),
 ]
 NAMES = {1: "mlp-15", 2: "loop-300", 3: "chain-3000", 4: "nested-blocks", 5: "chain-20000"}
 
@@ -226,4 +234,18 @@ def test_a_narrow_window_keeps_the_canvas_wide(nb):
         nb.shot("big-narrow-900", graph)
     finally:
         page.set_viewport_size(size)
+    assert not nb.errors, nb.errors
+
+
+def test_a_failed_forward_marks_its_line(nb):
+    graph = _graph(nb, 7)
+    banner = graph.locator(".nbg-failure")
+    assert banner.is_visible()
+    text = banner.inner_text()
+    assert "The forward failed at line 4" in text and "(b * 3) @ ng.ones(4, 2)" in text, text
+    assert "RuntimeError" in text
+    marked = graph.locator(".nbg-node.nbg-failed-line .nbg-label").all_text_contents()
+    assert "MulBackward0" in marked, marked  # (and what matmul made before it raised)
+    assert graph.locator(".nbg-node.nbg-root").count() == 0
+    nb.shot("big-failed-forward", graph)
     assert not nb.errors, nb.errors

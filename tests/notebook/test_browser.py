@@ -98,9 +98,10 @@ def _notebook(path, cells=CELLS):
                 "cell_type": "code",
                 "execution_count": None,
                 "id": f"c{i}",
-                "metadata": {},
+                # a cell given as (source, tags): ("...", ["raises-exception"])
+                "metadata": {"tags": src[1]} if isinstance(src, tuple) else {},
                 "outputs": [],
-                "source": src,
+                "source": src[0] if isinstance(src, tuple) else src,
             }
             for i, src in enumerate(cells)
         ],

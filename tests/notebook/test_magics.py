@@ -196,3 +196,23 @@ def test_leaves_are_named_by_the_cell_then_by_module_path(ip):
     groups = [g["path"] for g in snap["groups"]]
     assert groups == ["model", "model.0"], groups
     ip.run_cell("del model, name, param, old_name, loop_var, scale, loss, k, s_names")
+
+
+def test_a_failed_forward_marks_its_line(ip):
+    """NOTE [Failed forward]: the still picture names the line whose call raised, marks the
+    nodes made on it, and draws no node as the root."""
+    cell = (
+        "x = ng.ones(2, 3, requires_grad=True)\n"
+        "y = (x * 2).sum(0)\n"
+        "z = (y * 3) @ ng.ones(4, 2)\n"
+        "never = z.sum()\n"
+    )
+    with capture_output() as cap:
+        result = ip.run_cell("%%autograd --static\n" + cell)
+    assert isinstance(result.error_in_exec, RuntimeError)  # the cell still fails, as usual
+    (out,) = [o for o in cap.outputs if SVG in o.data]
+    svg = out.data[SVG]
+    assert "The forward failed at line 4: z = (y * 3) @ ng.ones(4, 2)" in svg
+    assert "RuntimeError" in svg
+    assert 'stroke="#b00020"' in svg  # the MulBackward0 made on line 4
+    assert "#fdf0f0" not in svg  # no red root: the last node made is not an output

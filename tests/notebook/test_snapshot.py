@@ -60,6 +60,7 @@ def test_schema_and_json():
         "pass",
         "truncated",
         "backward_ops",
+        "failure",
     }
     for n in snap["nodes"]:
         assert set(n) == NODE_KEYS
