@@ -23,6 +23,7 @@ the engine, goes through the root package at call time (``nbgrad.autograd.backwa
                 _tensor/math_methods.py   operators, pointwise math, reductions, matmul
                 _tensor/shape_methods.py  view, reshape, permute, expand, indexing
                 _tensor/inplace.py      add_, copy_, setitem: versions, CopySlices, rebase
+                _tensor/linalg_methods.py  addmm, cross, kron; einsum, tensordot, meshgrid
                 tensor.py           the Tensor class: metadata, grad, hooks, backward, to()
                 _tensor_types.py    legacy ``FloatTensor``-style constructors; cuda.py: their cuda
                 _functions.py       the module-level ops: ``nbgrad.exp``, ``nbgrad.matmul``...
@@ -62,7 +63,17 @@ from . import (  # noqa: E402
     optim,
 )
 from ._functions import *  # noqa: E402,F401,F403
-from ._tensor.creation import rand_like, randn_like, randperm
+from ._tensor.creation import (
+    logspace,
+    normal,
+    rand_like,
+    randint_like,
+    randn_like,
+    randperm,
+    tril_indices,
+    triu_indices,
+)
+from ._tensor.printing import set_printoptions
 from ._tensor_types import TENSOR_TYPES as _TENSOR_TYPES
 from .autograd import (
     enable_grad,

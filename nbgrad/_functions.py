@@ -9,7 +9,8 @@ import warnings
 from . import backend
 from ._graph.grad_mode import is_grad_enabled, no_grad
 from ._tensor.conversion import _tensor_arg
-from .tensor import Tensor, as_tensor
+from ._tensor.linalg_methods import einsum, meshgrid, tensordot
+from .tensor import Size, Tensor, as_tensor
 
 __all__ = [
     "add",
@@ -124,6 +125,51 @@ __all__ = [
     "select",
     "diagonal",
     "expand_copy",
+    "isclose",
+    "einsum",
+    "outer",
+    "ger",
+    "cross",
+    "diag",
+    "diag_embed",
+    "trace",
+    "logaddexp",
+    "lerp",
+    "addmm",
+    "baddbmm",
+    "meshgrid",
+    "multinomial",
+    "nonzero",
+    "argwhere",
+    "unique",
+    "masked_select",
+    "scatter",
+    "repeat_interleave",
+    "tile",
+    "broadcast_to",
+    "broadcast_tensors",
+    "broadcast_shapes",
+    "movedim",
+    "moveaxis",
+    "swapaxes",
+    "swapdims",
+    "take",
+    "cumprod",
+    "atan2",
+    "arctan2",
+    "hypot",
+    "fmod",
+    "logical_and",
+    "logical_or",
+    "logical_not",
+    "logical_xor",
+    "median",
+    "quantile",
+    "kron",
+    "tensordot",
+    "nan_to_num",
+    "count_nonzero",
+    "erfinv",
 ]
 
 
@@ -706,3 +752,199 @@ def argsort(input, dim=-1, descending=False, stable=False):
 
 def topk(input, k, dim=-1, largest=True, sorted=True):
     return input.topk(k, dim, largest, sorted)
+
+
+# ---- PyTorch's wider surface: the function forms of the methods ------------------------------
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return input.isclose(other, rtol, atol, equal_nan)
+
+
+@_out_variant
+def outer(input, vec2):
+    return input.outer(vec2)
+
+
+ger = outer
+
+
+def cross(input, other, dim=None):
+    return input.cross(other, dim)
+
+
+def diag(input, diagonal=0):
+    return input.diag(diagonal)
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    return input.diag_embed(offset, dim1, dim2)
+
+
+def trace(input):
+    return input.trace()
+
+
+@_out_variant
+def logaddexp(input, other):
+    return input.logaddexp(other)
+
+
+@_out_variant
+def lerp(input, end, weight):
+    return input.lerp(end, weight)
+
+
+@_out_variant
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    return input.addmm(mat1, mat2, beta=beta, alpha=alpha)
+
+
+@_out_variant
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    return input.baddbmm(batch1, batch2, beta=beta, alpha=alpha)
+
+
+def multinomial(input, num_samples, replacement=False):
+    return input.multinomial(num_samples, replacement)
+
+
+def nonzero(input, *, as_tuple=False):
+    return input.nonzero(as_tuple=as_tuple)
+
+
+def argwhere(input):
+    return input.argwhere()
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    return input.unique(sorted, return_inverse, return_counts, dim)
+
+
+@_out_variant
+def masked_select(input, mask):
+    return input.masked_select(mask)
+
+
+def scatter(input, dim, index, src=None, *, value=None, reduce=None):
+    return input.scatter(dim, index, src, value=value, reduce=reduce)
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    return input.repeat_interleave(repeats, dim, output_size=output_size)
+
+
+def tile(input, dims):
+    return input.tile(dims)
+
+
+def broadcast_to(input, size):
+    return input.broadcast_to(size)
+
+
+def broadcast_shapes(*shapes):
+    """The shape that ``shapes`` broadcast to (a RuntimeError when they do not)."""
+    import numpy as np
+
+    try:
+        return Size(
+            np.broadcast_shapes(*(tuple(s) if not isinstance(s, int) else (s,) for s in shapes))
+        )
+    except ValueError:
+        raise RuntimeError(
+            "Shape mismatch: objects cannot be broadcast to a single shape"
+        ) from None
+
+
+def broadcast_tensors(*tensors):
+    """The tensors expanded to one shape (views, ``ExpandBackward0``)."""
+    shape = broadcast_shapes(*(t.shape for t in tensors))
+    return tuple(t.expand(shape) for t in tensors)
+
+
+def movedim(input, source, destination):
+    return input.movedim(source, destination)
+
+
+moveaxis = movedim
+
+
+def swapaxes(input, axis0, axis1):
+    return input.swapaxes(axis0, axis1)
+
+
+def swapdims(input, dim0, dim1):
+    return input.swapdims(dim0, dim1)
+
+
+@_out_variant
+def take(input, index):
+    return input.take(index)
+
+
+@_out_variant
+def cumprod(input, dim, *, dtype=None):
+    return input.cumprod(dim, dtype=dtype)
+
+
+@_out_variant
+def atan2(input, other):
+    return input.atan2(other)
+
+
+arctan2 = atan2
+
+
+@_out_variant
+def hypot(input, other):
+    return input.hypot(other)
+
+
+@_out_variant
+def fmod(input, other):
+    return input.fmod(other)
+
+
+@_out_variant
+def logical_and(input, other):
+    return input.logical_and(other)
+
+
+@_out_variant
+def logical_or(input, other):
+    return input.logical_or(other)
+
+
+@_out_variant
+def logical_xor(input, other):
+    return input.logical_xor(other)
+
+
+@_out_variant
+def logical_not(input):
+    return input.logical_not()
+
+
+def median(input, dim=None, keepdim=False):
+    return input.median(dim, keepdim)
+
+
+@_out_variant
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    return input.quantile(q, dim, keepdim, interpolation=interpolation)
+
+
+@_out_variant
+def kron(input, other):
+    return input.kron(other)
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    return input.nan_to_num(nan, posinf, neginf)
+
+
+def count_nonzero(input, dim=None):
+    return input.count_nonzero(dim)
+
+
+@_out_variant
+def erfinv(input):
+    return input.erfinv()

@@ -14,7 +14,7 @@ import numpy as np
 
 from nbgrad._tensor import creation as _C
 from nbgrad._tensor import dispatch as _D
-from nbgrad.backend import erf
+from nbgrad.backend import erf, erfinv
 
 
 def _mm_check(xp, a, b):
@@ -146,6 +146,10 @@ def _softplus(xp, a, beta, threshold):
 
 def _erf(xp, a):
     return erf(xp, a).astype(a.dtype, copy=False)
+
+
+def _erfinv(xp, a):
+    return erfinv(xp, a).astype(a.dtype, copy=False)
 
 
 def _gelu(xp, a, approximate):
@@ -738,3 +742,147 @@ def _batch_norm(xp, x, weight, bias, running_mean, running_var, training, moment
     if bias is not None:
         y = y + bias.reshape(shape)
     return y.astype(x.dtype, copy=False)
+
+
+# ---- helpers of the rows added for PyTorch's wider surface (indexing, random, reductions) -------
+def _scatter(xp, a, dim, index, src):
+    """``a`` with ``src`` (an array, or a number) written at ``index`` along ``dim``."""
+    out = a.copy()
+    if index.size:
+        if not isinstance(src, (int, float, bool)):
+            src = src[tuple(slice(0, s) for s in index.shape)]
+        out[_along_axis_key(xp, index, dim)] = src
+    return out
+
+
+def _diag_embed(xp, a, offset):
+    """``a``'s last dim as the ``offset`` diagonal of new last two dims (``diag`` of a vector)."""
+    n = (a.shape[-1] if a.ndim else 1) + abs(offset)
+    shape = a.shape[:-1] + (n, n)
+    return _diagonal_backward(xp, a, shape, offset, len(shape) - 2, len(shape) - 1)
+
+
+def _masked_select(xp, a, mask):
+    shape = np.broadcast_shapes(a.shape, mask.shape)
+    return xp.broadcast_to(a, shape)[xp.broadcast_to(mask, shape)]
+
+
+def _take(xp, a, index):
+    return a.reshape(-1)[index] if a.size else xp.zeros(index.shape, a.dtype)
+
+
+def _nonzero(xp, a):
+    """The indices of the nonzero elements, one row each (``(n, ndim)``, int64)."""
+    if a.ndim == 0:
+        return xp.zeros((1 if bool(a) else 0, 0), dtype=np.int64)
+    return xp.stack(xp.nonzero(a), axis=1).astype(np.int64).reshape(-1, a.ndim)
+
+
+def _unique(xp, a, sorted, dim):
+    """Values, inverse indices and counts, as PyTorch's ``_unique2`` / ``unique_dim``."""
+    if dim is None:
+        values, inverse, counts = xp.unique(a.reshape(-1), return_inverse=True, return_counts=True)
+        return values, inverse.reshape(a.shape).astype(np.int64), counts.astype(np.int64)
+    values, inverse, counts = xp.unique(a, return_inverse=True, return_counts=True, axis=dim)
+    return values, inverse.reshape(-1).astype(np.int64), counts.astype(np.int64)
+
+
+def _median(xp, a, dim, keepdim):
+    """The lower median along ``dim`` and its index (PyTorch's ``median(dim)``)."""
+    if a.ndim == 0:
+        return a.copy(), xp.zeros((), dtype=np.int64)
+    n = a.shape[dim]
+    if n == 0:
+        raise IndexError(f"median(): Expected reduction dim {dim} to have non-zero size.")
+    order = xp.argsort(a, axis=dim, kind="stable")
+    # NaN sorts last; as PyTorch, the median of a slice with a NaN is that NaN
+    has_nan = xp.isnan(a).any(axis=dim, keepdims=True) if a.dtype.kind == "f" else None
+    k = (n - 1) // 2
+    idx = xp.take(order, [k], axis=dim)
+    if has_nan is not None:
+        first_nan = xp.argmax(xp.isnan(a), axis=dim).reshape(idx.shape)
+        idx = xp.where(has_nan, first_nan, idx)
+    idx = idx.astype(np.int64)
+    values = xp.take_along_axis(a, idx, axis=dim)
+    if not keepdim:
+        values, idx = values.squeeze(dim), idx.squeeze(dim)
+    return values, idx
+
+
+def _median_all(xp, a):
+    if a.size == 0:
+        return xp.asarray(np.nan, dtype=a.dtype) if a.dtype.kind == "f" else a.reshape(-1)[:0]
+    flat = a.reshape(-1)
+    if a.dtype.kind == "f" and bool(xp.isnan(flat).any()):
+        return xp.asarray(np.nan, dtype=a.dtype)
+    return xp.sort(flat)[(flat.size - 1) // 2].copy()
+
+
+def _cumprod(xp, a, dim, dtype):
+    if dtype is not None:
+        a = a.astype(dtype.np)
+    elif a.dtype.kind in "biu":
+        a = a.astype(np.int64)
+    return xp.cumprod(a, axis=dim) if a.ndim else a.copy()
+
+
+def _cross(xp, a, b, dim):
+    shape = np.broadcast_shapes(a.shape, b.shape)
+    a, b = xp.broadcast_to(a, shape), xp.broadcast_to(b, shape)
+    return xp.moveaxis(xp.cross(xp.moveaxis(a, dim, -1), xp.moveaxis(b, dim, -1)), -1, dim).copy()
+
+
+def _nan_to_num(xp, a, nan, posinf, neginf):
+    if a.dtype.kind != "f":
+        return a.copy()
+    info = xp.finfo(a.dtype)
+    return xp.nan_to_num(
+        a,
+        nan=0.0 if nan is None else nan,
+        posinf=info.max if posinf is None else posinf,
+        neginf=info.min if neginf is None else neginf,
+    )
+
+
+def _lerp(xp, self, end, weight):
+    """``self + weight * (end - self)``, computed from the nearer end as PyTorch's kernel."""
+    near_start = self + weight * (end - self)
+    near_end = end - (end - self) * (1 - weight)
+    return xp.where(xp.abs(weight) < 0.5, near_start, near_end).astype(near_start.dtype, copy=False)
+
+
+def _fmod(xp, a, b):
+    if a.dtype.kind in "iu":
+        _check_int_divisor(xp, a, b)
+    return xp.fmod(a, b)
+
+
+def _normal(xp, mean, std, shape):
+    """Normal draws of ``mean`` and ``std`` (arrays or numbers) broadcast to ``shape``, from
+    nbgrad's generator on the host (``manual_seed``)."""
+    if not isinstance(std, (int, float)) and std.size and bool((std < 0).any()):
+        raise RuntimeError("normal expects all elements of std >= 0.0")
+    if isinstance(std, (int, float)) and std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    dtype = next(x.dtype for x in (mean, std) if not isinstance(x, (int, float)))
+    draws = xp.asarray(_C._rng.standard_normal(shape)).astype(dtype)
+    return (draws * std + mean).astype(dtype, copy=False)
+
+
+def _multinomial(xp, probs, num_samples, replacement):
+    """``num_samples`` category indices per row of ``probs`` (PyTorch's ``multinomial``)."""
+    host = np.asarray(probs.get() if hasattr(probs, "get") else probs, dtype=np.float64)
+    rows = host.reshape(-1, host.shape[-1])
+    out = np.empty((rows.shape[0], num_samples), dtype=np.int64)
+    for i, p in enumerate(rows):
+        if not np.isfinite(p).all() or (p < 0).any():
+            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        if p.sum() <= 0:
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+        if not replacement and num_samples > np.count_nonzero(p):
+            raise RuntimeError(
+                "invalid multinomial distribution (with replacement=False, not enough non-negative "
+                "category to sample)"
+            )
+        out[i] = _C._rng.choice(p.size, num_samples, replace=replacement, p=p / p.sum())
+    return xp.asarray(out.reshape(host.shape[:-1] + (num_samples,)))

@@ -223,6 +223,17 @@ def erf(xp, a):
     return cupyx.scipy.special.erf(a)
 
 
+def erfinv(xp, a):
+    """The inverse error function elementwise, for NumPy or CuPy arrays."""
+    if xp is np:
+        from scipy.special import erfinv as _erfinv
+
+        return _erfinv(a)
+    import cupyx.scipy.special
+
+    return cupyx.scipy.special.erfinv(a)
+
+
 def quiet_float_errors():
     """A context in which NumPy's floating-point warnings (``0 * inf``, ``log(0)``) are off.
 

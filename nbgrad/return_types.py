@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-__all__ = ["max", "min", "sort", "topk"]
+__all__ = ["max", "min", "sort", "topk", "median"]
 
 
 class _ValuesIndices(tuple):
@@ -42,3 +42,7 @@ class sort(_ValuesIndices):  # noqa: A001 - PyTorch's name
 
 class topk(_ValuesIndices):
     __slots__ = ()
+
+
+class median(_ValuesIndices):
+    pass

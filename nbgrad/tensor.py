@@ -17,9 +17,17 @@ import nbgrad
 import nbgrad._tensor as _parts
 from nbgrad import _tensor_types, backend, dtypes
 from nbgrad._graph import graph as _graph
+from nbgrad._graph.grad_mode import _inference_tensors
 from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad._graph.graph import AccumulateGrad, HookList, InputMetadata, RemovableHandle
-from nbgrad._tensor.conversion import as_tensor, from_dlpack, from_numpy, tensor
+from nbgrad._tensor.conversion import (
+    _is_inference,
+    _set_inference,
+    as_tensor,
+    from_dlpack,
+    from_numpy,
+    tensor,
+)
 from nbgrad._tensor.creation import (
     arange,
     cat,
@@ -52,6 +60,7 @@ from nbgrad._tensor.dispatch import (
     _wrap,
 )
 from nbgrad._tensor.inplace import _PRESERVE, InplaceMethods
+from nbgrad._tensor.linalg_methods import LinalgMethods
 from nbgrad._tensor.math_methods import MathMethods
 from nbgrad._tensor.printing import _format_tensor
 from nbgrad._tensor.shape_methods import ShapeMethods
@@ -100,7 +109,7 @@ __all__ = [
 
 
 # ---- Tensor -----------------------------------------------------------------------------------
-class Tensor(MathMethods, ShapeMethods, InplaceMethods):
+class Tensor(MathMethods, ShapeMethods, LinalgMethods, InplaceMethods):
     """A multi-dimensional array that can record the operations applied to it.
 
     Example:
@@ -129,6 +138,7 @@ class Tensor(MathMethods, ShapeMethods, InplaceMethods):
         "_no_grad_view",  # on a view: made in no-grad mode, or from such a view (NOTE below)
         "_legacy_backward_hooks",
         "_view_version",  # on a no-grad view that requires grad: the version it was made at
+        "_inference",  # set on an inference tensor only (see NOTE [Inference tensors])
         "__weakref__",
     )
 
@@ -253,6 +263,11 @@ class Tensor(MathMethods, ShapeMethods, InplaceMethods):
                 "computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach()."
             )
+        if requires_grad and _is_inference(self) and not _grad_state.inference:
+            raise RuntimeError(
+                "Setting requires_grad=True on inference tensor outside InferenceMode is not "
+                "allowed."
+            )
         if requires_grad and self._data.dtype.kind not in "fc":
             raise RuntimeError(
                 "Only Tensors of floating point and complex dtype can require gradients "
@@ -318,6 +333,8 @@ class Tensor(MathMethods, ShapeMethods, InplaceMethods):
 
     @property
     def _version(self) -> int:
+        if _is_inference(self):
+            raise RuntimeError("Inference tensors do not track version counter.")
         counter = self._version_counter
         return 0 if counter is None else counter[0]
 
@@ -474,7 +491,13 @@ class Tensor(MathMethods, ShapeMethods, InplaceMethods):
         """A tensor sharing memory and version counter, outside the graph."""
         t = _wrap(self._data, self._device)
         t._version_counter = self._counter()  # in place on it bumps this tensor's version too
+        if _inference_tensors.made:  # an alias of an inference tensor is one, and only then
+            _set_inference(t, getattr(self, "_inference", False))
         return t  # not a view for autograd (``_base`` None, as PyTorch's detach)
+
+    def is_inference(self) -> bool:
+        """True for a tensor made in inference mode (see NOTE [Inference tensors])."""
+        return bool(_is_inference(self))
 
     def detach_(self):
         if self._base is not None and self._base._requires_grad:
@@ -764,6 +787,7 @@ for _module in (
     _parts.views,
     _parts.math_methods,
     _parts.shape_methods,
+    _parts.linalg_methods,
     _parts.inplace,
     _parts.printing,
     _parts.creation,

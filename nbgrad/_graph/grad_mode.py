@@ -33,6 +33,20 @@ class _GradState(threading.local):
 _state = _GradState()
 
 
+# NOTE [Inference tensors]
+# As PyTorch's, a tensor made in inference mode is an inference tensor (``is_inference()``),
+# and so is a view or a detached alias of one; a view of a normal tensor stays normal. One may
+# not be saved for backward (a node that would save it raises when it is recorded), changed in
+# place outside inference mode, or set to require grad there. A tensor carries the mark in an
+# optional slot; until the first inference tensor is made (``made``, for the process, not a
+# thread) none of these checks reads it, so code that never uses inference mode pays nothing.
+class _InferenceTensors:
+    made = False
+
+
+_inference_tensors = _InferenceTensors()
+
+
 # NOTE [Grad mode inside inference mode]
 # As PyTorch's, inference mode records nothing, even where ``enable_grad`` or
 # ``set_grad_enabled(True)`` turns grad mode back on inside it: ``is_grad_enabled()`` says

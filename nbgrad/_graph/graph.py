@@ -21,6 +21,8 @@ import numpy as np
 from nbgrad import dtypes
 from nbgrad.backend import get_xp
 
+from .anomaly_mode import _state as _anomaly_state
+from .grad_mode import _inference_tensors
 from .grad_mode import _state as _grad_state
 
 __all__ = [
@@ -591,6 +593,12 @@ ERR_PACK_INPLACE = (
     "hook can not be modified by in-place operations as this can lead to unexpected side-effects. "
     "Please open an issue if you need to perform in-place operations on the input to a pack hook."
 )
+ERR_INFERENCE_SAVED = (
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
+    "inference mode in computation tracked by autograd. To work around this, you can make a "
+    "clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead of "
+    "`torch.inference_mode()`."
+)
 ERR_DETACHED = (
     "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is "
     "not supported, please use out-of-place `.detach()` instead"
@@ -634,6 +642,8 @@ class SavedTensor:
             self._is_output = self._requires_grad = False
             self._is_leaf = True
             return
+        if _inference_tensors.made and getattr(tensor, "_inference", False):
+            raise RuntimeError(ERR_INFERENCE_SAVED)  # see NOTE [Inference tensors]
         self._counter = tensor._counter()
         self._version = self._counter[0]
         self._is_output = is_output
@@ -834,12 +844,21 @@ class SavedTensor:
         if self._tensor is not None and self._tensor.grad_fn is not None:
             name, output_nr = self._tensor.grad_fn.name(), self._tensor._output_nr
         which = f", which is output {output_nr} of {name}," if name else ""
+        if _anomaly_state.enabled:  # the warning above the error shows the forward traceback
+            hint = (
+                "the backtrace further above shows the operation that failed to compute its "
+                "gradient. The variable in question was changed in there or anywhere later. "
+                "Good luck!"
+            )
+        else:
+            hint = (
+                "enable anomaly detection to find the operation that failed to compute its "
+                "gradient, with nbgrad.autograd.set_detect_anomaly(True)."
+            )
         raise RuntimeError(
             "one of the variables needed for gradient computation has been modified by an "
             f"inplace operation: [nbgrad.{dtype} {shape}]{which} is at version "
-            f"{self._counter[0]}; expected version {self._version} instead. Hint: enable anomaly "
-            "detection to find the operation that failed to compute its gradient, with "
-            "nbgrad.autograd.set_detect_anomaly(True)."
+            f"{self._counter[0]}; expected version {self._version} instead. Hint: {hint}"
         )
 
     def _shape(self):

@@ -10,6 +10,8 @@ import numbers
 import numpy as np
 
 from nbgrad import backend, dtypes
+from nbgrad._graph.grad_mode import _inference_tensors
+from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad.backend import CPU
 
 Tensor = None  # the Tensor class: see NOTE [The Tensor class, bound late]
@@ -34,7 +36,22 @@ def _wrap(data, device=CPU, requires_grad=False):
     t._retains_grad = False
     t._acc = None
     t._post_accumulate_grad_hooks = None
+    if _grad_state.inference:
+        _set_inference(t, True)
     return t
+
+
+def _set_inference(t, inference):
+    """Mark ``t`` as an inference tensor, or not (see NOTE [Inference tensors])."""
+    if inference:
+        t._inference = True
+        _inference_tensors.made = True
+    elif _inference_tensors.made and hasattr(t, "_inference"):
+        del t._inference
+
+
+def _is_inference(t):
+    return _inference_tensors.made and getattr(t, "_inference", False)
 
 
 # ---- creation -----------------------------------------------------------------------------

@@ -23,6 +23,17 @@ def _creation_shape(size):
     return shape
 
 
+def _size_keyword(size, kwargs, fname):
+    """``*size``, or the same given as PyTorch's ``size=`` keyword (``zeros(size=(2, 3))``)."""
+    if not kwargs:
+        return size
+    unknown = [k for k in kwargs if k != "size"]
+    if unknown or size:
+        name = unknown[0] if unknown else "size"
+        raise TypeError(f"{fname}() got an unexpected keyword argument '{name}'")
+    return (kwargs["size"],)
+
+
 def _factory(fill, size, dtype, device, requires_grad, default=None):
     shape = _creation_shape(size)
     d = dtypes.as_dtype(dtype) if dtype is not None else (default or dtypes.get_default_dtype())
@@ -35,15 +46,18 @@ def _factory(fill, size, dtype, device, requires_grad, default=None):
     return t
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False):
+def zeros(*size, dtype=None, device=None, requires_grad=False, **kwargs):
+    size = _size_keyword(size, kwargs, "zeros")
     return _factory(lambda xp, s, d: xp.zeros(s, d), size, dtype, device, requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False):
+def ones(*size, dtype=None, device=None, requires_grad=False, **kwargs):
+    size = _size_keyword(size, kwargs, "ones")
     return _factory(lambda xp, s, d: xp.ones(s, d), size, dtype, device, requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False):
+def empty(*size, dtype=None, device=None, requires_grad=False, **kwargs):
+    size = _size_keyword(size, kwargs, "empty")
     return _factory(lambda xp, s, d: xp.empty(s, d), size, dtype, device, requires_grad)
 
 
@@ -102,11 +116,13 @@ def _host_random(fill, size, dtype, device, requires_grad, default=None):
     return _place(arr, device, requires_grad)
 
 
-def rand(*size, dtype=None, device=None, requires_grad=False):
+def rand(*size, dtype=None, device=None, requires_grad=False, **kwargs):
+    size = _size_keyword(size, kwargs, "rand")
     return _host_random(lambda s: _rng.random(s), size, dtype, device, requires_grad)
 
 
-def randn(*size, dtype=None, device=None, requires_grad=False):
+def randn(*size, dtype=None, device=None, requires_grad=False, **kwargs):
+    size = _size_keyword(size, kwargs, "randn")
     return _host_random(lambda s: _rng.standard_normal(s), size, dtype, device, requires_grad)
 
 
@@ -122,7 +138,7 @@ def randn_like(input, dtype=None, device=None, requires_grad=False):
     return randn(input.shape, dtype=d, device=dev, requires_grad=requires_grad)
 
 
-def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=False):
+def randint(low=0, high=None, size=None, dtype=None, device=None, requires_grad=False):
     """``randint(high, size)`` or ``randint(low, high, size)``, as PyTorch's overloads."""
     if size is None and isinstance(high, (tuple, list, Size)):  # randint(high, size)
         low, high, size = 0, low, high
@@ -152,7 +168,7 @@ def randperm(n, dtype=None, device=None):
     )
 
 
-def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+def arange(start=0, end=None, step=1, dtype=None, device=None, requires_grad=False):
     if end is None:
         start, end = 0, start
     if dtype is None:
@@ -250,3 +266,62 @@ def where(condition, input=None, other=None):
             f"{condition.dtype}"
         )
     return _dispatch(_op("where"), (condition, _arg(input), _arg(other)))
+
+
+# ---- more of PyTorch's factories ------------------------------------------------------------
+def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
+    """``steps`` numbers from ``base ** start`` to ``base ** end``, evenly spaced in log."""
+    d = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    if steps < 0:
+        raise RuntimeError(f"number of steps must be non-negative, got {steps}")
+    arr = np.power(float(base), np.linspace(start, end, steps)).astype(d.np)
+    return _place(arr, device, requires_grad)
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False):
+    """Random integers in ``[low, high)`` of ``input``'s shape (``randint_like(input, high)``
+    or ``randint_like(input, low, high)``), in ``input``'s dtype and device unless given."""
+    d, dev = _like(input, dtype, device, "randint_like")
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, tuple(input.shape), dtype=d, device=dev, requires_grad=requires_grad)
+
+
+def _tri_indices(name, row, col, offset, dtype, device):
+    if row < 0 or col < 0:
+        raise RuntimeError(f"{name} expects row and col to be non-negative, got {row} and {col}")
+    fn = np.triu_indices if name == "triu_indices" else np.tril_indices
+    rows, cols = fn(row, offset, col)
+    d = dtypes.as_dtype(dtype) if dtype is not None else dtypes.int64
+    return _place(np.stack([rows, cols]).astype(d.np).reshape(2, -1), device, False)
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None):
+    """The ``(2, N)`` coordinates of the upper triangle of a ``row`` x ``col`` matrix."""
+    return _tri_indices("triu_indices", row, col, offset, dtype, device)
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None):
+    """The ``(2, N)`` coordinates of the lower triangle of a ``row`` x ``col`` matrix."""
+    return _tri_indices("tril_indices", row, col, offset, dtype, device)
+
+
+def normal(
+    mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False
+):
+    """Normal draws: of tensors ``mean`` and/or ``std`` (broadcast; ``NormalBackward1..3``,
+    whose gradient is zero), or of two numbers and a ``size``."""
+    mean_t, std_t = isinstance(mean, Tensor), isinstance(std, Tensor)
+    if mean_t and std_t:
+        return _dispatch(_op("normal_tensor_tensor"), (mean, std))
+    if mean_t:
+        return _dispatch(_op("normal_tensor_float"), (mean,), {"std": _scalar(std)})
+    if std_t:
+        return _dispatch(_op("normal_float_tensor"), (std,), {"mean": _scalar(mean)})
+    if size is None:
+        raise TypeError("normal() missing required argument 'size' (when mean and std are numbers)")
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    return _host_random(
+        lambda s: _rng.standard_normal(s) * std + mean, (tuple(size),), dtype, device, requires_grad
+    )

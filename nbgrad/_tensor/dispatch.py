@@ -17,7 +17,7 @@ from nbgrad import backend, dtypes
 from nbgrad._graph import anomaly_mode as _anomaly
 from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad._graph.graph import NO_EDGE, Edge, InputMetadata, Node, next_sequence_nr
-from nbgrad._tensor.conversion import _arg, _ndarray, _wrap
+from nbgrad._tensor.conversion import _arg, _ndarray, _set_inference, _wrap
 from nbgrad._tensor.views import _mark_view
 from nbgrad.backend import CPU
 
@@ -248,6 +248,8 @@ def _dispatch(op, args, attrs=_NO_ATTRS, out=None):
         result._version_counter = None  # see NOTE [Lazy version counters]
         result._base = None
         result._view_chain = None
+        if _grad_state.inference:  # see NOTE [Inference tensors]
+            _set_inference(result, True)
     if record:
         result._requires_grad = True
         result.grad_fn = None

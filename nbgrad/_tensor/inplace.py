@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from nbgrad._graph.grad_mode import _inference_tensors
 from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad._graph.graph import Node, SavedTensor
 from nbgrad._tensor.conversion import (
@@ -62,8 +63,10 @@ class InplaceMethods:
         ``grad_fn``. On a view, the base's history is rebased through ``CopySlices`` (which
         wraps the node and the view chain) and the view's ``grad_fn`` is regenerated from it.
         """
-        if 0 in self._data.strides:
+        if 0 in self._data.strides and op.name not in _OVERLAP_ALLOWED:
             _check_no_internal_overlap(self._data)
+        if _inference_tensors.made and not _grad_state.inference:  # NOTE [Inference tensors]
+            _check_not_inference(self)
         grad_on = _grad_state.enabled
         base = self._base
         if grad_on:
@@ -278,6 +281,20 @@ class InplaceMethods:
                 f"({list(src.shape)}): copy_() can't broadcast the source to the destination"
             ) from None
         return self._inplace(_op("copy"), (src,), _NO_ATTRS)
+
+
+# as PyTorch: writing one number everywhere (``fill_(2.0)``, ``zero_()``) is allowed where
+# elements share memory; every other in-place op there raises (``_check_no_internal_overlap``)
+_OVERLAP_ALLOWED = frozenset({"fill", "zero"})
+
+
+def _check_not_inference(t):
+    if getattr(t, "_inference", False):
+        raise RuntimeError(
+            "Inplace update to inference tensor outside InferenceMode is not allowed.You can make "
+            "a clone to get a normal tensor before doing inplace update.See "
+            "https://github.com/pytorch/rfcs/pull/17 for more details."
+        )
 
 
 def _inplace_shape_error(op, self, other, err):

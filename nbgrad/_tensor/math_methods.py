@@ -31,6 +31,7 @@ from nbgrad._tensor.dispatch import (
     _op,
     _shape_arg,
 )
+from nbgrad._tensor.views import _NoGrad
 from nbgrad.backend import CPU
 
 Tensor = None  # the Tensor class: see NOTE [The Tensor class, bound late]
@@ -359,6 +360,120 @@ class MathMethods:
         attrs["largest"] = largest
         return return_types.topk(*_dispatch(_op("topk"), (self,), attrs))
 
+    # -- binary math ------------------------------------------------------------------------
+    def logaddexp(self, other):
+        """``log(exp(self) + exp(other))``, computed without overflow."""
+        return _dispatch(_op("logaddexp"), (self, _tensor_arg(other, self)))
+
+    def lerp(self, end, weight):
+        """``self + weight * (end - self)``; ``weight`` a number or a tensor."""
+        end = _expect_tensor(end, "lerp", "end", 1)
+        if end._data.dtype != self._data.dtype:
+            raise RuntimeError(
+                f"expected dtype {self.dtype._legacy[:-6].lower()} for `end` but got dtype "
+                f"{end.dtype._legacy[:-6].lower()}"
+            )
+        if isinstance(weight, Tensor):
+            return _dispatch(_op("lerp_tensor"), (self, end, weight))
+        return _dispatch(_op("lerp"), (self, end), {"weight": _scalar(weight)})
+
+    def atan2(self, other):
+        """The angle of the point ``(other, self)``, elementwise."""
+        return _dispatch(_op("atan2"), (self, _tensor_arg(other, self)))
+
+    arctan2 = atan2
+
+    def hypot(self, other):
+        """``sqrt(self ** 2 + other ** 2)``, elementwise."""
+        return _dispatch(_op("hypot"), (self, _expect_tensor(other, "hypot", "other", 1)))
+
+    def fmod(self, other):
+        """The remainder of division rounded toward zero (its sign is the dividend's)."""
+        other = _arg(other)
+        if isinstance(other, Tensor):
+            return _dispatch(_op("fmod"), (self, other))
+        return _dispatch(_op("fmod_scalar"), (self,), {"other": other})
+
+    def nan_to_num(self, nan=0.0, posinf=None, neginf=None):
+        """NaN, inf and -inf replaced (by 0 and the dtype's largest and lowest values)."""
+        attrs = {"nan": nan, "posinf": posinf, "neginf": neginf}
+        return _dispatch(_op("nan_to_num"), (self,), attrs)
+
+    def erfinv(self):
+        return _dispatch(_op("erfinv"), (self,))
+
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """``|self - other| <= atol + rtol * |other|``, elementwise (not differentiable)."""
+        other = _expect_tensor(other, "isclose", "other", 1)
+        if self._data.dtype != other._data.dtype:
+            raise RuntimeError(f"{self.dtype} did not match {other.dtype}")
+        attrs = {"rtol": rtol, "atol": atol, "equal_nan": equal_nan}
+        return _dispatch(_op("isclose"), (self, other), attrs)
+
+    def cumprod(self, dim, dtype=None):
+        """The running product along ``dim`` (``CumprodBackward0``)."""
+        return _dispatch(_op("cumprod"), (self,), {"dim": _dim(dim, self.ndim), "dtype": dtype})
+
+    def median(self, dim=None, keepdim=False):
+        """The lower median: of all elements (a 0-d tensor), or ``(values, indices)`` along
+        ``dim``."""
+        if dim is None:
+            return _dispatch(_op("median"), (self,))
+        attrs = {"dim": _dim(dim, self.ndim), "keepdim": keepdim}
+        return return_types.median(*_dispatch(_op("median_dim"), (self,), attrs))
+
+    def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+        """The ``q``-th quantiles (``q`` a number or a 1-d tensor, in [0, 1]) of all elements or
+        along ``dim``, interpolated between the two nearest sorted values, as PyTorch's:
+        sort, gather, lerp, then ``squeeze_`` of the quantiles' dim."""
+        return _quantile(self, q, dim, keepdim, interpolation)
+
+    def count_nonzero(self, dim=None):
+        dims = None if dim is None else _dims(dim, self.ndim)
+        return _dispatch(_op("count_nonzero"), (self,), {"dim": dims})
+
+    def nonzero(self, *, as_tuple=False):
+        """The indices of the nonzero elements: an ``(n, ndim)`` int64 tensor, or one 1-d
+        tensor per dim with ``as_tuple=True``."""
+        out = _dispatch(_op("nonzero"), (self,))
+        if as_tuple:
+            if self.ndim == 0:
+                return (out.reshape(-1),)
+            return tuple(out[:, k] for k in range(self.ndim))
+        return out
+
+    def argwhere(self):
+        return self.nonzero()
+
+    def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
+        """The distinct values (sorted), with the inverse indices and the counts if asked."""
+        if dim is None:
+            values, inverse, counts = _dispatch(_op("unique"), (self,), {"sorted": sorted})
+        else:
+            attrs = {"sorted": sorted, "dim": _dim(dim, self.ndim)}
+            values, inverse, counts = _dispatch(_op("unique_dim"), (self,), attrs)
+        out = (
+            (values,)
+            + ((inverse,) if return_inverse else ())
+            + ((counts,) if return_counts else ())
+        )
+        return out[0] if len(out) == 1 else out
+
+    def multinomial(self, num_samples, replacement=False):
+        """``num_samples`` category indices drawn per row with the weights in ``self``."""
+        if self.ndim not in (1, 2):
+            raise RuntimeError("prob_dist must be 1 or 2 dim")
+        if not self.is_floating_point():
+            raise RuntimeError("multinomial only supports floating-point dtypes for input")
+        if num_samples <= 0:
+            raise RuntimeError("cannot sample n_sample <= 0 samples")
+        if not replacement and num_samples > self.shape[-1]:
+            raise RuntimeError(
+                "cannot sample n_sample > prob_dist.size(-1) samples without replacement"
+            )
+        attrs = {"num_samples": int(num_samples), "replacement": replacement}
+        return _dispatch(_op("multinomial"), (self,), attrs)
+
     # -- new tensors like this one ----------------------------------------------------------
     def _like(self, dtype, device):
         return {
@@ -617,6 +732,65 @@ class MathMethods:
             raise RuntimeError(f"batch1 must be a 3D tensor, got {self.ndim}D and {mat2.ndim}D")
         _same_dtype("bmm", self, mat2)
         return _dispatch(_op("bmm"), (self, mat2))
+
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(self, q, dim, keepdim, interpolation):
+    if not self.is_floating_point() or self._data.dtype.itemsize < 4:
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
+    if interpolation not in _INTERPOLATIONS:
+        raise RuntimeError(
+            "quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. "
+            f"Got {interpolation}"
+        )
+    scalar = not isinstance(q, Tensor)
+    if scalar:
+        if not 0 <= q <= 1:
+            raise RuntimeError("quantile() q must be in the range [0, 1] but got " + str(q))
+        q = tensor([float(q)], dtype=self.dtype, device=self._device)
+    else:
+        if q.ndim > 1:
+            raise RuntimeError("quantile() q must be a scalar or 1D tensor")
+        if q._data.dtype != self._data.dtype:
+            raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
+        if q.numel() and not bool(((q >= 0) & (q <= 1)).all()):
+            raise RuntimeError("quantile() q values must be in the range [0, 1]")
+        scalar = q.ndim == 0
+        q = q.reshape(-1)
+    if self.numel() == 0:
+        raise RuntimeError("quantile() input tensor must be non-empty")
+    # the values sorted along the last dim; the reduced dim kept as size 1 with ``keepdim``
+    if dim is None:
+        lead = (1,) * self.ndim if keepdim else ()
+        ordered = self.reshape(-1).sort().values.view(lead + (self.numel(),))
+    else:
+        d = _dim(dim, self.ndim)
+        ordered = self.sort(d).values
+        ordered = ordered.unsqueeze(-1).transpose(d, -1) if keepdim else ordered.movedim(d, -1)
+    n = ordered.shape[-1]
+    with _NoGrad():
+        ranks = q * (n - 1)
+        if interpolation == "lower":
+            ranks = ranks.floor()
+        elif interpolation == "higher":
+            ranks = ranks.ceil()
+        elif interpolation == "nearest":
+            ranks = ranks.round()
+        shape = tuple(ordered.shape[:-1]) + (q.numel(),)
+        ranks = ranks.expand(shape)
+        # a slice with a NaN (sorted last) gives that NaN, as PyTorch's
+        ranks = where(ordered.isnan().any(-1, keepdim=True), float(n - 1), ranks)
+        below = ranks.floor().long()
+        above = ranks.ceil().long()
+        weights = ranks - below if interpolation != "midpoint" else (above > below) * 0.5
+        weights = weights.to(self.dtype)
+    result = ordered.gather(-1, below).lerp(ordered.gather(-1, above), weights)
+    if not scalar:  # the quantiles' dim goes first, as PyTorch's unsqueeze_ and transpose_
+        result = _dispatch(_op("unsqueeze_"), (result,), {"dim": 0})
+        result = _dispatch(_op("transpose_"), (result,), {"dim0": 0, "dim1": result.ndim - 1})
+    return _dispatch(_op("squeeze_dim_"), (result,), {"dim": result.ndim - 1})
 
 
 def _bool_reduction(t, name, dim, keepdim):

@@ -9,6 +9,46 @@ from nbgrad import backend, dtypes
 Tensor = None  # the Tensor class: see NOTE [The Tensor class, bound late]
 
 
+class _PrintOptions:
+    """PyTorch's ``PRINT_OPTS``: what ``set_printoptions`` sets."""
+
+    precision = 4
+    threshold = 1000
+    edgeitems = 3
+    linewidth = 80
+    sci_mode = None  # None: chosen from the values
+
+
+PRINT_OPTS = _PrintOptions()
+
+_PROFILES = {
+    "default": {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80},
+    "short": {"precision": 2, "threshold": 1000, "edgeitems": 2, "linewidth": 80},
+    "full": {"precision": 4, "threshold": float("inf"), "edgeitems": 3, "linewidth": 80},
+}
+
+
+def set_printoptions(
+    precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None
+):
+    """Set how tensors print, as ``torch.set_printoptions``: digits after the point, the
+    number of elements above which a tensor is summarised, the elements shown at each edge of
+    a summary, the line width, a ``profile`` (``"default"``, ``"short"``, ``"full"``), and
+    ``sci_mode`` (True or False forces scientific notation on or off; None chooses)."""
+    if profile is not None:
+        for name, value in _PROFILES[profile].items():
+            setattr(PRINT_OPTS, name, value)
+    for name, value in (
+        ("precision", precision),
+        ("threshold", threshold),
+        ("edgeitems", edgeitems),
+        ("linewidth", linewidth),
+    ):
+        if value is not None:
+            setattr(PRINT_OPTS, name, value)
+    PRINT_OPTS.sci_mode = sci_mode
+
+
 # ---- printing -------------------------------------------------------------------------------
 def _format_tensor(t):
     data = backend.to_numpy(t._data, t._device)
@@ -18,8 +58,11 @@ def _format_tensor(t):
         # integers print as "3.", unless the nonzero finite magnitudes span more than 1e3 or
         # pass 1e8, and other numbers as "3.1416", unless they span more than 1e3, pass 1e8 or
         # go below 1e-4: then "3.1416e+00"
-        shown = _summarized(data) if data.size > 1000 else data
+        opts = PRINT_OPTS
+        summarize = data.size > opts.threshold
+        shown = _summarized(data, opts.edgeitems) if summarize else data
         nonzero = shown[np.isfinite(shown) & (shown != 0)]
+        digits = opts.precision
         base = lambda v: _fmt_special(v) or f"{v:.0f}."  # noqa: E731
         if nonzero.size:
             absmax = float(np.abs(nonzero).max())
@@ -27,9 +70,11 @@ def _format_tensor(t):
             wide = absmax / absmin > 1e3 or absmax > 1e8
             if not bool(np.all(nonzero == np.ceil(nonzero))):
                 wide = wide or absmin < 1e-4
-                base = lambda v: _fmt_special(v) or f"{v:.4f}"  # noqa: E731
+                base = lambda v: _fmt_special(v) or f"{v:.{digits}f}"  # noqa: E731
+            if opts.sci_mode is not None:
+                wide = opts.sci_mode
             if wide:
-                base = lambda v: _fmt_special(v) or f"{v:.4e}"  # noqa: E731
+                base = lambda v: _fmt_special(v) or f"{v:.{digits}e}"  # noqa: E731
         # as PyTorch's _Formatter: every element right-justified to the widest nonzero finite
         # one (the extremes, and the smallest magnitude: a long exponent); at least 1
         width = 1
@@ -37,13 +82,15 @@ def _format_tensor(t):
             widest = (nonzero.max(), nonzero.min(), nonzero[np.argmin(np.abs(nonzero))])
             width = max(len(base(float(v))) for v in widest)
     else:  # integers and bools: the widest of the values shown
-        shown = _summarized(data) if data.size > 1000 else data
+        summarize = data.size > PRINT_OPTS.threshold
+        shown = _summarized(data, PRINT_OPTS.edgeitems) if summarize else data
         base = str
         width = max((len(str(v)) for v in shown.ravel().tolist()), default=1)
     if data.size == 0:
         body = "[]"
     else:
-        body = _layout(data, lambda v: base(v).rjust(width), width, data.size > 1000, 7)
+        fmt = lambda v: base(v).rjust(width)  # noqa: E731
+        body = _layout(data, fmt, width, summarize, 7, PRINT_OPTS.edgeitems)
     extras = []
     if t._device.type != "cpu":
         extras.append(f"device='{t._device}'")
@@ -56,7 +103,7 @@ def _format_tensor(t):
         extras.append(f"dtype={d}")
     if t.grad_fn is not None:
         extras.append(f"grad_fn=<{t.grad_fn.name()}>")
-    elif getattr(t, "_view_version", t._version) != t._version:
+    elif hasattr(t, "_view_version") and t._view_version != t._counter()[0]:
         # a no-grad view changed in place since: PyTorch's grad_fn of it is an error, shown so
         extras.append("grad_fn=<Invalid>")
     elif t._requires_grad:
@@ -65,7 +112,7 @@ def _format_tensor(t):
     text = "tensor(" + body
     last = len(text) - text.rfind("\n") + 1  # (PyTorch's count, one more than the length)
     for e in extras:
-        if last + len(e) + 2 > 80:
+        if last + len(e) + 2 > PRINT_OPTS.linewidth:
             text += ",\n" + " " * len("tensor(") + e
             last = len("tensor(") + len(e)
         else:
@@ -85,7 +132,7 @@ def _layout(data, fmt, width, summarize, indent, edge=3):
             items = [fmt(v) for v in values[:edge]] + [" ..."] + [fmt(v) for v in values[-edge:]]
         else:
             items = [fmt(v) for v in values]
-        per_line = max(1, (80 - indent) // (width + 2))
+        per_line = max(1, (PRINT_OPTS.linewidth - indent) // (width + 2))
         lines = [", ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
         return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
     rows = range(data.shape[0])

@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from nbgrad import backend, dtypes
-from nbgrad._tensor.conversion import _arg, _tensor_arg, tensor
+from nbgrad._tensor.conversion import _arg, _tensor_arg, _wrap, tensor
 from nbgrad._tensor.dispatch import _dim, _dispatch, _expect_tensor, _op, _shape_arg
 from nbgrad.backend import CPU
 
@@ -120,6 +120,107 @@ class ShapeMethods:
 
     def broadcast_to(self, shape):
         return self.expand(shape)
+
+    def swapdims(self, dim0, dim1):
+        return self.transpose(dim0, dim1)
+
+    def movedim(self, source, destination):
+        """Dims ``source`` moved to ``destination`` (a permute), the others keeping order."""
+        src = [source] if isinstance(source, int) else list(source)
+        dst = [destination] if isinstance(destination, int) else list(destination)
+        if len(src) != len(dst):
+            raise RuntimeError(
+                "movedim: Invalid source or destination dims: source "
+                f"({src} dims) should contain the same number of dims as destination ({dst} dims)"
+            )
+        n = self.ndim
+        src = [_dim(d, n) for d in src]
+        dst = [_dim(d, n) for d in dst]
+        for name, dims in (("source", src), ("destination", dst)):
+            if len(set(dims)) != len(dims):
+                raise RuntimeError(f"movedim: repeated dim in `{name}` ({dims})")
+        order = [None] * n
+        for s, d in zip(src, dst):
+            order[d] = s
+        rest = iter(d for d in range(n) if d not in src)
+        order = [next(rest) if o is None else o for o in order]
+        return self.permute(order) if n else self.view(())
+
+    moveaxis = movedim
+
+    def tile(self, *dims):
+        """``repeat`` with ``dims`` padded with leading 1s to the tensor's rank."""
+        dims = _shape_arg(dims)
+        return self.repeat(*((1,) * (self.ndim - len(dims)) + tuple(dims)))
+
+    def repeat_interleave(self, repeats=None, dim=None, *, output_size=None):
+        """Each element repeated ``repeats`` times along ``dim`` (of the flattened tensor when
+        None): a number of repeats is an expand of a new dim, a tensor of them an
+        ``index_select``, as PyTorch's."""
+        if repeats is None:  # ``repeat_interleave(counts)``: the indices, each count times
+            return _repeat_index(self)
+        x = self.reshape(-1) if dim is None else self
+        d = 0 if dim is None else _dim(dim, self.ndim)
+        if isinstance(repeats, Tensor) and repeats.ndim == 1 and repeats.numel() != 1:
+            if repeats.numel() != x.shape[d]:
+                raise RuntimeError("repeats must have the same size as input along dim")
+            return x.index_select(d, _repeat_index(repeats))
+        r = int(repeats.item() if isinstance(repeats, Tensor) else repeats)
+        if r < 0:
+            raise RuntimeError("repeats can not be negative")
+        if x.ndim == 0:
+            x = x.reshape(1)
+        shape = list(x.shape)
+        expanded = shape[: d + 1] + [r] + shape[d + 1 :]
+        out = x.unsqueeze(d + 1).expand(expanded).clone()
+        shape[d] *= r
+        return out.view(shape)
+
+    def take(self, index):
+        """The elements at ``index`` of the flattened tensor (``TakeBackward0``)."""
+        index = _index_tensor(index, "take")
+        n = self.numel()
+        bad = _out_of_range(index, n) if index.numel() else None
+        if bad is not None and not -n <= bad < n:
+            raise IndexError(
+                f"out of range: tried to access index {bad} on a tensor of {n} elements."
+            )
+        if bad is not None:  # negative indices count from the end
+            index = index.remainder(n)
+        return _dispatch(_op("take"), (self, index))
+
+    def masked_select(self, mask):
+        """The elements where ``mask`` (broadcast with self) is True, as a 1-d tensor."""
+        mask = _tensor_arg(mask, self)
+        if mask._data.dtype.kind != "b":
+            raise RuntimeError(
+                f"masked_select: expected BoolTensor for mask, but got {mask.dtype._legacy}"
+            )
+        try:
+            np.broadcast_shapes(self.shape, mask.shape)
+        except ValueError:
+            raise RuntimeError(
+                f"The size of tensor a ({list(mask.shape)}) must match the size of tensor b "
+                f"({list(self.shape)}) at non-singleton dimension"
+            ) from None
+        return _dispatch(_op("masked_select"), (self, mask))
+
+    def scatter(self, dim, index, src=None, *, value=None, reduce=None):
+        """A copy of self with ``src`` (a tensor, or a number) written at ``index`` along
+        ``dim`` (``ScatterBackward0``; a number: ``ScatterBackward1``)."""
+        if reduce is not None:
+            raise NotImplementedError("scatter(reduce=...) is not supported by nbgrad")
+        if src is None:
+            src = value
+        index = _index_tensor(index, "scatter")
+        d = _dim(dim, self.ndim)
+        if isinstance(src, Tensor):
+            if src._data.dtype != self._data.dtype:
+                raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+            _check_gather_index("scatter", self, d, index, src)
+            return _dispatch(_op("scatter"), (self, index, src), {"dim": d})
+        _check_gather_index("scatter", self, d, index, None)
+        return _dispatch(_op("scatter_value"), (self, index), {"dim": d, "value": src})
 
     def squeeze(self, dim=None):
         if dim is None:
@@ -478,6 +579,17 @@ def _check_gather_index(fname, self, dim, index, src):
     bad = _out_of_range(index, size)
     if bad is not None:
         raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+
+
+def _repeat_index(counts):
+    """``repeat_interleave(counts)``: ``i`` repeated ``counts[i]`` times (int64)."""
+    if counts.ndim > 1 or counts._data.dtype.kind not in "iu":
+        raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+    if counts.numel() and int(counts._data.min()) < 0:
+        raise RuntimeError("repeats can not be negative")
+    xp = backend.get_xp(counts._device)
+    data = xp.repeat(xp.arange(counts.numel(), dtype=np.int64), counts._data.reshape(-1))
+    return _wrap(data, counts._device)
 
 
 def _index_tensor(index, fname):

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from weakref import ref as _weakref
 
+from nbgrad._graph.grad_mode import _inference_tensors
 from nbgrad._graph.grad_mode import _state as _grad_state
+from nbgrad._tensor.conversion import _set_inference
 
 # NOTE [Views made in no-grad mode]: the ways a view can be made outside grad mode
 _NO_GRAD, _INFERENCE, _IN_CUSTOM_FUNCTION = 2, 4, 6
@@ -27,6 +29,8 @@ def _mark_view(result, src, step):
         base, chain = src._base, src._view_chain
     result._base = base
     result._version_counter = src._counter()
+    if _inference_tensors.made:  # a view is an inference tensor when its source is one
+        _set_inference(result, getattr(src, "_inference", False))
     # NOTE [Views made in no-grad mode]: how the view was made (_NO_GRAD, _INFERENCE, or
     # _IN_CUSTOM_FUNCTION, set by Function.apply), plus 1 when made from such a view; else 0
     if not _grad_state.enabled:

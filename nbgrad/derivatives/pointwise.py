@@ -13,8 +13,12 @@ from nbgrad._kernels import (
     _contiguous,
     _elu,
     _erf,
+    _erfinv,
     _floor_divide,
+    _fmod,
     _gelu,
+    _lerp,
+    _nan_to_num,
     _pow_scalar,
     _remainder,
     _rounded,
@@ -193,6 +197,35 @@ op("clamp_min", "ClampMinBackward0", "self", lambda xp, self, min: xp.maximum(se
    self=lambda grad, self, min: _C.where(self >= min, grad, 0.0))
 op("clamp_max", "ClampMaxBackward0", "self", lambda xp, self, max: xp.minimum(self, max), attrs="max",
    self=lambda grad, self, max: _C.where(self <= max, grad, 0.0))
+# binary math
+op("logaddexp", "LogaddexpBackward0", "self other", lambda xp, self, other: xp.logaddexp(self, other), promote="float",
+   self=lambda grad, self, other: grad / (1 + (other - self).exp()),
+   other=lambda grad, self, other: grad / (1 + (self - other).exp()))
+op("lerp", "LerpBackward0", "self end", lambda xp, self, end, weight: _lerp(xp, self, end, weight), attrs="weight", promote="binary",
+   self=lambda grad, weight: grad * (1 - weight),
+   end=lambda grad, weight: grad * weight)
+op("lerp_tensor", "LerpBackward1", "self end weight", lambda xp, self, end, weight: _lerp(xp, self, end, weight), promote="binary",
+   self=lambda grad, weight: grad * (1 - weight),
+   end=lambda grad, weight: grad * weight,
+   weight=lambda grad, self, end: grad * (end - self))
+op("atan2", "Atan2Backward0", "self other", lambda xp, self, other: xp.arctan2(self, other), promote="float",
+   self=lambda grad, self, other: grad * other / (self * self + other * other),
+   other=lambda grad, self, other: grad * -self / (self * self + other * other))
+op("hypot", "HypotBackward0", "self other", lambda xp, self, other: xp.hypot(self, other), promote="binary",
+   self=lambda grad, self, result: grad * self / result,
+   other=lambda grad, other, result: grad * other / result)
+# fmod: the remainder of C's truncating division (a number as ``other``: FmodBackward0)
+op("fmod_scalar", "FmodBackward0", "self", lambda xp, self, other: _fmod(xp, self, other), attrs="other", promote="binary", promote_attrs=("other",), quiet=True,
+   self=lambda grad: grad)
+op("fmod", "FmodBackward1", "self other", lambda xp, self, other: _fmod(xp, self, other), promote="binary", quiet=True,
+   self=lambda grad: grad,
+   other=lambda grad, self, other: -grad * _trunc_quotient(self, other))
+op("nan_to_num", "NanToNumBackward0", "self", lambda xp, self, nan, posinf, neginf: _nan_to_num(xp, self, nan, posinf, neginf), attrs="nan posinf neginf",
+   self=lambda grad, self: grad * self.isfinite())
+op("erfinv", "ErfinvBackward0", "self", lambda xp, self: _erfinv(xp, self), promote="float", quiet=True,
+   self=lambda grad, result: grad * (0.5 * math.sqrt(math.pi)) * (result * result).exp())
+op("isclose", None, "self other", lambda xp, self, other, rtol, atol, equal_nan: xp.isclose(self, other, rtol=rtol, atol=atol, equal_nan=equal_nan),
+   attrs="rtol atol equal_nan", differentiable=False)
 op("to_dtype", "ToCopyBackward0", "self", lambda xp, self, dtype: self.astype(dtype.np), attrs="dtype", self=lambda grad: grad)
 op("clone", "CloneBackward0", "self", lambda xp, self, memory_format: _clone(xp, self, memory_format), attrs="memory_format", self=lambda grad: grad)
 # fmt: on
@@ -203,6 +236,13 @@ def _floor_quotient(self, other):
     ``remainder`` uses ``div(rounding_mode="floor")``, whose derivative is zero)."""
     with _NoGrad():
         return self // other
+
+
+def _trunc_quotient(self, other):
+    """``self / other`` rounded toward zero, as a constant (PyTorch's fmod formula uses
+    ``div(rounding_mode="trunc")``, whose derivative is zero)."""
+    with _NoGrad():
+        return (self / other).trunc()
 
 
 def _not_implemented(name):

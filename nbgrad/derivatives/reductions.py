@@ -5,9 +5,12 @@ from __future__ import annotations
 import math
 
 from nbgrad._kernels import (
+    _cumprod,
     _log_softmax,
     _logsumexp,
     _mean,
+    _median,
+    _median_all,
     _mm_check,
     _softmax,
     _sort,
@@ -65,6 +68,15 @@ op("softmax", "SoftmaxBackward0", "self", lambda xp, self, dim: _softmax(xp, sel
    self=lambda grad, result, dim: (grad - (grad * result).sum(dim, keepdim=True)) * result)
 op("log_softmax", "LogSoftmaxBackward0", "self", lambda xp, self, dim: _log_softmax(xp, self, dim), attrs="dim", promote="float",
    self=lambda grad, result, dim: grad - result.exp() * grad.sum(dim, keepdim=True))
+
+op("cumprod", "CumprodBackward0", "self", lambda xp, self, dim, dtype: _cumprod(xp, self, dim, dtype), attrs="dim dtype", quiet=True,
+   self=lambda grad, self, result, dim: _cumprod_backward(grad, self, result, dim))
+# median: the lower of the two middle values (no dim: MedianBackward0, the gradient split among
+# equal values as max's; with dim: MedianBackward1, to the index it returns)
+op("median", "MedianBackward0", "self", lambda xp, self: _median_all(xp, self), self=lambda grad, self, result: _evenly_distribute(grad, self, result))
+op("median_dim", "MedianBackward1", "self", lambda xp, self, dim, keepdim: _median(xp, self, dim, keepdim), attrs="dim keepdim",
+   outputs=2, diff_outputs=(0,), self=lambda grad, result1, self_shape, dim, keepdim: _value_selecting_backward(grad, dim, result1, self_shape, keepdim))
+op("count_nonzero", None, "self", lambda xp, self, dim: xp.asarray(xp.count_nonzero(self, axis=dim)).astype("int64"), attrs="dim", differentiable=False)
 
 # linear algebra
 op("mm", "MmBackward0", "self mat2", _mm_check,
@@ -147,6 +159,23 @@ def _prod_backward(grad, self, result, dim, keepdim):
             others.append(_C.ones_like(x.narrow(d, 0, 1)))
     excl = _C.cat(others, d).reshape(self.shape)
     return g * excl
+
+
+def _cumprod_backward(grad, self, result, dim):
+    """The gradient of ``cumprod`` along ``dim``: at ``i``, the sum over ``k >= i`` of
+    ``grad[k]`` times the product of ``self[:k + 1]`` without ``self[i]``."""
+    if self.ndim == 0 or self.shape[dim] == 0:
+        return grad
+    if not bool((self == 0).any()):  # each such product is result[k] / self[i]
+        return (grad * result).flip((dim,)).cumsum(dim).flip((dim,)) / self
+    # with zeros: the products, computed without dividing (one cumprod per position)
+    n = self.shape[dim]
+    parts = []
+    for i in range(n):
+        one = _C.ones_like(self.narrow(dim, i, 1))
+        others = _C.cat([self.narrow(dim, 0, i), one, self.narrow(dim, i + 1, n - i - 1)], dim)
+        parts.append((grad * others.cumprod(dim)).narrow(dim, i, n - i).sum(dim, keepdim=True))
+    return _C.cat(parts, dim)
 
 
 def _var_backward(grad, self, dim, correction, keepdim):

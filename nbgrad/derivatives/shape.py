@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from nbgrad._kernels import (
     _bernoulli,
     _contiguous,
     _cumsum,
+    _diag_embed,
     _diagonal,
     _diagonal_backward,
     _expand,
@@ -15,8 +18,15 @@ from nbgrad._kernels import (
     _index_add,
     _index_backward,
     _index_put,
+    _masked_select,
+    _multinomial,
+    _nonzero,
+    _normal,
+    _scatter,
     _scatter_add,
     _split,
+    _take,
+    _unique,
     _view,
 )
 from nbgrad._tensor import creation as _C
@@ -40,8 +50,14 @@ op("unsafe_view", "UnsafeViewBackward0", "self", lambda xp, self, shape: xp.resh
 # squeeze_(dim) on a fresh (non-view) tensor, as matmul's 1-D @ 2-D case does
 op("squeeze_dim_", "SqueezeBackward4", "self", lambda xp, self, dim: xp.squeeze(self, dim) if self.shape[dim] == 1 else self, attrs="dim",
    self=lambda grad, self_shape: grad.reshape(self_shape))
+# unsqueeze_ and transpose_ on a fresh (non-view) tensor, as quantile's last steps
+op("unsqueeze_", "UnsqueezeBackward1", "self", lambda xp, self, dim: xp.expand_dims(self, dim), attrs="dim",
+   self=lambda grad, dim: grad.squeeze(dim))
+op("transpose_", "TransposeBackward1", "self", lambda xp, self, dim0, dim1: xp.swapaxes(self, dim0, dim1), attrs="dim0 dim1",
+   self=lambda grad, dim0, dim1: grad.transpose(dim0, dim1))
 op("t", "TBackward0", "self", lambda xp, self: self.T, view=True, self=lambda grad: grad.t())
-op("transpose", "TransposeBackward0", "self", lambda xp, self, dim0, dim1: xp.swapaxes(self, dim0, dim1), attrs="dim0 dim1", view=True,
+# (a 0-d tensor takes dims 0 and -1, as PyTorch, and comes back as a view of itself)
+op("transpose", "TransposeBackward0", "self", lambda xp, self, dim0, dim1: xp.swapaxes(self, dim0, dim1) if self.ndim else self[...], attrs="dim0 dim1", view=True,
    self=lambda grad, dim0, dim1: grad.transpose(dim0, dim1))
 op("permute", "PermuteBackward0", "self", lambda xp, self, dims: xp.transpose(self, dims), attrs="dims", view=True,
    self=lambda grad, dims: grad.permute(tuple(np.argsort(dims))))
@@ -81,6 +97,11 @@ op("diagonal", "DiagonalBackward0", "self", lambda xp, self, offset, dim1, dim2:
    self=lambda grad, self_shape, offset, dim1, dim2: _dispatch(OPS["diagonal_backward"], (grad,), {"shape": self_shape, "offset": offset, "dim1": dim1, "dim2": dim2}))
 op("diagonal_backward", "DiagonalBackwardBackward0", "self", lambda xp, self, shape, offset, dim1, dim2: _diagonal_backward(xp, self, shape, offset, dim1, dim2),
    attrs="shape offset dim1 dim2", self=lambda grad, offset, dim1, dim2: grad.diagonal(offset, dim1, dim2))
+# diag of a vector (DiagEmbedBackward0) and of a matrix (a copy of its diagonal)
+op("diag_embed", "DiagEmbedBackward0", "self", lambda xp, self, offset: _diag_embed(xp, self, offset), attrs="offset",
+   self=lambda grad, offset: grad.diagonal(offset, -2, -1))
+op("diagonal_copy", "DiagonalBackward0_copy", "self", lambda xp, self, offset, dim1, dim2: _diagonal(xp, self, offset, dim1, dim2).copy(), attrs="offset dim1 dim2",
+   self=lambda grad, self_shape, offset, dim1, dim2: _dispatch(OPS["diagonal_backward"], (grad,), {"shape": self_shape, "offset": offset, "dim1": dim1, "dim2": dim2}))
 # PyTorch's index backward is _index_put_impl_(zeros, indices, grad, accumulate=True)
 op("index_backward", "IndexPutImplBackward0", "self", lambda xp, self, shape, indices, accumulate: _index_backward(xp, self, shape, indices, accumulate),
    attrs="shape indices accumulate", self=lambda grad, indices: grad[indices])
@@ -113,6 +134,22 @@ op("index_add", "IndexAddBackward0", "self index source", lambda xp, self, index
    self=lambda grad: grad,
    source=lambda grad, dim, index: grad.index_select(dim, index))
 
+op("scatter", "ScatterBackward0", "self index src", lambda xp, self, index, src, dim: _scatter(xp, self, dim, index, src), attrs="dim", nondiff=("index",),
+   self=lambda grad, dim, index: grad.scatter(dim, index, 0.0),
+   src=lambda grad, dim, index: grad.gather(dim, index))
+op("scatter_value", "ScatterBackward1", "self index", lambda xp, self, index, dim, value: _scatter(xp, self, dim, index, value), attrs="dim value", nondiff=("index",),
+   self=lambda grad, dim, index: grad.scatter(dim, index, 0.0))
+op("masked_select", "MaskedSelectBackward0", "self mask", lambda xp, self, mask: _masked_select(xp, self, mask), nondiff=("mask",),
+   self=lambda grad, self_shape, mask: _masked_select_backward(grad, self_shape, mask))
+op("take", "TakeBackward0", "self index", lambda xp, self, index: _take(xp, self, index), nondiff=("index",),
+   self=lambda grad, self_shape, index: _put_flat(grad.reshape(-1), math.prod(self_shape), index.reshape(-1)).reshape(self_shape))
+op("nonzero", None, "self", lambda xp, self: _nonzero(xp, self), differentiable=False)
+# unique has no derivative in PyTorch: its nodes' backward raises
+op("unique", "Unique2Backward0", "self", lambda xp, self, sorted: _unique(xp, self, sorted, None), attrs="sorted",
+   outputs=3, diff_outputs=(0,), self=lambda grads: _no_derivative("_unique2"))
+op("unique_dim", "UniqueDimBackward0", "self", lambda xp, self, sorted, dim: _unique(xp, self, sorted, dim), attrs="sorted dim",
+   outputs=3, diff_outputs=(0,), self=lambda grads: _no_derivative("unique_dim"))
+
 # in-place forms (their out-of-place kernels; see Tensor._inplace)
 op("copy", "CopyBackwards", "self src", lambda xp, self, src: xp.broadcast_to(src.astype(self.dtype, copy=False), self.shape).copy(),
    self=lambda grad: _C.zeros_like(grad), src=lambda grad: grad)
@@ -129,7 +166,38 @@ op("bernoulli_tensor", "BernoulliBackward1", "self p", lambda xp, self, p: _bern
    self=lambda grad: _C.zeros_like(grad), p=lambda grad, p: _C.zeros_like(p))
 op("bernoulli_float", "BernoulliBackward2", "self", lambda xp, self, p: _bernoulli(xp, self, p), attrs="p",
    self=lambda grad: _C.zeros_like(grad))
+# normal draws (the gradient is zero) and multinomial ones (no gradient)
+op("normal_tensor_float", "NormalBackward1", "mean", lambda xp, mean, std: _normal(xp, mean, std, mean.shape), attrs="std",
+   mean=lambda grad: _C.zeros_like(grad))
+op("normal_float_tensor", "NormalBackward2", "std", lambda xp, std, mean: _normal(xp, mean, std, std.shape), attrs="mean",
+   std=lambda grad: _C.zeros_like(grad))
+op("normal_tensor_tensor", "NormalBackward3", "mean std", lambda xp, mean, std: _normal(xp, mean, std, _broadcast(mean.shape, std.shape)), promote="binary",
+   mean=lambda grad: _C.zeros_like(grad), std=lambda grad: _C.zeros_like(grad))
+op("multinomial", None, "self", lambda xp, self, num_samples, replacement: _multinomial(xp, self, num_samples, replacement), attrs="num_samples replacement",
+   differentiable=False)
 # fmt: on
+
+
+def _broadcast(*shapes):
+    return tuple(np.broadcast_shapes(*shapes))
+
+
+def _put_flat(values, numel, positions):
+    """A flat tensor of ``numel`` zeros with ``values`` added at ``positions`` (index_add)."""
+    zeros = _C.zeros(numel, dtype=values.dtype, device=values.device)
+    return zeros.index_add(0, positions, values)
+
+
+def _masked_select_backward(grad, self_shape, mask):
+    """``grad`` put back where the (broadcast) mask is True; the engine sums it to self's
+    shape where the mask broadcast it."""
+    shape = _broadcast(self_shape, mask.shape)
+    positions = mask.expand(shape).reshape(-1).nonzero().reshape(-1)
+    return _put_flat(grad, math.prod(shape), positions).reshape(shape)
+
+
+def _no_derivative(name):
+    raise RuntimeError(f"the derivative for '{name}' is not implemented.")
 
 
 def _repeat_backward(grad, self_shape, repeats):

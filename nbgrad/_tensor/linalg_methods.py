@@ -1,0 +1,325 @@
+"""Linear algebra beyond the matrix product: ``addmm``, ``baddbmm``, ``outer``, ``cross``,
+``diag``, ``trace``, ``kron``, and the composites of ``torch/functional.py``: ``einsum``,
+``tensordot``, ``meshgrid``. :class:`nbgrad.Tensor` inherits the methods.
+
+As in PyTorch, ``outer``, ``kron``, ``einsum``, ``tensordot`` and ``meshgrid`` have no node of
+their own: they are made of views, products and sums, whose nodes their graphs show.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+from nbgrad._tensor.dispatch import OPS, _dim, _dispatch, _expect_tensor, _op
+
+Tensor = None  # the Tensor class: see NOTE [The Tensor class, bound late]
+
+
+class LinalgMethods:
+    """Mixed into :class:`nbgrad.Tensor`."""
+
+    __slots__ = ()
+
+    def addmm(self, mat1, mat2, *, beta=1, alpha=1):
+        """``beta * self + alpha * (mat1 @ mat2)`` (``AddmmBackward0``)."""
+        _expect_tensor(mat1, "addmm", "mat1", 1)
+        _expect_tensor(mat2, "addmm", "mat2", 2)
+        for name, m in (("mat1", mat1), ("mat2", mat2)):
+            if m.ndim != 2:
+                raise RuntimeError(f"{name} must be a matrix, got {m.ndim}-D tensor")
+        return _dispatch(OPS["addmm"], (self, mat1, mat2), {"beta": beta, "alpha": alpha})
+
+    def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
+        """``beta * self + alpha * (batch1 @ batch2)`` over a batch (``BaddbmmBackward0``)."""
+        _expect_tensor(batch1, "baddbmm", "batch1", 1)
+        _expect_tensor(batch2, "baddbmm", "batch2", 2)
+        for name, m in (("batch1", batch1), ("batch2", batch2)):
+            if m.ndim != 3:
+                raise RuntimeError(f"{name} must be a 3D tensor")
+        b, n, k = batch1.shape
+        if batch2.shape[:2] != (b, k):
+            raise RuntimeError(
+                f"Expected size for first two dimensions of batch2 tensor to be: [{b}, {k}] but "
+                f"got: [{batch2.shape[0]}, {batch2.shape[1]}]."
+            )
+        return _dispatch(_op("baddbmm"), (self, batch1, batch2), {"beta": beta, "alpha": alpha})
+
+    def outer(self, vec2):
+        """The outer product of two vectors: ``self.reshape(-1, 1) * vec2``, as PyTorch's."""
+        _expect_tensor(vec2, "outer", "vec2", 1)
+        if self.ndim != 1 or vec2.ndim != 1:
+            raise RuntimeError(
+                f"outer: Expected 1-D argument self, but got {self.ndim}-D"
+                if self.ndim != 1
+                else f"outer: Expected 1-D argument vec2, but got {vec2.ndim}-D"
+            )
+        return self.reshape(self.shape[0], 1) * vec2
+
+    ger = outer
+
+    def cross(self, other, dim=None):
+        """The cross product along ``dim`` (of size 3), as ``linalg.cross``.
+
+        Without ``dim``, the first dim of size 3, with PyTorch's deprecation warning.
+        """
+        _expect_tensor(other, "cross", "other", 1)
+        if self.ndim != other.ndim:
+            raise RuntimeError(
+                f"linalg.cross: inputs must have the same number of dimensions. Got {self.ndim} "
+                f"and {other.ndim}"
+            )
+        if dim is None:
+            warnings.warn(
+                "Using torch.cross without specifying the dim arg is deprecated.\n"
+                "Please either pass the dim explicitly or simply use torch.linalg.cross.\n"
+                "The default value of dim will change to agree with that of linalg.cross in a "
+                "future release.",
+                UserWarning,
+                stacklevel=2,
+            )
+            shape = self.shape
+            dim = next((i for i, s in enumerate(shape) if s == 3), -1)
+        d = _dim(dim, self.ndim)
+        if self.shape[d] != 3 or other.shape[d] != 3:
+            raise RuntimeError(
+                f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+                f"{self.shape[d]} and {other.shape[d]}"
+            )
+        return _dispatch(_op("cross"), (self, other), {"dim": d})
+
+    def diag(self, diagonal=0):
+        """A vector's square matrix with it on the ``diagonal``-th diagonal
+        (``DiagEmbedBackward0``), or a matrix's diagonal as a new vector."""
+        if self.ndim == 1:
+            return _dispatch(_op("diag_embed"), (self,), {"offset": int(diagonal)})
+        if self.ndim != 2:
+            raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + f"{self.ndim}D")
+        attrs = {"offset": int(diagonal), "dim1": 0, "dim2": 1}
+        return _dispatch(_op("diagonal_copy"), (self,), attrs)
+
+    def diag_embed(self, offset=0, dim1=-2, dim2=-1):
+        """The last dim as the ``offset`` diagonal of two new last dims."""
+        if (dim1, dim2) not in ((-2, -1), (self.ndim - 1, self.ndim)):
+            raise NotImplementedError("diag_embed: nbgrad puts the diagonal in the last two dims")
+        return _dispatch(_op("diag_embed"), (self,), {"offset": int(offset)})
+
+    def trace(self):
+        """The sum of a matrix's main diagonal (``TraceBackward0``)."""
+        if self.ndim != 2:
+            raise RuntimeError(
+                "trace: expected a matrix, but got tensor with dim " + str(self.ndim)
+            )
+        return _dispatch(_op("trace"), (self,))
+
+    def kron(self, other):
+        """The Kronecker product, as PyTorch's: a product of two reshaped operands."""
+        _expect_tensor(other, "kron", "other", 1)
+        n = max(self.ndim, other.ndim)
+        a_shape = (1,) * (n - self.ndim) + tuple(self.shape)
+        b_shape = (1,) * (n - other.ndim) + tuple(other.shape)
+        a_view, b_view = [], []
+        for sa, sb in zip(a_shape, b_shape):
+            a_view += [sa, 1]
+            b_view += [1, sb]
+        out_shape = tuple(sa * sb for sa, sb in zip(a_shape, b_shape))
+        a = _dispatch(_op("unsafe_view"), (self,), {"shape": tuple(a_view)})
+        b = _dispatch(_op("unsafe_view"), (other,), {"shape": tuple(b_view)})
+        return _dispatch(_op("unsafe_view"), (a * b,), {"shape": out_shape})
+
+
+# ---- the composites of torch/functional.py ---------------------------------------------------
+def tensordot(a, b, dims=2):
+    """Sum the products over ``dims`` of ``a`` and ``b``: a number of trailing dims of ``a``
+    and leading dims of ``b``, or two lists of dims. Permutes, reshapes and one ``mm``."""
+    _expect_tensor(a, "tensordot", "a", 1)
+    _expect_tensor(b, "tensordot", "b", 2)
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        if dims > min(a.ndim, b.ndim):
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
+        dims_a, dims_b = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    else:
+        dims_a, dims_b = ([d] if isinstance(d, int) else list(d) for d in dims)
+    if len(dims_a) != len(dims_b):
+        raise RuntimeError("both dimension lists should have same length")
+    dims_a = [_dim(d, a.ndim) for d in dims_a]
+    dims_b = [_dim(d, b.ndim) for d in dims_b]
+    for da, db in zip(dims_a, dims_b):
+        if a.shape[da] != b.shape[db]:
+            raise RuntimeError(
+                f"contracted dimensions need to match, but first has size {a.shape[da]} in dim "
+                f"{da} and second has size {b.shape[db]} in dim {db}"
+            )
+    free_a = [d for d in range(a.ndim) if d not in dims_a]
+    free_b = [d for d in range(b.ndim) if d not in dims_b]
+    size = math.prod(a.shape[d] for d in dims_a)
+    left = a.permute(free_a + dims_a).reshape(math.prod(a.shape[d] for d in free_a), size)
+    right = b.permute(dims_b + free_b).reshape(size, math.prod(b.shape[d] for d in free_b))
+    out_shape = [a.shape[d] for d in free_a] + [b.shape[d] for d in free_b]
+    return left.mm(right).reshape(out_shape)
+
+
+def meshgrid(*tensors, indexing=None):
+    """Grids of coordinates from 0-d or 1-d tensors: each a view, expanded (``"ij"``, the
+    default, with PyTorch's warning when not given; ``"xy"`` swaps the first two dims)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        warnings.warn(
+            "torch.meshgrid: in an upcoming release, it will be required to pass the indexing "
+            "argument.",
+            UserWarning,
+            stacklevel=2,
+        )
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(
+            f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}'
+        )
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    for t in tensors:
+        if t.ndim > 1:
+            raise RuntimeError(
+                f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t}"
+            )
+    # "xy": the first two inputs' dims swap places in every grid
+    places = list(range(len(tensors)))
+    if indexing == "xy" and len(tensors) >= 2:
+        places[0], places[1] = 1, 0
+    shape = [0] * len(tensors)
+    for t, p in zip(tensors, places):
+        shape[p] = t.numel()
+    grids = []
+    for t, p in zip(tensors, places):
+        view = [1] * len(tensors)
+        view[p] = -1
+        grids.append(t.view(view).expand(shape))
+    return tuple(grids)
+
+
+def einsum(*args):
+    """Einstein summation, as PyTorch's: each operand's repeated labels become diagonals, the
+    operands are aligned to one order of labels (the output's, then the summed ones), then
+    multiplied pair by pair, a pair with labels to sum out through one ``bmm``."""
+    if len(args) < 2:
+        raise TypeError("einsum(): must specify the equation string and at least one operand")
+    equation, operands = args[0], args[1:]
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    for t in operands:
+        _expect_tensor(t, "einsum", "operands", 2)
+    terms, out = _parse_einsum(equation.replace(" ", ""), operands)
+    summed = []
+    for c in "".join(terms):
+        if c not in out and c not in summed:
+            summed.append(c)
+    order = list(out) + summed
+    aligned = [_align(t, term, order) for t, term in zip(operands, terms)]
+    if len(aligned) == 1:
+        result = aligned[0]
+        if summed:
+            return result.sum(tuple(range(len(out), len(order))))
+        return result
+    result = aligned[0]
+    for k in range(1, len(aligned)):
+        later = set("".join(terms[k + 1 :]))
+        sum_dims = [len(out) + i for i, c in enumerate(summed) if c not in later]
+        result = _sumproduct_pair(result, aligned[k], sum_dims)
+    if summed:
+        result = result.view([result.shape[i] for i in range(len(out))])
+    return result
+
+
+def _parse_einsum(equation, operands):
+    """The operands' label strings and the output's, with ``...`` spelt as one private label
+    per broadcast dim (aligned from the right, as NumPy and PyTorch)."""
+    lhs, arrow, out = equation.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        more = "more" if len(operands) > len(terms) else "fewer"
+        raise RuntimeError(
+            f"einsum(): {more} operands were provided than specified in the equation"
+        )
+    ell = max(
+        (t.ndim - (len(term) - 3) for term, t in zip(terms, operands) if "..." in term), default=0
+    )
+    ell_labels = "".join(chr(0x3B1 + i) for i in range(ell))  # α, β, ... (never in an equation)
+    spelt = []
+    for term, t in zip(terms, operands):
+        if "..." in term:
+            n = t.ndim - (len(term) - 3)
+            term = term.replace("...", ell_labels[ell - n :])
+        if len(term) != t.ndim:
+            raise RuntimeError(
+                f"einsum(): the number of subscripts in the equation ({len(term)}) does not match "
+                f"the number of dimensions ({t.ndim}) for operand {len(spelt)}"
+                + ("" if "..." in equation else " and no ellipsis was given")
+            )
+        spelt.append(term)
+    if arrow:
+        out = out.replace("...", ell_labels)
+    else:
+        seen = "".join(spelt)
+        out = ell_labels + "".join(
+            sorted(c for c in set(seen) if seen.count(c) == 1 and c not in ell_labels)
+        )
+    return spelt, out
+
+
+def _align(t, term, order):
+    """``t`` with one dim per label of ``order``: diagonals for repeated labels, size 1 for
+    labels it lacks."""
+    term = list(term)
+    while len(set(term)) < len(term):
+        c = next(c for c in term if term.count(c) > 1)
+        i = term.index(c)
+        j = term.index(c, i + 1)
+        t = t.diagonal(0, i, j)  # the diagonal goes last
+        term = [x for k, x in enumerate(term) if k not in (i, j)] + [c]
+    for c in order:
+        if c not in term:
+            t = t.unsqueeze(-1)
+            term.append(c)
+    return t.permute([term.index(c) for c in order])
+
+
+def _sumproduct_pair(left, right, sum_dims):
+    """``(left * right).sum(sum_dims, keepdim=True)`` through one ``bmm`` (ATen's
+    ``sumproduct_pair``): dims in both are the batch, dims in one are its rows or columns."""
+    if not sum_dims:
+        return left * right
+    batch, lonly, ronly, summed = [], [], [], []
+    for d in range(left.ndim):
+        ls, rs = left.shape[d] != 1, right.shape[d] != 1
+        if d in sum_dims:
+            if ls and rs:
+                summed.append(d)
+            elif ls:
+                left = left.sum(d, keepdim=True)
+            elif rs:
+                right = right.sum(d, keepdim=True)
+        elif ls and rs:
+            if left.shape[d] != right.shape[d]:
+                raise RuntimeError(
+                    f"einsum(): operands do not broadcast with remapped shapes (original->"
+                    f"remapped): {list(left.shape)} and {list(right.shape)}"
+                )
+            batch.append(d)
+        elif rs:
+            ronly.append(d)
+        else:
+            lonly.append(d)
+    ones = [d for d in sum_dims if d not in summed]
+    size = lambda t, dims: math.prod(t.shape[d] for d in dims)  # noqa: E731
+    lhs = left.permute(batch + lonly + summed + ronly + ones)
+    lhs = lhs.reshape(size(left, batch), size(left, lonly), size(left, summed))
+    rhs = right.permute(batch + summed + ronly + lonly + ones)
+    rhs = rhs.reshape(size(right, batch), size(right, summed), size(right, ronly))
+    out_dims = batch + lonly + summed + ones + ronly
+    out_shape = [left.shape[d] for d in batch + lonly] + [1] * (len(summed) + len(ones))
+    out_shape += [right.shape[d] for d in ronly]
+    inverse = [out_dims.index(d) for d in range(left.ndim)]
+    return lhs.bmm(rhs).view(out_shape).permute(inverse)
