@@ -918,6 +918,13 @@ def test_random_programs_second_order(program):
 # conversion (float64 only here), comparisons' siblings and arg-reductions (not
 # differentiable, no Tensor method used here)
 NOT_DRAWN = {
+    # the rows of PyTorch's wider surface: the op table test checks each of them against
+    # torch; the program generator does not draw them yet
+    *"atan2 baddbmm count_nonzero cross cumprod diag_embed diagonal_copy erfinv fmod".split(),
+    *"fmod_scalar hypot isclose lerp lerp_tensor logaddexp masked_select median".split(),
+    *"median_dim multinomial nan_to_num nonzero normal_float_tensor normal_tensor_float".split(),
+    *"normal_tensor_tensor scatter scatter_value take trace transpose_ unique".split(),
+    *"unique_dim unsqueeze_".split(),
     "addmm",
     "convolution",
     "convolution_input_grad",

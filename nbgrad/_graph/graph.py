@@ -10,6 +10,7 @@ It knows no Tensor class: see NOTE [The Tensor class, bound late].
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import sys
 import threading
@@ -33,6 +34,7 @@ __all__ = [
     "RemovableHandle",
     "SavedTensor",
     "saved_tensors_hooks",
+    "disable_saved_tensors_hooks",
     "InputMetadata",
     "UINT64_MAX",
     "GradientEdge",
@@ -549,6 +551,7 @@ FREED = _Freed()
 
 class _SavedHooksState(threading.local):
     stack = ()
+    disabled = None  # the message of ``disable_saved_tensors_hooks`` while it is in force
 
 
 _saved_hooks = _SavedHooksState()
@@ -569,11 +572,33 @@ class saved_tensors_hooks:
         self.unpack_hook = unpack_hook
 
     def __enter__(self):
+        if _saved_hooks.disabled is not None:
+            raise RuntimeError(_saved_hooks.disabled)
         _saved_hooks.stack = _saved_hooks.stack + ((self.pack_hook, self.unpack_hook),)
         return self
 
     def __exit__(self, *exc):
         _saved_hooks.stack = _saved_hooks.stack[:-1]
+        return False
+
+
+class disable_saved_tensors_hooks(contextlib.ContextDecorator):
+    """Inside it, setting saved-tensor hooks raises ``RuntimeError(error_message)``, as
+    ``torch.autograd.graph.disable_saved_tensors_hooks`` (which also refuses to start while
+    such hooks are in force). Also a decorator."""
+
+    def __init__(self, error_message):
+        self.error_message = error_message
+
+    def __enter__(self):
+        if _saved_hooks.stack:
+            raise RuntimeError(self.error_message)
+        self._prev = _saved_hooks.disabled
+        _saved_hooks.disabled = self.error_message
+        return self
+
+    def __exit__(self, *exc):
+        _saved_hooks.disabled = self._prev
         return False
 
 

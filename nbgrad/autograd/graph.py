@@ -2,7 +2,8 @@
 ``torch/autograd/graph.py``).
 
 The graph itself (Node, Edge, AccumulateGrad, saved tensors) lives in :mod:`nbgrad._graph.graph`,
-below the Tensor; this module adds what needs the engine: ``register_multi_grad_hook``.
+below the Tensor; this module adds what needs the engine (``register_multi_grad_hook``) and
+``save_on_cpu``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from nbgrad._graph.graph import (
     Node,
     RemovableHandle,
     SavedTensor,
+    disable_saved_tensors_hooks,
     get_gradient_edge,
     grad_accumulator,
     hook_inventory,
@@ -39,6 +41,8 @@ __all__ = [
     "RemovableHandle",
     "SavedTensor",
     "saved_tensors_hooks",
+    "save_on_cpu",
+    "disable_saved_tensors_hooks",
     "InputMetadata",
     "UINT64_MAX",
     "GradientEdge",
@@ -51,6 +55,22 @@ __all__ = [
     "try_get_grad_accumulator",
     "next_sequence_nr",
 ]
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Tensors saved for backward inside it are kept on the CPU and moved back to their
+    device when backward needs them, as ``torch.autograd.graph.save_on_cpu`` (nbgrad has no
+    pinned memory: ``pin_memory`` is accepted and changes nothing)."""
+
+    def __init__(self, pin_memory=False, device_type="cuda"):
+        def pack_to_cpu(tensor):
+            return tensor.device, tensor.cpu()
+
+        def unpack_from_cpu(packed):
+            device, tensor = packed
+            return tensor.to(device)
+
+        super().__init__(pack_to_cpu, unpack_from_cpu)
 
 
 class _MultiHandle:

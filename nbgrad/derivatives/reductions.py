@@ -166,7 +166,7 @@ def _cumprod_backward(grad, self, result, dim):
     ``grad[k]`` times the product of ``self[:k + 1]`` without ``self[i]``."""
     if self.ndim == 0 or self.shape[dim] == 0:
         return grad
-    if not bool((self == 0).any()):  # each such product is result[k] / self[i]
+    if bool((self != 0).all()):  # each such product is result[k] / self[i]
         return (grad * result).flip((dim,)).cumsum(dim).flip((dim,)) / self
     # with zeros: the products, computed without dividing (one cumprod per position)
     n = self.shape[dim]

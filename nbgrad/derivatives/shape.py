@@ -136,7 +136,7 @@ op("index_add", "IndexAddBackward0", "self index source", lambda xp, self, index
 
 op("scatter", "ScatterBackward0", "self index src", lambda xp, self, index, src, dim: _scatter(xp, self, dim, index, src), attrs="dim", nondiff=("index",),
    self=lambda grad, dim, index: grad.scatter(dim, index, 0.0),
-   src=lambda grad, dim, index: grad.gather(dim, index))
+   src=lambda grad, index, dim: grad.gather(dim, index))
 op("scatter_value", "ScatterBackward1", "self index", lambda xp, self, index, dim, value: _scatter(xp, self, dim, index, value), attrs="dim value", nondiff=("index",),
    self=lambda grad, dim, index: grad.scatter(dim, index, 0.0))
 op("masked_select", "MaskedSelectBackward0", "self mask", lambda xp, self, mask: _masked_select(xp, self, mask), nondiff=("mask",),
