@@ -26,6 +26,7 @@ from .grad_mode import (
     set_grad_enabled,
 )
 from .gradcheck import gradcheck, gradgradcheck
+from .graph import SavedTensor
 from .variable import Variable
 
 # NOTE [nbgrad.autograd.torch]
@@ -35,6 +36,7 @@ from .variable import Variable
 torch = sys.modules[__name__.rpartition(".")[0]]
 
 __all__ = [
+    "SavedTensor",
     "backward",
     "grad",
     "Function",
