@@ -863,7 +863,7 @@ def _normal(xp, mean, std, shape):
     if not isinstance(std, (int, float)) and std.size and bool((std < 0).any()):
         raise RuntimeError("normal expects all elements of std >= 0.0")
     if isinstance(std, (int, float)) and std < 0:
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
     dtype = next(x.dtype for x in (mean, std) if not isinstance(x, (int, float)))
     draws = xp.asarray(_C._rng.standard_normal(shape)).astype(dtype)
     return (draws * std + mean).astype(dtype, copy=False)

@@ -289,7 +289,8 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_g
 
 def _tri_indices(name, row, col, offset, dtype, device):
     if row < 0 or col < 0:
-        raise RuntimeError(f"{name} expects row and col to be non-negative, got {row} and {col}")
+        what = "row" if row < 0 else "col"
+        raise RuntimeError(f"{what} must be non-negative, got{row if row < 0 else col}")
     fn = np.triu_indices if name == "triu_indices" else np.tril_indices
     rows, cols = fn(row, offset, col)
     d = dtypes.as_dtype(dtype) if dtype is not None else dtypes.int64
@@ -321,7 +322,7 @@ def normal(
     if size is None:
         raise TypeError("normal() missing required argument 'size' (when mean and std are numbers)")
     if std < 0:
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
     return _host_random(
         lambda s: _rng.standard_normal(s) * std + mean, (tuple(size),), dtype, device, requires_grad
     )

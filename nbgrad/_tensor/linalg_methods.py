@@ -35,6 +35,7 @@ class LinalgMethods:
         _expect_tensor(batch1, "baddbmm", "batch1", 1)
         _expect_tensor(batch2, "baddbmm", "batch2", 2)
         for name, m in (("batch1", batch1), ("batch2", batch2)):
+            _dim(2, m.ndim)  # (PyTorch's IndexError for fewer dims)
             if m.ndim != 3:
                 raise RuntimeError(f"{name} must be a 3D tensor")
         b, n, k = batch1.shape
@@ -65,10 +66,7 @@ class LinalgMethods:
         """
         _expect_tensor(other, "cross", "other", 1)
         if self.ndim != other.ndim:
-            raise RuntimeError(
-                f"linalg.cross: inputs must have the same number of dimensions. Got {self.ndim} "
-                f"and {other.ndim}"
-            )
+            raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
         if dim is None:
             warnings.warn(
                 "Using torch.cross without specifying the dim arg is deprecated.\n"
@@ -139,19 +137,19 @@ def tensordot(a, b, dims=2):
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
         if dims > min(a.ndim, b.ndim):
             raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
-        dims_a, dims_b = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+        dims_a, dims_b = list(range(-dims, 0)), list(range(dims))
     else:
         dims_a, dims_b = ([d] if isinstance(d, int) else list(d) for d in dims)
     if len(dims_a) != len(dims_b):
         raise RuntimeError("both dimension lists should have same length")
-    dims_a = [_dim(d, a.ndim) for d in dims_a]
-    dims_b = [_dim(d, b.ndim) for d in dims_b]
-    for da, db in zip(dims_a, dims_b):
+    for da, db in zip(dims_a, dims_b):  # (named as given, as PyTorch's message)
         if a.shape[da] != b.shape[db]:
             raise RuntimeError(
                 f"contracted dimensions need to match, but first has size {a.shape[da]} in dim "
                 f"{da} and second has size {b.shape[db]} in dim {db}"
             )
+    dims_a = [_dim(d, a.ndim) for d in dims_a]
+    dims_b = [_dim(d, b.ndim) for d in dims_b]
     free_a = [d for d in range(a.ndim) if d not in dims_a]
     free_b = [d for d in range(b.ndim) if d not in dims_b]
     size = math.prod(a.shape[d] for d in dims_a)

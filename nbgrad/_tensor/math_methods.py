@@ -406,7 +406,9 @@ class MathMethods:
         """``|self - other| <= atol + rtol * |other|``, elementwise (not differentiable)."""
         other = _expect_tensor(other, "isclose", "other", 1)
         if self._data.dtype != other._data.dtype:
-            raise RuntimeError(f"{self.dtype} did not match {other.dtype}")
+            raise RuntimeError(
+                f"{self.dtype._legacy[:-6]} did not match {other.dtype._legacy[:-6]}"
+            )
         attrs = {"rtol": rtol, "atol": atol, "equal_nan": equal_nan}
         return _dispatch(_op("isclose"), (self, other), attrs)
 
@@ -742,8 +744,8 @@ def _quantile(self, q, dim, keepdim, interpolation):
         raise RuntimeError("quantile() input tensor must be either float or double dtype")
     if interpolation not in _INTERPOLATIONS:
         raise RuntimeError(
-            "quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. "
-            f"Got {interpolation}"
+            "quantile() interpolation must be one of linear, lower, higher, midpoint or nearest, "
+            f"but got {interpolation}"
         )
     scalar = not isinstance(q, Tensor)
     if scalar:

@@ -163,11 +163,14 @@ class ShapeMethods:
         d = 0 if dim is None else _dim(dim, self.ndim)
         if isinstance(repeats, Tensor) and repeats.ndim == 1 and repeats.numel() != 1:
             if repeats.numel() != x.shape[d]:
-                raise RuntimeError("repeats must have the same size as input along dim")
+                raise RuntimeError(
+                    "repeats must have the same size as input along dim, but got "
+                    f"repeats.size(0) = {repeats.numel()} and input.size({d}) = {x.shape[d]}"
+                )
             return x.index_select(d, _repeat_index(repeats))
         r = int(repeats.item() if isinstance(repeats, Tensor) else repeats)
         if r < 0:
-            raise RuntimeError("repeats can not be negative")
+            raise RuntimeError("Repeats must be non-negative")
         if x.ndim == 0:
             x = x.reshape(1)
         shape = list(x.shape)
@@ -193,9 +196,7 @@ class ShapeMethods:
         """The elements where ``mask`` (broadcast with self) is True, as a 1-d tensor."""
         mask = _tensor_arg(mask, self)
         if mask._data.dtype.kind != "b":
-            raise RuntimeError(
-                f"masked_select: expected BoolTensor for mask, but got {mask.dtype._legacy}"
-            )
+            raise RuntimeError("masked_select: expected BoolTensor for mask")
         try:
             np.broadcast_shapes(self.shape, mask.shape)
         except ValueError:
