@@ -841,17 +841,23 @@ def broadcast_to(input, size):
 
 
 def broadcast_shapes(*shapes):
-    """The shape that ``shapes`` broadcast to (a RuntimeError when they do not)."""
-    import numpy as np
-
-    try:
-        return Size(
-            np.broadcast_shapes(*(tuple(s) if not isinstance(s, int) else (s,) for s in shapes))
-        )
-    except ValueError:
-        raise RuntimeError(
-            "Shape mismatch: objects cannot be broadcast to a single shape"
-        ) from None
+    """The shape that ``shapes`` broadcast to (PyTorch's RuntimeError when they do not)."""
+    shapes = [(s,) if isinstance(s, int) else tuple(s) for s in shapes]
+    ndims = sorted(len(s) for s in shapes)  # (``max`` here is nbgrad's)
+    result = [1] * (ndims[-1] if ndims else 0)
+    for k, shape in enumerate(shapes):
+        for i in range(1, len(shape) + 1):
+            have, new = result[-i], shape[-i]
+            if new == 1 or have == new:
+                continue
+            if have != 1:
+                raise RuntimeError(
+                    f"Attempting to broadcast a dimension of length {new} at {-i}! Mismatching "
+                    f"argument at index {k} had {shape}; but expected shape should be "
+                    f"broadcastable to {result}"
+                )
+            result[-i] = new
+    return Size(result)
 
 
 def broadcast_tensors(*tensors):
