@@ -360,7 +360,10 @@ function render({ model, el }) {
       grp.append(s("path", { d, class: "nbg-edge-line", "marker-end": "url(#nbg-arrow-live)" }));
       const text = e.label ?? (e.grad !== null && e.grad !== undefined ? fmt(e.grad) : null);
       if (text) {
-        const t = s("text", { x: (x1 + x2) / 2 + 4, y: (y1 + y2) / 2 + 3, class: "nbg-edge-label" });
+        // three quarters down the first segment, where edges that leave one box have spread
+        // apart (a label at the middle would touch its neighbour's)
+        const t = s("text", { x: x1 + 0.75 * (x2 - x1) + 4, y: y1 + 0.75 * (y2 - y1) + 3,
+          class: "nbg-edge-label" });
         t.textContent = text;
         grp.append(t);
       }

@@ -133,7 +133,9 @@ def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None, foo
         )
         label = e.get("label")
         if label:  # the gradient norm; both for parallel edges (layout.grad_label)
-            mx, my = (p[0] + p[2]) / 2, (p[1] + p[3]) / 2  # the middle of the first segment
+            # three quarters down the first segment, as the widget puts it (edges leaving one
+            # box have spread apart there)
+            mx, my = p[0] + 0.75 * (p[2] - p[0]), p[1] + 0.75 * (p[3] - p[1])
             parts.append(
                 f'<text x="{_f(mx + 4)}" y="{_f(my + 3)}" font-size="9" fill="#1f6f3a" '
                 'stroke="#ffffff" stroke-width="3" paint-order="stroke">'

@@ -249,3 +249,35 @@ def test_a_failed_forward_marks_its_line(nb):
     assert graph.locator(".nbg-node.nbg-root").count() == 0
     nb.shot("big-failed-forward", graph)
     assert not nb.errors, nb.errors
+
+
+def _luminance(colour):
+    r, g, b = (int(x) for x in colour[colour.index("(") + 1 : colour.index(")")].split(",")[:3])
+    return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255
+
+
+def test_the_dark_theme(nb):
+    page = nb.page
+    page.evaluate(
+        "() => window.jupyterapp.commands.execute('apputils:change-theme',"
+        " {theme: 'JupyterLab Dark'})"
+    )
+    try:
+        page.wait_for_function(
+            "() => document.body.dataset.jpThemeLight === 'false'", timeout=30_000
+        )
+        graph = _graph(nb, 1)
+        page.wait_for_timeout(500)
+        rect = graph.locator(".nbg-node.nbg-node rect").first
+        label = graph.locator(".nbg-node .nbg-label").first
+        fill = rect.evaluate("(e) => getComputedStyle(e).fill")
+        text = label.evaluate("(e) => getComputedStyle(e).fill")
+        assert _luminance(fill) < 0.3 < 0.7 < _luminance(text), (fill, text)
+        nb.shot("big-mlp-15-dark", graph)
+    finally:
+        page.evaluate(
+            "() => window.jupyterapp.commands.execute('apputils:change-theme',"
+            " {theme: 'JupyterLab Light'})"
+        )
+        page.wait_for_function("() => document.body.dataset.jpThemeLight === 'true'")
+    assert not nb.errors, nb.errors
