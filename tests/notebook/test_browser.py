@@ -399,6 +399,26 @@ def test_c_hook_from_the_editor_doubles_the_gradient(nb):
     editor.locator("button.nbg-hooks-add").click()
     editor.locator(".nbg-hooks-error", has_text="SyntaxError").first.wait_for(timeout=20_000)
     assert editor.locator(".nbg-hook-item").count() == 1
+    status = editor.locator(".nbg-hooks-status")
+    assert "backward failed" not in status.inner_text()  # a failed add says so, nothing else
+
+    # the graph is retained by default: Run backward works again, three times in a row
+    for k in (2, 3, 4):
+        editor.locator("button.nbg-hooks-run").click()
+        graph.locator(".nbg-status", has_text=f"gradients of pass {k}").wait_for(timeout=20_000)
+        assert "backward ran" in status.inner_text(), status.inner_text()
+        assert editor.locator(".nbg-hooks-error").inner_text() == ""
+    # a hook that raises shows its own error first
+    editor.locator("select.nbg-hooks-kind").select_option("tensor_hook")
+    editor.locator("textarea.nbg-hooks-code").first.fill("lambda grad: grad / undefined_name")
+    editor.locator("button.nbg-hooks-add").click()
+    editor.locator(".nbg-hook-name", has_text="#").nth(1).wait_for(timeout=20_000)
+    editor.locator("button.nbg-hooks-run").click()
+    error = editor.locator(".nbg-hooks-error", has_text="failed:").last  # the editor's own
+    error.wait_for(timeout=20_000)
+    assert "NameError" in error.inner_text()
+    assert error.inner_text().startswith("<hook:TanhBackward0#"), error.inner_text()
+    nb.shot("c-hook-raises", editor)
     assert not nb.errors, nb.errors
 
 
