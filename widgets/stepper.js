@@ -115,6 +115,7 @@ function render({ model, el }) {
       const badge = s("text", { x: b.x + 2, y: b.y + 5.5, class: "nbg-step-order" });
       dot.style.display = "none";
       g.append(t, t2, dot, badge);
+      g.addEventListener("click", () => model.send({ type: "select", id: b.ref }));
       boxes.set(b.ref, g);
       frag.append(g);
     }

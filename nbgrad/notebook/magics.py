@@ -273,17 +273,21 @@ class AutogradMagics(Magics):
         session.graph = view
         session.hooks = HookEditor(graph=view, root=root, namespace=self.shell.user_ns)
         handle.update({}, raw=True)  # see NOTE [Live display and saved outputs]
-        display(view)
-        display(session.hooks)
         if opts.step and trace is not None:
+            # one drawing of the graph: the stepper's (a click on a node there selects it for
+            # the hook editor below); the graph view stays available as ``session.graph``
             session.stepper = BackwardStepper(
                 trace,
                 names=names,
                 weak_names=weak_names,
                 ids=getattr(rec, "_ids", None),
                 recorder=rec,
+                graph=view,
             )
             display(session.stepper)
+        else:
+            display(view)
+        display(session.hooks)
 
 
 class CellSyntaxError(Exception):

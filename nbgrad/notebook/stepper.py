@@ -68,8 +68,10 @@ class BackwardStepper(StillWidget):
         weak_names=None,
         ids=None,
         recorder=None,
+        graph=None,
     ):
         super().__init__()
+        self.graph = graph  # a GraphView whose selection follows a click on a node
         if isinstance(source, BackwardTrace):
             backward_trace = source
         elif source is not None and hasattr(source, "backward"):
@@ -165,3 +167,9 @@ class BackwardStepper(StillWidget):
     # -- messages ----------------------------------------------------------------------------
     def _msg_goto(self, content):
         self.goto(content["position"])
+
+    def _msg_select(self, content):
+        """A click on a node: select it in ``graph`` (a hook editor following it then shows
+        that node's hooks)."""
+        if self.graph is not None:
+            self.graph.select(content["id"])

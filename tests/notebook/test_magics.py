@@ -102,9 +102,16 @@ def test_step_opens_the_stepper(ip):
         "loss = (x * x).sum()\n",
     )
     assert result.success
-    stepper = cap.outputs[-1]
-    assert stepper.data["text/plain"] == "BackwardStepper(3 steps; at the start)"
-    assert ip.user_ns["s3"].stepper.steps == 3
+    shown = [o.data["text/plain"] for o in cap.outputs if "text/plain" in o.data]
+    # one drawing of the graph (the stepper's), then the hook editor
+    assert shown[-2] == "BackwardStepper(3 steps; at the start)", shown
+    assert shown[-1].startswith("HookEditor(") and not any("GraphView(" in t for t in shown)
+    session = ip.user_ns["s3"]
+    assert session.stepper.steps == 3
+    # a click on a node in the stepper selects it for the hook editor
+    node = next(n["id"] for n in session.graph.snapshot["nodes"] if n["name"] == "MulBackward0")
+    session.stepper._receive({"type": "select", "id": node})
+    assert session.hooks.target["label"] == "MulBackward0"
     result, cap = run(ip, "%%autograd --step\nq = ng.ones(1, requires_grad=True) * 2\n")
     assert result.success and "no backward pass ran" in cap.stdout
 
