@@ -43,7 +43,6 @@ from __future__ import annotations
 import atexit
 import heapq
 import itertools
-import sys
 import threading
 import warnings
 from typing import NamedTuple
@@ -514,7 +513,7 @@ class Engine:
             if graph_task.exception is None:
                 graph_task.exception = error
                 if node is not None:
-                    self._annotate(error, node)
+                    _anomaly.report_failure(error, node)
 
     # -- device queues and workers (NOTE [Ready queues]) ---------------------------------------
     def device_queue(self, device):
@@ -618,38 +617,6 @@ class Engine:
         self._workers.clear()
         self._device_queues.clear()
 
-    def _annotate(self, error, node):
-        """Anomaly mode's warning for the node that failed (PyTorch's ``print_stack``), and a
-        note naming the node on the error."""
-        if _anomaly._state.enabled:
-            if node._metadata and "traceback_" in node._metadata:
-                message = (
-                    f"Error detected in {node.name()}. Traceback of forward call that caused the "
-                    "error:\n" + "".join(node._metadata["traceback_"])
-                )
-            else:
-                message = (
-                    f"Error detected in {node.name()}. No forward pass information available. "
-                    "Enable detect anomaly during forward pass for more information."
-                )
-            messages = [message]
-            parent = node._metadata.get("parent_") if node._metadata else None
-            while parent is not None and parent._metadata and "traceback_" in parent._metadata:
-                messages.append(
-                    f"\n\nPrevious calculation was induced by {parent.name()}. Traceback of "
-                    "forward call that induced the previous calculation:\n"
-                    + "".join(parent._metadata["traceback_"])
-                )
-                parent = parent._metadata.get("parent_")
-            for message in messages:
-                try:
-                    warnings.warn(message, UserWarning, stacklevel=3)
-                except Warning:  # warnings made errors: printed instead, the error goes on
-                    print(f"UserWarning: {message}", file=sys.stderr)
-        note = f"(raised in the backward of {node.name()})"
-        if hasattr(error, "add_note") and note not in getattr(error, "__notes__", ()):
-            error.add_note(note)
-
     def evaluate_function(self, graph_task, node, inputs):
         """Hooks, the node, validation and routing for one ready node.
 
@@ -713,7 +680,7 @@ class Engine:
         elif edges:
             self.validate_outputs(node, edges, outputs)
         if graph_task.check_nan:
-            _check_nan(node, outputs)
+            _anomaly.check_nan(node, outputs)
         if node._post_hooks:
             outputs = self.call_post_hooks(graph_task, node, outputs, inputs)
         if listeners:
@@ -997,18 +964,6 @@ def _check_hook_values(fn, old, new, node):
         if o is not None and n is not None:
             _check_hook_value(fn, o, n, node)
     return list(new)
-
-
-def _check_nan(node, outputs):
-    import numpy as np
-
-    for i, g in enumerate(outputs):
-        if (
-            g is not None
-            and g._data.dtype.kind == "f"
-            and bool(np.isnan(np.asarray(g._data)).any())
-        ):
-            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
 
 
 _default_engine = Engine()
