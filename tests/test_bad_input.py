@@ -447,7 +447,7 @@ DEV = "badinputdev"
 
 @pytest.fixture(scope="module")
 def device():
-    backend.register_device_type(DEV, count=1)
+    backend.register_device_type(DEV, count=1, strict=True)
     yield f"{DEV}:0"
     backend.unregister_device_type(DEV)
 

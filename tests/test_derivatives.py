@@ -1416,7 +1416,7 @@ TEST_DEVICE = "optestdev"
 def _devices():
     from nbgrad import backend
 
-    backend.register_device_type(TEST_DEVICE, count=1)
+    backend.register_device_type(TEST_DEVICE, count=1, strict=True)
     devices = [TEST_DEVICE]
     if ng.cuda.is_available():
         devices.append("cuda")

@@ -36,7 +36,7 @@ PROMPT = 1.0  # how soon after the interrupt the backward must have ended (secon
 
 @pytest.fixture(scope="module", autouse=True)
 def test_device():
-    backend.register_device_type(DEV, count=1)
+    backend.register_device_type(DEV, count=1, strict=True)
     yield
     backend.unregister_device_type(DEV)
 

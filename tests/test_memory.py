@@ -222,7 +222,7 @@ def test_the_engine_keeps_nothing_of_a_finished_pass():
 
 
 def test_a_pass_through_a_device_worker_frees_its_graph():
-    backend.register_device_type("memdev", count=1)
+    backend.register_device_type("memdev", count=1, strict=True)
     try:
         x, w = _inputs()
         y = (x.to("memdev") * 2).exp()  # nodes that run on the worker thread

@@ -215,5 +215,8 @@ def _tensor_arg(x, like):
         return x
     if isinstance(x, (bool, int, float)):
         d = dtypes.result_type([like], [x])
-        return _wrap(np.asarray(x, dtype=d.np), like._device)
+        data = np.asarray(x, dtype=d.np)
+        if like._device is not CPU:  # a device's array, made by the copy to it
+            data = backend.transfer(data, CPU, like._device)
+        return _wrap(data, like._device)
     return as_tensor(x, device=like._device)

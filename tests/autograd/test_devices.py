@@ -23,7 +23,7 @@ DEV = "testdev"
 
 @pytest.fixture(scope="module", autouse=True)
 def test_device():
-    backend.register_device_type(DEV, count=2)
+    backend.register_device_type(DEV, count=2, strict=True)
     yield
     backend.unregister_device_type(DEV)
 

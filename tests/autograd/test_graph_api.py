@@ -38,7 +38,7 @@ def test_save_on_cpu_gives_the_same_gradients():
 
 
 def test_save_on_cpu_keeps_saved_tensors_on_the_cpu():
-    backend.register_device_type("graphapidev", count=1)
+    backend.register_device_type("graphapidev", count=1, strict=True)
     x = ng.tensor([0.5, 2.0], dtype=ng.float64, device="graphapidev", requires_grad=True)
     with ng.autograd.graph.save_on_cpu(pin_memory=True):
         y = x * x
