@@ -21,8 +21,11 @@ function render({ model, el }) {
   const fired = h("div", { class: "nbg-hooks-fired" });
   const addForm = h("div", { class: "nbg-hooks-addform" },
     h("div", {}, "Add a ", kind, " hook (a lambda or a def):"), code, addBtn);
+  const zeroBtn = h("button", { class: "nbg-hooks-zero", onclick: () => model.send({ type: "zero_grad" }),
+    title: "set .grad to None on the graph's leaves (gradients pile up across runs otherwise)" },
+  "Zero .grad");
   const runRow = h("div", { class: "nbg-hooks-runrow" }, runBtn,
-    h("label", {}, retain, " retain_graph"), h("label", {}, create, " create_graph"));
+    h("label", {}, retain, " retain_graph"), h("label", {}, create, " create_graph"), zeroBtn);
   el.append(title, list, addForm, runRow, status, errorBox, fired);
 
   let editing = null; // the hook id whose code is open for editing (view state only)

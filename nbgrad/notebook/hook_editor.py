@@ -22,7 +22,7 @@ with a recorder listening to the engine and shows which hooks fired, with the gr
 and after each.
 
 Messages from the browser: ``add {kind, source}``, ``edit {id, source}``, ``enable {id,
-enabled}``, ``remove {id}``, ``run_backward {retain_graph, create_graph}``.
+enabled}``, ``remove {id}``, ``run_backward {retain_graph, create_graph}``, ``zero_grad``.
 """
 
 from __future__ import annotations
@@ -487,6 +487,31 @@ class HookEditor(StillWidget):
         if view is not None:
             view.refresh()
 
+    def zero_grad(self):
+        """Set ``.grad`` to None on every leaf of the root's graph, as ``optimizer.zero_grad()``
+        does (gradients otherwise pile up across the editor's runs)."""
+        root = self._root()
+        if root is None:
+            self.error = "no tensor to run backward from: give HookEditor(root=...)"
+            return
+        source = source_for(root)
+        start = source.tensor_facts(root).grad_fn
+        seen, stack, leaves = set(), [start] if start is not None else [], 0
+        while stack:
+            node = stack.pop()
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            var = source.variable(node)
+            if var is not None:
+                var.grad = None
+                leaves += 1
+            stack.extend(fn for fn, _ in source.next_edges(node))
+        self.status = f"zeroed the .grad of {leaves} leaves"
+        self._update()
+        if self.graph is not None:
+            self.graph.refresh()
+
     def _hint_for(self, error):
         """What to do about an error that came from the engine, not from a hook's own code."""
         text = str(error)
@@ -527,6 +552,9 @@ class HookEditor(StillWidget):
 
     def _msg_remove(self, content):
         self.remove_hook(content["id"])
+
+    def _msg_zero_grad(self, content):
+        self.zero_grad()
 
     def _msg_run_backward(self, content):
         self.run_backward(

@@ -419,6 +419,20 @@ def test_c_hook_from_the_editor_doubles_the_gradient(nb):
     assert "NameError" in error.inner_text()
     assert error.inner_text().startswith("<hook:TanhBackward0#"), error.inner_text()
     nb.shot("c-hook-raises", editor)
+    for remove in editor.locator(".nbg-hook-item button", has_text="Remove").all()[::-1]:
+        remove.click()
+    editor.locator(".nbg-hook-item").first.wait_for(state="detached", timeout=20_000)
+    # a node pre-hook written as a tensor hook: the message shows the kind's signature
+    editor.locator("select.nbg-hooks-kind").select_option("node_prehook")
+    placeholder = editor.locator("textarea.nbg-hooks-code").first.get_attribute("placeholder")
+    assert placeholder == "lambda grad_outputs: tuple(g * 2 for g in grad_outputs)"
+    editor.locator("textarea.nbg-hooks-code").first.fill("lambda g: g * 2")
+    editor.locator("button.nbg-hooks-add").click()
+    editor.locator(".nbg-hook-item").first.wait_for(timeout=20_000)
+    editor.locator("button.nbg-hooks-run").click()
+    hint = editor.locator(".nbg-hooks-error", has_text="is called as hook(grad_outputs)")
+    hint.wait_for(timeout=20_000)
+    nb.shot("c-hook-signature", editor)
     assert not nb.errors, nb.errors
 
 

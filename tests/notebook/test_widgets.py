@@ -437,3 +437,20 @@ def test_the_stepper_names_leaves_and_groups_as_the_graph_does():
         g["path"] for g in view.snapshot["groups"]
     ]
     assert stepper.graph_layout["groups"]  # drawn around their nodes, as in the graph
+
+
+def test_the_editor_zeroes_the_leaves_grads():
+    x, w, y, loss, rec = _model()
+    view = GraphView(recorder=rec, names={id(x): "x"})
+    ed = HookEditor(graph=view, root=loss)
+    ed.run_backward()
+    ed.run_backward()
+    assert x.grad is not None and w.grad is not None
+    ed._receive({"type": "zero_grad"})
+    assert x.grad is None and w.grad is None, (x.grad, w.grad)
+    assert ed.status == "zeroed the .grad of 2 leaves"
+    ed.run_backward()
+    once = x.grad.clone()
+    ed._receive({"type": "zero_grad"})
+    ed.run_backward()
+    assert x.grad.tolist() == once.tolist()  # no pile-up after zeroing
