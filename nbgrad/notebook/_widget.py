@@ -73,6 +73,19 @@ class _Message(dict):
         raise ValueError(f"the {self.get('type')!r} message has no {key!r} field")
 
 
+class _Still:
+    """A still picture of a widget at one moment (``StillWidget.still()``)."""
+
+    def __init__(self, bundle):
+        self._bundle = bundle
+
+    def _repr_mimebundle_(self, **kwargs):
+        return dict(self._bundle)
+
+    def __repr__(self):
+        return self._bundle["text/plain"]
+
+
 class StillWidget(anywidget.AnyWidget):
     """An anywidget whose mime bundle also carries a still ``image/svg+xml`` (``to_svg()``) and
     whose ``repr`` holds no memory address (nbval compares ``text/plain`` exactly)."""
@@ -111,6 +124,12 @@ class StillWidget(anywidget.AnyWidget):
         data["image/svg+xml"] = svg
         data["image/png"] = png_b64(svg)  # what an untrusted notebook shows (png.py)
         return data, meta
+
+    def still(self):
+        """The widget as it is now, as a still picture (with its text): an output that a later
+        change of the live widget does not redraw (show the live widget once, stills before)."""
+        svg = self.to_svg()
+        return _Still({"text/plain": repr(self), "image/svg+xml": svg, "image/png": png_b64(svg)})
 
     def _widget_view_bundle(self):
         """Only the widget view (no text, no picture): the live display of a running cell."""

@@ -454,3 +454,19 @@ def test_the_editor_zeroes_the_leaves_grads():
     ed._receive({"type": "zero_grad"})
     ed.run_backward()
     assert x.grad.tolist() == once.tolist()  # no pile-up after zeroing
+
+
+def test_a_still_keeps_the_moment():
+    """An earlier output of a widget shown again later must not change under its prose: the
+    tutorial shows it as a still (``StillWidget.still()``)."""
+    x, w, y, loss, rec = _model()
+    ed = HookEditor(y, root=loss)
+    ed.add_hook("tensor_hook", "lambda grad: grad * 2")
+    still = ed.still()
+    bundle = still._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "image/svg+xml", "image/png"}  # no live view
+    assert repr(still).startswith("HookEditor(") and "1 hooks" in repr(still)
+    (hook,) = ed.hooks
+    ed.remove_hook(hook["id"])
+    assert "1 hooks" in still._repr_mimebundle_()["text/plain"]
+    assert "0 hooks" in repr(ed)
