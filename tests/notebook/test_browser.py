@@ -310,6 +310,10 @@ def test_e_graph_grows_while_the_cell_runs(nb):
 
 def test_a_graph_renders_node_names(nb):
     graph = nb.cell(2).locator(".nbg-graph")
+    # nothing to fold in this graph: no Expand/Collapse all buttons
+    graph.locator(".nbg-node").first.wait_for(timeout=60_000)
+    assert not graph.locator("button", has_text="Expand all").is_visible()
+    assert not graph.locator("button", has_text="Collapse all").is_visible()
     graph.locator(".nbg-edge-label").first.wait_for(timeout=60_000)
     labels = graph.locator(".nbg-node .nbg-label").all_text_contents()
     assert sorted(labels) == ["MulBackward0", "SumBackward0", "TanhBackward0", "w", "x"], labels
@@ -509,6 +513,9 @@ def test_a_step_cell_draws_its_graph_once(nb):
     cell = nb.cell(3)
     assert cell.locator(".nbg-graph").count() == 0
     assert cell.locator(".nbg-stepper").count() == 1
+    # the stepper names the leaves as the graph view does
+    labels = cell.locator(".nbg-step-node .nbg-label").all_text_contents()
+    assert "x" in labels and "w" in labels, labels
     cell.locator(".nbg-step-node", has_text="ExpBackward0").first.click()
     cell.locator(".nbg-hooks-title", has_text="Hooks on ExpBackward0").wait_for(timeout=20_000)
     assert not nb.errors, nb.errors

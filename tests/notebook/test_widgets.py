@@ -470,3 +470,17 @@ def test_a_still_keeps_the_moment():
     ed.remove_hook(hook["id"])
     assert "1 hooks" in still._repr_mimebundle_()["text/plain"]
     assert "0 hooks" in repr(ed)
+
+
+def test_a_hook_added_in_the_editor_shows_in_the_graph_at_once():
+    x, w, y, loss, rec = _model()
+    view = GraphView(recorder=rec, names={id(x): "x"})
+    ed = HookEditor(graph=view, root=loss)
+    node = next(n for n in view.snapshot["nodes"] if n["name"] == "TanhBackward0")
+    view._receive({"type": "select", "id": node["id"]})
+    hid = ed.add_hook("node_hook", "lambda gi, go: None")
+    shown = next(n for n in view.snapshot["nodes"] if n["id"] == node["id"])
+    assert len(shown["hooks"]) == 1  # its badge, before any backward runs
+    ed.remove_hook(hid)
+    shown = next(n for n in view.snapshot["nodes"] if n["id"] == node["id"])
+    assert shown["hooks"] == []
