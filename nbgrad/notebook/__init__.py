@@ -6,7 +6,8 @@ package imports neither IPython nor anywidget: the recorder, the snapshot and th
 neither, and the widget classes load them on first use (``pip install nbgrad[notebook]``).
 
 - :func:`record` / :class:`Recorder` (``recorder.py``): what a block of code did;
-- :func:`build_snapshot` (``snapshot.py``): that, as one JSON-able dict (the schema);
+- :func:`build_snapshot` (``snapshot.py``): that, as one JSON-able dict (the schema), of
+  nbgrad's graph or PyTorch's (``sources.py``, ``torch_source.py``);
 - :class:`GraphView`, :class:`HookEditor`, :class:`BackwardStepper`: the widgets;
 - ``%load_ext nbgrad``: the ``%%autograd`` cell magic (``magics.py``).
 """
@@ -15,6 +16,10 @@ from __future__ import annotations
 
 from .recorder import Recorder, record
 from .snapshot import build_snapshot, trace_snapshot
+from .sources import register_source
+from .torch_source import TORCH
+
+register_source(TORCH)  # torch's graphs read as nbgrad's (it never imports torch itself)
 
 __all__ = [
     "record",

@@ -159,6 +159,7 @@ class IdMap:
     def __init__(self, source=None):
         self.source = source  # the graph source; None until a snapshot sets it (then nbgrad's)
         self._special = weakref.WeakKeyDictionary()
+        self._strong = {}  # id(key) -> (key, id) for nodes that take no weak reference
         self._counts = {"leaf": 0, "root": 0}
 
     def __call__(self, node):
@@ -168,12 +169,21 @@ class IdMap:
         seq = source.sequence_nr(node)
         if seq != UINT64_MAX:
             return f"n{seq}"
-        got = self._special.get(node)
+        try:
+            got = self._special.get(node)
+            table, key = self._special, node
+        except TypeError:  # a node without weak references (torch's): keyed by its leaf
+            key = source.variable(node)
+            key = node if key is None else key
+            table, got = self._strong, self._strong.get(id(key), (None, None))[1]
         if got is None:
             prefix = "leaf" if source.is_accumulator(node) else "root"
             got = f"{prefix}{self._counts[prefix]}"
             self._counts[prefix] += 1
-            self._special[node] = got
+            if table is self._special:
+                table[key] = got
+            else:  # (holding the key, so that its id is not reused while the map lives)
+                table[id(key)] = (key, got)
         return got
 
 
