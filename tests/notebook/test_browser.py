@@ -602,8 +602,17 @@ def test_an_untrusted_tutorial_shows_its_pictures(lab, browser, artifacts):
         page.goto(f"{lab['url']}/lab/tree/{TUTORIAL.name}?reset&token={lab['token']}")
         book.panel.locator(".jp-CodeCell").first.wait_for(timeout=90_000)
         cells = book.panel.locator(".jp-CodeCell")
+        # the first cell with a picture (a code cell with outputs: a cell without outputs, or a
+        # markdown cell, may count as trusted)
+        first = source["cells"].index(code[with_picture[0]])
+        page.wait_for_function(  # the notebook's cells, not the empty model before it loads
+            "n => window.jupyterapp.shell.currentWidget?.context?.isReady"
+            " && window.jupyterapp.shell.currentWidget.content.model.cells.length === n",
+            arg=len(source["cells"]),
+            timeout=60_000,
+        )
         assert not page.evaluate(
-            "() => window.jupyterapp.shell.currentWidget.content.model.cells.get(0).trusted"
+            f"() => window.jupyterapp.shell.currentWidget.content.model.cells.get({first}).trusted"
         )
         for i in with_picture:
             img = cells.nth(i).locator(".jp-OutputArea-output img").first
