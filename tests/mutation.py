@@ -227,7 +227,7 @@ MUTANTS = [
     # ---- the graph: nodes, AccumulateGrad, saved tensors --------------------------------------
     m(G, "self._sequence_nr_ = next_sequence_nr() if sequence_nr is None else sequence_nr", "self._sequence_nr_ = 0 if sequence_nr is None else sequence_nr", "every node has sequence_nr 0"),
     m(G, "super().__init__((), sequence_nr=UINT64_MAX)", "super().__init__(())", "AccumulateGrad gets an ordinary sequence_nr"),
-    m(G, "                if h.enabled:\n", "                if True:\n", "disabled post-accumulate-grad hooks run"),
+    m(G, "                if not h.enabled:\n", "                if False:\n", "disabled post-accumulate-grad hooks run"),
     m(G, "            for h in tuple(hooks):\n", "            for h in tuple(hooks)[::-1]:\n", "post-accumulate-grad hooks in reverse order"),
     m(G, "            var._grad = old + grad\n", "            var._grad = grad\n", "create_graph: .grad overwritten, not accumulated"),
     m(G, "            var._grad = grad.new_empty(grad.shape).copy_(grad)\n", "            var._grad = grad.detach()\n", "create_graph: first .grad has no graph"),
@@ -243,7 +243,7 @@ MUTANTS = [
     m(G, "if self._counter[0] != self._version:\n            raise RuntimeError(ERR_PACK_INPLACE)", "if False:\n            raise RuntimeError(ERR_PACK_INPLACE)", "a pack hook may change its input in place"),
     m(G, "            hooks.remove(self)\n", "            pass\n", "handle.remove() keeps the hook"),
     m(G, "_saved_hooks.stack = _saved_hooks.stack[:-1]", "pass", "saved_tensors_hooks stay after the block"),
-    m(G, "        return handle.fn(*args)\n", "        return None\n", "post-accumulate-grad hooks never called"),
+    m(G, "                if observer is None:\n                    out = h.fn(var)\n", "                if observer is None:\n                    out = None\n", "post-accumulate-grad hooks never called"),
     m(G, "self._retains_grad_hooks[output_nr] = weakref.ref(tensor)", "self._retains_grad_hooks[0] = weakref.ref(tensor)", "retain_grad on the wrong output"),
     m(G, "return RemovableHandle(self._pre_hooks, fn, \"node_prehook\", owner=self)", "return RemovableHandle(self._pre_hooks, fn, \"node_prehook\", owner=self) if False else None", "register_prehook does not register"),
     # ---- custom Functions ----------------------------------------------------------------------
@@ -279,8 +279,10 @@ MUTANTS = [
     m(TN, '_TENSOR_ATTRS = frozenset({"indices"})', "_TENSOR_ATTRS = frozenset()", "indexing: saved indices outlive the graph"),
     m(DS, "            shape[dim] = s\n", "            pass\n", "split backward: zeros of the wrong shape"),
     m(G, "                return t._alias_with_grad_fn(self._weak_grad_fn, self._output_nr)", "                return t", "saved tensor hooks: double backward through the pack hook"),
-    m(G, "                    if out is not None:", "                    if False:", "a post-accumulate-grad hook may return a value"),
+    m(G, "                if out is not None:\n                    raise", "                if False:\n                    raise", "a post-accumulate-grad hook may return a value"),
     m(E, "new = h.fn(grad)  # hook all the same, with None", "new = h.fn(grad) if grad is not None else None", "tensor hooks skipped for outputs with no gradient"),
+    m(E, "        if live is not None and exec_info is None and not graph_task.threaded:", "        if live is not None and exec_info is None and not graph_task.threaded and observer is None:", "an observed pass leaves the single-edge fast path"),
+    m(E, "                    if observer is not None:\n                        observer.node_ready(graph_task, fn, CPU)\n                    heap = graph_task.cpu_ready_queue._heap", "                    heap = graph_task.cpu_ready_queue._heap", "the single-edge shortcut does not report the node ready"),
     m(F, "if g is None and k not in keep_none", "if g is None", "_materialize_non_diff_grads ignored"),
     m(F, "                    o._no_grad_view = _IN_CUSTOM_FUNCTION\n            return outputs", "                    pass\n            return outputs", "in place allowed on a custom Function's view output"),
 ]

@@ -30,7 +30,6 @@ tests; the seed is fixed (``SEED``), so a run is reproducible.
 
 from __future__ import annotations
 
-import importlib
 import math
 import os
 import random
@@ -43,6 +42,7 @@ from hypothesis import HealthCheck, Phase, event, given, seed, settings
 from hypothesis import strategies as st
 
 import nbgrad as ng
+from nbgrad.autograd.graph import GraphObserver, observe
 from nbgrad.derivatives import OPS
 
 SEED = 20251121
@@ -1005,18 +1005,15 @@ def test_programs_draw_from_the_whole_op_table():
     assert NOT_DRAWN <= set(OPS)
     seen = set()
 
-    def listener(op, args, attrs, result, elapsed):
-        seen.add(op.name)
+    class Ops(GraphObserver):
+        def forward(self, op, args, attrs, result, elapsed):
+            seen.add(op.name)
 
     rng = random.Random(SEED)
-    listeners = importlib.import_module("nbgrad._tensor.dispatch")._forward_listeners
-    listeners.append(listener)
-    try:
+    with observe(Ops(), backward=False):
         for i in range(300):
             program = build(rng.randint, ("sum", "roots", "grad2")[i % 3])
             program.run(ng)
-    finally:
-        listeners.remove(listener)
     missing = set(OPS) - NOT_DRAWN - seen
     assert not missing, f"rows never drawn: {sorted(missing)}"
 

@@ -25,6 +25,7 @@ from nbgrad.backend import get_xp
 from .anomaly_mode import _state as _anomaly_state
 from .grad_mode import _inference_tensors
 from .grad_mode import _state as _grad_state
+from .observer import current as _running
 
 __all__ = [
     "Node",
@@ -404,49 +405,37 @@ class AccumulateGrad(Node):
         self.variable._pin_grad_accumulator()
         return super().register_hook(fn)
 
-    def apply(self, grads, emit=None):
-        """Accumulate, then the post-accumulate-grad hooks. ``emit(event, **data)`` is given by
-        the engine only when a listener is installed (``Engine._apply_reported``): the
-        accumulation and each hook are then reported (``grad_accumulated`` and ``hook``)."""
+    def apply(self, grads):
+        """Accumulate, then the post-accumulate-grad hooks, each reported to the observer of
+        the pass that runs this node (NOTE [One engine path]) with the ``.grad`` before (a
+        copy: accumulation and hooks may change it in place) and after."""
         grad = grads[0]
         var = self.variable
         if grad is None:
             return ()
-        if emit is None:
+        task = _running.graph_task
+        observer = task.observer if task is not None else None
+        if observer is None:
             _accumulate_into_grad(var, grad)
         else:
-            old = var._grad  # copied: accumulation may add into it in place
+            old = var._grad
             before = old._detached_copy() if old is not None else None
             _accumulate_into_grad(var, grad)
-            emit(
-                "grad_accumulated",
-                node=self,
-                variable=var,
-                grad=grad,
-                before=before,
-                after=var._grad,
-            )
+            observer.grad_accumulated(task, self, var, grad, before, var._grad)
         hooks = var._post_accumulate_grad_hooks
         if hooks:
             for h in tuple(hooks):
-                if h.enabled:
-                    out = _call_hook_with_events(h, (var,), self, "post_accumulate_grad", emit)
-                    if out is not None:
-                        raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+                if not h.enabled:
+                    continue
+                if observer is None:
+                    out = h.fn(var)
+                else:
+                    before = var._grad._detached_copy() if var._grad is not None else None
+                    out = h.fn(var)
+                    observer.hook(task, "post_accumulate_grad", self, h, before, var._grad)
+                if out is not None:
+                    raise RuntimeError("Tensor post accumulate grad hooks should return None.")
         return ()
-
-
-def _call_hook_with_events(handle, args, node, kind, emit=None):
-    """Call a post-accumulate-grad hook; with ``emit`` (a listener is installed), report it as
-    a ``hook`` event with the variable's ``.grad`` before and after the call (copied before:
-    the hook may change it in place, or set it to None)."""
-    if emit is None:
-        return handle.fn(*args)
-    var = args[0]
-    before = var._grad._detached_copy() if var._grad is not None else None
-    result = handle.fn(*args)
-    emit("hook", kind=kind, node=node, handle=handle, before=before, after=var._grad)
-    return result
 
 
 _accumulate_lock = threading.Lock()  # several threads may run backward into one leaf

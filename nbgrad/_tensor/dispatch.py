@@ -17,6 +17,7 @@ from nbgrad import backend, dtypes
 from nbgrad._graph import anomaly_mode as _anomaly
 from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad._graph.graph import NO_EDGE, Edge, InputMetadata, Node, next_sequence_nr
+from nbgrad._graph.observer import forward_observer as _observed
 from nbgrad._tensor.conversion import _arg, _ndarray, _set_inference, _wrap
 from nbgrad._tensor.views import _mark_view
 from nbgrad.backend import CPU
@@ -93,7 +94,7 @@ def _binary(op, a, b, attrs=_NO_ATTRS):
     The arithmetic operators' path: the same result as ``_dispatch`` (which it falls back to
     for anything else) without its general argument handling. See NOTE [Dispatch fast path].
     """
-    t0 = _perf_counter() if _forward_listeners else 0.0  # see NOTE [Forward listeners]
+    t0 = _perf_counter() if _observed else 0.0  # see NOTE [Forward observers]
     da = a._data
     if a._device is CPU and da.dtype.kind == "f":
         tb = type(b)
@@ -116,8 +117,8 @@ def _binary(op, a, b, attrs=_NO_ATTRS):
         result = _wrap(out if type(out) is _ndarray else np.asarray(out))
         if rg and _grad_state.enabled:
             _record(op, (a, b), attrs, (result,))
-        if _forward_listeners:
-            _notify_forward(op, (a, b), attrs, result, _perf_counter() - t0)
+        if _observed:
+            _observed[0].forward(op, (a, b), attrs, result, _perf_counter() - t0)
         return result
     return _dispatch(op, (a, _arg(b)), attrs)
 
@@ -162,28 +163,17 @@ def _prepare(op, args, attrs):
     return arrays, device if device is not None else CPU, requires_grad
 
 
-# NOTE [Forward listeners]
-# The notebook's recorder (nbgrad/notebook/recorder.py) sees every forward call through this
-# list of callables ``listener(op, args, attrs, result, elapsed)``; ``result`` is a Tensor or a
-# tuple of them, ``elapsed`` the op's wall time in seconds. With no listener, ``_dispatch`` and
-# ``_binary`` pay one empty-list check at entry and one before they return; nothing is timed.
-_forward_listeners: list = []
-
-
+# NOTE [Forward observers]
+# The notebook's recorder sees every forward call through ``GraphObserver.forward`` (see
+# nbgrad/_graph/observer.py). ``_observed`` is a list holding the one observer to call, or
+# empty: with nothing observing, ``_dispatch`` and ``_binary`` pay one empty-list check at entry
+# and one before they return; nothing is timed.
 _perf_counter = time.perf_counter
-
-
-def _notify_forward(op, args, attrs, result, elapsed):
-    if len(_forward_listeners) == 1:  # the usual case: one recorder
-        _forward_listeners[0](op, args, attrs, result, elapsed)
-        return
-    for listener in tuple(_forward_listeners):  # a copy: a listener may remove itself
-        listener(op, args, attrs, result, elapsed)
 
 
 def _dispatch(op, args, attrs=_NO_ATTRS, out=None):
     """Run one row of the op table on ``args`` (Tensors, lists of Tensors, scalars or None)."""
-    t0 = _perf_counter() if _forward_listeners else 0.0
+    t0 = _perf_counter() if _observed else 0.0
     # NOTE [Dispatch fast path]
     # Most calls are CPU tensors of one floating dtype, possibly with Python numbers: no
     # promotion or device check can change anything, so skip straight to the kernel.
@@ -229,8 +219,8 @@ def _dispatch(op, args, attrs=_NO_ATTRS, out=None):
                 _mark_view(r, args[0], None)
         if record:
             _record(op, args, attrs, results)
-        if _forward_listeners:
-            _notify_forward(op, args, attrs, results, _perf_counter() - t0)
+        if _observed:
+            _observed[0].forward(op, args, attrs, results, _perf_counter() - t0)
         return results
     if type(out) is not _ndarray:
         out = (np if device is CPU else backend.get_xp(device)).asarray(out)
@@ -259,8 +249,8 @@ def _dispatch(op, args, attrs=_NO_ATTRS, out=None):
         # no-grad mode])
         result._requires_grad = op.view and not _grad_state.enabled and args[0]._requires_grad
         result.grad_fn = None
-    if _forward_listeners:
-        _notify_forward(op, args, attrs, result, _perf_counter() - t0)
+    if _observed:
+        _observed[0].forward(op, args, attrs, result, _perf_counter() - t0)
     return result
 
 

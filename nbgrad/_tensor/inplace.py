@@ -10,6 +10,7 @@ import numpy as np
 from nbgrad._graph.grad_mode import _inference_tensors
 from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad._graph.graph import Node, SavedTensor
+from nbgrad._graph.observer import forward_observer as _observed
 from nbgrad._tensor.conversion import (
     _arg,
     _ndarray,
@@ -26,8 +27,8 @@ from nbgrad._tensor.dispatch import (
     OPS,
     _dispatch,
     _edge_of,
-    _forward_listeners,
     _op,
+    _perf_counter,
     _shapes_message,
 )
 from nbgrad._tensor.math_methods import sum_to
@@ -110,7 +111,6 @@ class InplaceMethods:
             other = others[0] if others else None
             if (
                 ufunc is not None
-                and not _forward_listeners  # NOTE [Forward listeners]
                 and type(attrs.get("alpha", 1)) in (int, float)
                 and self._data.dtype.kind == "f"
                 and (
@@ -126,6 +126,7 @@ class InplaceMethods:
                 # an optimizer's ``p.sub_(g, alpha=lr)``: write in place, no temporary copy
                 operand = other._data if type(other) is Tensor else other
                 alpha = attrs.get("alpha", 1)
+                t0 = _perf_counter() if _observed else 0.0  # NOTE [Forward observers]
                 try:  # NumPy checks the shapes before it writes anything
                     if op.quiet:  # 0 / 0 and the like: nan or inf quietly, as PyTorch
                         with np.errstate(all="ignore"):
@@ -135,6 +136,8 @@ class InplaceMethods:
                 except ValueError as e:
                     raise _inplace_shape_error(op, self, other, e) from None
                 self._counter()[0] += 1
+                if _observed:
+                    _observed[0].forward(op, (self, *others), attrs, self, _perf_counter() - t0)
                 return self
             with _NoGrad():
                 result = _dispatch(op, (self, *others), attrs)

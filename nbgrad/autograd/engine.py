@@ -50,6 +50,8 @@ from typing import NamedTuple
 from nbgrad._graph import anomaly_mode as _anomaly
 from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad._graph.graph import AccumulateGrad, Edge, GraphRoot, Node, _saved_hooks, hook_name
+from nbgrad._graph.observer import backward_observer
+from nbgrad._graph.observer import current as _current
 from nbgrad._tensor.conversion import _wrap
 from nbgrad._tensor.math_methods import sum_to
 from nbgrad.backend import CPU, quiet_float_errors
@@ -217,7 +219,7 @@ class GraphTask:
         "final_callbacks",
         "cpu_ready_queue",
         "reentrant_depth",
-        "listeners",
+        "observer",
         "owner",
         "completed",
         "check_nan",
@@ -229,7 +231,7 @@ class GraphTask:
         "__weakref__",
     )
 
-    def __init__(self, keep_graph, create_graph, reentrant_depth, listeners):
+    def __init__(self, keep_graph, create_graph, reentrant_depth, observer):
         self.keep_graph = keep_graph
         self.create_graph = create_graph
         self.dependencies = {}
@@ -243,7 +245,7 @@ class GraphTask:
         self.final_callbacks = []
         self.cpu_ready_queue = ReadyQueue("cpu", shared=False)
         self.reentrant_depth = reentrant_depth
-        self.listeners = listeners
+        self.observer = observer  # a GraphObserver, or None: see NOTE [One engine path]
         self.owner = threading.get_ident()
         self.completed = False
         self.anomaly = _anomaly._state.enabled
@@ -252,15 +254,6 @@ class GraphTask:
         self._lock = threading.Lock()
         self.cond = None  # made by _push_ready when the first node goes to a device worker
         self.warnings = []
-
-
-class _CurrentTask(threading.local):
-    graph_task = None  # the graph task whose node this thread is running (queue_callback)
-    depth = 0  # nested execute() calls on this thread (reentrant backward)
-    device_queue = None  # on a device worker: the queue it serves
-
-
-_current = _CurrentTask()
 
 
 def current_graph_task_id() -> int:
@@ -287,17 +280,11 @@ def will_engine_execute_node(node) -> bool:
 class Engine:
     """Runs backward passes (``torch::autograd::Engine``).
 
-    ``listeners`` is a plain list of callables ``listener(event, data)`` that the notebook
-    layer installs; with none installed the engine checks one empty list per step. Events
-    (``data`` always holds ``graph_task``): ``task_start`` (root, dependencies),
-    ``node_ready`` (node, device), ``node_start`` (node, inputs), ``hook`` (kind: tensor,
-    prehook, posthook or post_accumulate_grad; node, handle, before, after), ``grad_accumulated``
-    (node, variable, grad, before, after: the leaf's ``.grad``), ``node_end`` (node, outputs),
-    ``task_end`` (error).
+    Tools watch a pass through a ``GraphObserver`` (``nbgrad._graph.observer.observe``), called
+    on the path that runs unobserved: see NOTE [One engine path].
     """
 
     def __init__(self):
-        self.listeners = []
         self._device_queues = {}
         self._workers = []
         self._workers_lock = threading.Lock()
@@ -317,7 +304,7 @@ class Engine:
         roots = [r if isinstance(r, Edge) else Edge(*r) for r in roots]
         parent = _current.graph_task
         depth = parent.reentrant_depth + 1 if parent is not None else 0
-        graph_task = GraphTask(keep_graph, create_graph, depth, tuple(self.listeners))
+        graph_task = GraphTask(keep_graph, create_graph, depth, backward_observer())
         if len(roots) == 1:
             root = roots[0].function
             buffer = InputBuffer.of_size(max(len(root._input_metadata_), roots[0].input_nr + 1))
@@ -329,10 +316,9 @@ class Engine:
         self.compute_dependencies(root, graph_task)
         if outputs is not None:
             self.init_to_execute(root, graph_task, outputs, accumulate_grad)
-        if graph_task.listeners:
-            self._emit(
-                graph_task, "task_start", root=root, dependencies=dict(graph_task.dependencies)
-            )
+        observer = graph_task.observer
+        if observer is not None:
+            observer.task_start(graph_task, root, dict(graph_task.dependencies))
         prev = _current.graph_task
         prev_grad = _grad_state.enabled
         prev_saved_hooks = _saved_hooks.stack  # see NOTE [Saved-tensor hooks entered in backward]
@@ -356,8 +342,8 @@ class Engine:
             graph_task.completed = True
             for w in graph_task.warnings:  # replay warnings raised on worker threads
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-            if graph_task.listeners:
-                self._emit(graph_task, "task_end", error=graph_task.exception)
+            if observer is not None:
+                observer.task_end(graph_task, graph_task.exception)
         return graph_task.captured_vars
 
     # NOTE [Saved-tensor hooks entered in backward]
@@ -605,8 +591,8 @@ class Engine:
                 graph_task.threaded = True
                 graph_task.outstanding_tasks += 1
             queue.push(task)
-        if graph_task.listeners:
-            self._emit_ready(graph_task, node, str(device))
+        if graph_task.observer is not None:
+            graph_task.observer.node_ready(graph_task, node, device)
 
     def shutdown(self, timeout=1.0):
         """Stop the device workers (at interpreter exit)."""
@@ -622,7 +608,7 @@ class Engine:
 
         See NOTE [Hook order].
         """
-        listeners = graph_task.listeners
+        observer = graph_task.observer
         exec_info = graph_task.exec_info
         if exec_info is not None:
             info = exec_info.get(node)
@@ -641,11 +627,9 @@ class Engine:
             inputs = self.call_pre_hooks(graph_task, node, inputs)
         if graph_task.anomaly:  # nodes made while this one runs name it as their parent
             _anomaly._running.node = node
-        if listeners:
-            self._emit(graph_task, "node_start", node=node, inputs=list(inputs))
-            outputs = self._apply_reported(graph_task, node, inputs)
-        else:
-            outputs = node.apply(inputs)
+        if observer is not None:
+            observer.node_start(graph_task, node, list(inputs))
+        outputs = node.apply(inputs)
         edges = node._next_edges
         n_edges = len(edges)
         if len(outputs) != n_edges:
@@ -683,13 +667,13 @@ class Engine:
             _anomaly.check_nan(node, outputs)
         if node._post_hooks:
             outputs = self.call_post_hooks(graph_task, node, outputs, inputs)
-        if listeners:
-            self._emit(graph_task, "node_end", node=node, outputs=list(outputs))
+        if observer is not None:
+            observer.node_end(graph_task, node, list(outputs))
         if not graph_task.keep_graph:
             node.release_variables()
         if not edges:
             return
-        if live is not None and exec_info is None and not listeners and not graph_task.threaded:
+        if live is not None and exec_info is None and not graph_task.threaded:
             # NOTE [Single-edge fast path]: _route for one edge to a node with one input that
             # waits for nothing else; with nothing queued, NOTE [Chains skip the queue].
             fn = edges[live][0]
@@ -701,6 +685,8 @@ class Engine:
                 grad = outputs[live]
                 buf = InputBuffer((grad,))
                 if grad is not None and grad._device is CPU:
+                    if observer is not None:
+                        observer.node_ready(graph_task, fn, CPU)
                     heap = graph_task.cpu_ready_queue._heap
                     if not heap:
                         return fn, buf
@@ -717,11 +703,13 @@ class Engine:
             ready = self._route(graph_task, edges, outputs)
         if not ready:
             return
-        if graph_task.threaded or listeners:
+        if graph_task.threaded:
             own = _current.device_queue
-            if own is not None and len(ready) == 1 and not listeners and not own._heap:
+            if own is not None and len(ready) == 1 and not own._heap:
                 fn, buf, grad = ready[0]
                 if grad is not None and grad._device == own.device:
+                    if observer is not None:
+                        observer.node_ready(graph_task, fn, grad._device)
                     return fn, buf  # NOTE [Chains skip the queue], on a device worker
             for fn, buf, grad in ready:
                 self._push_ready(graph_task, fn, buf, grad)
@@ -732,10 +720,14 @@ class Engine:
             if grad is not None and grad._device is CPU:
                 # NOTE [Chains skip the queue]: the only ready node, with nothing else waiting,
                 # is what the queue would hand back next: the caller runs it directly.
+                if observer is not None:
+                    observer.node_ready(graph_task, fn, CPU)
                 return fn, buf
         depth = graph_task.reentrant_depth
         for fn, buf, grad in ready:
             if grad is not None and grad._device is CPU:  # inlined _push_ready, CPU case
+                if observer is not None:
+                    observer.node_ready(graph_task, fn, CPU)
                 task = _new_tuple(NodeTask, (graph_task, fn, buf, depth))
                 heappush(heap, (-depth, -fn._sequence_nr_, next(_tiebreak), task))
             else:
@@ -815,16 +807,8 @@ class Engine:
                 k = h.output_nr
                 grad = inputs[k]  # None for an output that got no gradient: PyTorch calls the
                 new = h.fn(grad)  # hook all the same, with None
-                if graph_task.listeners:
-                    self._emit(
-                        graph_task,
-                        "hook",
-                        kind="tensor",
-                        node=node,
-                        handle=h,
-                        before=grad,
-                        after=new,
-                    )
+                if graph_task.observer is not None:
+                    graph_task.observer.hook(graph_task, "tensor", node, h, grad, new)
                 if new is not None:
                     if grad is not None:
                         _check_hook_value(h.fn, grad, new, node)
@@ -848,16 +832,8 @@ class Engine:
                 continue
             before = tuple(inputs)
             new = h.fn(before)
-            if graph_task.listeners:
-                self._emit(
-                    graph_task,
-                    "hook",
-                    kind="prehook",
-                    node=node,
-                    handle=h,
-                    before=before,
-                    after=new,
-                )
+            if graph_task.observer is not None:
+                graph_task.observer.hook(graph_task, "prehook", node, h, before, new)
             if new is not None:
                 inputs = _check_hook_values(h.fn, before, new, node)
         return inputs
@@ -868,16 +844,8 @@ class Engine:
                 continue
             before = tuple(outputs)
             new = h.fn(before, tuple(inputs))
-            if graph_task.listeners:
-                self._emit(
-                    graph_task,
-                    "hook",
-                    kind="posthook",
-                    node=node,
-                    handle=h,
-                    before=before,
-                    after=new,
-                )
+            if graph_task.observer is not None:
+                graph_task.observer.hook(graph_task, "posthook", node, h, before, new)
             if new is not None:
                 outputs = _check_hook_values(h.fn, before, new, node)
         return outputs
@@ -893,23 +861,6 @@ class Engine:
                 cb = graph_task.final_callbacks[i]
             cb()
             i += 1
-
-    def _emit(self, graph_task, event, **data):
-        data["graph_task"] = graph_task
-        for listener in graph_task.listeners:
-            listener(event, data)
-
-    def _apply_reported(self, graph_task, node, inputs):
-        """``node.apply`` in a pass with listeners: an AccumulateGrad reports the accumulation
-        (``grad_accumulated``: node, variable, grad, the ``.grad`` before and after) and its
-        post-accumulate-grad hooks (``hook`` events, kind ``post_accumulate_grad``)."""
-        if type(node) is AccumulateGrad:
-            return node.apply(inputs, lambda event, **data: self._emit(graph_task, event, **data))
-        return node.apply(inputs)
-
-    def _emit_ready(self, graph_task, node, device):
-        if graph_task.listeners:
-            self._emit(graph_task, "node_ready", node=node, device=device)
 
 
 def _expandable(target, shape):

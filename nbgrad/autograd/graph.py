@@ -3,7 +3,8 @@
 
 The graph itself (Node, Edge, AccumulateGrad, saved tensors) lives in :mod:`nbgrad._graph.graph`,
 below the Tensor; this module adds what needs the engine (``register_multi_grad_hook``) and
-``save_on_cpu``.
+``save_on_cpu``, and (nbgrad's own, for tools) the typed observer of forward calls and
+backward passes, ``GraphObserver`` and ``observe`` (NOTE [One engine path]).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from nbgrad._graph.graph import (
     saved_tensors_hooks,
     try_get_grad_accumulator,
 )
+from nbgrad._graph.observer import GraphObserver, ObserverHandle, observe
 
 from .engine import current_graph_task_id, will_engine_execute_node
 
@@ -54,6 +56,9 @@ __all__ = [
     "grad_accumulator",
     "try_get_grad_accumulator",
     "next_sequence_nr",
+    "GraphObserver",
+    "ObserverHandle",
+    "observe",
 ]
 
 

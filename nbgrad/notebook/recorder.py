@@ -16,9 +16,9 @@ Inside ``with record() as rec:``
   the state the stepper shows (ready queues, changed dependency counts, input buffers, hooks
   with the gradient before and after, each gradient accumulated into a leaf's ``.grad``).
 
-The recorder listens to ``nbgrad._tensor.dispatch._forward_listeners`` and to
-``ng.autograd.Variable._execution_engine.listeners`` only between ``__enter__`` and ``__exit__``;
-an exception inside the block still removes both listeners and closes every open group, so
+The recorder observes forward calls and backward passes (its graph source installs a
+``GraphObserver``, NOTE [One engine path]) only between ``__enter__`` and ``__exit__``; an
+exception inside the block still removes the observer and closes every open group, so
 nothing is recorded outside the block. Forward calls are recorded from the thread that entered
 the block; the ops that derivative formulas run during a backward pass are only counted
 (``backward_ops``): they are the backward's own work, not part of the forward graph.
@@ -44,8 +44,7 @@ from importlib import import_module
 from threading import get_ident
 
 from nbgrad import Tensor
-from nbgrad.autograd.engine import get_default_engine
-from nbgrad.autograd.graph import next_sequence_nr, try_get_grad_accumulator
+from nbgrad.autograd.graph import GraphObserver, next_sequence_nr, try_get_grad_accumulator
 
 from .snapshot import grad_summary
 from .sources import NBGRAD, dtype_name
@@ -515,7 +514,7 @@ class Recorder:
         self._subscribers: list = []
         self._module_source = None
         self._module_handles = []
-        self._engine = None
+        self._watching = None  # the handle of the installed _Watcher
         self._backward_depth = 0
         self.backward_ops = 0
         self._lock = threading.RLock()
@@ -548,11 +547,11 @@ class Recorder:
         self.seq_end = None
         _active.append(self)
         if self.forward:
-            import_module("nbgrad._tensor.dispatch")._forward_listeners.append(self._on_forward)
             self._install_module_hooks()
-        if self.backward:
-            self._engine = get_default_engine()
-            self._engine.listeners.append(self._on_engine)
+        if self.forward or self.backward:
+            self._watching = self.graph_source.observe(
+                _Watcher(self), forward=self.forward, backward=self.backward
+            )
         return self
 
     def stop(self):
@@ -561,10 +560,9 @@ class Recorder:
             return
 
         self.running = False
-        _remove(import_module("nbgrad._tensor.dispatch")._forward_listeners, self._on_forward)
-        if self._engine is not None:
-            _remove(self._engine.listeners, self._on_engine)
-            self._engine = None
+        if self._watching is not None:
+            self._watching.remove()
+            self._watching = None
         for h in self._module_handles:
             h.remove()
         self._module_handles = []
@@ -641,7 +639,7 @@ class Recorder:
                     break
         # the user code that made it: the first frame outside nbgrad (in a cell: the cell's);
         # the walk starts where the user's frame is at the earliest, four calls up (user code,
-        # Tensor.__mul__ or ng.exp, _binary or _dispatch, _notify_forward, here): each frame
+        # Tensor.__mul__ or ng.exp, _binary or _dispatch, _Watcher.forward, here): each frame
         # passed on the way costs a frame object
         try:
             frame = _getframe(4)
@@ -748,120 +746,6 @@ class Recorder:
                     break
                 g.error = g.error or "not closed"
 
-    # -- backward passes ---------------------------------------------------------------------
-    def _on_engine(self, event, data):
-        if getattr(self._busy, "on", False):
-            return
-        self._busy.on = True
-        try:
-            self._engine_event(event, data)
-        finally:
-            self._busy.on = False
-
-    def _engine_event(self, event, data):
-        gt = data["graph_task"]
-        key = id(gt)
-        if event == "task_start":
-            with self._lock:
-                trace = BackwardTrace(
-                    len(self.passes),
-                    data["root"],
-                    data["dependencies"],
-                    gt,
-                    self.max_values,
-                    self.graph_source,
-                )
-                self.passes.append(trace)
-                self._open_traces[key] = trace
-                self._backward_depth += 1
-            return
-        trace = self._open_traces.get(key)
-        if trace is None:
-            return
-        thread = threading.get_ident()
-        if event == "node_ready":
-            node, device = data["node"], str(data["device"])
-            trace._ready.setdefault(device, {})[node] = None
-            running = trace._current.get(thread)
-            if running is not None:
-                running.made_ready.append(node)
-            elif not trace.steps:
-                trace.initial_ready.setdefault(device, []).append(node)
-        elif event == "hook":
-            call = HookCall()
-            call.kind = data["kind"]
-            call.node = data["node"]
-            call.handle = data["handle"]
-            call.name = getattr(call.handle, "name", "?")
-            call.before = _summaries(trace, data["before"])
-            after = data["after"]
-            if call.kind == "post_accumulate_grad":  # before and after: the leaf's .grad
-                call.after = _summaries(trace, after)
-                call.changed = call.after != call.before
-            else:  # a hook that returns None leaves the gradient as it was
-                call.changed = after is not None
-                call.after = _summaries(trace, after) if after is not None else call.before
-            trace.hook_calls.append(call)
-            running = trace._current.get(thread)
-            if running is not None and running.node is call.node:
-                running.hooks.append(call)
-            else:
-                trace._pending_hooks.setdefault(call.node, []).append(call)
-        elif event == "node_start":
-            node = data["node"]
-            step = Step()
-            step.index = len(trace.steps)
-            step.node = node
-            step.device = "cpu"
-            for device, nodes in trace._ready.items():
-                if node in nodes:
-                    step.device = device
-                    del nodes[node]
-                    break
-            step.inputs = [trace._summary(g) for g in data["inputs"]]
-            step.outputs = []
-            step.hooks = trace._pending_hooks.pop(node, [])
-            step.dependencies, step.buffers = trace._observe_routing(gt)
-            step.ready = trace._ready_now(gt, node)
-            step.made_ready = []
-            step.accumulated = None
-            step.time = time.perf_counter()
-            trace.node_inputs[node] = step.inputs
-            trace.steps.append(step)
-            trace._current[thread] = step
-        elif event == "grad_accumulated":
-            acc = Accumulation()
-            acc.node = data["node"]
-            acc.variable = weakref.ref(data["variable"])
-            acc.grad = trace._summary(data["grad"])
-            acc.before = trace._summary(data["before"])
-            acc.after = trace._summary(data["after"])
-            trace.accumulations.append(acc)
-            running = trace._current.get(thread)
-            if running is not None and running.node is acc.node:
-                running.accumulated = acc
-        elif event == "node_end":
-            node = data["node"]
-            step = trace._current.get(thread)
-            outputs = data["outputs"]
-            summaries = [trace._summary(g) for g in outputs]
-            if step is not None and step.node is node:
-                step.outputs = summaries
-            for i, s in enumerate(summaries):
-                trace.edge_grads[(node, i)] = s
-            trace._pending.append(node)
-        elif event == "task_end":
-            trace._current.pop(thread, None)
-            trace.final_dependencies, trace.final_buffers = trace._observe_routing(gt)
-            err = data.get("error")
-            trace.error = f"{type(err).__name__}: {err}" if err is not None else None
-            trace.finished = True
-            with self._lock:
-                self._open_traces.pop(key, None)
-                self._backward_depth = max(0, self._backward_depth - 1)
-            if not self._backward_depth:
-                self._notify()
-
     # -- reading -----------------------------------------------------------------------------
     def nodes(self):
         """The nodes the forward calls created, in creation order."""
@@ -883,6 +767,162 @@ class Recorder:
     def __repr__(self):
         state = "running" if self.running else "stopped"
         return f"<Recorder ({state}): {self.summary()}>"
+
+
+def _exclusive(method):
+    """An event handler that ignores the events its own work causes on its thread."""
+
+    def handler(self, *args):
+        busy = self.recorder._busy
+        if getattr(busy, "on", False):
+            return None
+        busy.on = True
+        try:
+            return method(self, *args)
+        finally:
+            busy.on = False
+
+    handler.__name__ = method.__name__
+    handler.__doc__ = method.__doc__
+    return handler
+
+
+class _Watcher(GraphObserver):
+    """What a :class:`Recorder` installs through its graph source: forward calls become
+    records; each backward pass a :class:`BackwardTrace` with one :class:`Step` per node."""
+
+    def __init__(self, recorder):
+        self.recorder = recorder
+
+    def forward(self, op, args, attrs, result, elapsed):
+        self.recorder._on_forward(op, args, attrs, result, elapsed)
+
+    def _trace(self, graph_task):
+        return self.recorder._open_traces.get(id(graph_task))
+
+    @_exclusive
+    def task_start(self, graph_task, root, dependencies):
+        rec = self.recorder
+        with rec._lock:
+            trace = BackwardTrace(
+                len(rec.passes),
+                root,
+                dependencies,
+                graph_task,
+                rec.max_values,
+                rec.graph_source,
+            )
+            rec.passes.append(trace)
+            rec._open_traces[id(graph_task)] = trace
+            rec._backward_depth += 1
+
+    @_exclusive
+    def node_ready(self, graph_task, node, device):
+        trace = self._trace(graph_task)
+        if trace is None:
+            return
+        device = str(device)
+        trace._ready.setdefault(device, {})[node] = None
+        running = trace._current.get(get_ident())
+        if running is not None:
+            running.made_ready.append(node)
+        elif not trace.steps:
+            trace.initial_ready.setdefault(device, []).append(node)
+
+    @_exclusive
+    def hook(self, graph_task, kind, node, handle, before, after):
+        trace = self._trace(graph_task)
+        if trace is None:
+            return
+        call = HookCall()
+        call.kind = kind
+        call.node = node
+        call.handle = handle
+        call.name = getattr(handle, "name", "?")
+        call.before = _summaries(trace, before)
+        if kind == "post_accumulate_grad":  # before and after: the leaf's .grad
+            call.after = _summaries(trace, after)
+            call.changed = call.after != call.before
+        else:  # a hook that returns None leaves the gradient as it was
+            call.changed = after is not None
+            call.after = _summaries(trace, after) if after is not None else call.before
+        trace.hook_calls.append(call)
+        running = trace._current.get(get_ident())
+        if running is not None and running.node is node:
+            running.hooks.append(call)
+        else:
+            trace._pending_hooks.setdefault(node, []).append(call)
+
+    @_exclusive
+    def node_start(self, graph_task, node, inputs):
+        trace = self._trace(graph_task)
+        if trace is None:
+            return
+        step = Step()
+        step.index = len(trace.steps)
+        step.node = node
+        step.device = "cpu"
+        for device, nodes in trace._ready.items():
+            if node in nodes:
+                step.device = device
+                del nodes[node]
+                break
+        step.inputs = [trace._summary(g) for g in inputs]
+        step.outputs = []
+        step.hooks = trace._pending_hooks.pop(node, [])
+        step.dependencies, step.buffers = trace._observe_routing(graph_task)
+        step.ready = trace._ready_now(graph_task, node)
+        step.made_ready = []
+        step.accumulated = None
+        step.time = time.perf_counter()
+        trace.node_inputs[node] = step.inputs
+        trace.steps.append(step)
+        trace._current[get_ident()] = step
+
+    @_exclusive
+    def grad_accumulated(self, graph_task, node, variable, grad, before, after):
+        trace = self._trace(graph_task)
+        if trace is None:
+            return
+        acc = Accumulation()
+        acc.node = node
+        acc.variable = weakref.ref(variable)
+        acc.grad = trace._summary(grad)
+        acc.before = trace._summary(before)
+        acc.after = trace._summary(after)
+        trace.accumulations.append(acc)
+        running = trace._current.get(get_ident())
+        if running is not None and running.node is node:
+            running.accumulated = acc
+
+    @_exclusive
+    def node_end(self, graph_task, node, outputs):
+        trace = self._trace(graph_task)
+        if trace is None:
+            return
+        step = trace._current.get(get_ident())
+        summaries = [trace._summary(g) for g in outputs]
+        if step is not None and step.node is node:
+            step.outputs = summaries
+        for i, s in enumerate(summaries):
+            trace.edge_grads[(node, i)] = s
+        trace._pending.append(node)
+
+    @_exclusive
+    def task_end(self, graph_task, error):
+        rec = self.recorder
+        trace = self._trace(graph_task)
+        if trace is None:
+            return
+        trace._current.pop(get_ident(), None)
+        trace.final_dependencies, trace.final_buffers = trace._observe_routing(graph_task)
+        trace.error = f"{type(error).__name__}: {error}" if error is not None else None
+        trace.finished = True
+        with rec._lock:
+            rec._open_traces.pop(id(graph_task), None)
+            rec._backward_depth = max(0, rec._backward_depth - 1)
+        if not rec._backward_depth:
+            rec._notify()
 
 
 class _BackwardOnly:

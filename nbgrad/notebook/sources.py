@@ -44,6 +44,7 @@ from nbgrad.autograd.graph import (
     SavedTensor,
     grad_accumulator,
     hook_inventory,
+    observe,
     try_get_grad_accumulator,
 )
 
@@ -221,6 +222,13 @@ class GraphSource(abc.ABC):
     def to_numpy(self, tensor) -> np.ndarray:
         """The values of a tensor on the host, detached."""
 
+    # -- watching ------------------------------------------------------------------------------
+    def observe(self, observer, *, forward=True, backward=True):
+        """Install ``observer`` (an ``nbgrad.autograd.graph.GraphObserver``) for this
+        framework's forward calls and/or backward passes, with the framework's own nodes and
+        tensors in its events; returns a handle with ``remove()``."""
+        raise NotImplementedError(f"the {self.name} graph source cannot record or observe")
+
     # -- derived ---------------------------------------------------------------------------
     def root_node(self, obj):
         """A graph root given as a tensor or a node -> its node (None for a tensor that needs
@@ -326,6 +334,9 @@ class NbgradSource(GraphSource):
 
     def to_numpy(self, tensor) -> np.ndarray:
         return np.asarray(tensor.numpy(force=True))
+
+    def observe(self, observer, *, forward=True, backward=True):
+        return observe(observer, forward=forward, backward=backward)
 
 
 def _saved_value(name, value) -> SavedValue:

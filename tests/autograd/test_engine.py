@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import nbgrad as ng
+from nbgrad.autograd.graph import GraphObserver, observe
 
 torch = pytest.importorskip("torch")
 
@@ -600,23 +601,57 @@ def test_queue_callback_can_queue_another():
     assert log == ["first", "second"]
 
 
-# -- listener events ------------------------------------------------------------------------------
+# -- observer events (NOTE [One engine path]) ---------------------------------------------------
+class EventLog(GraphObserver):
+    """Each typed event as ``(name, {argument: value})``, in the order they came."""
+
+    def __init__(self):
+        self.events = []
+
+    def _add(self, name, graph_task, **data):
+        data["graph_task"] = graph_task
+        self.events.append((name, data))
+
+    def task_start(self, graph_task, root, dependencies):
+        self._add("task_start", graph_task, root=root, dependencies=dependencies)
+
+    def node_ready(self, graph_task, node, device):
+        self._add("node_ready", graph_task, node=node, device=device)
+
+    def node_start(self, graph_task, node, inputs):
+        self._add("node_start", graph_task, node=node, inputs=inputs)
+
+    def hook(self, graph_task, kind, node, handle, before, after):
+        self._add(
+            "hook", graph_task, kind=kind, node=node, handle=handle, before=before, after=after
+        )
+
+    def grad_accumulated(self, graph_task, node, variable, grad, before, after):
+        self._add(
+            "grad_accumulated",
+            graph_task,
+            node=node,
+            variable=variable,
+            grad=grad,
+            before=before,
+            after=after,
+        )
+
+    def node_end(self, graph_task, node, outputs):
+        self._add("node_end", graph_task, node=node, outputs=outputs)
+
+    def task_end(self, graph_task, error):
+        self._add("task_end", graph_task, error=error)
+
+
 @pytest.fixture
 def listener():
-    engine = ng.autograd.Variable._execution_engine
-    events = []
-
-    def listen(event, data):
-        events.append((event, data))
-
-    engine.listeners.append(listen)
-    try:
-        yield events
-    finally:
-        engine.listeners.remove(listen)
+    log = EventLog()
+    with observe(log, forward=False):
+        yield log.events
 
 
-def test_listener_events_in_order(listener):
+def test_observer_events_in_order(listener):
     x = ng.tensor([0.1, 0.2, 0.3], requires_grad=True)
     w = ng.tensor([1.0, 2.0, 3.0], requires_grad=True)
     out = (x.exp() * w.sin()).sum()
@@ -657,7 +692,7 @@ def test_listener_events_in_order(listener):
         assert d["graph_task"] is listener[0][1]["graph_task"]
 
 
-def test_listener_sees_hooks_with_gradients(listener):
+def test_observer_sees_hooks_with_gradients(listener):
     x = ng.tensor([1.0, 2.0], requires_grad=True)
     y = x * 3
     y.register_hook(lambda g: g * 2)
@@ -670,7 +705,7 @@ def test_listener_sees_hooks_with_gradients(listener):
     np.testing.assert_array_equal(x.grad.numpy(), [6.0, 6.0])
 
 
-def test_listener_sees_accumulation_and_post_accumulate_grad_hooks(listener):
+def test_observer_sees_accumulation_and_post_accumulate_grad_hooks(listener):
     x = ng.tensor([1.0, 2.0], requires_grad=True)
     x.grad = ng.tensor([1.0, 1.0])
 
@@ -702,7 +737,7 @@ def test_listener_sees_accumulation_and_post_accumulate_grad_hooks(listener):
     np.testing.assert_array_equal(x.grad.numpy(), [40.0, 40.0])
 
 
-def test_listener_task_end_reports_error(listener):
+def test_observer_task_end_reports_error(listener):
     x = ng.tensor([1.0, 2.0], requires_grad=True)
     y = x * 3
 

@@ -29,8 +29,7 @@ import nbgrad as ng
 from nbgrad.autograd.graph import AccumulateGrad, SavedTensor
 from nbgrad.notebook import BackwardStepper, GraphView, HookEditor, record
 
-tensor_mod = importlib.import_module("nbgrad._tensor.dispatch")
-ENGINE = ng.autograd.Variable._execution_engine
+observer_mod = importlib.import_module("nbgrad._graph.observer")
 PROMPT = 1.0  # seconds from the interrupt to the end of the cell
 
 # -- memory ------------------------------------------------------------------------------------
@@ -180,8 +179,7 @@ class Slow(ng.autograd.Function):
 
 def _assert_detached(ip, session):
     """Nothing listens any more, nothing more is recorded, and the next cell works."""
-    assert tensor_mod._forward_listeners == []
-    assert ENGINE.listeners == []
+    assert observer_mod._forward == [] and observer_mod._backward == []
     assert not session.record.running and session.graph.live is False
     n = len(session.record.records)
     ip.run_cell("after = ng.tensor([1.0, 2.0], requires_grad=True) * 2")
@@ -256,7 +254,7 @@ def test_bad_options_are_a_usage_error_and_run_nothing(ip, line, message):
     assert not result.success
     text = cap.stdout + cap.stderr
     assert f"UsageError: {message}\nusage: %%autograd [--backward EXPR]" in text, text
-    assert "ran" not in ip.user_ns and tensor_mod._forward_listeners == []
+    assert "ran" not in ip.user_ns and observer_mod._forward == []
 
 
 def test_backward_of_a_name_that_does_not_exist(ip):
@@ -266,7 +264,7 @@ def test_backward_of_a_name_that_does_not_exist(ip):
     assert str(result.error_in_exec) == "name 'no_such_loss' is not defined"
     s = ip.user_ns["s_missing"]
     assert [r.op for r in s.record.records] == ["mul"] and s.record.passes == []
-    assert tensor_mod._forward_listeners == [] and ENGINE.listeners == []
+    assert observer_mod._forward == [] and observer_mod._backward == []
 
 
 def test_backward_of_something_that_is_not_a_tensor(ip):
@@ -277,7 +275,7 @@ def test_backward_of_something_that_is_not_a_tensor(ip):
     assert "TypeError: %%autograd --backward n: that is a int, not a tensor" in text
     s = ip.user_ns["s_int"]
     assert s.hooks.root is None and s.record.passes == []
-    assert tensor_mod._forward_listeners == [] and ENGINE.listeners == []
+    assert observer_mod._forward == [] and observer_mod._backward == []
 
 
 # -- the hook editor: bad messages -------------------------------------------------------------

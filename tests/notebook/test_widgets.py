@@ -8,6 +8,7 @@ import anywidget  # noqa: F401
 import pytest
 
 import nbgrad as ng  # noqa: E402
+from nbgrad.autograd.graph import GraphObserver, observe  # noqa: E402
 from nbgrad.notebook import BackwardStepper, GraphView, HookEditor, record  # noqa: E402
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
@@ -298,17 +299,13 @@ def _diamond():
 def test_stepper_replays_the_engine_order():
     x, a, loss = _diamond()
     order = []
-    engine = ng.autograd.Variable._execution_engine
 
-    def listen(event, data):
-        if event == "node_start":
-            order.append(data["node"].name())
+    class Starts(GraphObserver):
+        def node_start(self, graph_task, node, inputs):
+            order.append(node.name())
 
-    engine.listeners.append(listen)
-    try:
+    with observe(Starts(), forward=False):
         loss.backward(retain_graph=True)
-    finally:
-        engine.listeners.remove(listen)
     st = BackwardStepper(loss, retain_graph=True)
     names = {n["id"]: n["name"] for n in st.trace["graph"]["nodes"]}
     assert [names[s["node"]] for s in st.trace["steps"]] == order
