@@ -5,6 +5,7 @@ import xml.etree.ElementTree as ET
 
 import nbgrad as ng
 from nbgrad.notebook import build_snapshot, record, trace_snapshot
+from nbgrad.notebook.layout import layout
 from nbgrad.notebook.svg import hooks_svg, snapshot_svg, trace_svg
 
 NS = "{http://www.w3.org/2000/svg}"
@@ -83,3 +84,45 @@ def test_hooks_svg():
     texts = _texts(hooks_svg(None, []))
     assert "Hook editor: no target" in texts
     assert any("select a tensor, node or module" in t for t in texts)
+
+
+def _label_boxes(svg):
+    """The box of each edge label (9 px text: about 5.4 px a character, 9 px tall)."""
+    boxes = []
+    for t in ET.fromstring(svg).iter(f"{NS}text"):
+        if t.get("font-size") == "9" and t.get("fill") == "#1f6f3a":
+            x, y = float(t.get("x")), float(t.get("y"))
+            boxes.append((x, y - 9, x + 5.4 * len(t.text), y))
+    return boxes
+
+
+def _overlapping(boxes):
+    return [
+        (a, b)
+        for i, a in enumerate(boxes)
+        for b in boxes[i + 1 :]
+        if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+    ]
+
+
+def test_labels_of_edges_that_leave_one_box_do_not_overlap():
+    """Edges leaving one node towards neighbouring boxes (``x * y * x * y``: each Mul reaches
+    both leaves): their gradient labels sit where the edges have spread apart, not at the
+    middle of the first segment, where two of them touch."""
+    x = ng.tensor([1.0, 2.0], requires_grad=True)
+    y = ng.tensor([3.0, 4.0], requires_grad=True)
+    with record() as rec:
+        loss = (x * y * x * y * 12345.678).sum()
+        loss.backward()
+    snap = build_snapshot(rec, timings=False)
+    svg = snapshot_svg(snap)
+    boxes = _label_boxes(svg)
+    assert len(boxes) == len(layout(snap, [])["edges"]) >= 6
+    assert not _overlapping(boxes)
+    # the same labels at the middle of each first segment would overlap: the test can fail
+    middle = []
+    for e in layout(snap, [])["edges"]:
+        p = e["points"]
+        x0, y0 = p[0] + 0.5 * (p[2] - p[0]) + 4, p[1] + 0.5 * (p[3] - p[1]) + 3
+        middle.append((x0, y0 - 9, x0 + 5.4 * len(e["label"]), y0))
+    assert _overlapping(middle)

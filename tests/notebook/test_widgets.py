@@ -481,3 +481,16 @@ def test_a_hook_added_in_the_editor_shows_in_the_graph_at_once():
     ed.remove_hook(hid)
     shown = next(n for n in view.snapshot["nodes"] if n["id"] == node["id"])
     assert shown["hooks"] == []
+
+
+def test_the_hook_editor_follows_the_jupyterlab_theme():
+    """Every colour of the hook editor is a JupyterLab theme variable (its hex value only a
+    fallback outside JupyterLab), so that a dark theme gives light text on a dark background."""
+    import re
+    from pathlib import Path
+
+    css = (Path(ng.__file__).parent.parent / "widgets" / "hook_editor.css").read_text()
+    colours = re.findall(r"(?:color|background|border)[\w-]*\s*:\s*([^;]+);", css)
+    assert len(colours) >= 8
+    bare = [c for c in colours if re.search(r"#[0-9a-fA-F]{3,6}", re.sub(r"var\([^)]*\)", "", c))]
+    assert not bare, f"colours that ignore the theme: {bare}"
