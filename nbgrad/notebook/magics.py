@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib
+import importlib.util
 import keyword
 import shlex
 import sys
@@ -192,6 +194,7 @@ class AutogradMagics(Magics):
         # compile first: a syntax error is reported like any cell's, before anything is shown
         body, last, assigned = _compile(shell, "\n" + transformed, filename)
 
+        _import_frameworks(cell)
         rec = Recorder(cell_filename=filename)
         view = handle = None
         if not opts.static:
@@ -223,6 +226,13 @@ class AutogradMagics(Magics):
             finally:
                 if view is not None:
                     view.stop_live()  # the final refresh comes below, with the leaves' names
+        if rec.mixed:  # see NOTE [One framework a block]
+            others = " and ".join(sorted(rec.mixed))
+            print(
+                f"%%autograd: this cell used {rec.graph_source.name} and {others} tensors; the "
+                f"graph shows {rec.graph_source.name}'s (used first), without the {others} calls. "
+                "Give each framework's code its own %%autograd cell."
+            )
         names = _names(ns, assigned)
         session = Session(rec, names=names[0], weak_names=names[1])
         session.value = value
@@ -288,6 +298,16 @@ class AutogradMagics(Magics):
         else:
             display(view)
         display(session.hooks)
+
+
+# NOTE [A cell that imports torch]
+# A recorder watches the frameworks imported when it starts (``observable_sources``). A cell
+# that imports torch itself would run its torch code unwatched the first time, so a cell that
+# names torch has it imported first, when it is installed: the cell was going to import it.
+# nbgrad's own modules still never import torch (NOTE [torch stays optional]).
+def _import_frameworks(cell):
+    if "torch" in cell and "torch" not in sys.modules and importlib.util.find_spec("torch"):
+        importlib.import_module("torch")
 
 
 class CellSyntaxError(Exception):

@@ -40,14 +40,13 @@ import sys
 import threading
 import time
 import weakref
-from importlib import import_module
 from threading import get_ident
 
 from nbgrad import Tensor
-from nbgrad.autograd.graph import GraphObserver, next_sequence_nr, try_get_grad_accumulator
+from nbgrad.autograd.graph import GraphObserver, try_get_grad_accumulator
 
 from .snapshot import grad_summary
-from .sources import NBGRAD, dtype_name
+from .sources import NBGRAD, dtype_name, observable_sources
 
 _weakref = weakref.ref
 _new_record = object.__new__
@@ -69,6 +68,18 @@ __all__ = [
 ]
 
 _NBGRAD_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _framework_dirs() -> tuple:
+    """The folders of nbgrad and of the frameworks imported now (their frames are not user
+    code)."""
+    dirs = [_NBGRAD_DIR]
+    for name in ("torch",):
+        mod = sys.modules.get(name)
+        if mod is not None and getattr(mod, "__file__", None):
+            dirs.append(os.path.dirname(os.path.abspath(mod.__file__)) + os.sep)
+    return tuple(dirs)
+
 
 # the recorder stack: the recorders whose block is running, innermost last
 _active: list = []
@@ -423,6 +434,9 @@ class BackwardTrace:
         self.error = None
         self.finished = False
         self.max_values = max_values
+        # a pass observed from outside (torch's, NOTE [Watching torch]): the steps where the
+        # framework ran another node than nbgrad's model of the engine would; None otherwise
+        self.model_differs = None
         self._graph_task = weakref.ref(graph_task)
         self._ready: dict = {}  # device -> {node: None} (from node_ready/node_start events)
         self._pending = []  # nodes that ended and whose routing is not yet observed
@@ -492,15 +506,21 @@ class Recorder:
         max_values=16,
         cell_filename=None,
         line_offset=0,
-        source=NBGRAD,
+        source=None,
     ):
-        self.graph_source = source  # how records, traces and snapshots read the graph
+        # how records, traces and snapshots read the graph: the given source, or (None) the
+        # first framework the block uses (see NOTE [One framework a block])
+        self.graph_source = source or NBGRAD
+        self._fixed_source = source is not None
+        self._claimed = False
+        self._seq_starts: dict = {}
+        self.mixed: set = set()  # the other frameworks the block used (their calls left out)
         self.forward = forward
         self.backward = backward
         self.max_values = max_values
         self.cell_filename = cell_filename
         self.line_offset = line_offset
-        self.records = RecordList(cell_filename, line_offset, source)
+        self.records = RecordList(cell_filename, line_offset, self.graph_source)
         self._raw = self.records._raw
         self.modules: list[ModuleCall] = []
         self.passes: list[BackwardTrace] = []
@@ -514,7 +534,7 @@ class Recorder:
         self._subscribers: list = []
         self._module_source = None
         self._module_handles = []
-        self._watching = None  # the handle of the installed _Watcher
+        self._watching = []  # the handles of the installed _Watchers
         self._backward_depth = 0
         self.backward_ops = 0
         self._lock = threading.RLock()
@@ -542,16 +562,20 @@ class Recorder:
         _Tensor = Tensor
         self.running = True
         self._thread = threading.get_ident()
-        if self.seq_start is None:
-            self.seq_start = next_sequence_nr()
+        sources = [self.graph_source] if self._fixed_source else observable_sources()
+        if self.seq_start is None:  # each framework counts its own (see in_scope)
+            self._seq_starts = {s: s.next_sequence_nr() for s in sources}
+            self.seq_start = self._seq_starts.get(self.graph_source)
         self.seq_end = None
         _active.append(self)
         if self.forward:
-            self._install_module_hooks()
+            self._install_module_hooks(sources)
         if self.forward or self.backward:
-            self._watching = self.graph_source.observe(
-                _Watcher(self), forward=self.forward, backward=self.backward
-            )
+            for source in sources:
+                watcher = _Watcher(self, source)
+                self._watching.append(
+                    source.observe(watcher, forward=self.forward, backward=self.backward)
+                )
         return self
 
     def stop(self):
@@ -560,9 +584,9 @@ class Recorder:
             return
 
         self.running = False
-        if self._watching is not None:
-            self._watching.remove()
-            self._watching = None
+        for handle in self._watching:
+            handle.remove()
+        self._watching = []
         for h in self._module_handles:
             h.remove()
         self._module_handles = []
@@ -576,7 +600,7 @@ class Recorder:
                 trace.error = "the recording stopped during this backward pass"
         self._open_traces = {}
         self._backward_depth = 0
-        self.seq_end = next_sequence_nr()
+        self.seq_end = self.graph_source.next_sequence_nr()
         self._notify(final=True)
 
     def resume_backward(self):
@@ -671,23 +695,85 @@ class Recorder:
         if self._subscribers:
             self._notify()
 
-    # -- module groups -----------------------------------------------------------------------
-    def _install_module_hooks(self):
-        nn = sys.modules.get("nbgrad.nn")
-        if nn is None:  # imported here so that a block that imports it still sees its modules
-            try:
-                nn = import_module("nbgrad.nn")
-            except Exception:  # noqa: BLE001 - no (working) nbgrad.nn: no module groups from it
-                return
-        where = getattr(getattr(nn, "modules", None), "module", None)
-        pre = getattr(where, "register_module_forward_pre_hook", None) or getattr(
-            nn, "register_module_forward_pre_hook", None
-        )
-        post = getattr(where, "register_module_forward_hook", None) or getattr(
-            nn, "register_module_forward_hook", None
-        )
-        if pre is None or post is None:
+    # NOTE [One framework a block]
+    # A block is drawn with one framework's graph (nbgrad's or torch's). Unless a source is
+    # given, the recorder watches every framework it can, and the first one the block uses
+    # becomes its graph source; the calls and passes of another are left out, and ``mixed``
+    # names it (the magic says so under the cell).
+    def _claim(self, source) -> bool:
+        """Whether the events of ``source`` (not the graph source yet) are recorded."""
+        if not self._fixed_source and not self._claimed and not self.records and not self.passes:
+            self._claimed = True
+            self.graph_source = self.records.graph_source = source
+            self.seq_start = self._seq_starts.get(source, self.seq_start)
+            self._ids = None  # ids a live view gave before anything was recorded: nbgrad's
+            return True
+        self.mixed.add(source.name)
+        return False
+
+    def _on_foreign_forward(self, source, op, args, kwargs, result, elapsed):
+        """One call of another framework's (torch's), named ``op``: recorded as nbgrad's are,
+        from the source's tensors (see NOTE [Recording cost])."""
+        if self._backward_depth:
+            self.backward_ops += 1
             return
+        if self._quiet or get_ident() != self._thread:
+            return
+        is_tensor = source.is_tensor
+        results = result if isinstance(result, (tuple, list)) else (result,)
+        tensors = [t for t in results if is_tensor(t)]
+        if not tensors:
+            return
+        if source is not self.graph_source and not self._claim(source):
+            return
+        node = None
+        outputs = []
+        for t in tensors:
+            fn = t.grad_fn
+            if fn is not None:
+                node = fn if node is None else node
+                outputs += (fn, t.output_nr)
+            else:
+                outputs += (None, (tuple(t.shape), t.dtype, t.device, t.requires_grad))
+        inputs = []
+        for a in (*args, *kwargs.values()):
+            for t in a if isinstance(a, (list, tuple)) else (a,):
+                if is_tensor(t):
+                    fn = t.grad_fn
+                    if fn is not None:
+                        inputs += (fn, t.output_nr)
+                    else:
+                        inputs += (None, (tuple(t.shape), t.dtype, t.device, t.requires_grad))
+        frame = _getframe(1)
+        cell = self.cell_filename
+        dirs = _framework_dirs() if cell is None else ()
+        fname = lineno = None
+        while frame is not None:
+            name = frame.f_code.co_filename
+            if name == cell or (cell is None and not name.startswith(dirs)):
+                fname, lineno = name, frame.f_lineno
+                break
+            frame = frame.f_back
+        groups = self._open_groups
+        refs = tuple(_weakref(t) for t in tensors) if len(tensors) > 1 else _weakref(tensors[0])
+        self._raw.append(
+            (
+                op,
+                inputs,
+                tuple(outputs),
+                node,
+                elapsed,
+                fname,
+                lineno,
+                groups[-1] if groups else None,
+                refs,
+            )
+        )
+        if self._subscribers:
+            self._notify()
+
+    # -- module groups -----------------------------------------------------------------------
+    def _install_module_hooks(self, sources):
         rec = self
 
         def pre_hook(module, args):
@@ -699,8 +785,10 @@ class Recorder:
                     rec._module_exit(group)
                     break
 
-        self._module_handles = [pre(pre_hook), post(post_hook)]
-        self._module_source = "global_hooks"
+        for source in sources:
+            self._module_handles += source.module_call_hooks(pre_hook, post_hook)
+        if self._module_handles:
+            self._module_source = "global_hooks"
 
     def _module_enter(self, module, source):
         if not self.running or not self.forward:
@@ -791,11 +879,17 @@ class _Watcher(GraphObserver):
     """What a :class:`Recorder` installs through its graph source: forward calls become
     records; each backward pass a :class:`BackwardTrace` with one :class:`Step` per node."""
 
-    def __init__(self, recorder):
+    def __init__(self, recorder, source):
         self.recorder = recorder
+        self.source = source
 
     def forward(self, op, args, attrs, result, elapsed):
-        self.recorder._on_forward(op, args, attrs, result, elapsed)
+        rec = self.recorder
+        source = self.source
+        if source is not NBGRAD:
+            rec._on_foreign_forward(source, op, args, attrs, result, elapsed)
+        elif source is rec.graph_source or rec._claim(source):
+            rec._on_forward(op, args, attrs, result, elapsed)
 
     def _trace(self, graph_task):
         return self.recorder._open_traces.get(id(graph_task))
@@ -803,6 +897,8 @@ class _Watcher(GraphObserver):
     @_exclusive
     def task_start(self, graph_task, root, dependencies):
         rec = self.recorder
+        if self.source is not rec.graph_source and not rec._claim(self.source):
+            return
         with rec._lock:
             trace = BackwardTrace(
                 len(rec.passes),
@@ -916,6 +1012,8 @@ class _Watcher(GraphObserver):
             return
         trace._current.pop(get_ident(), None)
         trace.final_dependencies, trace.final_buffers = trace._observe_routing(graph_task)
+        differs = getattr(graph_task, "differs", None)
+        trace.model_differs = list(differs) if differs is not None else None
         trace.error = f"{type(error).__name__}: {error}" if error is not None else None
         trace.finished = True
         with rec._lock:

@@ -404,6 +404,18 @@ def build_snapshot(
             if id(p) not in param_group:
                 param_group[id(p)] = g
                 names.setdefault(id(p), f"{paths[g]}.{pname}")
+    # a parameter of a submodule that is never called (attention's ``out_proj``, used through
+    # its weight): named by the path from the innermost called module that holds it
+    for g in sorted(groups, key=lambda g: -g.depth):
+        named = getattr(g.module, "named_parameters", None)
+        try:
+            params = list(named()) if named is not None else []
+        except Exception:  # noqa: BLE001
+            params = []
+        for pname, p in params:
+            if id(p) not in param_group:
+                param_group[id(p)] = g
+                names.setdefault(id(p), f"{paths[g]}.{pname}")
     for key, name in weak_names.items():
         names.setdefault(key, name)
 

@@ -29,6 +29,7 @@ public underscore names.
 from __future__ import annotations
 
 import abc
+import importlib
 import sys
 from operator import attrgetter, methodcaller
 from typing import NamedTuple
@@ -44,6 +45,7 @@ from nbgrad.autograd.graph import (
     SavedTensor,
     grad_accumulator,
     hook_inventory,
+    next_sequence_nr,
     observe,
     try_get_grad_accumulator,
 )
@@ -223,11 +225,27 @@ class GraphSource(abc.ABC):
         """The values of a tensor on the host, detached."""
 
     # -- watching ------------------------------------------------------------------------------
+    def can_observe(self) -> bool:
+        """Whether :meth:`observe` can watch this framework now (for torch: once imported)."""
+        return False
+
     def observe(self, observer, *, forward=True, backward=True):
         """Install ``observer`` (an ``nbgrad.autograd.graph.GraphObserver``) for this
         framework's forward calls and/or backward passes, with the framework's own nodes and
-        tensors in its events; returns a handle with ``remove()``."""
+        tensors in its events; returns a handle with ``remove()``. A source other than
+        nbgrad's passes the op's name (a string) as ``op`` to ``observer.forward``."""
         raise NotImplementedError(f"the {self.name} graph source cannot record or observe")
+
+    def next_sequence_nr(self) -> int:
+        """Take a sequence number now: the nodes made after it on this thread number above
+        it (a recorder's block covers the nodes numbered between its start and its end)."""
+        raise NotImplementedError(f"the {self.name} graph source cannot record")
+
+    def module_call_hooks(self, pre_hook, post_hook) -> list:
+        """Register global module hooks (``pre_hook(module, args)`` and ``post_hook(module,
+        args, output)``, called around every module call of this framework); returns their
+        handles ([] when the framework has no modules)."""
+        return []
 
     # -- derived ---------------------------------------------------------------------------
     def root_node(self, obj):
@@ -335,8 +353,32 @@ class NbgradSource(GraphSource):
     def to_numpy(self, tensor) -> np.ndarray:
         return np.asarray(tensor.numpy(force=True))
 
+    def can_observe(self) -> bool:
+        return True
+
     def observe(self, observer, *, forward=True, backward=True):
         return observe(observer, forward=forward, backward=backward)
+
+    def next_sequence_nr(self) -> int:
+        return next_sequence_nr()
+
+    def module_call_hooks(self, pre_hook, post_hook) -> list:
+        nn = sys.modules.get("nbgrad.nn")
+        if nn is None:  # imported here so that a block that imports it still sees its modules
+            try:
+                nn = importlib.import_module("nbgrad.nn")
+            except Exception:  # noqa: BLE001 - no (working) nbgrad.nn: no module groups from it
+                return []
+        where = getattr(getattr(nn, "modules", None), "module", None)
+        pre = getattr(where, "register_module_forward_pre_hook", None) or getattr(
+            nn, "register_module_forward_pre_hook", None
+        )
+        post = getattr(where, "register_module_forward_hook", None) or getattr(
+            nn, "register_module_forward_hook", None
+        )
+        if pre is None or post is None:
+            return []
+        return [pre(pre_hook), post(post_hook)]
 
 
 def _saved_value(name, value) -> SavedValue:
@@ -381,6 +423,11 @@ def register_source(source: GraphSource) -> GraphSource:
     """Add a source (say, one for PyTorch's graph); :func:`source_for` asks it first."""
     _sources.insert(0, source)
     return source
+
+
+def observable_sources() -> list[GraphSource]:
+    """The registered sources that can watch their framework now, nbgrad's last."""
+    return [source for source in _sources if source.can_observe()]
 
 
 def source_for(*objs) -> GraphSource:

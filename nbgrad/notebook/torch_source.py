@@ -15,6 +15,7 @@ is one of its tensors, modules or nodes (whose Python types live in ``builtins``
 from __future__ import annotations
 
 import sys
+import time
 
 import numpy as np
 
@@ -194,5 +195,294 @@ class TorchSource(GraphSource):
     def to_numpy(self, tensor) -> np.ndarray:
         return tensor.detach().cpu().numpy()
 
+    # -- watching --------------------------------------------------------------------------
+    def can_observe(self) -> bool:
+        return _torch() is not None
+
+    def observe(self, observer, *, forward=True, backward=True):
+        torch = _torch()
+        if torch is None:
+            raise RuntimeError("torch is not imported: there is nothing of torch's to watch")
+        mode = _watch_mode(torch)(self, observer, forward, backward)
+        mode.__enter__()
+        return _ModeHandle(mode)
+
+    def next_sequence_nr(self) -> int:
+        torch = _torch()
+        with torch.enable_grad():  # a throwaway node takes one: the next nodes number above
+            probe = torch.zeros((), requires_grad=True) * 1
+        return probe.grad_fn._sequence_nr()
+
+    def module_call_hooks(self, pre_hook, post_hook) -> list:
+        torch = _torch()
+        if torch is None:
+            return []
+        module = torch.nn.modules.module
+        return [
+            module.register_module_forward_pre_hook(pre_hook),
+            module.register_module_forward_hook(post_hook),
+        ]
+
 
 TORCH = TorchSource()
+
+
+# -- watching torch at work ------------------------------------------------------------------
+# NOTE [Watching torch]
+# Forward calls: a ``torch.overrides.TorchFunctionMode`` sees every torch function and Tensor
+# method called while it is entered (torch turns the mode off inside its own handler, so the
+# calls torch makes for one call are not seen again). Backward passes: ``Tensor.backward``,
+# ``torch.autograd.backward`` and ``torch.autograd.grad`` reach the mode too; it walks the
+# graph from the roots, registers a pre-hook and a hook on each node (both return None: torch's
+# gradients do not change), runs torch's real backward, and removes them. The pre-hooks give
+# the order torch ran the nodes in and what each received; the hooks what each returned. Torch
+# shows no ready queue, dependency counts or input buffers: a :class:`TorchPass` keeps nbgrad's
+# model of them (PyTorch's engine, NOTE [Ready queues]) from the gradients the hooks see, and
+# notes each step where torch ran another node than the model would (``differs``).
+
+_SKIP = frozenset(
+    {"__get__", "__set__", "__repr__", "__format__", "__str__", "__len__", "__bool__"}
+)
+
+
+def _op_name(func) -> str:
+    name = getattr(func, "__name__", None) or repr(func)
+    return name[2:-2] if name.startswith("__") and name.endswith("__") else name
+
+
+class _ReadyModel:
+    """PyTorch's CPU ready queue, modelled: a ``std::priority_queue`` of nodes by sequence
+    number (libstdc++'s binary heap, step for step: nodes with equal numbers, a leaf's
+    accumulators, come out in the order that heap gives them, not first in first out)."""
+
+    def __init__(self, source):
+        self.heap: list = []
+        self._seq = source.sequence_nr
+
+    def _less(self, a, b):
+        return self._seq(a) < self._seq(b)
+
+    def _sift_up(self, heap, hole, top, value):  # std::__push_heap
+        parent = (hole - 1) // 2
+        while hole > top and self._less(heap[parent], value):
+            heap[hole] = heap[parent]
+            hole = parent
+            parent = (hole - 1) // 2
+        heap[hole] = value
+
+    def push(self, node):
+        self.heap.append(node)
+        self._sift_up(self.heap, len(self.heap) - 1, 0, node)
+
+    def _pop(self, heap):  # std::pop_heap, then pop_back
+        if len(heap) > 1:
+            value, heap[-1] = heap[-1], heap[0]
+            n, hole, child = len(heap) - 1, 0, 0
+            while child < (n - 1) // 2:  # std::__adjust_heap
+                child = 2 * (child + 1)
+                if self._less(heap[child], heap[child - 1]):
+                    child -= 1
+                heap[hole] = heap[child]
+                hole = child
+            if n % 2 == 0 and child == (n - 2) // 2:
+                child = 2 * (child + 1)
+                heap[hole] = heap[child - 1]
+                hole = child - 1
+            self._sift_up(heap, hole, 0, value)
+        return heap.pop()
+
+    def top(self):
+        return self.heap[0] if self.heap else None
+
+    def take(self, node):
+        """Take ``node`` out: the top, as the engine would, or (where torch ran another node
+        than the model's top) wherever it is."""
+        if self.heap and self.heap[0] is node:
+            self._pop(self.heap)
+        elif node in self.heap:
+            rest = [n for n in self.heap if n is not node]
+            self.heap = []
+            for n in rest:
+                self.push(n)
+
+    def snapshot(self):
+        """The waiting nodes in the order the engine would run them."""
+        heap, out = list(self.heap), []
+        while heap:
+            out.append(self._pop(heap))
+        return out
+
+
+class TorchPass:
+    """One torch backward pass as the observer's ``graph_task``: nbgrad's model of the engine's
+    state (``dependencies``, ``not_ready`` input buffers, ``cpu_ready_queue``), and the steps
+    where torch's order ``differs`` from the model's (indices of ``order``)."""
+
+    def __init__(self, source, roots):
+        self.source = source
+        self.roots = roots
+        self.dependencies: dict = {}
+        self.not_ready: dict = {}
+        self.cpu_ready_queue = _ReadyModel(source)
+        self.order: list = []
+        self.differs: list = []
+        seen, stack = set(), list(roots)
+        while stack:  # incoming edges of each node reachable from the roots
+            node = stack.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            for fn, _ in source.next_edges(node):
+                if fn is not None:
+                    self.dependencies[fn] = self.dependencies.get(fn, 0) + 1
+                    stack.append(fn)
+        self.nodes = seen
+
+    def start(self, node):
+        """``node`` starts: note whether the model would have run it now."""
+        if self.cpu_ready_queue.top() is not node:
+            self.differs.append(len(self.order))
+        self.cpu_ready_queue.take(node)
+        self.order.append(node)
+
+    def route(self, node, grads):
+        """``node`` returned ``grads``: the nodes that became ready, as the engine routes them."""
+        made_ready = []
+        for (fn, input_nr), grad in zip(self.source.next_edges(node), grads):
+            if fn is None:
+                continue
+            count = self.dependencies.get(fn, 1) - 1
+            self.dependencies[fn] = count
+            buf = self.not_ready.get(fn)
+            if buf is None:
+                buf = [None] * max(len(getattr(fn, "_input_metadata", ())), input_nr + 1)
+            if grad is not None:
+                buf[input_nr] = grad if buf[input_nr] is None else buf[input_nr] + grad
+            if count:
+                self.not_ready[fn] = buf
+            else:
+                self.not_ready.pop(fn, None)
+                self.cpu_ready_queue.push(fn)
+                made_ready.append(fn)
+        return made_ready
+
+
+def _roots(func, args, kwargs, torch):
+    first = args[0] if args else kwargs.get("tensors", kwargs.get("outputs"))
+    items = first if isinstance(first, (list, tuple)) else (first,)
+    return [t for t in items if isinstance(t, torch.Tensor)]
+
+
+def _device(node, torch):
+    meta = getattr(node, "_input_metadata", ())
+    return str(meta[0].device) if meta else "cpu"
+
+
+def _watched_backward(source, observer, func, args, kwargs, torch):
+    """Run torch's backward ``func`` with the observer told of each step (NOTE [Watching
+    torch])."""
+    nodes = []
+    for t in _roots(func, args, kwargs, torch):
+        node = source.gradient_node(t) if t.requires_grad else None
+        if node is not None and node not in nodes:
+            nodes.append(node)
+    if not nodes:
+        return func(*args, **kwargs)
+    task = TorchPass(source, nodes)
+    handles = []
+    before = {}
+
+    def pre(node):
+        def hook(grad_outputs):
+            task.start(node)
+            if source.is_accumulator(node):
+                g = node.variable.grad
+                before[node] = g.detach().clone() if g is not None else None
+            observer.node_start(task, node, list(grad_outputs))
+
+        return hook
+
+    def post(node):
+        def hook(grad_inputs, grad_outputs):
+            if source.is_accumulator(node):
+                var = node.variable
+                observer.grad_accumulated(
+                    task, node, var, grad_outputs[0], before.pop(node, None), var.grad
+                )
+            observer.node_end(task, node, list(grad_inputs))
+            for fn in task.route(node, grad_inputs):
+                observer.node_ready(task, fn, _device(fn, torch))
+
+        return hook
+
+    try:
+        for node in task.nodes:
+            try:
+                handles.append(node.register_prehook(pre(node)))
+                handles.append(node.register_hook(post(node)))
+            except (RuntimeError, AttributeError):  # a node that takes no hooks: not watched
+                continue
+        observer.task_start(task, nodes[0], dict(task.dependencies))
+        for node in nodes:
+            task.cpu_ready_queue.push(node)
+            observer.node_ready(task, node, _device(node, torch))
+        error = None
+        try:
+            return func(*args, **kwargs)
+        except BaseException as e:
+            error = e
+            raise
+        finally:
+            observer.task_end(task, error)
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def _watch_mode(torch):
+    """The TorchFunctionMode class (made once torch is imported: this module never imports
+    it, NOTE [torch stays optional])."""
+    cls = _MODE.get("cls")
+    if cls is not None:
+        return cls
+    backward_funcs = (torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad)
+    clock = time.perf_counter
+
+    class WatchMode(torch.overrides.TorchFunctionMode):
+        def __init__(self, source, observer, forward, backward):
+            super().__init__()
+            self.source = source
+            self.observer = observer
+            self.forward = forward
+            self.backward = backward
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func in backward_funcs:
+                if self.backward:
+                    return _watched_backward(self.source, self.observer, func, args, kwargs, torch)
+                return func(*args, **kwargs)
+            if not self.forward or getattr(func, "__name__", "") in _SKIP:
+                return func(*args, **kwargs)
+            t0 = clock()
+            result = func(*args, **kwargs)
+            self.observer.forward(_op_name(func), args, kwargs, result, clock() - t0)
+            return result
+
+    _MODE["cls"] = WatchMode
+    return WatchMode
+
+
+_MODE: dict = {}
+
+
+class _ModeHandle:
+    """An entered watch mode; ``remove()`` leaves it."""
+
+    def __init__(self, mode):
+        self.mode = mode
+
+    def remove(self):
+        mode, self.mode = self.mode, None
+        if mode is not None:
+            mode.__exit__(None, None, None)

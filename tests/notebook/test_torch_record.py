@@ -1,0 +1,160 @@
+"""Recording torch code (NOTE [Watching torch] in nbgrad/notebook/torch_source.py): every torch
+call of a block is a record with its line, module calls are groups, and torch's real backward is
+watched: the order torch ran the nodes in, what each received and returned, nbgrad's model of
+the engine beside it; torch's gradients are those of a run without the recorder, and nothing of
+the recorder is left on torch's objects afterwards."""
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch is the test oracle (the test extra has it)")
+
+import IPython  # noqa: E402
+from IPython.testing.globalipapp import get_ipython  # noqa: E402
+from IPython.utils.capture import capture_output  # noqa: E402
+
+from nbgrad.notebook import build_snapshot, record  # noqa: E402
+from nbgrad.notebook.torch_source import TORCH  # noqa: E402
+from tests.notebook.test_torch_source import MODELS, _walk  # noqa: E402
+
+
+def _run(name, recorded):
+    """Build model ``name`` (seed 0), run its loss's backward; with ``recorded``, inside a
+    recorder. Returns (model, loss, recorder or None, the parameters' gradients)."""
+    torch.manual_seed(0)
+    if recorded:
+        with record() as rec:
+            model, loss = MODELS[name]()
+            loss.backward(retain_graph=True)
+    else:
+        rec = None
+        model, loss = MODELS[name]()
+        loss.backward(retain_graph=True)
+    return model, loss, rec, [p.grad.clone() for p in model.parameters()]
+
+
+def _observed_order(loss):
+    """The order torch runs the nodes of ``loss``'s graph in, seen by node pre-hooks of our
+    own (independent of the recorder), on a second backward through the retained graph."""
+    order, handles, stack, seen = [], [], [loss.grad_fn], set()
+    while stack:
+        fn = stack.pop()
+        if fn in seen:
+            continue
+        seen.add(fn)
+        handles.append(fn.register_prehook(lambda g, fn=fn: order.append(fn)))
+        stack.extend(n for n, _ in fn.next_functions if n is not None)
+    loss.backward(retain_graph=True)
+    for h in handles:
+        h.remove()
+    return order
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_a_recorded_torch_model(name):
+    model, loss, rec, grads = _run(name, recorded=True)
+    _, _, _, plain = _run(name, recorded=False)
+    # torch's gradients are those of a run without the recorder
+    assert all(torch.equal(a, b) for a, b in zip(grads, plain))
+    assert rec.graph_source is TORCH and not rec.mixed
+    # every call is a record with the user's line (the model code is in test_torch_source.py),
+    # never a line of torch's; module calls are groups
+    assert rec.records and all(r.filename.endswith("test_torch_source.py") for r in rec.records)
+    assert rec.records[-1].node is loss.grad_fn
+    assert {g.type for g in rec.modules} >= {type(model).__name__}
+    # the snapshot is torch's graph: its nodes, edges and saved values, the parameters' names
+    snap = build_snapshot(rec)
+    names, edges = _walk(loss)
+    assert sorted(n["name"] for n in snap["nodes"] if n["kind"] == "node") == sorted(
+        v for k, v in names.items() if k[0] == "node"
+    )
+    assert len(snap["edges"]) == len(edges)
+    leaves = {n["label"] for n in snap["nodes"] if n["kind"] == "leaf"}
+    top = type(model).__name__
+    assert leaves == {f"{top}.{p}" for p, _ in model.named_parameters()}
+    # the pass: torch's own order, what each node received, gradients on every edge
+    [trace] = rec.passes
+    assert trace.order == _observed_order(loss)
+    assert trace.model_differs == []  # nbgrad's model of the engine runs them in that order
+    assert all(step.inputs for step in trace.steps)
+    assert all(e["grad"] is not None for e in snap["edges"])
+    # the steps' engine state comes from the model: every node ends with no dependency left
+    assert set(trace.final_dependencies.values()) <= {0}
+    # nothing is left on torch's objects
+    assert torch._C._len_torch_function_stack() == 0
+    assert not torch.nn.modules.module._global_forward_hooks
+    assert not torch.nn.modules.module._global_forward_pre_hooks
+    before = [p.grad.clone() for p in model.parameters()]
+    with record() as after:
+        pass
+    loss.backward()
+    assert not after.passes and len(rec.passes) == 1
+    # ... and a backward after the block adds one more gradient, as torch alone would
+    assert all(torch.equal(p.grad, b + g) for p, b, g in zip(model.parameters(), before, grads))
+
+
+def test_a_failing_torch_backward_is_a_failed_pass():
+    x = torch.ones(3, requires_grad=True)
+    with record() as rec:
+        y = (x * 2).sum()
+        y.backward()
+        with pytest.raises(RuntimeError, match="second time"):
+            y.backward()
+    first, second = rec.passes
+    assert first.error is None and second.error.startswith("RuntimeError")
+    assert torch.equal(x.grad, torch.full((3,), 2.0))
+
+
+def test_autograd_grad_is_watched_and_leaves_grad_alone():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with record() as rec:
+        y = (x.exp() * x).sum()
+        (g,) = torch.autograd.grad(y, [x])
+    assert torch.allclose(g, (x.exp() * (x + 1)).detach()) and x.grad is None
+    [trace] = rec.passes
+    assert [TORCH.node_name(n) for n in trace.order][:2] == ["SumBackward0", "MulBackward0"]
+
+
+@pytest.fixture(scope="module")
+def ip():
+    shell = get_ipython() or IPython.get_ipython()  # the first call starts it
+    shell.run_line_magic("load_ext", "nbgrad")
+    shell.run_cell("import nbgrad as ng")
+    return shell
+
+
+def test_an_autograd_cell_of_torch_code(ip):
+    with capture_output() as cap:
+        result = ip.run_cell(
+            "%%autograd --backward loss -o ts\n"
+            "import torch\n"
+            "torch.manual_seed(0)\n"
+            "model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(),"
+            " torch.nn.Linear(8, 1))\n"
+            "x = torch.randn(5, 4)\n"
+            "loss = ((model(x) - 1) ** 2).mean()\n"
+        )
+    assert result.success, cap.stderr
+    session = ip.user_ns["ts"]
+    rec = session.record
+    assert rec.graph_source is TORCH
+    lines = {(r.op, r.line) for r in rec.records}
+    assert {("linear", 6), ("relu", 6), ("sub", 6), ("pow", 6), ("mean", 6)} <= lines
+    snap = session.graph.snapshot
+    leaves = {n["label"] for n in snap["nodes"] if n["kind"] == "leaf"}
+    assert leaves == {"model.0.weight", "model.0.bias", "model.2.weight", "model.2.bias"}
+    assert snap["pass"] == 0 and "mixed" not in cap.stdout
+
+
+def test_a_cell_that_mixes_nbgrad_and_torch_says_so(ip):
+    with capture_output() as cap:
+        result = ip.run_cell(
+            "%%autograd -o mixed\n"
+            "import torch\n"
+            "a = ng.ones(2, requires_grad=True) * 2\n"
+            "b = torch.ones(2, requires_grad=True) * 3\n"
+        )
+    assert result.success
+    rec = ip.user_ns["mixed"].record
+    assert rec.graph_source.name == "nbgrad" and rec.mixed == {"torch"}
+    assert [r.op for r in rec.records] == ["mul"]
+    assert "torch" in cap.stdout and "nbgrad" in cap.stdout and "own %%autograd cell" in cap.stdout
