@@ -60,7 +60,8 @@
  * @typedef {{dependencies: Object<string, number>,
  *            buffers: Object<string, (GradSummary|null)[]>}} TraceEnd
  * @typedef {{schema: "nbgrad.trace", version: 1, graph: Snapshot, root: string,
- *            initial: TraceStart, steps: Step[], final: TraceEnd, error: (string|null)}} Trace
+ *            initial: TraceStart, steps: Step[], final: TraceEnd, error: (string|null),
+ *            model_differs: (number[]|null)}} Trace
  * @typedef {{id: string, kind: ("node"|"group"|"series"), x: number, y: number, w: number,
  *            h: number, label: string, sub: string, ref: string, group: (string|null)}} Box
  * @typedef {{from: string, to: string, edges: string[], grad: (number|string|null),

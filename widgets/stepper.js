@@ -200,6 +200,18 @@ function render({ model, el }) {
       sections.push(h("h4", {}, pos === 0 ? "Before the first node" : "Finished"));
       if (pos > n && tr.error) sections.push(h("pre", { class: "nbg-error" }, tr.error));
     }
+    // a pass watched from outside (torch's): its order is observed; the queues, counts and
+    // buffers are nbgrad's model of that engine, checked against the order at every step
+    const differs = tr.model_differs;
+    if (differs) {
+      const here = pos > 0 && differs.includes(pos - 1);
+      sections.push(h("p", { class: here ? "nbg-error" : "nbg-muted" },
+        here ? "At this step torch ran another node than nbgrad's model of its engine would."
+          : differs.length ? `Order observed in torch; nbgrad's model of its engine differs at ` +
+            `step${differs.length > 1 ? "s" : ""} ${differs.map((k) => k + 1).join(", ")}.`
+            : "Order observed in torch; the queues, counts and buffers are nbgrad's model of " +
+              "its engine, which ran the nodes in the same order."));
+    }
     for (const [dev, ids] of Object.entries(st.ready)) {
       sections.push(...list(`Ready queue (${dev}), highest sequence_nr first`, ids.map(label)));
     }

@@ -384,11 +384,16 @@ class HookEditor(StillWidget):
         wrapper = _EditorHook(self, label, fn, source, kind)
         on, method, _ = KINDS[kind]
         owner = self._module if on == "module" else self._node if on == "node" else self._tensor
-        handle = getattr(owner, method)(wrapper)
+        handle = self._graph_source.register_hook(owner, method, wrapper, kind)
         hid = f"h{handle.id}"
         self._editor_hooks[hid] = wrapper
         self.error = ""
         self.status = f"added {label}"
+        if on == "module":  # as in PyTorch: module hooks act on the module's next call
+            self.status += (
+                "; a module hook acts from the module's next call on (run the cell again to see "
+                "it in this graph)"
+            )
         self._update()
         self._redraw_graph()
         return hid

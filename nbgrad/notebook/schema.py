@@ -272,6 +272,9 @@ class Trace(TypedDict):
     steps: list[Step]
     final: TraceEnd
     error: str | None
+    # a pass watched from outside (torch's): the steps (0-based) where the framework ran
+    # another node than nbgrad's model of its engine would; None for nbgrad's own passes
+    model_differs: list[int] | None
 
 
 # -- what the graph widget is sent (NOTE [Send less]) ----------------------------------------

@@ -705,6 +705,7 @@ def trace_snapshot(
             "buffers": {ids(n): b for n, b in trace.final_buffers.items()},
         },
         "error": trace.error,
+        "model_differs": trace.model_differs,
     }
 
 

@@ -241,6 +241,12 @@ class GraphSource(abc.ABC):
         it (a recorder's block covers the nodes numbered between its start and its end)."""
         raise NotImplementedError(f"the {self.name} graph source cannot record")
 
+    def register_hook(self, owner, method, fn, kind):
+        """Register ``fn`` on ``owner`` (a tensor, node or module) with the framework's
+        ``method`` (``register_hook``...), as the hook editor's ``kind``; returns a handle with
+        ``id``, ``remove()``, ``enable()`` and ``disable()``."""
+        return getattr(owner, method)(fn)
+
     def module_call_hooks(self, pre_hook, post_hook) -> list:
         """Register global module hooks (``pre_hook(module, args)`` and ``post_hook(module,
         args, output)``, called around every module call of this framework); returns their

@@ -48,11 +48,87 @@ class _Handle:
     def remove(self):
         self._dict.pop(self.id, None)
 
+    def enable(self):
+        pass
+
+    def disable(self):
+        raise ValueError(
+            f"{self.name} was registered outside nbgrad: torch cannot switch it off; remove it "
+            "(and register it again later)"
+        )
+
+
+# The kinds of hook events (GraphObserver.hook) for the hooks nbgrad registers on torch objects
+_EVENT_KINDS = {"tensor_hook": "tensor", "node_prehook": "prehook", "node_hook": "posthook"}
+# the pass being watched now (NOTE [Watching torch]): [(observer, TorchPass, node running)]
+_WATCHED: list = []
+
+
+class TorchHook:
+    """A hook nbgrad registered on a torch tensor, node or module (the hook editor's): torch
+    calls it; it calls ``fn`` unless disabled (then it changes nothing), and reports the call
+    to the pass being watched, as nbgrad's engine reports its hooks. Its own handle."""
+
+    def __init__(self, fn, kind, owner):
+        self.fn, self.kind, self.owner = fn, kind, owner
+        self.name = getattr(fn, "__qualname__", None) or repr(fn)
+        self.enabled = True
+        self.id = None
+        self._torch_handle = None
+
+    def __call__(self, *args):
+        if not self.enabled:
+            return None
+        post_acc = self.kind == "post_accumulate_grad"
+        if post_acc and _WATCHED:
+            g = args[0].grad
+            before = g.detach().clone() if g is not None else None
+        result = self.fn(*args)
+        if _WATCHED:
+            observer, task, node = _WATCHED[-1]  # the node running (a module hook's)
+            if self.kind in ("node_prehook", "node_hook"):
+                node = self.owner
+            elif self.kind == "tensor_hook" and self.owner.grad_fn is not None:
+                node = self.owner.grad_fn  # (it runs before its node's pre-hooks)
+            if post_acc:
+                before_after = (before, args[0].grad)
+            else:
+                before_after = (
+                    args[-1] if self.kind.startswith("full_backward") else args[0],
+                    result,
+                )
+            observer.hook(task, _EVENT_KINDS.get(self.kind, self.kind), node, self, *before_after)
+        return result
+
+    def enable(self):
+        self.enabled = True
+
+    def disable(self):
+        self.enabled = False
+
+    def remove(self):
+        if self._torch_handle is not None:
+            self._torch_handle.remove()
+        _NODE_HOOKS.get(id(self.owner), {}).pop(self.id, None)
+        if not _NODE_HOOKS.get(id(self.owner), True):
+            del _NODE_HOOKS[id(self.owner)]
+
+    def __repr__(self):
+        return f"<torch hook {self.name} ({self.kind})>"
+
+
+# hooks nbgrad put on torch nodes, which torch keeps where Python cannot list them:
+# id(node) -> {hook id: TorchHook} (a hook holds its node until removed)
+_NODE_HOOKS: dict = {}
+
 
 def _handles(hooks_dict, kind, owner):
     if not hooks_dict:
         return ()
-    return tuple(_Handle(k, fn, kind, owner, hooks_dict) for k, fn in list(hooks_dict.items()))
+    return tuple(
+        fn if isinstance(fn, TorchHook) else _Handle(k, fn, kind, owner, hooks_dict)
+        for k, fn in list(hooks_dict.items())
+    )
 
 
 class TorchSource(GraphSource):
@@ -145,9 +221,11 @@ class TorchSource(GraphSource):
             post_acc = _handles(
                 getattr(leaf, "_post_accumulate_grad_hooks", None), "post_accumulate_grad", leaf
             )
+        # torch keeps a node's own hooks where Python cannot list them: those nbgrad registered
+        ours = list(_NODE_HOOKS.get(id(node), {}).values())
         return NodeHooks(
-            pre_hooks=(),  # torch keeps a node's own hooks in C++, where Python cannot list them
-            hooks=(),
+            pre_hooks=tuple(h for h in ours if h.kind == "node_prehook"),
+            hooks=tuple(h for h in ours if h.kind == "node_hook"),
             tensor_hooks=tensor_hooks,
             retains_grad=(),
             post_accumulate_grad=post_acc,
@@ -194,6 +272,14 @@ class TorchSource(GraphSource):
 
     def to_numpy(self, tensor) -> np.ndarray:
         return tensor.detach().cpu().numpy()
+
+    def register_hook(self, owner, method, fn, kind):
+        hook = TorchHook(fn, kind, owner)
+        hook._torch_handle = getattr(owner, method)(hook)
+        hook.id = hook._torch_handle.id
+        if self.is_node(owner):
+            _NODE_HOOKS.setdefault(id(owner), {})[hook.id] = hook
+        return hook
 
     # -- watching --------------------------------------------------------------------------
     def can_observe(self) -> bool:
@@ -395,6 +481,7 @@ def _watched_backward(source, observer, func, args, kwargs, torch):
     def pre(node):
         def hook(grad_outputs):
             task.start(node)
+            _WATCHED[-1] = (observer, task, node)
             if source.is_accumulator(node):
                 g = node.variable.grad
                 before[node] = g.detach().clone() if g is not None else None
@@ -427,12 +514,14 @@ def _watched_backward(source, observer, func, args, kwargs, torch):
             task.cpu_ready_queue.push(node)
             observer.node_ready(task, node, _device(node, torch))
         error = None
+        _WATCHED.append((observer, task, None))
         try:
             return func(*args, **kwargs)
         except BaseException as e:
             error = e
             raise
         finally:
+            _WATCHED.pop()
             observer.task_end(task, error)
     finally:
         for h in handles:

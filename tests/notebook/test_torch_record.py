@@ -4,6 +4,8 @@ watched: the order torch ran the nodes in, what each received and returned, nbgr
 the engine beside it; torch's gradients are those of a run without the recorder, and nothing of
 the recorder is left on torch's objects afterwards."""
 
+import importlib
+
 import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch is the test oracle (the test extra has it)")
@@ -158,3 +160,89 @@ def test_a_cell_that_mixes_nbgrad_and_torch_says_so(ip):
     assert rec.graph_source.name == "nbgrad" and rec.mixed == {"torch"}
     assert [r.op for r in rec.records] == ["mul"]
     assert "torch" in cap.stdout and "nbgrad" in cap.stdout and "own %%autograd cell" in cap.stdout
+
+
+CELL = (
+    "%%autograd --backward loss --retain-graph -o th\n"
+    "import torch\n"
+    "torch.manual_seed(0)\n"
+    "model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))\n"
+    "x = torch.randn(5, 4)\n"
+    "loss = ((model(x) - 1) ** 2).mean()\n"
+)
+
+
+def _plain_grads(hook=None):
+    """The same model's gradients in plain torch, with ``hook`` on its ReluBackward0 node."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    x = torch.randn(5, 4)
+    h = model[1](model[0](x))
+    if hook is not None:
+        h.grad_fn.register_prehook(hook)
+    ((model[2](h) - 1) ** 2).mean().backward()
+    return [p.grad for p in model.parameters()]
+
+
+def test_hooks_on_torch_objects_from_the_editor(ip):
+    with capture_output() as cap:
+        assert ip.run_cell(CELL).success, cap.stderr
+    session, model = ip.user_ns["th"], ip.user_ns["model"]
+    editor, snap = session.hooks, session.graph.snapshot
+    relu = next(n["id"] for n in snap["nodes"] if n["name"] == "ReluBackward0")
+    editor.set_target(relu)
+    assert editor.kinds() == ["tensor_hook", "node_hook", "node_prehook"]
+    hid = editor.add_hook("node_prehook", "lambda grad_outputs: (grad_outputs[0] * 2,)")
+    # torch cannot list a node's hooks; the editor lists the ones it added, and the graph too
+    assert [h["id"] for h in editor.hooks] == [hid]
+    assert [h["id"] for h in session.graph.snapshot["hooks"]] == [hid]
+    editor.zero_grad()
+    editor.run_backward()
+    assert editor.error == "" and editor.status.endswith("1 hooks fired")
+    want = _plain_grads(lambda go: (go[0] * 2,))
+    assert all(torch.equal(p.grad, w) for p, w in zip(model.parameters(), want))
+    [fired] = editor.fired
+    assert fired["hook"] == hid and fired["kind"] == "prehook" and fired["changed"]
+    assert fired["after"][0]["norm"] == pytest.approx(2 * fired["before"][0]["norm"], rel=1e-5)
+    # disabled, it changes nothing; a leaf's tensor hook and a module hook are listed
+    editor.set_enabled(hid, False)
+    editor.zero_grad()
+    editor.run_backward()
+    plain = _plain_grads()
+    assert all(torch.equal(p.grad, w) for p, w in zip(model.parameters(), plain))
+    assert editor.fired == []
+    editor.set_target(model[0].weight)
+    leaf = editor.add_hook("tensor_hook", "lambda grad: grad * 0")
+    editor.zero_grad()
+    editor.run_backward()
+    assert not model[0].weight.grad.any() and model[0].bias.grad.any()
+    editor.set_target(model[2])
+    fwd = editor.add_hook("forward", "lambda module, args, output: None")
+    assert "next call" in editor.status and [h["id"] for h in editor.hooks] == [fwd]
+    # removed, nothing of nbgrad's is left on torch's objects
+    editor.remove_hook(fwd)
+    editor.set_target(model[0].weight)
+    editor.remove_hook(leaf)
+    editor.set_target(relu)
+    editor.remove_hook(hid)
+    assert editor.hooks == [] and session.graph.snapshot["hooks"] == []
+    assert not model[0].weight._backward_hooks and not model[2]._forward_hooks
+    assert not importlib.import_module("nbgrad.notebook.torch_source")._NODE_HOOKS
+
+
+def test_the_stepper_steps_through_torchs_pass(ip):
+    with capture_output() as cap:
+        assert ip.run_cell(CELL.replace("-o th", "--step -o ts2")).success, cap.stderr
+    session = ip.user_ns["ts2"]
+    stepper = session.stepper
+    trace = session.record.passes[-1]
+    names = {n["id"]: n["name"] for n in stepper.trace["graph"]["nodes"]}
+    order = [names[s["node"]] for s in stepper.trace["steps"]]
+    assert order == [TORCH.node_name(n) for n in trace.order]
+    assert order[0] == "MeanBackward0" and order.count("torch::autograd::AccumulateGrad") == 4
+    # the engine's state at each step is nbgrad's model of torch's engine, checked against
+    # torch's order at every step (the stepper says so, or marks the steps that differ)
+    assert stepper.trace["model_differs"] == []
+    state = stepper.state(1)
+    assert state["running"] == stepper.trace["steps"][0]["node"] and state["ready"] == {"cpu": []}
+    assert names[stepper.state(1)["made_ready"][0]] == "PowBackward0"
