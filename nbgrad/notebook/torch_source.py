@@ -243,7 +243,18 @@ class TorchSource(GraphSource):
             ("_backward_hooks", "full_backward"),
         ):
             for h in _handles(getattr(module, attr, None), kind, module):
-                out.append(HookInfo(kind, "module", module, h.name, True, h))
+                out.append(HookInfo(kind, "module", module, h.name, h.enabled, h))
+        # the global module hooks (``register_module_forward_hook``...) act on every module:
+        # listed with each, as torch itself lists them nowhere
+        where = torch.nn.modules.module
+        for attr, kind in (
+            ("_global_forward_pre_hooks", "global_forward_pre"),
+            ("_global_forward_hooks", "global_forward"),
+            ("_global_backward_pre_hooks", "global_full_backward_pre"),
+            ("_global_backward_hooks", "global_full_backward"),
+        ):
+            for h in _handles(getattr(where, attr, None), kind, None):
+                out.append(HookInfo(kind, "module", module, h.name, h.enabled, h))
         return out
 
     # -- tensors ---------------------------------------------------------------------------

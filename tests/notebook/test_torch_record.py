@@ -219,6 +219,14 @@ def test_hooks_on_torch_objects_from_the_editor(ip):
     editor.set_target(model[2])
     fwd = editor.add_hook("forward", "lambda module, args, output: None")
     assert "next call" in editor.status and [h["id"] for h in editor.hooks] == [fwd]
+    # hooks registered elsewhere are listed too, the global module hooks among them
+    glob = torch.nn.modules.module.register_module_forward_hook(lambda m, a, o: None)
+    try:
+        editor._update()
+        kinds = [h["kind"] for h in editor.hooks]
+        assert kinds == ["forward", "global_forward"]
+    finally:
+        glob.remove()
     # removed, nothing of nbgrad's is left on torch's objects
     editor.remove_hook(fwd)
     editor.set_target(model[0].weight)
