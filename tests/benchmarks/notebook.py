@@ -2,7 +2,7 @@
 
     python tests/benchmarks/notebook.py              # everything, 15 repeats
     python tests/benchmarks/notebook.py --quick      # 5 repeats, 500-node graphs only
-    python tests/benchmarks/notebook.py --only overhead   # or: graphs, sent
+    python tests/benchmarks/notebook.py --only overhead   # or: torch, graphs, sent
 
 1. Recorder overhead per forward op: one op loop, run alternately without and with
    ``nbgrad.notebook.record()`` active (same process, same tensors), medians over the repeats;
@@ -11,6 +11,10 @@
    the recorder's share is largest; a 128x128 ``h @ W`` loop shows a heavier op. The timed
    region is the loop inside ``with record():`` (the garbage collector on, as in a notebook);
    freeing the graph and the records comes after it.
+1b. The same for a PyTorch training step (torch's graph recorded, NOTE [Watching torch] in
+   nbgrad/notebook/torch_source.py): a 784-256-10 MLP on a batch of 64, forward, cross entropy,
+   backward and an SGD step, run alternately plain and inside ``record()`` (its forward calls
+   and the watched backward); the ratio's target is at most 1.3. Needs torch.
 2. Graphs of about 500 and 5,000 nodes (two shapes, each flat and grouped as one module call
    per block, as ``nbgrad.nn`` models are): a deep residual chain ``h = h + tanh(h * w_i)``
    (4 nodes per block: Mul, Tanh, Add and a leaf) and a wide fan ``loss = sum_i
@@ -107,6 +111,39 @@ def overhead(repeats):
             f"  {name:42} {ops:5} ops  plain {p:7.2f} us/op  recorded {r:7.2f} us/op  "
             f"+{r - p:5.2f} us  ratio {r / p:4.2f}"
         )
+
+
+def torch_overhead(repeats):
+    try:
+        import torch
+    except ImportError:
+        print("PyTorch training step: torch is not installed (pip install nbgrad[torch])")
+        return
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)
+    )
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(64, 784), torch.randint(0, 10, (64,))
+
+    def step():
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    for recorded in (False, True, False, True):  # warm up
+        _timed(step, recorded)
+    plain, recorded = [], []
+    for _ in range(repeats):
+        plain.append(_timed(step, False))
+        recorded.append(_timed(step, True))
+    p, r = statistics.median(plain) * 1e3, statistics.median(recorded) * 1e3
+    print(
+        "PyTorch training step, 784-256-10 MLP, batch 64 (median of", repeats, "runs, alternating)"
+    )
+    print(f"  plain {p:7.3f} ms  recorded {r:7.3f} ms  ratio {r / p:4.2f}  (target <= 1.3)")
 
 
 # -- 2. graphs: snapshot, layout, SVG, size ----------------------------------------------------
@@ -278,13 +315,15 @@ def sent(repeats):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--only", choices=("overhead", "graphs", "sent"))
+    parser.add_argument("--only", choices=("overhead", "torch", "graphs", "sent"))
     args = parser.parse_args(argv)
     repeats = 5 if args.quick else 15
     sizes = [500] if args.quick else [500, 5000]
     print(f"python {sys.version.split()[0]}, nbgrad {ng.__version__}")
     if args.only in (None, "overhead"):
         overhead(repeats)
+    if args.only in (None, "torch"):
+        torch_overhead(repeats)
     if args.only in (None, "graphs"):
         graphs(sizes, 1 if args.quick else 3)
     if args.only in (None, "sent"):
