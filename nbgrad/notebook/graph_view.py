@@ -190,6 +190,13 @@ class GraphView(StillWidget):
                 return root
         return None
 
+    def id_of(self, node):
+        """The snapshot id of a Node drawn in this view, or None."""
+        for node_id, obj in self._objects.items():
+            if obj is node:
+                return node_id
+        return None
+
     def label(self, node_id):
         """What the drawing shows for a node id: its name, or a leaf's variable name."""
         for n in self.snapshot.get("nodes", ()):

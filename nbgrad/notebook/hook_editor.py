@@ -245,8 +245,10 @@ class HookEditor(StillWidget):
             module = target
         if node is not None:
             label = source.node_name(node)
-            if source.variable(node) is not None and node_id is not None:
-                label = self.graph.label(node_id) or label  # the leaf's name, as drawn
+            if source.variable(node) is not None and self.graph is not None:
+                drawn = node_id or self.graph.id_of(node)
+                if drawn is not None:
+                    label = self.graph.label(drawn) or label  # the leaf's name, as drawn
         elif module is not None:
             label = type(module).__name__
         self._graph_source = source
