@@ -13,6 +13,7 @@ from nbgrad.nn.modules import (
     loss,
     normalization,
     pooling,
+    rnn,
     sparse,
 )
 from nbgrad.nn.modules.activation import *  # noqa: F403
@@ -25,6 +26,7 @@ from nbgrad.nn.modules.loss import *  # noqa: F403
 from nbgrad.nn.modules.module import Module
 from nbgrad.nn.modules.normalization import *  # noqa: F403
 from nbgrad.nn.modules.pooling import *  # noqa: F403
+from nbgrad.nn.modules.rnn import *  # noqa: F403
 from nbgrad.nn.modules.sparse import *  # noqa: F403
 
 __all__ = ["Module"] + [
@@ -39,6 +41,7 @@ __all__ = ["Module"] + [
         sparse,
         normalization,
         pooling,
+        rnn,
         loss,
     )
     for name in submodule.__all__
