@@ -15,6 +15,7 @@ from nbgrad.nn.modules import (
     pooling,
     rnn,
     sparse,
+    transformer,
 )
 from nbgrad.nn.modules.activation import *  # noqa: F403
 from nbgrad.nn.modules.container import *  # noqa: F403
@@ -28,6 +29,7 @@ from nbgrad.nn.modules.normalization import *  # noqa: F403
 from nbgrad.nn.modules.pooling import *  # noqa: F403
 from nbgrad.nn.modules.rnn import *  # noqa: F403
 from nbgrad.nn.modules.sparse import *  # noqa: F403
+from nbgrad.nn.modules.transformer import *  # noqa: F403
 
 __all__ = ["Module"] + [
     name
@@ -42,6 +44,7 @@ __all__ = ["Module"] + [
         normalization,
         pooling,
         rnn,
+        transformer,
         loss,
     )
     for name in submodule.__all__
