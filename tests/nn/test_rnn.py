@@ -316,6 +316,21 @@ def test_second_order_gradient_through_lstm_matches_pytorch():
         lambda nn: nn.RNNCell(3, 4)(torch_or_ng(nn).randn(2, 2, 3)),
         lambda nn: nn.GRUCell(3, 4)(torch_or_ng(nn).randn(2, 3), torch_or_ng(nn).randn(1, 2, 4)),
         lambda nn: nn.LSTM(3, 4)(torch_or_ng(nn).randn(5, 3).double()),
+        lambda nn: nn.LSTM(3, 4)(
+            torch_or_ng(nn).randn(5, 2, 3),
+            (torch_or_ng(nn).randn(2, 4), torch_or_ng(nn).randn(1, 2, 4)),
+        ),
+        lambda nn: nn.LSTM(3, 4)(
+            torch_or_ng(nn).randn(5, 3), (torch_or_ng(nn).randn(1, 4), torch_or_ng(nn).randn(4))
+        ),
+        lambda nn: nn.LSTM(3, 4, 2)(
+            torch_or_ng(nn).randn(5, 2, 3),
+            (torch_or_ng(nn).randn(2, 2, 4), torch_or_ng(nn).randn(1, 2, 4)),
+        ),
+        lambda nn: nn.LSTMCell(3, 4)(
+            torch_or_ng(nn).randn(2, 3), (torch_or_ng(nn).randn(2, 2, 4),) * 2
+        ),
+        lambda nn: nn.RNN(3, 4)(torch_or_ng(nn).randn(5, 2, 4)),
     ],
 )
 def test_errors_match_pytorch(call):
