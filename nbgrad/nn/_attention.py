@@ -73,7 +73,16 @@ def scaled_dot_product_attention(
     weight = query.matmul(key.transpose(-2, -1)) * scale_factor
     if bias is not None:
         weight = weight + bias
-    weight = weight.softmax(-1)
+        # NOTE [Fully masked rows]: as PyTorch's ``_safe_softmax``, a query that no key may
+        # attend to gets zero weights (and zero gradients), not NaN: its logits are zeroed
+        # before the softmax and its weights after.
+        dead = (weight == float("-inf")).all(-1, keepdim=True)
+        if bool(dead.any()):
+            weight = weight.masked_fill(dead, 0.0).softmax(-1).masked_fill(dead, 0.0)
+        else:
+            weight = weight.softmax(-1)
+    else:
+        weight = weight.softmax(-1)
     if dropout_p > 0.0:
         weight = F.dropout(weight, dropout_p, True)
     return weight.matmul(value)

@@ -167,6 +167,16 @@ SDPA_CASES = {
         {"attn_mask": Const(np.random.default_rng(4).standard_normal((3, 4, 6)))},
     ),
     "float-mask-grad": ({}, [(2, 4, 5), (2, 6, 5), (2, 6, 5)], {"attn_mask": (2, 4, 6)}),
+    "fully-masked-row": (
+        {},
+        [(2, 3, 4, 5), (2, 3, 6, 5), (2, 3, 6, 5)],
+        {"attn_mask": Const(np.tril(np.ones((4, 6), dtype=bool)) & (np.arange(4) != 1)[:, None])},
+    ),
+    "fully-masked-row-float": (
+        {},
+        [(2, 4, 5), (2, 6, 5), (2, 6, 5)],
+        {"attn_mask": Const(np.where(np.arange(4)[:, None] == 1, -np.inf, np.zeros((4, 6))))},
+    ),
     "gqa": ({"enable_gqa": True}, [(2, 4, 3, 5), (2, 2, 6, 5), (2, 2, 6, 5)], {}),
 }
 
