@@ -440,6 +440,39 @@ def test_encoder_inference_matches_pytorch_fast_path():
     np.testing.assert_allclose(got, expected, **TOL)
 
 
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")
+@pytest.mark.parametrize("aligned", [True, False])
+@pytest.mark.parametrize("grad", [False, True])
+def test_encoder_inference_with_padding_matches_pytorch_nested_path(aligned, grad):
+    """Eval mode, a padding mask, no grad: PyTorch's nested-tensor path leaves zeros at the
+    padded positions (before the final norm) when each sequence is padded at its end."""
+    torch.manual_seed(0)
+    norm = lambda nn: nn.LayerNorm(D)  # noqa: E731
+    th = torch.nn.TransformerEncoder(
+        torch.nn.TransformerEncoderLayer(D, NH, FF, batch_first=True), 2, norm(torch.nn)
+    )
+    th = th.double().eval()
+    with torch.no_grad():
+        th.norm.bias.uniform_(-1, 1)
+    ours = ng.nn.TransformerEncoder(
+        ng.nn.TransformerEncoderLayer(D, NH, FF, batch_first=True), 2, norm(ng.nn)
+    )
+    ours = ours.double().eval()
+    ours.load_state_dict({k: ng.tensor(v.numpy()) for k, v in th.state_dict().items()})
+    x = np.random.default_rng(0).standard_normal((B, T_SRC, D))
+    lengths = [5, 2, 3]
+    pad = np.arange(T_SRC)[None, :] >= np.array(lengths)[:, None]
+    if not aligned:
+        pad[:, 0], pad[:, -1] = pad[:, -1], False
+    results = []
+    for lib in (torch, ng):
+        model = th if lib is torch else ours
+        with lib.set_grad_enabled(grad):
+            out = model(lib.tensor(x), src_key_padding_mask=lib.tensor(pad))
+        results.append(out.detach().numpy())
+    np.testing.assert_allclose(results[1], results[0], **TOL)
+
+
 def test_transformer_dropout_is_random_in_training_only():
     ng.manual_seed(0)
     layer = ng.nn.TransformerEncoderLayer(D, NH, FF, dropout=0.5).double()

@@ -4,7 +4,8 @@
 NOTE [No fast path]: PyTorch's encoder layers take a fused inference kernel (and nested tensors
 for padded batches) in eval mode without grad; it computes the same values as the general path,
 which is the only one here. ``enable_nested_tensor`` is kept, and warned about, as PyTorch does,
-but nothing is ever nested.
+but nothing is ever nested (the one visible effect, zeros at padded positions, is copied:
+NOTE [Nested padding]).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import warnings
 from collections.abc import Callable
 
 from nbgrad import dtypes
+from nbgrad._graph.grad_mode import is_grad_enabled
 from nbgrad._tensor.creation import full
 from nbgrad.nn import _attention
 from nbgrad.nn import functional as F
@@ -229,9 +231,41 @@ class TransformerEncoder(Module):
                 is_causal=is_causal,
                 src_key_padding_mask=src_key_padding_mask,
             )
+        padded = self._nested_padding(src, mask, src_key_padding_mask)
+        if padded is not None:
+            output = output.masked_fill(padded.unsqueeze(-1), 0.0)
         if self.norm is not None:
             output = self.norm(output)
         return output
+
+    def _nested_padding(self, src, mask, src_key_padding_mask):
+        """Where PyTorch would run on nested tensors, its padded positions (else None).
+
+        NOTE [Nested padding]: in inference (eval mode, no grad needed), with a padding mask
+        that pads the end of each sequence and no attention mask, PyTorch runs the layers on
+        nested tensors and pads the result back with zeros: the values at padded positions are
+        0 (before ``norm``), not those of the general path. The other values agree, so the
+        zeros are all that is copied here.
+        """
+        first = self.layers[0]
+        if (
+            not getattr(self, "use_nested_tensor", False)
+            or first.training
+            or src.dim() != 3
+            or src_key_padding_mask is None
+            or mask is not None
+        ):
+            return None
+        if is_grad_enabled() and (
+            src.requires_grad or any(p.requires_grad for p in first.parameters())
+        ):
+            return None
+        padded = src_key_padding_mask != 0
+        if getattr(self, "mask_check", True):
+            keep = (~padded).numpy()
+            if not (keep[:, :1].all() and (keep[:, 1:] <= keep[:, :-1]).all()):
+                return None  # not left aligned: PyTorch takes the general path
+        return padded
 
 
 def _why_not_sparsity_fast_path(layer) -> str:
