@@ -52,6 +52,8 @@ __all__ = [
     "binary_cross_entropy_with_logits",
     "nll_loss",
     "cross_entropy",
+    "scaled_dot_product_attention",
+    "multi_head_attention_forward",
 ]
 
 
@@ -750,3 +752,10 @@ def cross_entropy(
     else:
         smooth_loss = smooth
     return (1 - label_smoothing) * nll + smooth_loss * (label_smoothing / n_classes)
+
+
+# ---- attention (in nbgrad/nn/_attention.py, which uses the functions above) --------------------
+from nbgrad.nn._attention import (  # noqa: E402
+    multi_head_attention_forward,
+    scaled_dot_product_attention,
+)

@@ -13,7 +13,9 @@ from nbgrad.nn.modules import (
     loss,
     normalization,
     pooling,
+    rnn,
     sparse,
+    transformer,
 )
 from nbgrad.nn.modules.activation import *  # noqa: F403
 from nbgrad.nn.modules.container import *  # noqa: F403
@@ -25,7 +27,9 @@ from nbgrad.nn.modules.loss import *  # noqa: F403
 from nbgrad.nn.modules.module import Module
 from nbgrad.nn.modules.normalization import *  # noqa: F403
 from nbgrad.nn.modules.pooling import *  # noqa: F403
+from nbgrad.nn.modules.rnn import *  # noqa: F403
 from nbgrad.nn.modules.sparse import *  # noqa: F403
+from nbgrad.nn.modules.transformer import *  # noqa: F403
 
 __all__ = ["Module"] + [
     name
@@ -39,6 +43,8 @@ __all__ = ["Module"] + [
         sparse,
         normalization,
         pooling,
+        rnn,
+        transformer,
         loss,
     )
     for name in submodule.__all__

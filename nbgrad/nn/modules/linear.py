@@ -67,3 +67,7 @@ class Linear(Module):
             f"in_features={self.in_features}, out_features={self.out_features}, "
             f"bias={self.bias is not None}"
         )
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """``Linear`` under another name: ``MultiheadAttention.out_proj``, as in PyTorch."""
