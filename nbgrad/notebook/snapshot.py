@@ -18,6 +18,7 @@ value that is not a tensor where a gradient is expected is ``{"repr": str}``.
 
 from __future__ import annotations
 
+import bisect
 import math
 import os
 import weakref
@@ -236,6 +237,27 @@ def _superseded(record, source):
     )
 
 
+def _group_inner_nodes(nodes, node_record, node_group, source):
+    """Give the nodes a recorded call made besides its own (torch's
+    ``multi_head_attention_forward`` is one call and some thirty nodes) the group of that call:
+    a node's call is the first recorded one whose node is numbered at or above it (the nodes
+    of one thread are numbered as they are made)."""
+    seq = source.sequence_nr
+    made = sorted((seq(n), r) for n, r in node_record.items() if seq(n) != UINT64_MAX)
+    if not made:
+        return
+    keys = [k for k, _ in made]
+    for n in nodes:
+        if n in node_record:
+            continue
+        s = seq(n)
+        if s == UINT64_MAX:
+            continue
+        k = bisect.bisect_left(keys, s)
+        if k < len(made) and made[k][1].group is not None:
+            node_group[n] = made[k][1].group
+
+
 def _roots_to_nodes(roots, source):
     nodes = []
     for r in roots:
@@ -444,6 +466,11 @@ def build_snapshot(
             node_record[r.node] = r
             if r.group is not None:
                 node_group[r.node] = r.group
+    if recorder is not None and groups and source is not NBGRAD:
+        # nbgrad records every op, and its unrecorded nodes are module hook machinery
+        # (BackwardHookFunctionBackward) that belongs to no call; torch records composite
+        # calls, each of which can make many nodes
+        _group_inner_nodes(nodes, node_record, node_group, source)
 
     if passes is None:
         passes = list(recorder.passes) if recorder is not None else []

@@ -67,8 +67,22 @@ CELLS = [
         "c = (b * 3) @ ng.ones(4, 2)",
         ["raises-exception"],
     ),
+    # 8: PyTorch's own TransformerEncoderLayer (tutorial 10)
+    "%%autograd --backward loss --retain-graph\n"
+    "import torch\n"
+    "torch.manual_seed(0)\n"
+    "layer = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0,"
+    " batch_first=True)\n"
+    "loss = layer(torch.randn(4, 5, 8)).pow(2).mean()",
 ]
-NAMES = {1: "mlp-15", 2: "loop-300", 3: "chain-3000", 4: "nested-blocks", 5: "chain-20000"}
+NAMES = {
+    1: "mlp-15",
+    2: "loop-300",
+    3: "chain-3000",
+    4: "nested-blocks",
+    5: "chain-20000",
+    8: "torch-transformer",
+}
 
 VISIBLE_LABELS = """(graph) => {
   const stage = graph.querySelector('.nbg-canvas').getBoundingClientRect();
@@ -280,4 +294,39 @@ def test_the_dark_theme(nb):
             " {theme: 'JupyterLab Light'})"
         )
         page.wait_for_function("() => document.body.dataset.jpThemeLight === 'true'")
+    assert not nb.errors, nb.errors
+
+
+def test_a_torch_transformer_layer_shows_saved_tensors_and_takes_a_hook(nb):
+    """torch's graph in the same widgets: a node's saved tensors on click; a hook added in the
+    editor (which runs torch's backward) changes the gradients the graph shows."""
+    graph = _graph(nb, 8)
+    editor = nb.cell(8).locator(".nbg-hooks")
+    panel = graph.locator(".nbg-panel")
+    graph.locator(".nbg-search").fill("NativeLayerNorm")
+    graph.locator(".nbg-result").first.click()
+    panel.get_by_text("Saved").wait_for(timeout=20_000)
+    text = panel.inner_text()
+    assert "NativeLayerNormBackward0" in text and "input" in text and "4×5×8" in text, text
+    nb.shot("big-torch-transformer-saved", graph)
+    # the first layer norm's weight: its gradient, then zeroed by a hook from the editor
+    graph.locator(".nbg-search").fill("norm1.weight")
+    graph.locator(".nbg-result").first.click()
+    editor.locator(".nbg-hooks-title", has_text="norm1.weight").wait_for(timeout=20_000)
+    panel.get_by_text(".grad").wait_for(timeout=20_000)
+    assert "‖g‖=0 " not in panel.inner_text()
+    editor.locator("select.nbg-hooks-kind").select_option("tensor_hook")
+    editor.locator("textarea.nbg-hooks-code").first.fill("lambda grad: grad * 0")
+    editor.locator("button.nbg-hooks-add").click()
+    editor.locator(".nbg-hook-name", has_text="<hook:layer.norm1.weight#").wait_for(timeout=20_000)
+    editor.locator("button", has_text="Zero .grad").click()
+    editor.locator("button.nbg-hooks-run").click()
+    editor.locator(".nbg-hooks-fired tr", has_text="<hook:layer.norm1.weight#").wait_for(
+        timeout=20_000
+    )
+    graph.locator(".nbg-status", has_text="gradients of pass 1").wait_for(timeout=20_000)
+    graph.locator(".nbg-search").fill("norm1.weight")
+    graph.locator(".nbg-result").first.click()
+    panel.get_by_text("‖g‖=0 ").first.wait_for(timeout=20_000)
+    nb.shot("big-torch-transformer-hook", nb.cell(8).locator(".jp-OutputArea"))
     assert not nb.errors, nb.errors
