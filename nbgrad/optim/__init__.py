@@ -12,6 +12,7 @@ from nbgrad.optim.adam import Adam
 from nbgrad.optim.adamax import Adamax
 from nbgrad.optim.adamw import AdamW
 from nbgrad.optim.asgd import ASGD
+from nbgrad.optim.lbfgs import LBFGS
 from nbgrad.optim.nadam import NAdam
 from nbgrad.optim.optimizer import Optimizer
 from nbgrad.optim.radam import RAdam
@@ -32,5 +33,6 @@ __all__ = [
     "RAdam",
     "ASGD",
     "Rprop",
+    "LBFGS",
     "lr_scheduler",
 ]

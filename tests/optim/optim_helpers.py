@@ -149,6 +149,8 @@ __all__ = [
     "assert_same_trajectory",
     "make_problem",
     "problem_params",
+    "problem_loss",
+    "to_numpy",
     "run_problem",
     "copy_problem",
     "assert_same_state",
