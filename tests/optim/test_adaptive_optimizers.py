@@ -114,3 +114,11 @@ def test_invalid_arguments(lib, cls, kwargs, message):
 def test_unsupported_implementations_raise(cls, flag):
     with pytest.raises(NotImplementedError, match=f"{flag}=True is not supported"):
         getattr(ng.optim, cls)([ng.nn.Parameter(ng.ones(1))], **{flag: True})
+
+
+@pytest.mark.parametrize("cls", [*NAMES, "RMSprop", "Adagrad"])
+def test_foreach_is_accepted_and_recorded(cls):
+    """``foreach=True`` runs nbgrad's one implementation; torch's multi-tensor path (CPU too)
+    gives the same trajectory, and both record the flag in the param groups."""
+    kwargs = dict(foreach=True, lr=0.01) if cls != "Adadelta" else dict(foreach=True)
+    check_trajectory(torch, maker(cls, kwargs))
