@@ -17,6 +17,22 @@ from nbgrad.tensor import Tensor, _zero_grads
 __all__ = ["Optimizer", "required"]
 
 
+def _check_plain_only(optimizer, **flags) -> None:
+    """Refuse PyTorch's ``capturable``/``differentiable``/``fused`` implementations.
+
+    NOTE [Plain optimizers only]: nbgrad's optimizers accept PyTorch's keywords for the
+    alternative implementations but run the plain single-tensor update only (``foreach`` is
+    accepted and ignored: it changes speed, not results); asking for one that changes what
+    ``step`` does (a graph through the update, CUDA-graph capture, a fused kernel) raises.
+    """
+    asked = [name for name, value in flags.items() if value]
+    if asked:
+        raise NotImplementedError(
+            f"{type(optimizer).__name__}: {', '.join(f'{name}=True' for name in asked)} is not "
+            "supported by nbgrad (only the plain implementation is)"
+        )
+
+
 class _RequiredParameter:
     """Singleton marking an optimizer default that each parameter group must give."""
 
