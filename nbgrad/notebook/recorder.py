@@ -442,6 +442,7 @@ class BackwardTrace:
         self._pending = []  # nodes that ended and whose routing is not yet observed
         self._current = {}  # thread -> Step running
         self._pending_hooks = {}  # node -> hooks that fired before node_start
+        self._memo = {}  # id(tensor) -> (weak reference, version, summary), for this pass
 
     @property
     def order(self):
@@ -454,7 +455,23 @@ class BackwardTrace:
 
     # -- building (called from the engine listener) --------------------------------------------
     def _summary(self, value):
-        return grad_summary(value, self.max_values, self.graph_source)
+        """A gradient's summary; the same tensor, unchanged since, is summarised once per pass
+        (a node's output is the next node's input: at a model's size, summaries are most of
+        the recorder's cost)."""
+        source = self.graph_source
+        if value is None or not source.is_tensor(value):
+            return grad_summary(value, self.max_values, source)
+        key = id(value)
+        version = source.version(value)
+        hit = self._memo.get(key)
+        if hit is not None and hit[0]() is value and hit[1] == version:
+            return hit[2]
+        summary = grad_summary(value, self.max_values, source)
+        try:
+            self._memo[key] = (weakref.ref(value), version, summary)
+        except TypeError:  # a tensor that takes no weak reference: not remembered
+            pass
+        return summary
 
     def _observe_routing(self, graph_task):
         """What the nodes that ended since the last step changed: counts and buffers."""
@@ -1016,6 +1033,7 @@ class _Watcher(GraphObserver):
         trace.model_differs = list(differs) if differs is not None else None
         trace.error = f"{type(error).__name__}: {error}" if error is not None else None
         trace.finished = True
+        trace._memo = {}
         with rec._lock:
             rec._open_traces.pop(id(graph_task), None)
             rec._backward_depth = max(0, rec._backward_depth - 1)

@@ -216,6 +216,10 @@ class GraphSource(abc.ABC):
         """The node a tensor's gradient flows into: its ``grad_fn``, or for a leaf that
         requires grad its accumulator (made if ``create``, else only if alive); else None."""
 
+    def version(self, tensor) -> int:
+        """The tensor's version counter (bumped by each in-place change)."""
+        return self.tensor_facts(tensor).version
+
     @abc.abstractmethod
     def grad(self, tensor):
         """A leaf's ``.grad`` (no warning for a non-leaf: None unless it retains grad)."""
@@ -355,6 +359,9 @@ class NbgradSource(GraphSource):
 
     def grad(self, tensor):
         return tensor.grad if tensor.grad_fn is None or tensor.retains_grad else None
+
+    def version(self, tensor) -> int:
+        return tensor._version
 
     def to_numpy(self, tensor) -> np.ndarray:
         return np.asarray(tensor.numpy(force=True))

@@ -281,6 +281,9 @@ class TorchSource(GraphSource):
     def grad(self, tensor):
         return tensor.grad if tensor.is_leaf or tensor.retains_grad else None
 
+    def version(self, tensor) -> int:
+        return tensor._version
+
     def to_numpy(self, tensor) -> np.ndarray:
         return tensor.detach().cpu().numpy()
 

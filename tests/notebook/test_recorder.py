@@ -286,3 +286,18 @@ def test_ops_run_by_subscribers_are_not_recorded():
         0
     ].node is y.grad_fn.next_functions[0][0]
     assert mul.source == "y = (x * 3).sum()" and mul.output_tensors() == []
+
+
+def test_a_gradient_changed_in_place_is_summarised_again():
+    """A pass summarises a tensor once while it is unchanged (a node's output is the next
+    node's input), and again after an in-place change (here by a hook)."""
+    x = ng.tensor([1.0, 2.0], requires_grad=True)
+    with record() as rec:
+        y = x * 3
+        y.register_hook(lambda g: g.mul_(2).__class__ and None)
+        (y * 5.0).sum().backward()
+    [trace] = rec.passes
+    step = next(s for s in trace.steps if s.node is y.grad_fn)
+    assert step.inputs[0]["values"] == [10.0, 10.0] and x.grad.tolist() == [30.0, 30.0]
+    mul5 = trace.steps[1]  # as it was when (y * 5.0)'s node ended
+    assert mul5.outputs[0]["values"] == [5.0, 5.0]
