@@ -470,7 +470,7 @@ class HookEditor(StillWidget):
             self._running = False
         passes = recorder.passes[before:]
 
-        ids = getattr(recorder, "_ids", None) or IdMap()
+        ids = getattr(recorder, "_ids", None) or IdMap(recorder.graph_source)
         fired = [_hook_call(c, ids) for p in passes for c in p.hook_calls]
         with self.hold_sync():
             self.fired = fired

@@ -259,3 +259,63 @@ def test_the_stepper_steps_through_torchs_pass(ip):
     state = stepper.state(1)
     assert state["running"] == stepper.trace["steps"][0]["node"] and state["ready"] == {"cpu": []}
     assert names[stepper.state(1)["made_ready"][0]] == "PowBackward0"
+
+
+def _second_node(loss):
+    """The first node below the root that is no leaf's accumulator (found the same way in a
+    recorded run and a plain one)."""
+    return next(
+        fn
+        for fn, _ in loss.grad_fn.next_functions
+        if fn is not None and fn.name() != "torch::autograd::AccumulateGrad"
+    )
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_an_editor_hook_doubles_what_it_should(name):
+    """A node pre-hook added through the HookEditor API on each model gives exactly the
+    gradients of the same hook registered by hand in plain torch."""
+    from nbgrad.notebook import HookEditor
+
+    torch.manual_seed(0)
+    with record() as rec:
+        model, loss = MODELS[name]()
+    editor = HookEditor(_second_node(loss), root=loss)
+    editor.add_hook("node_prehook", "lambda grad_outputs: tuple(g * 2 for g in grad_outputs)")
+    editor.run_backward()
+    assert editor.error == "" and editor.fired and rec.graph_source is TORCH
+    got = [p.grad for p in model.parameters()]
+    torch.manual_seed(0)
+    plain_model, plain_loss = MODELS[name]()
+    _second_node(plain_loss).register_prehook(lambda go: tuple(g * 2 for g in go))
+    plain_loss.backward()
+    want = [p.grad for p in plain_model.parameters()]
+    assert all(torch.equal(a, b) for a, b in zip(got, want))
+    torch.manual_seed(0)
+    unhooked_model, unhooked_loss = MODELS[name]()
+    unhooked_loss.backward()
+    # the hook doubled every gradient below it (all of them, for these models)
+    for a, b in zip(got, (p.grad for p in unhooked_model.parameters())):
+        assert torch.allclose(a, 2 * b, rtol=1e-5, atol=1e-7)
+    editor.remove_hook(editor.hooks[0]["id"])
+    assert not importlib.import_module("nbgrad.notebook.torch_source")._NODE_HOOKS
+
+
+def test_a_stepper_and_a_graph_view_of_a_torch_loss():
+    """The widgets take a torch tensor directly, as they take nbgrad's."""
+    from nbgrad.notebook import BackwardStepper, GraphView
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+    loss = model(torch.randn(6, 3)).pow(2).mean()
+    assert GraphView(loss).snapshot["nodes"]
+    stepper = BackwardStepper(loss)
+    names = {n["id"]: n["name"] for n in stepper.trace["graph"]["nodes"]}
+    assert [names[s["node"]] for s in stepper.trace["steps"]][:3] == [
+        "MeanBackward0",
+        "PowBackward0",
+        "AddmmBackward0",
+    ]
+    assert stepper.trace["model_differs"] == [] and all(
+        p.grad is not None for p in model.parameters()
+    )
