@@ -15,6 +15,7 @@ the engine, goes through the root package at call time (``nbgrad.autograd.backwa
                 _graph/grad_mode.py no_grad, enable_grad, inference_mode (thread-local state)
                 _graph/anomaly_mode.py  detect_anomaly and the forward tracebacks of nodes
                 _graph/table_node.py    the node generator: an op-table row -> a Node class
+                _graph/observer.py  GraphObserver: forward calls and backward passes, watched
 2 tensor        _tensor/views.py    views of a base, and the checks of in-place ops on them
                 _tensor/conversion.py   Python data and arrays -> tensors (``tensor``, ``_wrap``)
                 _tensor/dispatch.py     method -> op-table row -> kernel, and the Node recording it
@@ -33,10 +34,14 @@ the engine, goes through the root package at call time (``nbgrad.autograd.backwa
                 autograd/__init__.py  backward, grad; function.py: custom Functions;
                 functional.py (jacobian, hessian...); gradcheck.py; variable.py; and the
                 public faces of the graph layer: graph.py, grad_mode.py, anomaly_mode.py
-5 nn, optim     nn/                 Module, layers, functional, init; optim/: SGD, Adam...
+5 nn, optim     nn/                 Module, layers (RNN, LSTM, attention, transformer...),
+                                    functional, init; optim/: optimizers, lr_scheduler
                 serialization.py    save and load
-6 notebook      notebook/sources.py how a graph is read (nbgrad's; torch's to come)
-                notebook/recorder.py    forward calls, module groups, backward passes of a cell
+6 notebook      notebook/sources.py how a graph is read and watched (nbgrad's)
+                notebook/torch_source.py  the same for PyTorch's graph (never imports torch)
+                notebook/records.py     Record, ModuleCall, BackwardTrace, Step: what is kept
+                notebook/recorder.py    the Recorder: forward calls, module groups, backward
+                                    passes of a cell, through the sources' observers
                 notebook/schema.py  the records sent to the browser, defined once
                 notebook/snapshot.py    graph + records + hooks -> a snapshot (JSON-able)
                 notebook/fold.py    repeated structure -> series boxes

@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 import warnings
 
+import nbgrad  # nbgrad.nn.functional, read at call time: that module imports this one
 from nbgrad import dtypes
 from nbgrad._tensor.creation import cat, ones, zeros, zeros_like
-from nbgrad.nn import functional as F
 from nbgrad.tensor import Tensor
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
@@ -84,7 +84,7 @@ def scaled_dot_product_attention(
     else:
         weight = weight.softmax(-1)
     if dropout_p > 0.0:
-        weight = F.dropout(weight, dropout_p, True)
+        weight = nbgrad.nn.functional.dropout(weight, dropout_p, True)
     return weight.matmul(value)
 
 
@@ -170,13 +170,19 @@ def _in_projection_packed(q, k, v, w, b=None):
     E = q.shape[-1]
     if k is v:
         if q is k:
-            return _split3(F.linear(q, w, b), 3, E)
+            return _split3(nbgrad.nn.functional.linear(q, w, b), 3, E)
         w_q, w_kv = w.split([E, E * 2])
         b_q, b_kv = (None, None) if b is None else b.split([E, E * 2])
-        return [F.linear(q, w_q, b_q)] + _split3(F.linear(k, w_kv, b_kv), 2, E)
+        return [nbgrad.nn.functional.linear(q, w_q, b_q)] + _split3(
+            nbgrad.nn.functional.linear(k, w_kv, b_kv), 2, E
+        )
     w_q, w_k, w_v = w.chunk(3)
     b_q, b_k, b_v = (None, None, None) if b is None else b.chunk(3)
-    return F.linear(q, w_q, b_q), F.linear(k, w_k, b_k), F.linear(v, w_v, b_v)
+    return (
+        nbgrad.nn.functional.linear(q, w_q, b_q),
+        nbgrad.nn.functional.linear(k, w_k, b_k),
+        nbgrad.nn.functional.linear(v, w_v, b_v),
+    )
 
 
 def _in_projection(q, k, v, w_q, w_k, w_v, b_q=None, b_k=None, b_v=None):
@@ -191,11 +197,15 @@ def _in_projection(q, k, v, w_q, w_k, w_v, b_q=None, b_k=None, b_v=None):
     for name, bias in (("query", b_q), ("key", b_k), ("value", b_v)):
         if bias is not None and tuple(bias.shape) != (Eq,):
             raise AssertionError(f"expecting {name} bias shape of {(Eq,)}, but got {bias.shape}")
-    return F.linear(q, w_q, b_q), F.linear(k, w_k, b_k), F.linear(v, w_v, b_v)
+    return (
+        nbgrad.nn.functional.linear(q, w_q, b_q),
+        nbgrad.nn.functional.linear(k, w_k, b_k),
+        nbgrad.nn.functional.linear(v, w_v, b_v),
+    )
 
 
 def _pad_last(t):
-    """One zero column appended on the last dim (``F.pad(mask, (0, 1))``)."""
+    """One zero column appended on the last dim (``nbgrad.nn.functional.pad(mask, (0, 1))``)."""
     return cat([t, zeros(*t.shape[:-1], 1, dtype=t.dtype, device=t.device)], -1)
 
 
@@ -352,10 +362,10 @@ def multi_head_attention_forward(
             weights = q_scaled.bmm(k_t)
         weights = weights.softmax(-1)
         if dropout_p > 0.0:
-            weights = F.dropout(weights, p=dropout_p)
+            weights = nbgrad.nn.functional.dropout(weights, p=dropout_p)
         out = weights.bmm(v)
         out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
-        out = F.linear(out, out_proj_weight, out_proj_bias)
+        out = nbgrad.nn.functional.linear(out, out_proj_weight, out_proj_bias)
         out = out.view(tgt_len, bsz, out.shape[1])
         weights = weights.view(bsz, num_heads, tgt_len, src_len)
         if average_attn_weights:
@@ -373,7 +383,7 @@ def multi_head_attention_forward(
     v = v.view(bsz, num_heads, src_len, head_dim)
     out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
     out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
-    out = F.linear(out, out_proj_weight, out_proj_bias)
+    out = nbgrad.nn.functional.linear(out, out_proj_weight, out_proj_bias)
     out = out.view(tgt_len, bsz, out.shape[1])
     if not is_batched:
         out = out.squeeze(1)

@@ -5,6 +5,7 @@ Mirrors ``torch/nn/modules/activation.py``.
 
 from __future__ import annotations
 
+from nbgrad.nn import _attention
 from nbgrad.nn import functional as F
 from nbgrad.nn.init import constant_, xavier_normal_, xavier_uniform_
 from nbgrad.nn.modules.linear import NonDynamicallyQuantizableLinear
@@ -304,8 +305,6 @@ class MultiheadAttention(Module):
         average_attn_weights: bool = True,
         is_causal: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
-        from nbgrad.nn import _attention
-
         is_batched = query.dim() == 3
         key_padding_mask = _attention._canonical_mask(
             key_padding_mask,

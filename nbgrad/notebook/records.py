@@ -1,0 +1,397 @@
+"""What a :class:`~nbgrad.notebook.recorder.Recorder` keeps: forward calls (:class:`Record`,
+with their tensors as :class:`TensorInfo`), module calls (:class:`ModuleCall`) and backward
+passes (:class:`BackwardTrace`, one :class:`Step` per node, with the :class:`HookCall` s and the
+:class:`Accumulation` s it saw). Plain records, read through the recorder's graph source; the
+recorder (``recorder.py``) fills them.
+"""
+
+from __future__ import annotations
+
+import linecache
+import weakref
+
+from .snapshot import grad_summary
+from .sources import NBGRAD, dtype_name
+
+__all__ = [
+    "TensorInfo",
+    "Record",
+    "RecordList",
+    "ModuleCall",
+    "BackwardTrace",
+    "Step",
+    "HookCall",
+    "Accumulation",
+]
+
+_new_record = object.__new__
+
+
+class TensorInfo:
+    """Shape, dtype, device of a tensor in a record, and where it sits in the graph."""
+
+    __slots__ = ("shape", "dtype", "device", "requires_grad", "node", "output_nr")
+
+    def __init__(self, t, source=NBGRAD):
+        facts = source.tensor_facts(t)
+        self.shape = facts.shape
+        self.dtype = facts.dtype
+        self.device = facts.device
+        self.requires_grad = facts.requires_grad
+        self.node = source.gradient_node(t, create=False)
+        self.output_nr = facts.output_nr
+
+    @classmethod
+    def _from_raw(cls, node, extra, source):
+        """From the pair the recorder took when the op ran (see NOTE [Recording cost])."""
+        info = cls.__new__(cls)
+        info.node = node
+        if node is not None:
+            output_nr = extra
+            meta = source.input_metadata(node)[output_nr]
+            info.shape = meta.shape
+            info.dtype = meta.dtype
+            info.device = meta.device
+            info.requires_grad = True
+            info.output_nr = output_nr
+        else:
+            shape, dtype, device, requires_grad = extra
+            info.shape = tuple(shape)
+            info.dtype = dtype_name(dtype)
+            info.device = str(device)
+            info.requires_grad = requires_grad
+            info.output_nr = 0
+        return info
+
+    def __repr__(self):
+        return f"TensorInfo({list(self.shape)}, {self.dtype}, {self.device})"
+
+
+def _infos(flat, source):
+    return [TensorInfo._from_raw(flat[k], flat[k + 1], source) for k in range(0, len(flat), 2)]
+
+
+def _edge_pairs(node, source):
+    """The flat pairs of a node's edges: its inputs' pairs when every argument has an edge."""
+    pairs = []
+    for fn, input_nr in source.next_edges(node):
+        pairs += (fn, input_nr)
+    return pairs
+
+
+class Record:
+    """One forward call: ``op`` name, inputs and outputs (:class:`TensorInfo`), the Node it
+    created (or None), ``elapsed`` seconds, the user code line and the module group.
+
+    NOTE [Recording cost]
+    The recorder runs inside every op of a recorded block, so a record takes only what cannot
+    wait, in as few objects as possible (each one is also work for the garbage collector):
+    one tuple per call in ``RecordList._raw``, not a Record object; the inputs and the outputs
+    are each one flat sequence of pairs, ``grad_fn, output_nr`` for a tensor that has a
+    grad_fn (the node's input metadata give its shape, dtype and device later),
+    ``AccumulateGrad, 0`` for a leaf that requires grad, ``None, (shape, dtype, device,
+    requires_grad)`` for any other tensor (and a single output made by the call's node is
+    just its ``output_nr``; and when every argument has an edge of the call's node, the
+    inputs are those edges, kept as None and read from the node later); a weak reference to
+    the output (a tuple of them for several);
+    the user frame's file and line number. Record objects, ``inputs``, ``outputs`` (lists of
+    TensorInfo) and ``source`` (the line's text) are made when first read. The frame walk
+    starts four calls up (each frame passed materialises a frame object). The garbage
+    collector's share grows with every container made, hence the flat tuples.
+    ``tests/benchmarks/notebook.py`` measures the cost: about +1.5 us per op, x1.4 on the
+    cheapest ops.
+    """
+
+    __slots__ = (
+        "index",
+        "op",
+        "_raw_inputs",
+        "_raw_outputs",
+        "_inputs",
+        "_outputs",
+        "node",
+        "elapsed",
+        "filename",
+        "lineno",
+        "line",
+        "_source",
+        "group",
+        "_outputs_ref",
+        "graph_source",
+        "__weakref__",
+    )
+
+    @property
+    def inputs(self):
+        infos = self._inputs
+        if infos is None:
+            infos = self._inputs = _infos(self._raw_inputs, self.graph_source)
+        return infos
+
+    @property
+    def outputs(self):
+        infos = self._outputs
+        if infos is None:
+            infos = self._outputs = _infos(self._raw_outputs, self.graph_source)
+        return infos
+
+    @property
+    def source(self):
+        """The text of the user code line that made this call ("" if not user code)."""
+        src = self._source
+        if src is None:
+            src = ""
+            if self.filename is not None:
+                src = linecache.getline(self.filename, self.lineno).strip()
+            self._source = src
+        return src
+
+    def __repr__(self):
+        node = self.node.name() if self.node is not None else None
+        return f"<Record #{self.index} {self.op} -> {node} line {self.line}>"
+
+    def output_tensors(self):
+        """The output tensors that are still alive (the record keeps weak references)."""
+        refs = self._outputs_ref
+        out = []
+        for ref in refs if type(refs) is tuple else (refs,):
+            t = ref()
+            if t is not None:
+                out.append(t)
+        return out
+
+    @property
+    def n_outputs(self) -> int:
+        refs = self._outputs_ref
+        return len(refs) if type(refs) is tuple else 1
+
+
+class RecordList:
+    """The records of a recorder, in call order: a read-only sequence of :class:`Record`.
+
+    The recorder appends one plain tuple per call (see NOTE [Recording cost]); the Record
+    objects are made when the list is first read past them."""
+
+    __slots__ = ("_raw", "_made", "_cell", "_line_offset", "graph_source")
+
+    def __init__(self, cell=None, line_offset=0, source=NBGRAD):
+        self._raw = []  # (op, inputs, outputs, node, elapsed, filename, lineno, group, refs)
+        self._made = []
+        self._cell = cell
+        self._line_offset = line_offset
+        self.graph_source = source
+
+    def _sync(self):
+        made = self._made
+        raw = self._raw
+        cell = self._cell
+        source = self.graph_source
+        for k in range(len(made), len(raw)):
+            op, inputs, outputs, node, elapsed, filename, lineno, group, refs = raw[k]
+            rec = _new_record(Record)
+            rec.index = k
+            rec.op = op
+            rec.graph_source = source
+            rec._raw_inputs = inputs if inputs is not None else _edge_pairs(node, source)
+            rec._raw_outputs = (node, outputs) if type(outputs) is int else outputs
+            rec._inputs = rec._outputs = None
+            rec.node = node
+            rec.elapsed = elapsed
+            rec.filename = filename
+            rec.lineno = lineno
+            rec.line = (
+                lineno + self._line_offset if filename is not None and filename == cell else lineno
+            )
+            rec._source = None if filename is not None else ""
+            rec.group = group
+            rec._outputs_ref = refs
+            made.append(rec)
+        return made
+
+    def __len__(self):
+        return len(self._raw)
+
+    def __bool__(self):
+        return bool(self._raw)
+
+    def __getitem__(self, i):
+        return self._sync()[i]
+
+    def __iter__(self):
+        return iter(self._sync())
+
+    def __reversed__(self):
+        return reversed(self._sync())
+
+    def __eq__(self, other):
+        return list(self) == list(other)
+
+    def __repr__(self):
+        return repr(self._sync())
+
+
+class ModuleCall:
+    """One call of a module: a group of records, nested inside its parent's group."""
+
+    __slots__ = (
+        "index",
+        "name",
+        "type",
+        "path",
+        "parent",
+        "depth",
+        "start",
+        "end",
+        "error",
+        "_module_ref",
+        "source",
+    )
+
+    @property
+    def module(self):
+        return self._module_ref() if self._module_ref is not None else None
+
+    def __repr__(self):
+        return (
+            f"<ModuleCall #{self.index} {self.path} ({self.type}) records {self.start}:{self.end}>"
+        )
+
+
+class HookCall:
+    """A hook that fired during backward, with the gradient before and after it (summaries)."""
+
+    __slots__ = ("kind", "node", "handle", "name", "before", "after", "changed")
+
+    def __repr__(self):
+        return f"<HookCall {self.kind} {self.name} on {self.node.name()}>"
+
+
+class Step:
+    """One node of a backward pass, as the engine saw it when the node started.
+
+    ``ready``: the nodes waiting on each device's queue while this one runs; ``dependencies``
+    and ``buffers``: the counts and not-ready input buffers that changed since the previous
+    step (the routing of the previous nodes' outputs); ``made_ready``: the nodes this one's
+    outputs made ready; ``accumulated``: for an AccumulateGrad, the :class:`Accumulation`.
+    """
+
+    __slots__ = (
+        "index",
+        "node",
+        "device",
+        "inputs",
+        "outputs",
+        "hooks",
+        "ready",
+        "dependencies",
+        "buffers",
+        "made_ready",
+        "accumulated",
+        "time",
+    )
+
+    def __repr__(self):
+        return f"<Step {self.index} {self.node.name()}>"
+
+
+class Accumulation:
+    """A gradient accumulated into a leaf's ``.grad`` (the engine's ``grad_accumulated``
+    event): the AccumulateGrad ``node``, a weak reference to the leaf (``variable``), and
+    summaries of the incoming ``grad`` and of ``.grad`` ``before`` and ``after``."""
+
+    __slots__ = ("node", "variable", "grad", "before", "after")
+
+    def __repr__(self):
+        return f"<Accumulation into {self.node.name()}>"
+
+
+class BackwardTrace:
+    """One backward pass (one graph task) as a list of :class:`Step` s.
+
+    The trace is a record: the stepper replays it (forward and back) after the pass has run.
+    """
+
+    def __init__(self, index, root, dependencies, graph_task, max_values, source=NBGRAD):
+        self.index = index
+        self.graph_source = source
+        self.root = root
+        self.keep_graph = bool(getattr(graph_task, "keep_graph", False))
+        self.create_graph = bool(getattr(graph_task, "create_graph", False))
+        self.initial_dependencies = dict(dependencies)
+        self.initial_ready = {}
+        self.steps: list[Step] = []
+        self.hook_calls: list[HookCall] = []
+        self.accumulations: list[Accumulation] = []  # in the order the leaves got them
+        self.edge_grads: dict = {}  # (node, edge index) -> gradient summary
+        self.node_inputs: dict = {}  # node -> summaries of the gradients it received
+        self.final_dependencies: dict = {}
+        self.final_buffers: dict = {}
+        self.error = None
+        self.finished = False
+        self.max_values = max_values
+        # a pass observed from outside (torch's, NOTE [Watching torch]): the steps where the
+        # framework ran another node than nbgrad's model of the engine would; None otherwise
+        self.model_differs = None
+        self._graph_task = weakref.ref(graph_task)
+        self._ready: dict = {}  # device -> {node: None} (from node_ready/node_start events)
+        self._pending = []  # nodes that ended and whose routing is not yet observed
+        self._current = {}  # thread -> Step running
+        self._pending_hooks = {}  # node -> hooks that fired before node_start
+        self._memo = {}  # id(tensor) -> (weak reference, version, summary), for this pass
+
+    @property
+    def order(self):
+        """The nodes in the order they ran."""
+        return [s.node for s in self.steps]
+
+    def __repr__(self):
+        root = self.graph_source.node_name(self.root) if self.root is not None else None
+        return f"<BackwardTrace #{self.index} from {root}: {len(self.steps)} steps>"
+
+    # -- building (called from the engine listener) --------------------------------------------
+    def _summary(self, value):
+        """A gradient's summary; the same tensor, unchanged since, is summarised once per pass
+        (a node's output is the next node's input: at a model's size, summaries are most of
+        the recorder's cost)."""
+        source = self.graph_source
+        if value is None or not source.is_tensor(value):
+            return grad_summary(value, self.max_values, source)
+        key = id(value)
+        version = source.version(value)
+        hit = self._memo.get(key)
+        if hit is not None and hit[0]() is value and hit[1] == version:
+            return hit[2]
+        summary = grad_summary(value, self.max_values, source)
+        try:
+            self._memo[key] = (weakref.ref(value), version, summary)
+        except TypeError:  # a tensor that takes no weak reference: not remembered
+            pass
+        return summary
+
+    def _observe_routing(self, graph_task):
+        """What the nodes that ended since the last step changed: counts and buffers."""
+        deps_changed = {}
+        buffers = {}
+        deps = graph_task.dependencies
+        not_ready = graph_task.not_ready
+        next_edges = self.graph_source.next_edges
+        for node in self._pending:
+            for fn, _ in next_edges(node):
+                if fn is None or fn in deps_changed:
+                    continue
+                deps_changed[fn] = deps.get(fn, 0)
+                buf = not_ready.get(fn)
+                if buf is not None:
+                    buffers[fn] = [self._summary(g) for g in buf]
+        self._pending = []
+        return deps_changed, buffers
+
+    def _ready_now(self, graph_task, running=None):
+        ready = {"cpu": list(graph_task.cpu_ready_queue.snapshot())}
+        seq = self.graph_source.sequence_nr
+        for device, nodes in self._ready.items():
+            if device != "cpu":
+                ready[device] = sorted(
+                    (n for n in nodes if n is not running), key=lambda n: -seq(n)
+                )
+        return ready
