@@ -54,6 +54,17 @@ __all__ = [
     "cross_entropy",
     "scaled_dot_product_attention",
     "multi_head_attention_forward",
+    "conv1d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "max_pool1d",
+    "avg_pool1d",
+    "adaptive_avg_pool1d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool2d",
+    "pad",
+    "unfold",
+    "fold",
 ]
 
 
@@ -758,4 +769,19 @@ def cross_entropy(
 from nbgrad.nn._attention import (  # noqa: E402
     multi_head_attention_forward,
     scaled_dot_product_attention,
+)
+
+# ---- 1-d and transposed convolution, more pooling, padding, fold (in _functional_conv.py) -----
+from nbgrad.nn._functional_conv import (  # noqa: E402
+    adaptive_avg_pool1d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    conv1d,
+    conv_transpose1d,
+    conv_transpose2d,
+    fold,
+    max_pool1d,
+    pad,
+    unfold,
 )
