@@ -40,6 +40,7 @@ __all__ = [
     "dropout",
     "embedding",
     "layer_norm",
+    "instance_norm",
     "batch_norm",
     "max_pool2d",
     "avg_pool2d",
@@ -65,6 +66,20 @@ __all__ = [
     "pad",
     "unfold",
     "fold",
+    "group_norm",
+    "rms_norm",
+    "local_response_norm",
+    "embedding_bag",
+    "dropout1d",
+    "dropout2d",
+    "alpha_dropout",
+    "feature_alpha_dropout",
+    "interpolate",
+    "upsample",
+    "upsample_nearest",
+    "upsample_bilinear",
+    "pixel_shuffle",
+    "pixel_unshuffle",
 ]
 
 
@@ -784,4 +799,22 @@ from nbgrad.nn._functional_conv import (  # noqa: E402
     max_pool1d,
     pad,
     unfold,
+)
+
+# ---- more normalisation, embedding bags, dropout, interpolation (in _functional_more.py) -----
+from nbgrad.nn._functional_more import (  # noqa: E402
+    alpha_dropout,
+    dropout1d,
+    dropout2d,
+    embedding_bag,
+    feature_alpha_dropout,
+    group_norm,
+    interpolate,
+    local_response_norm,
+    pixel_shuffle,
+    pixel_unshuffle,
+    rms_norm,
+    upsample,
+    upsample_bilinear,
+    upsample_nearest,
 )
