@@ -236,8 +236,9 @@ def _pad_index(size, left, right, mode):
         pos = np.where(pos >= size, 2 * (size - 1) - pos, pos)
     elif mode == "replicate":
         pos = np.clip(pos, 0, size - 1)
-    else:  # circular
-        pos = pos % size
+    else:  # circular, as PyTorch: crop first, then wrap around what is left
+        start, stop = max(-left, 0), size - max(-right, 0)
+        pos = np.arange(-max(left, 0), stop - start + max(right, 0)) % (stop - start) + start
     return pos
 
 
@@ -341,7 +342,9 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
             f"(got {input.dim()}D)"
         )
     if input.dim() == 2:
-        return fold(input.unsqueeze(0), output_size, kernel_size, dilation, padding, stride)[0]
+        return fold(
+            input.unsqueeze(0), output_size, kernel_size, dilation, padding, stride
+        ).squeeze(0)
     k, d, p, s = _fold_args(kernel_size, dilation, padding, stride)
     h, w = F._pair(output_size, "output_size")
     n, ckk, length = input.shape
