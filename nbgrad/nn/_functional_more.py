@@ -70,8 +70,8 @@ def group_norm(
                 f"input, but got {name} of shape {list(t.shape)} and input of shape "
                 f"{list(input.shape)}"
             )
-    if n * c // num_groups and input.numel() // (n * num_groups) == 1:
-        size = [n * c // num_groups, num_groups, *input.shape[2:]]
+    size = [n * c // num_groups, num_groups, *input.shape[2:]]
+    if math.prod(size) // num_groups == 1:  # PyTorch's _verify_batch_size
         raise ValueError(
             f"Expected more than 1 value per channel when training, got input size {size}"
         )
