@@ -20,7 +20,9 @@ from nbgrad._kernels import (
     _nll_loss2d,
     _smooth_l1,
 )
-from nbgrad._kernels_nn import (
+from nbgrad._tensor import creation as _C
+from nbgrad._tensor.dispatch import OPS, _dispatch
+from nbgrad.derivatives._kernels_nn import (
     _adaptive_max_pool2d,
     _constant_pad,
     _conv,
@@ -28,8 +30,6 @@ from nbgrad._kernels_nn import (
     _conv_transpose,
     _conv_weight_grad,
 )
-from nbgrad._tensor import creation as _C
-from nbgrad._tensor.dispatch import OPS, _dispatch
 from nbgrad.derivatives.opinfo import op
 
 # fmt: off
