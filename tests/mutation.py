@@ -184,7 +184,7 @@ MUTANTS = [
     m(DN, "_C.where(d.abs() < beta, d / beta, d.sign())", "_C.where(d.abs() < beta, d, d.sign())", "smooth_l1: beta dropped"),
     m(TM, "r = t.sum(kept, keepdim=True) if kept else t", "r = t.mean(kept, keepdim=True) if kept else t", "sum_to: means broadcast dims"),
     m(DN, "_smooth_l1_backward(grad, self - target, reduction, delta) * delta,", "_smooth_l1_backward(grad, self - target, reduction, delta),", "huber_loss: delta dropped"),
-    m(DN, "bias=lambda grad: grad.sum((0, 2, 3)))", "bias=lambda grad: grad.mean((0, 2, 3)))", "conv2d: bias gradient averaged"),
+    m(DN, "    return grad.sum((0,) + tuple(range(2, grad.dim())))", "    return grad.mean((0,) + tuple(range(2, grad.dim())))", "conv2d: bias gradient averaged"),
     m(DN, "bias=lambda grad, normalized_shape: _sum_leading(grad, len(normalized_shape)))", "bias=lambda grad, normalized_shape: _sum_leading(grad, len(normalized_shape)) * 2)", "layer_norm: bias gradient doubled"),
     m(DN, "bias=lambda grad, input: grad.sum((0,) + tuple(range(2, input.dim()))))", "bias=lambda grad, input: grad.mean((0,) + tuple(range(2, input.dim()))))", "batch_norm: bias gradient averaged"),
     # ---- the engine --------------------------------------------------------------------------

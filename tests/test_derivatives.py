@@ -742,6 +742,30 @@ def _adaptive(n, out):
     return [(i * n // out, -(-(i + 1) * n // out)) for i in range(out)]
 
 
+def np_adaptive_max(a, size):
+    out = np.empty(a.shape[:-2] + size)
+    for i, (r0, r1) in enumerate(_adaptive(a.shape[-2], size[0])):
+        for j, (c0, c1) in enumerate(_adaptive(a.shape[-1], size[1])):
+            out[..., i, j] = a[..., r0:r1, c0:c1].max(axis=(-2, -1))
+    return out
+
+
+def np_conv_transpose2d(a, w, b=None, stride=(1, 1), padding=(0, 0), output_padding=(0, 0),
+                        dilation=(1, 1), groups=1):  # fmt: skip
+    """The transposed convolution as conv2d's input gradient (``a`` as the output gradient)."""
+    size = [(n - 1) * s - 2 * p + d * (k - 1) + o + 1 for n, s, p, d, k, o in
+            zip(a.shape[2:], stride, padding, dilation, w.shape[2:], output_padding)]  # fmt: skip
+    x = np.zeros((a.shape[0], w.shape[1] * groups, *size))
+    out = np_conv2d_grads(x, w, a, stride, padding, dilation, groups)[0]
+    return out if b is None else out + b[None, :, None, None]
+
+
+def np_lifted(fn):
+    """``fn`` of 2-d arrays applied to 1-d ones (``(N, C, L)`` as ``(N, C, 1, L)``)."""
+    return lambda *arrays: fn(*[None if a is None else a[:, :, None] if a.ndim == 3 else a
+                                for a in arrays])[:, :, 0]  # fmt: skip
+
+
 def np_adaptive_avg(a, size):
     out = np.empty(a.shape[:-2] + size)
     for i, (r0, r1) in enumerate(_adaptive(a.shape[-2], size[0])):
@@ -909,6 +933,25 @@ CASES += [
          lambda a: np_adaptive_avg(a, (2, 3)), [((2, 2, 5, 4),), ((2, 3, 3),)]),
     Case("adaptive_avg_pool2d_backward", grad_of(lambda x: nnf(x).adaptive_avg_pool2d(x, 2)),
          lambda a: np_grad_adaptive(a, (2, 2)), [((1, 2, 3, 5),)]),
+    Case("convolution", lambda x, w, b: nnf(x).conv1d(x, w, b, stride=2, padding=1, groups=2),
+         np_lifted(lambda a, w, b: np_conv2d(a, w, b, (1, 2), (0, 1), groups=2)),
+         [((2, 4, 5), (2, 2, 3), (2,))]),
+    Case("convolution_transpose", lambda x, w, b: nnf(x).conv_transpose2d(x, w, b),
+         np_conv_transpose2d, [((2, 4, 3, 3), (4, 3, 2, 2), (3,))]),
+    Case("convolution_transpose",
+         lambda x, w: nnf(x).conv_transpose2d(x, w, None, (2, 1), (1, 0), (1, 0), 2, (1, 2)),
+         lambda a, w: np_conv_transpose2d(a, w, None, (2, 1), (1, 0), (1, 0), (1, 2), 2),
+         [((1, 4, 3, 3), (4, 1, 2, 3))]),
+    Case("convolution_transpose",
+         lambda x, w, b: nnf(x).conv_transpose1d(x, w, b, stride=2, output_padding=1),
+         np_lifted(lambda a, w, b: np_conv_transpose2d(a, w, b, (1, 2), output_padding=(0, 1))),
+         [((2, 2, 3), (2, 3, 2), (3,))]),
+    Case("constant_pad_nd", lambda x: nnf(x).pad(x, (1, 2), value=0.5),
+         lambda a: np.pad(a, ((0, 0), (1, 2)), constant_values=0.5), [((2, 3),)]),
+    Case("constant_pad_nd", lambda x: nnf(x).pad(x, (1, -1, 0, 2)),
+         lambda a: np.pad(a[..., :, :-1], ((0, 0), (0, 2), (1, 0))), [((2, 3, 4),)]),
+    Case("adaptive_max_pool2d", lambda x: nnf(x).adaptive_max_pool2d(x, (2, 3)),
+         lambda a: np_adaptive_max(a, (2, 3)), [((2, 2, 5, 4),), ((2, 3, 3),)]),
     Case("embedding", lambda w, i: nnf(w).embedding(i, w), lambda a, i: a[i], [((4, 3), INDEX)]),
     # the padding row gets no gradient although it is used: parity only, no gradcheck
     Case("embedding", lambda w, i: nnf(w).embedding(i, w, padding_idx=1), lambda a, i: a[i],
@@ -1563,6 +1606,8 @@ KINKS = [
     Kink("huber_loss at delta",
          lambda x, y: nnf(x).huber_loss(x, y, reduction="none", delta=0.5), AT_BETA),
     Kink("max_pool2d ties", lambda x: nnf(x).max_pool2d(x, 2), [[[[[1.0, 1.0], [1.0, 0.0]]]]]),
+    Kink("adaptive_max_pool2d ties", lambda x: nnf(x).adaptive_max_pool2d(x, (1, 2)),
+         [[[[[1.0, 0.0, 1.0], [1.0, 1.0, 0.0]]]]]),
 ]
 # fmt: on
 
@@ -1647,6 +1692,7 @@ def test_every_piecewise_row_has_a_kink():
         "smooth_l1_loss",
         "huber_loss",
         "max_pool2d",
+        "adaptive_max_pool2d",
     }
     reached = set()
     for kink in KINKS:

@@ -944,6 +944,9 @@ NOT_DRAWN = {
     "avg_pool2d_backward",
     "adaptive_avg_pool2d",
     "adaptive_avg_pool2d_backward",
+    "adaptive_max_pool2d",
+    "convolution_transpose",
+    "constant_pad_nd",
     "elu_",  # (elu, out of place, is drawn)
     "threshold",  # (relu, its special case, is drawn)
     "threshold_",

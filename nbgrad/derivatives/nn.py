@@ -13,9 +13,6 @@ from nbgrad._kernels import (
     _bce,
     _bce_logits,
     _channel_shape,
-    _conv2d,
-    _conv2d_transpose,
-    _conv2d_weight,
     _layer_norm,
     _max_pool2d,
     _max_pool2d_backward,
@@ -25,6 +22,14 @@ from nbgrad._kernels import (
 )
 from nbgrad._tensor import creation as _C
 from nbgrad._tensor.dispatch import OPS, _dispatch
+from nbgrad.derivatives._kernels_nn import (
+    _adaptive_max_pool2d,
+    _constant_pad,
+    _conv,
+    _conv_input_grad,
+    _conv_transpose,
+    _conv_weight_grad,
+)
 from nbgrad.derivatives.opinfo import op
 
 # fmt: off
@@ -34,20 +39,33 @@ op("addmm", "AddmmBackward0", "self mat1 mat2", lambda xp, self, mat1, mat2, bet
    self=lambda grad, beta: grad if beta == 1 else grad * beta,
    mat1=lambda grad, mat2, alpha: grad.mm(mat2.t()) if alpha == 1 else grad.mm(mat2.t()) * alpha,
    mat2=lambda grad, mat1, alpha: mat1.t().mm(grad) if alpha == 1 else mat1.t().mm(grad) * alpha)
-# padding is ((top, bottom), (left, right)); see NOTE [Convolution's double backward]
-op("convolution", "ConvolutionBackward0", "input weight bias", lambda xp, input, weight, bias, stride, padding, dilation, groups: _conv2d(xp, input, weight, bias, stride, padding, dilation, groups),
+# padding is ((top, bottom), (left, right)); see NOTE [Convolution's double backward] and, for
+# 3-d inputs (conv1d), NOTE [1-d convolution as 2-d]
+op("convolution", "ConvolutionBackward0", "input weight bias", lambda xp, input, weight, bias, stride, padding, dilation, groups: _conv(xp, input, weight, bias, stride, padding, dilation, groups),
    attrs="stride padding dilation groups",
    input=lambda grad, weight, input_shape, stride, padding, dilation, groups: _conv2d_input_grad(grad, weight, input_shape, stride, padding, dilation, groups),
    weight=lambda grad, input, weight_shape, stride, padding, dilation, groups: _conv2d_weight_grad(input, grad, weight_shape, stride, padding, dilation, groups),
-   bias=lambda grad: grad.sum((0, 2, 3)))
-op("convolution_input_grad", "ConvolutionBackwardBackward0", "grad_output weight", lambda xp, grad_output, weight, input_shape, stride, padding, dilation, groups: _conv2d_transpose(xp, grad_output, weight, input_shape, stride, padding, dilation, groups),
+   bias=lambda grad: _sum_but_channels(grad))
+op("convolution_input_grad", "ConvolutionBackwardBackward0", "grad_output weight", lambda xp, grad_output, weight, input_shape, stride, padding, dilation, groups: _conv_input_grad(xp, grad_output, weight, input_shape, stride, padding, dilation, groups),
    attrs="input_shape stride padding dilation groups",
    grad_output=lambda grad, weight, stride, padding, dilation, groups: _conv2d_call(grad, weight, stride, padding, dilation, groups),
    weight=lambda grad, grad_output, weight_shape, stride, padding, dilation, groups: _conv2d_weight_grad(grad, grad_output, weight_shape, stride, padding, dilation, groups))
-op("convolution_weight_grad", "ConvolutionBackwardBackward0", "input grad_output", lambda xp, input, grad_output, weight_shape, stride, padding, dilation, groups: _conv2d_weight(xp, input, grad_output, weight_shape, stride, padding, dilation, groups),
+op("convolution_weight_grad", "ConvolutionBackwardBackward0", "input grad_output", lambda xp, input, grad_output, weight_shape, stride, padding, dilation, groups: _conv_weight_grad(xp, input, grad_output, weight_shape, stride, padding, dilation, groups),
    attrs="weight_shape stride padding dilation groups",
    input=lambda grad, grad_output, input_shape, stride, padding, dilation, groups: _conv2d_input_grad(grad_output, grad, input_shape, stride, padding, dilation, groups),
    grad_output=lambda grad, input, stride, padding, dilation, groups: _conv2d_call(input, grad, stride, padding, dilation, groups))
+# the transposed convolution (PyTorch's convolution with transposed=True): T(input, weight) of
+# NOTE [Convolution's double backward], so its derivatives are C and W again
+op("convolution_transpose", "ConvolutionBackward0", "input weight bias", lambda xp, input, weight, bias, stride, padding, output_padding, dilation, groups: _conv_transpose(xp, input, weight, bias, stride, padding, output_padding, dilation, groups),
+   attrs="stride padding output_padding dilation groups",
+   input=lambda grad, weight, stride, padding, dilation, groups: _conv2d_call(grad, weight, stride, padding, dilation, groups),
+   weight=lambda grad, input, weight_shape, stride, padding, dilation, groups: _conv2d_weight_grad(grad, input, weight_shape, stride, padding, dilation, groups),
+   bias=lambda grad: _sum_but_channels(grad))
+# pad: (last dim's left, right, the one before's left, right, ...); negative amounts crop, so
+# the backward is the same op with the amounts negated
+op("constant_pad_nd", "ConstantPadNdBackward0", "self", lambda xp, self, pad, value: _constant_pad(xp, self, pad, value),
+   attrs="pad value",
+   self=lambda grad, pad: _dispatch(OPS["constant_pad_nd"], (grad,), {"pad": tuple(-p for p in pad), "value": 0}))
 op("mse_loss", "MseLossBackward0", "self target", lambda xp, self, target, reduction: _loss_reduction((self - target) ** 2, reduction),
    attrs="reduction", promote="binary",
    self=lambda grad, self, target, reduction: _mse_loss_backward(grad, self, target, reduction),
@@ -112,10 +130,18 @@ op("adaptive_avg_pool2d", "AdaptiveAvgPool2DBackward0", "self", lambda xp, self,
 op("adaptive_avg_pool2d_backward", "AdaptiveAvgPool2DBackwardBackward0", "grad_output self", lambda xp, grad_output, self: _adaptive_avg_pool2d_backward(xp, grad_output, self.shape),
    grad_output=lambda grad, grad_output_shape: _dispatch(OPS["adaptive_avg_pool2d"], (grad,), {"output_size": tuple(grad_output_shape[-2:])}),
    self=lambda grad, self_shape: _C.zeros(self_shape, dtype=grad.dtype, device=grad.device))
+# adaptive max pooling keeps flat indices as max_pool2d does, and shares its backward row
+op("adaptive_max_pool2d", "AdaptiveMaxPool2DBackward0", "self", lambda xp, self, output_size: _adaptive_max_pool2d(xp, self, output_size),
+   attrs="output_size", outputs=2, diff_outputs=(0,),
+   self=lambda grad, self, result1: _dispatch(OPS["max_pool2d_backward"], (grad, self, result1)))
 op("embedding", "EmbeddingBackward0", "weight indices", lambda xp, weight, indices, padding_idx: xp.take(weight, indices, axis=0),
    attrs="padding_idx", nondiff=("indices",),
    weight=lambda grad, weight_shape, indices, padding_idx: _embedding_backward(grad, weight_shape, indices, padding_idx))
 # fmt: on
+
+
+def _sum_but_channels(grad):
+    return grad.sum((0,) + tuple(range(2, grad.dim())))
 
 
 def _conv_attrs(stride, padding, dilation, groups):

@@ -40,6 +40,7 @@ __all__ = [
     "dropout",
     "embedding",
     "layer_norm",
+    "instance_norm",
     "batch_norm",
     "max_pool2d",
     "avg_pool2d",
@@ -54,6 +55,31 @@ __all__ = [
     "cross_entropy",
     "scaled_dot_product_attention",
     "multi_head_attention_forward",
+    "conv1d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "max_pool1d",
+    "avg_pool1d",
+    "adaptive_avg_pool1d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool2d",
+    "pad",
+    "unfold",
+    "fold",
+    "group_norm",
+    "rms_norm",
+    "local_response_norm",
+    "embedding_bag",
+    "dropout1d",
+    "dropout2d",
+    "alpha_dropout",
+    "feature_alpha_dropout",
+    "interpolate",
+    "upsample",
+    "upsample_nearest",
+    "upsample_bilinear",
+    "pixel_shuffle",
+    "pixel_unshuffle",
 ]
 
 
@@ -758,4 +784,37 @@ def cross_entropy(
 from nbgrad.nn._attention import (  # noqa: E402
     multi_head_attention_forward,
     scaled_dot_product_attention,
+)
+
+# ---- 1-d and transposed convolution, more pooling, padding, fold (in _functional_conv.py) -----
+from nbgrad.nn._functional_conv import (  # noqa: E402
+    adaptive_avg_pool1d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    conv1d,
+    conv_transpose1d,
+    conv_transpose2d,
+    fold,
+    max_pool1d,
+    pad,
+    unfold,
+)
+
+# ---- more normalisation, embedding bags, dropout, interpolation (in _functional_more.py) -----
+from nbgrad.nn._functional_more import (  # noqa: E402
+    alpha_dropout,
+    dropout1d,
+    dropout2d,
+    embedding_bag,
+    feature_alpha_dropout,
+    group_norm,
+    interpolate,
+    local_response_norm,
+    pixel_shuffle,
+    pixel_unshuffle,
+    rms_norm,
+    upsample,
+    upsample_bilinear,
+    upsample_nearest,
 )

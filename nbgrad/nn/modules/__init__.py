@@ -9,27 +9,35 @@ from nbgrad.nn.modules import (
     conv,
     dropout,
     flatten,
+    fold,
     linear,
     loss,
     normalization,
+    padding,
+    pixelshuffle,
     pooling,
     rnn,
     sparse,
     transformer,
+    upsampling,
 )
 from nbgrad.nn.modules.activation import *  # noqa: F403
 from nbgrad.nn.modules.container import *  # noqa: F403
 from nbgrad.nn.modules.conv import *  # noqa: F403
 from nbgrad.nn.modules.dropout import *  # noqa: F403
 from nbgrad.nn.modules.flatten import *  # noqa: F403
+from nbgrad.nn.modules.fold import *  # noqa: F403
 from nbgrad.nn.modules.linear import *  # noqa: F403
 from nbgrad.nn.modules.loss import *  # noqa: F403
 from nbgrad.nn.modules.module import Module
 from nbgrad.nn.modules.normalization import *  # noqa: F403
+from nbgrad.nn.modules.padding import *  # noqa: F403
+from nbgrad.nn.modules.pixelshuffle import *  # noqa: F403
 from nbgrad.nn.modules.pooling import *  # noqa: F403
 from nbgrad.nn.modules.rnn import *  # noqa: F403
 from nbgrad.nn.modules.sparse import *  # noqa: F403
 from nbgrad.nn.modules.transformer import *  # noqa: F403
+from nbgrad.nn.modules.upsampling import *  # noqa: F403
 
 __all__ = ["Module"] + [
     name
@@ -43,6 +51,10 @@ __all__ = ["Module"] + [
         sparse,
         normalization,
         pooling,
+        padding,
+        upsampling,
+        pixelshuffle,
+        fold,
         rnn,
         transformer,
         loss,

@@ -1,4 +1,4 @@
-"""``MaxPool2d``, ``AvgPool2d``, ``AdaptiveAvgPool2d``. Mirrors ``torch/nn/modules/pooling.py``."""
+"""Max, average and adaptive pooling in 1 and 2 dims. Mirrors ``torch/nn/modules/pooling.py``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,16 @@ from nbgrad.nn import functional as F
 from nbgrad.nn.modules.module import Module
 from nbgrad.tensor import Tensor
 
-__all__ = ["MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d"]
+__all__ = [
+    "MaxPool1d",
+    "MaxPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
+]
 
 
 class MaxPool2d(Module):
@@ -94,3 +103,84 @@ class AdaptiveAvgPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
+
+
+class MaxPool1d(MaxPool2d):
+    """The maximum of each ``kernel_size`` window of ``(N, C, L)`` or ``(C, L)`` inputs."""
+
+    def forward(self, input: Tensor):
+        return F.max_pool1d(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.dilation,
+            ceil_mode=self.ceil_mode,
+            return_indices=self.return_indices,
+        )
+
+
+class AvgPool1d(Module):
+    """The mean of each ``kernel_size`` window of ``(N, C, L)`` or ``(C, L)`` inputs."""
+
+    def __init__(
+        self,
+        kernel_size,
+        stride=None,
+        padding=0,
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+    ):
+        super().__init__()
+        self.kernel_size = _single(kernel_size)
+        self.stride = _single(stride if stride is not None else kernel_size)
+        self.padding = _single(padding)
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.avg_pool1d(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.ceil_mode,
+            self.count_include_pad,
+        )
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+    """The mean over ``output_size`` windows that tile the last dim."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.adaptive_avg_pool1d(input, self.output_size)
+
+
+class AdaptiveMaxPool2d(Module):
+    """The maximum over ``output_size`` windows that tile the last two dims (``None``: the
+    input's size); with ``return_indices``, also each maximum's flat index in its plane."""
+
+    def __init__(self, output_size, return_indices: bool = False):
+        super().__init__()
+        self.output_size = output_size
+        self.return_indices = return_indices
+
+    def forward(self, input: Tensor):
+        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
+    """The maximum over ``output_size`` windows that tile the last dim."""
+
+    def forward(self, input: Tensor):
+        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+
+
+def _single(x):
+    return tuple(x) if isinstance(x, (list, tuple)) else (x,)

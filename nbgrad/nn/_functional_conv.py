@@ -1,0 +1,369 @@
+"""The 1-d and transposed convolutions, 1-d and adaptive max pooling, ``pad``, ``unfold`` and
+``fold`` of ``nbgrad.nn.functional`` (kept here so that ``functional.py`` stays small).
+
+As PyTorch: ``conv1d`` and the transposed convolutions are ``ConvolutionBackward0`` rows,
+``pad``'s constant mode is ``ConstantPadNdBackward0`` and ``adaptive_max_pool2d`` is
+``AdaptiveMaxPool2DBackward0``; the 1-d poolings are the 2-d ones over a height of 1
+(``SqueezeBackward1``, as PyTorch's). NOTE [Index-composed layers]: the reflect, replicate and
+circular paddings, ``unfold`` and ``fold`` are composed from ``index_select`` / ``index_add``
+with index arrays computed once in NumPy (PyTorch has a node of its own for each); their
+gradients are then those of the table's rows, to any order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nbgrad._tensor.creation import zeros
+from nbgrad._tensor.dispatch import _dispatch
+from nbgrad.derivatives import OPS
+from nbgrad.nn import functional as F
+from nbgrad.tensor import Tensor, tensor
+
+__all__ = [
+    "conv1d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "max_pool1d",
+    "avg_pool1d",
+    "adaptive_avg_pool1d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool2d",
+    "pad",
+    "unfold",
+    "fold",
+]
+
+
+def _tuple(x, n, name="argument"):
+    if isinstance(x, (list, tuple)):
+        if len(x) == 1 and n > 1:
+            x = tuple(x) * n
+        if len(x) != n:
+            raise ValueError(f"expected {name} to be a single int or {n} ints, got {x}")
+        return tuple(int(v) for v in x)
+    return (int(x),) * n
+
+
+def _check_conv_weight(input, weight, groups, name, transposed):
+    ndim = weight.dim()
+    if input.dim() not in (ndim - 1, ndim):
+        raise RuntimeError(
+            f"Expected {ndim - 1}D (unbatched) or {ndim}D (batched) input to {name}, but got "
+            f"input of size: {list(input.shape)}"
+        )
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    channels = input.shape[1 if input.dim() == ndim else 0]
+    expected = weight.shape[0] if transposed else weight.shape[1] * groups
+    if channels != expected:
+        what = f"weight of size {list(weight.shape)}, expected input{list(input.shape)} to have"
+        raise RuntimeError(
+            f"Given {'transposed=1, ' if transposed else ''}groups={groups}, {what} "
+            f"{expected} channels, but got {channels} channels instead"
+        )
+
+
+def conv1d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride=1,
+    padding=0,
+    dilation=1,
+    groups: int = 1,
+) -> Tensor:
+    """1-d cross-correlation over an ``(N, C, L)`` (or unbatched ``(C, L)``) input
+    (``ConvolutionBackward0``); ``padding``: an int, ``"valid"`` or ``"same"``."""
+    if weight.dim() != 3:
+        raise RuntimeError(f"weight should have three dimensions, got {list(weight.shape)}")
+    _check_conv_weight(input, weight, groups, "conv1d", False)
+    if input.dim() == 2:
+        return conv1d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(
+            0
+        )
+    (s,), (d,), k = _tuple(stride, 1, "stride"), _tuple(dilation, 1, "dilation"), weight.shape[2]
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = (0, 0)
+        elif padding == "same":
+            if s != 1:
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            pads = (d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
+        else:
+            raise ValueError(f"Invalid padding string '{padding}'")
+    else:
+        (p,) = _tuple(padding, 1, "padding")
+        pads = (p, p)
+    if weight.shape[0] % groups:
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+            f"but got weight of size [{list(weight.shape)}] instead"
+        )
+    attrs = {"stride": (1, s), "padding": ((0, 0), pads), "dilation": (1, d), "groups": groups}
+    return _dispatch(OPS["convolution"], (input, weight, bias), attrs)
+
+
+def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, n):
+    name = f"conv_transpose{n}d"
+    if weight.dim() != n + 2:
+        raise RuntimeError(f"weight should have {n + 2} dimensions, got {list(weight.shape)}")
+    _check_conv_weight(input, weight, groups, name, True)
+    if input.dim() == n + 1:
+        args = (bias, stride, padding, output_padding, groups, dilation, n)
+        return _conv_transpose(input.unsqueeze(0), weight, *args).squeeze(0)
+    stride, padding = _tuple(stride, n, "stride"), _tuple(padding, n, "padding")
+    output_padding = _tuple(output_padding, n, "output_padding")
+    dilation = _tuple(dilation, n, "dilation")
+    if any(o >= s and o >= d for o, s, d in zip(output_padding, stride, dilation)):
+        raise RuntimeError(
+            f"output padding must be smaller than either stride or dilation, but got "
+            f"output_padding={list(output_padding)}, stride={list(stride)}, "
+            f"dilation={list(dilation)}"
+        )
+    if input.shape[1] % groups:
+        raise RuntimeError(f"Given groups={groups}, input channels must be divisible by groups")
+    if n == 1:
+        stride, padding, output_padding = (1, *stride), (0, *padding), (0, *output_padding)
+        dilation = (1, *dilation)
+    attrs = {
+        "stride": stride,
+        "padding": tuple((p, p) for p in padding),
+        "output_padding": output_padding,
+        "dilation": dilation,
+        "groups": groups,
+    }
+    return _dispatch(OPS["convolution_transpose"], (input, weight, bias), attrs)
+
+
+def conv_transpose1d(
+    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+) -> Tensor:
+    """The transposed 1-d convolution (the gradient of ``conv1d`` w.r.t. its input) of an
+    ``(N, C_in, L)`` input by a ``(C_in, C_out / groups, k)`` weight (``ConvolutionBackward0``)."""
+    return _conv_transpose(
+        input, weight, bias, stride, padding, output_padding, groups, dilation, 1
+    )
+
+
+def conv_transpose2d(
+    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+) -> Tensor:
+    """The transposed 2-d convolution of an ``(N, C_in, H, W)`` input by a
+    ``(C_in, C_out / groups, kh, kw)`` weight (``ConvolutionBackward0``)."""
+    return _conv_transpose(
+        input, weight, bias, stride, padding, output_padding, groups, dilation, 2
+    )
+
+
+# ---- pooling ----------------------------------------------------------------------------------
+def _check_pool1d_input(input, name):
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"{name}: Expected 2D or 3D (batch mode) tensor, got {input.dim()}D")
+
+
+def max_pool1d(
+    input: Tensor,
+    kernel_size,
+    stride=None,
+    padding=0,
+    dilation=1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+):
+    """The maximum of each window of an ``(N, C, L)`` or ``(C, L)`` input (and its index)."""
+    _check_pool1d_input(input, "max_pool1d")
+    (k,) = _tuple(kernel_size, 1, "kernel_size")
+    (s,) = _tuple(k if stride is None or stride == [] else stride, 1, "stride")
+    (p,), (d,) = _tuple(padding, 1, "padding"), _tuple(dilation, 1, "dilation")
+    out = F.max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), ceil_mode, True)
+    values, indices = out[0].squeeze(-2), out[1].squeeze(-2)
+    return (values, indices) if return_indices else values
+
+
+def avg_pool1d(
+    input: Tensor,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+) -> Tensor:
+    """The mean of each window of an ``(N, C, L)`` or ``(C, L)`` input."""
+    _check_pool1d_input(input, "avg_pool1d")
+    (k,) = _tuple(kernel_size, 1, "kernel_size")
+    (s,) = _tuple(k if stride is None or stride == [] else stride, 1, "stride")
+    (p,) = _tuple(padding, 1, "padding")
+    out = F.avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), ceil_mode, count_include_pad)
+    return out.squeeze(-2)
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
+    """The mean over ``output_size`` windows that tile the last dim."""
+    _check_pool1d_input(input, "adaptive_avg_pool1d")
+    (size,) = _tuple(output_size, 1, "output_size")
+    return F.adaptive_avg_pool2d(input.unsqueeze(-2), (1, size)).squeeze(-2)
+
+
+def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
+    """The maximum over ``output_size`` windows that tile the last two dims (and its flat
+    index in its plane) (``AdaptiveMaxPool2DBackward0``)."""
+    if input.dim() not in (3, 4):
+        raise RuntimeError(
+            f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got {input.dim()}D"
+        )
+    size = output_size if isinstance(output_size, (list, tuple)) else (output_size, output_size)
+    size = tuple(input.shape[-2 + i] if s is None else int(s) for i, s in enumerate(size))
+    values, indices = _dispatch(OPS["adaptive_max_pool2d"], (input,), {"output_size": size})
+    return (values, indices) if return_indices else values
+
+
+def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False):
+    """The maximum over ``output_size`` windows that tile the last dim (and its index)."""
+    _check_pool1d_input(input, "adaptive_max_pool1d")
+    (size,) = _tuple(output_size, 1, "output_size")
+    values, indices = adaptive_max_pool2d(input.unsqueeze(-2), (1, size), True)
+    values, indices = values.squeeze(-2), indices.squeeze(-2)
+    return (values, indices) if return_indices else values
+
+
+# ---- padding ----------------------------------------------------------------------------------
+def _pad_index(size, left, right, mode):
+    """Source positions, along one dim of ``size``, of a padding by ``left`` and ``right``."""
+    pos = np.arange(-left, size + right)
+    if mode == "reflect":
+        pos = np.abs(pos)
+        pos = np.where(pos >= size, 2 * (size - 1) - pos, pos)
+    elif mode == "replicate":
+        pos = np.clip(pos, 0, size - 1)
+    else:  # circular, as PyTorch: crop first, then wrap around what is left
+        start, stop = max(-left, 0), size - max(-right, 0)
+        pos = np.arange(-max(left, 0), stop - start + max(right, 0)) % (stop - start) + start
+    return pos
+
+
+_PAD_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) -> Tensor:
+    """Pad (or, with negative amounts, crop) the last ``len(pad) // 2`` dims; ``pad`` is
+    ``(left, right)`` of the last dim, then of the one before, and so on."""
+    pad = tuple(int(p) for p in pad)
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.dim():
+        raise RuntimeError(
+            "Padding length should be less than or equal to two times the input dimension"
+        )
+    if mode not in _PAD_MODES:
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if mode == "constant":
+        return _dispatch(OPS["constant_pad_nd"], (input,), {"pad": pad, "value": value or 0})
+    if value is not None and value != 0:
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    n = len(pad) // 2
+    if input.dim() not in (n + 1, n + 2):
+        raise NotImplementedError(
+            f"Only {n + 1}D or {n + 2}D (batch mode) inputs are supported by {mode} padding "
+            f"of {n} dims, got {input.dim()}D"
+        )
+    out = input
+    for k in range(n):
+        dim = input.dim() - 1 - k
+        left, right, size = pad[2 * k], pad[2 * k + 1], input.shape[dim]
+        if mode == "reflect" and (left >= size or right >= size):
+            raise RuntimeError(
+                f"Argument #4: Padding size should be less than the corresponding input "
+                f"dimension, but got: padding ({left}, {right}) at dimension {dim} of input "
+                f"{list(input.shape)}"
+            )
+        if mode == "circular" and (left > size or right > size):
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        if size + left + right <= 0 or (mode == "replicate" and size == 0):
+            raise RuntimeError(f"input (shape {list(input.shape)}) is too small for padding {pad}")
+        if left or right:
+            index = tensor(_pad_index(size, left, right, mode), device=input.device)
+            out = out.index_select(dim, index)
+    return out
+
+
+# ---- unfold / fold ----------------------------------------------------------------------------
+def _unfold_index(size, kernel_size, dilation, padding, stride):
+    """``(index, blocks)``: each block entry's flat position in the padded ``Hp x Wp`` plane,
+    in ``unfold``'s ``(kh, kw, L)`` order, and the block counts ``(Lh, Lw)``."""
+    (h, w), (kh, kw), (dh, dw), (ph, pw), (sh, sw) = (size, kernel_size, dilation, padding, stride)
+    hp, wp = h + 2 * ph, w + 2 * pw
+    lh = (hp - dh * (kh - 1) - 1) // sh + 1
+    lw = (wp - dw * (kw - 1) - 1) // sw + 1
+    if lh <= 0 or lw <= 0:
+        raise RuntimeError(
+            f"Given input with spatial size ({h}, {w}), kernel_size=({kh}, {kw}), "
+            f"dilation=({dh}, {dw}), padding=({ph}, {pw}), calculated shape of the array of "
+            f"sliding blocks as ({lh}, {lw}), but its components must be at least one."
+        )
+    rows = np.arange(kh)[:, None, None, None] * dh + np.arange(lh)[None, None, :, None] * sh
+    cols = np.arange(kw)[None, :, None, None] * dw + np.arange(lw)[None, None, None, :] * sw
+    return (rows * wp + cols).reshape(-1), (lh, lw)
+
+
+def _fold_args(kernel_size, dilation, padding, stride):
+    return (
+        F._pair(kernel_size, "kernel_size"),
+        F._pair(dilation, "dilation"),
+        F._pair(padding, "padding"),
+        F._pair(stride, "stride"),
+    )
+
+
+def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """im2col: the sliding ``kernel_size`` blocks of an ``(N, C, H, W)`` (or ``(C, H, W)``)
+    input as the columns of ``(N, C * kh * kw, L)``."""
+    if input.dim() not in (3, 4):
+        raise RuntimeError(
+            f"Input Error: Only 3D or 4D input Tensors are supported (got {input.dim()}D)"
+        )
+    if input.dim() == 3:
+        return unfold(input.unsqueeze(0), kernel_size, dilation, padding, stride).squeeze(0)
+    k, d, p, s = _fold_args(kernel_size, dilation, padding, stride)
+    n, c, h, w = input.shape
+    index, (lh, lw) = _unfold_index((h, w), k, d, p, s)
+    padded = pad(input, (p[1], p[1], p[0], p[0])) if p != (0, 0) else input
+    flat = padded.reshape(n, c, -1)
+    cols = flat.index_select(2, tensor(index, device=input.device))
+    return cols.view(n, c * k[0] * k[1], lh * lw)
+
+
+def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """col2im: the columns of an ``(N, C * kh * kw, L)`` (or ``(C * kh * kw, L)``) input
+    summed into the ``output_size`` blocks they came from (the adjoint of ``unfold``)."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(
+            f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported "
+            f"(got {input.dim()}D)"
+        )
+    if input.dim() == 2:
+        return fold(
+            input.unsqueeze(0), output_size, kernel_size, dilation, padding, stride
+        ).squeeze(0)
+    k, d, p, s = _fold_args(kernel_size, dilation, padding, stride)
+    h, w = F._pair(output_size, "output_size")
+    n, ckk, length = input.shape
+    if ckk % (k[0] * k[1]):
+        raise RuntimeError(
+            "Expected size of input's dimension 1 to be divisible by the product of "
+            f"kernel_size, but got input.size(1)={ckk} and kernel_size=({k[0]}, {k[1]})"
+        )
+    index, (lh, lw) = _unfold_index((h, w), k, d, p, s)
+    if lh * lw != length:
+        raise RuntimeError(
+            f"Given output_size=({h}, {w}), kernel_size=({k[0]}, {k[1]}), dilation=({d[0]}, "
+            f"{d[1]}), padding=({p[0]}, {p[1]}), stride=({s[0]}, {s[1]}), expected size of "
+            f"input's dimension 2 to match the calculated number of sliding blocks {lh} * {lw} "
+            f"= {lh * lw}, but got input.size(2)={length}."
+        )
+    c = ckk // (k[0] * k[1])
+    hp, wp = h + 2 * p[0], w + 2 * p[1]
+    planes = zeros((n, c, hp * wp), dtype=input.dtype, device=input.device)
+    summed = planes.index_add(2, tensor(index, device=input.device), input.reshape(n, c, -1))
+    out = summed.view(n, c, hp, wp)
+    return out[:, :, p[0] : p[0] + h, p[1] : p[1] + w] if p != (0, 0) else out
