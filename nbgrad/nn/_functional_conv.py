@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
+import nbgrad  # nbgrad.nn.functional, read at call time: that module imports this one
 from nbgrad._tensor.creation import zeros
 from nbgrad._tensor.dispatch import _dispatch
 from nbgrad.derivatives import OPS
-from nbgrad.nn import functional as F
 from nbgrad.tensor import Tensor, tensor
 
 __all__ = [
@@ -176,7 +176,9 @@ def max_pool1d(
     (k,) = _tuple(kernel_size, 1, "kernel_size")
     (s,) = _tuple(k if stride is None or stride == [] else stride, 1, "stride")
     (p,), (d,) = _tuple(padding, 1, "padding"), _tuple(dilation, 1, "dilation")
-    out = F.max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), ceil_mode, True)
+    out = nbgrad.nn.functional.max_pool2d(
+        input.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), ceil_mode, True
+    )
     values, indices = out[0].squeeze(-2), out[1].squeeze(-2)
     return (values, indices) if return_indices else values
 
@@ -194,7 +196,9 @@ def avg_pool1d(
     (k,) = _tuple(kernel_size, 1, "kernel_size")
     (s,) = _tuple(k if stride is None or stride == [] else stride, 1, "stride")
     (p,) = _tuple(padding, 1, "padding")
-    out = F.avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), ceil_mode, count_include_pad)
+    out = nbgrad.nn.functional.avg_pool2d(
+        input.unsqueeze(-2), (1, k), (1, s), (0, p), ceil_mode, count_include_pad
+    )
     return out.squeeze(-2)
 
 
@@ -202,7 +206,7 @@ def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
     """The mean over ``output_size`` windows that tile the last dim."""
     _check_pool1d_input(input, "adaptive_avg_pool1d")
     (size,) = _tuple(output_size, 1, "output_size")
-    return F.adaptive_avg_pool2d(input.unsqueeze(-2), (1, size)).squeeze(-2)
+    return nbgrad.nn.functional.adaptive_avg_pool2d(input.unsqueeze(-2), (1, size)).squeeze(-2)
 
 
 def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
@@ -308,10 +312,10 @@ def _unfold_index(size, kernel_size, dilation, padding, stride):
 
 def _fold_args(kernel_size, dilation, padding, stride):
     return (
-        F._pair(kernel_size, "kernel_size"),
-        F._pair(dilation, "dilation"),
-        F._pair(padding, "padding"),
-        F._pair(stride, "stride"),
+        nbgrad.nn.functional._pair(kernel_size, "kernel_size"),
+        nbgrad.nn.functional._pair(dilation, "dilation"),
+        nbgrad.nn.functional._pair(padding, "padding"),
+        nbgrad.nn.functional._pair(stride, "stride"),
     )
 
 
@@ -346,7 +350,7 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
             input.unsqueeze(0), output_size, kernel_size, dilation, padding, stride
         ).squeeze(0)
     k, d, p, s = _fold_args(kernel_size, dilation, padding, stride)
-    h, w = F._pair(output_size, "output_size")
+    h, w = nbgrad.nn.functional._pair(output_size, "output_size")
     n, ckk, length = input.shape
     if ckk % (k[0] * k[1]):
         raise RuntimeError(

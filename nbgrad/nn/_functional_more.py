@@ -16,8 +16,8 @@ import warnings
 
 import numpy as np
 
+import nbgrad  # nbgrad.nn.functional, read at call time: that module imports this one
 from nbgrad._tensor.creation import zeros
-from nbgrad.nn import functional as F
 from nbgrad.tensor import Tensor, tensor
 
 __all__ = [
@@ -76,7 +76,7 @@ def group_norm(
             f"Expected more than 1 value per channel when training, got input size {size}"
         )
     grouped = input.reshape(n, num_groups, -1)
-    out = F.layer_norm(grouped, (grouped.shape[-1],), eps=eps).view(input.shape)
+    out = nbgrad.nn.functional.layer_norm(grouped, (grouped.shape[-1],), eps=eps).view(input.shape)
     shape = (1, c) + (1,) * (input.dim() - 2)
     if weight is not None:
         out = out * weight.view(shape)
@@ -124,8 +124,8 @@ def local_response_norm(
         div = div.unsqueeze(1)
     else:
         div = div.view(input.shape[0], 1, input.shape[1], -1)
-    div = F.pad(div, (0, 0, size // 2, (size - 1) // 2))
-    div = F.avg_pool2d(div, (size, 1), stride=1).squeeze(1)
+    div = nbgrad.nn.functional.pad(div, (0, 0, size // 2, (size - 1) // 2))
+    div = nbgrad.nn.functional.avg_pool2d(div, (size, 1), stride=1).squeeze(1)
     if dim > 3:
         div = div.view(input.shape)
     div = div.mul(alpha).add(k).pow(beta)
@@ -195,7 +195,7 @@ def embedding_bag(
     if scale_grad_by_freq or sparse:
         raise NotImplementedError("embedding_bag: scale_grad_by_freq and sparse are not supported")
     if max_norm is not None:
-        F._embedding_renorm_(weight, input, max_norm, norm_type)
+        nbgrad.nn.functional._embedding_renorm_(weight, input, max_norm, norm_type)
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(
             "embedding_bag: per_sample_weights was not None. per_sample_weights is only "
@@ -273,7 +273,7 @@ def _dropout_impl(input, p, training, inplace, feature, alpha):
     shape = tuple(input.shape)
     if feature:
         shape = shape[:2] + (1,) * (len(shape) - 2)
-    keep = (F._generator().random(shape) >= p).astype(input.dtype.np)
+    keep = (nbgrad.nn.functional._generator().random(shape) >= p).astype(input.dtype.np)
     if not alpha:
         noise = tensor(keep / (1 - p), device=input.device)
         return input.mul_(noise) if inplace else input * noise
