@@ -37,6 +37,19 @@ __all__ = [
     "gelu",
     "softmax",
     "log_softmax",
+    "threshold",
+    "prelu",
+    "glu",
+    "mish",
+    "hardswish",
+    "hardsigmoid",
+    "selu",
+    "celu",
+    "softmin",
+    "softsign",
+    "softshrink",
+    "hardshrink",
+    "tanhshrink",
     "dropout",
     "embedding",
     "layer_norm",
@@ -755,6 +768,20 @@ def cross_entropy(
 
 
 # ---- attention (in nbgrad/nn/_attention.py, which uses the functions above) --------------------
+from nbgrad.nn._activations import (  # noqa: E402
+    celu,
+    glu,
+    hardshrink,
+    hardsigmoid,
+    hardswish,
+    mish,
+    prelu,
+    selu,
+    softmin,
+    softshrink,
+    softsign,
+    tanhshrink,
+)
 from nbgrad.nn._attention import (  # noqa: E402
     multi_head_attention_forward,
     scaled_dot_product_attention,
