@@ -44,6 +44,11 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
         raise RuntimeError(
             f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}"
         )
+    if input.dtype != weight.dtype:
+        raise RuntimeError(
+            "prelu: Type promoting not supported. Got "
+            f"{input.dtype._legacy[:-6]} and {weight.dtype._legacy[:-6]}"
+        )
     n = weight.numel()
     channels = input.shape[1] if input.dim() >= 2 else 1
     if n != 1 and n != channels:
