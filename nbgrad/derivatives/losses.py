@@ -114,12 +114,9 @@ def _ctc_beta(lp, ext, t_len, skip):
 def _ctc(xp, log_probs, targets, input_lengths, target_lengths, blank, zero_infinity, grad=None):
     """The negative log likelihood of each sample, and (given ``grad``) PyTorch's gradient.
 
-    ``log_probs`` is ``(T, N, C)`` or ``(T, C)``; ``targets`` ``(N, S)`` padded or the labels of
+    ``log_probs`` is ``(T, N, C)``; ``targets`` ``(N, S)`` padded or the labels of
     all samples one after another; the lengths are tuples of ints."""
     lp_all = np.asarray(log_probs if xp is np else xp.asnumpy(log_probs), dtype=np.float64)
-    unbatched = lp_all.ndim == 2
-    if unbatched:
-        lp_all = lp_all[:, None, :]
     tg = np.asarray(targets if xp is np else xp.asnumpy(targets)).astype(np.int64)
     n = lp_all.shape[1]
     nll = np.zeros(n)
@@ -129,10 +126,8 @@ def _ctc(xp, log_probs, targets, input_lengths, target_lengths, blank, zero_infi
     offset = 0
     for b in range(n):
         tl, il = target_lengths[b], input_lengths[b]
-        if tg.ndim == 2 and not unbatched:
+        if tg.ndim == 2:
             labels = tg[b, :tl]
-        elif unbatched:
-            labels = tg.reshape(-1)[:tl]
         else:
             labels = tg[offset : offset + tl]
             offset += tl
@@ -158,7 +153,4 @@ def _ctc(xp, log_probs, targets, input_lengths, target_lengths, blank, zero_infi
             gout[:il, b, :] = (np.exp(lp[:il]) - np.exp(acc + nll[b] - lp[:il])) * gr[b]
     dtype = log_probs.dtype
     out = xp.asarray(nll.astype(dtype))
-    if unbatched:
-        out = out.reshape(())
-        gout = None if gout is None else gout[:, 0, :]
     return out, (None if gout is None else xp.asarray(gout.astype(dtype)))

@@ -404,12 +404,16 @@ def ctc_loss(
         "blank": int(blank),
         "zero_infinity": bool(zero_infinity),
     }
+    unbatched = log_probs.dim() == 2
+    if unbatched:  # as ATen: batched, then the loss squeezed (SqueezeBackward1)
+        log_probs = log_probs.unsqueeze(1)
+        attrs["targets"] = attrs["targets"].reshape(1, -1)
     losses = _dispatch(OPS["ctc_loss"], (log_probs,), attrs)
     if zero_infinity:
         losses = where(losses == math.inf, zeros_like(losses), losses)
     if reduction == "mean":
         lengths = tensor(list(tl), dtype=dtypes.int64, device=log_probs.device).clamp(min=1)
-        if log_probs.dim() == 2:
-            lengths = lengths.view(())
         return (losses / lengths).mean()
-    return losses.sum() if reduction == "sum" else losses
+    if reduction == "sum":
+        return losses.sum()
+    return losses.squeeze(0) if unbatched else losses
