@@ -65,11 +65,11 @@ def _multi_margin_backward(grad, x, target, weight, p, margin, reduction):
     z = margin - x2.gather(1, y) + x2
     others = _C.arange(c, device=x.device).view(1, c) != y
     active = (z > 0).logical_and(others)
-    g = _C.where(active, 1.0, 0.0) if p == 1 else _C.where(active, 2 * z, 0.0)
+    g = active.to(x.dtype) if p == 1 else _C.where(active, 2 * z, 0.0)
     if weight is not None:
         g = g * weight[target.reshape(-1)].view(-1, 1)
     g = g / c
-    g = g - _C.where(others, 0.0, 1.0) * g.sum(1, keepdim=True)
+    g = g - others.logical_not().to(x.dtype) * g.sum(1, keepdim=True)
     if reduction == "none":
         g = g * grad.reshape(-1, 1)
     else:
@@ -111,18 +111,22 @@ def _ctc_beta(lp, ext, t_len, skip):
     return lb
 
 
+def _host(a):
+    return np.asarray(a.get() if hasattr(a, "get") else a)
+
+
 def _ctc(xp, log_probs, targets, input_lengths, target_lengths, blank, zero_infinity, grad=None):
     """The negative log likelihood of each sample, and (given ``grad``) PyTorch's gradient.
 
     ``log_probs`` is ``(T, N, C)``; ``targets`` ``(N, S)`` padded or the labels of
     all samples one after another; the lengths are tuples of ints."""
-    lp_all = np.asarray(log_probs if xp is np else xp.asnumpy(log_probs), dtype=np.float64)
-    tg = np.asarray(targets if xp is np else xp.asnumpy(targets)).astype(np.int64)
+    lp_all = _host(log_probs).astype(np.float64)
+    tg = _host(targets).astype(np.int64)
     n = lp_all.shape[1]
     nll = np.zeros(n)
     gout = np.zeros_like(lp_all) if grad is not None else None
     if grad is not None:
-        gr = np.broadcast_to(np.asarray(grad if xp is np else xp.asnumpy(grad)).reshape(-1), (n,))
+        gr = np.broadcast_to(_host(grad).reshape(-1), (n,))
     offset = 0
     for b in range(n):
         tl, il = target_lengths[b], input_lengths[b]

@@ -17,7 +17,7 @@ import numpy as np
 from nbgrad import dtypes
 from nbgrad._tensor.creation import ones_like, where, zeros_like
 from nbgrad._tensor.dispatch import _dispatch
-from nbgrad.autograd.grad_mode import no_grad
+from nbgrad.autograd.grad_mode import is_grad_enabled, no_grad
 from nbgrad.derivatives import OPS
 from nbgrad.tensor import Tensor, tensor
 
@@ -293,6 +293,11 @@ def soft_margin_loss(
     from nbgrad.nn.functional import _broadcast_pair
 
     reduction = _reduction(size_average, reduce, reduction)
+    if target.requires_grad and is_grad_enabled():
+        raise RuntimeError(
+            "The function 'soft_margin_loss' is not differentiable with respect to argument "
+            "'target'. This input cannot have requires_grad True."
+        )
     return _dispatch(
         OPS["soft_margin_loss"], _broadcast_pair(input, target), {"reduction": reduction}
     )
