@@ -316,6 +316,9 @@ ERRORS = {
     "ctc-target-length": lambda lib: lib.nn.functional.ctc_loss(
         _t(lib, LOG_P), _t(lib, np.ones((3, 2), np.int64)), (8, 8, 8), (3, 2, 2)
     ),
+    "soft-margin-target-grad": lambda lib: lib.nn.functional.soft_margin_loss(
+        _t(lib, X), lib.tensor(Y, requires_grad=True)
+    ),
     "triplet-module-margin": lambda lib: lib.nn.TripletMarginLoss(margin=-1.0),
     "multi-margin-module-p": lambda lib: lib.nn.MultiMarginLoss(p=3),
 }
