@@ -1231,6 +1231,61 @@ CASES += [
 # fmt: on
 
 
+# ---- the rows of nbgrad/derivatives/activation.py and losses.py: references are PyTorch's
+def _via_torch(fn):
+    """A reference that runs ``fn`` on torch tensors (these rows are PyTorch's own ops)."""
+
+    def ref(*arrays):
+        torch = pytest.importorskip("torch")
+        ts = [torch.tensor(a, requires_grad=i == 0) for i, a in enumerate(arrays)]
+        return fn(*ts).detach().numpy()
+
+    return ref
+
+
+def _case(op, fn, samples, **kw):
+    return Case(op, fn, _via_torch(fn), samples, **kw)
+
+
+MARGIN_TARGETS = Const([0, 3, 1])
+SIGNS = Const([[1.0, -1.0, 1.0], [-1.0, -1.0, 1.0]])
+CTC_TARGETS = Const([[1, 2], [3, 3]])
+
+
+def _ctc(x, t, reduction="mean"):
+    return nnf(x).ctc_loss(x.log_softmax(2), t, (5, 4), (2, 2), reduction=reduction)
+
+
+# fmt: off
+CASES += [
+    _case("mish", lambda x: nnf(x).mish(x), UNARY),
+    _case("hardswish", lambda x: nnf(x).hardswish(x * 2), UNARY),
+    _case("hardsigmoid", lambda x: nnf(x).hardsigmoid(x * 2), UNARY, gradgrad=False),
+    _case("selu", lambda x: nnf(x).selu(x), UNARY),
+    _case("selu_", lambda x: nnf(x).selu(x * 1, inplace=True), UNARY),
+    _case("celu", lambda x: nnf(x).celu(x, 0.5), UNARY),
+    _case("celu_", lambda x: nnf(x).celu(x * 1, 2.0, inplace=True), UNARY),
+    _case("softshrink", lambda x: nnf(x).softshrink(x, 0.1), UNARY, gradgrad=False),
+    _case("hardshrink", lambda x: nnf(x).hardshrink(x, 0.1), UNARY, gradgrad=False),
+    _case("glu", lambda x: nnf(x).glu(x, 1), [((2, 4),), ((0, 2),)]),
+    _case("glu", lambda x: nnf(x).glu(x, 0), [((2, 3),)]),
+    _case("prelu", lambda x, w: nnf(x).prelu(x, w),
+          [((2, 3, 2), (3,)), ((2, 3), (1,)), ((3,), (1,))]),
+    _case("soft_margin_loss", lambda x, y: nnf(x).soft_margin_loss(x, y), [((2, 3), SIGNS)]),
+    _case("soft_margin_loss", lambda x, y: nnf(x).soft_margin_loss(x, y, reduction="none"),
+          [((2, 3), SIGNS), ((2, 3), Const([0.5, -2.0, 1.0]))]),
+    _case("multi_margin_loss", lambda x, t: nnf(x).multi_margin_loss(x, t),
+          [((3, 4), MARGIN_TARGETS)], gradgrad=False),
+    _case("multi_margin_loss", lambda x, t: nnf(x).multi_margin_loss(x * 0.2, t, 2, 0.5),
+          [((3, 4), MARGIN_TARGETS)], gradgrad=False),
+    _case("norm_scalar_dim", lambda x, y: nnf(x).pairwise_distance(x, y, 3.0), [((2, 3), (2, 3))]),
+    _case("ctc_loss", _ctc, [((5, 2, 4), CTC_TARGETS)], gradgrad=False),
+    _case("ctc_loss", lambda x, t: _ctc(x, t, "none"), [((5, 2, 4), CTC_TARGETS)], gradgrad=False),
+    _case("ctc_loss_backward", grad_of(_ctc, create_graph=False), [((5, 2, 4), CTC_TARGETS)]),
+]
+# fmt: on
+
+
 # ---- running a case on nbgrad and on torch -------------------------------------------------
 def _sample_values(case, sample, seed):
     rng = np.random.default_rng(seed)

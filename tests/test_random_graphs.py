@@ -926,6 +926,9 @@ NOT_DRAWN = {
     *"normal_tensor_tensor scatter scatter_value take trace transpose_ unique".split(),
     *"unique_dim unsqueeze_".split(),
     "addmm",
+    # the activations and losses of nbgrad/derivatives/activation.py and losses.py
+    *"mish hardswish hardsigmoid selu selu_ celu celu_ softshrink hardshrink glu prelu".split(),
+    *"soft_margin_loss multi_margin_loss norm_scalar_dim ctc_loss ctc_loss_backward".split(),
     "convolution",
     "convolution_input_grad",
     "convolution_weight_grad",

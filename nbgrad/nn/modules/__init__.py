@@ -7,6 +7,7 @@ from nbgrad.nn.modules import (
     activation,
     container,
     conv,
+    distance,
     dropout,
     flatten,
     fold,
@@ -24,6 +25,7 @@ from nbgrad.nn.modules import (
 from nbgrad.nn.modules.activation import *  # noqa: F403
 from nbgrad.nn.modules.container import *  # noqa: F403
 from nbgrad.nn.modules.conv import *  # noqa: F403
+from nbgrad.nn.modules.distance import *  # noqa: F403
 from nbgrad.nn.modules.dropout import *  # noqa: F403
 from nbgrad.nn.modules.flatten import *  # noqa: F403
 from nbgrad.nn.modules.fold import *  # noqa: F403
@@ -58,6 +60,7 @@ __all__ = ["Module"] + [
         rnn,
         transformer,
         loss,
+        distance,
     )
     for name in submodule.__all__
 ]
