@@ -73,6 +73,46 @@ class _Message(dict):
         raise ValueError(f"the {self.get('type')!r} message has no {key!r} field")
 
 
+# NOTE [Checked messages]
+# A widget's browser side is code the kernel does not control: a message or a state update may
+# come from an old view, another frontend, or a hand-written comm. Each widget declares the
+# messages it takes (``_messages``: type -> {field: kind}) and the synced traits the browser
+# may set (``_frontend_writable``; the rest only the kernel sets). A message or update of the
+# wrong shape changes nothing: the widget shows why, and a refused trait is sent back as the
+# kernel has it. Ranges (an id that exists, a pass that ran) are checked by the methods the
+# handlers call, which raise before they change anything.
+FIELD_KINDS = {
+    "str": lambda v: type(v) is str,
+    "str?": lambda v: v is None or type(v) is str,
+    "bool": lambda v: type(v) is bool,
+    "int": lambda v: type(v) is int,
+    "int?": lambda v: v is None or type(v) is int,
+    "[str]": lambda v: type(v) is list and all(type(x) is str for x in v),
+}
+
+
+def message_problem(content, spec) -> str | None:
+    """What is wrong with a message's fields (``spec``: field -> kind; a kind ending in ``=``
+    may be left out), or None."""
+    kind = content.get("type")
+    extra = sorted(set(content) - set(spec) - {"type"})
+    if extra:
+        return f"ValueError: the {kind!r} message has unknown fields: {', '.join(extra)}"
+    for field, want in spec.items():
+        optional = want.endswith("=")
+        want = want.rstrip("=")
+        if field not in content:
+            if optional:
+                continue
+            return f"ValueError: the {kind!r} message has no {field!r} field"
+        if not FIELD_KINDS[want](content[field]):
+            return (
+                f"TypeError: the {kind!r} message's {field!r} must be {want}, "
+                f"got {type(content[field]).__name__} {content[field]!r}"
+            )
+    return None
+
+
 class _Still:
     """A still picture of a widget at one moment (``StillWidget.still()``)."""
 
@@ -91,6 +131,8 @@ class StillWidget(anywidget.AnyWidget):
     whose ``repr`` holds no memory address (nbval compares ``text/plain`` exactly)."""
 
     error = t.Unicode("").tag(sync=True)
+    _messages: dict = {}  # see NOTE [Checked messages]
+    _frontend_writable: frozenset = frozenset()
 
     def __init_subclass__(cls, **kwargs):
         # anywidget turns a file path in ``_esm``/``_css`` into a FileContents, and each widget
@@ -141,14 +183,49 @@ class StillWidget(anywidget.AnyWidget):
     def _on_msg(self, widget, content, buffers):
         kind = content.get("type") if isinstance(content, dict) else None
         handler = getattr(self, f"_msg_{kind}", None) if isinstance(kind, str) else None
-        if handler is None:
-            self.error = f"unknown message {content!r}"
+        spec = self._messages.get(kind) if isinstance(kind, str) else None
+        if handler is None or spec is None:
+            self.error = f"unknown message {content!r}"[:300]
+            return
+        problem = message_problem(content, spec)
+        if problem is not None:
+            self.error = problem[:300]
             return
         try:
             self.error = ""
             handler(_Message(content))
         except Exception as e:  # noqa: BLE001 - shown in the widget, never lost
             self.error = "".join(traceback.format_exception_only(type(e), e)).strip()
+
+    def set_state(self, sync_data):
+        """A state update from the browser (NOTE [Checked messages]): only the traits it may
+        set, each checked by ``_check_<trait>``; the others are refused and sent back."""
+        refused, problems, accepted = [], [], {}
+        for key, value in sync_data.items():
+            if key not in self._frontend_writable:
+                refused.append(key)
+                continue
+            check = getattr(self, f"_check_{key}", None)
+            problem = check(value) if check is not None else None
+            if problem:
+                problems.append(problem)
+                refused.append(key)
+            else:
+                accepted[key] = value
+        if refused:
+            self.error = "; ".join(
+                problems
+                + [
+                    f"the browser may not set {k!r}"
+                    for k in refused
+                    if k not in self._frontend_writable
+                ]
+            )[:300]
+            known = [k for k in refused if self.has_trait(k)]
+            if known:
+                self.send_state(known)
+        if accepted:
+            super().set_state(accepted)
 
     def _receive(self, content):
         """Handle ``content`` as if the browser had sent it (the path a real message takes)."""

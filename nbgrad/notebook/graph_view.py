@@ -60,6 +60,18 @@ class GraphView(StillWidget):
     expanded = t.List(t.Unicode()).tag(sync=True)  # series shown unfolded
     selected = t.Unicode("").tag(sync=True)
     live = t.Bool(False).tag(sync=True)
+    _messages = {  # NOTE [Checked messages]
+        "select": {"id": "str?"},
+        "edge": {"edges": "[str]"},
+        "toggle": {"group": "str"},
+        "toggle_series": {"series": "str"},
+        "reveal": {"id": "str"},
+        "collapse_all": {},
+        "expand_all": {},
+        "show_pass": {"index": "int?"},
+        "refresh": {},
+    }
+    _frontend_writable = frozenset({"selected"})
 
     def __init__(
         self,
@@ -307,6 +319,11 @@ class GraphView(StillWidget):
 
     def show_pass(self, index):
         """Show the gradients of backward pass ``index`` on the edges (None: the last one)."""
+        passes = [p["index"] for p in self.snapshot.get("passes", ())]
+        if index is not None and index not in passes:
+            raise IndexError(
+                f"no backward pass {index} in this graph (passes: {passes or 'none yet'})"
+            )
         self.pass_index = index
         self.refresh()
 
@@ -321,6 +338,13 @@ class GraphView(StillWidget):
         )
 
     # -- messages ----------------------------------------------------------------------------
+    def _check_selected(self, value):
+        if type(value) is not str:
+            return f"'selected' must be a node id (str), got {type(value).__name__}"
+        if value and value not in self._objects:
+            return f"'selected': no node {value!r} in this graph"
+        return None
+
     def _msg_select(self, content):
         self.select(content.get("id") or "")
 

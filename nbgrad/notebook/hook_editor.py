@@ -197,6 +197,15 @@ class HookEditor(StillWidget):
     hooks = t.List().tag(sync=True)
     fired = t.List().tag(sync=True)
     status = t.Unicode("").tag(sync=True)
+    _messages = {  # NOTE [Checked messages]
+        "add": {"kind": "str", "source": "str"},
+        "edit": {"id": "str", "source": "str"},
+        "enable": {"id": "str", "enabled": "bool"},
+        "remove": {"id": "str"},
+        "zero_grad": {},
+        "run_backward": {"retain_graph": "bool=", "create_graph": "bool="},
+        "target": {"id": "str?"},
+    }
 
     def __init__(self, target=None, *, root=None, graph=None, namespace=None):
         super().__init__()
@@ -555,7 +564,7 @@ class HookEditor(StillWidget):
         self.edit_hook(content["id"], content["source"])
 
     def _msg_enable(self, content):
-        self.set_enabled(content["id"], bool(content.get("enabled", True)))
+        self.set_enabled(content["id"], content["enabled"])
 
     def _msg_remove(self, content):
         self.remove_hook(content["id"])
@@ -564,9 +573,7 @@ class HookEditor(StillWidget):
         self.zero_grad()
 
     def _msg_run_backward(self, content):
-        self.run_backward(
-            bool(content.get("retain_graph", True)), bool(content.get("create_graph"))
-        )
+        self.run_backward(content.get("retain_graph", True), content.get("create_graph", False))
 
     def _msg_target(self, content):
         self.set_target(content.get("id") or None)

@@ -56,6 +56,8 @@ class BackwardStepper(StillWidget):
     _layout_json = t.Unicode("{}").tag(sync=True)
     _series_of_json = t.Unicode("{}").tag(sync=True)  # node id -> the series box holding it
     position = t.Int(0).tag(sync=True)
+    _messages = {"goto": {"position": "int"}, "select": {"id": "str"}}  # NOTE [Checked messages]
+    _frontend_writable = frozenset({"position"})
 
     def __init__(
         self,
@@ -165,8 +167,13 @@ class BackwardStepper(StillWidget):
         return f"BackwardStepper({self.steps} steps; {where})"
 
     # -- messages ----------------------------------------------------------------------------
+    def _check_position(self, value):
+        if type(value) is not int or not 0 <= value <= self.steps + 1:
+            return f"'position' must be a step from 0 to {self.steps + 1}, got {value!r}"
+        return None
+
     def _msg_goto(self, content):
-        self.goto(content["position"])
+        self.goto(content["position"])  # beyond either end: stops at it, as the buttons do
 
     def _msg_select(self, content):
         """A click on a node: select it in ``graph`` (a hook editor following it then shows

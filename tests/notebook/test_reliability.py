@@ -383,12 +383,11 @@ def _stepper():
         ({"type": "goto"}, "ValueError: the 'goto' message has no 'position' field"),
         (
             {"type": "goto", "position": "far"},
-            "ValueError: invalid literal for int() with base 10: 'far'",
+            "TypeError: the 'goto' message's 'position' must be int, got str 'far'",
         ),
         (
             {"type": "goto", "position": None},
-            "TypeError: int() argument must be a string, a bytes-like object or a real "
-            "number, not 'NoneType'",
+            "TypeError: the 'goto' message's 'position' must be int, got NoneType None",
         ),
         ({"type": "step"}, "unknown message {'type': 'step'}"),
         (["goto", 3], "unknown message ['goto', 3]"),
