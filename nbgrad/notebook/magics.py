@@ -22,12 +22,13 @@ import ast
 import importlib
 import importlib.util
 import keyword
+import re
 import shlex
 import sys
 import traceback
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, cell_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.display import display
 
 from nbgrad.tensor import Tensor
@@ -40,7 +41,7 @@ from .snapshot import build_snapshot, trace_snapshot
 from .stepper import BackwardStepper
 from .svg import snapshot_svg, trace_svg
 
-__all__ = ["AutogradMagics", "Session", "parse_options", "USAGE"]
+__all__ = ["AutogradMagics", "Session", "parse_options", "USAGE", "empty_body_to_line_magic"]
 
 USAGE = """\
 %%autograd [--backward EXPR] [--step] [--retain-graph] [--create-graph] [--static] [-o NAME]
@@ -171,17 +172,17 @@ def _assigned_names(tree):
 
 @magics_class
 class AutogradMagics(Magics):
-    """The ``%%autograd`` cell magic."""
+    """The ``%%autograd`` cell magic (and ``%autograd``, its usage)."""
 
-    @cell_magic
-    def autograd(self, line, cell):
-        """Run the cell, record its forward calls, show its grad_fn graph.
-
-        %%autograd [--backward EXPR] [--step] [--retain-graph] [--create-graph] [--static]
-                   [-o NAME]
-        """
+    @line_cell_magic
+    def autograd(self, line, cell=None):
         opts = parse_options(line)
-        if opts.help:
+        if opts.help or cell is None:
+            # NOTE [Line magic]: a line has no code to record, so ``%autograd`` (and
+            # ``%%autograd`` with nothing under it) prints the usage; any other option there
+            # says where the code goes
+            if cell is None and not opts.help and line.strip():
+                _Parser().error("the code to record goes under %%autograd, in a cell")
             print(USAGE)
             return None
         shell = self.shell
@@ -298,6 +299,28 @@ class AutogradMagics(Magics):
         else:
             display(view)
         display(session.hooks)
+
+
+AutogradMagics.autograd.__doc__ = f"""Run a cell as usual, record its forward calls, show its graph.
+
+{USAGE}
+
+``%autograd`` (a line) and ``%%autograd`` with nothing under it print this usage. Each run of a
+cell closes the widgets that the cell's earlier run showed (see ``nbgrad.notebook.sessions``);
+a session kept with ``-o NAME`` stays usable from Python.
+"""
+
+
+_EMPTY_BODY = re.compile(r"%%autograd(\s|$)")
+
+
+def empty_body_to_line_magic(lines):
+    """An IPython input transformer: ``%%autograd ...`` with an empty body becomes the line
+    magic ``%autograd ...`` (IPython refuses a cell magic with an empty body, so ``%%autograd
+    --help`` alone in a cell would fail with "the cell body is empty")."""
+    if lines and _EMPTY_BODY.match(lines[0]) and not "".join(lines[1:]).strip():
+        return [lines[0][1:]]
+    return lines
 
 
 # NOTE [A cell that imports torch]
