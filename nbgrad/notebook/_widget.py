@@ -113,7 +113,16 @@ class StillWidget(anywidget.AnyWidget):
     def to_svg(self) -> str:  # pragma: no cover - each widget defines it
         raise NotImplementedError
 
+    def close(self):
+        """Close the comm (the views in the page then say "released"); the widget stays usable
+        from Python, and displaying it again opens a new comm (NOTE [Released, not broken] in
+        sessions.py)."""
+        super().close()
+        self.__dict__.pop("_repr_mimebundle_", None)  # ipywidgets' "closed: text only"
+
     def _repr_mimebundle_(self, **kwargs):
+        if self.comm is None:
+            self.open()
         bundle = super()._repr_mimebundle_(**kwargs)
         if bundle is None:
             return None
@@ -133,6 +142,8 @@ class StillWidget(anywidget.AnyWidget):
 
     def _widget_view_bundle(self):
         """Only the widget view (no text, no picture): the live display of a running cell."""
+        if self.comm is None:
+            self.open()
         data, _ = super()._repr_mimebundle_()
         key = "application/vnd.jupyter.widget-view+json"
         return {key: data[key]}

@@ -37,6 +37,7 @@ from .graph_view import GraphView
 from .hook_editor import HookEditor
 from .png import png_b64
 from .recorder import Recorder
+from .sessions import SESSIONS, current_cell
 from .snapshot import build_snapshot, trace_snapshot
 from .stepper import BackwardStepper
 from .svg import snapshot_svg, trace_svg
@@ -187,6 +188,8 @@ class AutogradMagics(Magics):
             return None
         shell = self.shell
         ns = shell.user_ns
+        # the widgets this cell showed before are closed now (sessions.py)
+        show_widget = SESSIONS.start(*current_cell(shell))
         # the code is compiled one line down, so that line numbers (in tracebacks and in the
         # records) count the cell's lines as the notebook shows them, %%autograd being line 1
         transformed = shell.transform_cell(cell)
@@ -200,6 +203,7 @@ class AutogradMagics(Magics):
         view = handle = None
         if not opts.static:
             view = GraphView(recorder=rec, live=True)
+            show_widget(view)
             handle = display(view._widget_view_bundle(), raw=True, display_id=True)
         value = target = error = tb = None
         with rec:
@@ -241,6 +245,9 @@ class AutogradMagics(Magics):
             ns[opts.output] = session
         try:
             self._show(opts, rec, view, handle, session, names, target)
+            for w in (session.hooks, session.stepper):
+                if w is not None:
+                    show_widget(w)
         except Exception:  # noqa: BLE001 - the cell's own error matters more
             if error is None:
                 raise
