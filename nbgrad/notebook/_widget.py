@@ -119,10 +119,21 @@ class StillWidget(anywidget.AnyWidget):
         sessions.py)."""
         super().close()
         self.__dict__.pop("_repr_mimebundle_", None)  # ipywidgets' "closed: text only"
+        # a DOMWidget's own Layout is a widget too, kept in ipywidgets' registry until closed
+        layout = self._trait_values.get("layout")
+        if layout is not None and layout.comm is not None:
+            layout.close()
+
+    def _reopen(self):
+        """Open a closed widget again (with its Layout, which its state refers to)."""
+        if self.comm is None:
+            layout = self._trait_values.get("layout")
+            if layout is not None and layout.comm is None:
+                layout.open()
+            self.open()
 
     def _repr_mimebundle_(self, **kwargs):
-        if self.comm is None:
-            self.open()
+        self._reopen()
         bundle = super()._repr_mimebundle_(**kwargs)
         if bundle is None:
             return None
@@ -142,8 +153,7 @@ class StillWidget(anywidget.AnyWidget):
 
     def _widget_view_bundle(self):
         """Only the widget view (no text, no picture): the live display of a running cell."""
-        if self.comm is None:
-            self.open()
+        self._reopen()
         data, _ = super()._repr_mimebundle_()
         key = "application/vnd.jupyter.widget-view+json"
         return {key: data[key]}
