@@ -177,3 +177,66 @@ function jsonTrait(model, name) {
     return value;
   };
 }
+
+// NOTE [Released and kernel-gone views] (see nbgrad/notebook/sessions.py)
+// When a cell runs again the kernel closes the widgets of its earlier run; ipywidgets then
+// removes their views from the page, which would leave an empty box wherever one was still
+// shown (a display in another cell). So on the model's "comm:close" a note takes the view's
+// place, beside the view's host in the output (the view and its host go, the note stays).
+// After a kernel restart (or its death) the models stay in the page, no longer live: the
+// drawing stays as it was, with a banner saying the kernel is gone, and the controls that
+// would ask it something are disabled (not those marked data-nbg-local: Fit and zoom; pan
+// needs no kernel either). Both are styled inline: a closed model's stylesheet may go with it.
+const RELEASED = "released: re-run the cell to see this graph again";
+const KERNEL_GONE = "kernel gone: this is the graph as it was (a still picture); " +
+  "re-run the cell to use it again";
+const NOTE_STYLE = "padding:6px 10px;margin:2px 0;border:1px dashed #b0b0b0;border-radius:4px;" +
+  "color:#555;background:#f7f7f7;font:12px sans-serif;";
+
+/**
+ * Watch the widget's kernel: a note when the model is closed, a banner when its kernel is gone.
+ * Returns the function that stops watching.
+ * @param {any} model
+ * @param {HTMLElement} el
+ */
+function watchKernel(model, el) {
+  const banner = h("div", { class: "nbg-kernel-gone", role: "status",
+    style: NOTE_STYLE + "display:none;border-color:#d9a400;background:#fff8e1;" }, KERNEL_GONE);
+  el.prepend(banner);
+  const onClose = () => {
+    // JupyterLab hides the view's host (its output renderer) once the view is gone: the note
+    // goes beside the host, in the output's place
+    const host = el.parentElement;
+    if (!host || !host.parentElement) return;
+    host.after(h("div", { class: "nbg-released", role: "status",
+      style: NOTE_STYLE + "flex:1 1 auto;align-self:flex-start;" }, RELEASED));
+  };
+  let gone = false;
+  const check = () => {
+    gone = gone || el.classList.contains("jupyter-widgets-disconnected");
+    banner.style.display = gone ? "" : "none";
+    el.classList.toggle("nbg-gone", gone);
+    if (!gone) return;
+    for (const c of el.querySelectorAll(
+      "button:not([data-nbg-local]), input, select, textarea")) c.disabled = true;
+  };
+  // ipywidgets' own listener (which sets the class) may run after this one
+  const onLive = () => setTimeout(check, 0);
+  model.on("comm:close", onClose);
+  model.on("comm_live_update", onLive);
+  // JupyterLab's widget manager knows its kernel: a restart (or its death) is seen there too
+  // (a new kernel never knows this widget, so "gone" stays)
+  const kernel = model.widget_manager && model.widget_manager.kernel;
+  const onStatus = (_, status) => {
+    if (status === "restarting" || status === "autorestarting" || status === "dead") {
+      gone = true;
+      check();
+    }
+  };
+  if (kernel && kernel.statusChanged) kernel.statusChanged.connect(onStatus);
+  return () => {
+    model.off("comm:close", onClose);
+    model.off("comm_live_update", onLive);
+    if (kernel && kernel.statusChanged) kernel.statusChanged.disconnect(onStatus);
+  };
+}

@@ -35,11 +35,12 @@ function render({ model, el }) {
   const toolbar = h(
     "div",
     { class: "nbg-toolbar" },
-    h("button", { onclick: () => fit(), title: "fit the whole graph in the view" }, "Fit"),
+    h("button", { onclick: () => fit(), title: "fit the whole graph in the view",
+      "data-nbg-local": true }, "Fit"),
     h("button", { onclick: () => { userMoved = true; zoomBy(1.25); },
-      title: "zoom in (or Ctrl + wheel)" }, "+"),
+      title: "zoom in (or Ctrl + wheel)", "data-nbg-local": true }, "+"),
     h("button", { onclick: () => { userMoved = true; zoomBy(0.8); },
-      title: "zoom out (or Ctrl + wheel)" }, "−"),
+      title: "zoom out (or Ctrl + wheel)", "data-nbg-local": true }, "−"),
     h("span", { class: "nbg-find" }, search, results),
     expandAll,
     collapseAll,
@@ -622,7 +623,9 @@ function render({ model, el }) {
   });
   ro.observe(svg);
   ro.observe(el);
+  const unwatch = watchKernel(model, el); // NOTE [Released and kernel-gone views]
   return () => {
+    unwatch();
     ro.disconnect();
     model.off("change:_snapshot_json", onChange);
     model.off("change:_layout_json", onChange);

@@ -126,7 +126,9 @@ function render({ model, el }) {
   drawHooks();
   drawFired();
   drawStatus();
+  const unwatch = watchKernel(model, el); // NOTE [Released and kernel-gone views]
   return () => {
+    unwatch();
     model.off("change:target", onTarget);
     model.off("change:hooks", drawHooks);
     model.off("change:fired", drawFired);

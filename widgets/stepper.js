@@ -229,7 +229,9 @@ function render({ model, el }) {
   onTrace();
   const ro = new ResizeObserver(() => drawState()); // framed once the element has a size
   ro.observe(svg);
+  const unwatch = watchKernel(model, el); // NOTE [Released and kernel-gone views]
   return () => {
+    unwatch();
     ro.disconnect();
     model.off("change:_trace_json", onTrace);
     model.off("change:_layout_json", onTrace);

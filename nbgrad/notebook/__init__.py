@@ -52,8 +52,11 @@ def __getattr__(name):
 
 
 def load_ipython_extension(ipython):
-    """``%load_ext nbgrad``: register the ``%%autograd`` cell magic."""
+    """``%load_ext nbgrad``: register the ``%%autograd`` magic (cell and line)."""
     # late: magics.py imports IPython, which only a running IPython kernel needs
-    from .magics import AutogradMagics
+    from .magics import AutogradMagics, empty_body_to_line_magic
 
     ipython.register_magics(AutogradMagics)
+    cleanup = ipython.input_transformers_cleanup
+    if not any(getattr(f, "__name__", "") == "empty_body_to_line_magic" for f in cleanup):
+        cleanup.append(empty_body_to_line_magic)

@@ -155,7 +155,27 @@ class StillWidget(anywidget.AnyWidget):
     def to_svg(self) -> str:  # pragma: no cover - each widget defines it
         raise NotImplementedError
 
+    def close(self):
+        """Close the comm (the views in the page then say "released"); the widget stays usable
+        from Python, and displaying it again opens a new comm (NOTE [Released, not broken] in
+        sessions.py)."""
+        super().close()
+        self.__dict__.pop("_repr_mimebundle_", None)  # ipywidgets' "closed: text only"
+        # a DOMWidget's own Layout is a widget too, kept in ipywidgets' registry until closed
+        layout = self._trait_values.get("layout")
+        if layout is not None and layout.comm is not None:
+            layout.close()
+
+    def _reopen(self):
+        """Open a closed widget again (with its Layout, which its state refers to)."""
+        if self.comm is None:
+            layout = self._trait_values.get("layout")
+            if layout is not None and layout.comm is None:
+                layout.open()
+            self.open()
+
     def _repr_mimebundle_(self, **kwargs):
+        self._reopen()
         bundle = super()._repr_mimebundle_(**kwargs)
         if bundle is None:
             return None
@@ -175,6 +195,7 @@ class StillWidget(anywidget.AnyWidget):
 
     def _widget_view_bundle(self):
         """Only the widget view (no text, no picture): the live display of a running cell."""
+        self._reopen()
         data, _ = super()._repr_mimebundle_()
         key = "application/vnd.jupyter.widget-view+json"
         return {key: data[key]}

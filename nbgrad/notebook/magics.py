@@ -22,12 +22,13 @@ import ast
 import importlib
 import importlib.util
 import keyword
+import re
 import shlex
 import sys
 import traceback
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, cell_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.display import display
 
 from nbgrad.tensor import Tensor
@@ -36,11 +37,12 @@ from .graph_view import GraphView
 from .hook_editor import HookEditor
 from .png import png_b64
 from .recorder import Recorder
+from .sessions import SESSIONS, current_cell
 from .snapshot import build_snapshot, trace_snapshot
 from .stepper import BackwardStepper
 from .svg import snapshot_svg, trace_svg
 
-__all__ = ["AutogradMagics", "Session", "parse_options", "USAGE"]
+__all__ = ["AutogradMagics", "Session", "parse_options", "USAGE", "empty_body_to_line_magic"]
 
 USAGE = """\
 %%autograd [--backward EXPR] [--step] [--retain-graph] [--create-graph] [--static] [-o NAME]
@@ -171,21 +173,23 @@ def _assigned_names(tree):
 
 @magics_class
 class AutogradMagics(Magics):
-    """The ``%%autograd`` cell magic."""
+    """The ``%%autograd`` cell magic (and ``%autograd``, its usage)."""
 
-    @cell_magic
-    def autograd(self, line, cell):
-        """Run the cell, record its forward calls, show its grad_fn graph.
-
-        %%autograd [--backward EXPR] [--step] [--retain-graph] [--create-graph] [--static]
-                   [-o NAME]
-        """
+    @line_cell_magic
+    def autograd(self, line, cell=None):
         opts = parse_options(line)
-        if opts.help:
+        if opts.help or cell is None:
+            # NOTE [Line magic]: a line has no code to record, so ``%autograd`` (and
+            # ``%%autograd`` with nothing under it) prints the usage; any other option there
+            # says where the code goes
+            if cell is None and not opts.help and line.strip():
+                _Parser().error("the code to record goes under %%autograd, in a cell")
             print(USAGE)
             return None
         shell = self.shell
         ns = shell.user_ns
+        # the widgets this cell showed before are closed now (sessions.py)
+        show_widget = SESSIONS.start(*current_cell(shell))
         # the code is compiled one line down, so that line numbers (in tracebacks and in the
         # records) count the cell's lines as the notebook shows them, %%autograd being line 1
         transformed = shell.transform_cell(cell)
@@ -199,6 +203,7 @@ class AutogradMagics(Magics):
         view = handle = None
         if not opts.static:
             view = GraphView(recorder=rec, live=True)
+            show_widget(view)
             handle = display(view._widget_view_bundle(), raw=True, display_id=True)
         value = target = error = tb = None
         with rec:
@@ -240,6 +245,9 @@ class AutogradMagics(Magics):
             ns[opts.output] = session
         try:
             self._show(opts, rec, view, handle, session, names, target)
+            for w in (session.hooks, session.stepper):
+                if w is not None:
+                    show_widget(w)
         except Exception:  # noqa: BLE001 - the cell's own error matters more
             if error is None:
                 raise
@@ -298,6 +306,28 @@ class AutogradMagics(Magics):
         else:
             display(view)
         display(session.hooks)
+
+
+AutogradMagics.autograd.__doc__ = f"""Run a cell as usual, record its forward calls, show its graph.
+
+{USAGE}
+
+``%autograd`` (a line) and ``%%autograd`` with nothing under it print this usage. Each run of a
+cell closes the widgets that the cell's earlier run showed (see ``nbgrad.notebook.sessions``);
+a session kept with ``-o NAME`` stays usable from Python.
+"""
+
+
+_EMPTY_BODY = re.compile(r"%%autograd(\s|$)")
+
+
+def empty_body_to_line_magic(lines):
+    """An IPython input transformer: ``%%autograd ...`` with an empty body becomes the line
+    magic ``%autograd ...`` (IPython refuses a cell magic with an empty body, so ``%%autograd
+    --help`` alone in a cell would fail with "the cell body is empty")."""
+    if lines and _EMPTY_BODY.match(lines[0]) and not "".join(lines[1:]).strip():
+        return [lines[0][1:]]
+    return lines
 
 
 # NOTE [A cell that imports torch]

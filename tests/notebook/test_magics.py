@@ -5,6 +5,7 @@ import importlib
 import anywidget  # noqa: F401
 import IPython  # noqa: F401
 import pytest
+from IPython.core import page
 from IPython.testing.globalipapp import get_ipython  # noqa: E402
 from IPython.utils.capture import capture_output  # noqa: E402
 
@@ -223,3 +224,30 @@ def test_a_failed_forward_marks_its_line(ip):
     assert "RuntimeError" in svg
     assert 'stroke="#b00020"' in svg  # the MulBackward0 made on line 4
     assert "#fdf0f0" not in svg  # no red root: the last node made is not an output
+
+
+def test_line_magic_help_and_documentation(ip):
+    for source in ("%autograd --help", "%autograd", "%%autograd --help", "%%autograd --help\n\n"):
+        result, cap = run(ip, source)
+        assert result.success, (source, cap.stdout, cap.stderr)
+        assert "--backward EXPR" in cap.stdout and "-o NAME" in cap.stdout, source
+        assert "cell body is empty" not in cap.stdout + cap.stderr
+    # an option with no code under it says where the code goes
+    result, cap = run(ip, "%autograd --backward loss")
+    assert not result.success
+    assert "the code to record goes under %%autograd" in cap.stdout + cap.stderr
+    result, cap = run(ip, "%%autograd --static\n")
+    assert not result.success and "goes under %%autograd" in cap.stdout + cap.stderr
+    # %autograd? shows the documentation, with the usage
+    info = ip.object_inspect("%autograd")
+    assert info["found"] and "--backward EXPR" in info["docstring"]
+    pages = []
+    orig = page.page
+    page.page = lambda data, *a, **k: pages.append(data)
+    try:
+        ip.run_cell("%autograd?")
+        ip.run_cell("%%autograd?")
+    finally:
+        page.page = orig
+    text = " ".join(str(p) for p in pages)
+    assert "--backward EXPR" in text and "record its forward calls" in text, text[:500]
