@@ -162,12 +162,11 @@ NN_OUT = [
     ),
     (r"^factory_kwargs$", "a helper torch.nn exports for its own modules"),
 ]
-NN_MISSING = """AdaptiveAvgPool3d AdaptiveLogSoftmaxWithLoss AdaptiveMaxPool3d AvgPool3d BatchNorm3d
-    Bilinear Buffer ChannelShuffle CircularPad3d ConstantPad3d Conv3d ConvTranspose3d Dropout3d
-    FractionalMaxPool2d FractionalMaxPool3d InstanceNorm3d LPPool1d LPPool2d LPPool3d
-    LinearCrossEntropyLoss LinearCrossEntropyOptions MaxPool3d MaxUnpool1d MaxUnpool2d MaxUnpool3d
-    MultiLabelMarginLoss RReLU ReflectionPad3d ReplicationPad3d Softmax2d
-    TripletMarginWithDistanceLoss ZeroPad3d"""
+NN_MISSING = """AdaptiveAvgPool3d AdaptiveLogSoftmaxWithLoss AdaptiveMaxPool3d AvgPool3d
+    BatchNorm3d CircularPad3d ConstantPad3d Conv3d ConvTranspose3d Dropout3d
+    FractionalMaxPool2d FractionalMaxPool3d InstanceNorm3d LPPool3d LinearCrossEntropyLoss
+    LinearCrossEntropyOptions MaxPool3d MaxUnpool3d ReflectionPad3d ReplicationPad3d
+    ZeroPad3d"""
 F_OUT = [
     (
         r"^BroadcastingList\d$|^boolean_dispatch$|^assert_int_or_pair$",
