@@ -192,7 +192,7 @@ OPTIM_OUT = [
 ]
 OPTIM_MISSING = "Adafactor Muon"
 SCHED_OUT = [(r"^Tensor$", "torch.Tensor, re-exported")]
-SCHED_MISSING = "ChainedScheduler CyclicLR MultiplicativeLR"
+SCHED_MISSING = ""
 
 SCOPES = [
     Scope("torch", "nbgrad", TORCH_OUT, TORCH_MISSING),
