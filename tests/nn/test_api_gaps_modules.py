@@ -197,3 +197,52 @@ def test_buffer_shares_memory_and_keeps_requires_grad():
     assert ng.nn.Buffer(ng.ones(2, requires_grad=True)).requires_grad
     assert tuple(ng.nn.Buffer().shape) == tuple(torch.nn.Buffer().shape) == (0,)
     assert list(inspect.signature(ng.nn.Buffer).parameters) == ["data", "persistent"]
+
+
+# ---- 3-d padding and dropout ------------------------------------------------------------------
+PAD3D = [
+    ("ZeroPad3d", (1,)),
+    ("ConstantPad3d", ((1, 2, 0, 1, 2, 1), -0.5)),
+    ("ReflectionPad3d", ((1, 2, 2, 1, 1, 0),)),
+    ("ReplicationPad3d", (2,)),
+    ("CircularPad3d", ((1, 0, 2, 1, 1, 2),)),
+]
+
+
+@pytest.mark.parametrize("name,args", PAD3D, ids=[p[0] for p in PAD3D])
+@pytest.mark.parametrize("batched", [True, False])
+def test_padding_3d_matches_pytorch(name, args, batched):
+    ours, theirs = getattr(ng.nn, name)(*args), getattr(torch.nn, name)(*args)
+    assert repr(ours) == repr(theirs)
+    x = _rand((2, 3, 3, 4, 5) if batched else (3, 3, 4, 5))
+    a, b = ng.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    out_a, out_b = ours(a), theirs(b)
+    np.testing.assert_allclose(out_a.detach().numpy(), out_b.detach().numpy(), **TOL)
+    g = _rand(tuple(out_b.shape), 1)
+    (ga,) = ng.autograd.grad(out_a, a, ng.tensor(g))
+    (gb,) = torch.autograd.grad(out_b, b, torch.tensor(g))
+    np.testing.assert_allclose(ga.numpy(), gb.numpy(), **TOL)
+
+
+@pytest.mark.parametrize("shape", [(8, 40, 2, 3, 2), (40, 2, 3, 2)], ids=str)
+def test_dropout3d_zeroes_whole_channels(shape):
+    ng.manual_seed(0)
+    layer = ng.nn.Dropout3d(p=0.3)
+    assert repr(layer) == repr(torch.nn.Dropout3d(p=0.3))
+    x = np.abs(_rand(shape)) + 1.0
+    a = ng.tensor(x, requires_grad=True)
+    out = layer(a)
+    y = out.detach().numpy().reshape(-1, 12) / x.reshape(-1, 12)
+    # each channel all kept (scaled by 1 / (1 - p)) or all dropped
+    kept = np.isclose(y, 1 / 0.7).all(1)
+    dropped = (y == 0).all(1)
+    assert (kept | dropped).all()
+    assert 0.15 < dropped.mean() < 0.45
+    (g,) = ng.autograd.grad(out.sum(), a)
+    np.testing.assert_allclose(g.numpy().reshape(-1, 12), y)
+    np.testing.assert_array_equal(layer.eval()(a).detach().numpy(), x)
+    # in place, unbatched: the input itself, changed
+    b = ng.tensor(x.copy())
+    assert ng.nn.functional.dropout3d(b, 0.5, inplace=True) is b
+    with pytest.warns(UserWarning, match="Received a 3-D input to dropout3d"):
+        ng.nn.functional.dropout3d(ng.ones(2, 3, 4))
