@@ -162,12 +162,10 @@ NN_OUT = [
     ),
     (r"^factory_kwargs$", "a helper torch.nn exports for its own modules"),
 ]
-NN_MISSING = """AdaptiveAvgPool3d AdaptiveLogSoftmaxWithLoss AdaptiveMaxPool3d AvgPool3d BatchNorm3d
-    Bilinear Buffer ChannelShuffle CircularPad3d ConstantPad3d Conv3d ConvTranspose3d Dropout3d
-    FractionalMaxPool2d FractionalMaxPool3d InstanceNorm3d LPPool1d LPPool2d LPPool3d
-    LinearCrossEntropyLoss LinearCrossEntropyOptions MaxPool3d MaxUnpool1d MaxUnpool2d MaxUnpool3d
-    MultiLabelMarginLoss RReLU ReflectionPad3d ReplicationPad3d Softmax2d
-    TripletMarginWithDistanceLoss ZeroPad3d"""
+NN_MISSING = """AdaptiveAvgPool3d AdaptiveLogSoftmaxWithLoss AdaptiveMaxPool3d AvgPool3d
+    BatchNorm3d Conv3d ConvTranspose3d FractionalMaxPool2d FractionalMaxPool3d
+    InstanceNorm3d LPPool3d LinearCrossEntropyLoss LinearCrossEntropyOptions MaxPool3d
+    MaxUnpool3d"""
 F_OUT = [
     (
         r"^BroadcastingList\d$|^boolean_dispatch$|^assert_int_or_pair$",
@@ -180,14 +178,11 @@ F_OUT = [
     ),
     (r"^conv_tbc$|^native_channel_shuffle$", "legacy or internal kernels"),
 ]
-F_MISSING = """adaptive_avg_pool3d adaptive_max_pool1d_with_indices adaptive_max_pool2d_with_indices
-    adaptive_max_pool3d adaptive_max_pool3d_with_indices affine_grid avg_pool3d bilinear celu_
-    channel_shuffle conv3d conv_transpose3d dropout3d elu_ fractional_max_pool2d
-    fractional_max_pool2d_with_indices fractional_max_pool3d fractional_max_pool3d_with_indices
-    grid_sample gumbel_softmax hardtanh_ leaky_relu_ linear_cross_entropy lp_pool1d lp_pool2d
-    lp_pool3d max_pool1d_with_indices max_pool2d_with_indices max_pool3d max_pool3d_with_indices
-    max_unpool1d max_unpool2d max_unpool3d multilabel_margin_loss normalize one_hot pdist relu_
-    rrelu rrelu_ selu_ threshold_ triplet_margin_with_distance_loss"""
+F_MISSING = """adaptive_avg_pool3d adaptive_max_pool3d adaptive_max_pool3d_with_indices
+    affine_grid avg_pool3d conv3d conv_transpose3d fractional_max_pool2d
+    fractional_max_pool2d_with_indices fractional_max_pool3d
+    fractional_max_pool3d_with_indices grid_sample linear_cross_entropy lp_pool3d max_pool3d
+    max_pool3d_with_indices max_unpool3d"""
 
 # ---- torch.optim, torch.optim.lr_scheduler -----------------------------------------------------
 OPTIM_OUT = [
@@ -196,7 +191,7 @@ OPTIM_OUT = [
 ]
 OPTIM_MISSING = "Adafactor Muon"
 SCHED_OUT = [(r"^Tensor$", "torch.Tensor, re-exported")]
-SCHED_MISSING = "ChainedScheduler CyclicLR MultiplicativeLR"
+SCHED_MISSING = ""
 
 SCOPES = [
     Scope("torch", "nbgrad", TORCH_OUT, TORCH_MISSING),

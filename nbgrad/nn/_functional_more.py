@@ -27,6 +27,7 @@ __all__ = [
     "embedding_bag",
     "dropout1d",
     "dropout2d",
+    "dropout3d",
     "alpha_dropout",
     "feature_alpha_dropout",
     "interpolate",
@@ -320,6 +321,25 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
             "the 1D channel-wise dropout behavior, please switch to using dropout1d instead.",
             stacklevel=2,
         )
+    return _dropout_impl(input, p, training, inplace, True, False)
+
+
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False):
+    """Zero whole channels of an ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input with
+    probability ``p``."""
+    _check_p(p)
+    if input.dim() not in (4, 5):
+        warnings.warn(
+            f"dropout3d: Received a {input.dim()}-D input to dropout3d, which is deprecated "
+            "and will result in an error in a future release. To retain the behavior and "
+            "silence this warning, please use dropout instead. Note that dropout3d exists to "
+            "provide channel-wise dropout on inputs with 3 spatial dimensions, a channel "
+            "dimension, and an optional batch dimension (i.e. 4D or 5D inputs).",
+            stacklevel=2,
+        )
+    if input.dim() != 5:  # in place: through a batched view of the input, which is returned
+        out = _dropout_impl(input.unsqueeze(0), p, training, inplace, True, False)
+        return input if inplace else out.squeeze(0)
     return _dropout_impl(input, p, training, inplace, True, False)
 
 

@@ -1,4 +1,5 @@
-"""``Parameter``: a Tensor that a Module registers as one of its parameters.
+"""``Parameter`` and ``Buffer``: Tensors that a Module registers as one of its parameters or
+buffers when assigned to one of its attributes.
 
 Mirrors ``torch/nn/parameter.py``. A Parameter is a real ``Tensor`` subclass (``isinstance(p,
 ng.Tensor)`` holds), a leaf that requires grad by default; ops on it return plain Tensors.
@@ -11,7 +12,7 @@ import numpy as np
 from nbgrad import backend
 from nbgrad.tensor import Tensor, empty, tensor
 
-__all__ = ["Parameter"]
+__all__ = ["Parameter", "Buffer"]
 
 # NOTE [Parameter is a Tensor subclass]
 # As in PyTorch, a Parameter is a Tensor subclass that shares memory (and the version counter)
@@ -41,15 +42,7 @@ class Parameter(Tensor):
                 f"Parameter data must be a Tensor, got {type(data).__name__}; wrap it with "
                 "nbgrad.tensor(...) first"
             )
-        source = data.detach()
-        param = Tensor.__new__(cls)
-        for slot in _TENSOR_SLOTS:
-            if hasattr(source, slot):  # optional slots (``_views``) may be unset
-                setattr(param, slot, getattr(source, slot))
-        param._base = None
-        param._view_chain = None
-        param.requires_grad_(requires_grad)
-        return param
+        return _detached_as(cls, data).requires_grad_(requires_grad)
 
     def __init__(self, data=None, requires_grad=True):
         pass  # everything happens in __new__ (Tensor.__init__ refuses direct construction)
@@ -69,6 +62,53 @@ class Parameter(Tensor):
     def __reduce_ex__(self, protocol):
         data = backend.to_numpy(self._data, self._device).copy()
         return (_rebuild_parameter, (data, str(self._device), self._requires_grad))
+
+
+def _detached_as(cls, data: Tensor) -> Tensor:
+    """A ``cls`` instance sharing ``data``'s memory (and version counter), detached."""
+    source = data.detach()
+    out = Tensor.__new__(cls)
+    for slot in _TENSOR_SLOTS:
+        if hasattr(source, slot):  # optional slots (``_views``) may be unset
+            setattr(out, slot, getattr(source, slot))
+    out._base = None
+    out._view_chain = None
+    return out
+
+
+class Buffer(Tensor):
+    """A Tensor that is module state but not a parameter: assigning one to a Module attribute
+    registers it as a buffer (``persistent=False``: left out of the ``state_dict``).
+
+    NOTE [Buffer is a Tensor subclass]: PyTorch's ``Buffer(data)`` is ``data`` detached, with
+    ``persistent`` and ``_is_buffer`` attributes (its ``type`` is ``torch.Tensor``); nbgrad's
+    Tensor has slots, so a Buffer here is a Tensor subclass, as ``Parameter``. It keeps
+    ``data``'s ``requires_grad``, and ops on it return plain Tensors.
+
+    Example:
+        >>> import nbgrad as ng
+        >>> m = ng.nn.Module()
+        >>> m.stats = ng.nn.Buffer(ng.zeros(2))
+        >>> [name for name, _ in m.named_buffers()]
+        ['stats']
+    """
+
+    def __new__(cls, data=None, *, persistent=True):
+        if data is None:
+            data = empty(0)
+        buf = _detached_as(cls, data).requires_grad_(data.requires_grad)
+        buf.persistent = persistent
+        return buf
+
+    def __init__(self, data=None, *, persistent=True):
+        pass  # everything happens in __new__
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        result = type(self)(self.data.clone(), persistent=self.persistent)
+        memo[id(self)] = result
+        return result
 
 
 def _rebuild_parameter(array: np.ndarray, device: str, requires_grad: bool) -> Parameter:

@@ -1,6 +1,7 @@
 """Learning-rate schedules: ``StepLR``, ``MultiStepLR``, ``ExponentialLR``, ``CosineAnnealingLR``,
-``LambdaLR``, ``ConstantLR``, ``LinearLR``, ``PolynomialLR``, ``SequentialLR``,
-``CosineAnnealingWarmRestarts``, ``OneCycleLR`` and ``ReduceLROnPlateau``.
+``LambdaLR``, ``MultiplicativeLR``, ``ConstantLR``, ``LinearLR``, ``PolynomialLR``,
+``SequentialLR``, ``ChainedScheduler``, ``CosineAnnealingWarmRestarts``, ``CyclicLR``,
+``OneCycleLR`` and ``ReduceLROnPlateau``.
 
 Mirrors ``torch/optim/lr_scheduler.py``: each ``step()`` moves ``last_epoch`` on and writes the
 new rate into every param group's ``"lr"``, in PyTorch's chainable form (the new rate from the
@@ -10,6 +11,7 @@ current one), so that the rates follow PyTorch's to the last bit.
 from __future__ import annotations
 
 import math
+import types
 from bisect import bisect_right
 from collections import Counter
 
@@ -29,6 +31,9 @@ __all__ = [
     "CosineAnnealingWarmRestarts",
     "OneCycleLR",
     "ReduceLROnPlateau",
+    "MultiplicativeLR",
+    "ChainedScheduler",
+    "CyclicLR",
 ]
 
 
@@ -708,3 +713,234 @@ class ReduceLROnPlateau(LRScheduler):
         self._init_is_better(
             mode=self.mode, threshold=self.threshold, threshold_mode=self.threshold_mode
         )
+
+
+def _callables_state(fns) -> list:
+    """What a state dict keeps of functions: the ``__dict__`` of callable objects, ``None``
+    for plain functions and lambdas (as PyTorch)."""
+    return [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy() for fn in fns]
+
+
+class MultiplicativeLR(LRScheduler):
+    """Multiply the rate by ``lr_lambda(step)`` every step (one function, or one per param
+    group)."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
+        self.optimizer = optimizer
+        n = len(optimizer.param_groups)
+        if isinstance(lr_lambda, (list, tuple)):
+            if len(lr_lambda) != n:
+                raise ValueError(f"Expected {n} lr_lambdas, but got {len(lr_lambda)}")
+            self.lr_lambdas = list(lr_lambda)
+        else:
+            self.lr_lambdas = [lr_lambda] * n
+        for fn in self.lr_lambdas:
+            if not callable(fn):
+                raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self._is_initial:
+            return self._rates()
+        return [lr * f(self.last_epoch) for f, lr in zip(self.lr_lambdas, self._rates())]
+
+    def state_dict(self) -> dict:
+        state = super().state_dict()
+        state["lr_lambdas"] = _callables_state(self.lr_lambdas)
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state = dict(state_dict)
+        lr_lambdas = state.pop("lr_lambdas")
+        self.__dict__.update(state)
+        for fn, saved in zip(self.lr_lambdas, lr_lambdas):
+            if saved is not None:
+                fn.__dict__.update(saved)
+
+
+class ChainedScheduler(LRScheduler):
+    """Step all of ``schedulers`` at each ``step()``, one after another (their changes to the
+    rates compose)."""
+
+    def __init__(self, schedulers, optimizer=None):
+        name = type(self).__name__
+        if len(schedulers) < 1:
+            raise ValueError(
+                f"{name} expects at least one scheduler to be chained, but got no scheduler."
+            )
+        optimizer = optimizer or schedulers[0].optimizer
+        for index, scheduler in enumerate(schedulers):
+            if not hasattr(scheduler, "optimizer"):
+                raise TypeError(
+                    f"{name} at index {index} should have `optimizer` as its attribute."
+                )
+            if isinstance(scheduler, ReduceLROnPlateau):
+                raise ValueError(
+                    f"{name} does not support `ReduceLROnPlateau` scheduler as it requires "
+                    "additional kwargs to be specified when calling `step`, but got one at "
+                    f"index {index} in the given schedulers sequence."
+                )
+            if optimizer != scheduler.optimizer:
+                raise ValueError(
+                    f"{name} expects all schedulers to belong to the same optimizer, but got "
+                    f"scheduler {type(scheduler).__name__} at index {index} has "
+                    f"{scheduler.optimizer}, which is different from "
+                    f"{type(optimizer).__name__}."
+                )
+        self._schedulers = schedulers
+        self.optimizer = optimizer
+        self._last_lr = schedulers[-1]._rates()
+
+    def step(self) -> None:
+        for scheduler in self._schedulers:
+            scheduler.step()
+        self._last_lr = self._schedulers[-1]._rates()
+
+    def state_dict(self) -> dict:
+        """Every attribute but the optimizer, with the chained schedulers' state dicts."""
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state = dict(state_dict)
+        schedulers = state.pop("_schedulers")
+        self.__dict__.update(state)
+        for scheduler, saved in zip(self._schedulers, schedulers):
+            scheduler.load_state_dict(saved)
+
+
+class CyclicLR(LRScheduler):
+    """The cyclical rate policy: the rate goes from ``base_lr`` up to ``max_lr`` over
+    ``step_size_up`` steps and back over ``step_size_down``, the amplitude scaled per cycle
+    (``"triangular"``: 1, ``"triangular2"``: halved each cycle) or per step (``"exp_range"``:
+    ``gamma ** step``), or by ``scale_fn``. With ``cycle_momentum``, the momentum (or Adam's
+    beta1) moves the other way between ``max_momentum`` and ``base_momentum``."""
+
+    def __init__(
+        self,
+        optimizer,
+        base_lr,
+        max_lr,
+        step_size_up: int = 2000,
+        step_size_down: int | None = None,
+        mode: str = "triangular",
+        gamma: float = 1.0,
+        scale_fn=None,
+        scale_mode: str = "cycle",
+        cycle_momentum: bool = True,
+        base_momentum: float = 0.8,
+        max_momentum: float = 0.9,
+        last_epoch: int = -1,
+    ):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        base_lrs = _format_param("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                group["lr"] = lr
+        self.max_lrs = _format_param("max_lr", optimizer, max_lr)
+        step_size_up = float(step_size_up)
+        step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
+        self.total_size = step_size_up + step_size_down
+        self.step_ratio = step_size_up / self.total_size
+        if mode not in ["triangular", "triangular2", "exp_range"] and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode = mode
+        self.gamma = gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError(
+                    "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
+                )
+            self.use_beta1 = "betas" in self.optimizer.defaults
+            self.base_momentums = _format_param("base_momentum", optimizer, base_momentum)
+            self.max_momentums = _format_param("max_momentum", optimizer, max_momentum)
+            if last_epoch == -1:
+                for m_momentum, b_momentum, group in zip(
+                    self.max_momentums, self.base_momentums, optimizer.param_groups
+                ):
+                    if self.use_beta1:
+                        group["betas"] = (m_momentum, *group["betas"][1:])
+                    else:
+                        group["momentum"] = m_momentum
+                    group["max_momentum"] = m_momentum
+                    group["base_momentum"] = b_momentum
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _init_scale_fn(self) -> None:
+        if self._scale_fn_custom is not None:
+            return
+        if self.mode == "triangular":
+            self._scale_fn_ref = self._triangular_scale_fn
+            self.scale_mode = "cycle"
+        elif self.mode == "triangular2":
+            self._scale_fn_ref = self._triangular2_scale_fn
+            self.scale_mode = "cycle"
+        elif self.mode == "exp_range":
+            gamma = self.gamma
+            self._scale_fn_ref = lambda x: gamma**x
+            self.scale_mode = "iterations"
+
+    def scale_fn(self, x) -> float:
+        """The amplitude's scale at cycle (or step) ``x``."""
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        return self._scale_fn_ref(x)
+
+    @staticmethod
+    def _triangular_scale_fn(x: float) -> float:
+        return 1.0
+
+    @staticmethod
+    def _triangular2_scale_fn(x: float) -> float:
+        return 1 / (2.0 ** (x - 1))
+
+    def get_lr(self):
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+        at = cycle if self.scale_mode == "cycle" else self.last_epoch
+        # NOTE [CyclicLR's float order]: (max - base) * factor first, then the scale, as
+        # PyTorch's, so that the rates agree to the last bit
+        lrs = [
+            base_lr + (max_lr - base_lr) * scale_factor * self.scale_fn(at)
+            for base_lr, max_lr in zip(self.base_lrs, self.max_lrs)
+        ]
+        if self.cycle_momentum:
+            momentums = [
+                max_m - (max_m - base_m) * scale_factor * self.scale_fn(at)
+                for base_m, max_m in zip(self.base_momentums, self.max_momentums)
+            ]
+            for group, momentum in zip(self.optimizer.param_groups, momentums):
+                if self.use_beta1:
+                    group["betas"] = (momentum, *group["betas"][1:])
+                else:
+                    group["momentum"] = momentum
+        return lrs
+
+    def state_dict(self) -> dict:
+        """As the base's, without the scale function (a callable object's ``__dict__`` is
+        kept, as PyTorch)."""
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer",)}
+        state.pop("_scale_fn_ref", None)
+        fn = state.pop("_scale_fn_custom")
+        state["_scale_fn_custom"] = _callables_state([fn])[0] if fn is not None else None
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state = dict(state_dict)
+        fn = state.pop("_scale_fn_custom")
+        self.__dict__.update(state)
+        if fn is not None:
+            self._scale_fn_custom.__dict__.update(fn)
+        self._init_scale_fn()

@@ -5,6 +5,7 @@ Each submodule's ``__all__`` names its layers once; this package exports them al
 
 from nbgrad.nn.modules import (
     activation,
+    channelshuffle,
     container,
     conv,
     distance,
@@ -23,6 +24,7 @@ from nbgrad.nn.modules import (
     upsampling,
 )
 from nbgrad.nn.modules.activation import *  # noqa: F403
+from nbgrad.nn.modules.channelshuffle import *  # noqa: F403
 from nbgrad.nn.modules.container import *  # noqa: F403
 from nbgrad.nn.modules.conv import *  # noqa: F403
 from nbgrad.nn.modules.distance import *  # noqa: F403
@@ -56,6 +58,7 @@ __all__ = ["Module"] + [
         padding,
         upsampling,
         pixelshuffle,
+        channelshuffle,
         fold,
         rnn,
         transformer,

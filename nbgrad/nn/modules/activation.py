@@ -41,6 +41,8 @@ __all__ = [
     "Softshrink",
     "Hardshrink",
     "Tanhshrink",
+    "Softmax2d",
+    "RReLU",
 ]
 
 
@@ -515,3 +517,33 @@ class Tanhshrink(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         return F.tanhshrink(input)
+
+
+class Softmax2d(Module):
+    """``softmax`` over the channels at each spatial location of a ``(N, C, H, W)`` or
+    ``(C, H, W)`` input (dim -3)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.dim() not in (3, 4):
+            raise ValueError(
+                f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead"
+            )
+        return F.softmax(input, -3, _stacklevel=5)
+
+
+class RReLU(Module):
+    """Randomised leaky ReLU: in training, a slope drawn from ``U(lower, upper)`` for each
+    non-positive entry; in evaluation, the mean slope ``(lower + upper) / 2``."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        inplace = ", inplace=True" if self.inplace else ""
+        return f"lower={self.lower}, upper={self.upper}{inplace}"

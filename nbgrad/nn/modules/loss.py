@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from nbgrad.nn import functional as F
+from nbgrad.nn.modules.distance import PairwiseDistance
 from nbgrad.nn.modules.module import Module
 from nbgrad.tensor import Tensor
 
@@ -26,6 +27,8 @@ __all__ = [
     "MultiLabelSoftMarginLoss",
     "MultiMarginLoss",
     "CTCLoss",
+    "MultiLabelMarginLoss",
+    "TripletMarginWithDistanceLoss",
 ]
 
 
@@ -363,4 +366,49 @@ class CTCLoss(_Loss):
             self.blank,
             self.reduction,
             self.zero_infinity,
+        )
+
+
+class MultiLabelMarginLoss(_Loss):
+    """The multi-class multi-label hinge loss: for each target class ``j`` and each
+    non-target class ``i``, ``max(0, 1 - (x[j] - x[i]))``, summed and divided by the number of
+    classes; ``target`` lists the classes, ended by the first ``-1``."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """``max(0, d(a, p) - d(a, n) + margin)`` for a distance function ``d`` (default: a
+    ``PairwiseDistance`` submodule, as PyTorch's)."""
+
+    def __init__(
+        self,
+        *,
+        distance_function=None,
+        margin: float = 1.0,
+        swap: bool = False,
+        reduction: str = "mean",
+    ):
+        super().__init__(size_average=None, reduce=None, reduction=reduction)
+        if margin <= 0:
+            raise ValueError(
+                "TripletMarginWithDistanceLoss: expected margin to be greater than 0, got "
+                f"{margin} instead"
+            )
+        self.distance_function = (
+            distance_function if distance_function is not None else PairwiseDistance()
+        )
+        self.margin = margin
+        self.swap = swap
+
+    def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        return F.triplet_margin_with_distance_loss(
+            anchor,
+            positive,
+            negative,
+            distance_function=self.distance_function,
+            margin=self.margin,
+            swap=self.swap,
+            reduction=self.reduction,
         )

@@ -18,7 +18,7 @@ from nbgrad import backend, dtypes
 from nbgrad.autograd.grad_mode import no_grad
 from nbgrad.autograd.graph import HookInfo, RemovableHandle
 from nbgrad.nn.modules._backward_hook import BackwardHook
-from nbgrad.nn.parameter import Parameter
+from nbgrad.nn.parameter import Buffer, Parameter
 from nbgrad.tensor import Tensor, _zero_grads
 
 __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook"]
@@ -291,7 +291,9 @@ class Module:
                 modules[name] = value
             else:
                 buffers = self.__dict__.get("_buffers")
-                if buffers is not None and name in buffers:
+                if isinstance(value, Buffer):
+                    self.register_buffer(name, value, value.persistent)
+                elif buffers is not None and name in buffers:
                     if value is not None and not isinstance(value, Tensor):
                         raise TypeError(
                             f"cannot assign '{type(value).__name__}' as buffer '{name}' "

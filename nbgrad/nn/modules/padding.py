@@ -1,7 +1,9 @@
-"""The padding layers: zero, constant, reflection, replication and circular, in 1 and 2 dims.
+"""The padding layers: zero, constant, reflection, replication and circular, in 1, 2
+and 3 dims.
 
 Mirrors ``torch/nn/modules/padding.py``; each is ``F.pad`` with its mode. ``padding`` is an int
-(every side) or ``(left, right)`` / ``(left, right, top, bottom)``.
+(every side) or ``(left, right)`` / ``(left, right, top, bottom)`` / those and
+``(front, back)``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,11 @@ __all__ = [
     "ReplicationPad2d",
     "CircularPad1d",
     "CircularPad2d",
+    "ZeroPad3d",
+    "ConstantPad3d",
+    "ReflectionPad3d",
+    "ReplicationPad3d",
+    "CircularPad3d",
 ]
 
 
@@ -117,3 +124,33 @@ class CircularPad2d(CircularPad1d):
     """Pad the last two dims by wrapping around."""
 
     _n = 2
+
+
+class ConstantPad3d(ConstantPad1d):
+    """Pad the last three dims with ``value``."""
+
+    _n = 3
+
+
+class ZeroPad3d(ZeroPad1d):
+    """Pad the last three dims with zeros."""
+
+    _n = 3
+
+
+class ReflectionPad3d(ReflectionPad1d):
+    """Pad the last three dims with their reflection."""
+
+    _n = 3
+
+
+class ReplicationPad3d(ReplicationPad1d):
+    """Pad the last three dims by repeating their edge values."""
+
+    _n = 3
+
+
+class CircularPad3d(CircularPad1d):
+    """Pad the last three dims by wrapping around."""
+
+    _n = 3
