@@ -37,7 +37,7 @@ def _no_overlap(lay):
             assert a["x"] + a["w"] <= b["x"] + 1e-6, (a, b)
 
 
-def test_500_nodes_lay_out_in_under_a_second():
+def test_500_nodes_lay_out_quickly():
     rec, ws = _residual(125)
     snap = build_snapshot(rec)
     assert len(snap["nodes"]) >= 500
