@@ -82,7 +82,7 @@ def compile_hook(source: str, filename: str, namespace=None):
         raise SyntaxError(f"empty hook code ({filename})")
     lines = [line + "\n" for line in src.splitlines()]
     linecache.cache[filename] = (len(src), None, lines, filename)
-    glb = namespace if namespace is not None else _default_namespace()
+    glb = _HookGlobals(namespace if namespace is not None else _default_namespace())
     try:
         code = compile(src, filename, "eval")
     except SyntaxError:
@@ -91,11 +91,10 @@ def compile_hook(source: str, filename: str, namespace=None):
         fn = eval(code, glb)  # noqa: S307 - the user typed this hook and pressed "add"
     else:
         code = compile(src, filename, "exec")
-        local = {}
-        exec(code, glb, local)  # noqa: S102 - as above
+        exec(code, glb)  # noqa: S102 - as above
         defined = [
             v
-            for v in local.values()
+            for v in glb.values()
             if isinstance(v, types.FunctionType) and v.__code__.co_filename == filename
         ]
         if not defined:
@@ -106,6 +105,23 @@ def compile_hook(source: str, filename: str, namespace=None):
         article = "an" if name[:1] in "aeiou" else "a"
         raise TypeError(f"{filename}: the code gives {article} {name}, not a function")
     return fn
+
+
+class _HookGlobals(dict):
+    """NOTE [Hook code runs like a small cell]: a hook's code is run once, when it is added, in
+    a namespace of its own, whose names (its imports, constants, helper functions) the hook
+    then sees when it is called; a name it does not define is looked up in the notebook's
+    namespace, as it is at call time. Nothing the hook's code defines lands in the user's
+    namespace."""
+
+    __slots__ = ("user",)
+
+    def __init__(self, user):
+        super().__init__()
+        self.user = user
+
+    def __missing__(self, key):
+        return self.user[key]
 
 
 def _default_namespace():
