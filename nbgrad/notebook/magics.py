@@ -86,6 +86,10 @@ def parse_options(line: str):
     except ValueError as e:
         _Parser().error(str(e))
     opts = _parser().parse_args(words)
+    for option in ("--backward", "-o"):  # a value given twice is a mistake, not "last wins"
+        given = [w for w in words if w == option or w.startswith(option + "=")]
+        if len(given) > 1:
+            _Parser().error(f"{option} is given {len(given)} times: give it once")
     if opts.output is not None and (
         not opts.output.isidentifier() or keyword.iskeyword(opts.output)
     ):
@@ -212,11 +216,16 @@ class AutogradMagics(Magics):
                 if last is not None:
                     value = eval(last, ns)  # noqa: S307 - as above
                 if opts.backward:
-                    found = eval(opts.backward, ns)  # noqa: S307 - the user's own expression
+                    where = f"%%autograd --backward {opts.backward}"
+                    try:
+                        found = eval(opts.backward, ns)  # noqa: S307 - the user's expression
+                    except Exception as e:  # noqa: BLE001 - shown as one line naming the option
+                        raise _option_error(e, where) from None
                     if not hasattr(found, "backward"):
-                        raise TypeError(
-                            f"%%autograd --backward {opts.backward}: that is a "
-                            f"{type(found).__name__}, not a tensor"
+                        name = type(found).__name__
+                        article = "an" if name[:1] in "aeiou" else "a"
+                        raise _option_error(
+                            TypeError(f"{where}: that is {article} {name}, not a tensor")
                         )
                     target = found
                     target.backward(
@@ -253,6 +262,8 @@ class AutogradMagics(Magics):
                 raise
         if error is not None:
             _reraise(shell, error, tb)
+        if cell.rstrip().endswith(";"):  # a trailing ; hides the value, as in a plain cell
+            return None
         return value
 
     def _show(self, opts, rec, view, handle, session, names, root):
@@ -392,9 +403,25 @@ def _failure(error, tb, filename, cell):
     return {"line": line, "source": source, "error": text}
 
 
+def _option_error(error, where=None):
+    """An error of an option's expression, shown as one line that names the option and the
+    expression (it happened in no frame of the user's)."""
+    if where is not None:
+        try:
+            error = type(error)(f"{where}: {error}")
+        except Exception:  # noqa: BLE001 - an exception type with another signature: as it is
+            pass
+    line = "".join(traceback.format_exception_only(type(error), error)).strip()
+    error._render_traceback_ = lambda: [line]
+    error._nbgrad_option = True
+    return error
+
+
 def _reraise(shell, error, tb):
     """Re-raise the cell's exception so the cell fails as usual, with a traceback of the cell's
     own frames only (not this magic's)."""
+    if getattr(error, "_nbgrad_option", False):
+        raise error
     if isinstance(error, (KeyboardInterrupt, SystemExit)) or tb is None:
         raise error
     inner = tb.tb_next or tb

@@ -251,3 +251,33 @@ def test_line_magic_help_and_documentation(ip):
         page.page = orig
     text = " ".join(str(p) for p in pages)
     assert "--backward EXPR" in text and "record its forward calls" in text, text[:500]
+
+
+def test_an_option_error_names_the_option_and_shows_no_frame_of_the_magic(ip):
+    for source, line in (
+        ("%%autograd --backward n\nn = 3\n", "TypeError: %%autograd --backward n: that is an int"),
+        (
+            "%%autograd --backward nope\nx = 1\n",
+            "NameError: %%autograd --backward nope: name 'nope' is not defined",
+        ),
+    ):
+        result, cap = run(ip, source)
+        assert not result.success
+        shown = "\n".join(result.error_in_exec._render_traceback_())
+        assert shown.startswith(line), shown
+        assert "magics.py" not in shown and "Could not get source" not in shown
+
+
+def test_an_option_given_twice_is_a_usage_error(ip):
+    ip.user_ns.pop("twice_ran", None)
+    result, cap = run(ip, "%%autograd --backward a --backward b\ntwice_ran = 1\n")
+    assert not result.success and "--backward is given 2 times" in str(result.error_in_exec)
+    assert result.error_in_exec.__class__.__name__ == "UsageError"
+    assert "twice_ran" not in ip.user_ns  # the cell did not run
+
+
+def test_a_trailing_semicolon_hides_the_value(ip):
+    result, cap = run(ip, "%%autograd\ny = ng.ones(2, requires_grad=True) * 2\ny;\n")
+    assert result.success and result.result is None
+    result, cap = run(ip, "%%autograd\ny = ng.ones(2, requires_grad=True) * 2\ny\n")
+    assert result.success and result.result is ip.user_ns["y"]

@@ -263,7 +263,9 @@ def test_backward_of_a_name_that_does_not_exist(ip):
     ip.user_ns.pop("no_such_loss", None)
     result, cap = _run(ip, "%%autograd -o s_missing --backward no_such_loss\ny = ng.ones(2) * 2\n")
     assert isinstance(result.error_in_exec, NameError)
-    assert str(result.error_in_exec) == "name 'no_such_loss' is not defined"
+    assert str(result.error_in_exec) == (
+        "%%autograd --backward no_such_loss: name 'no_such_loss' is not defined"
+    )
     s = ip.user_ns["s_missing"]
     assert [r.op for r in s.record.records] == ["mul"] and s.record.passes == []
     assert observer_mod._forward == [] and observer_mod._backward == []
@@ -272,9 +274,9 @@ def test_backward_of_a_name_that_does_not_exist(ip):
 def test_backward_of_something_that_is_not_a_tensor(ip):
     result, cap = _run(ip, "%%autograd -o s_int --backward n\nn = 3\ny = ng.ones(2) * 2\n")
     assert isinstance(result.error_in_exec, TypeError)
-    assert str(result.error_in_exec) == "%%autograd --backward n: that is a int, not a tensor"
+    assert str(result.error_in_exec) == "%%autograd --backward n: that is an int, not a tensor"
     text = cap.stdout + cap.stderr
-    assert "TypeError: %%autograd --backward n: that is a int, not a tensor" in text
+    assert "TypeError: %%autograd --backward n: that is an int, not a tensor" in text
     s = ip.user_ns["s_int"]
     assert s.hooks.root is None and s.record.passes == []
     assert observer_mod._forward == [] and observer_mod._backward == []
