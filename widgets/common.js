@@ -38,7 +38,7 @@
  * @typedef {{id: string, kind: string, target_kind: ("tensor"|"node"|"module"),
  *            target: (string|null), name: string, enabled: boolean,
  *            source: (string|null)}} SnapHook
- * @typedef {{hook: (string|null), name: string, kind: string, node: string,
+ * @typedef {{hook: (string|null), name: string, kind: string, node: string, node_name: string,
  *            before: (GradSummary|(GradSummary|null)[]|null),
  *            after: (GradSummary|(GradSummary|null)[]|null), changed: boolean}} HookCall
  * @typedef {{index: number, root: (string|null), retain_graph: boolean,

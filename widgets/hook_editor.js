@@ -103,7 +103,7 @@ function render({ model, el }) {
         h("tr", {}, h("th", {}, "kind"), h("th", {}, "hook"), h("th", {}, "node"),
           h("th", {}, "before"), h("th", {}, "after")),
         ...calls.map((c) => h("tr", {},
-          h("td", {}, c.kind), h("td", {}, c.name), h("td", {}, c.node ?? ""),
+          h("td", {}, c.kind), h("td", {}, c.name), h("td", {}, c.node_name || c.node || ""),
           h("td", {}, gradText(c.before, false)),
           h("td", {}, c.changed ? gradText(c.after, false) : "(unchanged)")))));
   }

@@ -497,6 +497,9 @@ class HookEditor(StillWidget):
 
         ids = getattr(recorder, "_ids", None) or IdMap(recorder.graph_source)
         fired = [_hook_call(c, ids) for p in passes for c in p.hook_calls]
+        for call in fired:  # a leaf by its name, as the graph draws it
+            if view is not None and call["node"]:
+                call["node_name"] = view.label(call["node"]) or call["node_name"]
         with self.hold_sync():
             self.fired = fired
             if error is not None:

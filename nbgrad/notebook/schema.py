@@ -172,6 +172,7 @@ class HookCall(TypedDict):
     name: str
     kind: str
     node: str
+    node_name: str  # the node as the graph names it (a leaf: its variable's name)
     before: GradSummary | list[GradSummary | None] | None
     after: GradSummary | list[GradSummary | None] | None
     changed: bool

@@ -356,6 +356,7 @@ def _hook_call(call, ids):
         "name": call.name,
         "kind": call.kind,
         "node": ids(call.node),
+        "node_name": ids.source.node_name(call.node) if call.node is not None else "",
         "before": call.before,
         "after": call.after,
         "changed": bool(call.changed),

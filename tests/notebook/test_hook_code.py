@@ -48,3 +48,26 @@ def test_a_name_defined_nowhere_is_the_hook_error():
     ed.run_backward()
     assert "NameError: name 'nowhere' is not defined" in ed.error
     assert 'File "<hook:' in ed.error
+
+
+def test_the_hooks_that_fired_name_their_node():
+    from nbgrad.notebook import GraphView, record
+
+    x = ng.tensor([1.0, 2.0], requires_grad=True)
+    with record() as rec:
+        y = x * 3
+        loss = y.sum()
+        loss.backward(retain_graph=True)
+    view = GraphView(recorder=rec, names={id(x): "x"})
+    ed = HookEditor(graph=view, root=loss)
+    mul = next(n["id"] for n in view.snapshot["nodes"] if n["name"] == "MulBackward0")
+    ed.set_target(mul)
+    ed.add_hook("node_prehook", "lambda grad_outputs: None")
+    leaf = next(n["id"] for n in view.snapshot["nodes"] if n["kind"] == "leaf")
+    ed.set_target(leaf)
+    ed.add_hook("post_accumulate_grad", "lambda t: None")
+    ed.run_backward()
+    assert [(c["node"], c["node_name"]) for c in ed.fired] == [
+        (mul, "MulBackward0"),
+        (leaf, "x"),
+    ]
