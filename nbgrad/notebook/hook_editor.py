@@ -30,6 +30,7 @@ from __future__ import annotations
 import itertools
 import linecache
 import textwrap
+import threading
 import traceback
 import types
 import weakref
@@ -130,6 +131,13 @@ def _default_namespace():
     return {"ng": nbgrad, "nbgrad": nbgrad, "np": numpy, "__name__": "__nbgrad_hook__"}
 
 
+class _Running(threading.local):
+    failed = None  # the editor hook that raised in the backward running on this thread
+
+
+_running = _Running()
+
+
 class _EditorHook:
     """The callable registered for a hook typed in the editor: calls the compiled function,
     keeps its source (``_nbgrad_source``, which the snapshot reports) and reports errors."""
@@ -150,6 +158,7 @@ class _EditorHook:
             editor = self._editor()
             if editor is not None:
                 editor._hook_failed(self)
+            _running.failed = self  # for the editor that runs this backward, whichever it is
             raise
         self.error = None
         return result
@@ -485,12 +494,15 @@ class HookEditor(StillWidget):
         before = len(recorder.passes)
         self._failed = None
         self._running = True
+        _running.failed = None
         error = None
         try:
             with recorder.resume_backward():
                 root.backward(retain_graph=retain_graph or None, create_graph=create_graph)
         except Exception as e:  # noqa: BLE001 - shown in the editor
             error = e
+            if self._failed is None:  # a hook another editor added raised: its error here too
+                self._failed = _running.failed
         finally:
             self._running = False
         passes = recorder.passes[before:]

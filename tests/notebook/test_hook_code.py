@@ -71,3 +71,16 @@ def test_the_hooks_that_fired_name_their_node():
         (mul, "MulBackward0"),
         (leaf, "x"),
     ]
+
+
+def test_a_hook_from_another_editor_shows_its_error_in_the_editor_that_ran():
+    x = ng.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    loss = y.sum()
+    first = HookEditor(y, root=loss)
+    first.add_hook("tensor_hook", "def broken(grad):\n    return grad * undefined_thing")
+    second = HookEditor(x, root=loss)
+    second.run_backward()
+    assert second.status == "backward failed"
+    assert second.error.startswith("<hook:MulBackward0#")
+    assert "NameError: name 'undefined_thing' is not defined" in second.error
