@@ -413,14 +413,14 @@ def _option_error(error, where=None):
             pass
     line = "".join(traceback.format_exception_only(type(error), error)).strip()
     error._render_traceback_ = lambda: [line]
-    error._nbgrad_option = True
+    error.nbgrad_option_error = True
     return error
 
 
 def _reraise(shell, error, tb):
     """Re-raise the cell's exception so the cell fails as usual, with a traceback of the cell's
     own frames only (not this magic's)."""
-    if getattr(error, "_nbgrad_option", False):
+    if getattr(error, "nbgrad_option_error", False):
         raise error
     if isinstance(error, (KeyboardInterrupt, SystemExit)) or tb is None:
         raise error
