@@ -88,6 +88,14 @@ def _check_device(t, device):
         )
 
 
+# NOTE [0-d results stay arrays]
+# NumPy gives a scalar (``np.float64``), not an array, for arithmetic on 0-d arrays, and a
+# tensor needs an array: wrapping the scalar back (``np.asarray``) cost as much as the
+# arithmetic itself, on every op of a graph of 0-d tensors (a micrograd-style MLP) and on every
+# gradient its backward sums. A row whose forward is one ufunc names it (``ufunc=np.multiply``)
+# and a 0-d operand calls it with ``out=...``, which makes NumPy return the 0-d array directly.
+
+
 def _binary(op, a, b, attrs=_NO_ATTRS):
     """``op(a, b)`` for a float CPU ``a`` and a Python number or same-dtype CPU tensor ``b``.
 
@@ -107,7 +115,13 @@ def _binary(op, a, b, attrs=_NO_ATTRS):
         else:
             return _dispatch(op, (a, _arg(b)), attrs)
         try:
-            if op.quiet:
+            if not da.ndim and op.ufunc is not None and attrs.get("alpha", 1) == 1:
+                if op.quiet:  # NOTE [0-d results stay arrays]
+                    with np.errstate(all="ignore"):
+                        out = op.ufunc(da, db, out=...)
+                else:
+                    out = op.ufunc(da, db, out=...)
+            elif op.quiet:
                 with np.errstate(all="ignore"):
                     out = op.forward(np, da, db, **attrs)
             else:
