@@ -546,6 +546,16 @@ class _SavedHooksState(threading.local):
 _saved_hooks = _SavedHooksState()
 
 
+class _SavedHooksUsed:
+    """Whether any thread ever entered ``saved_tensors_hooks``: until then a SavedTensor skips
+    reading the thread-local stack (a plain attribute read instead, on every saved tensor)."""
+
+    entered = False
+
+
+_saved_hooks_used = _SavedHooksUsed()
+
+
 class saved_tensors_hooks:
     """Context manager setting ``pack_hook`` / ``unpack_hook`` for tensors saved for backward.
 
@@ -563,6 +573,7 @@ class saved_tensors_hooks:
     def __enter__(self):
         if _saved_hooks.disabled is not None:
             raise RuntimeError(_saved_hooks.disabled)
+        _saved_hooks_used.entered = True
         _saved_hooks.stack = _saved_hooks.stack + ((self.pack_hook, self.unpack_hook),)
         return self
 
@@ -673,8 +684,8 @@ class SavedTensor:
         # an input saved as itself is named by its grad_fn when an error needs it (see
         # _raise_version_error); a packed one or an output by the name it has now
         self._grad_fn_name = grad_fn_name
-        stack = _saved_hooks.stack
-        if stack:
+        if _saved_hooks_used.entered and _saved_hooks.stack:
+            stack = _saved_hooks.stack
             if grad_fn_name is None and grad_fn is not None:
                 self._grad_fn_name = grad_fn.name()
             self._tensor = self._data = None

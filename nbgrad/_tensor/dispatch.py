@@ -15,6 +15,7 @@ import numpy as np
 
 from nbgrad import backend, dtypes
 from nbgrad._graph import anomaly_mode as _anomaly
+from nbgrad._graph.grad_mode import _inference_tensors
 from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad._graph.graph import NO_EDGE, Edge, InputMetadata, Node, next_sequence_nr
 from nbgrad._graph.observer import forward_observer as _observed
@@ -221,8 +222,12 @@ def _dispatch(op, args, attrs=_NO_ATTRS, out=None):
             if op.quiet:
                 with np.errstate(all="ignore"):
                     out = op.forward(xp, *arrays, **attrs)
-            else:
+            elif attrs:
                 out = op.forward(xp, *arrays, **attrs)
+            elif len(arrays) == 1:  # (no argument unpacking: the commonest call, kept cheap)
+                out = op.forward(xp, arrays[0])
+            else:
+                out = op.forward(xp, *arrays)
         except ValueError as e:
             raise RuntimeError(f"{op.name}(): {_shapes_message(args, e)}") from None
     record = requires_grad and op.differentiable and _grad_state.enabled
@@ -252,7 +257,7 @@ def _dispatch(op, args, attrs=_NO_ATTRS, out=None):
         result._version_counter = None  # see NOTE [Lazy version counters]
         result._base = None
         result._view_chain = None
-        if _grad_state.inference:  # see NOTE [Inference tensors]
+        if _inference_tensors.entered and _grad_state.inference:  # NOTE [Inference tensors]
             _set_inference(result, True)
     if record:
         result._requires_grad = True
@@ -352,7 +357,7 @@ def _record(op, args, attrs, results):
                 r._output_nr = k
                 r._requires_grad = True
         node._input_metadata_ = tuple(meta)
-    if _anomaly._state.enabled:
+    if _anomaly._used.enabled and _anomaly._state.enabled:
         _anomaly.record_traceback(node)
     return node
 
