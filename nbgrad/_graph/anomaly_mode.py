@@ -28,6 +28,16 @@ class _AnomalyState(threading.local):
 _state = _AnomalyState()
 
 
+class _Used:
+    """Whether any thread ever turned anomaly mode on: until then the dispatch skips reading
+    the thread-local ``_state`` on every op (a plain attribute read instead)."""
+
+    enabled = False
+
+
+_used = _Used()
+
+
 class _RunningNode(threading.local):
     node = None  # the node a backward pass in anomaly mode is running on this thread
 
@@ -52,6 +62,7 @@ class detect_anomaly:
             stacklevel=2,
         )
         self._prev = (_state.enabled, _state.check_nan)
+        _used.enabled = True
         _state.enabled, _state.check_nan = True, self.check_nan
         return self
 
@@ -75,6 +86,8 @@ class set_detect_anomaly:
         if not isinstance(mode, bool):
             raise TypeError(f"set_detect_anomaly() expected a bool for 'mode', got {mode!r}")
         self._prev = (_state.enabled, _state.check_nan)
+        if mode:
+            _used.enabled = True
         _state.enabled, _state.check_nan = mode, check_nan
 
     def __enter__(self):

@@ -42,6 +42,10 @@ _state = _GradState()
 # thread) none of these checks reads it, so code that never uses inference mode pays nothing.
 class _InferenceTensors:
     made = False
+    # whether any thread ever entered inference mode: until then the hot paths (``_wrap``,
+    # the dispatch) skip reading the thread-local ``_state.inference``, a plain attribute read
+    # instead of a thread-local one on every op
+    entered = False
 
 
 _inference_tensors = _InferenceTensors()
@@ -279,6 +283,8 @@ class inference_mode(_DecoratorContextManager):
         # as PyTorch's InferenceMode guard: grad mode is ``not mode`` (inference_mode(False)
         # enables grad); see NOTE [Grad mode inside inference mode]
         _state.enabled = not self.mode
+        if self.mode:
+            _inference_tensors.entered = True
         _state.inference = self.mode
         _state.grad_mode = False
 

@@ -546,6 +546,16 @@ class _SavedHooksState(threading.local):
 _saved_hooks = _SavedHooksState()
 
 
+class _SavedHooksUsed:
+    """Whether any thread ever entered ``saved_tensors_hooks``: until then a SavedTensor skips
+    reading the thread-local stack (a plain attribute read instead, on every saved tensor)."""
+
+    entered = False
+
+
+_saved_hooks_used = _SavedHooksUsed()
+
+
 class saved_tensors_hooks:
     """Context manager setting ``pack_hook`` / ``unpack_hook`` for tensors saved for backward.
 
@@ -563,6 +573,7 @@ class saved_tensors_hooks:
     def __enter__(self):
         if _saved_hooks.disabled is not None:
             raise RuntimeError(_saved_hooks.disabled)
+        _saved_hooks_used.entered = True
         _saved_hooks.stack = _saved_hooks.stack + ((self.pack_hook, self.unpack_hook),)
         return self
 
@@ -658,8 +669,11 @@ class SavedTensor:
             return
         if _inference_tensors.made and getattr(tensor, "_inference", False):
             raise RuntimeError(ERR_INFERENCE_SAVED)  # see NOTE [Inference tensors]
-        self._counter = tensor._counter()
-        self._version = self._counter[0]
+        counter = tensor._version_counter
+        if counter is None:  # see NOTE [Lazy version counters]
+            counter = tensor._version_counter = [0]
+        self._counter = counter
+        self._version = counter[0]
         self._is_output = is_output
         self._output_nr = tensor._output_nr
         self._requires_grad = tensor._requires_grad
@@ -667,9 +681,13 @@ class SavedTensor:
         self._unpack_hook = None
         grad_fn = tensor.grad_fn
         self._is_leaf = grad_fn is None
-        self._grad_fn_name = grad_fn_name or (grad_fn.name() if grad_fn is not None else None)
-        stack = _saved_hooks.stack
-        if stack:
+        # an input saved as itself is named by its grad_fn when an error needs it (see
+        # _raise_version_error); a packed one or an output by the name it has now
+        self._grad_fn_name = grad_fn_name
+        if _saved_hooks_used.entered and _saved_hooks.stack:
+            stack = _saved_hooks.stack
+            if grad_fn_name is None and grad_fn is not None:
+                self._grad_fn_name = grad_fn.name()
             self._tensor = self._data = None
             if is_output:
                 self._pack(stack[-1], tensor.detach(), None)
@@ -729,6 +747,8 @@ class SavedTensor:
             raise RuntimeError(ERR_HOOKS_NONE)
         original = self._tensor
         if original is not None:  # the original: packed detached, standing for it
+            if self._grad_fn_name is None and original.grad_fn is not None:
+                self._grad_fn_name = original.grad_fn.name()
             self._requires_grad = original._requires_grad
             self._output_nr = original._output_nr
             value = original.detach()

@@ -36,7 +36,7 @@ def _wrap(data, device=CPU, requires_grad=False):
     t._retains_grad = False
     t._acc = None
     t._post_accumulate_grad_hooks = None
-    if _grad_state.inference:
+    if _inference_tensors.entered and _grad_state.inference:
         _set_inference(t, True)
     return t
 

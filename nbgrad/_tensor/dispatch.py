@@ -15,6 +15,7 @@ import numpy as np
 
 from nbgrad import backend, dtypes
 from nbgrad._graph import anomaly_mode as _anomaly
+from nbgrad._graph.grad_mode import _inference_tensors
 from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad._graph.graph import NO_EDGE, Edge, InputMetadata, Node, next_sequence_nr
 from nbgrad._graph.observer import forward_observer as _observed
@@ -88,6 +89,14 @@ def _check_device(t, device):
         )
 
 
+# NOTE [0-d results stay arrays]
+# NumPy gives a scalar (``np.float64``), not an array, for arithmetic on 0-d arrays, and a
+# tensor needs an array: wrapping the scalar back (``np.asarray``) cost as much as the
+# arithmetic itself, on every op of a graph of 0-d tensors (a micrograd-style MLP) and on every
+# gradient its backward sums. A row whose forward is one ufunc names it (``ufunc=np.multiply``)
+# and a 0-d operand calls it with ``out=...``, which makes NumPy return the 0-d array directly.
+
+
 def _binary(op, a, b, attrs=_NO_ATTRS):
     """``op(a, b)`` for a float CPU ``a`` and a Python number or same-dtype CPU tensor ``b``.
 
@@ -107,7 +116,13 @@ def _binary(op, a, b, attrs=_NO_ATTRS):
         else:
             return _dispatch(op, (a, _arg(b)), attrs)
         try:
-            if op.quiet:
+            if not da.ndim and op.ufunc is not None and attrs.get("alpha", 1) == 1:
+                if op.quiet:  # NOTE [0-d results stay arrays]
+                    with np.errstate(all="ignore"):
+                        out = op.ufunc(da, db, out=...)
+                else:
+                    out = op.ufunc(da, db, out=...)
+            elif op.quiet:
                 with np.errstate(all="ignore"):
                     out = op.forward(np, da, db, **attrs)
             else:
@@ -207,8 +222,12 @@ def _dispatch(op, args, attrs=_NO_ATTRS, out=None):
             if op.quiet:
                 with np.errstate(all="ignore"):
                     out = op.forward(xp, *arrays, **attrs)
-            else:
+            elif attrs:
                 out = op.forward(xp, *arrays, **attrs)
+            elif len(arrays) == 1:  # (no argument unpacking: the commonest call, kept cheap)
+                out = op.forward(xp, arrays[0])
+            else:
+                out = op.forward(xp, *arrays)
         except ValueError as e:
             raise RuntimeError(f"{op.name}(): {_shapes_message(args, e)}") from None
     record = requires_grad and op.differentiable and _grad_state.enabled
@@ -238,7 +257,7 @@ def _dispatch(op, args, attrs=_NO_ATTRS, out=None):
         result._version_counter = None  # see NOTE [Lazy version counters]
         result._base = None
         result._view_chain = None
-        if _grad_state.inference:  # see NOTE [Inference tensors]
+        if _inference_tensors.entered and _grad_state.inference:  # NOTE [Inference tensors]
             _set_inference(result, True)
     if record:
         result._requires_grad = True
@@ -338,7 +357,7 @@ def _record(op, args, attrs, results):
                 r._output_nr = k
                 r._requires_grad = True
         node._input_metadata_ = tuple(meta)
-    if _anomaly._state.enabled:
+    if _anomaly._used.enabled and _anomaly._state.enabled:
         _anomaly.record_traceback(node)
     return node
 

@@ -9,9 +9,13 @@ from __future__ import annotations
 import sys
 import warnings
 
+import numpy as np
+
 from nbgrad import tensor as _T
+from nbgrad._tensor.conversion import _wrap
 from nbgrad._tensor.dispatch import _edge_of
 from nbgrad._tensor.math_methods import sum_to
+from nbgrad.backend import CPU
 
 from . import functional, graph
 from .anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
@@ -123,7 +127,11 @@ def _make_grads(outputs, grads):
                         "grad can be implicitly created only for real scalar outputs but got "
                         f"{out.dtype}"
                     )
-                new_grads.append(ones_like(out))
+                data = out._data
+                if out._device is CPU:  # the seed of every backward: made directly
+                    new_grads.append(_wrap(np.ones(data.shape, data.dtype)))
+                else:
+                    new_grads.append(ones_like(out))
             else:
                 new_grads.append(None)
         else:

@@ -47,6 +47,8 @@ import threading
 import warnings
 from typing import NamedTuple
 
+import numpy as np
+
 from nbgrad._graph import anomaly_mode as _anomaly
 from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad._graph.graph import AccumulateGrad, Edge, GraphRoot, Node, _saved_hooks, hook_name
@@ -94,6 +96,8 @@ def _showwarning(message, category, filename, lineno, file=None, line=None):
 
 warnings.showwarning = _showwarning
 heappush = heapq.heappush
+_ndarray = np.ndarray
+_np_add = np.add
 
 
 _UNSHARED_COND = threading.Condition(threading.Lock())
@@ -182,8 +186,10 @@ class InputBuffer(list):
 def _accumulate(old, new):
     if _grad_state.enabled:  # create_graph: record the sum
         return old + new
-
-    return _wrap(old._data + new._data, old._device)
+    a = old._data
+    if not a.ndim and type(a) is _ndarray:  # NOTE [0-d results stay arrays] in dispatch.py
+        return _wrap(_np_add(a, new._data, out=...), old._device)
+    return _wrap(a + new._data, old._device)
 
 
 class _ExecInfo:
@@ -661,8 +667,18 @@ class Engine:
                     or grad._device is not meta.device
                 ):
                     self.validate_outputs(node, edges, outputs)
-        elif edges:
-            self.validate_outputs(node, edges, outputs)
+        elif edges:  # the same check for each edge; validate_outputs on the first mismatch
+            for (fn, input_nr), grad in zip(edges, outputs):
+                if grad is not None and fn is not None:
+                    meta = fn._input_metadata_[input_nr]
+                    data = grad._data
+                    if (
+                        data.shape != meta.shape
+                        or data.dtype is not meta.dtype.np
+                        or grad._device is not meta.device
+                    ):
+                        self.validate_outputs(node, edges, outputs)
+                        break
         if graph_task.check_nan:
             _anomaly.check_nan(node, outputs)
         if node._post_hooks:
@@ -760,7 +776,9 @@ class Engine:
                     not_ready[fn] = buf
             elif not count:
                 del not_ready[fn]
-            buf.add(input_nr, grad)
+            if grad is not None:  # InputBuffer.add, inlined
+                old = buf[input_nr]
+                buf[input_nr] = grad if old is None else _accumulate(old, grad)
             if not count:
                 ready.append((fn, buf, grad))
         return ready

@@ -26,6 +26,7 @@ class OpInfo:
         differentiable=True,
         promote_attrs=(),
         quiet=None,
+        ufunc=None,
         **formulas,
     ):
         row.name = name
@@ -43,6 +44,9 @@ class OpInfo:
         row.promote_attrs = promote_attrs
         # NumPy warns on overflow, 0/0, log(0)...; PyTorch gives inf/nan silently
         row.quiet = name in _QUIET if quiet is None else quiet
+        # the NumPy ufunc that ``forward`` is when the row's attributes are at their defaults
+        # (``alpha`` 1): see NOTE [0-d results stay arrays] in nbgrad/_tensor/dispatch.py
+        row.ufunc = ufunc
         row.differentiable = differentiable and bool(formulas)
         row.formulas = formulas
         row.node_class = None

@@ -39,20 +39,20 @@ from nbgrad.tensor import Tensor
 # fmt: off
 # elementwise binary
 op("add", "AddBackward0", "self other", lambda xp, self, other, alpha: self + other if alpha == 1 else self + alpha * other,
-   attrs="alpha", promote="binary",
+   attrs="alpha", promote="binary", ufunc=np.add,
    self=lambda grad: grad,
    other=lambda grad, alpha: grad if alpha == 1 else grad * alpha)
 op("sub", "SubBackward0", "self other", lambda xp, self, other, alpha: self - other if alpha == 1 else self - alpha * other,
-   attrs="alpha", promote="binary",
+   attrs="alpha", promote="binary", ufunc=np.subtract,
    self=lambda grad: grad,
    other=lambda grad, alpha: -grad if alpha == 1 else grad * -alpha)
 op("rsub", "RsubBackward1", "self", lambda xp, self, other, alpha: other - self if alpha == 1 else other - alpha * self,
    attrs="other alpha", promote="binary", promote_attrs=("other",),
    self=lambda grad, alpha: -grad if alpha == 1 else grad * -alpha)
-op("mul", "MulBackward0", "self other", lambda xp, self, other: self * other, promote="binary",
+op("mul", "MulBackward0", "self other", lambda xp, self, other: self * other, promote="binary", ufunc=np.multiply,
    self=lambda grad, other: grad * other,
    other=lambda grad, self: grad * self)
-op("div", "DivBackward0", "self other", lambda xp, self, other: self / other, promote="float",
+op("div", "DivBackward0", "self other", lambda xp, self, other: self / other, promote="float", ufunc=np.true_divide,
    self=lambda grad, other: grad / other,
    other=lambda grad, self, other: -grad * ((self / other) / other))
 # ``//`` has no derivative in PyTorch either: its node is "NotImplemented", whose backward raises

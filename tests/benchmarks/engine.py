@@ -4,7 +4,7 @@ Run from the repository root::
 
     python tests/benchmarks/engine.py               # every workload, 7 repeats after a warm-up
     python tests/benchmarks/engine.py --quick       # 3 repeats (1 process per framework for W5)
-    python tests/benchmarks/engine.py --only W1,W3  # a subset of W1, W3, W5, W6
+    python tests/benchmarks/engine.py --only W1,W3  # a subset of W1, W3, W5, W6, W7, W8, W9
 
 Every figure is the median over the repeats, and every framework does the same work in the same
 run. In W1 and W6 the repeats go round-robin over the frameworks (nbgrad, then NumPy,
@@ -52,6 +52,17 @@ W6  Hessian-vector product of ``sum(tanh(x) ** 3)`` for x of shape (1000,) float
     PyTorch), ``autograd.hessian_vector_product`` (HIPS), or the analytic H v written by hand
     (NumPy). Milliseconds per product.
 
+W7  Mixed chain. 2,000 ops cycling ``x * 1.0001``, ``x + 0.001`` and ``x.tanh()`` on a (16,)
+    float64 tensor, then ``.sum().backward()``; microseconds per op for the forward, the
+    backward and their total (nbgrad and PyTorch, round-robin).
+W8  Branches. x of shape (64,), 1,000 branches ``(x * c_i).sin()`` summed as a balanced binary
+    tree, then ``.sum().backward()``. Milliseconds per forward + backward.
+W9  0-d MLP. A micrograd-style 2-16-16-1 ReLU MLP on 100 2-d points built entirely from 0-d
+    tensors (each neuron ``sum(w_i * x_i) + b`` one op at a time, 64,300 nodes), MSE loss,
+    forward + backward. Milliseconds per step with the cyclic GC disabled for the step, and
+    with it left on. Next to them: micrograd's own ``Value`` (its engine, copied below) on
+    plain floats, the figure the issue compares with.
+
 Below the table the script prints the ratios the project targets, each with its target and
 "ok" or "MISS".
 """
@@ -92,7 +103,7 @@ except ImportError:
     psutil = None
 
 FRAMEWORKS = ("nbgrad", "numpy", "torch", "autograd")
-WORKLOADS = ("W1", "W3", "W5", "W6")
+WORKLOADS = ("W1", "W3", "W5", "W6", "W7", "W8", "W9")
 NAN = float("nan")
 
 # A step returns a tuple of seconds, one per phase (e.g. forward, backward, total).
@@ -513,6 +524,253 @@ def bench_w6(repeats: int, number: int) -> dict[str, tuple]:
 
 
 # --------------------------------------------------------------------------------------------
+# W7: a mixed chain of *, + and tanh
+# --------------------------------------------------------------------------------------------
+
+W7_OPS = 2_000
+
+
+def w7_step(lib, x0: np.ndarray) -> Step:
+    """(forward, backward, total) seconds of the chain in ``lib`` (nbgrad or torch)."""
+
+    def step():
+        start = time.perf_counter()
+        x = lib.tensor(x0, requires_grad=True)
+        y = x
+        for i in range(W7_OPS):
+            k = i % 3
+            y = y * MUL if k == 0 else y + ADD if k == 1 else y.tanh()
+        out = y.sum()
+        t_fwd = time.perf_counter()
+        out.backward()
+        end = time.perf_counter()
+        step.grad = x.grad.numpy()
+        return t_fwd - start, end - t_fwd, end - start
+
+    return step
+
+
+def bench_w7(repeats: int) -> dict[str, tuple]:
+    x0 = np.random.default_rng(7).standard_normal(16)
+    steps = {"nbgrad": w7_step(ng, x0)}
+    if torch is not None:
+        steps["torch"] = w7_step(torch, x0)
+    medians = run_rounds(steps, repeats)
+    if torch is not None:
+        steps["numpy"] = steps["torch"]  # the reference answer
+        check_close("W7", {k: s.grad for k, s in steps.items()}, 1e-10, 1e-12)
+    return {k: tuple(s * 1e6 / W7_OPS for s in v) for k, v in medians.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# W8: 1,000 branches summed as a balanced binary tree
+# --------------------------------------------------------------------------------------------
+
+W8_BRANCHES = 1_000
+
+
+def w8_step(lib, x0: np.ndarray) -> Callable[[], object]:
+    consts = [1.0 + i / W8_BRANCHES for i in range(W8_BRANCHES)]
+
+    def fn():
+        x = lib.tensor(x0, requires_grad=True)
+        level = [(x * c).sin() for c in consts]
+        while len(level) > 1:
+            pairs = [a + b for a, b in zip(level[::2], level[1::2])]
+            level = pairs + level[len(level) - len(level) % 2 :]
+        level[0].sum().backward()
+        return x.grad.numpy()
+
+    return fn
+
+
+def bench_w8(repeats: int, number: int) -> dict[str, tuple]:
+    x0 = np.random.default_rng(8).standard_normal(64)
+    fns = {"nbgrad": w8_step(ng, x0)}
+    if torch is not None:
+        fns["torch"] = w8_step(torch, x0)
+        check_close("W8", {"numpy": fns["torch"](), "nbgrad": fns["nbgrad"]()}, 1e-10, 1e-10)
+    medians = run_rounds({k: per_call(fn, number) for k, fn in fns.items()}, repeats)
+    return {k: (v[0] * 1e3,) for k, v in medians.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# W9: a micrograd-style MLP of 0-d tensors
+# --------------------------------------------------------------------------------------------
+
+W9_SIZES, W9_POINTS = (2, 16, 16, 1), 100
+
+
+class MicroValue:
+    """micrograd's ``Value`` (github.com/karpathy/micrograd, engine.py), the ops W9 uses."""
+
+    def __init__(self, data, _children=(), _op=""):
+        self.data = data
+        self.grad = 0
+        self._backward = lambda: None
+        self._prev = set(_children)
+        self._op = _op
+
+    def __add__(self, other):
+        other = other if isinstance(other, MicroValue) else MicroValue(other)
+        out = MicroValue(self.data + other.data, (self, other), "+")
+
+        def _backward():
+            self.grad += out.grad
+            other.grad += out.grad
+
+        out._backward = _backward
+        return out
+
+    def __radd__(self, other):
+        return self + other
+
+    def __mul__(self, other):
+        other = other if isinstance(other, MicroValue) else MicroValue(other)
+        out = MicroValue(self.data * other.data, (self, other), "*")
+
+        def _backward():
+            self.grad += other.data * out.grad
+            other.grad += self.data * out.grad
+
+        out._backward = _backward
+        return out
+
+    def __pow__(self, other):
+        out = MicroValue(self.data**other, (self,), f"**{other}")
+
+        def _backward():
+            self.grad += (other * self.data ** (other - 1)) * out.grad
+
+        out._backward = _backward
+        return out
+
+    def relu(self):
+        out = MicroValue(0 if self.data < 0 else self.data, (self,), "ReLU")
+
+        def _backward():
+            self.grad += (out.data > 0) * out.grad
+
+        out._backward = _backward
+        return out
+
+    def __neg__(self):
+        return self * -1
+
+    def __sub__(self, other):
+        return self + (-other)
+
+    def backward(self):
+        topo = []
+        visited = set()
+
+        def build_topo(v):
+            if v not in visited:
+                visited.add(v)
+                for child in v._prev:
+                    build_topo(child)
+                topo.append(v)
+
+        build_topo(self)
+        self.grad = 1
+        for v in reversed(topo):
+            v._backward()
+
+
+def w9_data():
+    rng = np.random.default_rng(9)
+    weights = []
+    for fan_in, fan_out in zip(W9_SIZES[:-1], W9_SIZES[1:]):
+        w = rng.uniform(-1, 1, (fan_out, fan_in)).tolist()
+        b = rng.uniform(-1, 1, fan_out).tolist()
+        weights.append((w, b))
+    xs = rng.standard_normal((W9_POINTS, W9_SIZES[0])).tolist()
+    ys = rng.standard_normal(W9_POINTS).tolist()
+    return weights, xs, ys
+
+
+def w9_step(make_param, make_input, gc_on: bool) -> Callable[[], float]:
+    """Forward + backward of the 0-d MLP; ``make_param``/``make_input`` wrap a float."""
+    weights, xs, ys = w9_data()
+    layers = [
+        ([[make_param(v) for v in row] for row in w], [make_param(v) for v in b])
+        for w, b in weights
+    ]
+    params = [p for w, b in layers for row in w for p in row] + [p for _, b in layers for p in b]
+    xs = [[make_input(v) for v in x] for x in xs]
+    ys = [make_input(v) for v in ys]
+    last = len(layers) - 1
+
+    def fn():
+        if not gc_on:
+            gc.disable()
+        try:
+            loss = 0.0
+            for x, y in zip(xs, ys):
+                h = x
+                for k, (w, b) in enumerate(layers):
+                    out = []
+                    for row, bias in zip(w, b):
+                        act = bias
+                        for wi, hi in zip(row, h):
+                            act = act + wi * hi
+                        out.append(act if k == last else act.relu())
+                    h = out
+                loss = loss + (h[0] - y) ** 2
+            loss = loss * (1.0 / len(xs))
+            loss.backward()
+        finally:
+            gc.enable()
+        fn.grads = [p.grad for p in params]
+        for p in params:
+            p.grad = None if hasattr(p, "requires_grad") else 0
+        return loss
+
+    return fn
+
+
+def bench_w9(repeats: int) -> dict[str, tuple]:
+    """(GC off, GC on) milliseconds per forward + backward."""
+    makers = {
+        "nbgrad": (
+            lambda v: ng.tensor(v, dtype=ng.float64, requires_grad=True),
+            lambda v: ng.tensor(v, dtype=ng.float64),
+        ),
+        "micrograd": (MicroValue, MicroValue),
+    }
+    if torch is not None:
+        makers["torch"] = (
+            lambda v: torch.tensor(v, dtype=torch.float64, requires_grad=True),
+            lambda v: torch.tensor(v, dtype=torch.float64),
+        )
+    steps = {}
+    for name, (param, inp) in makers.items():
+        off, on = w9_step(param, inp, False), w9_step(param, inp, True)
+        steps[name] = (off, on)
+    grads = {}
+    for name, (off, _) in steps.items():
+        off()
+        grads[name] = np.array([float(g) for g in off.grads])
+    grads["numpy"] = grads["micrograd"]
+    check_close("W9 grads", grads, 1e-9, 1e-12)
+
+    def both(off, on):
+        def step():
+            t0 = time.perf_counter()
+            off()
+            t1 = time.perf_counter()
+            gc.collect()
+            t2 = time.perf_counter()
+            on()
+            return t1 - t0, time.perf_counter() - t2
+
+        return step
+
+    medians = run_rounds({k: both(*v) for k, v in steps.items()}, repeats)
+    return {k: tuple(s * 1e3 for s in v) for k, v in medians.items()}
+
+
+# --------------------------------------------------------------------------------------------
 # Report
 # --------------------------------------------------------------------------------------------
 
@@ -619,7 +877,41 @@ def main(argv: list[str] | None = None) -> None:
         f = bench_w6(repeats, number=20 if args.quick else 50)
         print(table_row("W6 Hessian-vector product (ms)", f, 0, 3))
         ratios.append(ratio_row("W6 HVP / HIPS HVP", get(f, "nbgrad"), get(f, "autograd"), 1.0))
+        ratios.append(ratio_row("W6 HVP / PyTorch HVP", get(f, "nbgrad"), get(f, "torch"), 1.0))
 
+    if "W7" in only:
+        f = bench_w7(repeats)
+        print("W7 mixed chain, 2,000 ops (us/op)")
+        for phase, name in enumerate(("forward", "backward", "total")):
+            print(table_row(f"  {name}", f, phase, 3))
+        ratios += [
+            ratio_row("W7 total / PyTorch total", get(f, "nbgrad", 2), get(f, "torch", 2), 1.0),
+            ratio_row(
+                "W7 backward / PyTorch backward", get(f, "nbgrad", 1), get(f, "torch", 1), 1.0
+            ),
+        ]
+    if "W8" in only:
+        f = bench_w8(repeats, number=3 if args.quick else 5)
+        print(table_row("W8 1,000 branches (ms)", f, 0, 2))
+        ratios.append(ratio_row("W8 / PyTorch", get(f, "nbgrad"), get(f, "torch"), 1.0))
+    if "W9" in only:
+        f = bench_w9(repeats)
+        print(table_row("W9 0-d MLP, GC off (ms)", f, 0, 1))
+        print(table_row("W9 0-d MLP, GC on (ms)", f, 1, 1))
+        print(
+            f"{'  micrograd (floats), off/on':<30}"
+            + "".join(f"{fmt(get(f, 'micrograd', p), 1):>11}" for p in (0, 1))
+        )
+        ratios += [
+            ratio_row("W9 GC off / PyTorch GC off", get(f, "nbgrad"), get(f, "torch"), 1.0),
+            ratio_row("W9 GC on / nbgrad GC off", get(f, "nbgrad", 1), get(f, "nbgrad"), 1.3),
+            ratio_row(
+                "W9 GC off / micrograd GC off",
+                get(f, "nbgrad"),
+                get(f, "micrograd"),
+                4.0,
+            ),
+        ]
     print()
     print("nbgrad ratios against the project's targets")
     print("\n".join(ratios))
