@@ -2,7 +2,7 @@
 
     python tests/benchmarks/notebook.py              # everything, 15 repeats
     python tests/benchmarks/notebook.py --quick      # 5 repeats, 500-node graphs only
-    python tests/benchmarks/notebook.py --only overhead   # or: torch, graphs, sent
+    python tests/benchmarks/notebook.py --only overhead   # or: training, torch, graphs, sent
 
 1. Recorder overhead per forward op: one op loop, run alternately without and with
    ``nbgrad.notebook.record()`` active (same process, same tensors), medians over the repeats;
@@ -11,7 +11,10 @@
    the recorder's share is largest; a 128x128 ``h @ W`` loop shows a heavier op. The timed
    region is the loop inside ``with record():`` (the garbage collector on, as in a notebook);
    freeing the graph and the records comes after it.
-1b. The same for a PyTorch training step (torch's graph recorded, NOTE [Watching torch] in
+1b. A training loop in one recorded block (as ``%%autograd --static`` around it): nbgrad's
+   784-256-10 MLP at batch 256 with SGD, 10 steps a run, alternately plain and recorded
+   (medians, ms per step); the ratio's target is at most 1.3.
+1c. The same for a PyTorch training step (torch's graph recorded, NOTE [Watching torch] in
    nbgrad/notebook/torch_source.py): a 784-256-10 MLP on a batch of 64, forward, cross entropy,
    backward and an SGD step, run alternately plain and inside ``record()`` (its forward calls
    and the watched backward), torch on one thread, timed as this process's CPU time (steadier
@@ -112,6 +115,34 @@ def overhead(repeats):
             f"  {name:42} {ops:5} ops  plain {p:7.2f} us/op  recorded {r:7.2f} us/op  "
             f"+{r - p:5.2f} us  ratio {r / p:4.2f}"
         )
+
+
+def training_overhead(repeats):
+    """A training loop in one recorded cell (``%%autograd --static`` around it): nbgrad's
+    784-256-10 MLP, batch 256, cross entropy, SGD, 10 steps a run."""
+    ng.manual_seed(0)
+    nn = ng.nn
+    model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+    opt = ng.optim.SGD(model.parameters(), lr=0.01)
+    x, y = ng.randn(256, 784), ng.randint(0, 10, (256,))
+
+    def loop():
+        for _ in range(10):
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+
+    for recorded in (False, True):  # warm up
+        _timed(loop, recorded)
+    plain, recorded = [], []
+    for _ in range(repeats):
+        plain.append(_timed(loop, False))
+        recorded.append(_timed(loop, True))
+    p, r = statistics.median(plain) * 100, statistics.median(recorded) * 100
+    print("A recorded training loop, 784-256-10 MLP, batch 256, SGD (median of", repeats, "runs)")
+    print(
+        f"  plain {p:7.2f} ms/step  recorded {r:7.2f} ms/step  ratio {r / p:4.2f}  (target <= 1.3)"
+    )
 
 
 def torch_overhead(repeats):
@@ -330,13 +361,15 @@ def sent(repeats):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--only", choices=("overhead", "torch", "graphs", "sent"))
+    parser.add_argument("--only", choices=("overhead", "training", "torch", "graphs", "sent"))
     args = parser.parse_args(argv)
     repeats = 5 if args.quick else 15
     sizes = [500] if args.quick else [500, 5000]
     print(f"python {sys.version.split()[0]}, nbgrad {ng.__version__}")
     if args.only in (None, "overhead"):
         overhead(repeats)
+    if args.only in (None, "training"):
+        training_overhead(repeats)
     if args.only in (None, "torch"):
         torch_overhead(repeats)
     if args.only in (None, "graphs"):
