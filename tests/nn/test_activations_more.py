@@ -75,11 +75,12 @@ def test_functional_matches_pytorch(name, kw):
     np.testing.assert_allclose(gga.numpy(), ggb.numpy(), **TOL)
 
 
-@pytest.mark.parametrize("channels", [1, 3])
-@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (5, 3), (3,)], ids=str)
+# one slope per channel (dim 1), or a single slope; a 1-d input has no channel dim: one slope
+PRELU_CASES = [(c, s) for s in [(2, 3, 4, 5), (5, 3)] for c in (1, 3)] + [(1, (3,))]
+
+
+@pytest.mark.parametrize("channels, shape", PRELU_CASES, ids=str)
 def test_prelu_matches_pytorch(channels, shape):
-    if len(shape) < 2 and channels > 1:
-        pytest.skip("one slope only without a channel dim")
     x = _input(shape)
     w = np.random.default_rng(2).random(channels)
     a, b = _pair(x)
