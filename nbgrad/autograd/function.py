@@ -375,10 +375,16 @@ class Function(metaclass=_FunctionMeta):
         ctx._output_slots = (len(outs), tuple(positions))
         ctx._non_diff_outputs = tuple(non_diff_outputs)
         out_ids = {id(o) for o in new_outs if isinstance(o, Tensor)}
-        ctx._saved = tuple(
-            None if t is None else SavedTensor(t, is_output=id(t) in out_ids and t.grad_fn is ctx)
-            for t in ctx.to_save
-        )
+        # a saved output is named in a version error as PyTorch names it: by the Function
+        # (``Exp``), not its node (``ExpBackward``)
+        name = ctx._forward_cls.__name__ if ctx._forward_cls is not None else ctx.name()
+
+        def saved(t):
+            if id(t) in out_ids and t.grad_fn is ctx:
+                return SavedTensor(t, is_output=True, grad_fn_name=name)
+            return SavedTensor(t)
+
+        ctx._saved = tuple(None if t is None else saved(t) for t in ctx.to_save)
         # as PyTorch, the ctx keeps no reference to what forward marked or saved (a dirty input
         # is the output: ctx -> output -> ctx would be a cycle)
         ctx.to_save = ctx.dirty_tensors = ctx.non_differentiable = None

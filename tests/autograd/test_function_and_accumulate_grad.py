@@ -244,3 +244,34 @@ def test_once_differentiable_under_create_graph():
         return [arr(g), g.requires_grad]
 
     both(run)
+
+
+def test_a_saved_output_changed_in_place_names_its_function_as_pytorch():
+    """The version error for an output a custom Function saved says whose output it is."""
+    import torch
+
+    def make(lib):
+        class Exp(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, i):
+                result = i.exp()
+                ctx.save_for_backward(result)
+                return result
+
+            @staticmethod
+            def backward(ctx, grad_output):
+                (result,) = ctx.saved_tensors
+                return grad_output * result
+
+        return Exp
+
+    messages = []
+    for lib in (ng, torch):
+        x = lib.tensor([1.0, 2.0, 3.0], dtype=lib.float64, requires_grad=True)
+        y = make(lib).apply(x * 1)
+        y.add_(1)
+        with pytest.raises(RuntimeError) as info:
+            y.sum().backward()
+        messages.append(str(info.value).split("Hint")[0].replace("nbgrad.", "torch."))
+    assert messages[0] == messages[1]
+    assert "which is output 0 of Exp, is at version 1" in messages[0]
