@@ -422,7 +422,7 @@ def _reraise(shell, error, tb):
     own frames only (not this magic's)."""
     if getattr(error, "nbgrad_option_error", False):
         raise error
-    if isinstance(error, (KeyboardInterrupt, SystemExit)) or tb is None:
+    if isinstance(error, SystemExit) or tb is None:
         raise error
     inner = tb.tb_next or tb
     try:

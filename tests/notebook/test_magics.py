@@ -281,3 +281,13 @@ def test_a_trailing_semicolon_hides_the_value(ip):
     assert result.success and result.result is None
     result, cap = run(ip, "%%autograd\ny = ng.ones(2, requires_grad=True) * 2\ny\n")
     assert result.success and result.result is ip.user_ns["y"]
+
+
+def test_an_interrupt_in_the_cell_shows_only_the_cells_frames(ip):
+    result, cap = run(
+        ip, "%%autograd\nx = ng.ones(2, requires_grad=True) * 2\nraise KeyboardInterrupt\n"
+    )
+    assert isinstance(result.error_in_exec, KeyboardInterrupt)
+    shown = "\n".join(result.error_in_exec._render_traceback_())
+    assert "raise KeyboardInterrupt" in shown
+    assert "run_cell_magic" not in shown and "_reraise" not in shown and "magics.py" not in shown
