@@ -138,6 +138,25 @@ def _input_pairs(args):
     return inputs
 
 
+def _foreign_pair(t):
+    """The pair a record keeps for another framework's tensor (see NOTE [Recording cost])."""
+    fn = t.grad_fn
+    if fn is not None:
+        return (fn, t.output_nr)
+    return (None, (tuple(t.shape), t.dtype, t.device, t.requires_grad))
+
+
+def _user_line(frame, cell, framework_dirs):
+    """``(filename, line)`` of the user code that made a call: the first frame, from
+    ``frame`` up, in ``cell`` (a cell's file), or with no cell outside ``framework_dirs``."""
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name == cell or (cell is None and not name.startswith(framework_dirs)):
+            return name, frame.f_lineno
+        frame = frame.f_back
+    return None, None
+
+
 class Recorder:
     """Records forward calls, module calls and backward passes inside a ``with`` block.
 
@@ -322,15 +341,7 @@ class Recorder:
             frame = _getframe(4)
         except ValueError:
             frame = _getframe(2)
-        cell = self.cell_filename
-        while frame is not None:
-            fname = frame.f_code.co_filename
-            if fname == cell or (cell is None and not fname.startswith(_NBGRAD_DIR)):
-                lineno = frame.f_lineno
-                break
-            frame = frame.f_back
-        else:
-            fname = lineno = None
+        fname, lineno = _user_line(frame, self.cell_filename, _NBGRAD_DIR)
         groups = self._open_groups
         self._raw.append(
             (
@@ -379,34 +390,18 @@ class Recorder:
             return
         if source is not self.graph_source and not self._claim(source):
             return
-        node = None
+        node = next((t.grad_fn for t in tensors if t.grad_fn is not None), None)
         outputs = []
         for t in tensors:
-            fn = t.grad_fn
-            if fn is not None:
-                node = fn if node is None else node
-                outputs += (fn, t.output_nr)
-            else:
-                outputs += (None, (tuple(t.shape), t.dtype, t.device, t.requires_grad))
+            outputs += _foreign_pair(t)
         inputs = []
         for a in (*args, *kwargs.values()):
             for t in a if isinstance(a, (list, tuple)) else (a,):
                 if is_tensor(t):
-                    fn = t.grad_fn
-                    if fn is not None:
-                        inputs += (fn, t.output_nr)
-                    else:
-                        inputs += (None, (tuple(t.shape), t.dtype, t.device, t.requires_grad))
-        frame = _getframe(1)
+                    inputs += _foreign_pair(t)
         cell = self.cell_filename
         dirs = _framework_dirs() if cell is None else ()
-        fname = lineno = None
-        while frame is not None:
-            name = frame.f_code.co_filename
-            if name == cell or (cell is None and not name.startswith(dirs)):
-                fname, lineno = name, frame.f_lineno
-                break
-            frame = frame.f_back
+        fname, lineno = _user_line(_getframe(1), cell, dirs)
         groups = self._open_groups
         refs = tuple(_weakref(t) for t in tensors) if len(tensors) > 1 else _weakref(tensors[0])
         self._raw.append(

@@ -5,6 +5,19 @@ import pytest
 import nbgrad as ng
 
 
+@pytest.fixture(scope="module")
+def ip():
+    """IPython's test shell with ``%load_ext nbgrad`` and ``ng`` imported (started by the
+    first module that asks for it)."""
+    IPython = pytest.importorskip("IPython")
+    from IPython.testing.globalipapp import get_ipython
+
+    shell = get_ipython() or IPython.get_ipython()  # the first call starts it
+    shell.run_line_magic("load_ext", "nbgrad")
+    shell.run_cell("import nbgrad as ng")
+    return shell
+
+
 class FakeModule:
     """A module that reports its calls through the recorder stack (way 2 of NOTE [Module
     groups]), so the tests need nothing from nbgrad.nn."""

@@ -6,21 +6,12 @@ import anywidget  # noqa: F401
 import IPython  # noqa: F401
 import pytest
 from IPython.core import page
-from IPython.testing.globalipapp import get_ipython  # noqa: E402
 from IPython.utils.capture import capture_output  # noqa: E402
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
 SVG = "image/svg+xml"
 PNG = "image/png"  # what an untrusted notebook shows (nbgrad/notebook/png.py)
 observer_mod = importlib.import_module("nbgrad._graph.observer")
-
-
-@pytest.fixture(scope="module")
-def ip():
-    shell = get_ipython()
-    shell.run_line_magic("load_ext", "nbgrad")
-    shell.run_cell("import nbgrad as ng")
-    return shell
 
 
 def run(ip, source):

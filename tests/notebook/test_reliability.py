@@ -20,9 +20,7 @@ import time
 import weakref
 
 import anywidget  # noqa: F401
-import IPython
 import pytest
-from IPython.testing.globalipapp import get_ipython
 from IPython.utils.capture import capture_output
 
 import nbgrad as ng
@@ -148,14 +146,6 @@ def test_a_stored_session_lets_its_graph_go_once_deleted_and_its_widgets_closed(
 
 
 # -- %%autograd: interrupts and bad options ----------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def ip():
-    shell = get_ipython() or IPython.get_ipython()  # the first call starts it
-    shell.run_line_magic("load_ext", "nbgrad")
-    shell.run_cell("import nbgrad as ng")
-    return shell
 
 
 def _run(ip, source):

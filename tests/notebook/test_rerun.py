@@ -13,7 +13,6 @@ import weakref
 import anywidget  # noqa: F401
 import IPython
 import pytest
-from IPython.testing.globalipapp import get_ipython
 from IPython.utils.capture import capture_output
 from ipywidgets.widgets.widget import _instances
 
@@ -34,12 +33,10 @@ CELL = (
 
 
 @pytest.fixture(scope="module")
-def ip():
-    shell = get_ipython() or IPython.get_ipython()
-    shell.run_line_magic("load_ext", "nbgrad")
-    shell.run_cell("import nbgrad as ng")
-    yield shell
-    shell.parent_header = {}
+def ip(ip):
+    """conftest's shell, with the sessions released afterwards."""
+    yield ip
+    ip.parent_header = {}
     SESSIONS.release_all()
 
 

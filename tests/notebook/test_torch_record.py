@@ -10,8 +10,6 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch is the test oracle (the test extra has it)")
 
-import IPython  # noqa: E402
-from IPython.testing.globalipapp import get_ipython  # noqa: E402
 from IPython.utils.capture import capture_output  # noqa: E402
 
 from nbgrad.notebook import build_snapshot, record  # noqa: E402
@@ -119,14 +117,6 @@ def test_autograd_grad_is_watched_and_leaves_grad_alone():
     assert torch.allclose(g, (x.exp() * (x + 1)).detach()) and x.grad is None
     [trace] = rec.passes
     assert [TORCH.node_name(n) for n in trace.order][:2] == ["SumBackward0", "MulBackward0"]
-
-
-@pytest.fixture(scope="module")
-def ip():
-    shell = get_ipython() or IPython.get_ipython()  # the first call starts it
-    shell.run_line_magic("load_ext", "nbgrad")
-    shell.run_cell("import nbgrad as ng")
-    return shell
 
 
 def test_an_autograd_cell_of_torch_code(ip):
