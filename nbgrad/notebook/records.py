@@ -10,7 +10,7 @@ from __future__ import annotations
 import linecache
 import weakref
 
-from .snapshot import grad_summary
+from .snapshot import grad_facts
 from .sources import NBGRAD, dtype_name
 
 __all__ = [
@@ -322,8 +322,8 @@ class BackwardTrace:
         self.steps: list[Step] = []
         self.hook_calls: list[HookCall] = []
         self.accumulations: list[Accumulation] = []  # in the order the leaves got them
-        self.edge_grads: dict = {}  # (node, edge index) -> gradient summary
-        self.node_inputs: dict = {}  # node -> summaries of the gradients it received
+        self.edge_grads: dict = {}  # (node, edge index) -> the gradient's GradFacts
+        self.node_inputs: dict = {}  # node -> GradFacts of the gradients it received
         self.final_dependencies: dict = {}
         self.final_buffers: dict = {}
         self.error = None
@@ -337,7 +337,7 @@ class BackwardTrace:
         self._pending = []  # nodes that ended and whose routing is not yet observed
         self._current = {}  # thread -> Step running
         self._pending_hooks = {}  # node -> hooks that fired before node_start
-        self._memo = {}  # id(tensor) -> (weak reference, version, summary), for this pass
+        self._memo = {}  # id(tensor) -> (weak reference, version, GradFacts), for this pass
 
     @property
     def order(self):
@@ -350,23 +350,22 @@ class BackwardTrace:
 
     # -- building (called from the engine listener) --------------------------------------------
     def _summary(self, value):
-        """A gradient's summary; the same tensor, unchanged since, is summarised once per pass
-        (a node's output is the next node's input: at a model's size, summaries are most of
-        the recorder's cost)."""
+        """A gradient's facts (NOTE [Summarise when shown]); the same tensor, unchanged since,
+        is read once per pass (a node's output is the next node's input)."""
         source = self.graph_source
         if value is None or not source.is_tensor(value):
-            return grad_summary(value, self.max_values, source)
+            return grad_facts(value, self.max_values, source)
         key = id(value)
         version = source.version(value)
         hit = self._memo.get(key)
         if hit is not None and hit[0]() is value and hit[1] == version:
             return hit[2]
-        summary = grad_summary(value, self.max_values, source)
+        facts = grad_facts(value, self.max_values, source)
         try:
-            self._memo[key] = (weakref.ref(value), version, summary)
+            self._memo[key] = (weakref.ref(value), version, facts)
         except TypeError:  # a tensor that takes no weak reference: not remembered
             pass
-        return summary
+        return facts
 
     def _observe_routing(self, graph_task):
         """What the nodes that ended since the last step changed: counts and buffers."""
@@ -374,7 +373,8 @@ class BackwardTrace:
         buffers = {}
         deps = graph_task.dependencies
         not_ready = graph_task.not_ready
-        next_edges = self.graph_source.next_edges
+        # a pass observed from outside reads each node's edges once (TorchPass.next_edges)
+        next_edges = getattr(graph_task, "next_edges", None) or self.graph_source.next_edges
         for node in self._pending:
             for fn, _ in next_edges(node):
                 if fn is None or fn in deps_changed:

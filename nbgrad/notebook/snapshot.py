@@ -28,6 +28,7 @@ import numpy as np
 from .schema import (
     SCHEMA_TYPES,
     Details,
+    GradSummary,
     Snapshot,
     TensorSummary,
     Trace,
@@ -45,6 +46,9 @@ __all__ = [
     "trace_snapshot",
     "trace_state",
     "grad_summary",
+    "grad_facts",
+    "GradFacts",
+    "summarised",
     "tensor_summary",
     "hooks_of",
     "collect_graph",
@@ -120,8 +124,62 @@ def _nums(a):
     return [float(f"{v:.6g}") for v in a.tolist()]
 
 
-def grad_summary(value, max_values=16, source=None):
-    """A gradient (Tensor or None) as a GradSummary dict; other values as ``{"repr": ...}``."""
+# NOTE [Summarise when shown]
+# A backward pass reports its gradients at every engine event (a node's inputs and outputs, a
+# hook's before and after, a leaf's accumulation). Formatting each as a GradSummary (six
+# significant digits per value, a dict) when it happens was most of what recording a training
+# loop cost, and most passes of a loop are never shown. So an event keeps a GradFacts: the
+# numbers, taken at once (the norm and a copy of the first values: the tensor may change in
+# place or be freed before anything is shown, and keeping it alive would change what the
+# framework does, e.g. torch steals a gradient nobody else holds), formatted into the summary
+# the first time a snapshot, a test or the user reads it.
+class GradFacts:
+    """A gradient as an engine event saw it; reads as its :class:`GradSummary` (``facts["norm"]``,
+    ``facts.summary()``), which is built once, when first read."""
+
+    __slots__ = ("shape", "dtype", "numel", "norm", "head", "_summary")
+
+    def summary(self) -> GradSummary:
+        summary = self._summary
+        if summary is None:
+            norm = self.norm
+            summary = self._summary = {
+                "shape": list(self.shape),
+                "dtype": self.dtype,
+                "norm": _num(norm) if norm is not None else None,
+                "numel": self.numel,
+                "values": _nums(self.head),
+                "truncated": bool(self.numel > len(self.head)),
+            }
+        return summary
+
+    def __getitem__(self, key):
+        return self.summary()[key]
+
+    def get(self, key, default=None):
+        return self.summary().get(key, default)
+
+    def __eq__(self, other):
+        if isinstance(other, GradFacts):
+            return (
+                self.shape == other.shape
+                and self.dtype == other.dtype
+                and self.norm == other.norm
+                and np.array_equal(self.head, other.head, equal_nan=self.head.dtype.kind == "f")
+            )
+        if isinstance(other, dict):
+            return self.summary() == other
+        return NotImplemented
+
+    __hash__ = None
+
+    def __repr__(self):
+        return f"GradFacts({self.summary()})"
+
+
+def grad_facts(value, max_values=16, source=None):
+    """What a summary of ``value`` needs, taken now (NOTE [Summarise when shown]): a
+    :class:`GradFacts` for a tensor, None for None, ``{"repr": ...}`` for another value."""
     if value is None:
         return None
     source = source or NBGRAD
@@ -142,23 +200,38 @@ def grad_summary(value, max_values=16, source=None):
             sq = np.dot(flat, flat)
         else:
             sq = np.einsum("i,i->", flat, flat, dtype=np.float64)
-        norm = _num(math.sqrt(float(sq)))
-        flat = a.reshape(-1) if mem is a else np.asarray(a.flat[:max_values])
+        norm = math.sqrt(float(sq))
+        head = a.reshape(-1)[:max_values].copy() if mem is a else np.asarray(a.flat[:max_values])
     else:
         flat = a.reshape(-1)
         if a.dtype.kind in "fiub":
             # np.dot, not ``@``: with torch imported, NumPy's matmul of two vectors can take
             # milliseconds where the dot takes microseconds
             f64 = flat.astype(np.float64, copy=False)
-            norm = _num(math.sqrt(float(np.dot(f64, f64)))) if size else 0.0
-    return {
-        "shape": list(a.shape),
-        "dtype": _DTYPE_NAMES.get(a.dtype.str) or source.tensor_facts(value).dtype,
-        "norm": norm,
-        "numel": int(size),
-        "values": _nums(flat[:max_values]),
-        "truncated": bool(size > max_values),
-    }
+            norm = math.sqrt(float(np.dot(f64, f64))) if size else 0.0
+        head = flat[:max_values].copy()
+    facts = GradFacts()
+    facts.shape = a.shape
+    facts.dtype = _DTYPE_NAMES.get(a.dtype.str) or source.tensor_facts(value).dtype
+    facts.numel = int(size)
+    facts.norm = norm
+    facts.head = head
+    facts._summary = None
+    return facts
+
+
+def summarised(value):
+    """``value`` with each :class:`GradFacts` in it (alone or in a list) as its summary."""
+    if type(value) is GradFacts:
+        return value.summary()
+    if type(value) is list:
+        return [v.summary() if type(v) is GradFacts else v for v in value]
+    return value
+
+
+def grad_summary(value, max_values=16, source=None):
+    """A gradient (Tensor or None) as a GradSummary dict; other values as ``{"repr": ...}``."""
+    return summarised(grad_facts(value, max_values, source))
 
 
 _DTYPE_NAMES = {
@@ -357,8 +430,8 @@ def _hook_call(call, ids):
         "kind": call.kind,
         "node": ids(call.node),
         "node_name": ids.source.node_name(call.node) if call.node is not None else "",
-        "before": call.before,
-        "after": call.after,
+        "before": summarised(call.before),
+        "after": summarised(call.after),
         "changed": bool(call.changed),
     }
 
@@ -366,7 +439,12 @@ def _hook_call(call, ids):
 def _accumulation(acc, ids):
     if acc is None:
         return None
-    return {"node": ids(acc.node), "grad": acc.grad, "before": acc.before, "after": acc.after}
+    return {
+        "node": ids(acc.node),
+        "grad": summarised(acc.grad),
+        "before": summarised(acc.before),
+        "after": summarised(acc.after),
+    }
 
 
 def _pass_entry(trace, ids):
@@ -593,7 +671,7 @@ def build_snapshot(
             group = param_group.get(id(var), group)
         entry["group"] = group_ids.get(group) if group is not None else None
         if shown is not None and node in shown.node_inputs:
-            entry["grad"] = shown.node_inputs[node]
+            entry["grad"] = summarised(shown.node_inputs[node])
         out_nodes.append(entry)
 
     # edges
@@ -612,7 +690,7 @@ def build_snapshot(
                     "to": ids(fn),
                     "index": i,
                     "input_nr": input_nr,
-                    "grad": edge_grads.get((entry_node, i)),
+                    "grad": summarised(edge_grads.get((entry_node, i))),
                 }
             )
 
@@ -736,12 +814,12 @@ def trace_snapshot(
                 "index": s.index,
                 "node": ids(s.node),
                 "device": s.device,
-                "inputs": s.inputs,
-                "outputs": s.outputs,
+                "inputs": summarised(s.inputs),
+                "outputs": summarised(s.outputs),
                 "hooks": [_hook_call(c, ids) for c in s.hooks],
                 "ready": ready(s.ready),
                 "dependencies": {ids(n): c for n, c in s.dependencies.items()},
-                "buffers": {ids(n): b for n, b in s.buffers.items()},
+                "buffers": {ids(n): summarised(b) for n, b in s.buffers.items()},
                 "made_ready": id_list(s.made_ready),
                 "accumulated": _accumulation(s.accumulated, ids),
             }
@@ -758,7 +836,7 @@ def trace_snapshot(
         "steps": steps,
         "final": {
             "dependencies": {ids(n): c for n, c in trace.final_dependencies.items()},
-            "buffers": {ids(n): b for n, b in trace.final_buffers.items()},
+            "buffers": {ids(n): summarised(b) for n, b in trace.final_buffers.items()},
         },
         "error": trace.error,
         "model_differs": trace.model_differs,

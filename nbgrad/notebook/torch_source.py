@@ -355,9 +355,9 @@ class _ReadyModel:
     number (libstdc++'s binary heap, step for step: nodes with equal numbers, a leaf's
     accumulators, come out in the order that heap gives them, not first in first out)."""
 
-    def __init__(self, source):
+    def __init__(self, sequence_nr):
         self.heap: list = []
-        self._seq = source.sequence_nr
+        self._seq = sequence_nr
 
     def _less(self, a, b):
         return self._seq(a) < self._seq(b)
@@ -423,20 +423,38 @@ class TorchPass:
         self.roots = roots
         self.dependencies: dict = {}
         self.not_ready: dict = {}
-        self.cpu_ready_queue = _ReadyModel(source)
         self.order: list = []
         self.differs: list = []
-        seen, stack = set(), list(roots)
+        # what the hooks read of each node, read once here (each read of a torch node's
+        # next_functions, sequence number or input metadata builds Python objects)
+        self.edges: dict = {}
+        self.seq: dict = {}
+        stack = list(roots)
         while stack:  # incoming edges of each node reachable from the roots
             node = stack.pop()
-            if node in seen:
+            if node in self.edges:
                 continue
-            seen.add(node)
-            for fn, _ in source.next_edges(node):
+            edges = self.edges[node] = source.next_edges(node)
+            self.seq[node] = source.sequence_nr(node)
+            for fn, _ in edges:
                 if fn is not None:
                     self.dependencies[fn] = self.dependencies.get(fn, 0) + 1
                     stack.append(fn)
-        self.nodes = seen
+        self.nodes = self.edges.keys()
+        self.cpu_ready_queue = _ReadyModel(self.seq.__getitem__)
+        self._devices: dict = {}
+
+    def next_edges(self, node):
+        """``node``'s next edges, as read when the pass began."""
+        return self.edges[node]
+
+    def device(self, node) -> str:
+        """The device of ``node``'s ready queue: that of its first input."""
+        device = self._devices.get(node)
+        if device is None:
+            meta = getattr(node, "_input_metadata", ())
+            device = self._devices[node] = str(meta[0].device) if meta else "cpu"
+        return device
 
     def start(self, node):
         """``node`` starts: note whether the model would have run it now."""
@@ -448,14 +466,15 @@ class TorchPass:
     def route(self, node, grads):
         """``node`` returned ``grads``: the nodes that became ready, as the engine routes them."""
         made_ready = []
-        for (fn, input_nr), grad in zip(self.source.next_edges(node), grads):
+        for (fn, input_nr), grad in zip(self.edges[node], grads):
             if fn is None:
                 continue
             count = self.dependencies.get(fn, 1) - 1
             self.dependencies[fn] = count
             buf = self.not_ready.get(fn)
             if buf is None:
-                buf = [None] * max(len(getattr(fn, "_input_metadata", ())), input_nr + 1)
+                size = len(getattr(fn, "_input_metadata", ())) if count else 0
+                buf = [None] * max(size, input_nr + 1)
             if grad is not None:
                 buf[input_nr] = grad if buf[input_nr] is None else buf[input_nr] + grad
             if count:
@@ -473,11 +492,6 @@ def _roots(func, args, kwargs, torch):
     return [t for t in items if isinstance(t, torch.Tensor)]
 
 
-def _device(node, torch):
-    meta = getattr(node, "_input_metadata", ())
-    return str(meta[0].device) if meta else "cpu"
-
-
 def _watched_backward(source, observer, func, args, kwargs, torch):
     """Run torch's backward ``func`` with the observer told of each step (NOTE [Watching
     torch])."""
@@ -492,11 +506,13 @@ def _watched_backward(source, observer, func, args, kwargs, torch):
     handles = []
     before = {}
 
+    accumulators = {node for node in task.nodes if source.is_accumulator(node)}
+
     def pre(node):
         def hook(grad_outputs):
             task.start(node)
             _WATCHED[-1] = (observer, task, node)
-            if source.is_accumulator(node):
+            if node in accumulators:
                 g = node.variable.grad
                 before[node] = g.detach().clone() if g is not None else None
             observer.node_start(task, node, list(grad_outputs))
@@ -505,14 +521,14 @@ def _watched_backward(source, observer, func, args, kwargs, torch):
 
     def post(node):
         def hook(grad_inputs, grad_outputs):
-            if source.is_accumulator(node):
+            if node in accumulators:
                 var = node.variable
                 observer.grad_accumulated(
                     task, node, var, grad_outputs[0], before.pop(node, None), var.grad
                 )
             observer.node_end(task, node, list(grad_inputs))
             for fn in task.route(node, grad_inputs):
-                observer.node_ready(task, fn, _device(fn, torch))
+                observer.node_ready(task, fn, task.device(fn))
 
         return hook
 
@@ -526,7 +542,7 @@ def _watched_backward(source, observer, func, args, kwargs, torch):
         observer.task_start(task, nodes[0], dict(task.dependencies))
         for node in nodes:
             task.cpu_ready_queue.push(node)
-            observer.node_ready(task, node, _device(node, torch))
+            observer.node_ready(task, node, task.device(node))
         error = None
         _WATCHED.append((observer, task, None))
         try:
