@@ -47,8 +47,8 @@
  * @typedef {{line: (number|null), source: string, error: string}} Failure
  * @typedef {{schema: "nbgrad.snapshot", version: 1, nodes: SnapNode[], edges: SnapEdge[],
  *            groups: SnapGroup[], records: SnapRecord[], hooks: SnapHook[], passes: Pass[],
- *            roots: string[], pass: (number|null), truncated: boolean,
- *            backward_ops: number, failure: (Failure|null)}} Snapshot
+ *            roots: string[], pass: (number|null), truncated: boolean, max_nodes: number,
+ *            left_out: number, backward_ops: number, failure: (Failure|null)}} Snapshot
  * @typedef {{node: string, grad: (GradSummary|null), before: (GradSummary|null),
  *            after: (GradSummary|null)}} Accumulated
  * @typedef {{index: number, node: string, device: string, inputs: (GradSummary|null)[],
@@ -73,11 +73,12 @@
  * @typedef {{width: number, height: number, nodes: Box[], edges: LayoutEdge[],
  *            groups: LayoutGroup[], collapsed: string[], series: LayoutSeries[],
  *            expanded: string[]}} Layout
- * @typedef {{id: string, kind: ("node"|"leaf"|"external"|"root"), name: string, label?: string,
+ * @typedef {{id: string, kind?: ("node"|"leaf"|"external"|"root"), name: string, label?: string,
  *            group?: string, line?: number, hooks?: number, order?: number}} ViewNode
  * @typedef {{schema: "nbgrad.view", version: 1, nodes: ViewNode[], edges: number,
  *            groups: SnapGroup[], hooks: SnapHook[], passes: Pass[], roots: string[],
- *            pass: (number|null), truncated: boolean, failure: (Failure|null)}} ViewSnapshot
+ *            pass: (number|null), truncated: boolean, max_nodes: number, left_out: number,
+ *            failure: (Failure|null)}} ViewSnapshot
  * @typedef {{id: string, node: (SnapNode|null), record: (SnapRecord|null),
  *            incoming: SnapEdge[], edges: SnapEdge[]}} Details
  */

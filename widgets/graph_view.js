@@ -387,7 +387,7 @@ function render({ model, el }) {
       let hooks = 0;
       if (b.kind === "node") {
         const n = nodes.get(b.ref);
-        kind = n ? n.kind : "node";
+        kind = (n && n.kind) || "node";
         if (kind === "node" && roots.has(b.ref)) kind = "root";
         hooks = n ? n.hooks : 0;
       }
@@ -447,7 +447,9 @@ function render({ model, el }) {
     collapseAll.style.display = foldable ? "" : "none";
     status.textContent = `${live}${(snap.nodes || []).length} nodes, ${snap.edges ?? 0} edges` +
       (folded ? `; ${folded} series folded` : "") +
-      (snap.truncated ? " (truncated)" : "") +
+      (snap.truncated ? `; cut at ${snap.max_nodes.toLocaleString("en")} nodes (--max-nodes)` +
+        (snap.left_out ? `: the first ${snap.left_out.toLocaleString("en")} recorded calls are left out` : "")
+        : "") +
       (snap.pass !== null && snap.pass !== undefined ? `; gradients of pass ${snap.pass}` : "");
     sizeCanvas();
     drawMinimap();

@@ -30,7 +30,7 @@ import traitlets as t
 
 from ._widget import StillWidget, asset, dumps, esm
 from .layout import default_collapsed, layout
-from .snapshot import IdMap, build_snapshot, details, view_snapshot
+from .snapshot import MAX_NODES, IdMap, build_snapshot, cut_note, details, view_snapshot
 from .sources import source_for
 from .svg import snapshot_svg
 
@@ -84,9 +84,11 @@ class GraphView(StillWidget):
         interval=0.25,
         timings=True,
         pass_index=None,
+        max_nodes=MAX_NODES,
     ):
         super().__init__()
         self.roots = roots
+        self.max_nodes = max_nodes
         self.recorder = recorder
         self.names = dict(names or {})
         self.weak_names = dict(weak_names or {})  # see build_snapshot
@@ -129,6 +131,7 @@ class GraphView(StillWidget):
             ids=self._ids,
             timings=self.timings,
             pass_index=self.pass_index,
+            max_nodes=self.max_nodes,
             objects=objects,
         )
         self._objects = objects
@@ -334,7 +337,8 @@ class GraphView(StillWidget):
         s = self.snapshot
         return (
             f"GraphView({len(s['nodes'])} nodes, {len(s['edges'])} edges, "
-            f"{len(s['groups'])} groups, {len(s['passes'])} backward passes)"
+            f"{len(s['groups'])} groups, {len(s['passes'])} backward passes"
+            + (f"; {cut_note(s)})" if s["truncated"] else ")")
         )
 
     # -- messages ----------------------------------------------------------------------------

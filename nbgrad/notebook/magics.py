@@ -38,14 +38,15 @@ from .hook_editor import HookEditor
 from .png import png_b64
 from .recorder import Recorder
 from .sessions import SESSIONS, current_cell
-from .snapshot import build_snapshot, trace_snapshot
+from .snapshot import MAX_NODES, build_snapshot, cut_note, trace_snapshot
 from .stepper import BackwardStepper
 from .svg import snapshot_svg, trace_svg
 
 __all__ = ["AutogradMagics", "Session", "parse_options", "USAGE", "empty_body_to_line_magic"]
 
-USAGE = """\
-%%autograd [--backward EXPR] [--step] [--retain-graph] [--create-graph] [--static] [-o NAME]
+USAGE = f"""\
+%%autograd [--backward EXPR] [--step] [--retain-graph] [--create-graph] [--static] \
+[--max-nodes N] [-o NAME]
 
 Run the cell as usual, record every forward call, and show the grad_fn graph it built.
 
@@ -54,6 +55,8 @@ Run the cell as usual, record every forward call, and show the grad_fn graph it 
   --retain-graph    pass retain_graph=True to that backward
   --create-graph    pass create_graph=True to that backward
   --static          show still pictures (SVG) only, no live widgets
+  --max-nodes N     draw at most N nodes (default {MAX_NODES:,}): the end of the cell, walked back
+                    from its last calls; every output says what was left out
   -o NAME           store the session (record, graph, hooks, stepper) in NAME
   --help            show this message"""
 
@@ -73,9 +76,20 @@ def _parser():
     p.add_argument("--retain-graph", action="store_true")
     p.add_argument("--create-graph", action="store_true")
     p.add_argument("--static", action="store_true")
+    p.add_argument("--max-nodes", type=_node_count, default=MAX_NODES, metavar="N")
     p.add_argument("-o", dest="output", metavar="NAME")
     p.add_argument("--help", action="store_true")
     return p
+
+
+def _node_count(text):
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"needs a whole number of nodes, 1 or more, got {text!r}")
+    return n
 
 
 def parse_options(line: str):
@@ -206,7 +220,7 @@ class AutogradMagics(Magics):
         rec = Recorder(cell_filename=filename)
         view = handle = None
         if not opts.static:
-            view = GraphView(recorder=rec, live=True)
+            view = GraphView(recorder=rec, live=True, max_nodes=opts.max_nodes)
             show_widget(view)
             handle = display(view._widget_view_bundle(), raw=True, display_id=True)
         value = target = error = tb = None
@@ -273,18 +287,31 @@ class AutogradMagics(Magics):
             print("%%autograd --step: no backward pass ran in this cell (use --backward EXPR)")
         names, weak_names = names
         if opts.static:
-            snap = build_snapshot(rec, names=names, weak_names=weak_names, timings=False)
+            snap = build_snapshot(
+                rec,
+                names=names,
+                weak_names=weak_names,
+                timings=False,
+                max_nodes=opts.max_nodes,
+            )
             svg = snapshot_svg(snap)
+            cut = f"; {cut_note(snap)}" if snap["truncated"] else ""
             display(
                 {
                     "image/svg+xml": svg,
                     "image/png": png_b64(svg),  # an untrusted notebook's picture (png.py)
-                    "text/plain": f"<autograd graph: {rec.summary()}>",
+                    "text/plain": f"<autograd graph: {rec.summary()}{cut}>",
                 },
                 raw=True,
             )
             if opts.step and trace is not None:
-                tr = trace_snapshot(trace, names=names, weak_names=weak_names, recorder=rec)
+                tr = trace_snapshot(
+                    trace,
+                    names=names,
+                    weak_names=weak_names,
+                    recorder=rec,
+                    max_nodes=opts.max_nodes,
+                )
                 svg = trace_svg(tr)
                 display(
                     {
@@ -312,6 +339,7 @@ class AutogradMagics(Magics):
                 ids=getattr(rec, "_ids", None),
                 recorder=rec,
                 graph=view,
+                max_nodes=opts.max_nodes,
             )
             display(session.stepper)
         else:

@@ -214,6 +214,8 @@ Snapshot = TypedDict(
         "roots": "list[str]",
         "pass": "int | None",  # the index of the pass shown on the edges
         "truncated": bool,  # the graph had more than max_nodes nodes
+        "max_nodes": int,  # where the walk from the last calls stops
+        "left_out": int,  # recorded calls not in the snapshot (a graph cut at max_nodes)
         "backward_ops": int,  # ops run by derivative formulas during the passes
         "failure": "Failure | None",  # the forward raised: the graph is what it built so far
     },
@@ -287,11 +289,12 @@ class Trace(TypedDict):
 # of what is selected when it is selected. The still SVG and Python keep the full snapshot.
 class ViewNode(TypedDict):
     """A node as the widget is sent it: what the drawing, the search and the badges need.
-    The fields after ``name`` are left out at their defaults (``label``: the name; ``group``,
-    ``line``, ``order``: None; ``hooks``, how many hooks it has: 0), as most nodes have them."""
+    The fields other than ``id`` and ``name`` are left out at their defaults (``kind``:
+    "node"; ``label``: the name; ``group``, ``line``, ``order``: None; ``hooks``, how many hooks
+    it has: 0), as most nodes have them."""
 
     id: str
-    kind: Literal["node", "leaf", "external", "root"]
+    kind: NotRequired[Literal["node", "leaf", "external", "root"]]
     name: str
     label: NotRequired[str]
     group: NotRequired[str]
@@ -313,6 +316,8 @@ ViewSnapshot = TypedDict(
         "roots": "list[str]",
         "pass": "int | None",
         "truncated": bool,
+        "max_nodes": int,
+        "left_out": int,
         "failure": "Failure | None",
     },
 )

@@ -54,6 +54,7 @@ __all__ = [
     "collect_graph",
     "view_snapshot",
     "details",
+    "cut_note",
 ]
 
 SCHEMA_VERSION = 1
@@ -64,7 +65,9 @@ def view_snapshot(snap: Snapshot) -> ViewSnapshot:
     """The compact form of ``snap`` the graph widget is sent (NOTE [Send less])."""
     nodes = []
     for n in snap["nodes"]:
-        v = {"id": n["id"], "kind": n["kind"], "name": n["name"]}
+        v = {"id": n["id"], "name": n["name"]}
+        if n["kind"] != "node":
+            v["kind"] = n["kind"]
         if n["label"] != n["name"]:
             v["label"] = n["label"]
         for key in ("group", "line", "order"):
@@ -84,6 +87,8 @@ def view_snapshot(snap: Snapshot) -> ViewSnapshot:
         "roots": snap["roots"],
         "pass": snap["pass"],
         "truncated": snap["truncated"],
+        "max_nodes": snap["max_nodes"],
+        "left_out": snap["left_out"],
         "failure": snap.get("failure"),
     }
 
@@ -92,8 +97,8 @@ def details(snap: Snapshot, item_id: str = "", edge_ids=()) -> Details:
     """The :class:`Details` of node ``item_id`` or of the edges ``edge_ids`` of ``snap``."""
     node = next((n for n in snap["nodes"] if n["id"] == item_id), None) if item_id else None
     record = None
-    if node is not None and node["record"] is not None and node["record"] < len(snap["records"]):
-        record = snap["records"][node["record"]]
+    if node is not None and node["record"] is not None:
+        record = _record_at(snap["records"], node["record"])
     wanted = set(edge_ids)
     return {
         "id": item_id,
@@ -102,6 +107,23 @@ def details(snap: Snapshot, item_id: str = "", edge_ids=()) -> Details:
         "incoming": [e for e in snap["edges"] if item_id and e["to"] == item_id],
         "edges": [e for e in snap["edges"] if e["id"] in wanted],
     }
+
+
+def _record_at(records, index):
+    """The record of ``index`` in a snapshot's records (all of them, or the last ones of a graph
+    cut at its ``max_nodes``)."""
+    k = bisect.bisect_left(records, index, key=lambda r: r["index"])
+    return records[k] if k < len(records) and records[k]["index"] == index else None
+
+
+def cut_note(snap) -> str:
+    """What a graph cut at ``max_nodes`` left out, in words ("" when nothing was)."""
+    if not snap.get("truncated"):
+        return ""
+    note = f"cut at {snap['max_nodes']:,} nodes (--max-nodes)"
+    if snap.get("left_out"):
+        note += f": the first {snap['left_out']:,} recorded calls are left out"
+    return note
 
 
 def _num(v):
@@ -447,13 +469,15 @@ def _accumulation(acc, ids):
     }
 
 
-def _pass_entry(trace, ids):
+def _pass_entry(trace, ids, drawn=None):
+    """A pass; ``drawn``: the nodes of a graph cut at its ``max_nodes`` (the order lists those)."""
+    order = trace.order if drawn is None else [n for n in trace.order if n in drawn]
     return {
         "index": trace.index,
         "root": ids(trace.root),
         "retain_graph": trace.keep_graph,
         "create_graph": trace.create_graph,
-        "order": [ids(n) for n in trace.order],
+        "order": [ids(n) for n in order],
         "error": trace.error,
         "hooks": [_hook_call(c, ids) for c in trace.hook_calls],
     }
@@ -557,6 +581,19 @@ def build_snapshot(
         start_nodes = _roots_to_nodes(roots, source)
         nodes, unexpanded, truncated = collect_graph(start_nodes, None, max_nodes, source)
     node_set = set(nodes)
+    left_out = 0
+    first_kept = 0
+    if truncated and records:
+        # NOTE [A graph cut at max_nodes]: the walk from the last calls stops at max_nodes, so
+        # what is drawn is the end of the cell; the calls before the first one drawn (and any
+        # whose node was cut off) are left out of the snapshot too, and counted, so that every
+        # output can say what it does not show, and a huge cell costs what its drawing costs
+        kept = [r for r in records if r.node is None or r.node in node_set]
+        first = next((k for k, r in enumerate(kept) if r.node is not None), len(kept))
+        kept = kept[first:]
+        first_kept = kept[0].index if kept else len(records)
+        left_out = len(records) - len(kept)
+        records = kept
     # number leaves in a deterministic order that only grows with the recording (so a live
     # view and a final one agree): first use by a recorded op, then as first met
     for r in records:
@@ -696,6 +733,8 @@ def build_snapshot(
 
     out_groups = []
     for g in groups:
+        if g.end is not None and g.end <= first_kept:  # all its calls left out
+            continue
         if objects is not None:
             objects[group_ids[g]] = g
         out_groups.append(
@@ -739,10 +778,12 @@ def build_snapshot(
         "groups": out_groups,
         "records": out_records,
         "hooks": hook_entries,
-        "passes": [_pass_entry(p, ids) for p in passes],
+        "passes": [_pass_entry(p, ids, node_set if truncated else None) for p in passes],
         "roots": [ids(n) for n in _top_nodes(nodes, source)],
         "pass": shown.index if shown is not None else None,
         "truncated": truncated,
+        "max_nodes": max_nodes,
+        "left_out": left_out,
         "backward_ops": recorder.backward_ops if recorder is not None else 0,
         "failure": getattr(recorder, "failure", None),  # set by the magic (NOTE [Failed forward])
     }

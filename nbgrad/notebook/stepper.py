@@ -24,7 +24,7 @@ import traitlets as t
 from ._widget import StillWidget, asset, dumps, esm
 from .layout import default_collapsed, layout
 from .recorder import BackwardTrace, Recorder
-from .snapshot import IdMap, trace_snapshot, trace_state
+from .snapshot import MAX_NODES, IdMap, trace_snapshot, trace_state
 from .svg import trace_svg
 
 __all__ = ["BackwardStepper"]
@@ -71,6 +71,7 @@ class BackwardStepper(StillWidget):
         ids=None,
         recorder=None,
         graph=None,
+        max_nodes=MAX_NODES,
     ):
         super().__init__()
         self.graph = graph  # a GraphView whose selection follows a click on a node
@@ -103,6 +104,7 @@ class BackwardStepper(StillWidget):
             weak_names=weak_names,
             ids=ids or IdMap(),
             recorder=recorder,
+            max_nodes=max_nodes,
         )
         graph = snap["graph"]
         members = {}

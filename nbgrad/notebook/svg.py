@@ -12,7 +12,7 @@ from xml.sax.saxutils import escape
 
 from .layout import default_collapsed
 from .layout import layout as _layout
-from .snapshot import trace_state
+from .snapshot import cut_note, trace_state
 
 __all__ = ["graph_svg", "trace_svg", "hooks_svg", "snapshot_svg", "edge_path"]
 
@@ -207,6 +207,8 @@ def snapshot_svg(snapshot, collapsed=None, lay=None):
     title = f"grad_fn graph: {n} nodes, {e} edges"
     if snapshot.get("pass") is not None:
         title += f"; gradients of backward pass {snapshot['pass']}"
+    if snapshot.get("truncated"):
+        title += f"; {cut_note(snapshot)}"
     return graph_svg(snapshot, lay, title=title)
 
 
@@ -228,6 +230,8 @@ def trace_svg(trace, index=None, lay=None, position=None):
     state = trace_state(trace, position)
     n = len(trace["steps"])
     title = f"backward pass: {n} steps"
+    if graph.get("truncated"):
+        title += f"; graph {cut_note(graph)}"
     if trace.get("error"):
         title += f" (error: {trace['error'][:60]})"
     if not lay:

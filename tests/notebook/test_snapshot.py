@@ -59,6 +59,8 @@ def test_schema_and_json():
         "roots",
         "pass",
         "truncated",
+        "max_nodes",
+        "left_out",
         "backward_ops",
         "failure",
     }
