@@ -176,8 +176,8 @@ F_OUT = [
     ),
     (r"^conv_tbc$|^native_channel_shuffle$", "legacy or internal kernels"),
 ]
-F_MISSING = """affine_grid fractional_max_pool2d fractional_max_pool2d_with_indices
-    fractional_max_pool3d fractional_max_pool3d_with_indices grid_sample linear_cross_entropy"""
+F_MISSING = """fractional_max_pool2d fractional_max_pool2d_with_indices fractional_max_pool3d
+    fractional_max_pool3d_with_indices linear_cross_entropy"""
 
 # ---- torch.optim, torch.optim.lr_scheduler -----------------------------------------------------
 OPTIM_OUT = [

@@ -1317,6 +1317,10 @@ CASES += [
     _case("max_unpool2d", _unpool2d, [((1, 2, 1, 2),)]),
     _case("max_unpool3d", lambda x, i: nnf(x).max_unpool3d(x, i, 2),
           [((1, 2, 1, 1, 2), UNPOOL_INDICES)]),
+    _case("affine_grid_generator",
+          lambda t: nnf(t).affine_grid(t, (2, 1, 3, 2), align_corners=False), [((2, 2, 3),)]),
+    _case("affine_grid_generator",
+          lambda t: nnf(t).affine_grid(t, (1, 1, 2, 2, 3), align_corners=True), [((1, 3, 4),)]),
 ]
 # fmt: on
 

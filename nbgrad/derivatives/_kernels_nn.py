@@ -294,3 +294,24 @@ def _max_unpool(xp, x, indices, output_size):
     out = xp.zeros(lead + (math.prod(output_size),), dtype=x.dtype)
     xp.put_along_axis(out, indices.reshape(lead + (-1,)), x.reshape(lead + (-1,)), axis=-1)
     return out.reshape(lead + tuple(output_size))
+
+
+# ---- affine grids -----------------------------------------------------------------------------
+def _affine_base_grid(spatial, align_corners):
+    """PyTorch's base grid of ``affine_grid``: ``(prod(spatial), k + 1)`` rows ``(x, y[, z],
+    1)`` in [-1, 1] (pixel centres unless ``align_corners``), x running fastest."""
+    axes = []
+    for n in spatial:
+        steps = np.linspace(-1.0, 1.0, n) if n > 1 else np.zeros(1)
+        axes.append(steps if align_corners else steps * (n - 1) / n)
+    mesh = np.meshgrid(*axes, indexing="ij")  # (D,) H, W
+    coords = [m.reshape(-1) for m in reversed(mesh)]  # x, y[, z]
+    return np.stack(coords + [np.ones_like(coords[0])], axis=1)
+
+
+def _affine_grid(xp, theta, size, align_corners):
+    """``(N, *spatial, k)``: each base point mapped by the batch's ``(k, k + 1)`` matrices."""
+    spatial = tuple(size[2:])
+    base = xp.asarray(_affine_base_grid(spatial, align_corners).astype(theta.dtype))
+    out = xp.matmul(base, theta.transpose(0, 2, 1))
+    return xp.ascontiguousarray(out.reshape((theta.shape[0], *spatial, theta.shape[1])))

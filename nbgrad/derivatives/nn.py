@@ -20,6 +20,8 @@ from nbgrad.derivatives._kernels_nn import (
     _adaptive_avg_pool,
     _adaptive_avg_pool_backward,
     _adaptive_max_pool,
+    _affine_base_grid,
+    _affine_grid,
     _avg_pool,
     _avg_pool_backward,
     _constant_pad,
@@ -174,6 +176,19 @@ def _pool_rows(n):
 
 _pool_rows(2)
 _pool_rows(3)
+
+# fmt: off
+# affine_grid: the base grid (a constant) times each matrix, so theta's gradient is grad^T base
+op("affine_grid_generator", "AffineGridGeneratorBackward0", "theta", lambda xp, theta, size, align_corners: _affine_grid(xp, theta, size, align_corners),
+   attrs="size align_corners",
+   theta=lambda grad, theta_shape, size, align_corners: _affine_grid_theta_grad(grad, theta_shape, size, align_corners))
+# fmt: on
+
+
+def _affine_grid_theta_grad(grad, theta_shape, size, align_corners):
+    base = _affine_base_grid(tuple(size[2:]), align_corners)
+    base = _C.tensor(base, dtype=grad.dtype, device=grad.device)
+    return grad.reshape(theta_shape[0], -1, theta_shape[1]).transpose(1, 2).matmul(base)
 
 
 def _sum_but_channels(grad):

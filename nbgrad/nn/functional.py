@@ -98,6 +98,8 @@ __all__ = [
     "adaptive_max_pool3d",
     "adaptive_max_pool3d_with_indices",
     "pad",
+    "affine_grid",
+    "grid_sample",
     "unfold",
     "fold",
     "group_norm",
@@ -915,6 +917,9 @@ from nbgrad.nn._functional_gaps import (  # noqa: E402
     threshold_,
     triplet_margin_with_distance_loss,
 )
+
+# ---- spatial transformers (in _functional_grid.py) ---------------------------------------------
+from nbgrad.nn._functional_grid import affine_grid, grid_sample  # noqa: E402
 
 # ---- more normalisation, embedding bags, dropout, interpolation (in _functional_more.py) -----
 from nbgrad.nn._functional_more import (  # noqa: E402

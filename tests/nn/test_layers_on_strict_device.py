@@ -89,6 +89,17 @@ LAYERS = {
     "CircularPad1d": (lambda: nn.CircularPad1d(2), (1, 2, 4)),
     "ChannelShuffle": (lambda: nn.ChannelShuffle(2), (1, 4, 2, 2)),
     "PReLU": (lambda: nn.PReLU(3), (2, 3, 4)),
+    "grid_sample": (
+        lambda: _loss(
+            lambda x, g: F.grid_sample(x, g, padding_mode="border", align_corners=False),
+            ng.rand(1, 3, 3, 2) * 2.4 - 1.2,
+        )(),
+        (1, 2, 4, 4),
+    ),
+    "affine_grid": (
+        lambda: _loss(lambda t: F.affine_grid(t, (1, 1, 3, 4), align_corners=False))(),
+        (1, 2, 3),
+    ),
     "Conv3d": (lambda: nn.Conv3d(2, 3, 2, padding=1, groups=1), (1, 2, 3, 4, 3)),
     "ConvTranspose3d": (lambda: nn.ConvTranspose3d(2, 2, 2, stride=2, groups=2), (1, 2, 2, 3, 2)),
     "MaxPool3d": (lambda: nn.MaxPool3d(2, padding=1), (1, 2, 4, 3, 4)),
