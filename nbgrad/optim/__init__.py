@@ -7,6 +7,7 @@ Mirrors ``torch/optim/__init__.py``.
 
 from nbgrad.optim import lr_scheduler
 from nbgrad.optim.adadelta import Adadelta
+from nbgrad.optim.adafactor import Adafactor
 from nbgrad.optim.adagrad import Adagrad
 from nbgrad.optim.adam import Adam
 from nbgrad.optim.adamax import Adamax
@@ -34,5 +35,6 @@ __all__ = [
     "ASGD",
     "Rprop",
     "LBFGS",
+    "Adafactor",
     "lr_scheduler",
 ]
