@@ -184,7 +184,7 @@ OPTIM_OUT = [
     (r"^SparseAdam$", "sparse gradients"),
     (r"^swap_in_optimizer_params_and_state$", "a helper for sharded (FSDP) training"),
 ]
-OPTIM_MISSING = "Muon"
+OPTIM_MISSING = ""
 SCHED_OUT = [(r"^Tensor$", "torch.Tensor, re-exported")]
 SCHED_MISSING = ""
 

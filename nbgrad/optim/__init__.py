@@ -14,6 +14,7 @@ from nbgrad.optim.adamax import Adamax
 from nbgrad.optim.adamw import AdamW
 from nbgrad.optim.asgd import ASGD
 from nbgrad.optim.lbfgs import LBFGS
+from nbgrad.optim.muon import Muon
 from nbgrad.optim.nadam import NAdam
 from nbgrad.optim.optimizer import Optimizer
 from nbgrad.optim.radam import RAdam
@@ -36,5 +37,6 @@ __all__ = [
     "Rprop",
     "LBFGS",
     "Adafactor",
+    "Muon",
     "lr_scheduler",
 ]

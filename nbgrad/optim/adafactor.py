@@ -9,17 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from nbgrad import dtypes
-from nbgrad.optim.optimizer import Optimizer
+from nbgrad.optim.optimizer import Optimizer, _lerp_
 from nbgrad.tensor import tensor, zeros, zeros_like
 
 __all__ = ["Adafactor"]
-
-
-def _lerp_(start, end, weight):
-    """``start.lerp_(end, weight)`` in PyTorch's two-branch form (exact at ``weight`` 1)."""
-    if weight < 0.5:
-        return start.add_((end - start) * weight)
-    return start.copy_(end - (end - start) * (1 - weight))
 
 
 class Adafactor(Optimizer):
