@@ -162,10 +162,8 @@ NN_OUT = [
     ),
     (r"^factory_kwargs$", "a helper torch.nn exports for its own modules"),
 ]
-NN_MISSING = """AdaptiveAvgPool3d AdaptiveLogSoftmaxWithLoss AdaptiveMaxPool3d AvgPool3d
-    BatchNorm3d Conv3d ConvTranspose3d FractionalMaxPool2d FractionalMaxPool3d
-    InstanceNorm3d LPPool3d LinearCrossEntropyLoss LinearCrossEntropyOptions MaxPool3d
-    MaxUnpool3d"""
+NN_MISSING = """AdaptiveLogSoftmaxWithLoss FractionalMaxPool2d FractionalMaxPool3d
+    LinearCrossEntropyLoss LinearCrossEntropyOptions"""
 F_OUT = [
     (
         r"^BroadcastingList\d$|^boolean_dispatch$|^assert_int_or_pair$",
@@ -178,18 +176,15 @@ F_OUT = [
     ),
     (r"^conv_tbc$|^native_channel_shuffle$", "legacy or internal kernels"),
 ]
-F_MISSING = """adaptive_avg_pool3d adaptive_max_pool3d adaptive_max_pool3d_with_indices
-    affine_grid avg_pool3d conv3d conv_transpose3d fractional_max_pool2d
-    fractional_max_pool2d_with_indices fractional_max_pool3d
-    fractional_max_pool3d_with_indices grid_sample linear_cross_entropy lp_pool3d max_pool3d
-    max_pool3d_with_indices max_unpool3d"""
+F_MISSING = """fractional_max_pool2d fractional_max_pool2d_with_indices fractional_max_pool3d
+    fractional_max_pool3d_with_indices linear_cross_entropy"""
 
 # ---- torch.optim, torch.optim.lr_scheduler -----------------------------------------------------
 OPTIM_OUT = [
     (r"^SparseAdam$", "sparse gradients"),
     (r"^swap_in_optimizer_params_and_state$", "a helper for sharded (FSDP) training"),
 ]
-OPTIM_MISSING = "Adafactor Muon"
+OPTIM_MISSING = ""
 SCHED_OUT = [(r"^Tensor$", "torch.Tensor, re-exported")]
 SCHED_MISSING = ""
 

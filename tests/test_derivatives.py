@@ -1286,6 +1286,45 @@ CASES += [
 # fmt: on
 
 
+# 3-d pooling and max unpooling (NOTE [Pooling rows] in nbgrad/derivatives/nn.py)
+UNPOOL_INDICES = Const([[[[[3, 12]]], [[[0, 15]]]]])  # flat indices in 2 x 2 x 4 volumes
+
+
+def _unpool2d(x):
+    indices = lib(x).tensor([[[[1, 6]], [[4, 3]]]], device=x.device)
+    return nnf(x).max_unpool2d(x, indices, 2, output_size=(2, 4))
+
+
+# fmt: off
+CASES += [
+    _case("max_pool3d", lambda x: nnf(x).max_pool3d(x, 2), [((1, 2, 2, 4, 4),), ((2, 4, 2, 2),)]),
+    _case("max_pool3d",
+          lambda x: nnf(x).max_pool3d(x, (2, 1, 3), (1, 2, 2), (1, 0, 1), ceil_mode=True),
+          [((1, 1, 3, 3, 4),)]),
+    _case("max_pool3d_backward", grad_of(lambda x: nnf(x).max_pool3d(x, 2, 1)),
+          [((1, 1, 3, 2, 3),)]),
+    _case("avg_pool3d", lambda x: nnf(x).avg_pool3d(x, 2), [((1, 2, 2, 4, 4),), ((2, 4, 2, 2),)]),
+    _case("avg_pool3d", lambda x: nnf(x).avg_pool3d(x, 3, 2, 1, count_include_pad=False),
+          [((1, 1, 3, 4, 5),)]),
+    _case("avg_pool3d_backward", grad_of(lambda x: nnf(x).avg_pool3d(x, 2, 1, 1)),
+          [((1, 1, 2, 3, 2),)]),
+    _case("adaptive_avg_pool3d", lambda x: nnf(x).adaptive_avg_pool3d(x, (2, 3, 1)),
+          [((1, 2, 3, 4, 2),), ((2, 3, 3, 3),)]),
+    _case("adaptive_avg_pool3d_backward", grad_of(lambda x: nnf(x).adaptive_avg_pool3d(x, 2)),
+          [((1, 1, 3, 2, 3),)]),
+    _case("adaptive_max_pool3d", lambda x: nnf(x).adaptive_max_pool3d(x, (2, 1, 3)),
+          [((1, 2, 3, 4, 5),), ((2, 3, 2, 3),)]),
+    _case("max_unpool2d", _unpool2d, [((1, 2, 1, 2),)]),
+    _case("max_unpool3d", lambda x, i: nnf(x).max_unpool3d(x, i, 2),
+          [((1, 2, 1, 1, 2), UNPOOL_INDICES)]),
+    _case("affine_grid_generator",
+          lambda t: nnf(t).affine_grid(t, (2, 1, 3, 2), align_corners=False), [((2, 2, 3),)]),
+    _case("affine_grid_generator",
+          lambda t: nnf(t).affine_grid(t, (1, 1, 2, 2, 3), align_corners=True), [((1, 3, 4),)]),
+]
+# fmt: on
+
+
 # ---- running a case on nbgrad and on torch -------------------------------------------------
 def _sample_values(case, sample, seed):
     rng = np.random.default_rng(seed)

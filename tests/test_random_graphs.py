@@ -948,6 +948,9 @@ NOT_DRAWN = {
     "adaptive_avg_pool2d",
     "adaptive_avg_pool2d_backward",
     "adaptive_max_pool2d",
+    *"max_pool3d max_pool3d_backward avg_pool3d avg_pool3d_backward adaptive_avg_pool3d".split(),
+    *"adaptive_avg_pool3d_backward adaptive_max_pool3d max_unpool2d max_unpool3d".split(),
+    "affine_grid_generator",
     "convolution_transpose",
     "constant_pad_nd",
     "elu_",  # (elu, out of place, is drawn)

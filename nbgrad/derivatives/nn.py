@@ -4,18 +4,12 @@ normalisation, losses, embedding)."""
 from __future__ import annotations
 
 from nbgrad._kernels import (
-    _adaptive_avg_pool2d,
-    _adaptive_avg_pool2d_backward,
     _addmm,
-    _avg_pool2d,
-    _avg_pool2d_backward,
     _batch_norm,
     _bce,
     _bce_logits,
     _channel_shape,
     _layer_norm,
-    _max_pool2d,
-    _max_pool2d_backward,
     _nll_loss,
     _nll_loss2d,
     _smooth_l1,
@@ -23,12 +17,21 @@ from nbgrad._kernels import (
 from nbgrad._tensor import creation as _C
 from nbgrad._tensor.dispatch import OPS, _dispatch
 from nbgrad.derivatives._kernels_nn import (
-    _adaptive_max_pool2d,
+    _adaptive_avg_pool,
+    _adaptive_avg_pool_backward,
+    _adaptive_max_pool,
+    _affine_base_grid,
+    _affine_grid,
+    _avg_pool,
+    _avg_pool_backward,
     _constant_pad,
     _conv,
     _conv_input_grad,
     _conv_transpose,
     _conv_weight_grad,
+    _max_pool,
+    _max_pool_backward,
+    _max_unpool,
 )
 from nbgrad.derivatives.opinfo import op
 
@@ -107,37 +110,85 @@ op("batch_norm", "NativeBatchNormBackward0", "input weight bias", lambda xp, inp
    input=lambda grad, input, weight, running_mean, running_var, training, eps: _batch_norm_input_grad(grad, input, weight, running_mean, running_var, training, eps),
    weight=lambda grad, input, running_mean, running_var, training, eps: _batch_norm_weight_grad(grad, input, running_mean, running_var, training, eps),
    bias=lambda grad, input: grad.sum((0,) + tuple(range(2, input.dim()))))
-# pooling: max keeps the flat index of each maximum (its second, non-differentiable output).
-# Each backward is an op of its own, as in PyTorch: linear in the gradient (its derivative is
-# the forward again, or a gather), and with ``self`` as an input whose derivative is zero
-_POOL_ATTRS = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override")
-op("max_pool2d", "MaxPool2DWithIndicesBackward0", "self", lambda xp, self, kernel_size, stride, padding, dilation, ceil_mode: _max_pool2d(xp, self, kernel_size, stride, padding, dilation, ceil_mode),
-   attrs="kernel_size stride padding dilation ceil_mode", outputs=2, diff_outputs=(0,),
-   self=lambda grad, self, result1: _dispatch(OPS["max_pool2d_backward"], (grad, self, result1)))
-op("max_pool2d_backward", "MaxPool2DWithIndicesBackwardBackward0", "grad_output self indices", lambda xp, grad_output, self, indices: _max_pool2d_backward(xp, grad_output, self.shape, indices),
-   nondiff=("indices",),
-   grad_output=lambda grad, indices: grad.flatten(-2).gather(-1, indices.flatten(-2)).reshape(indices.shape),
-   self=lambda grad, self_shape: _C.zeros(self_shape, dtype=grad.dtype, device=grad.device))
-op("avg_pool2d", "AvgPool2DBackward0", "self", lambda xp, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override: _avg_pool2d(xp, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override),
-   attrs=" ".join(_POOL_ATTRS),
-   self=lambda grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override: _dispatch(OPS["avg_pool2d_backward"], (grad, self), dict(zip(_POOL_ATTRS, (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)))))
-op("avg_pool2d_backward", "AvgPool2DBackwardBackward0", "grad_output self", lambda xp, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override: _avg_pool2d_backward(xp, grad_output, self.shape, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override),
-   attrs=" ".join(_POOL_ATTRS),
-   grad_output=lambda grad, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override: _dispatch(OPS["avg_pool2d"], (grad,), dict(zip(_POOL_ATTRS, (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)))),
-   self=lambda grad, self_shape: _C.zeros(self_shape, dtype=grad.dtype, device=grad.device))
-op("adaptive_avg_pool2d", "AdaptiveAvgPool2DBackward0", "self", lambda xp, self, output_size: _adaptive_avg_pool2d(xp, self, output_size), attrs="output_size",
-   self=lambda grad, self: _dispatch(OPS["adaptive_avg_pool2d_backward"], (grad, self)))
-op("adaptive_avg_pool2d_backward", "AdaptiveAvgPool2DBackwardBackward0", "grad_output self", lambda xp, grad_output, self: _adaptive_avg_pool2d_backward(xp, grad_output, self.shape),
-   grad_output=lambda grad, grad_output_shape: _dispatch(OPS["adaptive_avg_pool2d"], (grad,), {"output_size": tuple(grad_output_shape[-2:])}),
-   self=lambda grad, self_shape: _C.zeros(self_shape, dtype=grad.dtype, device=grad.device))
-# adaptive max pooling keeps flat indices as max_pool2d does, and shares its backward row
-op("adaptive_max_pool2d", "AdaptiveMaxPool2DBackward0", "self", lambda xp, self, output_size: _adaptive_max_pool2d(xp, self, output_size),
-   attrs="output_size", outputs=2, diff_outputs=(0,),
-   self=lambda grad, self, result1: _dispatch(OPS["max_pool2d_backward"], (grad, self, result1)))
 op("embedding", "EmbeddingBackward0", "weight indices", lambda xp, weight, indices, padding_idx: xp.take(weight, indices, axis=0),
    attrs="padding_idx", nondiff=("indices",),
    weight=lambda grad, weight_shape, indices, padding_idx: _embedding_backward(grad, weight_shape, indices, padding_idx))
 # fmt: on
+
+# NOTE [Pooling rows]: max keeps the flat index of each maximum in its spatial volume (its
+# second, non-differentiable output). Each backward is an op of its own, as in PyTorch: linear
+# in the gradient (its derivative is the forward again, or a gather), and with ``self`` as an
+# input whose derivative is zero. One set of rows per number of spatial dims (2 and 3; the 1-d
+# poolings are the 2-d ones over a height of 1), all on the N-d kernels of ``_kernels_nn.py``.
+_POOL_ATTRS = (
+    "kernel_size",
+    "stride",
+    "padding",
+    "ceil_mode",
+    "count_include_pad",
+    "divisor_override",
+)
+
+
+def _zeros_like_shape(grad, shape):
+    return _C.zeros(shape, dtype=grad.dtype, device=grad.device)
+
+
+def _gather_at_indices(grad, indices, n):
+    """The adjoint of the max pools' backward: each position's gradient read at its index."""
+    return grad.flatten(-n).gather(-1, indices.flatten(-n)).reshape(indices.shape)
+
+
+def _pool_rows(n):
+    """Register the ``n``-d max, average and adaptive pooling rows and their backward rows."""
+    max_back, avg, avg_back = f"max_pool{n}d_backward", f"avg_pool{n}d", f"avg_pool{n}d_backward"
+    adaptive_avg, adaptive_avg_back = f"adaptive_avg_pool{n}d", f"adaptive_avg_pool{n}d_backward"
+    # fmt: off
+    op(f"max_pool{n}d", f"MaxPool{n}DWithIndicesBackward0", "self", lambda xp, self, kernel_size, stride, padding, dilation, ceil_mode: _max_pool(xp, self, n, kernel_size, stride, padding, dilation, ceil_mode),
+       attrs="kernel_size stride padding dilation ceil_mode", outputs=2, diff_outputs=(0,),
+       self=lambda grad, self, result1: _dispatch(OPS[max_back], (grad, self, result1)))
+    op(max_back, f"MaxPool{n}DWithIndicesBackwardBackward0", "grad_output self indices", lambda xp, grad_output, self, indices: _max_pool_backward(xp, grad_output, self.shape, indices, n),
+       nondiff=("indices",),
+       grad_output=lambda grad, indices: _gather_at_indices(grad, indices, n),
+       self=lambda grad, self_shape: _zeros_like_shape(grad, self_shape))
+    op(avg, f"AvgPool{n}DBackward0", "self", lambda xp, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override: _avg_pool(xp, self, n, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override),
+       attrs=" ".join(_POOL_ATTRS),
+       self=lambda grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override: _dispatch(OPS[avg_back], (grad, self), dict(zip(_POOL_ATTRS, (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)))))
+    op(avg_back, f"AvgPool{n}DBackwardBackward0", "grad_output self", lambda xp, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override: _avg_pool_backward(xp, grad_output, self.shape, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override),
+       attrs=" ".join(_POOL_ATTRS),
+       grad_output=lambda grad, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override: _dispatch(OPS[avg], (grad,), dict(zip(_POOL_ATTRS, (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)))),
+       self=lambda grad, self_shape: _zeros_like_shape(grad, self_shape))
+    op(adaptive_avg, f"AdaptiveAvgPool{n}DBackward0", "self", lambda xp, self, output_size: _adaptive_avg_pool(xp, self, output_size), attrs="output_size",
+       self=lambda grad, self: _dispatch(OPS[adaptive_avg_back], (grad, self)))
+    op(adaptive_avg_back, f"AdaptiveAvgPool{n}DBackwardBackward0", "grad_output self", lambda xp, grad_output, self: _adaptive_avg_pool_backward(xp, grad_output, self.shape, n),
+       grad_output=lambda grad, grad_output_shape: _dispatch(OPS[adaptive_avg], (grad,), {"output_size": tuple(grad_output_shape[-n:])}),
+       self=lambda grad, self_shape: _zeros_like_shape(grad, self_shape))
+    # adaptive max pooling keeps flat indices as max pooling does, and shares its backward row
+    op(f"adaptive_max_pool{n}d", f"AdaptiveMaxPool{n}DBackward0", "self", lambda xp, self, output_size: _adaptive_max_pool(xp, self, output_size),
+       attrs="output_size", outputs=2, diff_outputs=(0,),
+       self=lambda grad, self, result1: _dispatch(OPS[max_back], (grad, self, result1)))
+    # max unpooling: the adjoint of the max pools' backward (a write where the maxima were)
+    op(f"max_unpool{n}d", f"MaxUnpool{n}DBackward0", "self indices", lambda xp, self, indices, output_size: _max_unpool(xp, self, indices, output_size),
+       attrs="output_size", nondiff=("indices",),
+       self=lambda grad, indices: _gather_at_indices(grad, indices, n))
+    # fmt: on
+
+
+_pool_rows(2)
+_pool_rows(3)
+
+# fmt: off
+# affine_grid: the base grid (a constant) times each matrix, so theta's gradient is grad^T base
+op("affine_grid_generator", "AffineGridGeneratorBackward0", "theta", lambda xp, theta, size, align_corners: _affine_grid(xp, theta, size, align_corners),
+   attrs="size align_corners",
+   theta=lambda grad, theta_shape, size, align_corners: _affine_grid_theta_grad(grad, theta_shape, size, align_corners))
+# fmt: on
+
+
+def _affine_grid_theta_grad(grad, theta_shape, size, align_corners):
+    base = _affine_base_grid(tuple(size[2:]), align_corners)
+    base = _C.tensor(base, dtype=grad.dtype, device=grad.device)
+    return grad.reshape(theta_shape[0], -1, theta_shape[1]).transpose(1, 2).matmul(base)
 
 
 def _sum_but_channels(grad):

@@ -22,13 +22,21 @@ from nbgrad.tensor import Tensor, tensor
 
 __all__ = [
     "conv1d",
+    "conv3d",
     "conv_transpose1d",
     "conv_transpose2d",
+    "conv_transpose3d",
     "max_pool1d",
     "avg_pool1d",
     "adaptive_avg_pool1d",
     "adaptive_max_pool1d",
     "adaptive_max_pool2d",
+    "max_pool3d",
+    "max_pool3d_with_indices",
+    "avg_pool3d",
+    "adaptive_avg_pool3d",
+    "adaptive_max_pool3d",
+    "adaptive_max_pool3d_with_indices",
     "pad",
     "unfold",
     "fold",
@@ -64,6 +72,40 @@ def _check_conv_weight(input, weight, groups, name, transposed):
         )
 
 
+def _conv_nd(input, weight, bias, stride, padding, dilation, groups, n):
+    """The ``n``-d cross-correlation (``ConvolutionBackward0``); ``padding``: an int, a tuple,
+    ``"valid"`` or ``"same"`` (an odd total puts the extra one after, as PyTorch)."""
+    name = f"conv{n}d"
+    if weight.dim() != n + 2:
+        raise RuntimeError(f"weight should have {n + 2} dimensions, got {list(weight.shape)}")
+    _check_conv_weight(input, weight, groups, name, False)
+    if input.dim() == n + 1:
+        args = (bias, stride, padding, dilation, groups, n)
+        return _conv_nd(input.unsqueeze(0), weight, *args).squeeze(0)
+    stride, dilation = _tuple(stride, n, "stride"), _tuple(dilation, n, "dilation")
+    kernel = tuple(weight.shape[2:])
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = ((0, 0),) * n
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            pads = tuple(
+                (d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2) for d, k in zip(dilation, kernel)
+            )
+        else:
+            raise ValueError(f"Invalid padding string '{padding}'")
+    else:
+        pads = tuple((p, p) for p in _tuple(padding, n, "padding"))
+    if weight.shape[0] % groups:
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+            f"but got weight of size [{list(weight.shape)}] instead"
+        )
+    attrs = {"stride": stride, "padding": pads, "dilation": dilation, "groups": groups}
+    return _dispatch(OPS["convolution"], (input, weight, bias), attrs)
+
+
 def conv1d(
     input: Tensor,
     weight: Tensor,
@@ -75,33 +117,21 @@ def conv1d(
 ) -> Tensor:
     """1-d cross-correlation over an ``(N, C, L)`` (or unbatched ``(C, L)``) input
     (``ConvolutionBackward0``); ``padding``: an int, ``"valid"`` or ``"same"``."""
-    if weight.dim() != 3:
-        raise RuntimeError(f"weight should have three dimensions, got {list(weight.shape)}")
-    _check_conv_weight(input, weight, groups, "conv1d", False)
-    if input.dim() == 2:
-        return conv1d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(
-            0
-        )
-    (s,), (d,), k = _tuple(stride, 1, "stride"), _tuple(dilation, 1, "dilation"), weight.shape[2]
-    if isinstance(padding, str):
-        if padding == "valid":
-            pads = (0, 0)
-        elif padding == "same":
-            if s != 1:
-                raise ValueError("padding='same' is not supported for strided convolutions")
-            pads = (d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
-        else:
-            raise ValueError(f"Invalid padding string '{padding}'")
-    else:
-        (p,) = _tuple(padding, 1, "padding")
-        pads = (p, p)
-    if weight.shape[0] % groups:
-        raise RuntimeError(
-            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
-            f"but got weight of size [{list(weight.shape)}] instead"
-        )
-    attrs = {"stride": (1, s), "padding": ((0, 0), pads), "dilation": (1, d), "groups": groups}
-    return _dispatch(OPS["convolution"], (input, weight, bias), attrs)
+    return _conv_nd(input, weight, bias, stride, padding, dilation, groups, 1)
+
+
+def conv3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride=1,
+    padding=0,
+    dilation=1,
+    groups: int = 1,
+) -> Tensor:
+    """3-d cross-correlation over an ``(N, C, D, H, W)`` (or unbatched ``(C, D, H, W)``) input
+    (``ConvolutionBackward0``); ``padding``: an int, a triple, ``"valid"`` or ``"same"``."""
+    return _conv_nd(input, weight, bias, stride, padding, dilation, groups, 3)
 
 
 def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, n):
@@ -123,9 +153,6 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
         )
     if input.shape[1] % groups:
         raise RuntimeError(f"Given groups={groups}, input channels must be divisible by groups")
-    if n == 1:
-        stride, padding, output_padding = (1, *stride), (0, *padding), (0, *output_padding)
-        dilation = (1, *dilation)
     attrs = {
         "stride": stride,
         "padding": tuple((p, p) for p in padding),
@@ -153,6 +180,16 @@ def conv_transpose2d(
     ``(C_in, C_out / groups, kh, kw)`` weight (``ConvolutionBackward0``)."""
     return _conv_transpose(
         input, weight, bias, stride, padding, output_padding, groups, dilation, 2
+    )
+
+
+def conv_transpose3d(
+    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+) -> Tensor:
+    """The transposed 3-d convolution of an ``(N, C_in, D, H, W)`` input by a
+    ``(C_in, C_out / groups, kd, kh, kw)`` weight (``ConvolutionBackward0``)."""
+    return _conv_transpose(
+        input, weight, bias, stride, padding, output_padding, groups, dilation, 3
     )
 
 
@@ -229,6 +266,100 @@ def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False
     values, indices = adaptive_max_pool2d(input.unsqueeze(-2), (1, size), True)
     values, indices = values.squeeze(-2), indices.squeeze(-2)
     return (values, indices) if return_indices else values
+
+
+def _pool_attrs(kernel_size, stride, padding, n):
+    kernel_size = _tuple(kernel_size, n, "kernel_size")
+    no_stride = stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0)
+    stride = kernel_size if no_stride else _tuple(stride, n, "stride")
+    return {"kernel_size": kernel_size, "stride": stride, "padding": _tuple(padding, n, "padding")}
+
+
+def _check_pool3d_input(input, name):
+    if input.dim() not in (4, 5):
+        raise RuntimeError(
+            f"{name}: non-empty 4D or 5D (batch mode) tensor expected for input, got {input.dim()}D"
+        )
+
+
+def max_pool3d(
+    input: Tensor,
+    kernel_size,
+    stride=None,
+    padding=0,
+    dilation=1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+):
+    """The maximum of each window of an ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input
+    (``MaxPool3DWithIndicesBackward0``); with ``return_indices``, also the flat index of each
+    maximum in its ``D x H x W`` volume."""
+    _check_pool3d_input(input, "max_pool3d")
+    attrs = _pool_attrs(kernel_size, stride, padding, 3)
+    attrs.update(dilation=_tuple(dilation, 3, "dilation"), ceil_mode=bool(ceil_mode))
+    values, indices = _dispatch(OPS["max_pool3d"], (input,), attrs)
+    return (values, indices) if return_indices else values
+
+
+def max_pool3d_with_indices(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=True
+):
+    """``max_pool3d``'s values and indices (always both)."""
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def avg_pool3d(
+    input: Tensor,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override=None,
+) -> Tensor:
+    """The mean of each window of an ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input
+    (``AvgPool3DBackward0``)."""
+    _check_pool3d_input(input, "avg_pool3d")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    attrs = _pool_attrs(kernel_size, stride, padding, 3)
+    attrs.update(
+        ceil_mode=bool(ceil_mode),
+        count_include_pad=bool(count_include_pad),
+        divisor_override=divisor_override,
+    )
+    return _dispatch(OPS["avg_pool3d"], (input,), attrs)
+
+
+def _adaptive_size(input, output_size, n):
+    """``output_size`` as ``n`` ints (``None``: the input's size)."""
+    size = tuple(output_size) if isinstance(output_size, (list, tuple)) else (output_size,) * n
+    return tuple(input.shape[-n + i] if s is None else int(s) for i, s in enumerate(size))
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
+    """The mean over ``output_size`` windows that tile the last three dims (as PyTorch: a
+    mean, ``MeanBackward1``, for a 1 x 1 x 1 output; ``AdaptiveAvgPool3DBackward0``
+    otherwise)."""
+    _check_pool3d_input(input, "adaptive_avg_pool3d")
+    size = _adaptive_size(input, output_size, 3)
+    if size == (1, 1, 1):
+        return input.mean((-1, -2, -3), keepdim=True)
+    return _dispatch(OPS["adaptive_avg_pool3d"], (input,), {"output_size": size})
+
+
+def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False):
+    """The maximum over ``output_size`` windows that tile the last three dims (and its flat
+    index in its volume) (``AdaptiveMaxPool3DBackward0``)."""
+    _check_pool3d_input(input, "adaptive_max_pool3d")
+    size = _adaptive_size(input, output_size, 3)
+    values, indices = _dispatch(OPS["adaptive_max_pool3d"], (input,), {"output_size": size})
+    return (values, indices) if return_indices else values
+
+
+def adaptive_max_pool3d_with_indices(input: Tensor, output_size, return_indices: bool = True):
+    """``adaptive_max_pool3d``'s values and indices (always both)."""
+    return adaptive_max_pool3d(input, output_size, True)
 
 
 # ---- padding ----------------------------------------------------------------------------------

@@ -21,6 +21,8 @@ import numpy as np
 import nbgrad  # nbgrad.nn.functional, read at call time: that module imports this one
 from nbgrad import dtypes
 from nbgrad._tensor import creation as _creation
+from nbgrad._tensor.dispatch import _dispatch
+from nbgrad.derivatives import OPS
 from nbgrad.nn._functional_conv import _tuple
 from nbgrad.tensor import Tensor, tensor
 
@@ -46,8 +48,10 @@ __all__ = [
     "bilinear",
     "lp_pool1d",
     "lp_pool2d",
+    "lp_pool3d",
     "max_unpool1d",
     "max_unpool2d",
+    "max_unpool3d",
     "multilabel_margin_loss",
     "triplet_margin_with_distance_loss",
 ]
@@ -299,6 +303,19 @@ def lp_pool2d(
     return _lp_finish(out, norm_type, kw * kh)
 
 
+def lp_pool3d(
+    input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False
+) -> Tensor:
+    """``(sum of x ** p over each window) ** (1 / p)`` over the last three dims."""
+    F = _F()  # noqa: N806
+    if norm_type == math.inf:
+        return F.max_pool3d(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    if norm_type == -math.inf:
+        return -F.max_pool3d(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    out = F.avg_pool3d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return _lp_finish(out, norm_type, math.prod(_tuple(kernel_size, 3, "kernel_size")))
+
+
 def _unpool_output_size(input, kernel_size, stride, padding, output_size):
     n = len(kernel_size)
     default = [
@@ -332,8 +349,8 @@ def _unpool_output_size(input, kernel_size, stride, padding, output_size):
 
 
 def _max_unpool(input, indices, size):
-    """Each value of ``input`` written at its flat index ``indices`` in a zero plane of
-    ``size`` (``scatter`` along the flattened spatial dims)."""
+    """Each value of ``input`` written at its flat index ``indices`` in a zero volume of
+    ``size`` (``MaxUnpool2DBackward0`` / ``MaxUnpool3DBackward0``)."""
     if indices.dtype != dtypes.int64:
         raise RuntimeError(f"elements in indices should be type int64 but got: {indices.dtype}")
     if tuple(indices.shape) != tuple(input.shape):
@@ -341,20 +358,16 @@ def _max_unpool(input, indices, size):
             f"Expected shape of indices to be same as that of the input tensor "
             f"({list(input.shape)}) but got indices tensor with shape: {list(indices.shape)}"
         )
-    k = len(size)
-    lead = tuple(input.shape[:-k])
-    plane = math.prod(size)
+    volume = math.prod(size)
     idx = np.asarray(indices)
-    if idx.size and (idx.min() < 0 or idx.max() >= plane):
-        bad = int(idx.max() if idx.max() >= plane else idx.min())
+    if idx.size and (idx.min() < 0 or idx.max() >= volume):
+        bad = int(idx.max() if idx.max() >= volume else idx.min())
         raise RuntimeError(
             f"Found an invalid max index: {bad} (output volumes are of size "
             f"{'x'.join(map(str, size))}"
         )
-    zeros = _creation.zeros(*lead, plane, dtype=input.dtype, device=input.device)
-    flat = input.reshape(*lead, -1)
-    out = zeros.scatter(-1, indices.reshape(*lead, -1), flat)
-    return out.view(*lead, *size)
+    row = OPS[f"max_unpool{len(size)}d"]
+    return _dispatch(row, (input, indices), {"output_size": tuple(size)})
 
 
 def max_unpool1d(
@@ -369,7 +382,8 @@ def max_unpool1d(
             f"max_unpool1d: Expected 2D or 3D input, but got input of size {list(input.shape)}"
         )
     size = _unpool_output_size(input, kernel_size, stride, padding, output_size)
-    return _max_unpool(input, indices, size)
+    out = _max_unpool(input.unsqueeze(-2), indices.unsqueeze(-2), (1, *size))
+    return out.squeeze(-2)
 
 
 def max_unpool2d(
@@ -383,6 +397,22 @@ def max_unpool2d(
     if input.dim() not in (3, 4):
         raise RuntimeError(
             "Expected 3D or 4D (batch mode) tensor for input with possibly 0 batch size and "
+            f"non-zero dimensions for input, but got: {list(input.shape)}"
+        )
+    size = _unpool_output_size(input, kernel_size, stride, padding, output_size)
+    return _max_unpool(input, indices, size)
+
+
+def max_unpool3d(
+    input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None
+) -> Tensor:
+    """The inverse of ``max_pool3d``: each value put back at its flat index in its volume."""
+    kernel_size = _tuple(kernel_size, 3, "kernel_size")
+    stride = kernel_size if stride is None else _tuple(stride, 3, "stride")
+    padding = _tuple(padding, 3, "padding")
+    if input.dim() not in (4, 5):
+        raise RuntimeError(
+            "Expected 4D or 5D (batch mode) tensor for input with possibly 0 batch size and "
             f"non-zero dimensions for input, but got: {list(input.shape)}"
         )
     size = _unpool_output_size(input, kernel_size, stride, padding, output_size)

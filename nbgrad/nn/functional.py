@@ -89,7 +89,17 @@ __all__ = [
     "adaptive_avg_pool1d",
     "adaptive_max_pool1d",
     "adaptive_max_pool2d",
+    "conv3d",
+    "conv_transpose3d",
+    "max_pool3d",
+    "max_pool3d_with_indices",
+    "avg_pool3d",
+    "adaptive_avg_pool3d",
+    "adaptive_max_pool3d",
+    "adaptive_max_pool3d_with_indices",
     "pad",
+    "affine_grid",
+    "grid_sample",
     "unfold",
     "fold",
     "group_norm",
@@ -128,8 +138,10 @@ __all__ = [
     "bilinear",
     "lp_pool1d",
     "lp_pool2d",
+    "lp_pool3d",
     "max_unpool1d",
     "max_unpool2d",
+    "max_unpool3d",
     "multilabel_margin_loss",
     "triplet_margin_with_distance_loss",
 ]
@@ -855,14 +867,22 @@ from nbgrad.nn._attention import (  # noqa: E402
 # ---- 1-d and transposed convolution, more pooling, padding, fold (in _functional_conv.py) -----
 from nbgrad.nn._functional_conv import (  # noqa: E402
     adaptive_avg_pool1d,
+    adaptive_avg_pool3d,
     adaptive_max_pool1d,
     adaptive_max_pool2d,
+    adaptive_max_pool3d,
+    adaptive_max_pool3d_with_indices,
     avg_pool1d,
+    avg_pool3d,
     conv1d,
+    conv3d,
     conv_transpose1d,
     conv_transpose2d,
+    conv_transpose3d,
     fold,
     max_pool1d,
+    max_pool3d,
+    max_pool3d_with_indices,
     pad,
     unfold,
 )
@@ -880,10 +900,12 @@ from nbgrad.nn._functional_gaps import (  # noqa: E402
     leaky_relu_,
     lp_pool1d,
     lp_pool2d,
+    lp_pool3d,
     max_pool1d_with_indices,
     max_pool2d_with_indices,
     max_unpool1d,
     max_unpool2d,
+    max_unpool3d,
     multilabel_margin_loss,
     normalize,
     one_hot,
@@ -895,6 +917,9 @@ from nbgrad.nn._functional_gaps import (  # noqa: E402
     threshold_,
     triplet_margin_with_distance_loss,
 )
+
+# ---- spatial transformers (in _functional_grid.py) ---------------------------------------------
+from nbgrad.nn._functional_grid import affine_grid, grid_sample  # noqa: E402
 
 # ---- more normalisation, embedding bags, dropout, interpolation (in _functional_more.py) -----
 from nbgrad.nn._functional_more import (  # noqa: E402

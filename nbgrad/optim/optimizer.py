@@ -17,6 +17,13 @@ from nbgrad.tensor import Tensor, _zero_grads
 __all__ = ["Optimizer", "required"]
 
 
+def _lerp_(start, end, weight):
+    """``start.lerp_(end, weight)`` in PyTorch's two-branch form (exact at ``weight`` 1)."""
+    if weight < 0.5:
+        return start.add_((end - start) * weight)
+    return start.copy_(end - (end - start) * (1 - weight))
+
+
 def _check_plain_only(optimizer, **flags) -> None:
     """Refuse PyTorch's ``capturable``/``differentiable``/``fused`` implementations.
 

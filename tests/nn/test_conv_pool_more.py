@@ -1,4 +1,5 @@
-"""Conv1d, the transposed convolutions, 1-d and adaptive max pooling, the padding layers, Fold
+"""Conv1d, Conv3d, the transposed convolutions, 1-d, 3-d and adaptive pooling, 3-d norms,
+max unpooling, the padding layers, Fold
 and Unfold against PyTorch: outputs, grad_fn names, input and parameter gradients (float64,
 1e-6) with torch's weights loaded, state_dict keys, reprs, init; gradcheck and gradgradcheck
 of the functional forms on small sizes."""
@@ -83,7 +84,77 @@ LAYERS = {
     "adaptive-maxpool2d": (lambda nn: nn.AdaptiveMaxPool2d((3, 2)), [(2, 3, 7, 5)]),
     "adaptive-maxpool2d-none": (lambda nn: nn.AdaptiveMaxPool2d((None, 3)), [(2, 4, 8)]),
     "adaptive-maxpool2d-grow": (lambda nn: nn.AdaptiveMaxPool2d(4), [(1, 2, 3, 3)]),
+    # 3-d: the N-d kernels of NOTE [N-d convolution and pooling kernels]
+    "conv3d": (lambda nn: nn.Conv3d(2, 3, 2), [(2, 2, 4, 3, 4)]),
+    "conv3d-stride-pad-dil-groups": (
+        lambda nn: nn.Conv3d(4, 2, (2, 3, 1), (2, 1, 1), (1, 0, 2), (1, 2, 1), groups=2),
+        [(1, 4, 5, 6, 3)],
+    ),
+    "conv3d-same-unbatched-no-bias": (
+        lambda nn: nn.Conv3d(2, 2, (2, 3, 2), padding="same", bias=False),
+        [(2, 3, 4, 3)],
+    ),
+    "conv3d-replicate": (
+        lambda nn: nn.Conv3d(1, 2, 3, padding=1, padding_mode="replicate"),
+        [(1, 1, 3, 4, 3)],
+    ),
+    "convT3d": (lambda nn: nn.ConvTranspose3d(2, 3, 2), [(2, 2, 3, 2, 3)]),
+    "convT3d-stride-outpad-groups-dil": (
+        lambda nn: nn.ConvTranspose3d(
+            4, 2, (3, 2, 2), (2, 1, 3), (1, 0, 1), (1, 0, 2), groups=2, dilation=(1, 2, 1)
+        ),
+        [(1, 4, 3, 2, 2)],
+    ),
+    "convT3d-unbatched": (lambda nn: nn.ConvTranspose3d(2, 1, 2, stride=2), [(2, 2, 2, 2)]),
+    "maxpool3d": (lambda nn: nn.MaxPool3d(2), [(2, 2, 4, 5, 4)]),
+    "maxpool3d-pad-dil-ceil": (
+        lambda nn: nn.MaxPool3d((3, 2, 2), (2, 1, 2), (1, 0, 1), (2, 1, 1), ceil_mode=True),
+        [(1, 2, 7, 4, 5)],
+    ),
+    "maxpool3d-unbatched": (lambda nn: nn.MaxPool3d(2, 1), [(2, 3, 3, 3)]),
+    "avgpool3d": (lambda nn: nn.AvgPool3d(2), [(2, 2, 4, 5, 4)]),
+    "avgpool3d-pad-ceil-no-count": (
+        lambda nn: nn.AvgPool3d(3, 2, 1, ceil_mode=True, count_include_pad=False),
+        [(1, 2, 5, 4, 6)],
+    ),
+    "avgpool3d-divisor-unbatched": (
+        lambda nn: nn.AvgPool3d((2, 1, 2), divisor_override=3),
+        [(2, 4, 3, 4)],
+    ),
+    "adaptive-avgpool3d": (lambda nn: nn.AdaptiveAvgPool3d((2, 3, 2)), [(2, 2, 5, 7, 3)]),
+    "adaptive-avgpool3d-1": (lambda nn: nn.AdaptiveAvgPool3d(1), [(2, 2, 3, 3, 3)]),
+    "adaptive-avgpool3d-none": (
+        lambda nn: nn.AdaptiveAvgPool3d((None, 2, None)),
+        [(2, 3, 5, 4)],
+    ),
+    "adaptive-maxpool3d": (lambda nn: nn.AdaptiveMaxPool3d((3, 2, 2)), [(2, 2, 5, 4, 3)]),
+    "adaptive-maxpool3d-grow": (lambda nn: nn.AdaptiveMaxPool3d(3), [(1, 2, 2, 2, 2)]),
+    "lppool3d": (lambda nn: nn.LPPool3d(2, 2), [(2, 2, 4, 4, 4)]),
+    "lppool3d-p3-stride": (lambda nn: nn.LPPool3d(3, (2, 1, 2), (1, 2, 1)), [(1, 2, 3, 4, 3)]),
+    "batchnorm3d": (lambda nn: nn.BatchNorm3d(3), [(2, 3, 3, 2, 4)]),
+    "instancenorm3d": (lambda nn: nn.InstanceNorm3d(3), [(2, 3, 3, 2, 4)]),
+    "instancenorm3d-affine-unbatched": (
+        lambda nn: nn.InstanceNorm3d(2, affine=True),
+        [(2, 3, 2, 4)],
+    ),
+    "maxunpool3d": (lambda nn: _PoolUnpool(nn, 3), [(2, 2, 4, 4, 6)]),
+    "maxunpool2d": (lambda nn: _PoolUnpool(nn, 2), [(2, 2, 4, 6)]),
+    "maxunpool1d": (lambda nn: _PoolUnpool(nn, 1), [(2, 2, 6)]),
 }
+
+
+def _PoolUnpool(nn, n):  # noqa: N802
+    """MaxPool{n}d then MaxUnpool{n}d (the unpooling's input and indices from the pooling)."""
+    pool = getattr(nn, f"MaxPool{n}d")(2, return_indices=True)
+    unpool = getattr(nn, f"MaxUnpool{n}d")(2)
+
+    class PoolUnpool(nn.Module):
+        def forward(self, x):
+            return unpool(*pool(x))
+
+    return PoolUnpool()
+
+
 # the padding layers: PyTorch's grad_fn is its own node but for the constant modes
 PADS = {
     "zeropad1d": (lambda nn: nn.ZeroPad1d((2, -1)), [(2, 3, 5)]),
@@ -224,7 +295,38 @@ GRADCHECKS = {
     "pad-circular": (lambda x: F.pad(x, (1, 2, 2, 1), mode="circular"), [(1, 1, 3, 3)], False),
     "unfold": (lambda x: F.unfold(x, 2, 1, 1, 2), [(1, 2, 3, 4)], True),
     "fold": (lambda x: F.fold(x, (3, 4), 2, 1, 1, 2), [(1, 8, 6)], True),
+    "conv3d": (
+        lambda x, w, b: F.conv3d(x, w, b, (2, 1, 1), (1, 0, 1), (1, 2, 1), groups=2),
+        [(1, 4, 3, 4, 3), (2, 2, 2, 1, 2), (2,)],
+        True,
+    ),
+    "conv_transpose3d": (
+        lambda x, w, b: F.conv_transpose3d(x, w, b, (2, 1, 1), (1, 0, 0), (1, 0, 0), 1, (1, 1, 2)),
+        [(1, 2, 2, 2, 2), (2, 1, 2, 2, 2), (1,)],
+        True,
+    ),
+    "max_pool3d": (
+        lambda x: F.max_pool3d(x, 2, (1, 2, 1), 1, ceil_mode=True),
+        [(1, 1, 3, 4, 3)],
+        True,
+    ),
+    "avg_pool3d": (
+        lambda x: F.avg_pool3d(x, 2, 1, 1, count_include_pad=False),
+        [(1, 1, 3, 2, 3)],
+        True,
+    ),
+    "adaptive_avg_pool3d": (lambda x: F.adaptive_avg_pool3d(x, (2, 1, 3)), [(1, 1, 3, 2, 4)], True),
+    "adaptive_max_pool3d": (lambda x: F.adaptive_max_pool3d(x, (2, 2, 1)), [(1, 1, 3, 3, 2)], True),
+    "lp_pool3d": (lambda x: F.lp_pool3d(x, 2, 2), [(1, 1, 2, 4, 2)], False),
+    "max_unpool3d": (lambda x: _unpool3d(x), [(1, 2, 1, 2, 2)], True),
 }
+
+
+def _unpool3d(x):
+    """max_unpool3d of ``x`` at the indices of the maxima of a fixed volume."""
+    volume = ng.tensor(np.random.default_rng(4).standard_normal((1, 2, 2, 4, 4)))
+    _, indices = F.max_pool3d(volume, 2, return_indices=True)
+    return F.max_unpool3d(x, indices, 2)
 
 
 @pytest.mark.parametrize("name", GRADCHECKS)
@@ -246,6 +348,8 @@ INIT = {
     "Conv1d(3, 4, 3)": (lambda nn: nn.Conv1d(3, 4, 3), 200),
     "ConvTranspose1d(4, 6, 3, groups=2)": (lambda nn: nn.ConvTranspose1d(4, 6, 3, groups=2), 200),
     "ConvTranspose2d(3, 2, 2)": (lambda nn: nn.ConvTranspose2d(3, 2, 2), 200),
+    "Conv3d(2, 3, 2)": (lambda nn: nn.Conv3d(2, 3, 2), 200),
+    "ConvTranspose3d(2, 4, 2, groups=2)": (lambda nn: nn.ConvTranspose3d(2, 4, 2, groups=2), 200),
 }
 
 

@@ -35,6 +35,16 @@ def _self_attention():
     return SelfAttention()
 
 
+def _pool_unpool():
+    pool, unpool = nn.MaxPool3d(2, return_indices=True), nn.MaxUnpool3d(2)
+
+    class PoolUnpool(nn.Module):
+        def forward(self, x):
+            return unpool(*pool(x))
+
+    return PoolUnpool()
+
+
 def _loss(fn, *extra):
     class Loss(nn.Module):
         def forward(self, x):
@@ -79,6 +89,27 @@ LAYERS = {
     "CircularPad1d": (lambda: nn.CircularPad1d(2), (1, 2, 4)),
     "ChannelShuffle": (lambda: nn.ChannelShuffle(2), (1, 4, 2, 2)),
     "PReLU": (lambda: nn.PReLU(3), (2, 3, 4)),
+    "grid_sample": (
+        lambda: _loss(
+            lambda x, g: F.grid_sample(x, g, padding_mode="border", align_corners=False),
+            ng.rand(1, 3, 3, 2) * 2.4 - 1.2,
+        )(),
+        (1, 2, 4, 4),
+    ),
+    "affine_grid": (
+        lambda: _loss(lambda t: F.affine_grid(t, (1, 1, 3, 4), align_corners=False))(),
+        (1, 2, 3),
+    ),
+    "Conv3d": (lambda: nn.Conv3d(2, 3, 2, padding=1, groups=1), (1, 2, 3, 4, 3)),
+    "ConvTranspose3d": (lambda: nn.ConvTranspose3d(2, 2, 2, stride=2, groups=2), (1, 2, 2, 3, 2)),
+    "MaxPool3d": (lambda: nn.MaxPool3d(2, padding=1), (1, 2, 4, 3, 4)),
+    "AvgPool3d": (lambda: nn.AvgPool3d(2, 1, 1, count_include_pad=False), (1, 2, 3, 3, 4)),
+    "AdaptiveAvgPool3d": (lambda: nn.AdaptiveAvgPool3d((2, 3, 2)), (1, 2, 5, 4, 3)),
+    "AdaptiveMaxPool3d": (lambda: nn.AdaptiveMaxPool3d(2), (1, 2, 3, 5, 4)),
+    "LPPool3d": (lambda: nn.LPPool3d(2, 2), (1, 2, 4, 4, 2)),
+    "MaxUnpool3d": (lambda: _pool_unpool(), (1, 2, 4, 2, 4)),
+    "BatchNorm3d": (lambda: nn.BatchNorm3d(2), (2, 2, 3, 2, 2)),
+    "InstanceNorm3d": (lambda: nn.InstanceNorm3d(2, affine=True), (2, 2, 3, 2, 2)),
     "GLU": (lambda: nn.GLU(), (2, 4)),
     "Mish": (lambda: nn.Mish(), (2, 4)),
     "SELU": (lambda: nn.SELU(), (2, 4)),

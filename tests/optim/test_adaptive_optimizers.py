@@ -1,4 +1,5 @@
-"""``nbgrad.optim.Adadelta``, ``Adamax``, ``NAdam``, ``RAdam``, ``ASGD`` and ``Rprop`` against
+"""``nbgrad.optim.Adadelta``, ``Adamax``, ``NAdam``, ``RAdam``, ``ASGD``, ``Rprop`` and
+``Adafactor`` against
 PyTorch's: 20-step trajectories in float64 (with a parameter that has no gradient in some
 steps), the final state, state-dict resume, defaults and argument checks."""
 
@@ -38,6 +39,12 @@ CONFIGS = {
     "rprop": ("Rprop", dict()),
     "rprop-etas-sizes": ("Rprop", dict(lr=0.05, etas=(0.3, 1.5), step_sizes=(1e-3, 0.08))),
     "rprop-maximize": ("Rprop", dict(lr=0.001, maximize=True)),
+    "adafactor": ("Adafactor", dict()),
+    "adafactor-lr-decay-d": ("Adafactor", dict(lr=0.05, beta2_decay=-0.5, d=1.2)),
+    "adafactor-eps-wd-maximize": (
+        "Adafactor",
+        dict(lr=0.02, eps=(1e-20, 1e-2), weight_decay=0.1, maximize=True),
+    ),
 }
 
 
@@ -55,7 +62,15 @@ def test_trajectory_and_state_match_torch(name):
 
 @pytest.mark.parametrize(
     "name",
-    ["adadelta-rho-wd", "adamax-wd-betas", "nadam-decoupled", "radam", "asgd-averaging", "rprop"],
+    [
+        "adadelta-rho-wd",
+        "adamax-wd-betas",
+        "nadam-decoupled",
+        "radam",
+        "asgd-averaging",
+        "rprop",
+        "adafactor-lr-decay-d",
+    ],
 )
 def test_state_dict_resumes_torch_trajectory(name):
     check_resume(torch, maker(*CONFIGS[name]))
@@ -77,12 +92,12 @@ def groups(cls):
     return make
 
 
-@pytest.mark.parametrize("cls", NAMES)
+@pytest.mark.parametrize("cls", [*NAMES, "Adafactor"])
 def test_parameter_groups_match_torch(cls):
     check_trajectory(torch, groups(cls))
 
 
-@pytest.mark.parametrize("cls", NAMES)
+@pytest.mark.parametrize("cls", [*NAMES, "Adafactor"])
 def test_defaults_match_torch(cls):
     ours = getattr(ng.optim, cls)([ng.nn.Parameter(ng.ones(1))])
     theirs = getattr(torch.optim, cls)([torch.nn.Parameter(torch.ones(1))])
@@ -101,6 +116,9 @@ def test_defaults_match_torch(cls):
         ("RAdam", dict(weight_decay=-1.0), "Invalid weight_decay value"),
         ("ASGD", dict(weight_decay=-1.0), "Invalid weight_decay value"),
         ("Rprop", dict(etas=(1.2, 0.5)), "Invalid eta values"),
+        ("Adafactor", dict(beta2_decay=0.5), "beta2_decay should be <= 0"),
+        ("Adafactor", dict(eps=(-1.0, 1e-3)), "epsilon1 should be >= 0"),
+        ("Adafactor", dict(d=0.5), "Clipping threshold d should be >= 1"),
     ],
 )
 @pytest.mark.parametrize("lib", [ng, torch], ids=["nbgrad", "torch"])
@@ -116,7 +134,7 @@ def test_unsupported_implementations_raise(cls, flag):
         getattr(ng.optim, cls)([ng.nn.Parameter(ng.ones(1))], **{flag: True})
 
 
-@pytest.mark.parametrize("cls", [*NAMES, "RMSprop", "Adagrad"])
+@pytest.mark.parametrize("cls", [*NAMES, "RMSprop", "Adagrad", "Adafactor"])
 def test_foreach_is_accepted_and_recorded(cls):
     """``foreach=True`` runs nbgrad's one implementation; torch's multi-tensor path (CPU too)
     gives the same trajectory, and both record the flag in the param groups."""

@@ -1,4 +1,5 @@
-"""``Conv1d``, ``Conv2d``, ``ConvTranspose1d``, ``ConvTranspose2d``.
+"""``Conv1d``, ``Conv2d``, ``Conv3d``, ``ConvTranspose1d``, ``ConvTranspose2d``,
+``ConvTranspose3d``.
 
 Mirrors ``torch/nn/modules/conv.py`` (``_ConvNd``, ``_ConvTransposeNd`` and the layers).
 """
@@ -13,7 +14,7 @@ from nbgrad.nn.modules.module import Module
 from nbgrad.nn.parameter import Parameter
 from nbgrad.tensor import Tensor, empty
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 
 def _ntuple(x, n):
@@ -240,6 +241,53 @@ class Conv2d(_ConvNd):
         return self._conv(input, F.conv2d)
 
 
+class Conv3d(_ConvNd):
+    """3-d convolution (cross-correlation) of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` inputs.
+
+    Example:
+        >>> import nbgrad as ng
+        >>> conv = ng.nn.Conv3d(1, 2, 3, padding=1)
+        >>> conv
+        Conv3d(1, 2, kernel_size=(3, 3, 3), stride=(1, 1, 1), padding=(1, 1, 1))
+        >>> conv(ng.zeros(2, 1, 4, 4, 4)).shape
+        nbgrad.Size([2, 2, 4, 4, 4])
+    """
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
+    ):
+        padding = padding if isinstance(padding, str) else _ntuple(padding, 3)
+        super().__init__(
+            in_channels,
+            out_channels,
+            _ntuple(kernel_size, 3),
+            _ntuple(stride, 3),
+            padding,
+            _ntuple(dilation, 3),
+            False,
+            _ntuple(0, 3),
+            groups,
+            bias,
+            padding_mode,
+            device,
+            dtype,
+        )
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self._conv(input, F.conv3d)
+
+
 class _ConvTransposeNd(_ConvNd):
     """A transposed convolution: the gradient of the convolution w.r.t. its input."""
 
@@ -317,7 +365,7 @@ class _ConvTransposeNd(_ConvNd):
         output_padding = self._output_padding(
             input, output_size, self.stride, self.padding, self.kernel_size, n, self.dilation
         )
-        conv = F.conv_transpose1d if n == 1 else F.conv_transpose2d
+        conv = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[n - 1]
         return conv(
             input,
             self.weight,
@@ -371,6 +419,42 @@ class ConvTranspose2d(_ConvTransposeNd):
     """Transposed 2-d convolution of ``(N, C_in, H, W)`` or ``(C_in, H, W)`` inputs."""
 
     _n = 2
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size,
+        stride=1,
+        padding=0,
+        output_padding=0,
+        groups: int = 1,
+        bias: bool = True,
+        dilation=1,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
+    ):
+        super().__init__(
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            output_padding,
+            groups,
+            bias,
+            dilation,
+            padding_mode,
+            device,
+            dtype,
+        )
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """Transposed 3-d convolution of ``(N, C_in, D, H, W)`` or ``(C_in, D, H, W)`` inputs."""
+
+    _n = 3
 
     def __init__(
         self,

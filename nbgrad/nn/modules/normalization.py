@@ -1,5 +1,6 @@
 """``LayerNorm``, ``GroupNorm``, ``RMSNorm``, ``LocalResponseNorm``, ``BatchNorm1d`` /
-``BatchNorm2d`` and ``InstanceNorm1d`` / ``InstanceNorm2d``.
+``BatchNorm2d`` / ``BatchNorm3d`` and ``InstanceNorm1d`` / ``InstanceNorm2d`` /
+``InstanceNorm3d``.
 
 Mirrors ``torch/nn/modules/normalization.py``, ``batchnorm.py`` and ``instancenorm.py``.
 """
@@ -21,8 +22,10 @@ __all__ = [
     "LocalResponseNorm",
     "BatchNorm1d",
     "BatchNorm2d",
+    "BatchNorm3d",
     "InstanceNorm1d",
     "InstanceNorm2d",
+    "InstanceNorm3d",
 ]
 
 
@@ -170,6 +173,14 @@ class BatchNorm2d(_BatchNorm):
             raise ValueError(f"expected 4D input (got {input.dim()}D input)")
 
 
+class BatchNorm3d(_BatchNorm):
+    """Batch norm of ``(N, C, D, H, W)`` inputs."""
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() != 5:
+            raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+
+
 class _InstanceNorm(_BatchNorm):
     """Instance norm: each sample's channels normalised over their own spatial dims.
 
@@ -252,6 +263,17 @@ class InstanceNorm2d(_InstanceNorm):
     def _check_input_dim(self, input: Tensor) -> None:
         if input.dim() not in (3, 4):
             raise ValueError(f"expected 3D or 4D input (got {input.dim()}D input)")
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance norm of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` inputs."""
+
+    def _get_no_batch_dim(self) -> int:
+        return 4
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() not in (4, 5):
+            raise ValueError(f"expected 4D or 5D input (got {input.dim()}D input)")
 
 
 class GroupNorm(Module):

@@ -1,4 +1,4 @@
-"""Max, average, adaptive and power-average pooling, and max unpooling, in 1 and 2 dims.
+"""Max, average, adaptive and power-average pooling, and max unpooling, in 1, 2 and 3 dims.
 
 Mirrors ``torch/nn/modules/pooling.py``.
 """
@@ -12,16 +12,22 @@ from nbgrad.tensor import Tensor
 __all__ = [
     "MaxPool1d",
     "MaxPool2d",
+    "MaxPool3d",
     "AvgPool1d",
     "AvgPool2d",
+    "AvgPool3d",
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
+    "AdaptiveAvgPool3d",
     "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d",
+    "AdaptiveMaxPool3d",
     "LPPool1d",
     "LPPool2d",
+    "LPPool3d",
     "MaxUnpool1d",
     "MaxUnpool2d",
+    "MaxUnpool3d",
 ]
 
 
@@ -262,3 +268,79 @@ class MaxUnpool2d(_MaxUnpoolNd):
         return F.max_unpool2d(
             input, indices, self.kernel_size, self.stride, self.padding, output_size
         )
+
+
+class MaxPool3d(MaxPool2d):
+    """The maximum of each ``kernel_size`` window of ``(N, C, D, H, W)`` or ``(C, D, H, W)``
+    inputs."""
+
+    def forward(self, input: Tensor):
+        return F.max_pool3d(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.dilation,
+            ceil_mode=self.ceil_mode,
+            return_indices=self.return_indices,
+        )
+
+
+class AvgPool3d(AvgPool2d):
+    """The mean of each ``kernel_size`` window of ``(N, C, D, H, W)`` or ``(C, D, H, W)``
+    inputs."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.avg_pool3d(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.ceil_mode,
+            self.count_include_pad,
+            self.divisor_override,
+        )
+
+
+class AdaptiveAvgPool3d(AdaptiveAvgPool2d):
+    """The mean over ``output_size`` windows that tile the last three dims."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class AdaptiveMaxPool3d(AdaptiveMaxPool2d):
+    """The maximum over ``output_size`` windows that tile the last three dims."""
+
+    def forward(self, input: Tensor):
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
+class LPPool3d(_LPPoolNd):
+    """``(sum of x ** norm_type over each window) ** (1 / norm_type)`` over the last three
+    dims."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.lp_pool3d(
+            input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode
+        )
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """The partial inverse of ``MaxPool3d``: each value put back at its flat index in its
+    volume, zeros elsewhere."""
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size = _triple(kernel_size)
+        self.stride = _triple(stride if stride is not None else kernel_size)
+        self.padding = _triple(padding)
+
+    def forward(self, input: Tensor, indices: Tensor, output_size=None) -> Tensor:
+        return F.max_unpool3d(
+            input, indices, self.kernel_size, self.stride, self.padding, output_size
+        )
+
+
+def _triple(x):
+    return tuple(x) if isinstance(x, (list, tuple)) else (x,) * 3
