@@ -97,7 +97,7 @@ class finfo:
         self.min = float(info.min)
         self.tiny = float(info.tiny)
         self.smallest_normal = float(info.smallest_normal)
-        self.resolution = float(info.resolution)
+        self.resolution = 10.0**-info.precision  # (exactly, as PyTorch; NumPy rounds it)
         self.dtype = d.name
 
     def __repr__(self):
