@@ -28,6 +28,9 @@ the engine, goes through the root package at call time (``nbgrad.autograd.backwa
                 tensor.py           the Tensor class: metadata, grad, hooks, backward, to()
                 _tensor_types.py    legacy ``FloatTensor``-style constructors; cuda.py: their cuda
                 _functions.py       the module-level ops: ``nbgrad.exp``, ``nbgrad.matmul``...
+                _functions_wider.py PyTorch's wider surface: aliases, math, scans, products...
+                _functions_shapes.py    its stacks, splits, flips; _functions_types.py: finfo...
+                _random.py          Generator, default_generator, get/set_rng_state, seed
 3 op table      _kernels.py         the rows' array kernels, functions of ``xp`` and arrays
                 derivatives/        the rows by family (opinfo, pointwise, reductions, shape, nn)
 4 autograd      autograd/engine.py  GraphTask, ReadyQueue, InputBuffer, the Engine
@@ -68,6 +71,18 @@ from . import (  # noqa: E402
     optim,
 )
 from ._functions import *  # noqa: E402,F401,F403
+from ._functions_shapes import *  # noqa: E402,F401,F403
+from ._functions_types import *  # noqa: E402,F401,F403
+from ._functions_wider import *  # noqa: E402,F401,F403
+from ._random import (
+    Generator,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    seed,
+    set_rng_state,
+)
 from ._tensor.creation import (
     logspace,
     normal,
@@ -124,7 +139,6 @@ from .tensor import (
     full,
     full_like,
     linspace,
-    manual_seed,
     ones,
     ones_like,
     rand,

@@ -245,8 +245,8 @@ def mul(input, other):
 
 
 @_out_variant
-def div(input, other):
-    return _t(input).div(other)
+def div(input, other, *, rounding_mode=None):
+    return _t(input).div(other, rounding_mode=rounding_mode)
 
 
 @_out_variant

@@ -4,7 +4,21 @@
 
 from __future__ import annotations
 
-__all__ = ["max", "min", "sort", "topk", "median"]
+__all__ = [
+    "max",
+    "min",
+    "sort",
+    "topk",
+    "median",
+    "nanmedian",
+    "kthvalue",
+    "mode",
+    "cummax",
+    "cummin",
+    "aminmax",
+    "frexp",
+    "histogram",
+]
 
 
 class _ValuesIndices(tuple):
@@ -46,3 +60,58 @@ class topk(_ValuesIndices):
 
 class median(_ValuesIndices):
     pass
+
+
+class nanmedian(_ValuesIndices):
+    __slots__ = ()
+
+
+class kthvalue(_ValuesIndices):
+    __slots__ = ()
+
+
+class mode(_ValuesIndices):
+    __slots__ = ()
+
+
+class cummax(_ValuesIndices):
+    __slots__ = ()
+
+
+class cummin(_ValuesIndices):
+    __slots__ = ()
+
+
+class _Pair(tuple):
+    """A named pair whose field names each class gives in ``_fields``."""
+
+    __slots__ = ()
+    _fields = ("first", "second")
+
+    def __new__(cls, first, second):
+        return super().__new__(cls, (first, second))
+
+    def __getattr__(self, name):
+        if name in type(self)._fields:
+            return self[type(self)._fields.index(name)]
+        raise AttributeError(name)
+
+    def __repr__(self):
+        name = f"{type(self).__module__}.{type(self).__qualname__}"
+        a, b = type(self)._fields
+        return f"{name}(\n{a}={self[0]!r},\n{b}={self[1]!r})"
+
+
+class aminmax(_Pair):
+    __slots__ = ()
+    _fields = ("min", "max")
+
+
+class frexp(_Pair):
+    __slots__ = ()
+    _fields = ("mantissa", "exponent")
+
+
+class histogram(_Pair):
+    __slots__ = ()
+    _fields = ("hist", "bin_edges")

@@ -65,6 +65,7 @@ from nbgrad._tensor.math_methods import MathMethods
 from nbgrad._tensor.printing import _format_tensor
 from nbgrad._tensor.shape_methods import ShapeMethods
 from nbgrad._tensor.views import _INFERENCE, _NO_GRAD, _check_no_internal_overlap, _track_view
+from nbgrad._tensor.wider_methods import WiderMethods
 from nbgrad._tensor_types import legacy_new
 from nbgrad.backend import CPU, Device
 
@@ -109,7 +110,7 @@ __all__ = [
 
 
 # ---- Tensor -----------------------------------------------------------------------------------
-class Tensor(MathMethods, ShapeMethods, LinalgMethods, InplaceMethods):
+class Tensor(MathMethods, ShapeMethods, LinalgMethods, WiderMethods, InplaceMethods):
     """A multi-dimensional array that can record the operations applied to it.
 
     Example:
@@ -788,6 +789,7 @@ for _module in (
     _parts.math_methods,
     _parts.shape_methods,
     _parts.linalg_methods,
+    _parts.wider_methods,
     _parts.inplace,
     _parts.printing,
     _parts.creation,

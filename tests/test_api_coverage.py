@@ -112,25 +112,7 @@ INPLACE_FORM = re.compile(r"^[a-z0-9_]+[a-z0-9]_$")
 INPLACE_ONLY = {"zero_", "resize_as_"}  # (no out-of-place function of the same name)
 
 TORCH_MISSING = """
-    Generator absolute acosh addbmm addcdiv addcmul addmv addr adjoint aminmax arccos arccosh
-    arcsin arcsinh arctan arctanh asarray asinh atanh
-    atleast_1d atleast_2d atleast_3d bincount binomial bitwise_and bitwise_left_shift
-    bitwise_not bitwise_or bitwise_right_shift bitwise_xor block_diag bucketize can_cast
-    cartesian_prod column_stack combinations concat concatenate copysign corrcoef cov cummax
-    cummin cumulative_trapezoid default_generator deg2rad diagflat diff dist divide
-    dsplit dstack erfc fill finfo fix fliplr flipud float_power fmax fmin frexp gcd
-    get_rng_state gradient greater greater_equal heaviside histc histogram
-    histogramdd hsplit hstack iinfo index_copy index_fill index_put index_reduce initial_seed
-    inner is_floating_point is_inference is_nonzero is_same_size is_signed
-    isin isneginf isposinf kthvalue lcm ldexp less less_equal logaddexp2 logcumsumexp logit
-    masked_scatter mode msort multiply nanmean nanmedian nanquantile nansum
-    negative not_equal poisson positive promote_types put rad2deg range ravel result_type
-    rot90 row_stack rsub scalar_tensor scatter_reduce searchsorted seed
-    set_default_tensor_type set_rng_state signbit sinc split_with_sizes subtract
-    take_along_dim tensor_split trapezoid trapz true_divide unflatten unique_consecutive
-    unravel_index unsafe_chunk unsafe_split unsafe_split_with_sizes vander vdot vsplit vstack
-    xlogy get_device is_anomaly_check_nan_enabled is_anomaly_enabled set_anomaly_enabled
-    nextafter renorm to_dlpack
+    binomial histogramdd index_reduce poisson
 """
 
 # ---- torch.autograd ---------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+import scipy.linalg
 import scipy.special
 
 import nbgrad as ng
@@ -1323,6 +1324,790 @@ CASES += [
           lambda t: nnf(t).affine_grid(t, (1, 1, 2, 2, 3), align_corners=True), [((1, 3, 4),)]),
 ]
 # fmt: on
+
+
+# ---- PyTorch's wider surface (nbgrad/derivatives/wider.py and the composites of
+# nbgrad/_functions_wider.py; an alias or composite is listed under the node it records)
+def np_cumextreme(a, dim, fn):
+    values = fn.accumulate(a, axis=dim)
+    n = a.shape[dim]
+    idx = np.zeros(a.shape, dtype=np.int64)
+    moved_a, moved_v, moved_i = (np.moveaxis(t, dim, 0) for t in (a, values, idx))
+    for i in range(1, n):
+        moved_i[i] = np.where(moved_a[i] == moved_v[i], i, moved_i[i - 1])
+    return values, idx
+
+
+def np_logcumsumexp(a, dim):
+    return np.logaddexp.accumulate(a, axis=dim)
+
+
+def np_kthvalue(a, k, dim):
+    idx = np.take(np.argsort(a, axis=dim, kind="stable"), [k - 1], axis=dim)
+    return np.take_along_axis(a, idx, axis=dim).squeeze(dim), idx.squeeze(dim)
+
+
+def np_nanmedian(a, dim=None):
+    if dim is None:
+        flat = np.sort(a.reshape(-1))
+        n = np.count_nonzero(~np.isnan(flat))
+        return flat[(n - 1) // 2] if n else np.nan
+    vals = np.sort(a, axis=dim)
+    n = np.count_nonzero(~np.isnan(a), axis=dim, keepdims=True)
+    pos = np.where(n > 0, (n - 1) // 2, 0)
+    order = np.argsort(a, axis=dim, kind="stable")
+    return (
+        np.take_along_axis(vals, pos, dim).squeeze(dim),
+        np.take_along_axis(order, pos, dim).squeeze(dim),
+    )
+
+
+def np_renorm(a, p, dim, maxnorm):
+    dims = tuple(d for d in range(a.ndim) if d != dim)
+    norm = np.sum(np.abs(a) ** p, axis=dims, keepdims=True) ** (1 / p)
+    return a * np.where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0)
+
+
+def np_scatter_reduce(a, dim, index, src, reduce, include_self=True):
+    out = a.copy()
+    fn = {
+        "sum": np.add,
+        "prod": np.multiply,
+        "amax": np.maximum,
+        "amin": np.minimum,
+        "mean": np.add,
+    }[reduce]
+    key = list(np.indices(index.shape, sparse=True))
+    key[dim] = index
+    key = tuple(key)
+    if not include_self:
+        out[key] = {"sum": 0, "mean": 0, "prod": 1, "amax": -np.inf, "amin": np.inf}[reduce]
+    fn.at(out, key, src[tuple(slice(0, s) for s in index.shape)])
+    if reduce == "mean":
+        count = np.ones_like(a) if include_self else np.zeros_like(a)
+        np.add.at(count, key, 1)
+        out = out / np.where(count == 0, 1, count)
+    if not include_self:
+        touched = np.zeros(a.shape, bool)
+        touched[key] = True
+        out = np.where(touched, out, a)
+    return out
+
+
+def np_masked_scatter(a, mask, src):
+    out = a.copy()
+    out[mask] = src.reshape(-1)[: mask.sum()]
+    return out
+
+
+def np_put_flat(a, index, src, accumulate=False):
+    out = a.copy().reshape(-1)
+    if accumulate:
+        np.add.at(out, index.reshape(-1), src.reshape(-1))
+    else:
+        out[index.reshape(-1)] = src.reshape(-1)
+    return out.reshape(a.shape)
+
+
+def np_block_diag(*arrays):
+    arrays = [np.atleast_2d(a) for a in arrays]
+    return scipy.linalg.block_diag(*arrays)
+
+
+def np_gradient(a, spacing=1.0, edge_order=1):
+    out = np.gradient(a, spacing, edge_order=edge_order)
+    return tuple(out) if isinstance(out, (list, tuple)) else (out,)
+
+
+def np_trapezoid(a, dx=1.0):
+    return np.trapezoid(a, dx=dx, axis=-1)
+
+
+def np_cumulative_trapezoid(a, dx=1.0):
+    return np.cumsum((a[..., 1:] + a[..., :-1]) * dx / 2, axis=-1)
+
+
+def np_cov(a):
+    return np.cov(a)
+
+
+def np_vander(a, increasing=False):
+    return np.vander(a, increasing=increasing)
+
+
+def np_mode(a, dim):
+    moved = np.moveaxis(a, dim, -1)
+    vals, idx = [], []
+    for row in moved.reshape(-1, moved.shape[-1]):
+        u, c = np.unique(row, return_counts=True)
+        best = u[np.argmax(c)]
+        vals.append(best)
+        idx.append(np.nonzero(row == best)[0][-1])
+    return np.array(vals).reshape(moved.shape[:-1]), np.array(idx).reshape(moved.shape[:-1])
+
+
+def np_unique_consecutive(a):
+    keep = np.concatenate([[True], a[1:] != a[:-1]])
+    first = np.nonzero(keep)[0]
+    return a[first], np.cumsum(keep) - 1, np.diff(np.append(first, a.size))
+
+
+def np_combinations(a, r=2, with_replacement=False):
+    import itertools
+
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    return np.array(list(pick(a.tolist(), r)))
+
+
+def np_cartesian(a, b):
+    return np.array([[x, y] for x in a for y in b])
+
+
+WITH_NAN = Values([[0.3, np.nan, 2.0, 0.7], [1.1, -0.4, np.nan, np.nan], [0.5, 1.6, -0.8, 0.1]])
+SPECIALS = Values([[0.5, -0.0, np.inf], [-np.inf, 2.0, np.nan]])
+INTS_A = Const(np.array([[12, -18, 7], [0, 9, 4]]))
+INTS_B = Const(np.array([[8, 24, 3], [5, -6, 4]]))
+MODE_VALUES = Values([[3.0, 1.0, 3.0, 1.0, 2.0], [1.0, 1.0, 2.0, 2.0, 2.0]])
+SORTED = Const([[0.5, 1.0, 2.0, 3.5], [-1.0, 0.0, 1.0, 2.0]])
+REDUCE_INDEX = Const([[0, 1], [1, 1], [2, 0]])
+SINC_ZERO = Values([[0.0, 0.5, -1.5]])
+
+CASES += [
+    # aliases: the node of the op they name
+    Case("abs", lambda x: lib(x).absolute(x), np.abs, UNARY[:1]),
+    Case("abs", lambda x: x.absolute(), np.abs, UNARY[:1]),
+    Case("acos", lambda x: lib(x).arccos(x * 0.4), lambda a: np.arccos(0.4 * a), UNARY[:1]),
+    Case("asin", lambda x: (x * 0.4).arcsin(), lambda a: np.arcsin(0.4 * a), UNARY[:1]),
+    Case("atan", lambda x: lib(x).arctan(x), np.arctan, UNARY[:1]),
+    Case("neg", lambda x: lib(x).negative(x), np.negative, UNARY[:1]),
+    Case("trunc", lambda x: lib(x).fix(x), np.trunc, UNARY[:1]),
+    Case("mul", lambda x, y: lib(x).multiply(x, y), np.multiply, BINARY[:2]),
+    Case("sub", lambda x, y: lib(x).subtract(x, y, alpha=2), lambda a, b: a - 2 * b, BINARY[:2]),
+    Case("div", lambda x, y: lib(x).divide(x, y), np.divide, BINARY[:2]),
+    Case("div", lambda x, y: lib(x).true_divide(x, y), np.divide, BINARY[:1]),
+    Case("gt", lambda x, y: lib(x).greater(x, y), np.greater, BINARY[:2], domain="ints"),
+    Case("ge", lambda x, y: x.greater_equal(y), np.greater_equal, BINARY[:2], domain="ints"),
+    Case("lt", lambda x, y: lib(x).less(x, y), np.less, BINARY[:2], domain="ints"),
+    Case("le", lambda x, y: x.less_equal(y), np.less_equal, BINARY[:2], domain="ints"),
+    Case("ne", lambda x, y: lib(x).not_equal(x, y), np.not_equal, BINARY[:2], domain="ints"),
+    # pointwise rows
+    Case("acosh", lambda x: (x.abs() + 1.2).acosh(), lambda a: np.arccosh(np.abs(a) + 1.2), UNARY),
+    Case(
+        "acosh",
+        lambda x: lib(x).arccosh(x.abs() + 1.5),
+        lambda a: np.arccosh(np.abs(a) + 1.5),
+        UNARY[:1],
+    ),
+    Case("asinh", lambda x: x.asinh(), np.arcsinh, UNARY),
+    Case("asinh", lambda x: lib(x).arcsinh(x), np.arcsinh, UNARY[:1]),
+    Case("atanh", lambda x: (x * 0.4).atanh(), lambda a: np.arctanh(0.4 * a), UNARY),
+    Case("atanh", lambda x: lib(x).arctanh(x * 0.3), lambda a: np.arctanh(0.3 * a), UNARY[:1]),
+    Case("erfc", lambda x: lib(x).erfc(x), scipy.special.erfc, UNARY),
+    Case("deg2rad", lambda x: lib(x).deg2rad(x), np.deg2rad, UNARY),
+    Case("rad2deg", lambda x: x.rad2deg(), np.rad2deg, UNARY),
+    Case(
+        "logit",
+        lambda x: (x * 0.2 + 0.5).logit(),
+        lambda a: scipy.special.logit(0.2 * a + 0.5),
+        UNARY,
+    ),
+    Case(
+        "logit",
+        lambda x: lib(x).logit(x * 0.2 + 0.5, eps=0.2),
+        lambda a: scipy.special.logit(np.clip(0.2 * a + 0.5, 0.2, 0.8)),
+        UNARY[:1],
+    ),
+    Case("sinc", lambda x: lib(x).sinc(x), np.sinc, UNARY),
+    Case("sinc", lambda x: x.sinc(), np.sinc, [(SINC_ZERO,)], gradgrad=False),
+    Case("xlogy", lambda x, y: lib(x).xlogy(x, y), scipy.special.xlogy, BINARY, domain="positive"),
+    Case("xlogy", lambda x, y: x.xlogy(y), scipy.special.xlogy, [(WITH_ZERO, (2, 3))], grad=False),
+    Case(
+        "xlogy_self_scalar",
+        lambda y: lib(y).xlogy(2.0, y),
+        lambda b: scipy.special.xlogy(2.0, b),
+        UNARY,
+        domain="positive",
+    ),
+    Case(
+        "xlogy_other_scalar", lambda x: x.xlogy(3.0), lambda a: scipy.special.xlogy(a, 3.0), UNARY
+    ),
+    Case("fmax", lambda x, y: lib(x).fmax(x, y), np.fmax, BINARY),
+    Case(
+        "fmax",
+        lambda x, y: x.fmax(y),
+        np.fmax,
+        [(SPECIALS, Values([[1.0, np.nan, 0.0], [np.nan, 1.0, 2.0]]))],
+        grad=False,
+    ),
+    Case("fmin", lambda x, y: lib(x).fmin(x, y), np.fmin, BINARY),
+    Case(
+        "fmin",
+        lambda x, y: x.fmin(y),
+        np.fmin,
+        [(SPECIALS, Values([[1.0, np.nan, 0.0], [np.nan, 1.0, 2.0]]))],
+        grad=False,
+    ),
+    Case("copysign", lambda x, y: lib(x).copysign(x, y), np.copysign, BINARY),
+    Case("copysign_scalar", lambda x: x.copysign(-1.0), lambda a: np.copysign(a, -1.0), UNARY),
+    Case("logaddexp2", lambda x, y: lib(x).logaddexp2(x, y), np.logaddexp2, BINARY),
+    Case("ldexp", lambda x, y: lib(x).ldexp(x, y), lambda a, b: a * 2.0**b, BINARY),
+    Case("nextafter", lambda x, y: lib(x).nextafter(x, y), np.nextafter, BINARY[:4]),
+    Case(
+        "heaviside",
+        lambda x, y: lib(x).heaviside(x, y),
+        np.heaviside,
+        BINARY[:2],
+        domain="ints",
+        not_implemented="heaviside",
+    ),
+    Case("frexp", lambda x: tuple(lib(x).frexp(x)), np.frexp, UNARY),
+    Case("pow", lambda x: lib(x).float_power(x, 2), lambda a: a**2, UNARY[:2]),
+    Case("pow_tensor", lambda x, y: x.float_power(y), np.power, BINARY[:2], domain="positive"),
+    Case(
+        "addcmul",
+        lambda x, y, z: lib(x).addcmul(x, y, z, value=0.5),
+        lambda a, b, c: a + 0.5 * b * c,
+        [((2, 3), (2, 3), (2, 3)), ((3,), (2, 1), (1, 3)), ((), (), ())],
+    ),
+    Case(
+        "addcdiv",
+        lambda x, y, z: x.addcdiv(y, z, value=-2),
+        lambda a, b, c: a - 2 * b / c,
+        [((2, 3), (2, 3), (2, 3)), ((3,), (2, 1), (1, 3))],
+    ),
+    Case(
+        "rsub_tensor", lambda x, y: lib(x).rsub(x, y, alpha=2), lambda a, b: b - 2 * a, BINARY[:3]
+    ),
+    Case("rsub", lambda x: lib(x).rsub(x, 1.5), lambda a: 1.5 - a, UNARY[:1]),
+    Case(
+        "div_rounding",
+        lambda x, y: lib(x).div(x, y, rounding_mode="floor"),
+        lambda a, b: np.floor(a / b),
+        BINARY[:3],
+    ),
+    Case(
+        "div_rounding",
+        lambda x, y: x.divide(y, rounding_mode="trunc"),
+        lambda a, b: np.trunc(a / b),
+        BINARY[:2],
+    ),
+    Case(
+        "div_rounding",
+        lambda x: lib(x).div(x, 2, rounding_mode="trunc"),
+        lambda a: np.trunc(a / 2),
+        [(INT_VALUES,)],
+    ),
+    Case("fill_new", lambda x: lib(x).fill(x, 2.5), lambda a: np.full_like(a, 2.5), UNARY),
+    Case("signbit", lambda x: x.signbit(), np.signbit, [(SPECIALS,)]),
+    Case("isposinf", lambda x: lib(x).isposinf(x), np.isposinf, [(SPECIALS,)]),
+    Case("isneginf", lambda x: lib(x).isneginf(x), np.isneginf, [(SPECIALS,)]),
+    Case("gcd", lambda x, y: lib(x).gcd(x, y), np.gcd, [(INTS_A, INTS_B)]),
+    Case("lcm", lambda x, y: x.lcm(y), np.lcm, [(INTS_A, INTS_B)]),
+    Case("bitwise_and", lambda x, y: lib(x).bitwise_and(x, y), np.bitwise_and, [(INTS_A, INTS_B)]),
+    Case("bitwise_or", lambda x, y: x.bitwise_or(y), np.bitwise_or, [(INTS_A, INTS_B)]),
+    Case("bitwise_xor", lambda x, y: lib(x).bitwise_xor(x, y), np.bitwise_xor, [(INTS_A, INTS_B)]),
+    Case("bitwise_not", lambda x: lib(x).bitwise_not(x), np.invert, [(INTS_A,)]),
+    Case(
+        "bitwise_left_shift",
+        lambda x: lib(x).bitwise_left_shift(x.abs(), 2),
+        lambda a: np.abs(a) << 2,
+        [(INTS_A,)],
+    ),
+    Case(
+        "bitwise_right_shift",
+        lambda x, y: x.abs().bitwise_right_shift(y.abs() % 3),
+        lambda a, b: np.abs(a) >> (np.abs(b) % 3),
+        [(INTS_A, INTS_B)],
+    ),
+    # scans and reductions
+    Case(
+        "cummax",
+        lambda x: tuple(lib(x).cummax(x, 1)),
+        lambda a: np_cumextreme(a, 1, np.maximum),
+        [((2, 4),), ((0, 2),)],
+    ),
+    Case(
+        "cummax",
+        lambda x: tuple(x.cummax(0)),
+        lambda a: np_cumextreme(a, 0, np.maximum),
+        [(TIES,)],
+        grad=False,
+    ),
+    Case(
+        "cummin",
+        lambda x: tuple(x.cummin(-1)),
+        lambda a: np_cumextreme(a, -1, np.minimum),
+        [((3, 4),)],
+    ),
+    Case(
+        "cummin",
+        lambda x: tuple(lib(x).cummin(x, 1)),
+        lambda a: np_cumextreme(a, 1, np.minimum),
+        [(TIES,)],
+        grad=False,
+    ),
+    Case(
+        "logcumsumexp",
+        lambda x: lib(x).logcumsumexp(x, 1),
+        lambda a: np_logcumsumexp(a, 1),
+        [((2, 4),), ((0, 2),)],
+    ),
+    Case("logcumsumexp", lambda x: x.logcumsumexp(0), lambda a: np_logcumsumexp(a, 0), [((3, 2),)]),
+    Case("nansum", lambda x: lib(x).nansum(x), np.nansum, UNARY + [(WITH_NAN,)]),
+    Case(
+        "nansum",
+        lambda x: x.nansum(1, keepdim=True),
+        lambda a: np.nansum(a, 1, keepdims=True),
+        [(WITH_NAN,)],
+    ),
+    Case(
+        "div", lambda x: lib(x).nanmean(x, 1), lambda a: np.nanmean(a, 1), [(WITH_NAN,), ((2, 3),)]
+    ),
+    Case("div", lambda x: x.nanmean(), np.nanmean, [(WITH_NAN,)]),
+    Case("nanmedian", lambda x: lib(x).nanmedian(x), np_nanmedian, [(WITH_NAN,), (DISTINCT,)]),
+    Case(
+        "nanmedian_dim",
+        lambda x: tuple(x.nanmedian(1)),
+        lambda a: np_nanmedian(a, 1),
+        [(WITH_NAN,), (DISTINCT,)],
+    ),
+    Case(
+        "squeeze_dim_",
+        lambda x: lib(x).nanquantile(x, 0.3, dim=1),
+        lambda a: np.nanquantile(a, 0.3, axis=1),
+        [(WITH_NAN,)],
+    ),
+    Case(
+        "squeeze_dim_",
+        lambda x: x.nanquantile(0.6),
+        lambda a: np.nanquantile(a, 0.6),
+        [(WITH_NAN,), (DISTINCT,)],
+    ),
+    Case(
+        "kthvalue",
+        lambda x: tuple(lib(x).kthvalue(x, 2, 1)),
+        lambda a: np_kthvalue(a, 2, 1),
+        [(DISTINCT,)],
+    ),
+    Case(
+        "kthvalue", lambda x: tuple(x.kthvalue(3, 0)), lambda a: np_kthvalue(a, 3, 0), [(DISTINCT,)]
+    ),
+    Case("mode", lambda x: tuple(lib(x).mode(x, 1)), lambda a: np_mode(a, 1), [(DISTINCT,)]),
+    Case("mode", lambda x: tuple(x.mode()), lambda a: np_mode(a, -1), [(MODE_VALUES,)], grad=False),
+    Case("aminmax", lambda x: tuple(lib(x).aminmax(x)), lambda a: (a.min(), a.max()), NO_EMPTY),
+    Case(
+        "aminmax",
+        lambda x: tuple(x.aminmax(dim=1, keepdim=True)),
+        lambda a: (a.min(1, keepdims=True), a.max(1, keepdims=True)),
+        [((2, 3),)],
+    ),
+    Case("sort", lambda x: lib(x).msort(x), lambda a: np.sort(a, 0), [(DISTINCT,)]),
+    Case("sub", lambda x: lib(x).diff(x), lambda a: np.diff(a), [((2, 4),)]),
+    Case(
+        "sub",
+        lambda x, y: x.diff(2, 0, prepend=y),
+        lambda a, b: np.diff(a, 2, 0, prepend=b),
+        [((3, 2), (1, 2))],
+    ),
+    Case("cumsum", lambda x: lib(x).cumulative_trapezoid(x), np_cumulative_trapezoid, [((2, 4),)]),
+    Case(
+        "cumsum",
+        lambda x: lib(x).cumulative_trapezoid(x, dx=0.5),
+        lambda a: np_cumulative_trapezoid(a, 0.5),
+        [((3,),)],
+    ),
+    Case("mul_scalar", lambda x: lib(x).trapezoid(x), np_trapezoid, [((2, 4),), ((3,),)]),
+    Case(
+        "mul_scalar",
+        lambda x: lib(x).trapezoid(x, dx=0.5),
+        lambda a: np_trapezoid(a, 0.5),
+        [((2, 4),)],
+    ),
+    Case(
+        "div_scalar",
+        lambda y, x: lib(x).trapezoid(y, x),
+        lambda b, a: np.trapezoid(b, a, axis=-1),
+        [((2, 4), (4,))],
+    ),
+    Case(
+        "div_scalar",
+        lambda y, x: lib(x).cumulative_trapezoid(y, x),
+        lambda b, a: np.cumsum((b[..., 1:] + b[..., :-1]) * np.diff(a) / 2, -1),
+        [((2, 4), (4,))],
+    ),
+    Case("cat", lambda x: lib(x).gradient(x), np_gradient, [((3, 4),), ((5,),)]),
+    Case(
+        "cat",
+        lambda x: lib(x).gradient(x, spacing=0.5, edge_order=2),
+        lambda a: np_gradient(a, 0.5, 2),
+        [((3, 4),)],
+    ),
+    # products
+    Case(
+        "addmv",
+        lambda b, m, v: lib(b).addmv(b, m, v),
+        lambda b, m, v: b + m @ v,
+        [((2,), (2, 3), (3,)), ((), (2, 3), (3,))],
+    ),
+    Case(
+        "addmv",
+        lambda b, m, v: b.addmv(m, v, beta=0.5, alpha=2),
+        lambda b, m, v: 0.5 * b + 2 * (m @ v),
+        [((2,), (2, 3), (3,))],
+    ),
+    Case(
+        "addr",
+        lambda b, u, v: lib(b).addr(b, u, v),
+        lambda b, u, v: b + np.outer(u, v),
+        [((2, 3), (2,), (3,)), ((3,), (2,), (3,))],
+    ),
+    Case(
+        "addr",
+        lambda b, u, v: b.addr(u, v, beta=2, alpha=-1),
+        lambda b, u, v: 2 * b - np.outer(u, v),
+        [((2, 3), (2,), (3,))],
+    ),
+    Case(
+        "addbmm",
+        lambda b, x, y: lib(b).addbmm(b, x, y),
+        lambda b, x, y: b + (x @ y).sum(0),
+        [((2, 4), (3, 2, 3), (3, 3, 4)), ((4,), (2, 2, 3), (2, 3, 4))],
+    ),
+    Case(
+        "addbmm",
+        lambda b, x, y: b.addbmm(x, y, beta=0.5, alpha=3),
+        lambda b, x, y: 0.5 * b + 3 * (x @ y).sum(0),
+        [((2, 4), (3, 2, 3), (3, 3, 4))],
+    ),
+    Case("view", lambda x, y: lib(x).inner(x, y), np.inner, [((3,), (3,)), ((2, 3), (4, 3))]),
+    Case("mul", lambda x, y: x.inner(y), np.inner, [((), (3,))]),
+    Case("vdot", lambda x, y: lib(x).vdot(x, y), np.vdot, [((3,), (3,)), ((0,), (0,))]),
+    Case("dist", lambda x, y: lib(x).dist(x, y), lambda a, b: np_norm(a - b), BINARY[:4]),
+    Case("dist", lambda x, y: x.dist(y, 1), lambda a, b: np_norm(a - b, 1), BINARY[:2]),
+    Case("dist", lambda x, y: x.dist(y, 3), lambda a, b: np_norm(a - b, 3), BINARY[:2]),
+    Case(
+        "dist", lambda x, y: x.dist(y, math.inf), lambda a, b: np_norm(a - b, math.inf), BINARY[:2]
+    ),
+    Case(
+        "block_diag",
+        lambda x, y: lib(x).block_diag(x, y),
+        np_block_diag,
+        [((2, 3), (2,)), ((), (2, 2))],
+    ),
+    Case(
+        "block_diag",
+        lambda x, y, z: lib(x).block_diag(x, y, z),
+        np_block_diag,
+        [((1, 2), (3, 1), (2,))],
+    ),
+    Case("renorm", lambda x: x.renorm(2, 0, 2.5), lambda a: np_renorm(a, 2, 0, 2.5), [((3, 4),)]),
+    Case(
+        "renorm",
+        lambda x: lib(x).renorm(x, 1, 1, 2.0),
+        lambda a: np_renorm(a, 1, 1, 2.0),
+        [((3, 4),), ((2, 3, 2),)],
+    ),
+    Case(
+        "renorm", lambda x: x.renorm(3, 2, 1.5), lambda a: np_renorm(a, 3, 2, 1.5), [((2, 2, 3),)]
+    ),
+    Case("stack", lambda x, y: lib(x).cartesian_prod(x, y), np_cartesian, [((3,), (2,))]),
+    Case("stack", lambda x: lib(x).combinations(x), np_combinations, [((4,),)]),
+    Case(
+        "stack",
+        lambda x: lib(x).combinations(x, 3, with_replacement=True),
+        lambda a: np_combinations(a, 3, True),
+        [((3,),)],
+    ),
+    Case("squeeze", lambda x: lib(x).cov(x), np_cov, [((3, 5),), ((4,),)]),
+    Case("clamp", lambda x: lib(x).corrcoef(x), np.corrcoef, [((3, 5),)]),
+    # (PyTorch's vander has no working gradient: its backward raises on its own in-place write)
+    Case("flip", lambda x: lib(x).vander(x), np_vander, [(Const([0.5, -1.0, 2.0]),)]),
+    Case("flip", lambda x: lib(x).vander(x, 2), lambda a: np.vander(a, 2), [(Const([1, 2, 3]),)]),
+    Case(
+        "diag_embed", lambda x: lib(x).diagflat(x), lambda a: np.diagflat(a), [((3,),), ((2, 2),)]
+    ),
+    Case("diag_embed", lambda x: x.diagflat(-1), lambda a: np.diagflat(a, -1), [((3,),)]),
+    # shapes
+    Case("view", lambda x: lib(x).atleast_1d(x), np.atleast_1d, [((),)]),
+    Case("view", lambda x: lib(x).atleast_2d(x), np.atleast_2d, [((),)]),
+    Case("unsqueeze", lambda x: lib(x).atleast_2d(x), np.atleast_2d, [((3,),)]),
+    Case("unsqueeze", lambda x: lib(x).atleast_3d(x), np.atleast_3d, [((3,),), ((2, 3),)]),
+    Case(
+        "unsqueeze",
+        lambda x, y: lib(x).atleast_3d((x, y)),
+        lambda a, b: np.atleast_3d(a, b),
+        [((2, 3), (3,))],
+    ),
+    Case(
+        "cat",
+        lambda x, y: lib(x).hstack([x, y]),
+        lambda a, b: np.hstack([a, b]),
+        [((2, 3), (2, 1)), ((3,), (2,))],
+    ),
+    Case(
+        "cat",
+        lambda x, y: lib(x).vstack((x, y)),
+        lambda a, b: np.vstack([a, b]),
+        [((2, 3), (1, 3)), ((3,), (3,))],
+    ),
+    Case(
+        "cat",
+        lambda x, y: lib(x).row_stack((x, y)),
+        lambda a, b: np.vstack([a, b]),
+        [((2, 3), (3,))],
+    ),
+    Case(
+        "cat",
+        lambda x, y: lib(x).dstack([x, y]),
+        lambda a, b: np.dstack([a, b]),
+        [((2, 3), (2, 3)), ((3,), (3,))],
+    ),
+    Case(
+        "cat",
+        lambda x, y: lib(x).column_stack([x, y]),
+        lambda a, b: np.column_stack([a, b]),
+        [((3,), (3, 2)), ((2,), (2,))],
+    ),
+    Case(
+        "cat",
+        lambda x, y: lib(x).concat([x, y], dim=1),
+        lambda a, b: np.concatenate([a, b], 1),
+        [((2, 3), (2, 1))],
+    ),
+    Case(
+        "cat",
+        lambda x, y: lib(x).concatenate([x, y], axis=0),
+        lambda a, b: np.concatenate([a, b], 0),
+        [((2, 3), (1, 3))],
+    ),
+    Case(
+        "slice",
+        lambda x: lib(x).tensor_split(x, 3, dim=1),
+        lambda a: tuple(np.array_split(a, 3, 1)),
+        [((2, 7),), ((2, 2),)],
+    ),
+    Case(
+        "slice", lambda x: x.tensor_split([1, 3]), lambda a: tuple(np.split(a, [1, 3])), [((5, 2),)]
+    ),
+    Case(
+        "slice",
+        lambda x: lib(x).hsplit(x, 2),
+        lambda a: tuple(np.hsplit(a, 2)),
+        [((2, 4),), ((4,),)],
+    ),
+    Case("slice", lambda x: lib(x).vsplit(x, [1]), lambda a: tuple(np.vsplit(a, [1])), [((3, 2),)]),
+    Case("slice", lambda x: lib(x).dsplit(x, 2), lambda a: tuple(np.dsplit(a, 2)), [((1, 2, 4),)]),
+    Case(
+        "split_with_sizes",
+        lambda x: lib(x).split_with_sizes(x, [1, 3], 1),
+        lambda a: tuple(np.split(a, [1], 1)),
+        [((2, 4),)],
+    ),
+    Case(
+        "unsafe_split",
+        lambda x: lib(x).unsafe_split(x, 2, 1),
+        lambda a: tuple(np.split(a, [2], 1)),
+        [((2, 3),)],
+    ),
+    Case(
+        "unsafe_split", lambda x: x.unsafe_chunk(2), lambda a: tuple(np.split(a, [2])), [((4, 2),)]
+    ),
+    Case(
+        "unsafe_split_with_sizes",
+        lambda x: lib(x).unsafe_split_with_sizes(x, [1, 2], 1),
+        lambda a: tuple(np.split(a, [1], 1)),
+        [((2, 3),)],
+    ),
+    Case("flip", lambda x: lib(x).fliplr(x), np.fliplr, [((2, 3),)]),
+    Case("flip", lambda x: x.flipud(), np.flipud, [((2, 3),), ((3,),)]),
+    Case("rot90", lambda x: lib(x).rot90(x), np.rot90, [((2, 3),)]),
+    Case("rot90", lambda x: x.rot90(2, (1, 0)), lambda a: np.rot90(a, 2, (1, 0)), [((2, 3),)]),
+    Case("rot90", lambda x: x.rot90(-1, [1, 2]), lambda a: np.rot90(a, -1, (1, 2)), [((2, 3, 4),)]),
+    Case(
+        "view", lambda x: lib(x).unflatten(x, 1, (2, 2)), lambda a: a.reshape(3, 2, 2), [((3, 4),)]
+    ),
+    Case("view", lambda x: x.unflatten(-1, (-1, 2)), lambda a: a.reshape(3, 2, 2), [((3, 4),)]),
+    Case("view", lambda x: lib(x).ravel(x), np.ravel, [((2, 3),)]),
+    Case("view", lambda x: x.t().ravel(), lambda a: np.ravel(a.T), [((2, 3),)]),
+    Case(
+        "transpose",
+        lambda x: lib(x).adjoint(x),
+        lambda a: np.swapaxes(a, -1, -2),
+        [((2, 3),), ((2, 3, 4),)],
+    ),
+    Case(
+        "gather",
+        lambda x, i: lib(x).take_along_dim(x, i, 1),
+        lambda a, i: np.take_along_axis(a, i, 1),
+        [((3, 4), Const([[0], [3], [1]]))],
+    ),
+    Case(
+        "gather",
+        lambda x, i: lib(x).take_along_dim(x, i),
+        lambda a, i: a.reshape(-1)[i],
+        [((3, 4), Const([0, 5, 11]))],
+    ),
+    Case(
+        "gather",
+        lambda x, i: x.take_along_dim(i, 0),
+        lambda a, i: np.take_along_axis(a, np.broadcast_to(i, (2, 4)), 0),
+        [((3, 4), Const([[2], [0]]))],
+    ),
+    # indexing
+    Case(
+        "index_copy",
+        lambda x, i, y: lib(x).index_copy(x, 1, i, y),
+        lambda a, i, b: np.concatenate([b[:, 1:2], a[:, 1:2], b[:, 0:1]], 1),
+        [((2, 3), Const([2, 0]), (2, 2))],
+    ),
+    Case(
+        "index_copy",
+        lambda x, i, y: x.clone().index_copy_(0, i, y),
+        lambda a, i, b: np.concatenate([a[:1], b]),
+        [((2, 3), Const([1]), (1, 3))],
+    ),
+    Case(
+        "index_fill",
+        lambda x, i: lib(x).index_fill(x, 1, i, -1.5),
+        lambda a, i: np.where([True, False, True], -1.5, a),
+        [((2, 3), Const([0, 2]))],
+    ),
+    Case(
+        "index_fill",
+        lambda x, i: x.clone().index_fill_(0, i, 2.0),
+        lambda a, i: np.where([[False], [True]], 2.0, a),
+        [((2, 3), Const([1]))],
+    ),
+    Case(
+        "index_put",
+        lambda x, y: lib(x).index_put(x, (lib(x).tensor([0, 2]),), y),
+        lambda a, b: np_put(a, ([0, 2],), b),
+        [((3, 2), (2, 2))],
+    ),
+    Case(
+        "index_put_accumulate",
+        lambda x, y: lib(x).index_put(x, (lib(x).tensor([0, 1, 0]),), y, accumulate=True),
+        lambda a, b: a + np.stack([b[0] + b[2], b[1], 0 * b[0]]),
+        [((3, 2), (3, 2))],
+    ),
+    Case(
+        "index_put_accumulate",
+        lambda x, y: x.clone().index_put_((lib(x).tensor([1, 1]),), y, True),
+        lambda a, b: a + np.array([0.0, 2 * b, 0.0]),
+        [((3,), ())],
+    ),
+    Case(
+        "scatter_reduce",
+        lambda x, i, s: lib(x).scatter_reduce(x, 1, i, s, "sum"),
+        lambda a, i, s: np_scatter_reduce(a, 1, i, s, "sum"),
+        [((3, 3), REDUCE_INDEX, (3, 2))],
+    ),
+    Case(
+        "scatter_reduce",
+        lambda x, i, s: x.scatter_reduce(1, i, s, "mean", include_self=False),
+        lambda a, i, s: np_scatter_reduce(a, 1, i, s, "mean", False),
+        [((3, 3), REDUCE_INDEX, (3, 2))],
+    ),
+    Case(
+        "scatter_reduce",
+        lambda x, i, s: x.scatter_reduce(1, i, s, "amax"),
+        lambda a, i, s: np_scatter_reduce(a, 1, i, s, "amax"),
+        [((3, 3), REDUCE_INDEX, (3, 2))],
+    ),
+    Case(
+        "scatter_reduce",
+        lambda x, i, s: x.scatter_reduce(1, i, s, "amin", include_self=False),
+        lambda a, i, s: np_scatter_reduce(a, 1, i, s, "amin", False),
+        [((3, 3), REDUCE_INDEX, (3, 2))],
+    ),
+    Case(
+        "scatter_reduce",
+        lambda x, i, s: x.scatter_reduce(1, i, s, "prod"),
+        lambda a, i, s: np_scatter_reduce(a, 1, i, s, "prod"),
+        [((3, 3), REDUCE_INDEX, (3, 2))],
+    ),
+    Case(
+        "scatter_reduce",
+        lambda x, i, s: x.clone().scatter_reduce_(0, i, s, "sum", include_self=False),
+        lambda a, i, s: np_scatter_reduce(a, 0, i, s, "sum", False),
+        [((3, 2), Const([[2, 0]]), (1, 2))],
+    ),
+    Case(
+        "masked_scatter",
+        lambda x, s: lib(x).masked_scatter(x, x > 0, s),
+        lambda a, s: np_masked_scatter(a, a > 0, s),
+        [((2, 3), (2, 3)), ((2, 3), (7,))],
+    ),
+    Case(
+        "masked_scatter",
+        lambda x, m, s: x.masked_scatter(m, s),
+        lambda a, m, s: np_masked_scatter(a, m, s),
+        [((2, 3), MASK, (3,))],
+    ),
+    Case("put", lambda x, i, s: lib(x).put(x, i, s), np_put_flat, [((2, 3), Const([0, 5]), (2,))]),
+    Case(
+        "put",
+        lambda x, i, s: x.put(i, s, accumulate=True),
+        lambda a, i, s: np_put_flat(a, i, s, True),
+        [((2, 3), Const([[1, 1]]), (1, 2))],
+    ),
+    # counting and searching: no gradient
+    Case(
+        "histc",
+        lambda x: lib(x).histc(x, bins=4, min=-2, max=2),
+        lambda a: np.histogram(a, 4, (-2, 2))[0].astype(a.dtype),
+        [((2, 3),)],
+    ),
+    Case(
+        "histc",
+        lambda x: x.histc(3),
+        lambda a: np.histogram(a, 3, (a.min(), a.max()))[0].astype(a.dtype),
+        [((5,),)],
+    ),
+    Case(
+        "histogram",
+        lambda x: tuple(lib(x).histogram(x, 4)),
+        lambda a: tuple(np.histogram(a, 4)),
+        [(Const([[0.5, -1.0, 2.0], [1.5, 0.25, 1.0]]),)],
+    ),
+    Case(
+        "bincount",
+        lambda x: lib(x).bincount(x.abs()),
+        lambda a: np.bincount(np.abs(a)),
+        [(Const(np.array([1, 4, 1, 0])),)],
+    ),
+    Case(
+        "bincount",
+        lambda x, w: x.bincount(w, minlength=6),
+        lambda a, w: np.bincount(a, w, 6),
+        [(Const(np.array([1, 4, 1])), Const([0.5, 1.0, 2.0]))],
+    ),
+    Case(
+        "searchsorted",
+        lambda s, v: lib(s).searchsorted(s, v),
+        lambda s, v: np.stack([np.searchsorted(r, w) for r, w in zip(s, v)]),
+        [(SORTED, Const([[0.7, 3.5], [1.0, -2.0]]))],
+    ),
+    Case(
+        "searchsorted",
+        lambda s, v: lib(s).bucketize(v, s[0], right=True),
+        lambda s, v: np.searchsorted(s[0], v, "right"),
+        [(SORTED, Const([[0.7, 3.5], [1.0, -2.0]]))],
+    ),
+    Case("isin", lambda x, y: lib(x).isin(x, y), np.isin, [(INTS_A, INTS_B)]),
+    Case(
+        "isin",
+        lambda x, y: lib(x).isin(x, y, invert=True),
+        lambda a, b: np.isin(a, b, invert=True),
+        [(INTS_A, Const([7, 9]))],
+    ),
+    Case(
+        "unique_consecutive",
+        lambda x: lib(x).unique_consecutive(x, return_inverse=True, return_counts=True),
+        np_unique_consecutive,
+        [(Const(np.array([1, 1, 2, 2, 3, 1, 1])),)],
+    ),
+]
 
 
 # ---- running a case on nbgrad and on torch -------------------------------------------------

@@ -137,3 +137,116 @@ def test_out_is_keyword_only_in_the_signature():
     for name, _ in OUT_CASES:
         param = inspect.signature(getattr(_functions, name)).parameters["out"]
         assert param.kind is inspect.Parameter.KEYWORD_ONLY and param.default is None
+
+
+# ---- PyTorch's wider surface: dtype helpers, predicates and the generator's state ---------
+DTYPE_NAMES = ["float16", "float32", "float64"]
+INT_NAMES = ["uint8", "int8", "int16", "int32", "int64", "bool"]
+
+
+@pytest.mark.parametrize("name", DTYPE_NAMES)
+def test_finfo_matches_torch(name):
+    ours, theirs = ng.finfo(getattr(ng, name)), torch.finfo(getattr(torch, name))
+    for field in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype"):
+        assert getattr(ours, field) == getattr(theirs, field), field
+    assert repr(ours) == repr(theirs)
+
+
+@pytest.mark.parametrize("name", INT_NAMES[:-1])
+def test_iinfo_matches_torch(name):
+    ours, theirs = ng.iinfo(getattr(ng, name)), torch.iinfo(getattr(torch, name))
+    assert (ours.bits, ours.max, ours.min, ours.dtype) == (
+        theirs.bits,
+        theirs.max,
+        theirs.min,
+        theirs.dtype,
+    )
+
+
+def test_finfo_and_iinfo_refuse_the_other_kind_as_torch():
+    for lib in (ng, torch):
+        with pytest.raises(TypeError, match="requires a floating point input type"):
+            lib.finfo(lib.int32)
+        with pytest.raises(TypeError, match="requires an integer input type"):
+            lib.iinfo(lib.float32)
+
+
+@pytest.mark.parametrize("a", DTYPE_NAMES + INT_NAMES)
+@pytest.mark.parametrize("b", DTYPE_NAMES + INT_NAMES)
+def test_promote_types_and_can_cast_match_torch(a, b):
+    assert (
+        str(ng.promote_types(getattr(ng, a), getattr(ng, b))).split(".")[-1]
+        == str(torch.promote_types(getattr(torch, a), getattr(torch, b))).split(".")[-1]
+    )
+    assert ng.can_cast(getattr(ng, a), getattr(ng, b)) == torch.can_cast(
+        getattr(torch, a), getattr(torch, b)
+    )
+
+
+@pytest.mark.parametrize(
+    "pair", [([1, 2], 1.0), ([1.0], 2), (2, 3.0), ([True], 2), ([1], [2.5]), (1, True)]
+)
+def test_result_type_matches_torch(pair):
+    def args(lib):
+        return [lib.tensor(p) if isinstance(p, list) else p for p in pair]
+
+    assert (
+        str(ng.result_type(*args(ng))).split(".")[-1]
+        == str(torch.result_type(*args(torch))).split(".")[-1]
+    )
+
+
+def test_tensor_predicates_match_torch():
+    cases = [[1.5], [0], [2], [True], []]
+    for values in cases:
+        ours, theirs = ng.tensor(values), torch.tensor(values)
+        assert ng.is_floating_point(ours) == torch.is_floating_point(theirs)
+        assert ng.is_signed(ours) == torch.is_signed(theirs)
+        assert ng.is_same_size(ours, ng.zeros(1)) == torch.is_same_size(theirs, torch.zeros(1))
+        if len(values) == 1:
+            assert ng.is_nonzero(ours) == torch.is_nonzero(theirs)
+    for lib in (ng, torch):
+        with pytest.raises(RuntimeError, match="with no values is ambiguous"):
+            lib.is_nonzero(lib.tensor([]))
+        with pytest.raises(RuntimeError, match="more than one value is ambiguous"):
+            lib.is_nonzero(lib.tensor([1, 2]))
+    assert ng.get_device(ng.zeros(2)) == torch.get_device(torch.zeros(2)) == -1
+
+
+def test_scalar_tensor_asarray_and_range_match_torch():
+    for lib in (ng, torch):
+        s = lib.scalar_tensor(3)
+        assert s.shape == () and str(s.dtype).endswith("float32") and s.item() == 3
+    t = ng.tensor([1.0, 2.0])
+    assert ng.asarray(t) is t
+    assert ng.asarray(t, copy=True) is not t
+    with pytest.warns(UserWarning, match="torch.range is deprecated"):
+        r = ng.range(1, 4)
+    np.testing.assert_array_equal(r.numpy(), torch.range(1, 4).numpy())
+
+
+def test_rng_state_restores_the_same_draws():
+    ng.manual_seed(5)
+    state = ng.get_rng_state()
+    assert state.dtype is ng.uint8
+    first = ng.randn(4)
+    ng.set_rng_state(state)
+    np.testing.assert_array_equal(ng.randn(4).numpy(), first.numpy())
+    assert ng.initial_seed() == 5
+    assert ng.manual_seed(7) is ng.default_generator
+    s = ng.seed()
+    assert ng.initial_seed() == s
+    with pytest.raises(TypeError, match="RNG state must be a torch.ByteTensor"):
+        ng.set_rng_state(ng.zeros(3))
+    with pytest.raises(RuntimeError, match="CPUGeneratorImplState of size"):
+        ng.set_rng_state(ng.zeros(3, dtype=ng.uint8))
+
+
+def test_a_generator_has_its_own_state():
+    g = ng.Generator().manual_seed(3)
+    assert g.initial_seed() == 3
+    state = g.get_state()
+    a = g._rng.random(3)
+    g.set_state(state)
+    np.testing.assert_array_equal(g._rng.random(3), a)
+    assert ng.Generator().initial_seed() == torch.Generator().initial_seed()

@@ -16,7 +16,17 @@ PKG = os.path.join(ROOT, "nbgrad")
 LAYERS = [
     ("nbgrad.backend", "nbgrad.dtypes", "nbgrad.return_types"),
     ("nbgrad._graph",),
-    ("nbgrad._tensor", "nbgrad.tensor", "nbgrad._tensor_types", "nbgrad.cuda", "nbgrad._functions"),
+    (
+        "nbgrad._tensor",
+        "nbgrad.tensor",
+        "nbgrad._tensor_types",
+        "nbgrad.cuda",
+        "nbgrad._functions",
+        "nbgrad._functions_wider",
+        "nbgrad._functions_shapes",
+        "nbgrad._functions_types",
+        "nbgrad._random",
+    ),
     ("nbgrad._kernels", "nbgrad.derivatives"),
     ("nbgrad.autograd",),
     ("nbgrad.nn", "nbgrad.optim", "nbgrad.serialization"),

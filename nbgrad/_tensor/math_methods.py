@@ -165,7 +165,9 @@ class MathMethods:
     def mul(self, other):
         return _dispatch(OPS["mul"], (self, _arg(other)))
 
-    def div(self, other):
+    def div(self, other, *, rounding_mode=None):
+        if rounding_mode is not None:  # (floor or trunc: DivBackward2, see wider_methods.py)
+            return self.divide(other, rounding_mode=rounding_mode)
         return _dispatch(OPS["div"], (self, _arg(other)))
 
     def floor_divide(self, other):
@@ -739,7 +741,9 @@ class MathMethods:
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
-def _quantile(self, q, dim, keepdim, interpolation):
+def _quantile(self, q, dim, keepdim, interpolation, ignore_nan=False):
+    """``quantile``; with ``ignore_nan``, ``nanquantile`` (the ranks among each slice's
+    numbers, which sort before its NaN)."""
     if not self.is_floating_point() or self._data.dtype.itemsize < 4:
         raise RuntimeError("quantile() input tensor must be either float or double dtype")
     if interpolation not in _INTERPOLATIONS:
@@ -773,7 +777,11 @@ def _quantile(self, q, dim, keepdim, interpolation):
         ordered = ordered.unsqueeze(-1).transpose(d, -1) if keepdim else ordered.movedim(d, -1)
     n = ordered.shape[-1]
     with _NoGrad():
-        ranks = q * (n - 1)
+        if ignore_nan:  # each slice's count of numbers, less one
+            last = ordered.isnan().logical_not().sum(-1, keepdim=True).to(self.dtype) - 1
+            ranks = q * last.clamp_min(0)
+        else:
+            ranks = q * (n - 1)
         if interpolation == "lower":
             ranks = ranks.floor()
         elif interpolation == "higher":
@@ -782,8 +790,11 @@ def _quantile(self, q, dim, keepdim, interpolation):
             ranks = ranks.round()
         shape = tuple(ordered.shape[:-1]) + (q.numel(),)
         ranks = ranks.expand(shape)
-        # a slice with a NaN (sorted last) gives that NaN, as PyTorch's
-        ranks = where(ordered.isnan().any(-1, keepdim=True), float(n - 1), ranks)
+        # a slice with a NaN (sorted last) gives that NaN, as PyTorch's (nanquantile: a slice
+        # of NaN only)
+        nan = ordered.isnan()
+        nan_slice = nan.all(-1, keepdim=True) if ignore_nan else nan.any(-1, keepdim=True)
+        ranks = where(nan_slice, float(n - 1), ranks)
         below = ranks.floor().long()
         above = ranks.ceil().long()
         weights = ranks - below if interpolation != "midpoint" else (above > below) * 0.5
