@@ -38,6 +38,7 @@ export function stateAt(tr, pos) {
   const finished = new Set(done);
   for (const ids of Object.values(state.ready)) for (const id of ids) finished.add(id);
   if (state.running) finished.add(state.running);
+  for (const id of state.made_ready) finished.add(id); // NOTE [Made ready, not waiting]
   state.done = done;
   state.dependencies = Object.fromEntries(Object.entries(deps).filter(([k]) => !finished.has(k)));
   state.buffers = Object.fromEntries(Object.entries(buffers).filter(([k]) => !finished.has(k)));

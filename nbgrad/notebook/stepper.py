@@ -148,8 +148,19 @@ class BackwardStepper(StillWidget):
         """The engine's state at ``position`` (default: the current one), rebuilt from the
         trace: ``running`` node id, ``done`` ids, ``ready`` per device, ``dependencies`` and
         ``buffers`` of the nodes not yet ready, the running node's ``inputs``, ``outputs``,
-        ``hooks``, ``made_ready`` and ``accumulated`` (see ``snapshot.trace_state``)."""
-        return trace_state(self.trace, self.position if position is None else position)
+        ``hooks``, ``made_ready`` and ``accumulated`` (see ``snapshot.trace_state``).
+
+        NOTE [Made ready, not waiting]
+        A step's dependency counts and buffers are those seen when its node started; the
+        nodes it makes ready (``made_ready``) are counted there as still waiting for it. At
+        that step they are ready, so they are not listed as waiting too (``stateAt`` in
+        widgets/stepper.js does the same)."""
+        state = trace_state(self.trace, self.position if position is None else position)
+        made = set(state["made_ready"])
+        if made:
+            for key in ("dependencies", "buffers"):
+                state[key] = {k: v for k, v in state[key].items() if k not in made}
+        return state
 
     def to_svg(self) -> str:
         return trace_svg(self.trace, lay=self.graph_layout, position=self.position)
