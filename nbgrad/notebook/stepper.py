@@ -151,15 +151,26 @@ class BackwardStepper(StillWidget):
         ``hooks``, ``made_ready`` and ``accumulated`` (see ``snapshot.trace_state``).
 
         NOTE [Made ready, not waiting]
-        A step's dependency counts and buffers are those seen when its node started; the
-        nodes it makes ready (``made_ready``) are counted there as still waiting for it. At
-        that step they are ready, so they are not listed as waiting too (``stateAt`` in
-        widgets/stepper.js does the same)."""
+        A step shows what its node did: the nodes it made ready (``made_ready``) and the
+        dependency counts and input buffers as its gradients left them (the counts seen when
+        the next node started), so the nodes it made ready are not listed as waiting too, and
+        the buffer it half filled shows at once. ``stateAt`` in widgets/stepper.js is the same;
+        ``trace_state`` (the still picture's) still shows the counts as the node started."""
         state = trace_state(self.trace, self.position if position is None else position)
-        made = set(state["made_ready"])
-        if made:
-            for key in ("dependencies", "buffers"):
-                state[key] = {k: v for k, v in state[key].items() if k not in made}
+        pos, steps = state["position"], self.trace["steps"]
+        if 1 <= pos <= len(steps):
+            deps = dict(self.trace["initial"]["dependencies"])
+            buffers = {}
+            for s in steps[: pos + 1]:
+                deps.update(s["dependencies"])
+                buffers.update(s["buffers"])
+            if pos == len(steps):
+                deps.update(self.trace["final"]["dependencies"])
+                buffers.update(self.trace["final"]["buffers"])
+            finished = {state["running"], *state["done"], *state["made_ready"]}
+            finished.update(i for ids in state["ready"].values() for i in ids)
+            state["dependencies"] = {k: v for k, v in deps.items() if k not in finished}
+            state["buffers"] = {k: v for k, v in buffers.items() if k not in finished}
         return state
 
     def to_svg(self) -> str:
