@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import itertools
 import linecache
+import sys
 import textwrap
 import threading
 import traceback
@@ -129,6 +130,34 @@ def _default_namespace():
     import numpy
 
     return {"ng": nbgrad, "nbgrad": nbgrad, "np": numpy, "__name__": "__nbgrad_hook__"}
+
+
+# NOTE [Hooks registered from Python]
+# A hook may also be registered by the user's code (``t.register_hook(...)`` in a later cell)
+# or removed there (``handle.remove()``). Neither nbgrad nor torch tells anyone when a hook is
+# registered, and polling would work while nothing changes; a hook appears when the cell that
+# registers it has run, which is when the user looks for it. So each open editor reads its
+# target's hooks again after every cell (IPython's ``post_run_cell``; nothing when no IPython
+# runs) and sends the list to the browser only when it changed (traitlets drops an equal
+# value), the graph then redrawing its hook badges as after a click. A closed editor is read
+# again when it is shown again; one that is garbage is forgotten.
+_editors = weakref.WeakSet()
+
+
+def _watch_cells(editor):
+    """Keep ``editor`` up to date after each cell run by IPython."""
+    _editors.add(editor)
+    ipython = sys.modules.get("IPython")  # the notebook layer never imports IPython itself
+    shell = ipython.get_ipython() if ipython is not None else None
+    events = getattr(shell, "events", None)
+    if events is not None and _after_cell not in events.callbacks.get("post_run_cell", []):
+        events.register("post_run_cell", _after_cell)
+
+
+def _after_cell(result=None):
+    for editor in list(_editors):
+        if editor.comm is not None:
+            editor._resync()
 
 
 class _Running(threading.local):
@@ -249,6 +278,7 @@ class HookEditor(StillWidget):
             if target is None and graph.selected:
                 target = graph.selected
         self.set_target(target)
+        _watch_cells(self)
 
     # -- the target --------------------------------------------------------------------------
     def set_target(self, target):
@@ -380,6 +410,23 @@ class HookEditor(StillWidget):
                 "root": self._root_name(root),
             }
             self.hooks = entries
+
+    def _resync(self):
+        """Read the target's hooks again (NOTE [Hooks registered from Python]); the browser
+        gets the list only when it changed, and the graph redraws its hook badges then."""
+        before = self.hooks
+        try:
+            self._update()
+        except Exception as e:  # noqa: BLE001 - e.g. a module gone: shown in the editor
+            self.error = "".join(traceback.format_exception_only(type(e), e)).strip()
+            return
+        if self.hooks != before:
+            self._redraw_graph()
+
+    def _reopen(self):
+        if self.comm is None:
+            self._resync()
+        super()._reopen()
 
     def _root_name(self, root):
         if root is None:
