@@ -298,10 +298,7 @@ class AutogradMagics(Magics):
                     "show: no cell's drawing was interrupted; name a session kept with "
                     "%%autograd -o NAME: %autograd show NAME"
                 )
-        show_widget = SESSIONS.start(*current_cell(self.shell))
-        if session.graph is not None:
-            show_widget(session.graph)
-        self._show(session, None, show_widget)
+        self._show(session, None, SESSIONS.start(*current_cell(self.shell)))
 
     def _show(self, session, handle, show_widget):
         """Draw a session: the still pictures (``--static``), or its graph view (with the
@@ -336,6 +333,10 @@ class AutogradMagics(Magics):
                 )
             return
 
+        # a widget is registered with the run that shows it first, or again once closed: a
+        # session drawn again leaves the widgets still open to the cell that made them
+        widgets = {k: getattr(session, k) for k in ("graph", "hooks", "stepper")}
+        register = [k for k, w in widgets.items() if w is None or w.comm is None]
         view = session.graph
         view.names = names
         view.weak_names = weak_names
@@ -353,9 +354,9 @@ class AutogradMagics(Magics):
                 recorder=rec,
                 graph=view,
             )
-        for w in (session.hooks, session.stepper):
-            if w is not None:
-                show_widget(w)
+        for k in register:
+            if getattr(session, k) is not None:
+                show_widget(getattr(session, k))
         if handle is not None:
             handle.update({}, raw=True)  # see NOTE [Live display and saved outputs]
         display(session.stepper if session.stepper is not None else view)

@@ -12,6 +12,7 @@ tests/notebook/test_kernel_interrupts.py sends a real one to a real kernel.
 from __future__ import annotations
 
 import importlib
+import itertools
 
 import anywidget  # noqa: F401
 import pytest
@@ -69,8 +70,13 @@ def interrupt_in(ip, monkeypatch):
     SESSIONS.release_all()
 
 
+_requests = itertools.count()
+
+
 def _run(ip, source, cell_id=None):
-    ip.parent_header = {"header": {"msg_id": source}, "metadata": {"cellId": cell_id or "c"}}
+    """Run a cell as the frontend runs cell ``cell_id`` (a new execute request each time)."""
+    header = {"msg_id": f"request-{next(_requests)}"}
+    ip.parent_header = {"header": header, "metadata": {"cellId": cell_id or "c"}}
     try:
         with capture_output() as cap:
             result = ip.run_cell(source)
@@ -143,3 +149,31 @@ def test_show_of_something_else_is_a_usage_error(ip, line, message):
     SESSIONS.release_all()
     result, cap = _run(ip, line)
     assert message in cap.stderr + str(result.error_in_exec)
+
+
+def test_a_session_drawn_again_stays_with_the_cell_that_made_it(ip):
+    """``%autograd show s`` of an open session shows its widgets again without taking them from
+    their cell: re-running the show cell closes nothing; re-running the cell that made them
+    closes them. A closed session drawn again belongs to the show cell."""
+    SESSIONS.release_all()
+    made = "%%autograd -o s\n" + CELL.replace("arm()\n", "")
+    result, _ = _run(ip, made, cell_id="maker")
+    assert result.success
+    s = ip.user_ns["s"]
+    widgets = [s.graph, s.hooks]
+    comms = [w.comm for w in widgets]
+    for _ in range(2):
+        result, cap = _run(ip, "%autograd show s", cell_id="shower")
+        assert result.success and _texts(cap)[0].startswith("GraphView(")
+        assert [w.comm for w in widgets] == comms  # the same comms: the cell's views live on
+    old = ip.user_ns.pop("s")
+    result, _ = _run(ip, made, cell_id="maker")  # the cell runs again: its widgets close
+    assert all(w.comm is None for w in widgets)
+    ip.user_ns["s"] = old
+    result, _ = _run(ip, "%autograd show s", cell_id="shower")
+    assert all(w.comm is not None for w in widgets)
+    result, _ = _run(ip, "%autograd show s", cell_id="shower")  # this run closes, then reopens
+    released = SESSIONS.released
+    _run(ip, "%%autograd\nz = ng.ones(1, requires_grad=True) * 2\n", cell_id="shower")
+    assert SESSIONS.released == released + len(widgets)
+    assert all(w.comm is None for w in widgets)
