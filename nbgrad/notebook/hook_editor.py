@@ -19,7 +19,8 @@ A syntax error leaves every hook as it was and shows the error; a hook that rais
 backward makes that backward fail, as in PyTorch, and the editor shows the error on that hook;
 no other hook is lost. "Run backward" runs ``root.backward(retain_graph=..., create_graph=...)``
 with a recorder listening to the engine and shows which hooks fired, with the gradient before
-and after each.
+and after each; while it runs, ``running`` says which hook or node runs, and an interrupt says
+where it landed (NOTE [A backward that runs long]).
 
 Messages from the browser: ``add {kind, source}``, ``edit {id, source}``, ``enable {id,
 enabled}``, ``remove {id}``, ``run_backward {retain_graph, create_graph}``, ``zero_grad``.

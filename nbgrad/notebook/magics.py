@@ -182,7 +182,7 @@ def _assigned_names(tree):
 
 @magics_class
 class AutogradMagics(Magics):
-    """The ``%%autograd`` cell magic (and ``%autograd``, its usage)."""
+    """The ``%%autograd`` cell magic (and ``%autograd``: its usage, and ``show``)."""
 
     @line_cell_magic
     def autograd(self, line, cell=None):
@@ -192,7 +192,7 @@ class AutogradMagics(Magics):
         if opts.help or cell is None:
             # NOTE [Line magic]: a line has no code to record, so ``%autograd`` (and
             # ``%%autograd`` with nothing under it) prints the usage; any other option there
-            # says where the code goes
+            # says where the code goes (``%autograd show`` draws a recorded graph again)
             if cell is None and not opts.help and line.strip():
                 _Parser().error("the code to record goes under %%autograd, in a cell")
             print(USAGE)
