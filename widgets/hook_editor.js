@@ -109,7 +109,12 @@ function render({ model, el }) {
   }
 
   function drawStatus() {
-    status.textContent = model.get("status") || "";
+    // while a backward started here runs: what it runs now (NOTE [A backward that runs long])
+    const running = model.get("running") || "";
+    status.textContent = running
+      ? `${running} (the kernel is busy: interrupt it to stop)` : model.get("status") || "";
+    status.classList.toggle("nbg-hooks-running", Boolean(running));
+    runBtn.disabled = Boolean(running);
     const err = model.get("error") || "";
     errorBox.textContent = err;
     errorBox.style.display = err ? "" : "none";
@@ -122,6 +127,7 @@ function render({ model, el }) {
   model.on("change:fired", drawFired);
   model.on("change:status", drawStatus);
   model.on("change:error", drawStatus);
+  model.on("change:running", drawStatus);
   drawTarget();
   drawHooks();
   drawFired();
@@ -134,6 +140,7 @@ function render({ model, el }) {
     model.off("change:fired", drawFired);
     model.off("change:status", drawStatus);
     model.off("change:error", drawStatus);
+    model.off("change:running", drawStatus);
   };
 }
 

@@ -17,9 +17,14 @@ export function stateAt(tr, pos) {
   const steps = tr.steps;
   const deps = { ...tr.initial.dependencies };
   const buffers = {};
-  for (const st of steps.slice(0, Math.min(pos, steps.length))) {
+  // a step shows the counts and buffers as its node left them (NOTE [Made ready, not waiting])
+  for (const st of steps.slice(0, Math.min(pos === 0 ? 0 : pos + 1, steps.length))) {
     Object.assign(deps, st.dependencies);
     Object.assign(buffers, st.buffers);
+  }
+  if (pos === steps.length && pos > 0) {
+    Object.assign(deps, tr.final.dependencies);
+    Object.assign(buffers, tr.final.buffers);
   }
   let done = steps.slice(0, Math.max(0, pos - 1)).map((st) => st.node);
   let state = { position: pos, running: null, ready: tr.initial.ready, inputs: [], outputs: [],
@@ -38,6 +43,7 @@ export function stateAt(tr, pos) {
   const finished = new Set(done);
   for (const ids of Object.values(state.ready)) for (const id of ids) finished.add(id);
   if (state.running) finished.add(state.running);
+  for (const id of state.made_ready) finished.add(id);
   state.done = done;
   state.dependencies = Object.fromEntries(Object.entries(deps).filter(([k]) => !finished.has(k)));
   state.buffers = Object.fromEntries(Object.entries(buffers).filter(([k]) => !finished.has(k)));

@@ -19,7 +19,8 @@ A syntax error leaves every hook as it was and shows the error; a hook that rais
 backward makes that backward fail, as in PyTorch, and the editor shows the error on that hook;
 no other hook is lost. "Run backward" runs ``root.backward(retain_graph=..., create_graph=...)``
 with a recorder listening to the engine and shows which hooks fired, with the gradient before
-and after each.
+and after each; while it runs, ``running`` says which hook or node runs, and an interrupt says
+where it landed (NOTE [A backward that runs long]).
 
 Messages from the browser: ``add {kind, source}``, ``edit {id, source}``, ``enable {id,
 enabled}``, ``remove {id}``, ``run_backward {retain_graph, create_graph}``, ``zero_grad``.
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import itertools
 import linecache
+import sys
 import textwrap
 import threading
 import traceback
@@ -38,6 +40,7 @@ import weakref
 import traitlets as t
 
 import nbgrad
+from nbgrad.autograd.graph import GraphObserver
 
 from ._widget import StillWidget, asset, esm
 from .recorder import Recorder
@@ -131,6 +134,113 @@ def _default_namespace():
     return {"ng": nbgrad, "nbgrad": nbgrad, "np": numpy, "__name__": "__nbgrad_hook__"}
 
 
+# NOTE [Hooks registered from Python]
+# A hook may also be registered by the user's code (``t.register_hook(...)`` in a later cell)
+# or removed there (``handle.remove()``). Neither nbgrad nor torch tells anyone when a hook is
+# registered, and polling would work while nothing changes; a hook appears when the cell that
+# registers it has run, which is when the user looks for it. So each open editor reads its
+# target's hooks again after every cell (IPython's ``post_run_cell``; nothing when no IPython
+# runs) and sends the list to the browser only when it changed (traitlets drops an equal
+# value), the graph then redrawing its hook badges as after a click. A closed editor is read
+# again when it is shown again; one that is garbage is forgotten.
+_editors = weakref.WeakSet()
+
+
+def _watch_cells(editor):
+    """Keep ``editor`` up to date after each cell run by IPython."""
+    _editors.add(editor)
+    ipython = sys.modules.get("IPython")  # the notebook layer never imports IPython itself
+    shell = ipython.get_ipython() if ipython is not None else None
+    events = getattr(shell, "events", None)
+    if events is not None and _after_cell not in events.callbacks.get("post_run_cell", []):
+        events.register("post_run_cell", _after_cell)
+
+
+def _after_cell(result=None):
+    for editor in list(_editors):
+        if editor.comm is not None:
+            editor._resync()
+
+
+# NOTE [A backward that runs long]
+# "Run backward" runs in the kernel's main thread, inside the handler of the browser's message,
+# so a hook that never returns holds the kernel until the user interrupts it. Meanwhile the
+# ``running`` trait says what runs: the backward when it starts, then, every HEARTBEAT seconds
+# from a small thread (the main thread is busy), the hook or node running now (``_Progress``
+# follows node_start/node_end; an editor hook marks itself while it runs). ipykernel turns the
+# stop button into a KeyboardInterrupt in the main thread during any message handler; it ends
+# the pass as any failed pass ends, and the editor says where it landed ("interrupted in
+# `<hook:MulBackward0#1>`": the innermost hook frame of the traceback, else the node that was
+# running), marks that hook, and keeps every hook as it was: adding a hook is a message of its
+# own, which had finished. The next backward runs as usual. From a message the interrupt ends
+# there (it was meant for the backward); from Python (``run_backward()`` in a cell) it is
+# raised again, so the cell stops too.
+HEARTBEAT = 0.25
+
+
+class _Progress(GraphObserver):
+    """What a backward started by an editor is running now, sent to ``editor.running``."""
+
+    current = None  # the innermost one running (an editor hook marks itself there)
+
+    def __init__(self, editor, source, what):
+        self.editor = editor
+        self.source = source
+        self.what = what
+        self.node = None
+        self.in_hook = None  # the label of the editor hook running now
+        self._done = threading.Event()
+        self._thread = self._outer = self._handle = None
+
+    def node_start(self, graph_task, node, inputs):
+        self.node = node
+
+    def node_end(self, graph_task, node, outputs):
+        self.node = None
+
+    def where(self):
+        """The hook or node running now (a label), or None between nodes."""
+        if self.in_hook is not None:
+            return self.in_hook
+        node = self.node
+        return self.editor._node_label(node) if node is not None else None
+
+    def __enter__(self):
+        self._outer, _Progress.current = _Progress.current, self
+        self.editor.running = self.what
+        self._handle = self.source.observe(self, forward=False, backward=True)
+        self._thread = threading.Thread(target=self._beat, name="nbgrad-editor-progress")
+        self._thread.daemon = True
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._done.set()
+        self._handle.remove()
+        self._thread.join()
+        _Progress.current = self._outer
+        self.editor.running = ""
+        return False
+
+    def _beat(self):
+        shown = None
+        while not self._done.wait(HEARTBEAT):
+            where = self.where()
+            if where != shown:
+                shown = where
+                self.editor.running = f"{self.what}: in {where}" if where else self.what
+
+
+def _hook_in(tb):
+    """The label of the innermost editor hook in a traceback, or None."""
+    label = None
+    for frame, _ in traceback.walk_tb(tb):
+        filename = frame.f_code.co_filename
+        if filename.startswith("<hook:"):
+            label = filename
+    return label
+
+
 class _Running(threading.local):
     failed = None  # the editor hook that raised in the backward running on this thread
 
@@ -151,6 +261,9 @@ class _EditorHook:
         self.error = None
 
     def __call__(self, *args):
+        progress = _Progress.current  # NOTE [A backward that runs long]
+        if progress is not None:
+            outer, progress.in_hook = progress.in_hook, self.__name__
         try:
             result = self.fn(*args)
         except Exception as e:
@@ -160,6 +273,9 @@ class _EditorHook:
                 editor._hook_failed(self)
             _running.failed = self  # for the editor that runs this backward, whichever it is
             raise
+        finally:
+            if progress is not None:
+                progress.in_hook = outer
         self.error = None
         return result
 
@@ -222,6 +338,7 @@ class HookEditor(StillWidget):
     hooks = t.List().tag(sync=True)
     fired = t.List().tag(sync=True)
     status = t.Unicode("").tag(sync=True)
+    running = t.Unicode("").tag(sync=True)  # NOTE [A backward that runs long]
     _messages = {  # NOTE [Checked messages]
         "add": {"kind": "str", "source": "str"},
         "edit": {"id": "str", "source": "str"},
@@ -249,6 +366,7 @@ class HookEditor(StillWidget):
             if target is None and graph.selected:
                 target = graph.selected
         self.set_target(target)
+        _watch_cells(self)
 
     # -- the target --------------------------------------------------------------------------
     def set_target(self, target):
@@ -381,6 +499,23 @@ class HookEditor(StillWidget):
             }
             self.hooks = entries
 
+    def _resync(self):
+        """Read the target's hooks again (NOTE [Hooks registered from Python]); the browser
+        gets the list only when it changed, and the graph redraws its hook badges then."""
+        before = self.hooks
+        try:
+            self._update()
+        except Exception as e:  # noqa: BLE001 - e.g. a module gone: shown in the editor
+            self.error = "".join(traceback.format_exception_only(type(e), e)).strip()
+            return
+        if self.hooks != before:
+            self._redraw_graph()
+
+    def _reopen(self):
+        if self.comm is None:
+            self._resync()
+        super()._reopen()
+
     def _root_name(self, root):
         if root is None:
             return None
@@ -495,10 +630,15 @@ class HookEditor(StillWidget):
         self._failed = None
         self._running = True
         _running.failed = None
-        error = None
+        error = interrupted = None
+        what = f"running backward from {self._root_name(root) or 'the root'}"
+        progress = _Progress(self, source_for(root), what)
         try:
-            with recorder.resume_backward():
+            with recorder.resume_backward(), progress:
                 root.backward(retain_graph=retain_graph or None, create_graph=create_graph)
+        except KeyboardInterrupt as e:  # NOTE [A backward that runs long]
+            interrupted = e
+            where = _hook_in(e.__traceback__) or progress.where()
         except Exception as e:  # noqa: BLE001 - shown in the editor
             error = e
             if self._failed is None:  # a hook another editor added raised: its error here too
@@ -514,7 +654,14 @@ class HookEditor(StillWidget):
                 call["node_name"] = view.label(call["node"]) or call["node_name"]
         with self.hold_sync():
             self.fired = fired
-            if error is not None:
+            if interrupted is not None:
+                self.error = f"interrupted in `{where}`" if where else "interrupted"
+                ran = sum(len(p.steps) for p in passes)
+                self.status = f"backward interrupted ({ran} nodes ran)"
+                for wrapper in self._editor_hooks.values():
+                    if wrapper.__name__ == where:
+                        wrapper.error = "KeyboardInterrupt: the backward was interrupted here"
+            elif error is not None:
                 if self._failed is not None:  # the user's own error first
                     self.error = f"{self._failed.__name__} failed:\n{self._failed.error}"
                     hint = _signature_hint(self._failed.kind, self._failed.error)
@@ -533,6 +680,18 @@ class HookEditor(StillWidget):
         self._update()
         if view is not None:
             view.refresh()
+        if interrupted is not None:
+            raise interrupted
+
+    def _node_label(self, node):
+        """A node's name, or a leaf's name as the graph draws it."""
+        source = source_for(node)
+        view = self.graph
+        if view is not None and source.variable(node) is not None:
+            drawn = view.id_of(node)
+            if drawn is not None and view.label(drawn):
+                return view.label(drawn)
+        return source.node_name(node)
 
     def zero_grad(self):
         """Set ``.grad`` to None on every leaf of the root's graph, as ``optimizer.zero_grad()``
@@ -604,7 +763,11 @@ class HookEditor(StillWidget):
         self.zero_grad()
 
     def _msg_run_backward(self, content):
-        self.run_backward(content.get("retain_graph", True), content.get("create_graph", False))
+        try:
+            self.run_backward(content.get("retain_graph", True), content.get("create_graph", False))
+        except KeyboardInterrupt:  # shown in the editor; it was meant for this backward
+            if not self.status.startswith("backward interrupted"):
+                self.error = "interrupted"  # after the backward, while showing its result
 
     def _msg_target(self, content):
         self.set_target(content.get("id") or None)

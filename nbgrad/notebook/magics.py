@@ -58,7 +58,10 @@ Run the cell as usual, record every forward call, and show the grad_fn graph it 
   --max-nodes N     draw at most N nodes (default {MAX_NODES:,}): the end of the cell, walked back
                     from its last calls; every output says what was left out
   -o NAME           store the session (record, graph, hooks, stepper) in NAME
-  --help            show this message"""
+  --help            show this message
+
+%autograd show [NAME]  draw again the graph of session NAME (-o NAME), or of the last cell
+                       whose drawing was interrupted"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -124,6 +127,8 @@ class Session:
         self.names = names or {}
         self.weak_names = weak_names or {}
         self.value = None
+        self.root = None  # the tensor of --backward
+        self.options = parse_options("")  # the cell's options, which say how it is drawn
 
     def snapshot(self, **kwargs):
         kwargs.setdefault("names", self.names)
@@ -191,15 +196,17 @@ def _assigned_names(tree):
 
 @magics_class
 class AutogradMagics(Magics):
-    """The ``%%autograd`` cell magic (and ``%autograd``, its usage)."""
+    """The ``%%autograd`` cell magic (and ``%autograd``: its usage, and ``show``)."""
 
     @line_cell_magic
     def autograd(self, line, cell=None):
+        if cell is None and line.split()[:1] == ["show"]:
+            return self._show_again(line.split()[1:])
         opts = parse_options(line)
         if opts.help or cell is None:
             # NOTE [Line magic]: a line has no code to record, so ``%autograd`` (and
             # ``%%autograd`` with nothing under it) prints the usage; any other option there
-            # says where the code goes
+            # says where the code goes (``%autograd show`` draws a recorded graph again)
             if cell is None and not opts.help and line.strip():
                 _Parser().error("the code to record goes under %%autograd, in a cell")
             print(USAGE)
@@ -262,15 +269,22 @@ class AutogradMagics(Magics):
                 "Give each framework's code its own %%autograd cell."
             )
         names = _names(ns, assigned)
-        session = Session(rec, names=names[0], weak_names=names[1])
-        session.value = value
+        session = Session(rec, graph=view, names=names[0], weak_names=names[1])
+        session.value, session.root, session.options = value, target, opts
         if opts.output:
             ns[opts.output] = session
         try:
-            self._show(opts, rec, view, handle, session, names, target)
-            for w in (session.hooks, session.stepper):
-                if w is not None:
-                    show_widget(w)
+            self._show(session, handle, show_widget)
+        except KeyboardInterrupt:  # NOTE [Interrupted drawing]
+            SESSIONS.keep_interrupted(session)
+            if handle is not None:
+                handle.update({}, raw=True)  # the live view, half drawn
+            display({"text/plain": f"<autograd graph: {rec.summary()}>"}, raw=True)
+            note = _drawing_interrupted(opts.output)
+            if error is None:
+                error, tb = note, None
+            else:
+                print(note._render_traceback_()[0])
         except Exception:  # noqa: BLE001 - the cell's own error matters more
             if error is None:
                 raise
@@ -280,13 +294,36 @@ class AutogradMagics(Magics):
             return None
         return value
 
-    def _show(self, opts, rec, view, handle, session, names, root):
-        """``names``: ``(names, weak_names)`` as :func:`_names` gives them."""
+    def _show_again(self, args):
+        """``%autograd show [NAME]``: draw a session again (NOTE [Interrupted drawing])."""
+        if len(args) > 1:
+            _Parser().error("usage: %autograd show [NAME]")
+        if args:
+            session = self.shell.user_ns.get(args[0])
+            if not isinstance(session, Session):
+                _Parser().error(
+                    f"show: {args[0]!r} is not a session of %%autograd -o NAME "
+                    f"(it is {type(session).__name__})"
+                )
+        else:
+            session = SESSIONS.interrupted
+            if session is None:
+                _Parser().error(
+                    "show: no cell's drawing was interrupted; name a session kept with "
+                    "%%autograd -o NAME: %autograd show NAME"
+                )
+        self._show(session, None, SESSIONS.start(*current_cell(self.shell)))
+
+    def _show(self, session, handle, show_widget):
+        """Draw a session: the still pictures (``--static``), or its graph view (with the
+        stepper for ``--step``) and hook editor, registered with ``show_widget``; ``handle``:
+        the cell's live display, emptied once the final one is ready."""
+        opts, rec, root = session.options, session.record, session.root
+        names, weak_names = session.names, session.weak_names
         trace = rec.passes[-1] if rec.passes else None
         if opts.step and trace is None:
             print("%%autograd --step: no backward pass ran in this cell (use --backward EXPR)")
-        names, weak_names = names
-        if opts.static:
+        if opts.static or session.graph is None:
             snap = build_snapshot(
                 rec,
                 names=names,
@@ -323,13 +360,17 @@ class AutogradMagics(Magics):
                 )
             return
 
+        # a widget is registered with the run that shows it first, or again once closed: a
+        # session drawn again leaves the widgets still open to the cell that made them
+        widgets = {k: getattr(session, k) for k in ("graph", "hooks", "stepper")}
+        register = [k for k, w in widgets.items() if w is None or w.comm is None]
+        view = session.graph
         view.names = names
         view.weak_names = weak_names
         view.refresh()
-        session.graph = view
-        session.hooks = HookEditor(graph=view, root=root, namespace=self.shell.user_ns)
-        handle.update({}, raw=True)  # see NOTE [Live display and saved outputs]
-        if opts.step and trace is not None:
+        if session.hooks is None:
+            session.hooks = HookEditor(graph=view, root=root, namespace=self.shell.user_ns)
+        if opts.step and trace is not None and session.stepper is None:
             # one drawing of the graph: the stepper's (a click on a node there selects it for
             # the hook editor below); the graph view stays available as ``session.graph``
             session.stepper = BackwardStepper(
@@ -341,9 +382,12 @@ class AutogradMagics(Magics):
                 graph=view,
                 max_nodes=opts.max_nodes,
             )
-            display(session.stepper)
-        else:
-            display(view)
+        for k in register:
+            if getattr(session, k) is not None:
+                show_widget(getattr(session, k))
+        if handle is not None:
+            handle.update({}, raw=True)  # see NOTE [Live display and saved outputs]
+        display(session.stepper if session.stepper is not None else view)
         display(session.hooks)
 
 
@@ -429,6 +473,26 @@ def _failure(error, tb, filename, cell):
     source = lines[line - 1].strip() if line is not None and 0 < line <= len(lines) else ""
     text = "".join(traceback.format_exception_only(type(error), error)).strip()
     return {"line": line, "source": source, "error": text}
+
+
+# NOTE [Interrupted drawing]
+# A big cell's drawing (snapshot, layout, SVG, picture) can take several times as long as the
+# cell's code, so that is where the stop button often lands. The code has finished by then:
+# its variables, its recorded graph and its session are kept (``-o NAME`` is bound before the
+# drawing starts, and ``SESSIONS`` keeps the session of the last interrupted drawing until the
+# same cell runs again or another drawing is interrupted). The cell shows the text summary and
+# fails with a one-line KeyboardInterrupt naming ``%autograd show``, which draws it again: it
+# still fails, so that "Run all" stops there as after any interrupt.
+def _drawing_interrupted(name):
+    """The KeyboardInterrupt an interrupted drawing ends the cell with."""
+    again = f"%autograd show {name}" if name else "%autograd show"
+    line = (
+        "KeyboardInterrupt: the drawing of the graph was interrupted; the cell ran and its "
+        f"graph is kept: {again} draws it"
+    )
+    error = KeyboardInterrupt(line.removeprefix("KeyboardInterrupt: "))
+    error._render_traceback_ = lambda: [line]
+    return error
 
 
 def _option_error(error, where=None):

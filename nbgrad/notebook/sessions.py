@@ -74,11 +74,19 @@ class Sessions:
         self._cells = {}  # cell id -> (execution key, [widget refs])
         self._anonymous = OrderedDict()  # execution key -> [widget refs], oldest first
         self.released = 0  # how many widgets were closed here, for tests and curiosity
+        # the session of the last drawing interrupted, and its cell (NOTE [Interrupted drawing]
+        # in magics.py): kept for ``%autograd show`` until that cell runs again
+        self.interrupted = None
+        self._interrupted_cell = None
+        self._current = None  # the cell id of the run started last
 
     def start(self, cell_id, key):
         """A new run of cell ``cell_id`` (None: no id came), execution ``key``: the cell's
         earlier runs are released now, before the new graph is built (NOTE [Which cell ran]).
         Returns the function that registers the widgets the run shows."""
+        self._current = cell_id
+        if cell_id is not None and cell_id == self._interrupted_cell:
+            self.interrupted = self._interrupted_cell = None
         if cell_id is not None:
             old = self._cells.get(cell_id)
             if old is None or old[0] != key:
@@ -96,6 +104,12 @@ class Sessions:
                 self._release(self._anonymous.popitem(last=False)[1])
 
         return add
+
+    def keep_interrupted(self, session):
+        """Keep ``session``, whose drawing was interrupted, for ``%autograd show``: until the
+        cell of the run started last runs again, or another drawing is interrupted."""
+        self.interrupted = session
+        self._interrupted_cell = self._current
 
     def _release(self, widgets):
         while widgets:
@@ -116,6 +130,7 @@ class Sessions:
             self._release(widgets)
         self._cells.clear()
         self._anonymous.clear()
+        self.interrupted = self._interrupted_cell = None
 
     def open_widgets(self):
         """The widgets registered here that are still open."""

@@ -326,9 +326,12 @@ def test_stepper_moves_forward_and_back_with_the_engine_state():
     assert st.position == st.steps + 1
     running = [p["running"] for p in positions[:-1]]
     i = running.index(mul)
-    before = positions[i - 1]
-    # one of exp/sin has run: a's node waits on one more edge, with half its buffer filled
-    assert before["dependencies"][mul] == 1 and before["buffers"][mul][0] is not None
+    # the first of exp/sin runs: a's node waits on one more edge, with half its buffer filled
+    first = positions[i - 2]
+    assert first["dependencies"][mul] == 1 and first["buffers"][mul][0] is not None
+    # the second makes it ready: it is listed as made ready, no longer as waiting
+    second = positions[i - 1]
+    assert second["made_ready"] == [mul] and mul not in second["dependencies"]
     assert positions[i]["running"] == mul and mul not in positions[i]["dependencies"]
     assert positions[i]["inputs"][0]["shape"] == [2]
     end = positions[-1]
