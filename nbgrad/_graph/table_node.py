@@ -36,17 +36,17 @@ class TableNode(Node):
     _saved_names: tuple
 
     def apply(self, grads):
-        edges = self._next_edges
+        fns = self._next_fns
         grad = grads[0]
         if grad is None and (self._op.outputs == 1 or all(g is None for g in grads)):
-            return [None] * len(edges)
-        out = [None] * len(edges)
+            return [None] * len(fns)
+        out = [None] * len(fns)
         unpacked = {}
         for i, is_list, formula, slots in self._slot_plan:
             if is_list:
-                if all(e.function is None for e in edges):
+                if all(fn is None for fn in fns):
                     continue
-            elif edges[i][0] is None:
+            elif fns[i] is None:
                 continue
             if slots is _GRAD_ONLY:  # ``self=lambda grad: grad`` and the like: nothing to unpack
                 out[i] = formula(grad)
@@ -188,7 +188,7 @@ def _generate_apply(info, slot_plan, save_plan):
     n_edges = sum(1 for inp in info.inputs if inp not in info.nondiff)
     tensor_slots = list(_released_slots(save_plan))
     env = {"SavedTensor": SavedTensor, "FREED": FREED, "ERR_FREED": ERR_FREED}
-    lines = ["def apply(self, grads):", "    edges = self._next_edges"]
+    lines = ["def apply(self, grads):", "    fns = self._next_fns"]
     for slot in tensor_slots:  # saved tensors: unpacked once, whichever edges are live
         local = "v" + slot[2:]
         lines += [
@@ -210,7 +210,7 @@ def _generate_apply(info, slot_plan, save_plan):
         # ``_record`` sets every slot: to the value where a formula that needs it has a live
         # edge, else to None
         args = ", ".join(s if s == "grad" else "v" + s[2:] for s in slots)
-        lines.append(f"    if edges[{i}][0] is not None:")
+        lines.append(f"    if fns[{i}] is not None:")
         for slot in slots:
             if slot != "grad" and slot not in tensor_slots:  # attributes and shapes
                 lines.append(f"        v{slot[2:]} = self.{slot}")
@@ -241,17 +241,18 @@ def _generate_apply(info, slot_plan, save_plan):
 
 
 def _generate_save(info, save_plan):
-    """``_save(node, edges, args, attrs, results)``: what ``_record`` stores on a new node.
+    """``_save(node, fns, args, attrs, results)``: what ``_record`` stores on a new node
+    (``fns``: its ``_next_fns``).
 
     Straight-line code from ``save_plan`` (NOTE [Generated apply]): a value goes in its slot
     when a formula that needs it has a live edge, else the slot gets None.
     """
     env = {"SavedTensor": SavedTensor, "Tensor": _graph._Tensor}
-    lines = ["def _save(node, edges, args, attrs, results):"]
+    lines = ["def _save(node, fns, args, attrs, results):"]
     for slot, kind, key, needers in save_plan:
         indent = "    "
         if needers:
-            live = " or ".join(f"edges[{i}][0] is not None" for i in needers)
+            live = " or ".join(f"fns[{i}] is not None" for i in needers)
             lines.append(f"    if {live}:")
             indent = "        "
         if kind == "attr":
