@@ -754,6 +754,24 @@ class SavedTensor:
             self._data = None
         self._weak_grad_fn = None
 
+    @classmethod
+    def _of_input(cls, tensor, saved_version):
+        """The SavedTensor an input stored as itself stands for (NOTE [A saved input stored
+        as itself]): ``saved_version`` is what ``saved_input_version`` gave when it was saved."""
+        saved = cls.__new__(cls)
+        saved._freed = False
+        saved._view_grad_fn = None
+        saved._tensor = tensor
+        saved._data = saved._packed = saved._unpack_hook = saved._grad_fn_name = None
+        saved._weak_grad_fn = None
+        saved._counter = tensor._counter()
+        saved._is_leaf = saved_version >= 0
+        saved._version = saved_version if saved_version >= 0 else ~saved_version
+        saved._is_output = False
+        saved._output_nr = tensor._output_nr
+        saved._requires_grad = tensor._requires_grad
+        return saved
+
     def _pack(self, hooks, value, original):
         """``set_hooks_and_pack_data``: ``pack(value)`` in no-grad mode, which must not modify
         ``value`` in place; remembers what the unpacked tensor will stand for: ``original``'s
@@ -958,6 +976,33 @@ class SavedTensor:
         if src is None:
             return "Tensor"
         return dtypes.from_numpy_dtype(src.dtype)._legacy
+
+
+# NOTE [A saved input stored as itself]
+# Most tensors a node saves are its own inputs, which a SavedVariable holds as themselves. A
+# SavedTensor object for each would be one more object per op for the cyclic GC to scan for as
+# long as the graph lives, so a generated node (nbgrad/_graph/table_node.py) stores such an
+# input in its slot as the tensor itself and, in the slot ``_v_<name>`` beside it, what
+# ``saved_input_version`` gives: the tensor's version, or ``~version`` (a negative number)
+# when the tensor had a grad_fn, since ``unpack`` must then notice a ``detach_()``. It does
+# so only until saved-tensor hooks are first entered or an inference tensor is first made. What
+# asks for the SavedTensor object itself (``_raw_saved_<name>``, ``saved_values()``) gets one
+# made from the two (``SavedTensor._of_input``), stored in the slot in their place.
+def saved_input_version(tensor) -> int:
+    """The version number stored beside an input saved as itself."""
+    counter = tensor._version_counter
+    version = counter[0] if counter is not None else 0  # see NOTE [Lazy version counters]
+    return version if tensor.grad_fn is None else ~version
+
+
+def unpack_input(tensor, saved_version, node):
+    """``SavedTensor.unpack`` of an input stored as itself: the tensor, or the error."""
+    counter = tensor._version_counter
+    version = counter[0] if counter is not None else 0
+    if saved_version >= 0 or tensor.grad_fn is not None:
+        if version == (saved_version if saved_version >= 0 else ~saved_version):
+            return tensor
+    return SavedTensor._of_input(tensor, saved_version).unpack(node)  # raises
 
 
 def unpack_saved(value, node):
