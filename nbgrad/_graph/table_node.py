@@ -21,10 +21,36 @@ from nbgrad._graph.graph import (
     Node,
     SavedTensor,
     _saved_hooks_used,
-    saved_input_version,
-    unpack_input,
     unpack_saved,
 )
+
+
+# NOTE [A saved input stored as itself]
+# Most tensors a node saves are its own inputs, which a SavedVariable holds as themselves. A
+# SavedTensor object for each would be one more object per op for the cyclic GC to scan for as
+# long as the graph lives, so a node generated here stores such an
+# input in its slot as the tensor itself and, in the slot ``_v_<name>`` beside it, what
+# ``saved_input_version`` gives: the tensor's version, or ``~version`` (a negative number)
+# when the tensor had a grad_fn, since ``unpack`` must then notice a ``detach_()``. It does
+# so only until saved-tensor hooks are first entered or an inference tensor is first made. What
+# asks for the SavedTensor object itself (``_raw_saved_<name>``, ``saved_values()``) gets one
+# made from the two (``SavedTensor._of_input``), stored in the slot in their place.
+def saved_input_version(tensor) -> int:
+    """The version number stored beside an input saved as itself."""
+    counter = tensor._version_counter
+    version = counter[0] if counter is not None else 0  # see NOTE [Lazy version counters]
+    return version if tensor.grad_fn is None else ~version
+
+
+def unpack_input(tensor, saved_version, node):
+    """``SavedTensor.unpack`` of an input stored as itself: the tensor, or the error."""
+    counter = tensor._version_counter
+    version = counter[0] if counter is not None else 0
+    if saved_version >= 0 or tensor.grad_fn is not None:
+        if version == (saved_version if saved_version >= 0 else ~saved_version):
+            return tensor
+    return SavedTensor._of_input(tensor, saved_version).unpack(node)  # raises
+
 
 # ---- rows -> Node classes -------------------------------------------------------------------
 _MISSING = object()
