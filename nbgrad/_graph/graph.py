@@ -85,6 +85,45 @@ class Edge(NamedTuple):
 NO_EDGE = Edge(None, 0)
 
 
+# NOTE [Edges stored as two tuples]
+# A node keeps its next edges as two parallel tuples rather than a tuple of Edge objects:
+# ``_next_fns`` (the Node, or None, of each forward input) and ``_next_nrs`` (the input_nr of
+# each). Every Edge and the tuple holding them are objects the cyclic GC tracks, and they
+# outlive the forward pass with the graph: three or so per op, each scanned by every collection
+# until the graph is freed. The numbers are ints only, and one shared tuple serves every node
+# with the same numbers (``edge_numbers``), so a node adds one tracked tuple to its own object.
+# ``next_edges()``, ``next_functions`` and ``_next_edges`` build Edges from the two on demand.
+_EDGE_NUMBERS: dict = {}
+_ZERO_NUMBERS = tuple((0,) * n for n in range(9))
+
+
+def edge_numbers(nrs) -> tuple:
+    """The one shared tuple equal to ``tuple(nrs)`` (see NOTE [Edges stored as two tuples])."""
+    nrs = tuple(nrs)
+    shared = _EDGE_NUMBERS.get(nrs)
+    if shared is None:
+        if len(_EDGE_NUMBERS) > 4096:
+            _EDGE_NUMBERS.clear()
+        shared = _EDGE_NUMBERS[nrs] = nrs
+    return shared
+
+
+for _zeros in _ZERO_NUMBERS:
+    _EDGE_NUMBERS[_zeros] = _zeros
+
+
+def zero_numbers(n: int) -> tuple:
+    """The shared ``(0,) * n``: the input numbers of a node whose inputs are all outputs 0."""
+    return _ZERO_NUMBERS[n] if n < 9 else edge_numbers((0,) * n)
+
+
+def _new_edge(function, input_nr):
+    return _tuple_new(Edge, (function, input_nr))
+
+
+_tuple_new = tuple.__new__
+
+
 class GradientEdge(NamedTuple):
     """``(node, output_nr)``: where a tensor's gradient goes, usable in place of the tensor in
     ``autograd.grad`` and ``autograd.backward`` (PyTorch's ``torch.autograd.graph.GradientEdge``):
@@ -216,7 +255,8 @@ class Node:
     """
 
     __slots__ = (
-        "_next_edges",
+        "_next_fns",
+        "_next_nrs",
         "_sequence_nr_",
         "_input_metadata_",
         "_pre_hooks",
@@ -230,7 +270,7 @@ class Node:
     _name = None
 
     def __init__(self, next_edges=(), sequence_nr=None):
-        self._next_edges = tuple(next_edges)
+        self._next_edges = next_edges
         self._sequence_nr_ = next_sequence_nr() if sequence_nr is None else sequence_nr
         self._input_metadata_ = ()
         self._pre_hooks = None
@@ -253,17 +293,28 @@ class Node:
 
     @property
     def next_functions(self):
-        return tuple((e.function, e.input_nr) for e in self._next_edges)
+        return tuple(zip(self._next_fns, self._next_nrs))
 
     def next_edges(self) -> tuple:
-        """The ``Edge`` of each forward input, as stored (PyTorch's C++ ``Node::next_edges()``;
-        ``next_functions`` gives the same as plain pairs, made on each read)."""
-        return self._next_edges
+        """The ``Edge`` of each forward input (PyTorch's C++ ``Node::next_edges()``), made on
+        each read (see NOTE [Edges stored as two tuples])."""
+        return tuple(map(_new_edge, self._next_fns, self._next_nrs))
+
+    @property
+    def _next_edges(self) -> tuple:
+        return tuple(map(_new_edge, self._next_fns, self._next_nrs))
+
+    @_next_edges.setter
+    def _next_edges(self, edges):
+        """Store ``edges`` (Edges or ``(function, input_nr)`` pairs) as the two tuples."""
+        edges = tuple(edges)
+        self._next_fns = tuple(e[0] for e in edges)
+        self._next_nrs = edge_numbers(e[1] for e in edges)
 
     @property
     def num_outputs(self) -> int:
         """How many gradients ``apply`` returns (one per next edge)."""
-        return len(self._next_edges)
+        return len(self._next_fns)
 
     @property
     def _input_metadata(self):
@@ -703,6 +754,24 @@ class SavedTensor:
             self._data = None
         self._weak_grad_fn = None
 
+    @classmethod
+    def _of_input(cls, tensor, saved_version):
+        """The SavedTensor an input stored as itself stands for (NOTE [A saved input stored
+        as itself]): ``saved_version`` is what ``saved_input_version`` gave when it was saved."""
+        saved = cls.__new__(cls)
+        saved._freed = False
+        saved._view_grad_fn = None
+        saved._tensor = tensor
+        saved._data = saved._packed = saved._unpack_hook = saved._grad_fn_name = None
+        saved._weak_grad_fn = None
+        saved._counter = tensor._counter()
+        saved._is_leaf = saved_version >= 0
+        saved._version = saved_version if saved_version >= 0 else ~saved_version
+        saved._is_output = False
+        saved._output_nr = tensor._output_nr
+        saved._requires_grad = tensor._requires_grad
+        return saved
+
     def _pack(self, hooks, value, original):
         """``set_hooks_and_pack_data``: ``pack(value)`` in no-grad mode, which must not modify
         ``value`` in place; remembers what the unpacked tensor will stand for: ``original``'s
@@ -916,77 +985,3 @@ def unpack_saved(value, node):
     if value is FREED:
         raise RuntimeError(ERR_FREED)
     return value
-
-
-# -- the hook inventory ---------------------------------------------------------------------
-
-
-class HookInfo(NamedTuple):
-    """One registered hook, as listed by :func:`hook_inventory`."""
-
-    kind: str  # tensor_hook | node_prehook | node_hook | post_accumulate_grad | module hooks
-    target_kind: str  # "tensor" | "node" | "module"
-    target: object
-    name: str
-    enabled: bool
-    handle: RemovableHandle
-
-
-def _infos(handles, target_kind, target=None):
-    for h in tuple(handles or ()):
-        owner = target if target is not None else h.owner
-        yield HookInfo(h.kind, target_kind, owner, h.name, h.enabled, h)
-
-
-def hook_inventory(*roots) -> list[HookInfo]:
-    """Every hook reachable from the graphs of ``roots`` (tensors, nodes or modules).
-
-    PyTorch has no such list; nbgrad's hook editor is built on it. Each entry carries its
-    handle: ``handle.enabled = False`` switches a hook off without removing it,
-    ``handle.remove()`` removes it.
-
-    Example:
-        >>> import nbgrad as ng
-        >>> x = ng.ones(2, requires_grad=True)
-        >>> y = x * 2
-        >>> h = y.register_hook(lambda g: g)
-        >>> [(i.kind, i.target_kind) for i in hook_inventory(y)]
-        [('tensor_hook', 'tensor')]
-    """
-    out: list[HookInfo] = []
-    start: list[Node] = []
-    for r in roots:
-        if isinstance(r, Node):
-            start.append(r)
-        elif hasattr(r, "_module_hook_infos"):
-            out.extend(r._module_hook_infos())
-        elif hasattr(r, "grad_fn"):
-            if r.grad_fn is not None:
-                start.append(r.grad_fn)
-            elif getattr(r, "_grad_accumulator", None) is not None:
-                start.append(r._grad_accumulator)
-        else:
-            raise TypeError(
-                f"hook_inventory() takes tensors, nodes or modules, got {type(r).__name__}"
-            )
-    seen = set(start)
-    stack = list(start)
-    order = []
-    while stack:
-        node = stack.pop()
-        order.append(node)
-        for e in node._next_edges:
-            if e.function is not None and e.function not in seen:
-                seen.add(e.function)
-                stack.append(e.function)
-    order.sort(key=lambda n: -n._sequence_nr_ if n._sequence_nr_ != UINT64_MAX else 1)
-    for node in order:
-        out.extend(_infos(node._tensor_pre_hooks, "tensor"))
-        out.extend(_infos(node._pre_hooks, "node", node))
-        out.extend(_infos(node._post_hooks, "node", node))
-        if isinstance(node, AccumulateGrad):
-            out.extend(_infos(node.variable._post_accumulate_grad_hooks, "tensor", node.variable))
-    return out
-
-
-__all__ += ["HookInfo", "hook_inventory"]

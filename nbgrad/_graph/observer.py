@@ -3,7 +3,7 @@ and stepper) see of nbgrad at work, with one method per event.
 
 NOTE [One engine path]
 An observer watches; it never changes what runs. The engine takes the same path with or
-without one (the fast paths of NOTE [Single-edge fast path] and NOTE [Chains skip the queue]
+without one (the fast paths of NOTE [Routing inlined] and NOTE [Chains skip the queue]
 included) and calls the observer where the event happens, behind one ``is not None`` check per
 event. A ready node that the engine runs at once, without queueing it, is still reported as
 ready: the observer cannot tell the shortcut from the queue. ``tests/autograd/test_observer.py``

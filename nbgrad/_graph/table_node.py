@@ -14,7 +14,43 @@ import linecache
 import numpy as np
 
 from nbgrad._graph import graph as _graph
-from nbgrad._graph.graph import ERR_FREED, FREED, Node, SavedTensor, unpack_saved
+from nbgrad._graph.grad_mode import _inference_tensors
+from nbgrad._graph.graph import (
+    ERR_FREED,
+    FREED,
+    Node,
+    SavedTensor,
+    _saved_hooks_used,
+    unpack_saved,
+)
+
+
+# NOTE [A saved input stored as itself]
+# Most tensors a node saves are its own inputs, which a SavedVariable holds as themselves. A
+# SavedTensor object for each would be one more object per op for the cyclic GC to scan for as
+# long as the graph lives, so a node generated here stores such an
+# input in its slot as the tensor itself and, in the slot ``_v_<name>`` beside it, what
+# ``saved_input_version`` gives: the tensor's version, or ``~version`` (a negative number)
+# when the tensor had a grad_fn, since ``unpack`` must then notice a ``detach_()``. It does
+# so only until saved-tensor hooks are first entered or an inference tensor is first made. What
+# asks for the SavedTensor object itself (``_raw_saved_<name>``, ``saved_values()``) gets one
+# made from the two (``SavedTensor._of_input``), stored in the slot in their place.
+def saved_input_version(tensor) -> int:
+    """The version number stored beside an input saved as itself."""
+    counter = tensor._version_counter
+    version = counter[0] if counter is not None else 0  # see NOTE [Lazy version counters]
+    return version if tensor.grad_fn is None else ~version
+
+
+def unpack_input(tensor, saved_version, node):
+    """``SavedTensor.unpack`` of an input stored as itself: the tensor, or the error."""
+    counter = tensor._version_counter
+    version = counter[0] if counter is not None else 0
+    if saved_version >= 0 or tensor.grad_fn is not None:
+        if version == (saved_version if saved_version >= 0 else ~saved_version):
+            return tensor
+    return SavedTensor._of_input(tensor, saved_version).unpack(node)  # raises
+
 
 # ---- rows -> Node classes -------------------------------------------------------------------
 _MISSING = object()
@@ -32,21 +68,22 @@ class TableNode(Node):
 
     __slots__ = ()
     _op: object  # the row (an OpInfo of nbgrad.derivatives)
+    _input_slots: frozenset = frozenset()
     _slot_plan: tuple  # ((edge_index, is_list, formula, slot names of its parameters), ...)
     _saved_names: tuple
 
     def apply(self, grads):
-        edges = self._next_edges
+        fns = self._next_fns
         grad = grads[0]
         if grad is None and (self._op.outputs == 1 or all(g is None for g in grads)):
-            return [None] * len(edges)
-        out = [None] * len(edges)
+            return [None] * len(fns)
+        out = [None] * len(fns)
         unpacked = {}
         for i, is_list, formula, slots in self._slot_plan:
             if is_list:
-                if all(e.function is None for e in edges):
+                if all(fn is None for fn in fns):
                     continue
-            elif edges[i][0] is None:
+            elif fns[i] is None:
                 continue
             if slots is _GRAD_ONLY:  # ``self=lambda grad: grad`` and the like: nothing to unpack
                 out[i] = formula(grad)
@@ -63,6 +100,8 @@ class TableNode(Node):
                     value = getattr(self, slot, _MISSING)
                     if type(value) is SavedTensor:
                         value = value.unpack(self)
+                    elif slot in self._input_slots and isinstance(value, _graph._Tensor):
+                        value = unpack_input(value, getattr(self, "_v" + slot[2:]), self)
                     elif value is FREED:
                         raise RuntimeError(ERR_FREED)
                     elif value is _MISSING:
@@ -93,12 +132,21 @@ class TableNode(Node):
     def _saved_tensor_names(self):
         return self._saved_names
 
+    def _stored(self, slot):
+        """What ``slot`` holds, an input stored as itself turned into its SavedTensor (kept in
+        the slot from then on; see NOTE [A saved input stored as itself])."""
+        value = getattr(self, slot, None)
+        if slot in self._input_slots and isinstance(value, _graph._Tensor):
+            value = SavedTensor._of_input(value, getattr(self, "_v" + slot[2:]))
+            setattr(self, slot, value)
+        return value
+
     def saved_values(self):
         """``{name: value}`` of what the row saved, not unpacked (see ``Node.saved_values``); a
         released slot reads as a freed SavedTensor, as ``_raw_saved_<name>`` does."""
         out = {}
         for name in self._saved_names:
-            value = getattr(self, "_s_" + name, None)
+            value = self._stored("_s_" + name)
             out[name] = _raw_saved(value) if value is FREED else value
         return out
 
@@ -107,7 +155,7 @@ def _saved_property(name):
     slot = "_s_" + name
 
     def getter(self):
-        value = getattr(self, slot, None)
+        value = self._stored(slot)
         if value is FREED:
             raise RuntimeError(ERR_FREED)
         if type(value) is list:
@@ -122,7 +170,7 @@ def _raw_saved_property(name):
     slot = "_s_" + name
 
     def getter(self):
-        value = getattr(self, slot, None)
+        value = self._stored(slot)
         if type(value) in (list, tuple):  # a list input, or indexing's indices
             return [_raw_saved(v) for v in value]
         return _raw_saved(value)
@@ -178,6 +226,14 @@ def _released_slots(save_plan):
     )
 
 
+def _input_slots(info, save_plan):
+    """The slots that may hold an input stored as itself (NOTE [A saved input stored as
+    itself]): each saved input that is not a list."""
+    return frozenset(
+        slot for slot, kind, key, _ in save_plan if kind == "input" and not info.list_input[key]
+    )
+
+
 def _generate_apply(info, slot_plan, save_plan):
     if (
         info.outputs != 1
@@ -187,8 +243,15 @@ def _generate_apply(info, slot_plan, save_plan):
         return {}
     n_edges = sum(1 for inp in info.inputs if inp not in info.nondiff)
     tensor_slots = list(_released_slots(save_plan))
-    env = {"SavedTensor": SavedTensor, "FREED": FREED, "ERR_FREED": ERR_FREED}
-    lines = ["def apply(self, grads):", "    edges = self._next_edges"]
+    env = {
+        "SavedTensor": SavedTensor,
+        "FREED": FREED,
+        "ERR_FREED": ERR_FREED,
+        "Tensor": _graph._Tensor,
+        "unpack_input": unpack_input,
+    }
+    input_slots = _input_slots(info, save_plan)
+    lines = ["def apply(self, grads):", "    fns = self._next_fns"]
     for slot in tensor_slots:  # saved tensors: unpacked once, whichever edges are live
         local = "v" + slot[2:]
         lines += [
@@ -198,6 +261,11 @@ def _generate_apply(info, slot_plan, save_plan):
             f"    elif {local} is FREED:",
             "        raise RuntimeError(ERR_FREED)",
         ]
+        if slot in input_slots:  # NOTE [A saved input stored as itself]
+            lines += [
+                f"    elif isinstance({local}, Tensor):",
+                f"        {local} = unpack_input({local}, self._v{slot[2:]}, self)",
+            ]
     outs = [f"out{i}" for i in range(n_edges)]
     lines += [
         "    grad = grads[0]",
@@ -210,7 +278,7 @@ def _generate_apply(info, slot_plan, save_plan):
         # ``_record`` sets every slot: to the value where a formula that needs it has a live
         # edge, else to None
         args = ", ".join(s if s == "grad" else "v" + s[2:] for s in slots)
-        lines.append(f"    if edges[{i}][0] is not None:")
+        lines.append(f"    if fns[{i}] is not None:")
         for slot in slots:
             if slot != "grad" and slot not in tensor_slots:  # attributes and shapes
                 lines.append(f"        v{slot[2:]} = self.{slot}")
@@ -241,17 +309,24 @@ def _generate_apply(info, slot_plan, save_plan):
 
 
 def _generate_save(info, save_plan):
-    """``_save(node, edges, args, attrs, results)``: what ``_record`` stores on a new node.
+    """``_save(node, fns, args, attrs, results)``: what ``_record`` stores on a new node
+    (``fns``: its ``_next_fns``).
 
     Straight-line code from ``save_plan`` (NOTE [Generated apply]): a value goes in its slot
     when a formula that needs it has a live edge, else the slot gets None.
     """
-    env = {"SavedTensor": SavedTensor, "Tensor": _graph._Tensor}
-    lines = ["def _save(node, edges, args, attrs, results):"]
+    env = {
+        "SavedTensor": SavedTensor,
+        "Tensor": _graph._Tensor,
+        "hooks_used": _saved_hooks_used,
+        "inference_tensors": _inference_tensors,
+        "saved_input_version": saved_input_version,
+    }
+    lines = ["def _save(node, fns, args, attrs, results):"]
     for slot, kind, key, needers in save_plan:
         indent = "    "
         if needers:
-            live = " or ".join(f"edges[{i}][0] is not None" for i in needers)
+            live = " or ".join(f"fns[{i}] is not None" for i in needers)
             lines.append(f"    if {live}:")
             indent = "        "
         if kind == "attr":
@@ -270,7 +345,13 @@ def _generate_save(info, save_plan):
         else:  # an input: a tensor, or a Python number or None in its place
             lines += [
                 f"{indent}a = args[{key}]",
-                f"{indent}node.{slot} = SavedTensor(a) if isinstance(a, Tensor) else a",
+                f"{indent}if not isinstance(a, Tensor):",
+                f"{indent}    node.{slot} = a",
+                f"{indent}elif hooks_used.entered or inference_tensors.made:",
+                f"{indent}    node.{slot} = SavedTensor(a)",
+                f"{indent}else:  # NOTE [A saved input stored as itself]",
+                f"{indent}    node.{slot} = a",
+                f"{indent}    node._v{slot[2:]} = saved_input_version(a)",
             ]
         if needers:
             lines += ["    else:", f"        node.{slot} = None"]
@@ -340,13 +421,15 @@ def _build_node_class(info):
         for i, is_list, f, params in plan
     )
     save, save_source = _generate_save(info, save_plan)
+    input_slots = _input_slots(info, save_plan)
     ns = {
         "_slot_plan": slot_plan,
         **_generate_apply(info, slot_plan, save_plan),
         "_tensor_slots": _released_slots(save_plan),
         "_save": save,
         "_save_source": save_source,
-        "__slots__": tuple("_s_" + s for s in saved),
+        "__slots__": tuple("_s_" + s for s in saved) + tuple("_v" + s[2:] for s in input_slots),
+        "_input_slots": input_slots,
         "_op": info,
         "_name": info.node_name,
         "_saved_names": tuple(saved),

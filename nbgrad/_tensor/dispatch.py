@@ -17,7 +17,15 @@ from nbgrad import backend, dtypes
 from nbgrad._graph import anomaly_mode as _anomaly
 from nbgrad._graph.grad_mode import _inference_tensors
 from nbgrad._graph.grad_mode import _state as _grad_state
-from nbgrad._graph.graph import NO_EDGE, Edge, InputMetadata, Node, next_sequence_nr
+from nbgrad._graph.graph import (
+    NO_EDGE,
+    Edge,
+    InputMetadata,
+    Node,
+    edge_numbers,
+    next_sequence_nr,
+    zero_numbers,
+)
 from nbgrad._graph.observer import forward_observer as _observed
 from nbgrad._tensor.conversion import _arg, _ndarray, _set_inference, _wrap
 from nbgrad._tensor.views import _mark_view
@@ -293,6 +301,17 @@ def _edge_of(t):
     return NO_EDGE
 
 
+def _input_numbers(args):
+    """The input_nr of the edge of each input in ``args`` (lists flattened)."""
+    nrs = []
+    for a in args:
+        if type(a) is list:
+            nrs.extend(_edge_of(t)[1] for t in a)
+        else:
+            nrs.append(a._output_nr if isinstance(a, Tensor) and a.grad_fn is not None else 0)
+    return nrs
+
+
 _new_tuple = tuple.__new__  # NamedTuple instances without the Python-level __new__
 
 
@@ -305,29 +324,38 @@ _CPU_METADATA: dict = {}
 
 def _record(op, args, attrs, results):
     """Create the row's Node: edges to the inputs, saved values, input metadata."""
-    edges = []
+    fns = []  # NOTE [Edges stored as two tuples]
+    numbered = False  # whether an input is an output other than 0 of its node
     for a in args:
         if isinstance(a, Tensor):  # Tensor or a subclass (nn.Parameter)
             fn = a.grad_fn
             if fn is not None:
-                edges.append(_new_tuple(Edge, (fn, a._output_nr)))
-            elif a._requires_grad:
-                edges.append(_new_tuple(Edge, (a._get_grad_accumulator(), 0)))
+                fns.append(fn)
+                if a._output_nr:
+                    numbered = True
             else:
-                edges.append(NO_EDGE)
+                fns.append(a._get_grad_accumulator() if a._requires_grad else None)
         elif type(a) is list:
-            edges.extend(_edge_of(t) for t in a)
+            for t in a:
+                fns.append(_edge_of(t)[0])
+                if t.grad_fn is not None and t._output_nr:
+                    numbered = True
         else:
-            edges.append(NO_EDGE)
+            fns.append(None)
+    nrs = _input_numbers(args) if numbered else None
     if op.nondiff:  # as PyTorch: a non-differentiable input (index, mask) gets no edge
-        edges = [e for inp, e in zip(op.inputs, edges) if inp not in op.nondiff]
+        keep = [inp not in op.nondiff for inp in op.inputs]
+        fns = [fn for fn, k in zip(fns, keep) if k]
+        if nrs is not None:
+            nrs = [nr for nr, k in zip(nrs, keep) if k]
     cls = op.node_class
     node = cls.__new__(cls)
-    node._next_edges = tuple(edges)
+    node._next_fns = fns = tuple(fns)
+    node._next_nrs = zero_numbers(len(fns)) if nrs is None else edge_numbers(nrs)
     node._sequence_nr_ = next_sequence_nr()
     node._pre_hooks = node._post_hooks = node._tensor_pre_hooks = None
     node._retains_grad_hooks = node._metadata = None
-    cls._save(node, node._next_edges, args, attrs, results)  # see NOTE [Generated apply]
+    cls._save(node, fns, args, attrs, results)  # see NOTE [Generated apply]
     if len(results) == 1:
         r = results[0]
         data = r._data

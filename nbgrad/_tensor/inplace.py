@@ -378,7 +378,7 @@ class CopySlices(Node):
     def apply(self, grads):
         grad = grads[0]
         if grad is None:
-            return [None] * len(self._next_edges)
+            return [None] * len(self._next_fns)
         # as PyTorch: the base's gradient is a copy of ``grad`` whose view region is then
         # overwritten in place with ``fn``'s gradient; with create_graph that copy_ is itself
         # recorded, so a double backward goes through CopySlices again

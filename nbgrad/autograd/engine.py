@@ -391,7 +391,7 @@ class Engine:
         deps = graph_task.dependencies
         stack = [root]
         while stack:
-            for nxt, _ in stack.pop()._next_edges:
+            for nxt in stack.pop()._next_fns:
                 if nxt is not None:
                     count = deps.get(nxt)
                     if count is None:  # first visit (the root has no incoming edge)
@@ -419,12 +419,11 @@ class Engine:
         exec_info.setdefault(root, _ExecInfo())
         # iterative DFS: a node is needed when any of its children should execute
         visited = {root}
-        stack = [(root, iter(root._next_edges))]
+        stack = [(root, iter(root._next_fns))]
         while stack:
             fn, children = stack[-1]
             pushed = False
-            for edge in children:
-                child = edge.function
+            for child in children:
                 if child is None:
                     continue
                 if child in visited:
@@ -436,7 +435,7 @@ class Engine:
                         info.needed = True
                     continue
                 visited.add(child)
-                stack.append((child, iter(child._next_edges)))
+                stack.append((child, iter(child._next_fns)))
                 pushed = True
                 break
             if not pushed:
@@ -610,7 +609,9 @@ class Engine:
         self._device_queues.clear()
 
     def evaluate_function(self, graph_task, node, inputs):
-        """Hooks, the node, validation and routing for one ready node.
+        """Hooks, the node, validation and routing for one ready node; returns the next node
+        to run and its inputs when the caller may run it directly (NOTE [Chains skip the
+        queue]), else None.
 
         See NOTE [Hook order].
         """
@@ -636,28 +637,16 @@ class Engine:
         if observer is not None:
             observer.node_start(graph_task, node, list(inputs))
         outputs = node.apply(inputs)
-        edges = node._next_edges
-        n_edges = len(edges)
-        if len(outputs) != n_edges:
+        fns = node._next_fns
+        nrs = node._next_nrs
+        if len(outputs) != len(fns):
             raise RuntimeError(
                 f"Function {node.name()} returned an invalid number of gradients - expected "
-                f"{n_edges}, but got {len(outputs)}"
+                f"{len(fns)}, but got {len(outputs)}"
             )
-        # NOTE [Single-edge fast path]: most nodes of a chain have one edge with a function
-        # (``x * 2.0`` has a second, empty edge for the number): ``live`` is its index, or None.
-        # Its gradient usually already has its input's shape, dtype and device (only a mismatch
-        # needs validate_outputs), and its next node often waits for nothing else (no _route).
-        live = None
-        if n_edges == 1:
-            live = 0
-        elif n_edges == 2:
-            if edges[1][0] is None:
-                live = 0
-            elif edges[0][0] is None:
-                live = 1
-        if live is not None:
-            grad = outputs[live]
-            fn, input_nr = edges[live]
+        # a gradient usually has its input's shape, dtype and device already: this check is all
+        # it costs; validate_outputs reduces or casts it (or raises) on the first mismatch
+        for fn, input_nr, grad in zip(fns, nrs, outputs):
             if grad is not None and fn is not None:
                 meta = fn._input_metadata_[input_nr]
                 data = grad._data
@@ -666,19 +655,8 @@ class Engine:
                     or data.dtype is not meta.dtype.np
                     or grad._device is not meta.device
                 ):
-                    self.validate_outputs(node, edges, outputs)
-        elif edges:  # the same check for each edge; validate_outputs on the first mismatch
-            for (fn, input_nr), grad in zip(edges, outputs):
-                if grad is not None and fn is not None:
-                    meta = fn._input_metadata_[input_nr]
-                    data = grad._data
-                    if (
-                        data.shape != meta.shape
-                        or data.dtype is not meta.dtype.np
-                        or grad._device is not meta.device
-                    ):
-                        self.validate_outputs(node, edges, outputs)
-                        break
+                    self.validate_outputs(node, fns, nrs, outputs)
+                    break
         if graph_task.check_nan:
             _anomaly.check_nan(node, outputs)
         if node._post_hooks:
@@ -687,38 +665,70 @@ class Engine:
             observer.node_end(graph_task, node, list(outputs))
         if not graph_task.keep_graph:
             node.release_variables()
-        if not edges:
+        if not fns:
             return
-        if live is not None and exec_info is None and not graph_task.threaded:
-            # NOTE [Single-edge fast path]: _route for one edge to a node with one input that
-            # waits for nothing else; with nothing queued, NOTE [Chains skip the queue].
-            fn = edges[live][0]
-            if fn is None:
-                return
-            deps = graph_task.dependencies
-            if deps[fn] == 1 and len(fn._input_metadata_) <= 1 and fn not in graph_task.not_ready:
-                deps[fn] = 0
-                grad = outputs[live]
-                buf = InputBuffer((grad,))
-                if grad is not None and grad._device is CPU:
-                    if observer is not None:
-                        observer.node_ready(graph_task, fn, CPU)
-                    heap = graph_task.cpu_ready_queue._heap
-                    if not heap:
-                        return fn, buf
-                    depth = graph_task.reentrant_depth
-                    task = _new_tuple(NodeTask, (graph_task, fn, buf, depth))
-                    heappush(heap, (-depth, -fn._sequence_nr_, next(_tiebreak), task))
-                else:
-                    self._push_ready(graph_task, fn, buf, grad)
-                return
         if graph_task.threaded:
             with graph_task._lock:
-                ready = self._route(graph_task, edges, outputs)
-        else:
-            ready = self._route(graph_task, edges, outputs)
+                ready = self._route(graph_task, fns, nrs, outputs)
+            return self._dispatch_ready(graph_task, ready)
+        if exec_info is not None:
+            return self._dispatch_ready(graph_task, self._route(graph_task, fns, nrs, outputs))
+        # NOTE [Routing inlined]
+        # ``_route`` then ``_dispatch_ready``, in one loop for the common pass (one thread, every
+        # node needed): each gradient goes to its next node's input buffer (a list with one slot
+        # per input); a node whose dependencies reach 0 is ready. The first ready node, when the
+        # queue is empty, is handed back to run next (NOTE [Chains skip the queue]); any other
+        # goes on the queue, and so does the first once a second one is ready.
+        deps = graph_task.dependencies
+        not_ready = graph_task.not_ready
+        heap = graph_task.cpu_ready_queue._heap
+        following = None
+        for fn, input_nr, grad in zip(fns, nrs, outputs):
+            if fn is None:
+                continue
+            count = deps[fn] - 1
+            deps[fn] = count
+            buf = not_ready.get(fn) if not_ready else None
+            if buf is None:
+                n_inputs = len(fn._input_metadata_)
+                if n_inputs <= 1 and not count:
+                    buf = [grad]
+                else:
+                    buf = [None] * (n_inputs or 1)
+                    buf[input_nr] = grad
+                    if count:
+                        not_ready[fn] = buf
+                        continue
+            else:
+                if grad is not None:  # InputBuffer.add, inlined
+                    old = buf[input_nr]
+                    buf[input_nr] = grad if old is None else _accumulate(old, grad)
+                if count:
+                    continue
+                del not_ready[fn]
+            if grad is None or grad._device is not CPU:
+                self._push_ready(graph_task, fn, buf, grad)
+                continue
+            if observer is not None:
+                observer.node_ready(graph_task, fn, CPU)
+            if following is None and not heap:
+                following = (fn, buf)
+                continue
+            depth = graph_task.reentrant_depth
+            if following is not None:
+                first, first_buf = following
+                following = None
+                task = _new_tuple(NodeTask, (graph_task, first, first_buf, depth))
+                heappush(heap, (-depth, -first._sequence_nr_, next(_tiebreak), task))
+            task = _new_tuple(NodeTask, (graph_task, fn, buf, depth))
+            heappush(heap, (-depth, -fn._sequence_nr_, next(_tiebreak), task))
+        return following
+
+    def _dispatch_ready(self, graph_task, ready):
+        """Queue the nodes ``_route`` found ready, or hand the only one back to run next."""
         if not ready:
-            return
+            return None
+        observer = graph_task.observer
         if graph_task.threaded:
             own = _current.device_queue
             if own is not None and len(ready) == 1 and not own._heap:
@@ -729,7 +739,7 @@ class Engine:
                     return fn, buf  # NOTE [Chains skip the queue], on a device worker
             for fn, buf, grad in ready:
                 self._push_ready(graph_task, fn, buf, grad)
-            return
+            return None
         heap = graph_task.cpu_ready_queue._heap
         if not heap and len(ready) == 1:
             fn, buf, grad = ready[0]
@@ -739,24 +749,18 @@ class Engine:
                 if observer is not None:
                     observer.node_ready(graph_task, fn, CPU)
                 return fn, buf
-        depth = graph_task.reentrant_depth
         for fn, buf, grad in ready:
-            if grad is not None and grad._device is CPU:  # inlined _push_ready, CPU case
-                if observer is not None:
-                    observer.node_ready(graph_task, fn, CPU)
-                task = _new_tuple(NodeTask, (graph_task, fn, buf, depth))
-                heappush(heap, (-depth, -fn._sequence_nr_, next(_tiebreak), task))
-            else:
-                self._push_ready(graph_task, fn, buf, grad)
+            self._push_ready(graph_task, fn, buf, grad)
+        return None
 
     @staticmethod
-    def _route(graph_task, edges, outputs):
+    def _route(graph_task, fns, nrs, outputs):
         """Add each output to its next node's InputBuffer; return the nodes now ready."""
         deps = graph_task.dependencies
         not_ready = graph_task.not_ready
         exec_info = graph_task.exec_info
         ready = []
-        for (fn, input_nr), grad in zip(edges, outputs):
+        for fn, input_nr, grad in zip(fns, nrs, outputs):
             if fn is None:
                 continue
             count = deps[fn] - 1
@@ -767,32 +771,26 @@ class Engine:
                     continue
             buf = not_ready.get(fn)
             if buf is None:
-                n_inputs = len(fn._input_metadata_)
-                if not count and n_inputs <= 1:  # the common chain case: one input, now ready
-                    ready.append((fn, InputBuffer((grad,)), grad))
-                    continue
-                buf = InputBuffer((None,) * (n_inputs or 1))
+                buf = InputBuffer.of_size(len(fn._input_metadata_) or 1)
                 if count:
                     not_ready[fn] = buf
             elif not count:
                 del not_ready[fn]
-            if grad is not None:  # InputBuffer.add, inlined
-                old = buf[input_nr]
-                buf[input_nr] = grad if old is None else _accumulate(old, grad)
+            buf.add(input_nr, grad)
             if not count:
                 ready.append((fn, buf, grad))
         return ready
 
     @staticmethod
-    def validate_outputs(node, edges, grads):
+    def validate_outputs(node, fns, nrs, grads):
         """Reduce each gradient to its input's shape and dtype, or raise (``validate_outputs``)."""
         for i, grad in enumerate(grads):
             if grad is None:
                 continue
-            fn = edges[i].function
+            fn = fns[i]
             if fn is None:
                 continue
-            meta = fn._input_metadata_[edges[i].input_nr]
+            meta = fn._input_metadata_[nrs[i]]
             shape = grad._data.shape
             if shape != meta.shape:
                 if not _expandable(meta.shape, shape):

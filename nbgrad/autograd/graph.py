@@ -10,6 +10,7 @@ backward passes, ``GraphObserver`` and ``observe`` (NOTE [One engine path]).
 from __future__ import annotations
 
 import threading
+from typing import NamedTuple
 
 from nbgrad._graph.graph import (
     UINT64_MAX,
@@ -17,7 +18,6 @@ from nbgrad._graph.graph import (
     Edge,
     GradientEdge,
     GraphRoot,
-    HookInfo,
     InputMetadata,
     Node,
     RemovableHandle,
@@ -25,7 +25,6 @@ from nbgrad._graph.graph import (
     disable_saved_tensors_hooks,
     get_gradient_edge,
     grad_accumulator,
-    hook_inventory,
     increment_version,
     next_sequence_nr,
     saved_tensors_hooks,
@@ -141,3 +140,74 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
         return all_hook
 
     return _MultiHandle(tuple(t.register_hook(hook_for(i)) for i, t in enumerate(tensors)))
+
+
+# -- the hook inventory ---------------------------------------------------------------------
+
+
+class HookInfo(NamedTuple):
+    """One registered hook, as listed by :func:`hook_inventory`."""
+
+    kind: str  # tensor_hook | node_prehook | node_hook | post_accumulate_grad | module hooks
+    target_kind: str  # "tensor" | "node" | "module"
+    target: object
+    name: str
+    enabled: bool
+    handle: RemovableHandle
+
+
+def _infos(handles, target_kind, target=None):
+    for h in tuple(handles or ()):
+        owner = target if target is not None else h.owner
+        yield HookInfo(h.kind, target_kind, owner, h.name, h.enabled, h)
+
+
+def hook_inventory(*roots) -> list[HookInfo]:
+    """Every hook reachable from the graphs of ``roots`` (tensors, nodes or modules).
+
+    PyTorch has no such list; nbgrad's hook editor is built on it. Each entry carries its
+    handle: ``handle.enabled = False`` switches a hook off without removing it,
+    ``handle.remove()`` removes it.
+
+    Example:
+        >>> import nbgrad as ng
+        >>> x = ng.ones(2, requires_grad=True)
+        >>> y = x * 2
+        >>> h = y.register_hook(lambda g: g)
+        >>> [(i.kind, i.target_kind) for i in hook_inventory(y)]
+        [('tensor_hook', 'tensor')]
+    """
+    out: list[HookInfo] = []
+    start: list[Node] = []
+    for r in roots:
+        if isinstance(r, Node):
+            start.append(r)
+        elif hasattr(r, "_module_hook_infos"):
+            out.extend(r._module_hook_infos())
+        elif hasattr(r, "grad_fn"):
+            if r.grad_fn is not None:
+                start.append(r.grad_fn)
+            elif getattr(r, "_grad_accumulator", None) is not None:
+                start.append(r._grad_accumulator)
+        else:
+            raise TypeError(
+                f"hook_inventory() takes tensors, nodes or modules, got {type(r).__name__}"
+            )
+    seen = set(start)
+    stack = list(start)
+    order = []
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        for fn in node._next_fns:
+            if fn is not None and fn not in seen:
+                seen.add(fn)
+                stack.append(fn)
+    order.sort(key=lambda n: -n._sequence_nr_ if n._sequence_nr_ != UINT64_MAX else 1)
+    for node in order:
+        out.extend(_infos(node._tensor_pre_hooks, "tensor"))
+        out.extend(_infos(node._pre_hooks, "node", node))
+        out.extend(_infos(node._post_hooks, "node", node))
+        if isinstance(node, AccumulateGrad):
+            out.extend(_infos(node.variable._post_accumulate_grad_hooks, "tensor", node.variable))
+    return out

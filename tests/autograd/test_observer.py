@@ -68,7 +68,7 @@ class Log(GraphObserver):
 def evaluated(monkeypatch):
     """The nodes ``Engine.evaluate_function`` is called with, in order, with their thread, and
     each use of the general routing and of the CPU ready queue (the shortcuts of NOTE
-    [Single-edge fast path] and NOTE [Chains skip the queue] use neither): read from outside
+    [Routing inlined] and NOTE [Chains skip the queue] use neither): read from outside
     the engine, the same way whether an observer is installed."""
     calls = []
     original = Engine.evaluate_function
@@ -83,9 +83,9 @@ def evaluated(monkeypatch):
 
     route = Engine._route
 
-    def routed(graph_task, edges, outputs):  # the general routing, not NOTE [Single-edge
-        calls.append(("queued", "routed"))  # fast path]
-        return route(graph_task, edges, outputs)
+    def routed(graph_task, fns, nrs, outputs):  # the general routing, not NOTE [Routing
+        calls.append(("queued", "routed"))  # inlined]
+        return route(graph_task, fns, nrs, outputs)
 
     monkeypatch.setattr(Engine, "_route", staticmethod(routed))
     monkeypatch.setattr(Engine, "evaluate_function", evaluate)

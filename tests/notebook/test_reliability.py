@@ -49,8 +49,7 @@ def _graph(x):
     nodes = [n for n in nodes if not isinstance(n, AccumulateGrad)]
     arrays = []
     for n in nodes:
-        for name in n._saved_tensor_names():
-            s = getattr(n, "_s_" + name, None)
+        for s in n.saved_values().values():  # inputs stored as themselves too
             if type(s) is SavedTensor:
                 a = s._data if s._data is not None else s._tensor._data
                 if a is not x._data:
