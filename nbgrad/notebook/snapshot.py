@@ -890,14 +890,23 @@ def trace_state(trace, position):
     ``position``, ``steps``, ``running`` node id, ``done`` ids, ``ready`` per device,
     ``dependencies`` and ``buffers`` of the nodes not yet ready, the running node's
     ``inputs``, ``outputs``, ``hooks``, ``made_ready``, ``device`` and ``accumulated``.
-    ``stateAt`` in widgets/stepper.js is the same in JS."""
+    ``stateAt`` in widgets/stepper.js is the same in JS.
+
+    NOTE [Made ready, not waiting]
+    A step shows what its node did: the nodes it made ready (``made_ready``) and the
+    dependency counts and input buffers as its gradients left them (the counts seen when the
+    next node started, or the final ones after the last step), so the nodes it made ready are
+    not listed as waiting too, and the buffer it half filled shows at once."""
     steps = trace["steps"]
     pos = max(0, min(int(position), len(steps) + 1))
     deps = dict(trace["initial"]["dependencies"])
     buffers = {}
-    for s in steps[: min(pos, len(steps))]:
+    for s in steps[: min(pos + 1, len(steps))] if pos else ():
         deps.update(s["dependencies"])
         buffers.update(s["buffers"])
+    if pos >= len(steps):
+        deps.update(trace["final"]["dependencies"])
+        buffers.update(trace["final"]["buffers"])
     done = [s["node"] for s in steps[: max(0, pos - 1)]]
     state = {
         "position": pos,
@@ -925,12 +934,12 @@ def trace_state(trace, position):
             accumulated=s.get("accumulated"),
         )
     elif pos > len(steps):
-        deps.update(trace["final"]["dependencies"])
-        buffers.update(trace["final"]["buffers"])
         done = [s["node"] for s in steps]
         state.update(done=done, ready={d: [] for d in trace["initial"]["ready"]})
     ready_ids = {i for ids in state["ready"].values() for i in ids}
-    finished = set(done) | ready_ids | ({state["running"]} if state["running"] else set())
+    finished = set(done) | ready_ids | set(state["made_ready"])
+    if state["running"]:
+        finished.add(state["running"])
     state["dependencies"] = {k: v for k, v in deps.items() if k not in finished}
     state["buffers"] = {k: v for k, v in buffers.items() if k not in finished}
     return state

@@ -150,30 +150,9 @@ class BackwardStepper(StillWidget):
         """The engine's state at ``position`` (default: the current one), rebuilt from the
         trace: ``running`` node id, ``done`` ids, ``ready`` per device, ``dependencies`` and
         ``buffers`` of the nodes not yet ready, the running node's ``inputs``, ``outputs``,
-        ``hooks``, ``made_ready`` and ``accumulated`` (see ``snapshot.trace_state``).
-
-        NOTE [Made ready, not waiting]
-        A step shows what its node did: the nodes it made ready (``made_ready``) and the
-        dependency counts and input buffers as its gradients left them (the counts seen when
-        the next node started), so the nodes it made ready are not listed as waiting too, and
-        the buffer it half filled shows at once. ``stateAt`` in widgets/stepper.js is the same;
-        ``trace_state`` (the still picture's) still shows the counts as the node started."""
-        state = trace_state(self.trace, self.position if position is None else position)
-        pos, steps = state["position"], self.trace["steps"]
-        if 1 <= pos <= len(steps):
-            deps = dict(self.trace["initial"]["dependencies"])
-            buffers = {}
-            for s in steps[: pos + 1]:
-                deps.update(s["dependencies"])
-                buffers.update(s["buffers"])
-            if pos == len(steps):
-                deps.update(self.trace["final"]["dependencies"])
-                buffers.update(self.trace["final"]["buffers"])
-            finished = {state["running"], *state["done"], *state["made_ready"]}
-            finished.update(i for ids in state["ready"].values() for i in ids)
-            state["dependencies"] = {k: v for k, v in deps.items() if k not in finished}
-            state["buffers"] = {k: v for k, v in buffers.items() if k not in finished}
-        return state
+        ``hooks``, ``made_ready`` and ``accumulated`` (``snapshot.trace_state``, which the still
+        picture draws too: NOTE [Made ready, not waiting])."""
+        return trace_state(self.trace, self.position if position is None else position)
 
     def to_svg(self) -> str:
         return trace_svg(self.trace, lay=self.graph_layout, position=self.position)
