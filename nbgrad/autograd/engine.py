@@ -655,7 +655,7 @@ class Engine:
                     or data.dtype is not meta.dtype.np
                     or grad._device is not meta.device
                 ):
-                    self.validate_outputs(node, fns, nrs, outputs)
+                    self._validate(node, fns, nrs, outputs)
                     break
         if graph_task.check_nan:
             _anomaly.check_nan(node, outputs)
@@ -782,8 +782,15 @@ class Engine:
         return ready
 
     @staticmethod
-    def validate_outputs(node, fns, nrs, grads):
-        """Reduce each gradient to its input's shape and dtype, or raise (``validate_outputs``)."""
+    def validate_outputs(node, edges, grads):
+        """Reduce each gradient to its input's shape and dtype, or raise (PyTorch's
+        ``validate_outputs``); ``edges``: the node's next edges, ``(function, input_nr)``."""
+        Engine._validate(node, [fn for fn, _ in edges], [nr for _, nr in edges], grads)
+
+    @staticmethod
+    def _validate(node, fns, nrs, grads):
+        """``validate_outputs`` on the two tuples a node keeps its edges in (NOTE [Edges stored
+        as two tuples])."""
         for i, grad in enumerate(grads):
             if grad is None:
                 continue
