@@ -253,10 +253,12 @@ function watchKernel(model, el) {
 // written when the notebook is saved holds no widget view for an nbgrad widget: its output
 // keeps the picture and the text, and the notebook's widget state drops the nbgrad widgets
 // (and their Layouts). Opened again, each graph shows as a picture, in any frontend, with
-// or without a kernel; running the cell again shows the live widget. The page that saved
-// keeps its live widgets: only the saved copy changes (the notebook's ``toJSON``, once, for
-// the save that the "started" signal announces; JupyterLab and Notebook 7 write what it
-// returns). Other widgets' outputs and state are left as they are.
+// or without a kernel (a page reloaded while its kernel runs too: run the cell again, or show
+// a kept session's widget again, for the live widget). The page that saved keeps its live
+// widgets: only the saved copy changes (the notebook's ``toJSON``, once, for the save that
+// the "started" signal announces; JupyterLab and Notebook 7 write what it returns; where the
+// server writes the file from a shared document, with jupyter-collaboration, it does not
+// apply). Other widgets' outputs and state are left as they are.
 const WIDGET_VIEW = "application/vnd.jupyter.widget-view+json";
 const WIDGET_STATE = "application/vnd.jupyter.widget-state+json";
 const SAVED_ON = Symbol.for("nbgrad.saved-pictures"); // on the widget manager: our model ids

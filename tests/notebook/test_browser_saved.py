@@ -14,7 +14,11 @@ import json
 import urllib.request
 
 import pytest
+from ipywidgets.widgets.widget import _instances
 from test_browser import TUTORIAL, Notebook, artifacts, browser, run_lab  # noqa: F401 - fixtures
+
+from nbgrad.notebook.graph_view import GraphView
+from nbgrad.notebook.hook_editor import HookEditor
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 # the notebook open in the page, its kernel started and idle
@@ -169,3 +173,20 @@ def test_a_saved_tutorial_shows_its_pictures(tmp_path_factory, browser, artifact
             book.panel.locator(".nbg-hooks").first.wait_for(timeout=30_000)
             assert _counts(book.page.evaluate(OUTPUTS)) == before
             assert "Error displaying widget" not in book.panel.inner_text()
+
+
+@pytest.mark.parametrize("kind", [GraphView, HookEditor])
+def test_a_widget_opens_with_its_model_id_in_its_state(kind):
+    """The browser finds a widget's output by the id in its state (``_comm_id``), from the
+    first state it gets, and again after the widget is closed and shown again."""
+    widget = kind()
+    try:
+        assert widget._comm_id == widget.model_id and _instances[widget.model_id] is widget
+        assert widget.get_state()["_comm_id"] == widget.model_id
+        first = widget.model_id
+        widget.close()
+        view = widget._repr_mimebundle_()[0][WIDGET_VIEW]  # shown again: a new comm
+        assert widget._comm_id == widget.model_id == view["model_id"] == first
+        assert "_comm_id" not in type(widget)._frontend_writable
+    finally:
+        widget.close()
