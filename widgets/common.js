@@ -241,3 +241,94 @@ function watchKernel(model, el) {
     if (kernel && kernel.statusChanged) kernel.statusChanged.disconnect(onStatus);
   };
 }
+
+// NOTE [Saved notebooks keep their pictures]
+// A widget's output holds the widget view and, beside it, the widget's still picture (SVG and
+// PNG: StillWidget._repr_mimebundle_ in nbgrad/notebook/_widget.py). JupyterLab and Notebook 7
+// always render the widget view of a trusted output, never the picture: a notebook opened
+// again with a new kernel has no model for it and says "Error displaying widget: model not
+// found", unless the widget's state was saved in the notebook's metadata, which they do only
+// with "Save Widget State Automatically" on (then the whole state, the graph a second time),
+// and even then a model restored from the metadata may come too late for the first render
+// (the widget manager can call itself restored before it reads the metadata). So the file
+// written when the notebook is saved holds no widget view for an nbgrad widget: its output
+// keeps the picture and the text, and the notebook's widget state drops the nbgrad widgets
+// (and their Layouts). Opened again, each graph shows as a picture, in any frontend, with
+// or without a kernel (a page reloaded while its kernel runs too: run the cell again, or show
+// a kept session's widget again, for the live widget). The page that saved keeps its live
+// widgets: only the saved copy changes (the notebook's ``toJSON``, once, for the save that
+// the "started" signal announces; JupyterLab and Notebook 7 write what it returns; where the
+// server writes the file from a shared document, with jupyter-collaboration, it does not
+// apply). Other widgets' outputs and state are left as they are.
+const WIDGET_VIEW = "application/vnd.jupyter.widget-view+json";
+const WIDGET_STATE = "application/vnd.jupyter.widget-state+json";
+const SAVED_ON = Symbol.for("nbgrad.saved-pictures"); // on the widget manager: our model ids
+
+/**
+ * The notebook as saved (NOTE [Saved notebooks keep their pictures]): ``nb`` (nbformat JSON,
+ * left unchanged) without the widget views of nbgrad widgets, which are ``ids`` and the nbgrad
+ * widgets in its saved widget state, nor their state.
+ * @param {any} nb
+ * @param {Set<string>} ids
+ */
+function savedWithPictures(nb, ids) {
+  const widgets = (nb.metadata && nb.metadata.widgets) || {};
+  const state = { ...((widgets[WIDGET_STATE] && widgets[WIDGET_STATE].state) || {}) };
+  const ours = new Set(ids);
+  for (const [id, entry] of Object.entries(state)) {
+    const st = (entry && entry.state) || {};
+    if (!String(st._anywidget_id || "").startsWith("nbgrad.")) continue;
+    ours.add(id);
+    delete state[id];
+    const layout = String(st.layout || "").replace(/^IPY_MODEL_/, "");
+    if (state[layout] && state[layout].model_name === "LayoutModel") delete state[layout];
+  }
+  const still = (out) => {
+    const data = out.data || {};
+    const view = data[WIDGET_VIEW];
+    if (!view || !ours.has(view.model_id) || !(data["image/svg+xml"] || data["image/png"])) {
+      return out;
+    }
+    const { [WIDGET_VIEW]: _, ...picture } = data;
+    return { ...out, data: picture };
+  };
+  const cells = (nb.cells || []).map((c) => (c.outputs ? { ...c, outputs: c.outputs.map(still) } : c));
+  const metadata = { ...(nb.metadata || {}) };
+  if (Object.keys(state).length) {
+    metadata.widgets = { ...widgets, [WIDGET_STATE]: { ...widgets[WIDGET_STATE], state } };
+  } else {
+    delete metadata.widgets;
+  }
+  return { ...nb, metadata, cells };
+}
+
+/**
+ * Save this widget's output as its picture (NOTE [Saved notebooks keep their pictures]) in
+ * JupyterLab and Notebook 7, whose widget manager has the document's context; elsewhere there
+ * is nothing to do.
+ * @param {any} model
+ */
+function keepPictureOnSave(model) {
+  const manager = model.widget_manager;
+  const context = manager && manager.context;
+  const id = model.get("_comm_id");
+  if (!id || !context || !context.saveState || !context.model) return;
+  let ids = manager[SAVED_ON];
+  if (!ids) {
+    ids = manager[SAVED_ON] = new Set();
+    context.saveState.connect((_, state) => {
+      const notebook = context.model;
+      if (state !== "started" || !notebook || notebook[SAVED_ON]) return;
+      const own = Object.prototype.hasOwnProperty.call(notebook, "toJSON");
+      const toJSON = notebook.toJSON;
+      notebook[SAVED_ON] = true;
+      notebook.toJSON = function (...args) { // once: the save's own reading of the notebook
+        if (own) notebook.toJSON = toJSON;
+        else delete notebook.toJSON;
+        delete notebook[SAVED_ON];
+        return savedWithPictures(toJSON.apply(notebook, args), ids);
+      };
+    });
+  }
+  ids.add(id);
+}

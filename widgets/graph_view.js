@@ -626,6 +626,7 @@ function render({ model, el }) {
   ro.observe(svg);
   ro.observe(el);
   const unwatch = watchKernel(model, el); // NOTE [Released and kernel-gone views]
+  keepPictureOnSave(model); // NOTE [Saved notebooks keep their pictures]
   return () => {
     unwatch();
     ro.disconnect();

@@ -133,6 +133,7 @@ function render({ model, el }) {
   drawFired();
   drawStatus();
   const unwatch = watchKernel(model, el); // NOTE [Released and kernel-gone views]
+  keepPictureOnSave(model); // NOTE [Saved notebooks keep their pictures]
   return () => {
     unwatch();
     model.off("change:target", onTarget);

@@ -236,6 +236,7 @@ function render({ model, el }) {
   const ro = new ResizeObserver(() => drawState()); // framed once the element has a size
   ro.observe(svg);
   const unwatch = watchKernel(model, el); // NOTE [Released and kernel-gone views]
+  keepPictureOnSave(model); // NOTE [Saved notebooks keep their pictures]
   return () => {
     unwatch();
     ro.disconnect();

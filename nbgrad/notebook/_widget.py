@@ -16,6 +16,7 @@ import site
 import sys
 import sysconfig
 import traceback
+import uuid
 from pathlib import Path
 
 import anywidget
@@ -131,6 +132,9 @@ class StillWidget(anywidget.AnyWidget):
     whose ``repr`` holds no memory address (nbval compares ``text/plain`` exactly)."""
 
     error = t.Unicode("").tag(sync=True)
+    # the widget's model id, also in its state: the browser names the widget's output with it
+    # when the notebook is saved (NOTE [Saved notebooks keep their pictures] in widgets/common.js)
+    _comm_id = t.Unicode("").tag(sync=True)
     _messages: dict = {}  # see NOTE [Checked messages]
     _frontend_writable: frozenset = frozenset()
 
@@ -151,6 +155,14 @@ class StillWidget(anywidget.AnyWidget):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.on_msg(self._on_msg)
+
+    def open(self):
+        """Open the comm, its id chosen first so that the state it opens with holds it."""
+        if self.comm is None:
+            if self._model_id is None:
+                self._model_id = uuid.uuid4().hex
+            self.set_trait("_comm_id", self._model_id)
+        super().open()
 
     def to_svg(self) -> str:  # pragma: no cover - each widget defines it
         raise NotImplementedError

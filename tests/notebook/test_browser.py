@@ -121,9 +121,10 @@ def _free_port():
 
 
 @contextlib.contextmanager
-def run_lab(tmp_path_factory, notebooks):
-    """A JupyterLab server on a folder holding ``notebooks`` (``{file name: cells}``, or a
-    Path to copy): yields its ``url``, ``token`` and ``root``."""
+def run_lab(tmp_path_factory, notebooks, app="jupyterlab", user_settings=()):
+    """A JupyterLab server (or Notebook 7's, ``app="notebook"``) on a folder holding
+    ``notebooks`` (``{file name: cells}``, or a Path to copy), with more ``user_settings``
+    (``(file, content)`` pairs): yields its ``url``, ``token`` and ``root``."""
     root = tmp_path_factory.mktemp("lab")
     private = tmp_path_factory.mktemp("lab-private")
     for name, cells in notebooks.items():
@@ -139,6 +140,7 @@ def run_lab(tmp_path_factory, notebooks):
             {"fetchNews": "false", "checkForUpdates": False},
         ),
         ("@jupyterlab/notebook-extension/tracker.jupyterlab-settings", {"windowingMode": "none"}),
+        *user_settings,
     ]:
         f = settings / rel
         f.parent.mkdir(parents=True, exist_ok=True)
@@ -157,15 +159,18 @@ def run_lab(tmp_path_factory, notebooks):
         [
             sys.executable,
             "-m",
-            "jupyterlab",
+            app,
             "--no-browser",
             "--allow-root",
             "--ip=127.0.0.1",
             f"--port={port}",
             f"--IdentityProvider.token={token}",
             f"--ServerApp.root_dir={root}",
-            "--LabApp.extension_manager=readonly",
-            "--LabApp.expose_app_in_browser=True",
+            *(
+                ["--LabApp.extension_manager=readonly", "--LabApp.expose_app_in_browser=True"]
+                if app == "jupyterlab"
+                else ["--JupyterNotebookApp.expose_app_in_browser=True"]
+            ),
         ],
         env=env,
         stdout=log,
@@ -182,7 +187,7 @@ def run_lab(tmp_path_factory, notebooks):
             except OSError:
                 time.sleep(0.5)
         else:
-            pytest.fail("JupyterLab did not start:\n" + (private / "server.log").read_text())
+            pytest.fail(f"{app} did not start:\n" + (private / "server.log").read_text())
         yield {"url": url, "token": token, "root": root}
     finally:
         proc.send_signal(signal.SIGTERM)
