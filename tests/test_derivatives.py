@@ -1360,6 +1360,13 @@ CASES += [
     for gather, scatter, fn, shape in INDEX_MAPS
     for case in (_case(gather, fn, [(shape,)]), _case(scatter, grad_of(fn), [(shape,)]))
 ]
+CASES += [
+    _case("native_group_norm", lambda x, w, b: nnf(x).group_norm(x, 2, w, b),
+          [((2, 4, 3), (4,), (4,)), ((3, 2), (2,), (2,))]),
+    _case("native_group_norm", lambda x: nnf(x).group_norm(x, 1), [((2, 3, 2, 2),)]),
+    _case("_pdist_forward", lambda x: nnf(x).pdist(x), [((4, 3),), ((1, 2),)]),
+    _case("_pdist_forward", lambda x: nnf(x).pdist(x, 1.5), [((3, 2),)]),
+]
 CASES += [_case("col2im", lambda x: nnf(x).fold(x, (3, 2), 2, padding=(0, 1)),
                 [((1, 8, 6),), ((4, 6),)])]
 # fmt: on

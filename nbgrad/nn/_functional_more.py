@@ -5,9 +5,9 @@
 All are composed from table ops, so their gradients are the table's, to any order.
 ``rms_norm``, ``local_response_norm`` and the dropouts follow PyTorch's own composition (the
 same ``grad_fn`` names: ``MulBackward0``, ``DivBackward0``, ``AddBackward0``); PyTorch has a
-node of its own for ``group_norm`` (``NativeGroupNormBackward0``) and ``embedding_bag``, which
-here end in the ops they are made of. ``interpolate`` and the pixel shuffles are the index-map
-rows of PyTorch's names (NOTE [Index-map rows]).
+node of its own for ``embedding_bag``, which here ends in the ops it is made of; ``group_norm``
+is PyTorch's ``NativeGroupNormBackward0`` row. ``interpolate`` and the pixel shuffles are the
+index-map rows of PyTorch's names (NOTE [Index-map rows]).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import numpy as np
 
 import nbgrad  # nbgrad.nn.functional, read at call time: that module imports this one
 from nbgrad._tensor.creation import zeros
+from nbgrad._tensor.dispatch import _dispatch
+from nbgrad.derivatives import OPS
 from nbgrad.nn._index_maps import (
     apply_map,
     cubic_weights,
@@ -60,9 +62,7 @@ def group_norm(
     """Normalise each sample's channels in ``num_groups`` groups (over the group's channels and
     the spatial dims), then scale and shift per channel.
 
-    NOTE [Group norm as layer norm]: the input viewed as ``(N, G, -1)`` is layer-normalised
-    over its last dim (the ``NativeLayerNormBackward0`` row), then viewed back; the affine
-    step is a multiply-add per channel. PyTorch's one node is ``NativeGroupNormBackward0``.
+    One node, PyTorch's ``NativeGroupNormBackward0`` (its row in nbgrad/derivatives/nn.py).
     """
     if input.dim() < 2:
         raise RuntimeError(
@@ -86,14 +86,8 @@ def group_norm(
         raise ValueError(
             f"Expected more than 1 value per channel when training, got input size {size}"
         )
-    grouped = input.reshape(n, num_groups, -1)
-    out = nbgrad.nn.functional.layer_norm(grouped, (grouped.shape[-1],), eps=eps).view(input.shape)
-    shape = (1, c) + (1,) * (input.dim() - 2)
-    if weight is not None:
-        out = out * weight.view(shape)
-    if bias is not None:
-        out = out + bias.view(shape)
-    return out
+    attrs = {"num_groups": num_groups, "eps": eps}
+    return _dispatch(OPS["native_group_norm"], (input, weight, bias), attrs)
 
 
 def rms_norm(
