@@ -1326,6 +1326,52 @@ CASES += [
 # fmt: on
 
 
+# fmt: off
+# the index-map rows (NOTE [Index-map rows] in nbgrad/derivatives/index_maps.py): each gather row
+# through its layer, and its scatter row through the layer's recorded backward
+def _interp(mode, **kw):
+    return lambda x: nnf(x).interpolate(x, mode=mode, **kw)
+
+
+INDEX_MAPS = [  # (gather row, scatter row, function, input shapes)
+    *[(f"{kind}_pad{n}d", f"{kind}_pad{n}d_backward",
+       lambda x, n=n, m=mode: nnf(x).pad(x, (2, 1, 0, 1, 1, 0)[: 2 * n], mode=m), shape)
+      for kind, mode in (("reflection", "reflect"), ("replication", "replicate"))
+      for n, shape in ((1, (2, 3)), (2, (1, 2, 3, 3)), (3, (1, 2, 2, 3)))],
+    *[(f"{aten}{n}d", f"{aten}{n}d_backward", _interp(mode, size=size), shape)
+      for aten, mode in (("upsample_nearest", "nearest"),
+                         ("_upsample_nearest_exact", "nearest-exact"))
+      for n, size, shape in ((1, 5, (1, 2, 3)), (2, (3, 2), (1, 1, 2, 3)),
+                             (3, (3, 1, 2), (1, 1, 2, 2, 3)))],
+    ("upsample_linear1d", "upsample_linear1d_backward", _interp("linear", size=5), (1, 2, 3)),
+    ("upsample_bilinear2d", "upsample_bilinear2d_backward",
+     _interp("bilinear", scale_factor=1.5, align_corners=True), (1, 1, 2, 3)),
+    ("upsample_bicubic2d", "upsample_bicubic2d_backward",
+     _interp("bicubic", size=(3, 4)), (1, 1, 2, 3)),
+    ("upsample_trilinear3d", "upsample_trilinear3d_backward",
+     _interp("trilinear", size=(3, 2, 2)), (1, 1, 2, 3, 2)),
+    ("pixel_shuffle", "pixel_shuffle_backward", lambda x: nnf(x).pixel_shuffle(x, 2), (2, 4, 1, 2)),
+    ("pixel_unshuffle", "pixel_unshuffle_backward",
+     lambda x: nnf(x).pixel_unshuffle(x, 2), (1, 2, 2)),
+    ("im2col", "col2im", lambda x: nnf(x).unfold(x, 2, 1, (1, 0), 1), (1, 2, 2, 3)),
+]
+CASES += [
+    case
+    for gather, scatter, fn, shape in INDEX_MAPS
+    for case in (_case(gather, fn, [(shape,)]), _case(scatter, grad_of(fn), [(shape,)]))
+]
+CASES += [
+    _case("native_group_norm", lambda x, w, b: nnf(x).group_norm(x, 2, w, b),
+          [((2, 4, 3), (4,), (4,)), ((3, 2), (2,), (2,))]),
+    _case("native_group_norm", lambda x: nnf(x).group_norm(x, 1), [((2, 3, 2, 2),)]),
+    _case("_pdist_forward", lambda x: nnf(x).pdist(x), [((4, 3),), ((1, 2),)]),
+    _case("_pdist_forward", lambda x: nnf(x).pdist(x, 1.5), [((3, 2),)]),
+]
+CASES += [_case("col2im", lambda x: nnf(x).fold(x, (3, 2), 2, padding=(0, 1)),
+                [((1, 8, 6),), ((4, 6),)])]
+# fmt: on
+
+
 # ---- PyTorch's wider surface (nbgrad/derivatives/wider.py and the composites of
 # nbgrad/_functions_wider.py; an alias or composite is listed under the node it records)
 def np_cumextreme(a, dim, fn):

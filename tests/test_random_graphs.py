@@ -964,6 +964,27 @@ NOT_DRAWN = {
     "affine_grid_generator",
     "convolution_transpose",
     "constant_pad_nd",
+    # the index-map rows of nbgrad/derivatives/index_maps.py (the paddings, upsampling, pixel
+    # shuffles, unfold and fold): nn rows, checked by the op table test and tests/nn
+    *[
+        f"{kind}_pad{n}d{end}"
+        for kind in ("reflection", "replication")
+        for n in (1, 2, 3)
+        for end in ("", "_backward")
+    ],  # fmt: skip
+    *[
+        f"{aten}{n}d{end}"
+        for aten in ("upsample_nearest", "_upsample_nearest_exact")
+        for n in (1, 2, 3)
+        for end in ("", "_backward")
+    ],  # fmt: skip
+    *[
+        f"upsample_{mode}{end}"
+        for mode in ("linear1d", "bilinear2d", "bicubic2d", "trilinear3d")
+        for end in ("", "_backward")
+    ],  # fmt: skip
+    *"pixel_shuffle pixel_shuffle_backward pixel_unshuffle pixel_unshuffle_backward".split(),
+    *"im2col col2im native_group_norm _pdist_forward".split(),
     "elu_",  # (elu, out of place, is drawn)
     "threshold",  # (relu, its special case, is drawn)
     "threshold_",

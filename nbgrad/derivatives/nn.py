@@ -3,6 +3,8 @@ normalisation, losses, embedding)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from nbgrad._kernels import (
     _addmm,
     _batch_norm,
@@ -13,6 +15,7 @@ from nbgrad._kernels import (
     _nll_loss,
     _nll_loss2d,
     _smooth_l1,
+    _vector_norm,
 )
 from nbgrad._tensor import creation as _C
 from nbgrad._tensor.dispatch import OPS, _dispatch
@@ -34,6 +37,7 @@ from nbgrad.derivatives._kernels_nn import (
     _max_unpool,
 )
 from nbgrad.derivatives.opinfo import op
+from nbgrad.derivatives.reductions import _norm_backward
 
 # fmt: off
 # nn: linear, convolution, losses, normalisation, embedding (reached through nbgrad.nn.functional)
@@ -103,6 +107,16 @@ op("layer_norm", "NativeLayerNormBackward0", "input weight bias", lambda xp, inp
    input=lambda grad, input, weight, normalized_shape, eps: _layer_norm_input_grad(grad, input, weight, normalized_shape, eps),
    weight=lambda grad, input, normalized_shape, eps: _sum_leading(grad * _layer_norm_stats(input, normalized_shape, eps)[0], len(normalized_shape)),
    bias=lambda grad, normalized_shape: _sum_leading(grad, len(normalized_shape)))
+# group norm: layer norm of the input viewed as (N, G, -1), then a per-channel affine step
+op("native_group_norm", "NativeGroupNormBackward0", "input weight bias", lambda xp, input, weight, bias, num_groups, eps: _group_norm(xp, input, weight, bias, num_groups, eps),
+   attrs="num_groups eps",
+   input=lambda grad, input, weight, num_groups, eps: _group_norm_input_grad(grad, input, weight, num_groups, eps),
+   weight=lambda grad, input, num_groups, eps: _sum_but_channels(grad * _group_norm_x_hat(input, num_groups, eps)),
+   bias=lambda grad: _sum_but_channels(grad))
+# pdist: the norms of the differences of the rows i < j (the pairs of ``_pdist_pairs``)
+op("_pdist_forward", "PdistBackward0", "self", lambda xp, self, p: _pdist(xp, self, p),
+   attrs="p",
+   self=lambda grad, self, p, result: _pdist_backward(grad, self, p, result))
 # running_mean / running_var are attributes (tensors that no gradient reaches); in eval mode
 # ``F.batch_norm`` passes copies, so that a later training step cannot change what backward uses
 op("batch_norm", "NativeBatchNormBackward0", "input weight bias", lambda xp, input, weight, bias, running_mean, running_var, training, momentum, eps: _batch_norm(xp, input, weight, bias, running_mean, running_var, training, momentum, eps),
@@ -310,6 +324,53 @@ def _layer_norm_stats(input, normalized_shape, eps):
 def _layer_norm_input_grad(grad, input, weight, normalized_shape, eps):
     dims = _layer_norm_dims(input, normalized_shape)
     return _normalized_input_grad(grad, input, weight, dims, eps)
+
+
+def _group_norm(xp, input, weight, bias, num_groups, eps):
+    n, c = input.shape[:2]
+    shape = _channel_shape(input.ndim, c)
+    out = _layer_norm(xp, input.reshape(n, num_groups, -1), None, None, (1,), eps)
+    out = out.reshape(input.shape)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out.astype(input.dtype, copy=False)
+
+
+def _group_norm_x_hat(input, num_groups, eps):
+    grouped = input.reshape(input.shape[0], num_groups, -1)
+    return _normalized(grouped, (2,), eps)[0].reshape(input.shape)
+
+
+def _group_norm_input_grad(grad, input, weight, num_groups, eps):
+    if weight is not None:
+        grad = grad * weight.reshape(_channel_shape(input.dim(), input.shape[1]))
+    grouped = input.reshape(input.shape[0], num_groups, -1)
+    g = grad.reshape(grouped.shape)
+    return _normalized_input_grad(g, grouped, None, (2,), eps).reshape(input.shape)
+
+
+def _pdist_pairs(n):
+    i, j = np.triu_indices(n, 1)
+    return i.astype(np.int64), j.astype(np.int64)
+
+
+def _pdist(xp, self, p):
+    i, j = (xp.asarray(k) for k in _pdist_pairs(self.shape[0]))
+    diff = self[i] - self[j]
+    if p == 0:  # the count of entries that differ (gradient zero)
+        return (diff != 0).sum(1).astype(self.dtype)
+    return _vector_norm(xp, diff, p, (1,), False)
+
+
+def _pdist_backward(grad, self, p, result):
+    if p == 0:
+        return _zeros_like_shape(grad, self.shape)
+    i, j = (_C.tensor(k, device=grad.device) for k in _pdist_pairs(self.shape[0]))
+    diff = self.index_select(0, i) - self.index_select(0, j)
+    g = _norm_backward(grad, diff, result, p, (1,), False)
+    return _zeros_like_shape(grad, self.shape).index_add(0, i, g).index_add(0, j, -g)
 
 
 def _batch_norm_x_hat(input, running_var, running_mean, training, eps):

@@ -4,21 +4,19 @@
 As PyTorch: ``conv1d`` and the transposed convolutions are ``ConvolutionBackward0`` rows,
 ``pad``'s constant mode is ``ConstantPadNdBackward0`` and ``adaptive_max_pool2d`` is
 ``AdaptiveMaxPool2DBackward0``; the 1-d poolings are the 2-d ones over a height of 1
-(``SqueezeBackward1``, as PyTorch's). NOTE [Index-composed layers]: the reflect, replicate and
-circular paddings, ``unfold`` and ``fold`` are composed from ``index_select`` / ``index_add``
-with index arrays computed once in NumPy (PyTorch has a node of its own for each); their
-gradients are then those of the table's rows, to any order.
+(``SqueezeBackward1``, as PyTorch's). The reflect and replicate paddings, ``unfold`` and
+``fold`` are the index-map rows of PyTorch's names (``ReflectionPad2DBackward0``,
+``Im2ColBackward0``, ``Col2ImBackward0``: NOTE [Index-map rows]); the circular padding is
+PyTorch's chain of slice copies (``CopySlices``).
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 import nbgrad  # nbgrad.nn.functional, read at call time: that module imports this one
-from nbgrad._tensor.creation import zeros
 from nbgrad._tensor.dispatch import _dispatch
 from nbgrad.derivatives import OPS
-from nbgrad.tensor import Tensor, tensor
+from nbgrad.nn._index_maps import apply_map, pad_index, separable_map, unfold_index
+from nbgrad.tensor import Tensor
 
 __all__ = [
     "conv1d",
@@ -363,20 +361,6 @@ def adaptive_max_pool3d_with_indices(input: Tensor, output_size, return_indices:
 
 
 # ---- padding ----------------------------------------------------------------------------------
-def _pad_index(size, left, right, mode):
-    """Source positions, along one dim of ``size``, of a padding by ``left`` and ``right``."""
-    pos = np.arange(-left, size + right)
-    if mode == "reflect":
-        pos = np.abs(pos)
-        pos = np.where(pos >= size, 2 * (size - 1) - pos, pos)
-    elif mode == "replicate":
-        pos = np.clip(pos, 0, size - 1)
-    else:  # circular, as PyTorch: crop first, then wrap around what is left
-        start, stop = max(-left, 0), size - max(-right, 0)
-        pos = np.arange(-max(left, 0), stop - start + max(right, 0)) % (stop - start) + start
-    return pos
-
-
 _PAD_MODES = ("constant", "reflect", "replicate", "circular")
 
 
@@ -402,8 +386,8 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
             f"Only {n + 1}D or {n + 2}D (batch mode) inputs are supported by {mode} padding "
             f"of {n} dims, got {input.dim()}D"
         )
-    out = input
-    for k in range(n):
+    per_dim = []
+    for k in reversed(range(n)):
         dim = input.dim() - 1 - k
         left, right, size = pad[2 * k], pad[2 * k + 1], input.shape[dim]
         if mode == "reflect" and (left >= size or right >= size):
@@ -416,31 +400,45 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
             raise RuntimeError("Padding value causes wrapping around more than once.")
         if size + left + right <= 0 or (mode == "replicate" and size == 0):
             raise RuntimeError(f"input (shape {list(input.shape)}) is too small for padding {pad}")
-        if left or right:
-            index = tensor(_pad_index(size, left, right, mode), device=input.device)
-            out = out.index_select(dim, index)
+        per_dim.append((pad_index(size, left, right, mode), None))
+    if mode == "circular":
+        return _circular_pad(input, pad, n)
+    size = input.shape[input.dim() - n :]
+    index, _ = separable_map(size, per_dim)
+    aten = "reflection" if mode == "reflect" else "replication"
+    return apply_map(input, f"{aten}_pad{n}d", index, None, size)
+
+
+def _circular_pad(input, pad, n):
+    """PyTorch's ``_pad_circular``: a new tensor, the (cropped) input copied into its middle,
+    then each padded dim's borders copied from the opposite side, so that the graph is
+    PyTorch's chain of ``CopySlices``."""
+    shape = list(input.shape)
+    for k in range(n):
+        dim = input.dim() - 1 - k
+        shape[dim] += pad[2 * k] + pad[2 * k + 1]
+    out = input.new_empty(shape)
+    out_slice, in_slice = out, input
+    for k in range(n):
+        dim = input.dim() - 1 - k
+        left, right = pad[2 * k], pad[2 * k + 1]
+        out_slice = out_slice.narrow(dim, max(left, 0), shape[dim] - max(left, 0) - max(right, 0))
+        size = input.shape[dim]
+        in_slice = in_slice.narrow(dim, max(-left, 0), size - max(-left, 0) - max(-right, 0))
+    out_slice.copy_(in_slice)
+    for k in range(n):  # corners are written more than once where n > 1
+        dim = input.dim() - 1 - k
+        left, right = pad[2 * k], pad[2 * k + 1]
+        if left > 0:
+            source = out.narrow(dim, shape[dim] - left - max(right, 0), left)
+            out.narrow(dim, 0, left).copy_(source)
+        if right > 0:
+            source = out.narrow(dim, max(left, 0), right)
+            out.narrow(dim, shape[dim] - right, right).copy_(source)
     return out
 
 
 # ---- unfold / fold ----------------------------------------------------------------------------
-def _unfold_index(size, kernel_size, dilation, padding, stride):
-    """``(index, blocks)``: each block entry's flat position in the padded ``Hp x Wp`` plane,
-    in ``unfold``'s ``(kh, kw, L)`` order, and the block counts ``(Lh, Lw)``."""
-    (h, w), (kh, kw), (dh, dw), (ph, pw), (sh, sw) = (size, kernel_size, dilation, padding, stride)
-    hp, wp = h + 2 * ph, w + 2 * pw
-    lh = (hp - dh * (kh - 1) - 1) // sh + 1
-    lw = (wp - dw * (kw - 1) - 1) // sw + 1
-    if lh <= 0 or lw <= 0:
-        raise RuntimeError(
-            f"Given input with spatial size ({h}, {w}), kernel_size=({kh}, {kw}), "
-            f"dilation=({dh}, {dw}), padding=({ph}, {pw}), calculated shape of the array of "
-            f"sliding blocks as ({lh}, {lw}), but its components must be at least one."
-        )
-    rows = np.arange(kh)[:, None, None, None] * dh + np.arange(lh)[None, None, :, None] * sh
-    cols = np.arange(kw)[None, :, None, None] * dw + np.arange(lw)[None, None, None, :] * sw
-    return (rows * wp + cols).reshape(-1), (lh, lw)
-
-
 def _fold_args(kernel_size, dilation, padding, stride):
     return (
         nbgrad.nn.functional._pair(kernel_size, "kernel_size"),
@@ -457,15 +455,10 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
         raise RuntimeError(
             f"Input Error: Only 3D or 4D input Tensors are supported (got {input.dim()}D)"
         )
-    if input.dim() == 3:
-        return unfold(input.unsqueeze(0), kernel_size, dilation, padding, stride).squeeze(0)
     k, d, p, s = _fold_args(kernel_size, dilation, padding, stride)
-    n, c, h, w = input.shape
-    index, (lh, lw) = _unfold_index((h, w), k, d, p, s)
-    padded = pad(input, (p[1], p[1], p[0], p[0])) if p != (0, 0) else input
-    flat = padded.reshape(n, c, -1)
-    cols = flat.index_select(2, tensor(index, device=input.device))
-    return cols.view(n, c * k[0] * k[1], lh * lw)
+    *_, c, h, w = input.shape
+    index, _ = unfold_index(c, (h, w), k, d, p, s)
+    return apply_map(input, "im2col", index, None, (c, h, w))
 
 
 def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
@@ -476,19 +469,16 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
             f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported "
             f"(got {input.dim()}D)"
         )
-    if input.dim() == 2:
-        return fold(
-            input.unsqueeze(0), output_size, kernel_size, dilation, padding, stride
-        ).squeeze(0)
     k, d, p, s = _fold_args(kernel_size, dilation, padding, stride)
     h, w = nbgrad.nn.functional._pair(output_size, "output_size")
-    n, ckk, length = input.shape
+    ckk, length = input.shape[-2:]
     if ckk % (k[0] * k[1]):
         raise RuntimeError(
             "Expected size of input's dimension 1 to be divisible by the product of "
             f"kernel_size, but got input.size(1)={ckk} and kernel_size=({k[0]}, {k[1]})"
         )
-    index, (lh, lw) = _unfold_index((h, w), k, d, p, s)
+    c = ckk // (k[0] * k[1])
+    index, (lh, lw) = unfold_index(c, (h, w), k, d, p, s)
     if lh * lw != length:
         raise RuntimeError(
             f"Given output_size=({h}, {w}), kernel_size=({k[0]}, {k[1]}), dilation=({d[0]}, "
@@ -496,9 +486,4 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
             f"input's dimension 2 to match the calculated number of sliding blocks {lh} * {lw} "
             f"= {lh * lw}, but got input.size(2)={length}."
         )
-    c = ckk // (k[0] * k[1])
-    hp, wp = h + 2 * p[0], w + 2 * p[1]
-    planes = zeros((n, c, hp * wp), dtype=input.dtype, device=input.device)
-    summed = planes.index_add(2, tensor(index, device=input.device), input.reshape(n, c, -1))
-    out = summed.view(n, c, hp, wp)
-    return out[:, :, p[0] : p[0] + h, p[1] : p[1] + w] if p != (0, 0) else out
+    return apply_map(input, "col2im", index, None, (c, h, w))

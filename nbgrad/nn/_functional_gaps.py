@@ -163,12 +163,7 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
-    i, j = np.triu_indices(input.shape[0], 1)
-    i, j = tensor(i.astype(np.int64)), tensor(j.astype(np.int64))
-    diff = input.index_select(0, i) - input.index_select(0, j)
-    if p == 0:  # the count of entries that differ (gradient zero)
-        return diff.abs().sign().sum(1)
-    return diff.norm(p, dim=1)
+    return _dispatch(OPS["_pdist_forward"], (input,), {"p": float(p)})
 
 
 def gumbel_softmax(

@@ -5,8 +5,9 @@
 All are composed from table ops, so their gradients are the table's, to any order.
 ``rms_norm``, ``local_response_norm`` and the dropouts follow PyTorch's own composition (the
 same ``grad_fn`` names: ``MulBackward0``, ``DivBackward0``, ``AddBackward0``); PyTorch has a
-node of its own for ``group_norm`` (``NativeGroupNormBackward0``), ``embedding_bag``,
-``interpolate`` and the pixel shuffles, which here end in the ops they are made of.
+node of its own for ``embedding_bag``, which here ends in the ops it is made of; ``group_norm``
+is PyTorch's ``NativeGroupNormBackward0`` row. ``interpolate`` and the pixel shuffles are the
+index-map rows of PyTorch's names (NOTE [Index-map rows]).
 """
 
 from __future__ import annotations
@@ -18,6 +19,17 @@ import numpy as np
 
 import nbgrad  # nbgrad.nn.functional, read at call time: that module imports this one
 from nbgrad._tensor.creation import zeros
+from nbgrad._tensor.dispatch import _dispatch
+from nbgrad.derivatives import OPS
+from nbgrad.nn._index_maps import (
+    apply_map,
+    cubic_weights,
+    linear_weights,
+    nearest_index,
+    pixel_shuffle_index,
+    pixel_unshuffle_index,
+    separable_map,
+)
 from nbgrad.tensor import Tensor, tensor
 
 __all__ = [
@@ -50,9 +62,7 @@ def group_norm(
     """Normalise each sample's channels in ``num_groups`` groups (over the group's channels and
     the spatial dims), then scale and shift per channel.
 
-    NOTE [Group norm as layer norm]: the input viewed as ``(N, G, -1)`` is layer-normalised
-    over its last dim (the ``NativeLayerNormBackward0`` row), then viewed back; the affine
-    step is a multiply-add per channel. PyTorch's one node is ``NativeGroupNormBackward0``.
+    One node, PyTorch's ``NativeGroupNormBackward0`` (its row in nbgrad/derivatives/nn.py).
     """
     if input.dim() < 2:
         raise RuntimeError(
@@ -76,14 +86,8 @@ def group_norm(
         raise ValueError(
             f"Expected more than 1 value per channel when training, got input size {size}"
         )
-    grouped = input.reshape(n, num_groups, -1)
-    out = nbgrad.nn.functional.layer_norm(grouped, (grouped.shape[-1],), eps=eps).view(input.shape)
-    shape = (1, c) + (1,) * (input.dim() - 2)
-    if weight is not None:
-        out = out * weight.view(shape)
-    if bias is not None:
-        out = out + bias.view(shape)
-    return out
+    attrs = {"num_groups": num_groups, "eps": eps}
+    return _dispatch(OPS["native_group_norm"], (input, weight, bias), attrs)
 
 
 def rms_norm(
@@ -357,7 +361,15 @@ def feature_alpha_dropout(
 
 
 # ---- interpolation and pixel shuffles ---------------------------------------------------------
-_MODES = {1: ("nearest", "linear"), 2: ("nearest", "bilinear")}
+# mode -> the number of spatial dims it takes (None: any of 1, 2, 3) and the row of each
+_MODES = {
+    "nearest": (None, "upsample_nearest{n}d"),
+    "nearest-exact": (None, "_upsample_nearest_exact{n}d"),
+    "linear": (1, "upsample_linear1d"),
+    "bilinear": (2, "upsample_bilinear2d"),
+    "bicubic": (2, "upsample_bicubic2d"),
+    "trilinear": (3, "upsample_trilinear3d"),
+}
 
 
 def _output_sizes(input, size, scale_factor, recompute_scale_factor, n):
@@ -387,33 +399,6 @@ def _output_sizes(input, size, scale_factor, recompute_scale_factor, n):
     return sizes, ([None] * n if recompute_scale_factor else [float(s) for s in scales])
 
 
-def _nearest_index(size, out, scale):
-    """ATen's ``nearest_idx``: ``floor(i * scale)`` in float32 arithmetic."""
-    if out == size:
-        return np.arange(out)
-    if out == 2 * size:
-        return np.arange(out) >> 1
-    s = np.float32(1.0 / scale) if scale else np.float32(size) / np.float32(out)
-    idx = np.floor(np.arange(out, dtype=np.float32) * s).astype(np.int64)
-    return np.minimum(idx, size - 1)
-
-
-def _linear_weights(size, out, scale, align_corners, np_dtype):
-    """ATen's ``compute_indices_weights_linear``: ``(i0, i1, lambda1)`` per output position."""
-    acc = np.float64 if np_dtype == np.float64 else np.float32
-    if align_corners:
-        s = acc(size - 1) / acc(out - 1) if out > 1 else acc(0)
-        src = s * np.arange(out, dtype=acc)
-    else:
-        s = acc(1.0 / scale) if scale else acc(size) / acc(out)
-        src = np.maximum(s * (np.arange(out, dtype=acc) + acc(0.5)) - acc(0.5), acc(0))
-    i0 = np.floor(src).astype(np.int64)
-    i0 = np.minimum(i0, size - 1)
-    lam = np.clip(src - i0, 0, 1).astype(np_dtype)
-    i1 = i0 + (i0 < size - 1)
-    return i0, i1, lam
-
-
 def interpolate(
     input: Tensor,
     size=None,
@@ -423,12 +408,11 @@ def interpolate(
     recompute_scale_factor: bool | None = None,
     antialias: bool = False,
 ) -> Tensor:
-    """Resize the spatial dims of an ``(N, C, L)`` or ``(N, C, H, W)`` input to ``size`` (or by
-    ``scale_factor``): ``"nearest"``, or ``"linear"`` / ``"bilinear"`` with or without
-    ``align_corners``; source indices and weights as PyTorch's CPU kernels compute them.
-
-    NOTE [Interpolation from index ops]: separable, one spatial dim at a time: nearest is an
-    ``index_select``; linear is ``x[i0] * (1 - lambda) + x[i1] * lambda``.
+    """Resize the 1, 2 or 3 spatial dims of an ``(N, C, ...)`` input to ``size`` (or by
+    ``scale_factor``): ``"nearest"``, ``"nearest-exact"``, ``"area"`` (adaptive average
+    pooling), or ``"linear"`` / ``"bilinear"`` / ``"bicubic"`` / ``"trilinear"`` with or
+    without ``align_corners``; source indices and weights as PyTorch's CPU kernels compute
+    them, one index-map row per PyTorch node (``UpsampleBilinear2DBackward0``...).
     """
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
@@ -441,29 +425,29 @@ def interpolate(
     if antialias:
         raise NotImplementedError("interpolate: antialias is not supported")
     n = input.dim() - 2
-    if n not in _MODES or mode not in _MODES[n]:
+    if mode == "area" and n in (1, 2, 3):
+        sizes, _ = _output_sizes(input, size, scale_factor, recompute_scale_factor, n)
+        return getattr(nbgrad.nn.functional, f"adaptive_avg_pool{n}d")(input, sizes)
+    dims, row = _MODES.get(mode, (-1, None))
+    if n not in (1, 2, 3) or dims not in (None, n):
         raise NotImplementedError(
-            f"Input Error: Only 3D and 4D input Tensors with modes nearest, linear (3D) and "
-            f"bilinear (4D) are supported (got {input.dim()}D, mode={mode!r})"
+            f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
+            f"the modes: nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact"
+            f" (got {mode})"
         )
     if recompute_scale_factor and size is not None:
         raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
     sizes, scales = _output_sizes(input, size, scale_factor, recompute_scale_factor, n)
-    out = input
-    for k, (out_size, scale) in enumerate(zip(sizes, scales)):
-        dim = 2 + k
-        in_size = input.shape[dim]
-        if mode == "nearest":
-            idx = _nearest_index(in_size, out_size, scale)
-            out = out.index_select(dim, tensor(idx, device=input.device))
-            continue
-        i0, i1, lam = _linear_weights(in_size, out_size, scale, align_corners, input.dtype.np)
-        shape = (out_size,) + (1,) * (input.dim() - 1 - dim)
-        lam = tensor(lam.reshape(shape), device=input.device)
-        lo = out.index_select(dim, tensor(i0, device=input.device))
-        hi = out.index_select(dim, tensor(i1, device=input.device))
-        out = lo * (1 - lam) + hi * lam
-    return out
+    per_dim = []
+    for in_size, out_size, scale in zip(input.shape[2:], sizes, scales):
+        if mode.startswith("nearest"):
+            exact = mode == "nearest-exact"
+            per_dim.append((nearest_index(in_size, out_size, scale, exact), None))
+        else:
+            weights = cubic_weights if mode == "bicubic" else linear_weights
+            per_dim.append(weights(in_size, out_size, scale, align_corners, input.dtype.np))
+    index, weight = separable_map(tuple(input.shape[2:]), per_dim)
+    return apply_map(input, row.format(n=n), index, weight, input.shape[2:])
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
@@ -509,10 +493,7 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
             "pixel_shuffle expects its input's 'channel' dimension to be divisible by the "
             f"square of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}"
         )
-    oc, k = c // (r * r), len(lead)
-    x = input.reshape(*lead, oc, r, r, h, w)
-    x = x.permute(*range(k), k, k + 3, k + 1, k + 4, k + 2)
-    return x.reshape(*lead, oc, h * r, w * r)
+    return apply_map(input, "pixel_shuffle", pixel_shuffle_index(c, h, w, r), None, (c, h, w))
 
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
@@ -531,7 +512,5 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
             f"pixel_unshuffle expects height and width to be divisible by downscale_factor, "
             f"but got height={h}, width={w} and downscale_factor={r}"
         )
-    k = len(lead)
-    x = input.reshape(*lead, c, h // r, r, w // r, r)
-    x = x.permute(*range(k), k, k + 2, k + 4, k + 1, k + 3)
-    return x.reshape(*lead, c * r * r, h // r, w // r)
+    index = pixel_unshuffle_index(c, h, w, r)
+    return apply_map(input, "pixel_unshuffle", index, None, (c, h, w))

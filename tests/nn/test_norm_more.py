@@ -19,15 +19,11 @@ LAST_OFFSETS = Const([0, 3, 3, 7, 9])  # with include_last_offset: the last one 
 
 # name -> (constructor for either library, input specs, nbgrad's grad_fn where it differs)
 LAYERS = {
-    "groupnorm": (lambda nn: nn.GroupNorm(2, 4), [(3, 4, 5)], "AddBackward0"),
-    "groupnorm-4d": (lambda nn: nn.GroupNorm(3, 6, eps=1e-3), [(2, 6, 3, 4)], "AddBackward0"),
-    "groupnorm-2d-input": (lambda nn: nn.GroupNorm(2, 6), [(3, 6)], "AddBackward0"),
-    "groupnorm-no-affine": (
-        lambda nn: nn.GroupNorm(4, 4, affine=False),
-        [(2, 4, 3, 3)],
-        "ViewBackward0",
-    ),
-    "groupnorm-no-bias": (lambda nn: nn.GroupNorm(1, 3, bias=False), [(2, 3, 4)], "MulBackward0"),
+    "groupnorm": (lambda nn: nn.GroupNorm(2, 4), [(3, 4, 5)], None),
+    "groupnorm-4d": (lambda nn: nn.GroupNorm(3, 6, eps=1e-3), [(2, 6, 3, 4)], None),
+    "groupnorm-2d-input": (lambda nn: nn.GroupNorm(2, 6), [(3, 6)], None),
+    "groupnorm-no-affine": (lambda nn: nn.GroupNorm(4, 4, affine=False), [(2, 4, 3, 3)], None),
+    "groupnorm-no-bias": (lambda nn: nn.GroupNorm(1, 3, bias=False), [(2, 3, 4)], None),
     "rmsnorm": (lambda nn: nn.RMSNorm(4), [(3, 4)], None),
     "rmsnorm-2d-eps": (lambda nn: nn.RMSNorm([3, 4], eps=1e-3), [(2, 3, 4)], None),
     "rmsnorm-no-affine": (lambda nn: nn.RMSNorm(5, elementwise_affine=False), [(2, 3, 5)], None),

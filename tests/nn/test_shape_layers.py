@@ -14,85 +14,105 @@ from tests.nn.test_layers import check_parity
 
 torch = pytest.importorskip("torch")
 
-# name -> (constructor for either library, input shapes, nbgrad's grad_fn where it differs)
+# name -> (constructor for either library, input shapes)
 LAYERS = {
-    "unflatten": (lambda nn: nn.Unflatten(1, (2, 3)), [(4, 6, 2)], None),
-    "unflatten-neg": (lambda nn: nn.Unflatten(-1, [2, -1]), [(3, 8)], None),
-    "nearest-2x": (lambda nn: nn.Upsample(scale_factor=2), [(2, 3, 3, 4)], "IndexSelectBackward0"),
-    "nearest-size": (lambda nn: nn.Upsample(size=(5, 7)), [(2, 3, 3, 4)], "IndexSelectBackward0"),
-    "nearest-down": (lambda nn: nn.Upsample(size=(2, 3)), [(1, 2, 5, 7)], "IndexSelectBackward0"),
+    "unflatten": (lambda nn: nn.Unflatten(1, (2, 3)), [(4, 6, 2)]),
+    "unflatten-neg": (lambda nn: nn.Unflatten(-1, [2, -1]), [(3, 8)]),
+    "nearest-2x": (lambda nn: nn.Upsample(scale_factor=2), [(2, 3, 3, 4)]),
+    "nearest-size": (lambda nn: nn.Upsample(size=(5, 7)), [(2, 3, 3, 4)]),
+    "nearest-down": (lambda nn: nn.Upsample(size=(2, 3)), [(1, 2, 5, 7)]),
     "nearest-frac": (
         lambda nn: nn.Upsample(scale_factor=(1.7, 0.6)),
         [(1, 2, 5, 7)],
-        "IndexSelectBackward0",
     ),
     "nearest-frac-recompute": (
         lambda nn: nn.Upsample(scale_factor=(1.7, 2.3), recompute_scale_factor=True),
         [(1, 2, 5, 3)],
-        "IndexSelectBackward0",
     ),
-    "nearest-1d": (lambda nn: nn.Upsample(scale_factor=3), [(2, 3, 4)], "IndexSelectBackward0"),
-    "nearest-1d-size": (lambda nn: nn.Upsample(size=7), [(2, 3, 4)], "IndexSelectBackward0"),
+    "nearest-1d": (lambda nn: nn.Upsample(scale_factor=3), [(2, 3, 4)]),
+    "nearest-1d-size": (lambda nn: nn.Upsample(size=7), [(2, 3, 4)]),
     "linear-1d": (
         lambda nn: nn.Upsample(scale_factor=2.5, mode="linear"),
         [(2, 3, 4)],
-        "AddBackward0",
     ),
     "linear-1d-corners": (
         lambda nn: nn.Upsample(size=9, mode="linear", align_corners=True),
         [(2, 3, 4)],
-        "AddBackward0",
     ),
     "bilinear": (
         lambda nn: nn.Upsample(scale_factor=2, mode="bilinear"),
         [(2, 3, 3, 4)],
-        "AddBackward0",
     ),
     "bilinear-size-down": (
         lambda nn: nn.Upsample(size=(2, 5), mode="bilinear"),
         [(2, 2, 5, 7)],
-        "AddBackward0",
     ),
     "bilinear-corners": (
         lambda nn: nn.Upsample(size=(7, 5), mode="bilinear", align_corners=True),
         [(2, 2, 3, 4)],
-        "AddBackward0",
     ),
     "bilinear-frac": (
         lambda nn: nn.Upsample(scale_factor=(1.5, 2.25), mode="bilinear"),
         [(1, 2, 4, 3)],
-        "AddBackward0",
     ),
     "bilinear-to-1": (
         lambda nn: nn.Upsample(size=(1, 3), mode="bilinear", align_corners=True),
         [(1, 2, 4, 3)],
-        "AddBackward0",
     ),
     "upsampling-nearest2d": (
         lambda nn: nn.UpsamplingNearest2d(scale_factor=2),
         [(1, 2, 3, 3)],
-        "IndexSelectBackward0",
     ),
     "upsampling-bilinear2d": (
         lambda nn: nn.UpsamplingBilinear2d(size=(5, 4)),
         [(1, 2, 3, 3)],
-        "AddBackward0",
     ),
-    "pixelshuffle": (lambda nn: nn.PixelShuffle(2), [(2, 8, 3, 4)], "UnsafeViewBackward0"),
-    "pixelshuffle-3": (lambda nn: nn.PixelShuffle(3), [(9, 2, 2)], "UnsafeViewBackward0"),
-    "pixelshuffle-lead": (lambda nn: nn.PixelShuffle(2), [(2, 2, 4, 2, 3)], "UnsafeViewBackward0"),
-    "pixelunshuffle": (lambda nn: nn.PixelUnshuffle(2), [(2, 2, 4, 6)], "UnsafeViewBackward0"),
-    "pixelunshuffle-3": (lambda nn: nn.PixelUnshuffle(3), [(1, 3, 3, 6)], "UnsafeViewBackward0"),
-    "dropout1d-eval": (lambda nn: nn.Dropout1d(0.4).eval(), [(2, 3, 4)], None),
-    "dropout2d-eval": (lambda nn: nn.Dropout2d(0.4).eval(), [(2, 3, 4, 4)], None),
-    "alphadropout-eval": (lambda nn: nn.AlphaDropout(0.4).eval(), [(2, 3)], None),
+    "pixelshuffle": (lambda nn: nn.PixelShuffle(2), [(2, 8, 3, 4)]),
+    "pixelshuffle-3": (lambda nn: nn.PixelShuffle(3), [(9, 2, 2)]),
+    "pixelshuffle-lead": (lambda nn: nn.PixelShuffle(2), [(2, 2, 4, 2, 3)]),
+    "pixelunshuffle": (lambda nn: nn.PixelUnshuffle(2), [(2, 2, 4, 6)]),
+    "pixelunshuffle-3": (lambda nn: nn.PixelUnshuffle(3), [(1, 3, 3, 6)]),
+    "nearest-3d": (lambda nn: nn.Upsample(scale_factor=(2, 1.5, 0.7)), [(1, 2, 4, 3, 5)]),
+    "nearest-exact-1d": (lambda nn: nn.Upsample(size=7, mode="nearest-exact"), [(2, 3, 4)]),
+    "nearest-exact-2d": (
+        lambda nn: nn.Upsample(scale_factor=1.7, mode="nearest-exact"),
+        [(1, 2, 4, 3)],
+    ),
+    "nearest-exact-3d": (
+        lambda nn: nn.Upsample(size=(3, 5, 2), mode="nearest-exact"),
+        [(1, 2, 4, 3, 3)],
+    ),
+    "bicubic": (lambda nn: nn.Upsample(scale_factor=2, mode="bicubic"), [(1, 2, 4, 3)]),
+    "bicubic-down": (lambda nn: nn.Upsample(size=(3, 2), mode="bicubic"), [(2, 2, 6, 5)]),
+    "bicubic-corners": (
+        lambda nn: nn.Upsample(size=(7, 5), mode="bicubic", align_corners=True),
+        [(1, 2, 4, 3)],
+    ),
+    "bicubic-frac": (
+        lambda nn: nn.Upsample(scale_factor=(1.5, 2.25), mode="bicubic"),
+        [(1, 2, 4, 3)],
+    ),
+    "trilinear": (
+        lambda nn: nn.Upsample(scale_factor=(2, 1.5, 0.7), mode="trilinear"),
+        [(1, 2, 4, 3, 5)],
+    ),
+    "trilinear-corners": (
+        lambda nn: nn.Upsample(size=(3, 5, 2), mode="trilinear", align_corners=True),
+        [(2, 1, 4, 3, 3)],
+    ),
+    "area-1d": (lambda nn: nn.Upsample(size=3, mode="area"), [(1, 2, 7)]),
+    "area-2d": (lambda nn: nn.Upsample(scale_factor=0.5, mode="area"), [(1, 2, 6, 4)]),
+    "area-3d": (lambda nn: nn.Upsample(size=(2, 3, 1), mode="area"), [(1, 2, 4, 6, 3)]),
+    "dropout1d-eval": (lambda nn: nn.Dropout1d(0.4).eval(), [(2, 3, 4)]),
+    "dropout2d-eval": (lambda nn: nn.Dropout2d(0.4).eval(), [(2, 3, 4, 4)]),
+    "alphadropout-eval": (lambda nn: nn.AlphaDropout(0.4).eval(), [(2, 3)]),
 }
 
 
 @pytest.mark.parametrize("name", LAYERS)
 def test_layer_parity(name):
-    make, specs, ng_name = LAYERS[name]
-    ng_mod, th_mod = check_parity(lambda lib: make(lib.nn), specs, name=ng_name)
+    make, specs = LAYERS[name]
+    ng_mod, th_mod = check_parity(lambda lib: make(lib.nn), specs)
     assert repr(ng_mod) == repr(th_mod)
 
 
@@ -215,6 +235,14 @@ GRADCHECKS = {
     "pixel_shuffle": (lambda x: F.pixel_shuffle(x, 2), (1, 4, 2, 3)),
     "pixel_unshuffle": (lambda x: F.pixel_unshuffle(x, 2), (1, 1, 4, 2)),
     "unflatten": (lambda x: ng.nn.Unflatten(1, (2, 2))(x), (3, 4)),
+    "nearest-3d": (lambda x: F.interpolate(x, size=(3, 2, 3)), (1, 1, 2, 3, 2)),
+    "nearest-exact": (lambda x: F.interpolate(x, size=5, mode="nearest-exact"), (2, 1, 3)),
+    "bicubic": (lambda x: F.interpolate(x, size=(4, 3), mode="bicubic"), (1, 1, 3, 2)),
+    "trilinear": (
+        lambda x: F.interpolate(x, scale_factor=1.5, mode="trilinear", align_corners=True),
+        (1, 1, 2, 2, 3),
+    ),
+    "area": (lambda x: F.interpolate(x, size=(2, 1), mode="area"), (1, 2, 3, 2)),
 }
 
 
