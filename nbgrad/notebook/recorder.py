@@ -665,6 +665,7 @@ class _Watcher(GraphObserver):
         trace.error = f"{type(error).__name__}: {error}" if error is not None else None
         trace.finished = True
         trace._memo = {}
+        trace._norms = {}
         with rec._lock:
             rec._open_traces.pop(id(graph_task), None)
             rec._backward_depth = max(0, rec._backward_depth - 1)

@@ -338,6 +338,7 @@ class BackwardTrace:
         self._current = {}  # thread -> Step running
         self._pending_hooks = {}  # node -> hooks that fired before node_start
         self._memo = {}  # id(tensor) -> (weak reference, version, GradFacts), for this pass
+        self._norms = {}  # see NOTE [A norm read once]
 
     @property
     def order(self):
@@ -360,7 +361,7 @@ class BackwardTrace:
         hit = self._memo.get(key)
         if hit is not None and hit[0]() is value and hit[1] == version:
             return hit[2]
-        facts = grad_facts(value, self.max_values, source)
+        facts = grad_facts(value, self.max_values, source, self._norms)
         try:
             self._memo[key] = (weakref.ref(value), version, facts)
         except TypeError:  # a tensor that takes no weak reference: not remembered

@@ -199,9 +199,10 @@ class GradFacts:
         return f"GradFacts({self.summary()})"
 
 
-def grad_facts(value, max_values=16, source=None):
+def grad_facts(value, max_values=16, source=None, norms=None):
     """What a summary of ``value`` needs, taken now (NOTE [Summarise when shown]): a
-    :class:`GradFacts` for a tensor, None for None, ``{"repr": ...}`` for another value."""
+    :class:`GradFacts` for a tensor, None for None, ``{"repr": ...}`` for another value.
+    ``norms``: a dict that remembers the norms of large gradients (NOTE [A norm read once])."""
     if value is None:
         return None
     source = source or NBGRAD
@@ -217,12 +218,28 @@ def grad_facts(value, max_values=16, source=None):
         # NumPy's) takes milliseconds; read as it lies in memory (a transposed gradient: the
         # norm does not depend on the order, and a C-order copy would cost more)
         mem = a.T if a.flags.f_contiguous and not a.flags.c_contiguous else a
-        flat = mem.reshape(-1)
-        if a.dtype == np.float32:
-            sq = np.dot(flat, flat)
-        else:
-            sq = np.einsum("i,i->", flat, flat, dtype=np.float64)
-        norm = math.sqrt(float(sq))
+        key = None
+        if norms is not None and mem.flags.c_contiguous:
+            # NOTE [A norm read once]: a large gradient often reaches several events as other
+            # tensor objects over the same memory (a transposed view, a new wrapper of the same
+            # storage for each hook); the memory it spans, its dtype and version name its
+            # values while the tensor first seen lives (its memory cannot be reused before)
+            key = (a.ctypes.data, size, a.dtype.str, source.version(value))
+            hit = norms.get(key)
+            if hit is not None and hit[0]() is not None:
+                norm = hit[1]
+        if norm is None:
+            flat = mem.reshape(-1)
+            if a.dtype == np.float32:
+                sq = np.dot(flat, flat)
+            else:
+                sq = np.einsum("i,i->", flat, flat, dtype=np.float64)
+            norm = math.sqrt(float(sq))
+            if key is not None:
+                try:
+                    norms[key] = (weakref.ref(value), norm)
+                except TypeError:  # a tensor that takes no weak reference: not remembered
+                    pass
         head = a.reshape(-1)[:max_values].copy() if mem is a else np.asarray(a.flat[:max_values])
     else:
         flat = a.reshape(-1)

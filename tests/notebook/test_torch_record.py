@@ -309,3 +309,27 @@ def test_a_stepper_and_a_graph_view_of_a_torch_loss():
     assert stepper.trace["model_differs"] == [] and all(
         p.grad is not None for p in model.parameters()
     )
+
+
+def test_a_large_norm_is_read_once_per_memory_and_version():
+    """NOTE [A norm read once]: a transposed view of a large gradient reuses its norm; a change
+    in place, or another tensor in the memory of one that died, is read again."""
+    import gc
+
+    from nbgrad.notebook.snapshot import LARGE, grad_facts
+
+    n = LARGE + 8
+    norms = {}
+    a = torch.arange(2.0 * n).reshape(2, n)
+    first = grad_facts(a, 16, TORCH, norms)
+    view = grad_facts(a.t(), 16, TORCH, norms)
+    assert len(norms) == 1 and view.norm == first.norm == pytest.approx(a.norm().item())
+    assert view.head.tolist() == a.t().reshape(-1)[:16].tolist()  # its own first values
+    a.mul_(2)  # a new version: read again
+    assert grad_facts(a, 16, TORCH, norms).norm == pytest.approx(a.norm().item())
+    del a, view, first
+    gc.collect()
+    for k in range(5):  # new tensors, some in the memory of the ones freed
+        b = torch.full((2, n), float(k + 3))
+        assert grad_facts(b, 16, TORCH, norms).norm == pytest.approx(b.norm().item())
+        del b
