@@ -1291,6 +1291,14 @@ CASES += [
 UNPOOL_INDICES = Const([[[[[3, 12]]], [[[0, 15]]]]])  # flat indices in 2 x 2 x 4 volumes
 
 
+def BAG_INDICES(w):
+    return lib(w).tensor([1, 2, 4, 1, 0, 2], device=w.device)
+
+
+def BAG_OFFSETS(w):
+    return lib(w).tensor([0, 3, 3], device=w.device)
+
+
 def _unpool2d(x):
     indices = lib(x).tensor([[[[1, 6]], [[4, 3]]]], device=x.device)
     return nnf(x).max_unpool2d(x, indices, 2, output_size=(2, 4))
@@ -1318,6 +1326,16 @@ CASES += [
     _case("max_unpool2d", _unpool2d, [((1, 2, 1, 2),)]),
     _case("max_unpool3d", lambda x, i: nnf(x).max_unpool3d(x, i, 2),
           [((1, 2, 1, 1, 2), UNPOOL_INDICES)]),
+    # embedding bags: an empty bag, a padding entry, per-sample weights
+    _case("_embedding_bag", lambda w: nnf(w).embedding_bag(BAG_INDICES(w), w, BAG_OFFSETS(w)),
+          [((5, 3),)]),
+    _case("_embedding_bag",
+          lambda w: nnf(w).embedding_bag(BAG_INDICES(w), w, BAG_OFFSETS(w), mode="max",
+                                         padding_idx=2), [((5, 3),)]),
+    _case("_embedding_bag",
+          lambda w, p: nnf(w).embedding_bag(BAG_INDICES(w), w, BAG_OFFSETS(w), mode="sum",
+                                            per_sample_weights=p, padding_idx=4),
+          [((5, 3), (6,))]),
     _case("affine_grid_generator",
           lambda t: nnf(t).affine_grid(t, (2, 1, 3, 2), align_corners=False), [((2, 2, 3),)]),
     _case("affine_grid_generator",

@@ -984,7 +984,7 @@ NOT_DRAWN = {
         for end in ("", "_backward")
     ],  # fmt: skip
     *"pixel_shuffle pixel_shuffle_backward pixel_unshuffle pixel_unshuffle_backward".split(),
-    *"im2col col2im native_group_norm _pdist_forward".split(),
+    *"im2col col2im native_group_norm _pdist_forward _embedding_bag".split(),
     "elu_",  # (elu, out of place, is drawn)
     "threshold",  # (relu, its special case, is drawn)
     "threshold_",

@@ -315,3 +315,26 @@ def _affine_grid(xp, theta, size, align_corners):
     base = xp.asarray(_affine_base_grid(spatial, align_corners).astype(theta.dtype))
     out = xp.matmul(base, theta.transpose(0, 2, 1))
     return xp.ascontiguousarray(out.reshape((theta.shape[0], *spatial, theta.shape[1])))
+
+
+# ---- embedding bags (NOTE [Embedding bag row] in nbgrad/derivatives/nn.py) --------------------
+def _embedding_bag(xp, weight, per_sample_weights, indices, scale, slots, mode):
+    """``(output, max_indices)``: each bag's sum, mean or max of the rows of ``weight`` that
+    its entries read; ``max_indices`` (mode "max") the row each maximum came from, ``-1`` in
+    an empty bag, else empty as PyTorch's."""
+    rows = weight[indices]
+    fill = -np.inf if mode == "max" else 0
+    if mode == "max":
+        rows = xp.where(scale[:, None] > 0, rows, fill)
+    else:
+        rows = rows * (scale if per_sample_weights is None else scale * per_sample_weights)[:, None]
+    slots = xp.asarray(slots)
+    padded = xp.concatenate([rows, xp.full((1, weight.shape[1]), fill, dtype=weight.dtype)])
+    values = padded[slots]  # (bags, longest bag, dim)
+    if mode != "max":
+        return values.sum(1), xp.zeros((0,), dtype=np.int64)
+    at = values.argmax(1)
+    entry = xp.take_along_axis(slots[:, :, None], at[:, None, :], axis=1)[:, 0]
+    picked = xp.where(entry >= 0, xp.concatenate([indices, indices[:1] * 0 - 1])[entry], -1)
+    out = xp.where(picked >= 0, values.max(1), 0).astype(weight.dtype, copy=False)
+    return out, picked.astype(np.int64, copy=False)

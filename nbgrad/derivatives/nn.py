@@ -32,6 +32,7 @@ from nbgrad.derivatives._kernels_nn import (
     _conv_input_grad,
     _conv_transpose,
     _conv_weight_grad,
+    _embedding_bag,
     _max_pool,
     _max_pool_backward,
     _max_unpool,
@@ -127,6 +128,15 @@ op("batch_norm", "NativeBatchNormBackward0", "input weight bias", lambda xp, inp
 op("embedding", "EmbeddingBackward0", "weight indices", lambda xp, weight, indices, padding_idx: xp.take(weight, indices, axis=0),
    attrs="padding_idx", nondiff=("indices",),
    weight=lambda grad, weight_shape, indices, padding_idx: _embedding_backward(grad, weight_shape, indices, padding_idx))
+# NOTE [Embedding bag row]: the caller (``F.embedding_bag``) lays the bags out in NumPy: entry
+# ``i`` reads row ``indices[i]`` into bag ``bag_of[i]`` counted ``scale[i]`` times (0 for
+# ``padding_idx``, ``1 / size`` of its bag for "mean"; times ``per_sample_weights[i]``), and
+# ``slots`` (bags, longest bag) lists each bag's entries (-1: none). "max" also returns the row
+# of each maximum, through which its gradient goes, as PyTorch's ``max_indices``.
+op("_embedding_bag", "EmbeddingBagBackward0", "weight per_sample_weights indices bag_of scale", lambda xp, weight, per_sample_weights, indices, bag_of, scale, slots, mode: _embedding_bag(xp, weight, per_sample_weights, indices, scale, slots, mode),
+   attrs="slots mode", outputs=2, diff_outputs=(0,), nondiff=("indices", "bag_of", "scale"),
+   weight=lambda grad, weight_shape, per_sample_weights, indices, bag_of, scale, mode, result1: _embedding_bag_weight_grad(grad, weight_shape, per_sample_weights, indices, bag_of, scale, mode, result1),
+   per_sample_weights=lambda grad, weight, indices, bag_of, scale: grad.index_select(0, bag_of).mul(weight.index_select(0, indices)).sum(1) * scale)
 # fmt: on
 
 # NOTE [Pooling rows]: max keeps the flat index of each maximum in its spatial volume (its
@@ -410,3 +420,11 @@ def _embedding_backward(grad, weight_shape, indices, padding_idx):
         g = g.masked_fill((flat == padding_idx).unsqueeze(1), 0)
     out = _C.zeros(weight_shape, dtype=grad.dtype, device=grad.device)
     return out.index_add(0, flat, g)
+
+
+def _embedding_bag_weight_grad(grad, weight_shape, per_sample_weights, indices, bag_of, scale, mode, result1):  # fmt: skip
+    out = _C.zeros(weight_shape, dtype=grad.dtype, device=grad.device)
+    if mode == "max":
+        return out.scatter_add(0, result1.clamp(min=0), grad.masked_fill(result1 < 0, 0))
+    counts = scale if per_sample_weights is None else scale * per_sample_weights
+    return out.index_add(0, indices, grad.index_select(0, bag_of) * counts.unsqueeze(1))

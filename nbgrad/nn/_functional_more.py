@@ -4,8 +4,8 @@
 
 All are composed from table ops, so their gradients are the table's, to any order.
 ``rms_norm``, ``local_response_norm`` and the dropouts follow PyTorch's own composition (the
-same ``grad_fn`` names: ``MulBackward0``, ``DivBackward0``, ``AddBackward0``); PyTorch has a
-node of its own for ``embedding_bag``, which here ends in the ops it is made of; ``group_norm``
+same ``grad_fn`` names: ``MulBackward0``, ``DivBackward0``, ``AddBackward0``); ``embedding_bag`` is
+PyTorch's ``EmbeddingBagBackward0`` row (NOTE [Embedding bag row]); ``group_norm``
 is PyTorch's ``NativeGroupNormBackward0`` row. ``interpolate`` and the pixel shuffles are the
 index-map rows of PyTorch's names (NOTE [Index-map rows]).
 """
@@ -18,7 +18,6 @@ import warnings
 import numpy as np
 
 import nbgrad  # nbgrad.nn.functional, read at call time: that module imports this one
-from nbgrad._tensor.creation import zeros
 from nbgrad._tensor.dispatch import _dispatch
 from nbgrad.derivatives import OPS
 from nbgrad.nn._index_maps import (
@@ -153,12 +152,7 @@ def embedding_bag(
 ) -> Tensor:
     """The sum, mean or max of the embeddings of each bag of indices: the rows of a 2-d
     ``input``, or the runs of a 1-d ``input`` that start at ``offsets``.
-
-    NOTE [Embedding bags from index ops]: the bags' embeddings (``index_select`` of the kept
-    indices, those other than ``padding_idx``) are summed into their bags with ``index_add``
-    (weighted by ``per_sample_weights``), divided by the bag sizes for "mean"; for "max" each
-    bag's column maxima are picked with ``gather`` at indices found in NumPy, so the gradient
-    goes to one maximum, as PyTorch's. An empty bag gives zeros.
+    An empty bag gives zeros; ``padding_idx`` entries count for nothing (nor in a bag's size).
     """
     if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
         raise ValueError(
@@ -220,40 +214,26 @@ def embedding_bag(
         )
     bags = len(bounds) - 1
     bag_of = np.repeat(np.arange(bags), np.diff(bounds))
+    indices = indices[: len(bag_of)]
     if padding_idx is not None and padding_idx < 0:
         padding_idx += weight.shape[0]
-    kept = np.arange(len(bag_of))
-    if padding_idx is not None:
-        kept = kept[indices[: len(bag_of)] != padding_idx]
-    rows = weight.index_select(0, tensor(indices[kept], device=weight.device))
-    counts = np.bincount(bag_of[kept], minlength=bags)
-    if mode == "max":
-        return _bag_max(rows, bag_of[kept], counts, weight)
-    if per_sample_weights is not None:
-        rows = rows * per_sample_weights[tensor(kept, device=weight.device)].unsqueeze(1)
-    out = zeros((bags, weight.shape[1]), dtype=weight.dtype, device=weight.device)
-    out = out.index_add(0, tensor(bag_of[kept], device=weight.device), rows)
-    if mode == "mean":
-        divisor = np.maximum(counts, 1).astype(weight.dtype.np)[:, None]
-        out = out / tensor(divisor, device=weight.device)
-    return out
-
-
-def _bag_max(rows, bag_of, counts, weight):
-    """Each bag's column maxima of ``rows`` (zeros for an empty bag)."""
-    bags, dim = len(counts), weight.shape[1]
-    values = np.asarray(rows.detach())
-    pick = np.zeros((bags, dim), dtype=np.int64)
-    for b in np.flatnonzero(counts):
-        members = np.flatnonzero(bag_of == b)
-        pick[b] = members[values[members].argmax(0)]
-    out = rows.gather(0, tensor(pick, device=weight.device)) if len(values) else None
-    if out is None:
-        return zeros((bags, dim), dtype=weight.dtype, device=weight.device)
-    if (counts == 0).any():
-        empty = tensor((counts == 0)[:, None], device=weight.device)
-        out = out.masked_fill(empty, 0.0)
-    return out
+    keep = indices != padding_idx if padding_idx is not None else np.ones(len(bag_of), bool)
+    counts = np.bincount(bag_of[keep], minlength=bags)
+    scale = keep / np.maximum(counts, 1)[bag_of] if mode == "mean" else keep
+    kept = np.flatnonzero(keep)
+    slots = np.full((bags, max(1, counts.max(initial=0))), -1, dtype=np.int64)
+    slots[bag_of[kept], np.arange(len(kept)) - np.searchsorted(bag_of[kept], bag_of[kept])] = kept
+    if per_sample_weights is not None and len(per_sample_weights) != len(bag_of):
+        per_sample_weights = per_sample_weights[: len(bag_of)]
+    device = weight.device
+    inputs = (
+        weight,
+        per_sample_weights,
+        tensor(indices, device=device),
+        tensor(bag_of, device=device),
+        tensor(scale.astype(weight.dtype.np), device=device),
+    )
+    return _dispatch(OPS["_embedding_bag"], inputs, {"slots": slots, "mode": mode})[0]
 
 
 # ---- dropout ----------------------------------------------------------------------------------

@@ -45,6 +45,25 @@ def _pool_unpool():
     return PoolUnpool()
 
 
+def _bag(mode, **kw):
+    """An EmbeddingBag whose input is the bags' weights (sum) or a factor on its output."""
+    bag = nn.EmbeddingBag(6, 3, mode=mode, **kw)
+
+    class Bag(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bag = bag
+
+        def forward(self, x):
+            indices, offsets = ng.tensor([1, 2, 4, 1, 0, 2]), ng.tensor([0, 3, 3])
+            indices, offsets = indices.to(x.device), offsets.to(x.device)
+            if mode == "sum":
+                return self.bag(indices, offsets, per_sample_weights=x)
+            return self.bag(indices, offsets) * x
+
+    return Bag()
+
+
 def _loss(fn, *extra):
     class Loss(nn.Module):
         def forward(self, x):
@@ -89,6 +108,9 @@ LAYERS = {
     "CircularPad1d": (lambda: nn.CircularPad1d(2), (1, 2, 4)),
     "ChannelShuffle": (lambda: nn.ChannelShuffle(2), (1, 4, 2, 2)),
     "PReLU": (lambda: nn.PReLU(3), (2, 3, 4)),
+    "EmbeddingBag sum": (lambda: _bag("sum", padding_idx=4), (6,)),
+    "EmbeddingBag max": (lambda: _bag("max"), (3, 3)),
+    "EmbeddingBag mean": (lambda: _bag("mean", padding_idx=2), (3, 3)),
     "grid_sample": (
         lambda: _loss(
             lambda x, g: F.grid_sample(x, g, padding_mode="border", align_corners=False),

@@ -41,41 +41,41 @@ LAYERS = {
         [(2, 3, 4)],
         None,
     ),
-    "embeddingbag-mean": (lambda nn: nn.EmbeddingBag(10, 3), [INDICES, OFFSETS], "DivBackward0"),
+    "embeddingbag-mean": (lambda nn: nn.EmbeddingBag(10, 3), [INDICES, OFFSETS], None),
     "embeddingbag-sum-2d": (
         lambda nn: nn.EmbeddingBag(10, 3, mode="sum"),
         [Const([[1, 2, 2], [0, 9, 4]])],
-        "IndexAddBackward0",
+        None,
     ),
     "embeddingbag-max": (
         lambda nn: nn.EmbeddingBag(10, 4, mode="max"),
         [INDICES, OFFSETS],
-        "MaskedFillBackward0",
+        None,
     ),
     "embeddingbag-max-2d": (
         lambda nn: nn.EmbeddingBag(10, 4, mode="max"),
         [Const([[1, 2, 2], [0, 9, 4]])],
-        "GatherBackward0",
+        None,
     ),
     "embeddingbag-padding-mean": (
         lambda nn: nn.EmbeddingBag(10, 3, padding_idx=4),
         [INDICES, OFFSETS],
-        "DivBackward0",
+        None,
     ),
     "embeddingbag-padding-max": (
         lambda nn: nn.EmbeddingBag(10, 3, mode="max", padding_idx=-8),
         [INDICES, OFFSETS],
-        "MaskedFillBackward0",
+        None,
     ),
     "embeddingbag-last-offset-sum": (
         lambda nn: nn.EmbeddingBag(10, 3, mode="sum", include_last_offset=True),
         [INDICES, LAST_OFFSETS],
-        "IndexAddBackward0",
+        None,
     ),
     "embeddingbag-per-sample-weights": (
         lambda nn: nn.EmbeddingBag(10, 3, mode="sum", padding_idx=2),
         [INDICES, OFFSETS, (9,)],
-        "IndexAddBackward0",
+        None,
     ),
 }
 
@@ -111,7 +111,6 @@ def test_embedding_bag_max_norm_renorms_like_pytorch():
     ng_mod, th_mod = check_parity(
         lambda lib: lib.nn.EmbeddingBag(10, 4, max_norm=1.0, mode="sum"),
         [INDICES, OFFSETS],
-        name="IndexAddBackward0",
     )
     np.testing.assert_allclose(ng_mod.weight.detach().numpy(), th_mod.weight.detach().numpy())
 
