@@ -144,8 +144,7 @@ NN_OUT = [
     ),
     (r"^factory_kwargs$", "a helper torch.nn exports for its own modules"),
 ]
-NN_MISSING = """AdaptiveLogSoftmaxWithLoss FractionalMaxPool2d FractionalMaxPool3d
-    LinearCrossEntropyLoss LinearCrossEntropyOptions"""
+NN_MISSING = """AdaptiveLogSoftmaxWithLoss LinearCrossEntropyLoss LinearCrossEntropyOptions"""
 F_OUT = [
     (
         r"^BroadcastingList\d$|^boolean_dispatch$|^assert_int_or_pair$",
@@ -158,8 +157,7 @@ F_OUT = [
     ),
     (r"^conv_tbc$|^native_channel_shuffle$", "legacy or internal kernels"),
 ]
-F_MISSING = """fractional_max_pool2d fractional_max_pool2d_with_indices fractional_max_pool3d
-    fractional_max_pool3d_with_indices linear_cross_entropy"""
+F_MISSING = "linear_cross_entropy"
 
 # ---- torch.optim, torch.optim.lr_scheduler -----------------------------------------------------
 OPTIM_OUT = [

@@ -1291,6 +1291,14 @@ CASES += [
 UNPOOL_INDICES = Const([[[[[3, 12]]], [[[0, 15]]]]])  # flat indices in 2 x 2 x 4 volumes
 
 
+def _fractional(x, n, kernel_size, output_size):
+    batch, channels = (x.shape[0] if x.dim() == n + 2 else 1), x.shape[-n - 1]
+    samples = np.random.default_rng(n).random((batch, channels, n))
+    samples = lib(x).tensor(samples, dtype=x.dtype, device=x.device)
+    fn = getattr(nnf(x), f"fractional_max_pool{n}d")
+    return fn(x, kernel_size, output_size, _random_samples=samples)
+
+
 def BAG_INDICES(w):
     return lib(w).tensor([1, 2, 4, 1, 0, 2], device=w.device)
 
@@ -1326,6 +1334,15 @@ CASES += [
     _case("max_unpool2d", _unpool2d, [((1, 2, 1, 2),)]),
     _case("max_unpool3d", lambda x, i: nnf(x).max_unpool3d(x, i, 2),
           [((1, 2, 1, 1, 2), UNPOOL_INDICES)]),
+    # fractional max pooling at fixed pseudo-random starts
+    _case("fractional_max_pool2d", lambda x: _fractional(x, 2, (2, 3), (3, 2)),
+          [((2, 2, 5, 6),), ((2, 4, 4),)]),
+    _case("fractional_max_pool2d_backward", grad_of(lambda x: _fractional(x, 2, 2, 3)),
+          [((1, 2, 5, 5),)]),
+    _case("fractional_max_pool3d", lambda x: _fractional(x, 3, 2, (2, 3, 2)),
+          [((1, 2, 4, 5, 4),), ((2, 4, 5, 4),)]),
+    _case("fractional_max_pool3d_backward", grad_of(lambda x: _fractional(x, 3, 2, 2)),
+          [((1, 2, 4, 4, 4),)]),
     # embedding bags: an empty bag, a padding entry, per-sample weights
     _case("_embedding_bag", lambda w: nnf(w).embedding_bag(BAG_INDICES(w), w, BAG_OFFSETS(w)),
           [((5, 3),)]),

@@ -338,3 +338,45 @@ def _embedding_bag(xp, weight, per_sample_weights, indices, scale, slots, mode):
     picked = xp.where(entry >= 0, xp.concatenate([indices, indices[:1] * 0 - 1])[entry], -1)
     out = xp.where(picked >= 0, values.max(1), 0).astype(weight.dtype, copy=False)
     return out, picked.astype(np.int64, copy=False)
+
+
+# ---- fractional max pooling -------------------------------------------------------------------
+def _fractional_starts(xp, samples, size, out, k):
+    """ATen's ``generate_intervals``: the window starts ``(N, C, out)`` along a dim of ``size``
+    for pseudo-random ``samples`` ``(N, C)``, in the input's dtype."""
+    if out == 1:
+        return xp.full(samples.shape + (1,), size - k, dtype=np.int64)
+    dtype = samples.dtype.type
+    alpha = dtype(size - k) / dtype(out - 1)
+    s = samples[..., None]
+    i = xp.arange(out - 1, dtype=samples.dtype)
+    starts = ((i + s) * alpha).astype(np.int64) - (s * alpha).astype(np.int64)
+    last = xp.full(samples.shape + (1,), size - k, dtype=np.int64)
+    return xp.concatenate([starts, last], axis=-1)
+
+
+def _fractional_max_pool(xp, x, samples, kernel_size, output_size):
+    """``(values, flat indices)`` of the maximum of each window of an ``(N, C, *size)`` input,
+    the windows starting where ``_fractional_starts`` says; ``samples[..., d]`` is for spatial
+    dim ``d`` read from the last (ATen's order for 2-d: width, then height). An unbatched
+    ``(C, *size)`` input takes ``(1, C, n)`` samples."""
+    n = len(kernel_size)
+    if x.ndim == n + 1:
+        values, indices = _fractional_max_pool(xp, x[None], samples, kernel_size, output_size)
+        return values[0], indices[0]
+    size = x.shape[2:]
+    flat = xp.zeros(x.shape[:2] + (1,) * (2 * n), dtype=np.int64)
+    for d in range(n):
+        sample = samples[..., n - 1 - d] if n == 2 else samples[..., d]
+        starts = _fractional_starts(xp, sample, size[d], output_size[d], kernel_size[d])
+        pos = starts[..., :, None] + xp.arange(kernel_size[d])  # (N, C, out_d, k_d)
+        shape = [1] * (2 * n)
+        shape[d], shape[n + d] = output_size[d], kernel_size[d]
+        flat = flat * size[d] + pos.reshape(x.shape[:2] + tuple(shape))
+    flat = flat.reshape(x.shape[:2] + tuple(output_size) + (-1,))
+    values = xp.take_along_axis(
+        x.reshape(x.shape[:2] + (-1,)), flat.reshape(x.shape[:2] + (-1,)), 2
+    )
+    values = values.reshape(flat.shape)
+    at = values.argmax(-1)[..., None]
+    return xp.take_along_axis(values, at, -1)[..., 0], xp.take_along_axis(flat, at, -1)[..., 0]

@@ -33,6 +33,7 @@ from nbgrad.derivatives._kernels_nn import (
     _conv_transpose,
     _conv_weight_grad,
     _embedding_bag,
+    _fractional_max_pool,
     _max_pool,
     _max_pool_backward,
     _max_unpool,
@@ -200,6 +201,25 @@ def _pool_rows(n):
 
 _pool_rows(2)
 _pool_rows(3)
+
+
+def _fractional_pool_rows(n):
+    """Fractional max pooling: windows at pseudo-random starts (``_random_samples``, an input
+    without gradient), indices and backward as the max pools' (NOTE [Pooling rows])."""
+    back = f"fractional_max_pool{n}d_backward"
+    # fmt: off
+    op(f"fractional_max_pool{n}d", f"FractionalMaxPool{n}DBackward0", "self random_samples", lambda xp, self, random_samples, kernel_size, output_size: _fractional_max_pool(xp, self, random_samples, kernel_size, output_size),
+       attrs="kernel_size output_size", outputs=2, diff_outputs=(0,), nondiff=("random_samples",),
+       self=lambda grad, self, result1: _dispatch(OPS[back], (grad, self, result1)))
+    op(back, f"FractionalMaxPool{n}DBackwardBackward0", "grad_output self indices", lambda xp, grad_output, self, indices: _max_pool_backward(xp, grad_output, self.shape, indices, n),
+       nondiff=("indices",),
+       grad_output=lambda grad, indices: _gather_at_indices(grad, indices, n),
+       self=lambda grad, self_shape: _zeros_like_shape(grad, self_shape))
+    # fmt: on
+
+
+_fractional_pool_rows(2)
+_fractional_pool_rows(3)
 
 # fmt: off
 # affine_grid: the base grid (a constant) times each matrix, so theta's gradient is grad^T base

@@ -35,6 +35,10 @@ __all__ = [
     "adaptive_avg_pool3d",
     "adaptive_max_pool3d",
     "adaptive_max_pool3d_with_indices",
+    "fractional_max_pool2d",
+    "fractional_max_pool2d_with_indices",
+    "fractional_max_pool3d",
+    "fractional_max_pool3d_with_indices",
     "pad",
     "unfold",
     "fold",
@@ -487,3 +491,68 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
             f"= {lh * lw}, but got input.size(2)={length}."
         )
     return apply_map(input, "col2im", index, None, (c, h, w))
+
+
+# ---- fractional max pooling -------------------------------------------------------------------
+def _fractional_max_pool(n, input, kernel_size, output_size, output_ratio, _random_samples):
+    name = f"fractional_max_pool{n}d"
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
+    kernel_size = _tuple(kernel_size, n, "kernel_size")
+    if output_size is None:
+        ratio = output_ratio if isinstance(output_ratio, (list, tuple)) else (output_ratio,) * n
+        output_size = tuple(int(input.shape[-n + d] * ratio[d]) for d in range(n))
+    output_size = _tuple(output_size, n, "output_size")
+    if input.dim() not in (n + 1, n + 2):
+        raise RuntimeError(
+            f"{name}(): Expected {n + 1}D or {n + 2}D tensor, but got: {list(input.shape)}"
+        )
+    if _random_samples is None:
+        batch = 1 if input.dim() == n + 1 else input.shape[0]
+        _random_samples = nbgrad.rand(
+            batch, input.shape[-n - 1], n, dtype=input.dtype, device=input.device
+        )
+    for d, dim in enumerate(("time", "height", "width")[3 - n :]):
+        size = input.shape[-n + d]
+        if output_size[d] + kernel_size[d] - 1 > size - (n == 3):  # ATen's checks
+            raise RuntimeError(
+                f"{name}_out(): pool {dim} {kernel_size[d]} too large relative to input "
+                f"{dim} {size}"
+            )
+    attrs = {"kernel_size": kernel_size, "output_size": output_size}
+    return _dispatch(OPS[name], (input, _random_samples), attrs)
+
+
+def fractional_max_pool2d_with_indices(
+    input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+    _random_samples=None,
+):  # fmt: skip
+    """The maximum of each of ``output_size`` windows of ``kernel_size`` at pseudo-random
+    starts (``FractionalMaxPool2DBackward0``), and its flat index in its plane."""
+    return _fractional_max_pool(2, input, kernel_size, output_size, output_ratio, _random_samples)
+
+
+def fractional_max_pool2d(
+    input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+    _random_samples=None,
+):  # fmt: skip
+    """``fractional_max_pool2d_with_indices``'s values (and indices with ``return_indices``)."""
+    out = _fractional_max_pool(2, input, kernel_size, output_size, output_ratio, _random_samples)
+    return out if return_indices else out[0]
+
+
+def fractional_max_pool3d_with_indices(
+    input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+    _random_samples=None,
+):  # fmt: skip
+    """The 3-d ``fractional_max_pool2d_with_indices`` (``FractionalMaxPool3DBackward0``)."""
+    return _fractional_max_pool(3, input, kernel_size, output_size, output_ratio, _random_samples)
+
+
+def fractional_max_pool3d(
+    input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+    _random_samples=None,
+):  # fmt: skip
+    """``fractional_max_pool3d_with_indices``'s values (and indices with ``return_indices``)."""
+    out = _fractional_max_pool(3, input, kernel_size, output_size, output_ratio, _random_samples)
+    return out if return_indices else out[0]

@@ -15,7 +15,14 @@ from tests.nn.test_layers import check_parity
 
 torch = pytest.importorskip("torch")
 
+
 # name -> (constructor for either library, input shapes, nbgrad's grad_fn name where it differs)
+def _samples(nn, shape):
+    """The same fractional max pooling starts for either library (``nn`` is its ``nn``)."""
+    lib = ng if nn is ng.nn else torch
+    return lib.tensor(np.random.default_rng(1).random(shape), dtype=lib.float64)
+
+
 LAYERS = {
     "conv1d": (lambda nn: nn.Conv1d(2, 4, 3), [(2, 2, 7)]),
     "conv1d-stride-pad-dil": (
@@ -129,6 +136,16 @@ LAYERS = {
     ),
     "adaptive-maxpool3d": (lambda nn: nn.AdaptiveMaxPool3d((3, 2, 2)), [(2, 2, 5, 4, 3)]),
     "adaptive-maxpool3d-grow": (lambda nn: nn.AdaptiveMaxPool3d(3), [(1, 2, 2, 2, 2)]),
+    "fractional-maxpool2d": (
+        lambda nn: nn.FractionalMaxPool2d(2, (3, 4), _random_samples=_samples(nn, (2, 3, 2))),
+        [(2, 3, 6, 7)],
+    ),
+    "fractional-maxpool3d-ratio": (
+        lambda nn: nn.FractionalMaxPool3d(
+            (2, 1, 2), output_ratio=0.5, _random_samples=_samples(nn, (1, 2, 3))
+        ),
+        [(2, 5, 6, 7)],
+    ),
     "lppool3d": (lambda nn: nn.LPPool3d(2, 2), [(2, 2, 4, 4, 4)]),
     "lppool3d-p3-stride": (lambda nn: nn.LPPool3d(3, (2, 1, 2), (1, 2, 1)), [(1, 2, 3, 4, 3)]),
     "batchnorm3d": (lambda nn: nn.BatchNorm3d(3), [(2, 3, 3, 2, 4)]),

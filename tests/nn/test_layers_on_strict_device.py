@@ -108,6 +108,14 @@ LAYERS = {
     "CircularPad1d": (lambda: nn.CircularPad1d(2), (1, 2, 4)),
     "ChannelShuffle": (lambda: nn.ChannelShuffle(2), (1, 4, 2, 2)),
     "PReLU": (lambda: nn.PReLU(3), (2, 3, 4)),
+    "FractionalMaxPool2d": (
+        lambda: nn.FractionalMaxPool2d(2, (3, 2), _random_samples=ng.rand(2, 3, 2)),
+        (2, 3, 5, 4),
+    ),
+    "FractionalMaxPool3d": (
+        lambda: nn.FractionalMaxPool3d(2, output_ratio=0.6, _random_samples=ng.rand(1, 2, 3)),
+        (1, 2, 4, 5, 4),
+    ),
     "EmbeddingBag sum": (lambda: _bag("sum", padding_idx=4), (6,)),
     "EmbeddingBag max": (lambda: _bag("max"), (3, 3)),
     "EmbeddingBag mean": (lambda: _bag("mean", padding_idx=2), (3, 3)),

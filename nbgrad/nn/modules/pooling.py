@@ -28,6 +28,8 @@ __all__ = [
     "MaxUnpool1d",
     "MaxUnpool2d",
     "MaxUnpool3d",
+    "FractionalMaxPool2d",
+    "FractionalMaxPool3d",
 ]
 
 
@@ -340,6 +342,51 @@ class MaxUnpool3d(_MaxUnpoolNd):
         return F.max_unpool3d(
             input, indices, self.kernel_size, self.stride, self.padding, output_size
         )
+
+
+class FractionalMaxPool2d(Module):
+    """The maximum of each of ``output_size`` (or ``output_ratio`` of the input's size)
+    windows of ``kernel_size`` at pseudo-random starts; ``_random_samples`` (a buffer,
+    ``(N, C, 2)`` in ``[0, 1)``) fixes the starts, else they are drawn at each call."""
+
+    _n = 2
+
+    def __init__(
+        self, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+        _random_samples=None,
+    ):  # fmt: skip
+        super().__init__()
+        name, n = type(self).__name__, self._n
+        self.kernel_size = _ntuple(kernel_size, n)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = _ntuple(output_size, n) if output_size is not None else None
+        self.output_ratio = _ntuple(output_ratio, n) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(
+                f"{name} requires specifying either an output size, or a pooling ratio"
+            )
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input: Tensor):
+        fn = F.fractional_max_pool2d if self._n == 2 else F.fractional_max_pool3d
+        return fn(
+            input, self.kernel_size, self.output_size, self.output_ratio, self.return_indices,
+            _random_samples=self._random_samples,
+        )  # fmt: skip
+
+
+class FractionalMaxPool3d(FractionalMaxPool2d):
+    """``FractionalMaxPool2d`` over the last three dims (``_random_samples``: ``(N, C, 3)``)."""
+
+    _n = 3
+
+
+def _ntuple(x, n):
+    return tuple(x) if isinstance(x, (list, tuple)) else (x,) * n
 
 
 def _triple(x):
