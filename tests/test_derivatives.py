@@ -1449,6 +1449,13 @@ def np_renorm(a, p, dim, maxnorm):
     return a * np.where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0)
 
 
+def np_index_reduce(a, dim, index, s, reduce, include_self=True):
+    shape = [1] * s.ndim
+    shape[dim] = -1
+    spread = np.broadcast_to(np.reshape(index, shape), s.shape)
+    return np_scatter_reduce(a, dim, spread, s, reduce, include_self)
+
+
 def np_scatter_reduce(a, dim, index, src, reduce, include_self=True):
     out = a.copy()
     fn = {
@@ -2112,6 +2119,54 @@ CASES += [
         lambda x, i, s: x.clone().scatter_reduce_(0, i, s, "sum", include_self=False),
         lambda a, i, s: np_scatter_reduce(a, 0, i, s, "sum", False),
         [((3, 2), Const([[2, 0]]), (1, 2))],
+    ),
+    Case(
+        "index_reduce",
+        lambda x, s: lib(x).index_reduce(
+            x, 0, lib(x).tensor([0, 2, 0], device=x.device), s, "prod", include_self=True
+        ),
+        lambda a, s: np_index_reduce(a, 0, [0, 2, 0], s, "prod", True),
+        [((3, 2), (3, 2))],
+    ),
+    Case(
+        "index_reduce",
+        lambda x, s: lib(x).index_reduce(
+            x, 1, lib(x).tensor([1, 1, 0], device=x.device), s, "prod", include_self=False
+        ),
+        lambda a, s: np_index_reduce(a, 1, [1, 1, 0], s, "prod", False),
+        [((2, 3), (2, 3))],
+    ),
+    Case(
+        "index_reduce",
+        lambda x, s: lib(x).index_reduce(
+            x, 1, lib(x).tensor([2, 0, 2, 2], device=x.device), s, "mean", include_self=True
+        ),
+        lambda a, s: np_index_reduce(a, 1, [2, 0, 2, 2], s, "mean", True),
+        [((2, 3), (2, 4))],
+    ),
+    Case(
+        "index_reduce",
+        lambda x, s: lib(x).index_reduce(
+            x, 0, lib(x).tensor([1, 1], device=x.device), s, "mean", include_self=False
+        ),
+        lambda a, s: np_index_reduce(a, 0, [1, 1], s, "mean", False),
+        [((3, 2), (2, 2))],
+    ),
+    Case(
+        "index_reduce",
+        lambda x, s: lib(x).index_reduce(
+            x, 0, lib(x).tensor([2, 0, 2], device=x.device), s, "amax", include_self=True
+        ),
+        lambda a, s: np_index_reduce(a, 0, [2, 0, 2], s, "amax", True),
+        [((3, 2), (3, 2))],
+    ),
+    Case(
+        "index_reduce",
+        lambda x, s: lib(x).index_reduce(
+            x, 1, lib(x).tensor([0, 2, 0], device=x.device), s, "amin", include_self=False
+        ),
+        lambda a, s: np_index_reduce(a, 1, [0, 2, 0], s, "amin", False),
+        [((2, 3), (2, 3))],
     ),
     Case(
         "masked_scatter",

@@ -213,6 +213,11 @@ op("scatter_reduce", "ScatterReduceBackward0", "self index src", lambda xp, self
    attrs="dim reduce include_self", nondiff=("index",), quiet=True,
    self=lambda grad, self, index, src, result, dim, reduce, include_self: _scatter_reduce_backward(grad, self, index, src, result, dim, reduce, include_self)[0],
    src=lambda grad, self, index, src, result, dim, reduce, include_self: _scatter_reduce_backward(grad, self, index, src, result, dim, reduce, include_self)[1])
+# index_reduce: scatter_reduce with the index vector spread over source's other dims
+op("index_reduce", "IndexReduceBackward0", "self index source", lambda xp, self, index, source, dim, reduce, include_self: _scatter_reduce(xp, self, dim, xp.broadcast_to(index.reshape(_along(source.ndim, dim)), source.shape), source, reduce, include_self),
+   attrs="dim reduce include_self", nondiff=("index",), quiet=True,
+   self=lambda grad, self, index, source, result, dim, reduce, include_self: _scatter_reduce_backward(grad, self, _spread_index(index, source, dim), source, result, dim, reduce, include_self)[0],
+   source=lambda grad, self, index, source, result, dim, reduce, include_self: _scatter_reduce_backward(grad, self, _spread_index(index, source, dim), source, result, dim, reduce, include_self)[1])
 op("masked_scatter", "MaskedScatterBackward0", "self mask source", lambda xp, self, mask, source: _masked_scatter(xp, self, mask, source), nondiff=("mask",),
    self=lambda grad, mask: grad.masked_fill(mask, 0),
    source=lambda grad, mask, source_shape: _masked_scatter_source_backward(grad, mask, source_shape))
@@ -328,6 +333,15 @@ def _renorm_backward(grad, self, p, dim, maxnorm):
     dfactor = _C.where(over, -maxnorm / ((norm + 1e-7) * (norm + 1e-7)), 0.0)
     dnorm = _norm_backward((grad * self).sum(dims, keepdim=True), self, norm, p, dims, True)
     return grad * factor + dfactor * dnorm
+
+
+def _along(ndim, dim):
+    """The shape that lays a vector along ``dim`` of ``ndim`` dims."""
+    return tuple(-1 if d == dim else 1 for d in range(ndim))
+
+
+def _spread_index(index, source, dim):
+    return index.reshape(_along(source.dim(), dim)).expand(source.shape)
 
 
 def _scatter_reduce_backward(grad, self, index, src, result, dim, reduce, include_self):
