@@ -120,6 +120,8 @@ __all__ = [
     "index_put",
     "scatter_reduce",
     "index_reduce",
+    "poisson",
+    "binomial",
     "masked_scatter",
     "put",
 ]
@@ -784,6 +786,26 @@ def index_put(input, indices, values, accumulate=False):
 @_out_variant
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     return input.scatter_reduce(dim, index, src, reduce, include_self=include_self)
+
+
+def poisson(input, generator=None):
+    """Poisson counts of the rates ``input`` (``PoissonBackward0``: a zero gradient)."""
+    _expect_tensor(input, "poisson", "input", 1)
+    return _dispatch(OPS["poisson"], (input,), {"generator": generator})
+
+
+def binomial(count, prob, generator=None):
+    """Binomial counts of ``count`` trials, each of probability ``prob`` (no derivative)."""
+    _expect_tensor(count, "binomial", "count", 1)
+    _expect_tensor(prob, "binomial", "prob", 2)
+    if not count.dtype.is_floating_point:
+        name = count.dtype._legacy[:-6]
+        raise ValueError(f"binomial only supports floating-point dtypes for count, got: {name}")
+    if prob.dtype is not count.dtype:
+        raise RuntimeError(
+            f"Found dtype {prob.dtype._legacy[:-6]} but expected {count.dtype._legacy[:-6]}"
+        )
+    return _dispatch(OPS["binomial"], (count, prob), {"generator": generator})
 
 
 def index_reduce(input, dim, index, source, reduce, *, include_self=True):

@@ -112,7 +112,7 @@ INPLACE_FORM = re.compile(r"^[a-z0-9_]+[a-z0-9]_$")
 INPLACE_ONLY = {"zero_", "resize_as_"}  # (no out-of-place function of the same name)
 
 TORCH_MISSING = """
-    binomial histogramdd poisson
+    histogramdd
 """
 
 # ---- torch.autograd ---------------------------------------------------------------------------

@@ -583,6 +583,13 @@ CASES = [
     Case("bernoulli_float", lambda x: x.clone().bernoulli_(1), np.ones_like, UNARY),
     Case("bernoulli_tensor", lambda x, p: x.clone().bernoulli_(p * 0 + 1),
          lambda a, p: np.ones_like(a), [((2, 3), (2, 3)), ((2, 3), (3,)), ((), ())]),
+    Case("poisson", lambda x: lib(x).poisson(x * 0), np.zeros_like, UNARY),
+    Case("binomial", lambda c, p: lib(c).binomial(c * 0 + 3, p * 0 + 1),
+         lambda a, b: np.full(np.broadcast_shapes(a.shape, b.shape), 3.0),
+         [((2, 3), (2, 3))], not_implemented="binomial"),
+    Case("binomial", lambda c, p: lib(c).binomial(c * 0 + 4, p * 0),
+         lambda a, b: np.zeros(np.broadcast_shapes(a.shape, b.shape)),
+         [((3,), (3,))], not_implemented="binomial"),
     # rows reached only from inside backward formulas: first-order gradients, recorded
     Case("index_backward", grad_of(lambda x: x[[0, 1, 0]]),
          lambda a: np_grad_index(a, [0, 1, 0]), [((2, 3),)]),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import pytest
 
 import nbgrad as ng
@@ -32,3 +33,88 @@ def test_index_reduce_errors_match_pytorch(index, source, reduce, error):
             lib.index_reduce(lib.ones(3, 2), 0, lib.tensor(index), lib.ones(*source), reduce)
         messages.append(str(info.value))
     assert messages[0] == messages[1]
+
+
+# ---- poisson and binomial ---------------------------------------------------------------------
+def _moments(draws):
+    draws = np.asarray(draws, dtype=np.float64)
+    return draws.mean(), draws.var()
+
+
+@pytest.mark.parametrize("rate", [0.3, 4.0, 40.0])
+def test_poisson_draws_follow_pytorchs_distribution(rate):
+    """Mean and variance both ``rate``, within 6 standard errors, as torch's draws."""
+    n = 20000
+    ng.manual_seed(0)
+    torch.manual_seed(0)
+    ours = ng.poisson(ng.full((n,), rate, dtype=ng.float64)).numpy()
+    theirs = torch.poisson(torch.full((n,), rate, dtype=torch.float64)).numpy()
+    for draws in (ours, theirs):
+        assert (draws == np.round(draws)).all() and (draws >= 0).all()
+        mean, var = _moments(draws)
+        assert abs(mean - rate) < 6 * np.sqrt(rate / n)
+        assert abs(var - rate) < 6 * np.sqrt((rate + 2 * rate**2) / n)
+
+
+@pytest.mark.parametrize("count, prob", [(10.0, 0.3), (1.0, 0.9), (50.0, 0.02)])
+def test_binomial_draws_follow_pytorchs_distribution(count, prob):
+    n = 20000
+    ng.manual_seed(0)
+    torch.manual_seed(0)
+    ours = ng.binomial(ng.full((n,), count), ng.full((n,), prob)).numpy()
+    theirs = torch.binomial(torch.full((n,), count), torch.full((n,), prob)).numpy()
+    mu, sigma2 = count * prob, count * prob * (1 - prob)
+    for draws in (ours, theirs):
+        assert (draws == np.round(draws)).all() and ((draws >= 0) & (draws <= count)).all()
+        mean, var = _moments(draws)
+        assert abs(mean - mu) < 6 * np.sqrt(sigma2 / n)
+        assert abs(var - sigma2) < 0.1 * sigma2
+
+
+def test_poisson_and_binomial_edges_match_pytorch():
+    """Certain draws (a zero rate, probabilities 0 and 1, a negative count), the result
+    dtype, and the generator argument."""
+    for lib in (ng, torch):
+        out = lib.poisson(lib.tensor([0.0, 0.0], dtype=lib.float64))
+        assert out.dtype == lib.float64 and out.tolist() == [0.0, 0.0]
+        out = lib.binomial(lib.tensor([5.0, 3.0, -1.0]), lib.tensor([1.0, 0.0, 0.5]))
+        assert out.tolist() == [5.0, 0.0, 0.0]
+        g = lib.Generator().manual_seed(3)
+        a = lib.poisson(lib.full((5,), 3.0), generator=g)
+        b = lib.poisson(lib.full((5,), 3.0), generator=lib.Generator().manual_seed(3))
+        assert a.tolist() == b.tolist()
+
+
+@pytest.mark.parametrize(
+    "call, error",
+    [
+        (lambda lib: lib.poisson(lib.tensor([-1.0])), RuntimeError),
+        (lambda lib: lib.poisson(lib.tensor([float("nan")])), RuntimeError),
+        (lambda lib: lib.poisson(lib.tensor([1])), NotImplementedError),
+        (lambda lib: lib.binomial(lib.tensor([5]), lib.tensor([0.5])), ValueError),
+        (
+            lambda lib: lib.binomial(lib.tensor([5.0]), lib.tensor([0.5], dtype=lib.float64)),
+            RuntimeError,
+        ),
+    ],
+)
+def test_poisson_and_binomial_errors_match_pytorch(call, error):
+    messages = []
+    for lib in (ng, torch):
+        with pytest.raises(error) as info:
+            call(lib)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
+def test_poisson_gradient_is_zero_and_binomial_has_none_as_pytorch():
+    for lib in (ng, torch):
+        rate = lib.tensor([0.5, 2.0], requires_grad=True)
+        out = lib.poisson(rate)
+        assert out.grad_fn.name() == "PoissonBackward0"
+        out.sum().backward()
+        assert rate.grad.tolist() == [0.0, 0.0]
+        count = lib.tensor([3.0], requires_grad=True)
+        out = lib.binomial(count, lib.tensor([0.5]))
+        with pytest.raises(RuntimeError, match="derivative for aten::binomial is not implemented"):
+            out.backward()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from nbgrad._kernels import _along_axis_key, _contiguous, _gather, _vector_norm
+from nbgrad._tensor import creation as _C
 from nbgrad.backend import erf
 
 
@@ -365,3 +366,29 @@ def _bitwise(xp, name, a, b):
         if getattr(t, "dtype", np.dtype("int64")).kind == "f":
             raise RuntimeError(f"\"{name}_cpu\" not implemented for '{_type_name(a, b)}'")
     return getattr(xp, name)(a, b)
+
+
+# ---- draws: Poisson and binomial counts ------------------------------------------------------
+def _host_rng(generator):
+    """The NumPy generator that draws: ``generator``'s, else nbgrad's (``manual_seed``)."""
+    return _C._rng if generator is None else generator._rng
+
+
+def _poisson(xp, rate, generator):
+    """Poisson counts of rate ``rate``, in its dtype, drawn on the host."""
+    if rate.dtype.kind != "f":
+        name = {"i": "Long", "u": "Byte", "b": "Bool"}.get(rate.dtype.kind, str(rate.dtype))
+        raise NotImplementedError(f"\"poisson_cpu\" not implemented for '{name}'")
+    host = np.asarray(rate.get() if hasattr(rate, "get") else rate)
+    if host.size and not bool((host >= 0).all()):
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    return xp.asarray(np.asarray(_host_rng(generator).poisson(host), dtype=rate.dtype))
+
+
+def _binomial(xp, count, prob, generator):
+    """Binomial counts of ``count`` trials of probability ``prob``, drawn on the host; as
+    PyTorch's sampler, a negative count gives 0 and ``prob`` is clipped to [0, 1]."""
+    n, p = (np.asarray(a.get() if hasattr(a, "get") else a) for a in (count, prob))
+    n, p = np.broadcast_arrays(np.maximum(np.floor(n), 0), np.clip(p, 0, 1))
+    draws = _host_rng(generator).binomial(n.astype(np.int64), p)
+    return xp.asarray(np.asarray(draws, dtype=count.dtype))

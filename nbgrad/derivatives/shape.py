@@ -32,6 +32,7 @@ from nbgrad._kernels import (
 from nbgrad._tensor import creation as _C
 from nbgrad._tensor.dispatch import OPS, _dispatch
 from nbgrad._tensor.math_methods import sum_to
+from nbgrad.derivatives._kernels_wider import _binomial, _poisson
 from nbgrad.derivatives.opinfo import op
 from nbgrad.derivatives.pointwise import _not_implemented
 
@@ -166,6 +167,11 @@ op("bernoulli_tensor", "BernoulliBackward1", "self p", lambda xp, self, p: _bern
    self=lambda grad: _C.zeros_like(grad), p=lambda grad, p: _C.zeros_like(p))
 op("bernoulli_float", "BernoulliBackward2", "self", lambda xp, self, p: _bernoulli(xp, self, p), attrs="p",
    self=lambda grad: _C.zeros_like(grad))
+# Poisson draws (the gradient is zero, as PyTorch's) and binomial ones (no derivative)
+op("poisson", "PoissonBackward0", "self", lambda xp, self, generator: _poisson(xp, self, generator), attrs="generator",
+   self=lambda grad: _C.zeros_like(grad))
+op("binomial", "NotImplemented", "count prob", lambda xp, count, prob, generator: _binomial(xp, count, prob, generator), attrs="generator",
+   count=lambda grad: _not_implemented("binomial"), prob=lambda grad: _not_implemented("binomial"))
 # normal draws (the gradient is zero) and multinomial ones (no gradient)
 op("normal_tensor_float", "NormalBackward1", "mean", lambda xp, mean, std: _normal(xp, mean, std, mean.shape), attrs="std",
    mean=lambda grad: _C.zeros_like(grad))
