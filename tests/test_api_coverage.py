@@ -144,7 +144,7 @@ NN_OUT = [
     ),
     (r"^factory_kwargs$", "a helper torch.nn exports for its own modules"),
 ]
-NN_MISSING = """AdaptiveLogSoftmaxWithLoss LinearCrossEntropyLoss LinearCrossEntropyOptions"""
+NN_MISSING = "LinearCrossEntropyLoss LinearCrossEntropyOptions"
 F_OUT = [
     (
         r"^BroadcastingList\d$|^boolean_dispatch$|^assert_int_or_pair$",

@@ -64,6 +64,20 @@ def _bag(mode, **kw):
     return Bag()
 
 
+def _adaptive_softmax():
+    asm = nn.AdaptiveLogSoftmaxWithLoss(4, 10, [3, 6], div_value=2.0, head_bias=True)
+
+    class Loss(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.asm = asm
+
+        def forward(self, x):
+            return self.asm(x, ng.tensor([0, 4, 9, 2, 7]).to(x.device)).output
+
+    return Loss()
+
+
 def _loss(fn, *extra):
     class Loss(nn.Module):
         def forward(self, x):
@@ -116,6 +130,7 @@ LAYERS = {
         lambda: nn.FractionalMaxPool3d(2, output_ratio=0.6, _random_samples=ng.rand(1, 2, 3)),
         (1, 2, 4, 5, 4),
     ),
+    "AdaptiveLogSoftmaxWithLoss": (_adaptive_softmax, (5, 4)),
     "EmbeddingBag sum": (lambda: _bag("sum", padding_idx=4), (6,)),
     "EmbeddingBag max": (lambda: _bag("max"), (3, 3)),
     "EmbeddingBag mean": (lambda: _bag("mean", padding_idx=2), (3, 3)),

@@ -5,6 +5,7 @@ Each submodule's ``__all__`` names its layers once; this package exports them al
 
 from nbgrad.nn.modules import (
     activation,
+    adaptive,
     channelshuffle,
     container,
     conv,
@@ -24,6 +25,7 @@ from nbgrad.nn.modules import (
     upsampling,
 )
 from nbgrad.nn.modules.activation import *  # noqa: F403
+from nbgrad.nn.modules.adaptive import *  # noqa: F403
 from nbgrad.nn.modules.channelshuffle import *  # noqa: F403
 from nbgrad.nn.modules.container import *  # noqa: F403
 from nbgrad.nn.modules.conv import *  # noqa: F403
@@ -64,6 +66,7 @@ __all__ = ["Module"] + [
         transformer,
         loss,
         distance,
+        adaptive,
     )
     for name in submodule.__all__
 ]
