@@ -144,7 +144,7 @@ NN_OUT = [
     ),
     (r"^factory_kwargs$", "a helper torch.nn exports for its own modules"),
 ]
-NN_MISSING = "LinearCrossEntropyLoss LinearCrossEntropyOptions"
+NN_MISSING = ""
 F_OUT = [
     (
         r"^BroadcastingList\d$|^boolean_dispatch$|^assert_int_or_pair$",
@@ -157,7 +157,7 @@ F_OUT = [
     ),
     (r"^conv_tbc$|^native_channel_shuffle$", "legacy or internal kernels"),
 ]
-F_MISSING = "linear_cross_entropy"
+F_MISSING = ""
 
 # ---- torch.optim, torch.optim.lr_scheduler -----------------------------------------------------
 OPTIM_OUT = [

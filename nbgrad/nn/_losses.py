@@ -36,6 +36,7 @@ __all__ = [
     "ctc_loss",
     "cosine_similarity",
     "pairwise_distance",
+    "linear_cross_entropy",
 ]
 
 
@@ -429,3 +430,79 @@ def ctc_loss(
     if reduction == "sum":
         return losses.sum()
     return losses.squeeze(0) if unbatched else losses
+
+
+# ---- linear cross entropy (NOTE [Linear cross entropy in one piece]) --------------------------
+def linear_cross_entropy(
+    input: Tensor,
+    linear_weight: Tensor,
+    target: Tensor,
+    *,
+    linear_bias: Tensor | None = None,
+    weight: Tensor | None = None,
+    reduction: str = "mean",
+    ignore_index: int | None = None,
+    label_smoothing: float = 0.0,
+    options=None,
+) -> Tensor:
+    """``cross_entropy(linear(input, linear_weight, linear_bias), target, ...)``; a
+    ``linear_weight`` of shape ``(C, d_1, ..., d_K, in_features)`` gives a K-dimensional loss.
+    ``ignore_index`` None means -100 for class indices."""
+    if input.dim() < 1 or input.dim() > 2:
+        raise RuntimeError(f"expected input with dimensionality 1 or 2, got {input.dim()}")
+    if linear_weight.dim() < 2:
+        raise RuntimeError(
+            f"expected linear_weight with dimensionality at least 2, got {linear_weight.dim()}"
+        )
+    num_batches, in_features = tuple(input.shape[:-1]), input.shape[-1]
+    if in_features != linear_weight.shape[-1]:
+        raise RuntimeError(
+            "expected equal input and linear_weight last dimensions (in_features), "
+            f"got {input.shape[-1]} and {linear_weight.shape[-1]}, respectively"
+        )
+    num_classes, out_features = linear_weight.shape[0], tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (num_classes, *out_features):
+        raise RuntimeError(
+            f"expected linear_bias shape {(num_classes, *out_features)}, got "
+            f"{tuple(linear_bias.shape)}"
+        )
+    if out_features and not num_batches:
+        raise RuntimeError(
+            f"K-dimensional loss defined by linear_weight shape {tuple(linear_weight.shape)} "
+            f"requires batched input, (N, {in_features}), got unbatched input with shape "
+            f"{tuple(input.shape)}"
+        )
+    logits_shape = (*num_batches, num_classes, *out_features)
+    if tuple(target.shape) == logits_shape and ignore_index is not None:
+        raise RuntimeError("ignore_index cannot be specified when target contains probabilities")
+    ignore_index = -100 if ignore_index is None else ignore_index
+    if options is not None and (
+        out_features
+        or reduction not in {"mean", "sum", "none"}
+        or label_smoothing != 0.0
+        or target.dtype is not dtypes.int64
+    ):
+        bias_shape = tuple(linear_bias.shape) if linear_bias is not None else None
+        warnings.warn(
+            "linear_cross_entropy: ``options`` ignored; chunked path needs reduction in "
+            "{'mean','sum','none'}, label_smoothing == 0, target.dtype == int64, "
+            f"out_features == (). Got reduction={reduction!r}, label_smoothing="
+            f"{label_smoothing}, target.dtype={target.dtype}, out_features={out_features}, "
+            f"tracing=False, linear_bias.shape={bias_shape}.",
+            stacklevel=2,
+        )
+    functional = nbgrad.nn.functional
+    if out_features:
+        rows = math.prod(out_features, start=num_classes)
+        linear_weight = linear_weight.reshape((rows, in_features))
+        if linear_bias is not None:
+            linear_bias = linear_bias.reshape(linear_weight.shape[0])
+    logits = functional.linear(input, linear_weight, linear_bias).reshape(logits_shape)
+    return functional.cross_entropy(
+        logits,
+        target,
+        weight=weight,
+        reduction=reduction,
+        ignore_index=ignore_index,
+        label_smoothing=label_smoothing,
+    )

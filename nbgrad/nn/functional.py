@@ -66,6 +66,7 @@ __all__ = [
     "binary_cross_entropy_with_logits",
     "nll_loss",
     "cross_entropy",
+    "linear_cross_entropy",
     "kl_div",
     "cosine_embedding_loss",
     "margin_ranking_loss",
@@ -824,7 +825,8 @@ def cross_entropy(
             terms = terms * weight.view(weight_shape)
         loss = -terms.sum(class_dim)
         if reduction == "mean":
-            return loss.sum() / max(input.numel() // max(n_classes, 1), 1)
+            count = max(input.numel() // max(n_classes, 1), 1)  # ATen's div_ by a number:
+            return _dispatch(OPS["div_scalar"], (loss.sum(),), {"other": count})  # DivBackward1
         return loss.sum() if reduction == "sum" else loss
     nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
     if label_smoothing == 0:
@@ -956,6 +958,7 @@ from nbgrad.nn._losses import (  # noqa: E402
     gaussian_nll_loss,
     hinge_embedding_loss,
     kl_div,
+    linear_cross_entropy,
     margin_ranking_loss,
     multi_margin_loss,
     multilabel_soft_margin_loss,

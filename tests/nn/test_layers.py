@@ -326,18 +326,10 @@ LOSSES = {
 }
 
 
-# torch divides by a Python number inside C++ (DivBackward1, div.Scalar); nbgrad's ``t / n``
-# is DivBackward0 (torch's too, from Python)
-NAMES = {
-    "cross-entropy-probabilities": "DivBackward0",
-    "cross-entropy-probabilities-weight-smoothing": "DivBackward0",
-}
-
-
 @pytest.mark.parametrize("name", LOSSES)
 def test_loss_parity(name):
     make, specs = LOSSES[name]
-    check_parity(make, specs, name=NAMES.get(name))
+    check_parity(make, specs)
 
 
 def test_legacy_reduction_arguments():

@@ -14,6 +14,7 @@ from nbgrad.nn.modules import (
     flatten,
     fold,
     linear,
+    linear_cross_entropy_options,
     loss,
     normalization,
     padding,
@@ -34,6 +35,7 @@ from nbgrad.nn.modules.dropout import *  # noqa: F403
 from nbgrad.nn.modules.flatten import *  # noqa: F403
 from nbgrad.nn.modules.fold import *  # noqa: F403
 from nbgrad.nn.modules.linear import *  # noqa: F403
+from nbgrad.nn.modules.linear_cross_entropy_options import *  # noqa: F403
 from nbgrad.nn.modules.loss import *  # noqa: F403
 from nbgrad.nn.modules.module import Module
 from nbgrad.nn.modules.normalization import *  # noqa: F403
@@ -67,6 +69,7 @@ __all__ = ["Module"] + [
         loss,
         distance,
         adaptive,
+        linear_cross_entropy_options,
     )
     for name in submodule.__all__
 ]

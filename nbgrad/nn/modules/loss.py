@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import math
+
 from nbgrad.nn import functional as F
 from nbgrad.nn.modules.distance import PairwiseDistance
+from nbgrad.nn.modules.linear import Linear
 from nbgrad.nn.modules.module import Module
 from nbgrad.tensor import Tensor
 
 __all__ = [
+    "LinearCrossEntropyLoss",
     "MSELoss",
     "L1Loss",
     "SmoothL1Loss",
@@ -411,4 +415,71 @@ class TripletMarginWithDistanceLoss(_Loss):
             margin=self.margin,
             swap=self.swap,
             reduction=self.reduction,
+        )
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """Cross entropy of the logits of an inner ``Linear(in_features, num_classes *
+    prod(out_features))`` (``linear``), its weight seen as ``(num_classes, *out_features,
+    in_features)``: ``F.linear_cross_entropy``."""
+
+    def __init__(
+        self,
+        in_features: int,
+        num_classes: int,
+        *,
+        out_features: tuple[int, ...] = (),
+        bias: bool = False,
+        device=None,
+        dtype=None,
+        reduction: str = "mean",
+        weight: Tensor | None = None,
+        ignore_index: int | None = None,
+        label_smoothing: float = 0.0,
+        options=None,
+    ) -> None:
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise RuntimeError(
+                f"expected weight shape to be {(num_classes,)}, got {tuple(weight.shape)}"
+            )
+        if label_smoothing < 0 or label_smoothing > 1.0:
+            raise RuntimeError(
+                f"expected label_smoothing to be in range [0, 1], got {label_smoothing}"
+            )
+        super().__init__(weight=weight, reduction=reduction)
+        self.num_classes = num_classes
+        self.out_features = out_features
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+        self.linear = Linear(
+            in_features,
+            math.prod(out_features, start=num_classes),
+            bias=bias,
+            device=device,
+            dtype=dtype,
+        )
+        self.options = options
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        shape = (self.num_classes, *self.out_features)
+        linear_weight = self.linear.weight.reshape((*shape, self.linear.in_features))
+        linear_bias = self.linear.bias.reshape(shape) if self.linear.bias is not None else None
+        return F.linear_cross_entropy(
+            input,
+            linear_weight,
+            target,
+            linear_bias=linear_bias,
+            weight=self.weight,
+            reduction=self.reduction,
+            ignore_index=self.ignore_index,
+            label_smoothing=self.label_smoothing,
+            options=self.options,
+        )
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+            f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+            f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+            f"label_smoothing={self.label_smoothing}, options={self.options}"
         )
