@@ -16,7 +16,7 @@ from ._functions import _out_variant, _t
 from ._tensor.conversion import _arg, _scalar
 from ._tensor.dispatch import OPS, _dim, _dispatch, _expect_tensor
 from ._tensor.linalg_methods import meshgrid
-from .tensor import Tensor, as_tensor, cat, ones, stack, tensor
+from .tensor import Tensor, as_tensor, cat, linspace, ones, stack, tensor
 
 __all__ = [
     # aliases
@@ -94,6 +94,7 @@ __all__ = [
     "gradient",
     "histc",
     "histogram",
+    "histogramdd",
     "bincount",
     "searchsorted",
     "bucketize",
@@ -557,6 +558,83 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
 
 def histc(input, bins=100, min=0, max=0):
     return input.histc(bins, min, max)
+
+
+class _HistogramDD(tuple):
+    """``(hist, bin_edges)`` of ``histogramdd``, as ``torch.return_types.histogramdd``."""
+
+    __slots__ = ()
+    _fields = ("hist", "bin_edges")
+    hist = property(lambda self: self[0])
+    bin_edges = property(lambda self: self[1])
+
+    def __repr__(self):
+        return f"nbgrad.return_types.histogramdd(\nhist={self[0]!r},\nbin_edges={self[1]!r})"
+
+
+def histogramdd(input, bins=None, *, range=None, weight=None, density=False):
+    """The D-dimensional histogram of the points ``input`` (``(..., D)``): ``bins`` a count,
+    one count per dim, or the edges of each dim (tensors); ``hist`` and the edges."""
+    if not input.is_floating_point():
+        raise NotImplementedError(
+            f"\"histogramdd\" not implemented for '{input.dtype._legacy[:-6]}'"
+        )
+    d = input.shape[-1]
+    points = input.reshape(-1, d)
+    given = isinstance(bins, (list, tuple)) and all(isinstance(b, Tensor) for b in bins)
+    if given:
+        names = {"float64": "double", "float32": "float", "float16": "c10::Half"}
+        for k, b in enumerate(bins):
+            if b.dtype is not input.dtype:
+                raise RuntimeError(
+                    "torch.histogramdd: input tensor and bins tensors should have the same "
+                    f"dtype, but got input with dtype {names.get(input.dtype.name)} and bins "
+                    f"for dimension {k} with dtype {names.get(b.dtype.name, b.dtype.name)}"
+                )
+        edges = list(bins)
+    else:
+        counts = [int(bins)] * d if isinstance(bins, (int, np.integer)) else [int(b) for b in bins]
+        if len(counts) != d:
+            raise RuntimeError(
+                "histogramdd: The size of bins must be equal to the innermost dimension of the "
+                "input."
+            )
+        if range is not None and len(range) != 2 * d:
+            raise RuntimeError(
+                f"torch.histogramdd: for a {d}-dimensional histogram range should have "
+                f"{2 * d} elements, but got {len(range)}"
+            )
+        edges = []
+        data = np.asarray(points.detach().cpu())
+        for k, n in enumerate(counts):
+            if range is not None:
+                lo, hi = float(range[2 * k]), float(range[2 * k + 1])
+            else:
+                column = data[:, k]
+                lo, hi = (column.min(), column.max()) if column.size else (0.0, 0.0)
+                lo, hi = float(lo), float(hi)
+            if lo == hi:
+                lo, hi = lo - 0.5, hi + 0.5
+            edges.append(linspace(lo, hi, n + 1, dtype=input.dtype, device=input.device))
+    if len(edges) != d:
+        raise RuntimeError(
+            "histogramdd: The size of bins must be equal to the innermost dimension of the input."
+        )
+    if weight is not None:
+        if tuple(weight.shape) != tuple(input.shape[:-1]):
+            raise RuntimeError(
+                "torch.histogramdd: if weight tensor is provided it should have the same shape "
+                "as the input tensor excluding its innermost dimension, but got input with "
+                f"shape {list(input.shape)} and weight with shape {list(weight.shape)}"
+            )
+        weight = weight.reshape(-1)
+    attrs = {
+        "edges": tuple(np.asarray(e.detach().cpu()) for e in edges),
+        "density": bool(density),
+        "aten": "_histogramdd_from_bin_tensors" if given else "_histogramdd_from_bin_cts",
+    }
+    hist = _dispatch(OPS["histogramdd"], (points, weight), attrs)
+    return _HistogramDD((hist, tuple(edges)))
 
 
 def histogram(input, bins=100, *, range=None, weight=None, density=False):

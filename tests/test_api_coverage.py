@@ -111,9 +111,7 @@ TORCH_OUT = [
 INPLACE_FORM = re.compile(r"^[a-z0-9_]+[a-z0-9]_$")
 INPLACE_ONLY = {"zero_", "resize_as_"}  # (no out-of-place function of the same name)
 
-TORCH_MISSING = """
-    histogramdd
-"""
+TORCH_MISSING = ""
 
 # ---- torch.autograd ---------------------------------------------------------------------------
 AUTOGRAD_OUT = [

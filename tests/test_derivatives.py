@@ -2214,6 +2214,28 @@ CASES += [
         [(Const([[0.5, -1.0, 2.0], [1.5, 0.25, 1.0]]),)],
     ),
     Case(
+        "histogramdd",
+        lambda x: lib(x).histogramdd(x, [3, 2]).hist,
+        lambda a: np.histogramdd(a, [3, 2])[0],
+        [((6, 2),)],
+        not_implemented="_histogramdd_from_bin_cts",
+    ),
+    Case(
+        "histogramdd",
+        lambda x, w: (
+            lib(x)
+            .histogramdd(
+                x, 2, range=[-1.0, 1.0, 0.0, 2.0, -2.0, 0.0], weight=w.detach(), density=True
+            )
+            .hist
+        ),
+        lambda a, w: np.histogramdd(
+            a.reshape(-1, 3), 2, [(-1, 1), (0, 2), (-2, 0)], density=True, weights=w.reshape(-1)
+        )[0],
+        [((2, 4, 3), (2, 4))],
+        not_implemented="_histogramdd_from_bin_cts",
+    ),
+    Case(
         "bincount",
         lambda x: lib(x).bincount(x.abs()),
         lambda a: np.bincount(np.abs(a)),

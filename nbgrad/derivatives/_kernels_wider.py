@@ -3,6 +3,8 @@ or CuPy) and arrays, as those of ``nbgrad/_kernels.py``."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from nbgrad._kernels import _along_axis_key, _contiguous, _gather, _vector_norm
@@ -392,3 +394,29 @@ def _binomial(xp, count, prob, generator):
     n, p = np.broadcast_arrays(np.maximum(np.floor(n), 0), np.clip(p, 0, 1))
     draws = _host_rng(generator).binomial(n.astype(np.int64), p)
     return xp.asarray(np.asarray(draws, dtype=count.dtype))
+
+
+def _histogramdd(xp, points, weight, edges, density):
+    """The counts (weighted, or a density) of the ``(N, D)`` ``points`` in the bins between
+    ``edges`` (one host array per dim; the last bin takes its right edge), as NumPy's
+    ``histogramdd``, from ``searchsorted`` and ``bincount`` (which CuPy has too)."""
+    sizes = tuple(len(e) - 1 for e in edges)
+    flat = xp.zeros(points.shape[0], dtype=np.int64)
+    inside = xp.ones(points.shape[0], dtype=bool)
+    for k, e in enumerate(edges):
+        column, e = points[:, k], xp.asarray(e, dtype=points.dtype)
+        at = xp.searchsorted(e, column, side="right") - 1
+        at = xp.where(column == e[-1], sizes[k] - 1, at)  # the right edge closes the last bin
+        inside = inside & (at >= 0) & (at < sizes[k])
+        flat = flat * sizes[k] + xp.clip(at, 0, sizes[k] - 1)
+    values = xp.ones(points.shape[0], dtype=points.dtype) if weight is None else weight
+    values = xp.where(inside, values, 0)
+    counts = xp.bincount(flat, weights=values, minlength=math.prod(sizes)).reshape(sizes)
+    if density:
+        volume = xp.ones(sizes, dtype=np.float64)
+        for k, e in enumerate(edges):
+            shape = [1] * len(sizes)
+            shape[k] = sizes[k]
+            volume = volume * xp.asarray(np.diff(e).astype(np.float64)).reshape(shape)
+        counts = counts / counts.sum() / volume
+    return counts.astype(points.dtype, copy=False)

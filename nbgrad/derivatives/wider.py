@@ -31,6 +31,7 @@ from nbgrad.derivatives._kernels_wider import (
     _heaviside,
     _histc,
     _histogram,
+    _histogramdd,
     _index_copy,
     _index_fill,
     _index_put_accumulate,
@@ -230,6 +231,9 @@ op("put", "PutBackward0", "self index source", lambda xp, self, index, source, a
 op("histc", None, "self", lambda xp, self, bins, min, max: _histc(xp, self, bins, min, max), attrs="bins min max", differentiable=False)
 op("histogram", None, "self weight", lambda xp, self, weight, bins, range, density: _histogram(xp, self, bins, range, weight, density),
    attrs="bins range density", outputs=2, differentiable=False)
+# histogramdd: PyTorch's hist requires grad, through a node whose backward raises
+op("histogramdd", "NotImplemented", "self weight", lambda xp, self, weight, edges, density, aten: _histogramdd(xp, self, weight, edges, density),
+   attrs="edges density aten", nondiff=("weight",), self=lambda grad, aten: _not_implemented(aten))
 op("bincount", None, "self weights", lambda xp, self, weights, minlength: _bincount(xp, self, weights, minlength), attrs="minlength", differentiable=False)
 op("searchsorted", None, "sorted_sequence self", lambda xp, sorted_sequence, self, right, out_int32: _searchsorted(xp, sorted_sequence, self, right, out_int32),
    attrs="right out_int32", differentiable=False)
