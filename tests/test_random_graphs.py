@@ -965,6 +965,8 @@ NOT_DRAWN = {
     *"max_pool3d max_pool3d_backward avg_pool3d avg_pool3d_backward adaptive_avg_pool3d".split(),
     *"adaptive_avg_pool3d_backward adaptive_max_pool3d max_unpool2d max_unpool3d".split(),
     "affine_grid_generator",
+    "grid_sampler_2d",
+    "grid_sampler_3d",
     "convolution_transpose",
     "constant_pad_nd",
     # the index-map rows of nbgrad/derivatives/index_maps.py (the paddings, upsampling, pixel

@@ -23,7 +23,18 @@ from nbgrad._tensor.inplace import _apply_view_chain
 from nbgrad._tensor.math_methods import sum_to
 
 # the families of rows: importing each runs its ``op(...)`` calls, which register the rows in OPS
-from . import activation, index_maps, linalg, losses, nn, pointwise, reductions, shape, wider  # noqa: F401
+from . import (  # noqa: F401
+    activation,
+    grid_sampler,
+    index_maps,
+    linalg,
+    losses,
+    nn,
+    pointwise,
+    reductions,
+    shape,
+    wider,
+)
 from .opinfo import OpInfo, op
 
 __all__ = ["OPS", "OpInfo", "op", "sum_to", "_apply_view_chain"]

@@ -1,18 +1,14 @@
 """``affine_grid`` and ``grid_sample`` of ``nbgrad.nn.functional`` (spatial transformers).
 
 ``affine_grid`` is a row of the op table (``AffineGridGeneratorBackward0``, as PyTorch's).
-NOTE [grid_sample composed]: ``grid_sample`` is composed of Tensor ops (each corner's values
-gathered from the flattened input and weighted by functions of the grid), so its gradients
-w.r.t. the input and the grid, to any order, are those of the table's rows; PyTorch has one
-node of its own (``GridSampler2DBackward0``), which nbgrad does not give.
+``grid_sample`` is the row of PyTorch's ``grid_sampler_2d`` / ``grid_sampler_3d``
+(``GridSampler2DBackward0``; NOTE [Grid sampler rows] in nbgrad/derivatives/grid_sampler.py).
 """
 
 from __future__ import annotations
 
-import itertools
 import warnings
 
-from nbgrad._tensor.creation import where
 from nbgrad._tensor.dispatch import _dispatch
 from nbgrad.derivatives import OPS
 from nbgrad.tensor import Tensor
@@ -64,31 +60,6 @@ def affine_grid(theta: Tensor, size, align_corners=None) -> Tensor:
     return _dispatch(OPS["affine_grid_generator"], (theta,), attrs)
 
 
-def _reflect(coord, twice_low, twice_high):
-    """PyTorch's ``reflect_coordinates``: ``coord`` folded back into [low, high]."""
-    if twice_low == twice_high:
-        return coord * 0
-    low, span = twice_low / 2, (twice_high - twice_low) / 2
-    dist = (coord - low).abs()
-    flips = (dist / span).floor()
-    extra = dist - flips * span
-    return where(flips % 2 == 0, extra + low, span - extra + low)
-
-
-def _source_index(coord, size, padding_mode, align_corners):
-    """A grid coordinate in [-1, 1] as a position in pixels along a dim of ``size``."""
-    if align_corners:
-        pos = (coord + 1) / 2 * (size - 1)
-    else:
-        pos = ((coord + 1) * size - 1) / 2
-    if padding_mode == "border":
-        pos = pos.clamp(0, size - 1)
-    elif padding_mode == "reflection":
-        twice = (0, 2 * (size - 1)) if align_corners else (-1, 2 * size - 1)
-        pos = _reflect(pos, *twice).clamp(0, size - 1)
-    return pos
-
-
 def grid_sample(
     input: Tensor,
     grid: Tensor,
@@ -123,38 +94,5 @@ def grid_sample(
         )
     if mode == "bicubic":
         raise NotImplementedError("grid_sample: mode='bicubic' is not supported by nbgrad")
-    n, c, size = input.shape[0], input.shape[1], tuple(input.shape[2:])
-    out_size = tuple(grid.shape[1:-1])
-    # positions along the input's spatial dims (D,) H, W: the grid's last entries reversed
-    pos = [
-        _source_index(grid[..., k - 1 - i], size[i], padding_mode, align_corners) for i in range(k)
-    ]
-    flat = input.reshape(n, c, -1)
-
-    def corner(points):
-        """The input's values at integer ``points`` (one per dim), zero outside it."""
-        inside, index = None, 0
-        for p, s in zip(points, size):
-            ok = (p >= 0) & (p <= s - 1)
-            inside = ok if inside is None else inside & ok
-            index = index * s + p.clamp(0, s - 1)
-        index = index.long().reshape(n, 1, -1).expand(n, c, -1)
-        values = flat.gather(2, index).reshape(n, c, *out_size)
-        return values * inside.unsqueeze(1).to(values.dtype)
-
-    if mode == "nearest":
-        nearest = [p.round() for p in pos]
-        # zero, with round's zero derivative: the grid gets a (zero) gradient, as PyTorch's
-        joined = sum(r - r.detach() for r in nearest)
-        return corner(nearest) + joined.unsqueeze(1)
-    low = [p.floor().detach() for p in pos]
-    frac = [p - lo for p, lo in zip(pos, low)]
-    out = None
-    for upper in itertools.product((0, 1), repeat=k):
-        weight = None
-        for i, u in enumerate(upper):
-            w = frac[i] if u else 1 - frac[i]
-            weight = w if weight is None else weight * w
-        term = corner([lo + u for lo, u in zip(low, upper)]) * weight.unsqueeze(1)
-        out = term if out is None else out + term
-    return out
+    attrs = {"mode": mode, "padding_mode": padding_mode, "align_corners": align_corners}
+    return _dispatch(OPS[f"grid_sampler_{k}d"], (input, grid), attrs)
