@@ -42,6 +42,7 @@ TD = "nbgrad/_tensor/dispatch.py"
 TI = "nbgrad/_tensor/inplace.py"
 TM = "nbgrad/_tensor/math_methods.py"
 E = "nbgrad/autograd/engine.py"
+IB = "nbgrad/autograd/input_buffer.py"
 G = "nbgrad/_graph/graph.py"
 F = "nbgrad/autograd/function.py"
 M = "nbgrad/_graph/grad_mode.py"
@@ -60,6 +61,7 @@ TESTS = {
     **dict.fromkeys((D, DO, DP, DR, DS, DN, K, TN, TM), DERIVATIVE_TESTS),
     **dict.fromkeys((TD, TI), AUTOGRAD_TESTS),
     E: ENGINE_TESTS,
+    IB: ENGINE_TESTS,
     G: AUTOGRAD_TESTS,
     F: AUTOGRAD_TESTS,
     M: AUTOGRAD_TESTS,
@@ -189,11 +191,13 @@ MUTANTS = [
     m(DN, "bias=lambda grad, input: grad.sum((0,) + tuple(range(2, input.dim()))))", "bias=lambda grad, input: grad.mean((0,) + tuple(range(2, input.dim()))))", "batch_norm: bias gradient averaged"),
     # ---- the engine --------------------------------------------------------------------------
     m(E, "entry = (-task.reentrant_depth, -task.node._sequence_nr_, next(_tiebreak), task)", "entry = (-task.reentrant_depth, task.node._sequence_nr_, next(_tiebreak), task)", "device queue: lowest sequence_nr first"),
-    m(E, "(-task.reentrant_depth, -node._sequence_nr_, next(_tiebreak), task),", "(-task.reentrant_depth, node._sequence_nr_, next(_tiebreak), task),", "CPU queue (_push_ready): lowest sequence_nr first"),
-    m(E, "heappush(heap, (-depth, -fn._sequence_nr_, next(_tiebreak), task))", "heappush(heap, (-depth, fn._sequence_nr_, next(_tiebreak), task))", "chain fast path: lowest sequence_nr first", nth=1),
-    m(E, "heappush(heap, (-depth, -first._sequence_nr_, next(_tiebreak), task))", "heappush(heap, (-depth, first._sequence_nr_, next(_tiebreak), task))", "routing: the node held back is queued lowest sequence_nr first"),
-    m(E, "        return old + new\n", "        return new\n", "input buffer (create_graph): keeps only the last gradient"),
-    m(E, "return _wrap(a + new._data, old._device)", "return _wrap(new._data, old._device)", "input buffer: keeps only the last gradient"),
+    m(E, "(-node._sequence_nr_, next(_tiebreak), node, buffer),", "(node._sequence_nr_, next(_tiebreak), node, buffer),", "CPU queue (_push_ready): lowest sequence_nr first"),
+    m(E, "heappush(heap, (-fn._sequence_nr_, next(_tiebreak), fn, [grad]))", "heappush(heap, (fn._sequence_nr_, next(_tiebreak), fn, [grad]))", "single-edge fast path: lowest sequence_nr first"),
+    m(E, "heappush(heap, (-seq, next(_tiebreak), fn, buf))", "heappush(heap, (seq, next(_tiebreak), fn, buf))", "routing: lowest sequence_nr first"),
+    m(IB, "        return old + new\n", "        return new\n", "input buffer (create_graph): keeps only the last gradient"),
+    m(IB, "return _wrap(a + b, old._device)", "return _wrap(b, old._device)", "input buffer: keeps only the last gradient"),
+    m(IB, "                _np_add(a, b, out=a)\n", "                a[...] = b\n", "input buffer, in place: keeps only the last gradient"),
+    m(IB, "and _getrefcount(old) == _SOLE_TENSOR", "and _getrefcount(old) >= _SOLE_TENSOR", "input buffer: sums in place into a gradient held elsewhere"),
     m(E, "deps[nxt] = count + 1", "deps[nxt] = count", "dependencies: a second edge not counted"),
     m(E, "        exec_info.setdefault(root, _ExecInfo())\n", "        exec_info.setdefault(root, _ExecInfo()).needed = True\n", "grad(inputs=): the root runs though it reaches no input"),
     m(E, "if info is not None and (info.needed or info.captures is not None):", "if info is not None and info.needed:", "grad(inputs=): a visited captured node does not mark its parent", nth=1),
@@ -203,13 +207,15 @@ MUTANTS = [
     m(E, "if node._tensor_pre_hooks or node._retains_grad_hooks:", "if node._tensor_pre_hooks:", "retain_grad alone never runs"),
     m(E, "        if node._pre_hooks:\n", "        if False:\n", "node prehooks never run"),
     m(E, "        if node._post_hooks:\n", "        if False:\n", "node post hooks never run"),
-    m(E, "if following is None and not heap:", "if following is None:", "a chain runs before higher-priority ready nodes"),
+    m(E, "                if not heap:\n                    return fn, [grad]", "                if True:\n                    return fn, [grad]", "a chain runs before higher-priority ready nodes"),
+    m(E, "        if heap and heap[0][0] <= -following._sequence_nr_:", "        if False:", "routing: a ready node runs before higher-priority queued nodes"),
     m(E, "if not heap and len(ready) == 1:", "if len(ready) == 1:", "a single ready node jumps the queue"),
-    m(E, "if n_inputs <= 1 and not count:", "if n_inputs <= 1:", "a node runs before all its gradients arrived"),
+    m(E, "if not count and n_inputs <= 1:", "if n_inputs <= 1:", "a node runs before all its gradients arrived"),
     m(E, "                buf[input_nr] = grad if old is None else _accumulate(old, grad)\n", "                buf[0] = grad if old is None else _accumulate(old, grad)\n", "routing: gradient into the wrong input slot"),
     m(E, "                grads[i] = grad\n", "                pass\n", "validate_outputs: broadcast gradient not summed"),
     m(E, "grads[i] = grad = grad.to(meta.dtype)", "grads[i] = grad", "validate_outputs: dtype not cast"),
     m(E, "or data.dtype is not meta.dtype.np", "or False", "single-edge fast path: dtype not validated", nth=1),
+    m(E, "or data.dtype is not meta.dtype.np", "or False", "validation of several edges: dtype not validated", nth=2),
     m(E, "                    inputs[k] = new\n", "                    inputs[k] = grad\n", "tensor hook's result ignored"),
     m(E, "                k = h.output_nr\n", "                k = 0\n", "tensor hook on the wrong output"),
     m(E, "t._grad = grad._detached_copy() if not graph_task.create_graph else grad.clone()", "t._grad = grad._detached_copy()", "retain_grad: no graph under create_graph"),
@@ -219,7 +225,7 @@ MUTANTS = [
     m(E, "                outputs = _check_hook_values(h.fn, before, new, node)\n", "                _check_hook_values(h.fn, before, new, node)\n", "post hook's result ignored"),
     m(E, "new = h.fn(before, tuple(inputs))", "new = h.fn(tuple(inputs), before)", "post hook's arguments swapped"),
     m(E, "            cb()\n", "            pass\n", "queue_callback's callbacks never run"),
-    m(E, "if len(outputs) != len(fns):", "if len(outputs) < len(fns):", "too many gradients from a node accepted"),
+    m(E, "if len(outputs) != n_edges:", "if len(outputs) < n_edges:", "too many gradients from a node accepted"),
     m(E, "info.captures.append((edge.input_nr, idx))", "info.captures.append((0, idx))", "grad(inputs=): capture slot ignores output_nr"),
     m(E, "        if not graph_task.keep_graph:\n", "        if False:\n", "retain_graph=False keeps the graph"),
     m(E, "if new.shape != old.shape:", "if False:", "a hook may change the gradient's shape"),
@@ -281,8 +287,8 @@ MUTANTS = [
     m(G, "                return t._alias_with_grad_fn(self._weak_grad_fn, self._output_nr)", "                return t", "saved tensor hooks: double backward through the pack hook"),
     m(G, "                if out is not None:\n                    raise", "                if False:\n                    raise", "a post-accumulate-grad hook may return a value"),
     m(E, "new = h.fn(grad)  # hook all the same, with None", "new = h.fn(grad) if grad is not None else None", "tensor hooks skipped for outputs with no gradient"),
-    m(E, "        if exec_info is not None:\n            return self._dispatch_ready(", "        if exec_info is not None or observer is not None:\n            return self._dispatch_ready(", "an observed pass leaves the inlined routing"),
-    m(E, "            if observer is not None:\n                observer.node_ready(graph_task, fn, CPU)\n            if following is None and not heap:", "            if following is None and not heap:", "the inlined routing does not report a node ready"),
+    m(E, "        if live is not None:\n            # NOTE [Single-edge fast path]: a next", "        if live is not None and observer is None:\n            # NOTE [Single-edge fast path]: a next", "an observed pass leaves the single-edge fast path"),
+    m(E, "                deps[fn] = 0\n                if observer is not None:\n                    observer.node_ready(graph_task, fn, CPU)\n", "                deps[fn] = 0\n", "the single-edge shortcut does not report the node ready"),
     m(F, "if g is None and k not in keep_none", "if g is None", "_materialize_non_diff_grads ignored"),
     m(F, "                    o._no_grad_view = _IN_CUSTOM_FUNCTION\n            return outputs", "                    pass\n            return outputs", "in place allowed on a custom Function's view output"),
 ]

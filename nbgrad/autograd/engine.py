@@ -47,15 +47,13 @@ import threading
 import warnings
 from typing import NamedTuple
 
-import numpy as np
-
 from nbgrad._graph import anomaly_mode as _anomaly
 from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad._graph.graph import AccumulateGrad, Edge, GraphRoot, Node, _saved_hooks, hook_name
 from nbgrad._graph.observer import backward_observer
 from nbgrad._graph.observer import current as _current
-from nbgrad._tensor.conversion import _wrap
 from nbgrad._tensor.math_methods import sum_to
+from nbgrad.autograd.input_buffer import InputBuffer, _accumulate
 from nbgrad.backend import CPU, quiet_float_errors
 from nbgrad.tensor import Tensor
 
@@ -96,8 +94,6 @@ def _showwarning(message, category, filename, lineno, file=None, line=None):
 
 warnings.showwarning = _showwarning
 heappush = heapq.heappush
-_ndarray = np.ndarray
-_np_add = np.add
 
 
 _UNSHARED_COND = threading.Condition(threading.Lock())
@@ -109,6 +105,14 @@ class ReadyQueue:
     A graph task's CPU queue is only touched by the thread that owns the task, so it pushes
     without taking the lock (``shared=False``); a device queue is shared with its worker.
     """
+
+    # NOTE [CPU queue entries]
+    # A device queue serves every graph task, so its heap entries are
+    # ``(-reentrant_depth, -sequence_nr, tiebreak, NodeTask)``. A graph task's own CPU queue
+    # holds that task's nodes alone, all at its depth: its entries are
+    # ``(-sequence_nr, tiebreak, node, inputs)``, one tuple per ready node instead of two (the
+    # tiebreak keeps nodes of equal ``sequence_nr``, accumulators, in the order they became
+    # ready, and keeps the comparison off the nodes).
 
     __slots__ = ("_heap", "device", "_cond", "shared")
 
@@ -156,40 +160,9 @@ class ReadyQueue:
     def snapshot(self):
         """The waiting nodes, highest priority first (for the notebook's stepper)."""
         with self._cond:
+            if not self.shared:  # NOTE [CPU queue entries]
+                return [entry[2] for entry in sorted(self._heap)]
             return [entry[3].node for entry in sorted(self._heap)]
-
-
-class InputBuffer(list):
-    """Gradients arriving at one node, summed per input (``InputBuffer``): a list with one
-    slot per input of the node."""
-
-    __slots__ = ()
-
-    @classmethod
-    def of_size(cls, size):
-        return cls((None,) * size)
-
-    @property
-    def buffer(self):
-        return self
-
-    def add(self, pos, grad):
-        if grad is None:
-            return
-        old = self[pos]
-        if old is None:
-            self[pos] = grad
-        else:
-            self[pos] = _accumulate(old, grad)
-
-
-def _accumulate(old, new):
-    if _grad_state.enabled:  # create_graph: record the sum
-        return old + new
-    a = old._data
-    if not a.ndim and type(a) is _ndarray:  # NOTE [0-d results stay arrays] in dispatch.py
-        return _wrap(_np_add(a, new._data, out=...), old._device)
-    return _wrap(a + new._data, old._device)
 
 
 class _ExecInfo:
@@ -465,12 +438,11 @@ class Engine:
         _grad_state.enabled = graph_task.create_graph
         while True:
             if heap:
-                task = heappop(heap)[3]
+                _, _, node, inputs = heappop(heap)  # NOTE [CPU queue entries]
                 if graph_task.exception is not None:
                     continue
-                node = task.node
                 try:
-                    following = evaluate(graph_task, node, task.inputs)
+                    following = evaluate(graph_task, node, inputs)
                     while following is not None:  # see NOTE [Chains skip the queue]
                         node = following[0]
                         following = evaluate(graph_task, node, following[1])
@@ -576,16 +548,16 @@ class Engine:
             if grad is not None
             else (node._input_metadata_[0].device if node._input_metadata_ else CPU)
         )
-        task = _new_tuple(NodeTask, (graph_task, node, buffer, graph_task.reentrant_depth))
-        if device is CPU or device.type == "cpu":
+        if device is CPU or device.type == "cpu":  # NOTE [CPU queue entries]
             heappush(
                 graph_task.cpu_ready_queue._heap,
-                (-task.reentrant_depth, -node._sequence_nr_, next(_tiebreak), task),
+                (-node._sequence_nr_, next(_tiebreak), node, buffer),
             )
             if graph_task.threaded:
                 with graph_task.cond:
                     graph_task.cond.notify_all()
         else:
+            task = _new_tuple(NodeTask, (graph_task, node, buffer, graph_task.reentrant_depth))
             queue = self.device_queue(device)
             if not graph_task.threaded:
                 # NOTE [Lazy graph task condition]: only a task that uses a worker waits or
@@ -639,16 +611,31 @@ class Engine:
         outputs = node.apply(inputs)
         fns = node._next_fns
         nrs = node._next_nrs
-        if len(outputs) != len(fns):
+        n_edges = len(fns)
+        if len(outputs) != n_edges:
             raise RuntimeError(
                 f"Function {node.name()} returned an invalid number of gradients - expected "
-                f"{len(fns)}, but got {len(outputs)}"
+                f"{n_edges}, but got {len(outputs)}"
             )
+        # NOTE [Single-edge fast path]
+        # Most nodes of a chain have one edge with a function (``x * 2.0`` has a second, empty
+        # edge for the number): ``live`` is its index, or None, and that one edge is validated
+        # and routed without a loop. The general loops below do the same for any node.
+        live = None
+        if n_edges == 1:
+            live = 0
+        elif n_edges == 2:
+            if fns[1] is None:
+                live = 0
+            elif fns[0] is None:
+                live = 1
         # a gradient usually has its input's shape, dtype and device already: this check is all
         # it costs; validate_outputs reduces or casts it (or raises) on the first mismatch
-        for fn, input_nr, grad in zip(fns, nrs, outputs):
+        if live is not None:
+            fn = fns[live]
+            grad = outputs[live]
             if grad is not None and fn is not None:
-                meta = fn._input_metadata_[input_nr]
+                meta = fn._input_metadata_[nrs[live]]
                 data = grad._data
                 if (
                     data.shape != meta.shape
@@ -656,7 +643,18 @@ class Engine:
                     or grad._device is not meta.device
                 ):
                     self._validate(node, fns, nrs, outputs)
-                    break
+        else:
+            for fn, input_nr, grad in zip(fns, nrs, outputs):
+                if grad is not None and fn is not None:
+                    meta = fn._input_metadata_[input_nr]
+                    data = grad._data
+                    if (
+                        data.shape != meta.shape
+                        or data.dtype is not meta.dtype.np
+                        or grad._device is not meta.device
+                    ):
+                        self._validate(node, fns, nrs, outputs)
+                        break
         if graph_task.check_nan:
             _anomaly.check_nan(node, outputs)
         if node._post_hooks:
@@ -665,7 +663,7 @@ class Engine:
             observer.node_end(graph_task, node, list(outputs))
         if not graph_task.keep_graph:
             node.release_variables()
-        if not fns:
+        if not n_edges:
             return
         if graph_task.threaded:
             with graph_task._lock:
@@ -673,15 +671,40 @@ class Engine:
             return self._dispatch_ready(graph_task, ready)
         if exec_info is not None:
             return self._dispatch_ready(graph_task, self._route(graph_task, fns, nrs, outputs))
-        # NOTE [Routing inlined]
-        # ``_route`` then ``_dispatch_ready``, in one loop for the common pass (one thread, every
-        # node needed): each gradient goes to its next node's input buffer (a list with one slot
-        # per input); a node whose dependencies reach 0 is ready. The first ready node, when the
-        # queue is empty, is handed back to run next (NOTE [Chains skip the queue]); any other
-        # goes on the queue, and so does the first once a second one is ready.
         deps = graph_task.dependencies
         not_ready = graph_task.not_ready
         heap = graph_task.cpu_ready_queue._heap
+        if live is not None:
+            # NOTE [Single-edge fast path]: a next node with one input that waits for nothing
+            # else is ready at once, with nothing to add; with nothing queued, it runs next
+            # (NOTE [Chains skip the queue]). Anything else takes the general loop below.
+            fn = fns[live]
+            if fn is None:
+                return
+            grad = outputs[live]
+            if (
+                deps[fn] == 1
+                and grad is not None
+                and grad._device is CPU
+                and len(fn._input_metadata_) <= 1
+                and (not not_ready or fn not in not_ready)
+            ):
+                deps[fn] = 0
+                if observer is not None:
+                    observer.node_ready(graph_task, fn, CPU)
+                if not heap:
+                    return fn, [grad]
+                heappush(heap, (-fn._sequence_nr_, next(_tiebreak), fn, [grad]))
+                return
+        # NOTE [Routing inlined]
+        # ``_route`` then ``_dispatch_ready``, in one loop for the common pass (one thread, every
+        # node needed): each gradient goes to its next node's input buffer (a list with one slot
+        # per input); a node whose dependencies reach 0 is ready and goes on the queue (NOTE
+        # [CPU queue entries]), except the one the queue would hand back next, which is handed
+        # back to run directly (NOTE [Chains skip the queue]): of the nodes made ready here, the
+        # one with the highest ``sequence_nr`` is held back, and run when it is higher than
+        # every queued node's. Nodes of equal ``sequence_nr`` (accumulators) all go on the
+        # queue, in the order they became ready, as the queue would order them.
         following = None
         for fn, input_nr, grad in zip(fns, nrs, outputs):
             if fn is None:
@@ -691,7 +714,7 @@ class Engine:
             buf = not_ready.get(fn) if not_ready else None
             if buf is None:
                 n_inputs = len(fn._input_metadata_)
-                if n_inputs <= 1 and not count:
+                if not count and n_inputs <= 1:
                     buf = [grad]
                 else:
                     buf = [None] * (n_inputs or 1)
@@ -711,18 +734,24 @@ class Engine:
                 continue
             if observer is not None:
                 observer.node_ready(graph_task, fn, CPU)
-            if following is None and not heap:
-                following = (fn, buf)
+            if following is None:
+                following, following_buf = fn, buf
                 continue
-            depth = graph_task.reentrant_depth
-            if following is not None:
-                first, first_buf = following
+            seq, held = fn._sequence_nr_, following._sequence_nr_
+            if seq > held:  # fn is held back instead
+                heappush(heap, (-held, next(_tiebreak), following, following_buf))
+                following, following_buf = fn, buf
+                continue
+            if seq == held:  # both queued, in the order they became ready
+                heappush(heap, (-held, next(_tiebreak), following, following_buf))
                 following = None
-                task = _new_tuple(NodeTask, (graph_task, first, first_buf, depth))
-                heappush(heap, (-depth, -first._sequence_nr_, next(_tiebreak), task))
-            task = _new_tuple(NodeTask, (graph_task, fn, buf, depth))
-            heappush(heap, (-depth, -fn._sequence_nr_, next(_tiebreak), task))
-        return following
+            heappush(heap, (-seq, next(_tiebreak), fn, buf))
+        if following is None:
+            return None
+        if heap and heap[0][0] <= -following._sequence_nr_:  # a queued node comes first
+            heappush(heap, (-following._sequence_nr_, next(_tiebreak), following, following_buf))
+            return None
+        return following, following_buf
 
     def _dispatch_ready(self, graph_task, ready):
         """Queue the nodes ``_route`` found ready, or hand the only one back to run next."""

@@ -325,7 +325,8 @@ class Recorder:
             outputs = result.output_nr if node is not None else _leaf_pair(result)
             refs = _weakref(result)
         inputs = None  # the node's edges, one per argument, are the inputs' pairs (read later)
-        edges = node.next_edges() if node is not None else None
+        # (``next_functions``: plain pairs, made in C, where ``next_edges()`` makes an Edge each)
+        edges = node.next_functions if node is not None else None
         if node is None or len(edges) != len(args):
             inputs = _input_pairs(args)
         else:

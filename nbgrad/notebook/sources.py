@@ -295,7 +295,9 @@ class NbgradSource(GraphSource):
     # thousands of times; these three are C-level callers of the public API (no Python frame
     # of their own), so that reading through the source costs what reading the node did.
     node_name = staticmethod(methodcaller("name"))
-    next_edges = staticmethod(methodcaller("next_edges"))  # Edges: (function, input_nr) pairs
+    # (function, input_nr) pairs: ``next_functions`` makes them in C, ``next_edges()`` an Edge
+    # (a named tuple) each through a Python call
+    next_edges = staticmethod(attrgetter("next_functions"))
     sequence_nr = staticmethod(attrgetter("sequence_nr"))
 
     def variable(self, node):

@@ -844,3 +844,48 @@ def test_multiple_roots_use_graph_root():
         lib.autograd.backward([a, b])
         res[lib.__name__] = as_np(x.grad)
     np.testing.assert_allclose(res["nbgrad"], res["torch"], rtol=1e-6)
+
+
+# -- NOTE [Accumulate in place] ----------------------------------------------------------------
+def test_input_buffer_does_not_sum_into_a_gradient_held_elsewhere():
+    """The first gradient to reach a buffer is kept by a post hook: a second one arriving
+    later makes a new sum, and the kept tensor stays as the hook saw it."""
+    x = ng.tensor([1.0, 2.0], requires_grad=True)
+    a, b = x * 2.0, x * 3.0
+    kept = []
+    for node in (a.grad_fn, b.grad_fn):
+        node.register_hook(lambda gi, go: kept.append((gi[0], gi[0].numpy().copy())))
+    (a + b).sum().backward()
+    assert len(kept) == 2
+    for grad, seen in kept:
+        np.testing.assert_array_equal(grad.numpy(), seen)
+    np.testing.assert_array_equal(x.grad.numpy(), [5.0, 5.0])
+
+
+def test_input_buffer_sums_match_pytorch_when_a_gradient_fans_out():
+    """A gradient routed to two nodes at once (``AddBackward0`` passes one tensor to both) and
+    then summed with another in one of them: the other node, and the leaves, see PyTorch's
+    values. Also a leaf whose ``.grad`` is a buffer's tensor, summed into by a second pass."""
+
+    def run(lib):
+        x = lib.tensor([0.5, -1.0, 2.0], dtype=lib.float64, requires_grad=True)
+        w = lib.tensor([1.5, 0.25, -2.0], dtype=lib.float64, requires_grad=True)
+        a = x.exp()
+        s = a + w.sin()  # one gradient tensor to ExpBackward0 and to SinBackward0
+        out = (s * s).sum() + (a * 3.0).sum() + (w * a).sum()
+        out.backward(retain_graph=True)
+        first = (x.grad.clone(), w.grad.clone())
+        out.backward()
+        return [t.detach().numpy() for t in (*first, x.grad, w.grad)]
+
+    for got, want in zip(run(ng), run(torch)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_input_buffer_sum_under_create_graph_is_recorded():
+    x = ng.tensor([1.0, 2.0], dtype=ng.float64, requires_grad=True)
+    y = x * x
+    (g,) = ng.autograd.grad((y * 2.0).sum() + (y * 3.0).sum(), x, create_graph=True)
+    (gg,) = ng.autograd.grad(g.sum(), x)
+    np.testing.assert_array_equal(g.detach().numpy(), [10.0, 20.0])
+    np.testing.assert_array_equal(gg.numpy(), [10.0, 10.0])

@@ -78,7 +78,7 @@ def evaluated(monkeypatch):
         return original(self, graph_task, node, inputs)
 
     def push(heap, entry):  # the CPU ready queue: a node that did not take a shortcut
-        calls.append(("queued", entry[3].node.name()))
+        calls.append(("queued", entry[2].name()))  # NOTE [CPU queue entries]
         return heapq.heappush(heap, entry)
 
     route = Engine._route

@@ -1,0 +1,84 @@
+"""``InputBuffer``: the gradients arriving at one node, summed per input (PyTorch's
+``input_buffer.cpp``)."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from nbgrad._graph.grad_mode import _state as _grad_state
+from nbgrad._tensor.conversion import _wrap
+
+__all__ = ["InputBuffer"]
+
+_ndarray = np.ndarray
+_np_add = np.add
+
+
+class InputBuffer(list):
+    """Gradients arriving at one node, summed per input (``InputBuffer``): a list with one
+    slot per input of the node."""
+
+    __slots__ = ()
+
+    @classmethod
+    def of_size(cls, size):
+        return cls((None,) * size)
+
+    @property
+    def buffer(self):
+        return self
+
+    def add(self, pos, grad):
+        if grad is None:
+            return
+        old = self[pos]
+        if old is None:
+            self[pos] = grad
+        else:
+            self[pos] = _accumulate(old, grad)
+
+
+# NOTE [Accumulate in place]
+# As PyTorch's ``InputBuffer::accumulate``, a gradient that nothing but the input buffer holds
+# is summed into in place instead of into a new array and tensor: a node whose gradients come
+# from many places (a leaf used by every step of a loop, a shared activation) then adds into
+# one array. PyTorch asks the tensor's use count; here it is the reference counts of the tensor
+# and its array: only the buffer's slot and the caller's and ``_accumulate``'s own names may hold
+# the tensor (a hook, the recorder or another buffer that kept it adds one), only the tensor and
+# ``_accumulate`` the array, which must own its memory (no view of another array; a view of
+# it holds it too), be of the other gradient's dtype and take the sum's shape (else the sum is
+# new, as before). CPython before 3.14 only, whose stack holds a reference for each name read
+# (from 3.14 some reads borrow one, so the counts would not say the same).
+_IN_PLACE = sys.implementation.name == "cpython" and sys.version_info < (3, 14)
+_getrefcount = sys.getrefcount
+_SOLE_TENSOR = 4  # the buffer's slot, the caller's ``old``, ``_accumulate``'s, the call's own
+_SOLE_ARRAY = 3  # the tensor's ``_data``, ``_accumulate``'s ``a``, the call's own
+
+
+def _accumulate(old, new):
+    """``old + new`` for an input buffer: in place into ``old`` when only the buffer holds it."""
+    if _grad_state.enabled:  # create_graph: record the sum
+        return old + new
+    a = old._data
+    if type(a) is _ndarray:
+        b = new._data
+        if (
+            _IN_PLACE
+            and _getrefcount(old) == _SOLE_TENSOR
+            and _getrefcount(a) == _SOLE_ARRAY
+            and a.base is None
+            and b.dtype is a.dtype
+            and b.ndim <= a.ndim
+            and a.flags.writeable
+        ):
+            try:
+                _np_add(a, b, out=a)
+                return old
+            except ValueError:  # ``b`` does not broadcast to ``a``'s shape: a new sum
+                pass
+        if not a.ndim:  # NOTE [0-d results stay arrays] in dispatch.py
+            return _wrap(_np_add(a, b, out=...), old._device)
+        return _wrap(a + b, old._device)
+    return _wrap(a + new._data, old._device)
