@@ -2,7 +2,7 @@
 
     python tests/benchmarks/notebook.py              # everything, 15 repeats
     python tests/benchmarks/notebook.py --quick      # 5 repeats, 500-node graphs only
-    python tests/benchmarks/notebook.py --only overhead   # or: training, torch, graphs, sent
+    python tests/benchmarks/notebook.py --only overhead   # or: training, torch, graphs, sent, huge
 
 1. Recorder overhead per forward op: one op loop, run alternately without and with
    ``nbgrad.notebook.record()`` active (same process, same tensors), medians over the repeats;
@@ -31,6 +31,11 @@
    them (snapshot, fold, layout), and the time to first render in Chromium: the widget's own
    ES module rendering into a page from those two JSON strings, from ``render()`` to the next
    painted frame (median of 5), with Debian's Chromium at /usr/bin/chromium.
+4. A huge cell (``--only huge``): ``%%autograd --backward loss`` around 100,000 calls (a chain of
+   ``(h * 1.0001).tanh()``) in IPython's shell, once: the cell's time, the kernel's memory growth
+   (RSS after a collection) and the bytes a saved notebook keeps of its outputs (each output's
+   mime bundle, and the state of each widget shown, as "Save Widget State" stores it); the graph
+   is cut at ``--max-nodes`` (NOTE [A graph cut at max_nodes] in snapshot.py).
 """
 
 from __future__ import annotations
@@ -358,10 +363,58 @@ def sent(repeats):
         print(f"  {name:10} {nodes:6} {boxes:5} {per_node:10.0f} {t_kernel:7.2f}s {render:>8}")
 
 
+# -- 4. a huge cell ----------------------------------------------------------------------------
+def huge_cell(calls=100_000):
+    import json
+
+    import psutil
+    from IPython.testing.globalipapp import get_ipython
+    from IPython.utils.capture import capture_output
+    from ipywidgets import Widget
+    from ipywidgets.widgets.widget import _instances
+
+    ip = get_ipython()
+    ip.run_line_magic("load_ext", "nbgrad")
+    ip.run_cell("import nbgrad as ng")
+    cell = (
+        "%%autograd --backward loss\n"
+        "x = ng.ones(4, requires_grad=True)\n"
+        "h = x\n"
+        f"for i in range({calls // 2}):\n"
+        "    h = (h * 1.0001).tanh()\n"
+        "loss = h.sum()\n"
+    )
+    proc = psutil.Process()
+    gc.collect()
+    rss = proc.memory_info().rss
+    t0 = time.perf_counter()
+    with capture_output() as cap:
+        ip.run_cell(cell)
+    elapsed = time.perf_counter() - t0
+    gc.collect()
+    grown = proc.memory_info().rss - rss
+    saved, models = 0, set()
+    for out in cap.outputs:
+        saved += len(json.dumps(out.data))
+        ref = out.data.get("application/vnd.jupyter.widget-view+json")
+        if ref is not None:
+            models.add(ref["model_id"])
+    for model_id in models:
+        widgets = [w for w in _instances.values() if w.model_id == model_id]
+        saved += len(json.dumps(Widget.get_manager_state(widgets=widgets)))
+    print(f"A huge cell: %%autograd --backward loss around {calls:,} calls")
+    print(
+        f"  time {elapsed:6.2f} s  kernel memory +{grown / 1e6:5.0f} MB  "
+        f"saved outputs {saved:,} bytes (target < 2 MB)"
+    )
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--only", choices=("overhead", "training", "torch", "graphs", "sent"))
+    parser.add_argument(
+        "--only", choices=("overhead", "training", "torch", "graphs", "sent", "huge")
+    )
     args = parser.parse_args(argv)
     repeats = 5 if args.quick else 15
     sizes = [500] if args.quick else [500, 5000]
@@ -376,6 +429,8 @@ def main(argv=None):
         graphs(sizes, 1 if args.quick else 3)
     if args.only in (None, "sent"):
         sent(repeats)
+    if args.only in (None, "huge"):
+        huge_cell()
 
 
 if __name__ == "__main__":
