@@ -410,3 +410,30 @@ def test_once_differentiable_gradient_graph_as_pytorch():
         return _desc(gx.grad_fn), _desc(gy.grad_fn), gx.tolist(), gy.tolist(), err
 
     assert run(ng) == run(torch)
+
+
+@pytest.mark.parametrize("live", [1, 2], ids=["one edge", "two edges"])
+def test_a_gradient_of_another_dtype_is_cast_to_its_inputs(live):
+    """As PyTorch's validate_outputs: a Function whose backward returns float32 gradients for
+    float64 inputs has them cast, on the single-edge path and on the path of several edges."""
+
+    def run(lib):
+        class Scale(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                return a * 2 + b * 3
+
+            @staticmethod
+            def backward(ctx, grad):
+                return (grad * 2).float(), (grad * 3).float()
+
+        a = lib.tensor([1.0, 2.0], dtype=lib.double, requires_grad=True)
+        b = lib.tensor([3.0, 4.0], dtype=lib.double, requires_grad=live == 2)
+        Scale.apply(a, b).sum().backward()  # straight into the leaves: .grad shows the dtype
+        return [(t.grad.dtype, t.grad.tolist()) for t in (a, b) if t.requires_grad]
+
+    mine, theirs = run(ng), run(torch)
+    assert [str(d).split(".")[-1] for d, _ in mine] == ["float64"] * live
+    assert [str(d).split(".")[-1] for d, _ in theirs] == ["float64"] * live
+    for (_, m), (_, t) in zip(mine, theirs):
+        np.testing.assert_allclose(m, t, rtol=1e-7)
