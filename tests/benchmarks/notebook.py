@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import statistics
 import sys
 import time
@@ -364,44 +365,55 @@ def sent(repeats):
 
 
 # -- 4. a huge cell ----------------------------------------------------------------------------
-def huge_cell(calls=100_000):
-    import json
-
-    import psutil
-    from IPython.testing.globalipapp import get_ipython
-    from IPython.utils.capture import capture_output
-    from ipywidgets import Widget
-    from ipywidgets.widgets.widget import _instances
-
-    ip = get_ipython()
-    ip.run_line_magic("load_ext", "nbgrad")
-    ip.run_cell("import nbgrad as ng")
-    cell = (
-        "%%autograd --backward loss\n"
+def chain_cell(options, calls):
+    """A ``%%autograd`` cell of ``calls`` recorded calls: a chain of multiplications and tanh."""
+    return (
+        f"%%autograd {options}\n"
         "x = ng.ones(4, requires_grad=True)\n"
         "h = x\n"
         f"for i in range({calls // 2}):\n"
         "    h = (h * 1.0001).tanh()\n"
         "loss = h.sum()\n"
     )
-    proc = psutil.Process()
-    gc.collect()
-    rss = proc.memory_info().rss
-    t0 = time.perf_counter()
-    with capture_output() as cap:
-        ip.run_cell(cell)
-    elapsed = time.perf_counter() - t0
-    gc.collect()
-    grown = proc.memory_info().rss - rss
-    saved, models = 0, set()
-    for out in cap.outputs:
-        saved += len(json.dumps(out.data))
+
+
+def saved_size(outputs):
+    """Bytes a notebook keeps of a cell's ``outputs`` (IPython's captured outputs): each
+    output's mime bundle, and the state of each widget shown (what "Save Widget State"
+    stores), counted once."""
+    from ipywidgets import Widget
+    from ipywidgets.widgets.widget import _instances
+
+    total, models = 0, set()
+    for out in outputs:
+        total += len(json.dumps(out.data))
         ref = out.data.get("application/vnd.jupyter.widget-view+json")
         if ref is not None:
             models.add(ref["model_id"])
     for model_id in models:
         widgets = [w for w in _instances.values() if w.model_id == model_id]
-        saved += len(json.dumps(Widget.get_manager_state(widgets=widgets)))
+        total += len(json.dumps(Widget.get_manager_state(widgets=widgets)))
+    return total
+
+
+def huge_cell(calls=100_000):
+    import psutil
+    from IPython.testing.globalipapp import get_ipython
+    from IPython.utils.capture import capture_output
+
+    ip = get_ipython()
+    ip.run_line_magic("load_ext", "nbgrad")
+    ip.run_cell("import nbgrad as ng")
+    proc = psutil.Process()
+    gc.collect()
+    rss = proc.memory_info().rss
+    t0 = time.perf_counter()
+    with capture_output() as cap:
+        ip.run_cell(chain_cell("--backward loss", calls))
+    elapsed = time.perf_counter() - t0
+    gc.collect()
+    grown = proc.memory_info().rss - rss
+    saved = saved_size(cap.outputs)
     print(f"A huge cell: %%autograd --backward loss around {calls:,} calls")
     print(
         f"  time {elapsed:6.2f} s  kernel memory +{grown / 1e6:5.0f} MB  "

@@ -2,57 +2,19 @@
 max_nodes] in snapshot.py) draws the end of the cell, every output says what it left out, and
 a saved cell stays small."""
 
-import json
-
 import pytest
 from IPython.utils.capture import capture_output
-from ipywidgets import Widget
 
 from nbgrad.notebook.snapshot import MAX_NODES, details
+from tests.benchmarks.notebook import chain_cell, saved_size
 
 SVG = "image/svg+xml"
-PNG = "image/png"
-WIDGET = "application/vnd.jupyter.widget-view+json"
 
 
 def run(ip, source):
     with capture_output() as cap:
         result = ip.run_cell(source)
     return result, cap
-
-
-def chain_cell(options, ops):
-    """A cell of ``ops`` recorded calls: a chain of multiplications and tanh."""
-    return (
-        f"%%autograd {options}\n"
-        "x = ng.ones(4, requires_grad=True)\n"
-        "h = x\n"
-        f"for i in range({ops // 2}):\n"
-        "    h = (h * 1.0001).tanh()\n"
-        "loss = h.sum()\n"
-    )
-
-
-def saved_size(cap):
-    """Bytes a notebook keeps of the cell's outputs: each output's mime bundle, and the
-    state of each widget shown (what "Save Widget State" stores), counted once."""
-    total = 0
-    models = set()
-    for out in cap.outputs:
-        total += len(json.dumps(out.data))
-        ref = out.data.get(WIDGET)
-        if ref is not None:
-            models.add(ref["model_id"])
-    for model_id in models:
-        state = Widget.get_manager_state(widgets=[w for w in _widgets() if w.model_id == model_id])
-        total += len(json.dumps(state))
-    return total
-
-
-def _widgets():
-    from ipywidgets.widgets.widget import _instances
-
-    return list(_instances.values())
 
 
 def test_the_cut_is_said_in_every_output(ip):
@@ -106,6 +68,6 @@ def test_a_huge_cell_saves_small_at_the_default_cap(ip):
     assert result.success
     graph_text = next(o.data["text/plain"] for o in cap.outputs if "GraphView" in str(o.data))
     assert f"cut at {MAX_NODES:,} nodes" in graph_text
-    size = saved_size(cap)
+    size = saved_size(cap.outputs)
     print(f"saved outputs of a {2 * MAX_NODES:,}-call cell: {size:,} bytes")
     assert size < 2_000_000

@@ -291,22 +291,22 @@ class Conv3d(_ConvNd):
 class _ConvTransposeNd(_ConvNd):
     """A transposed convolution: the gradient of the convolution w.r.t. its input."""
 
-    _n = 0
+    _n = 0  # spatial dims: each subclass sets it, and inherits this signature (PyTorch's)
 
     def __init__(
         self,
-        in_channels,
-        out_channels,
+        in_channels: int,
+        out_channels: int,
         kernel_size,
-        stride,
-        padding,
-        output_padding,
-        groups,
-        bias,
-        dilation,
-        padding_mode,
-        device,
-        dtype,
+        stride=1,
+        padding=0,
+        output_padding=0,
+        groups: int = 1,
+        bias: bool = True,
+        dilation=1,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
     ):
         if padding_mode != "zeros":
             raise ValueError(
@@ -384,104 +384,14 @@ class ConvTranspose1d(_ConvTransposeNd):
 
     _n = 1
 
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        kernel_size,
-        stride=1,
-        padding=0,
-        output_padding=0,
-        groups: int = 1,
-        bias: bool = True,
-        dilation=1,
-        padding_mode: str = "zeros",
-        device=None,
-        dtype=None,
-    ):
-        super().__init__(
-            in_channels,
-            out_channels,
-            kernel_size,
-            stride,
-            padding,
-            output_padding,
-            groups,
-            bias,
-            dilation,
-            padding_mode,
-            device,
-            dtype,
-        )
-
 
 class ConvTranspose2d(_ConvTransposeNd):
     """Transposed 2-d convolution of ``(N, C_in, H, W)`` or ``(C_in, H, W)`` inputs."""
 
     _n = 2
 
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        kernel_size,
-        stride=1,
-        padding=0,
-        output_padding=0,
-        groups: int = 1,
-        bias: bool = True,
-        dilation=1,
-        padding_mode: str = "zeros",
-        device=None,
-        dtype=None,
-    ):
-        super().__init__(
-            in_channels,
-            out_channels,
-            kernel_size,
-            stride,
-            padding,
-            output_padding,
-            groups,
-            bias,
-            dilation,
-            padding_mode,
-            device,
-            dtype,
-        )
-
 
 class ConvTranspose3d(_ConvTransposeNd):
     """Transposed 3-d convolution of ``(N, C_in, D, H, W)`` or ``(C_in, D, H, W)`` inputs."""
 
     _n = 3
-
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        kernel_size,
-        stride=1,
-        padding=0,
-        output_padding=0,
-        groups: int = 1,
-        bias: bool = True,
-        dilation=1,
-        padding_mode: str = "zeros",
-        device=None,
-        dtype=None,
-    ):
-        super().__init__(
-            in_channels,
-            out_channels,
-            kernel_size,
-            stride,
-            padding,
-            output_padding,
-            groups,
-            bias,
-            dilation,
-            padding_mode,
-            device,
-            dtype,
-        )
