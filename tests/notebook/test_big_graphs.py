@@ -74,6 +74,13 @@ CELLS = [
     "layer = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0,"
     " batch_first=True)\n"
     "loss = layer(torch.randn(4, 5, 8)).pow(2).mean()",
+    # 9: a chain of 3,000 calls drawn cut at 500 nodes (NOTE [A graph cut at max_nodes])
+    "%%autograd --max-nodes 500\n"
+    "x = ng.ones(4, requires_grad=True)\n"
+    "h = x\n"
+    "for i in range(1500):\n"
+    "    h = (h * 1.0001).tanh()\n"
+    "loss = h.sum()",
 ]
 NAMES = {
     1: "mlp-15",
@@ -82,6 +89,7 @@ NAMES = {
     4: "nested-blocks",
     5: "chain-20000",
     8: "torch-transformer",
+    9: "cut-500",
 }
 
 VISIBLE_LABELS = """(graph) => {
@@ -145,7 +153,16 @@ def test_loop_and_chains_fold_into_a_series(nb):
 def test_big_graph_shows_soon_after_its_cell(nb):
     assert nb.big_shown_after < 3.0, nb.big_shown_after
     status = _graph(nb, 5).locator(".nbg-status").inner_text()
-    assert "20000 nodes" in status and "truncated" not in status, status
+    assert "20000 nodes" in status and "cut at" not in status, status
+
+
+def test_a_cut_graph_says_what_it_left_out(nb):
+    status = _graph(nb, 9).locator(".nbg-status")
+    text = status.inner_text()
+    assert "500 nodes" in text and "cut at 500 nodes (--max-nodes)" in text, text
+    assert "the first 2,501 recorded calls are left out" in text, text
+    # the whole note is on screen, not clipped by the toolbar
+    assert status.evaluate("(e) => e.scrollWidth <= e.clientWidth + 1"), text
 
 
 def test_a_series_unfolds_on_click(nb):
