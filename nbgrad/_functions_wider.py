@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, return_types
 from ._functions import _out_variant, _t
 from ._tensor.conversion import _arg, _scalar
 from ._tensor.dispatch import OPS, _dim, _dispatch, _expect_tensor
@@ -560,18 +560,6 @@ def histc(input, bins=100, min=0, max=0):
     return input.histc(bins, min, max)
 
 
-class _HistogramDD(tuple):
-    """``(hist, bin_edges)`` of ``histogramdd``, as ``torch.return_types.histogramdd``."""
-
-    __slots__ = ()
-    _fields = ("hist", "bin_edges")
-    hist = property(lambda self: self[0])
-    bin_edges = property(lambda self: self[1])
-
-    def __repr__(self):
-        return f"nbgrad.return_types.histogramdd(\nhist={self[0]!r},\nbin_edges={self[1]!r})"
-
-
 def histogramdd(input, bins=None, *, range=None, weight=None, density=False):
     """The D-dimensional histogram of the points ``input`` (``(..., D)``): ``bins`` a count,
     one count per dim, or the edges of each dim (tensors); ``hist`` and the edges."""
@@ -634,7 +622,7 @@ def histogramdd(input, bins=None, *, range=None, weight=None, density=False):
         "aten": "_histogramdd_from_bin_tensors" if given else "_histogramdd_from_bin_cts",
     }
     hist = _dispatch(OPS["histogramdd"], (points, weight), attrs)
-    return _HistogramDD((hist, tuple(edges)))
+    return return_types.histogramdd(hist, tuple(edges))
 
 
 def histogram(input, bins=100, *, range=None, weight=None, density=False):

@@ -18,6 +18,7 @@ __all__ = [
     "aminmax",
     "frexp",
     "histogram",
+    "histogramdd",
 ]
 
 
@@ -113,5 +114,10 @@ class frexp(_Pair):
 
 
 class histogram(_Pair):
+    __slots__ = ()
+    _fields = ("hist", "bin_edges")
+
+
+class histogramdd(_Pair):
     __slots__ = ()
     _fields = ("hist", "bin_edges")
