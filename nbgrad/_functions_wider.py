@@ -875,31 +875,7 @@ def binomial(count, prob, generator=None):
 
 
 def index_reduce(input, dim, index, source, reduce, *, include_self=True):
-    """``source``'s slices along ``dim`` reduced (``"prod"``, ``"mean"``, ``"amax"``,
-    ``"amin"``) into a copy of ``input`` at the positions ``index`` names
-    (``IndexReduceBackward0``); ``include_self=False`` leaves out the values there before."""
-    if reduce not in ("prod", "mean", "amax", "amin"):
-        raise RuntimeError(
-            "index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got "
-            f"{reduce}."
-        )
-    index = index if isinstance(index, Tensor) else tensor(index)
-    d = _dim(dim, input.ndim)
-    if index.ndim > 1:
-        raise IndexError(
-            "index_reduce_(): Index is supposed to be a vector, but got dim: "
-            f"{index.ndim} with type: {index.dtype._legacy[:-6]} and size: {list(index.shape)}"
-        )
-    if index.numel() != (source.shape[d] if source.ndim else 1):
-        raise RuntimeError(
-            f"index_reduce_(): Number of indices ({index.numel()}) should be equal to "
-            f"source.size(dim): ({source.shape[d]}), for dim: {d}"
-        )
-    positions = np.asarray(index.cpu()) if index.numel() else np.zeros(0, np.int64)
-    if ((positions < 0) | (positions >= input.shape[d])).any():  # (no negative indices)
-        raise IndexError("index out of range in self")
-    attrs = {"dim": d, "reduce": reduce, "include_self": bool(include_self)}
-    return _dispatch(OPS["index_reduce"], (input, index, source), attrs)
+    return input.index_reduce(dim, index, source, reduce, include_self=include_self)
 
 
 def masked_scatter(input, mask, source):

@@ -35,6 +35,34 @@ def test_index_reduce_errors_match_pytorch(index, source, reduce, error):
     assert messages[0] == messages[1]
 
 
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_index_reduce_methods_match_pytorch(reduce, include_self):
+    """``Tensor.index_reduce`` and ``index_reduce_`` (on a non-leaf): values, node names and
+    the gradients of the input and the source, against PyTorch."""
+    rng = np.random.default_rng(0)
+    a, s = rng.normal(size=(4, 3)), rng.normal(size=(5, 3))
+    results = []
+    for lib in (ng, torch):
+        x = lib.tensor(a, requires_grad=True)
+        src = lib.tensor(s, requires_grad=True)
+        index = lib.tensor([0, 2, 0, 3, 2])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch: "index_reduce() is in beta"
+            out = x.index_reduce(0, index, src, reduce, include_self=include_self)
+            y = x * 2
+            y.index_reduce_(0, index, src, reduce, include_self=include_self)
+        (out.sum() + (y * y).sum()).backward()
+        results.append(
+            (out.detach().numpy(), y.detach().numpy(), out.grad_fn.name(), y.grad_fn.name())
+            + (x.grad.numpy(), src.grad.numpy())
+        )
+    ours, theirs = results
+    assert ours[2:4] == theirs[2:4] == ("IndexReduceBackward0", "IndexReduceBackward0")
+    for o, t in zip(ours[:2] + ours[4:], theirs[:2] + theirs[4:]):
+        np.testing.assert_allclose(o, t, rtol=1e-12, atol=1e-12)
+
+
 # ---- poisson and binomial ---------------------------------------------------------------------
 def _moments(draws):
     draws = np.asarray(draws, dtype=np.float64)

@@ -653,6 +653,17 @@ class WiderMethods:
         d, index, src, attrs = _scatter_reduce_args(self, dim, index, src, reduce, include_self)
         return self._inplace(_op("scatter_reduce"), (index, src), attrs)
 
+    def index_reduce(self, dim, index, source, reduce, *, include_self=True):
+        """``source``'s slices along ``dim`` reduced (``"prod"``, ``"mean"``, ``"amax"``,
+        ``"amin"``) into a copy of self at the positions ``index`` names
+        (``IndexReduceBackward0``); ``include_self=False`` leaves out the values there before."""
+        index, attrs = _index_reduce_args(self, dim, index, source, reduce, include_self)
+        return _dispatch(_op("index_reduce"), (self, index, source), attrs)
+
+    def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
+        index, attrs = _index_reduce_args(self, dim, index, source, reduce, include_self)
+        return self._inplace(_op("index_reduce"), (index, source), attrs)
+
     def masked_scatter(self, mask, source):
         """A copy of self with the elements of ``source``, in order, where ``mask`` is True."""
         mask, source = _masked_scatter_args(self, mask, source)
@@ -792,3 +803,28 @@ def _put_args(self, index, source):
             f"source.numel() = {source.numel()}, index.numel() = {index.numel()}"
         )
     return index, source
+
+
+def _index_reduce_args(self, dim, index, source, reduce, include_self):
+    """``index_reduce``'s checks, as PyTorch's: the index tensor and the attributes."""
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(
+            "index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got "
+            f"{reduce}."
+        )
+    index = index if isinstance(index, Tensor) else tensor(index)
+    d = _dim(dim, self.ndim)
+    if index.ndim > 1:
+        raise IndexError(
+            "index_reduce_(): Index is supposed to be a vector, but got dim: "
+            f"{index.ndim} with type: {index.dtype._legacy[:-6]} and size: {list(index.shape)}"
+        )
+    if index.numel() != (source.shape[d] if source.ndim else 1):
+        raise RuntimeError(
+            f"index_reduce_(): Number of indices ({index.numel()}) should be equal to "
+            f"source.size(dim): ({source.shape[d]}), for dim: {d}"
+        )
+    positions = np.asarray(index.cpu()) if index.numel() else np.zeros(0, np.int64)
+    if ((positions < 0) | (positions >= self.shape[d])).any():  # (no negative indices)
+        raise IndexError("index out of range in self")
+    return index, {"dim": d, "reduce": reduce, "include_self": bool(include_self)}
