@@ -262,7 +262,7 @@ MUTANTS = [
     m(F, "o = o.view_as(o) if o._requires_grad else o.detach()", "o = o", "an input returned as output is not a new tensor"),
     m(F, "                _set_output(v, err, k)\n", "                pass\n", "once_differentiable: double backward not refused"),
     m(F, "        for pos in self._input_positions:\n", "        for pos in range(len(self._input_positions)):\n", "gradients misrouted with non-tensor inputs"),
-    m(F, "            k = len(positions)\n", "            k = len(new_outs)\n", "outputs numbered with the non-tensor ones"),
+    m(F, "            k = len(new_outs)\n            positions.append(k)\n", "            k = len(positions)\n            positions.append(len(new_outs))\n", "outputs numbered among the tensor ones only"),
     m(TI, "        grad_slice.copy_(region)\n", "        pass\n", "CopySlices: the view's region not updated"),
     m(TD, "return [None if g is None else g.to(self.src_device)]", "return [g]", "ToCopyBackward0: gradient not moved back"),
     # ---- grad modes ------------------------------------------------------------------------------

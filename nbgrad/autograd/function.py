@@ -14,10 +14,20 @@ import warnings
 
 from nbgrad._graph import anomaly_mode as _anomaly
 from nbgrad._graph.grad_mode import _state as _grad_state
-from nbgrad._graph.graph import ERR_FREED, FREED, Edge, Node, SavedTensor, unpack_saved
+from nbgrad._graph.graph import (
+    ERR_FREED,
+    FREED,
+    Edge,
+    InputMetadata,
+    Node,
+    SavedTensor,
+    unpack_saved,
+)
 from nbgrad._tensor.dispatch import _edge_of
 from nbgrad._tensor.inplace import CopySlices  # (re-exported: PyTorch lists it here)
 from nbgrad._tensor.views import _IN_CUSTOM_FUNCTION, _multiple_views_message
+from nbgrad.backend import CPU
+from nbgrad.dtypes import float32
 from nbgrad.tensor import Tensor, zeros
 
 __all__ = [
@@ -87,7 +97,7 @@ class BackwardCFunction(Node, FunctionCtx):
         self._saved = None
         self._input_positions = ()
         self._n_args = 0
-        self._output_slots = (0, ())  # (number of outputs, positions of the tensor ones)
+        self._tensor_outputs = ()  # the positions of the outputs that are tensors
 
     def name(self):
         return type(self).__name__
@@ -145,18 +155,13 @@ class BackwardCFunction(Node, FunctionCtx):
         cls = self._forward_cls
         if self.materialize_grads:
             keep_none = () if self._materialize_non_diff_grads else self._non_diff_outputs
+            tensor_outputs = self._tensor_outputs
             grads = [
                 zeros(m.shape, dtype=m.dtype, device=m.device)
-                if g is None and k not in keep_none
+                if g is None and k not in keep_none and k in tensor_outputs
                 else g
                 for k, (g, m) in enumerate(zip(grads, self._input_metadata_))
             ]
-        n_outputs, tensor_outputs = self._output_slots
-        if len(tensor_outputs) != n_outputs:  # a gradient per output: None for a non-tensor
-            full = [None] * n_outputs
-            for pos, g in zip(tensor_outputs, grads):
-                full[pos] = g
-            grads = full
         results = cls.backward(self, *grads)
         if not isinstance(results, tuple):
             results = (results,)
@@ -333,13 +338,14 @@ class Function(metaclass=_FunctionMeta):
         new_outs = []
         meta = []
         non_diff_outputs = []
-        positions = []  # of the tensor outputs: they are numbered among themselves
+        positions = []  # of the tensor outputs (NOTE [Outputs that are not tensors])
         for o in outs:
             if not isinstance(o, Tensor):
+                meta.append(_UNDEFINED_INPUT)
                 new_outs.append(o)
                 continue
-            k = len(positions)
-            positions.append(len(new_outs))
+            k = len(new_outs)
+            positions.append(k)
             original = o
             if id(o) in dirty:
                 if o._requires_grad and o.grad_fn is None:
@@ -372,7 +378,7 @@ class Function(metaclass=_FunctionMeta):
             meta.append(o._metadata_tuple())
             new_outs.append(o)
         ctx._input_metadata_ = tuple(meta)
-        ctx._output_slots = (len(outs), tuple(positions))
+        ctx._tensor_outputs = frozenset(positions)
         ctx._non_diff_outputs = tuple(non_diff_outputs)
         out_ids = {id(o) for o in new_outs if isinstance(o, Tensor)}
         # a saved output is named in a version error as PyTorch names it: by the Function
@@ -400,6 +406,15 @@ class InplaceFunction(Function):
     def __init__(self, inplace=False):
         super().__init__()
         self.inplace = inplace
+
+
+# NOTE [Outputs that are not tensors]
+# As PyTorch's custom Function node, a Function's node has an input per output of ``forward``,
+# tensor or not: a tensor output's ``output_nr`` is its position among all the outputs, and a
+# non-tensor output has default metadata (PyTorch's ``Node::undefined_input()``: shape [],
+# float32, CPU). Hooks on the node see a gradient per output, None for a non-tensor one, which
+# ``materialize_grads`` leaves None.
+_UNDEFINED_INPUT = InputMetadata((), float32, CPU)
 
 
 def _set_output(t, node, output_nr):

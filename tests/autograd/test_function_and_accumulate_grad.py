@@ -176,6 +176,43 @@ def test_needs_input_grad_and_routing_with_mixed_inputs_and_outputs():
     both(run)
 
 
+@pytest.mark.parametrize("materialize", [True, False])
+def test_outputs_that_are_not_tensors_are_inputs_of_the_node(materialize):
+    """As PyTorch: the node has an input per output of forward, a tensor output's output_nr is
+    its position among them all, and the node's hooks see None for a non-tensor output, which
+    materialize_grads leaves None (the unused tensor output's gradient it makes zeros)."""
+
+    def run(lib):
+        seen = []
+
+        class Mixed(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, k, x, y):
+                ctx.set_materialize_grads(materialize)
+                return k, x * 2, y * 3
+
+            @staticmethod
+            def backward(ctx, gk, gx, gy):
+                seen.append(
+                    ["backward"] + [None if g is None else g.tolist() for g in (gk, gx, gy)]
+                )
+                return None, gx * 2, None if gy is None else gy * 3
+
+        x, y = leaf(lib), leaf(lib, [1.0, 2.0, 3.0])
+        k, a, b = Mixed.apply(4, x, y)
+        node = a.grad_fn
+        node.register_prehook(lambda g: seen.append(["pre", len(g), g[0] is None, g[2] is None]))
+        node.register_hook(lambda gi, go: seen.append(["post", len(gi), len(go)]))
+        meta = [
+            (list(m.shape), str(m.dtype).split(".")[1], str(m.device)) for m in node._input_metadata
+        ]
+        a.sum().backward()
+        gy = None if y.grad is None else arr(y.grad)
+        return seen + [k, a.output_nr, b.output_nr, meta, arr(x.grad), gy]
+
+    both(run)
+
+
 def test_mark_non_differentiable_and_an_input_returned():
     def run(lib):
         class Sorted(lib.autograd.Function):
