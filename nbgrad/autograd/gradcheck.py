@@ -50,32 +50,95 @@ def _numerical_jacobian(func, inputs, diff_idx, outputs, eps, keep=None):
                 idx = np.unravel_index(j, data.shape)
                 orig = data[idx].item()
                 data[idx] = orig - eps
-                minus = [
-                    np.asarray(o._data, dtype=np.float64).copy() for o in _outputs(func, inputs)
-                ]
+                minus = _perturbed_outputs(func, inputs)
                 data[idx] = orig + eps
-                plus = [
-                    np.asarray(o._data, dtype=np.float64).copy() for o in _outputs(func, inputs)
-                ]
+                plus = _perturbed_outputs(func, inputs)
                 data[idx] = orig
+                for a, b in zip(minus, plus):
+                    _check_outputs_same_dtype_and_shape(a, b, eps, tuple(int(n) for n in idx))
+                minus = [np.asarray(o._data, dtype=np.float64) for o in minus]
+                plus = [np.asarray(o._data, dtype=np.float64) for o in plus]
                 for k, pos in enumerate(keep):
                     jac[k][col][:, j] = ((plus[pos] - minus[pos]) / (2 * eps)).reshape(-1)
     return jac
 
 
-def _analytical_jacobian(inputs, diff_idx, outputs):
+def _perturbed_outputs(func, inputs):
+    """``func``'s tensor outputs, copied (an output may share the perturbed input's memory)."""
+    return [o.detach().clone() for o in _outputs(func, inputs)]
+
+
+def _check_outputs_same_dtype_and_shape(output1, output2, eps, idx=None):
+    """PyTorch's check that perturbing an input changed no output's shape or dtype."""
+    on_index = f"on index {idx} " if idx is not None else ""
+    if output1.shape != output2.shape:
+        raise AssertionError(
+            "Expected `func` to return outputs with the same shape when inputs are perturbed "
+            f"{on_index}by {eps}, but got: shapes {output1.shape} and {output2.shape}."
+        )
+    if output1.dtype != output2.dtype:
+        raise AssertionError(
+            "Expected `func` to return outputs with the same dtype when inputs are perturbed "
+            f"{on_index}by {eps}, but got: dtypes {output1.dtype} and {output2.dtype}."
+        )
+
+
+_FAILED_NONDET_MSG = """\n
+NOTE: If your op relies on non-deterministic operations i.e., it is listed here:
+https://pytorch.org/docs/stable/generated/torch.use_deterministic_algorithms.html
+this failure might be expected.
+
+If you are adding a new operator, please file an issue and then use one of the
+workarounds. The workaround depends on how your test invokes gradcheck/gradgradcheck.
+If the test
+- manually invokes gradcheck/gradgradcheck, then call gradcheck/gradgradcheck
+  with `nondet_tol=<tol>` as a keyword argument.
+"""
+
+
+def _analytical_jacobian(inputs, diff_idx, outputs, nondet_tol=0.0, check_grad_dtypes=False):
+    """``J[out][inp]`` row by row from vector-Jacobian products, each row built twice: as
+    PyTorch's, a backward that gives different values for the same input and output gradient
+    (beyond ``nondet_tol``) is not reentrant; a gradient of the wrong size fails, one of the
+    wrong dtype too with ``check_grad_dtypes``."""
     jac = [[np.zeros((o.numel(), inputs[i].numel())) for i in diff_idx] for o in outputs]
     diff_inputs = [inputs[i] for i in diff_idx]
+    reentrant = sizes_ok = types_ok = True
     for k, out in enumerate(outputs):
         if not out._requires_grad:
             continue
         for r in range(out.numel()):
             g = zeros_like(out)
             g._data[np.unravel_index(r, out.shape)] = 1
-            grads = nbgrad.autograd.grad(out, diff_inputs, g, retain_graph=True, allow_unused=True)
-            for col, gi in enumerate(grads):
-                if gi is not None:
-                    jac[k][col][r, :] = np.asarray(gi._data, dtype=np.float64).reshape(-1)
+            first = nbgrad.autograd.grad(out, diff_inputs, g, retain_graph=True, allow_unused=True)
+            again = nbgrad.autograd.grad(out, diff_inputs, g, retain_graph=True, allow_unused=True)
+            for col, (gi, gj) in enumerate(zip(first, again)):
+                if gi is None:
+                    continue
+                if gi.shape != diff_inputs[col].shape:
+                    sizes_ok = False
+                    continue
+                if gi.dtype is not diff_inputs[col].dtype:
+                    types_ok = False
+                row = np.asarray(gi._data, dtype=np.float64).reshape(-1)
+                if (
+                    gj is None
+                    or np.abs(row - np.asarray(gj._data, np.float64).reshape(-1)).max(initial=0.0)
+                    > nondet_tol
+                ):
+                    reentrant = False
+                jac[k][col][r, :] = row
+    if not types_ok and check_grad_dtypes:
+        raise GradcheckError("Gradient has dtype mismatch")
+    if not sizes_ok:
+        raise GradcheckError("Analytical gradient has incorrect size")
+    if not reentrant:
+        raise GradcheckError(
+            "Backward is not reentrant, i.e., running backward with same input and grad_output "
+            "multiple times gives different values, although analytical gradient matches "
+            f"numerical gradient.The tolerance for nondeterminism was {nondet_tol}."
+            + _FAILED_NONDET_MSG
+        )
     return jac
 
 
@@ -111,8 +174,6 @@ def gradcheck(
         raise ValueError("gradcheck expects at least one input tensor to require gradient")
     for i in diff_idx:
         if inputs[i].dtype.name != "float64":
-            import warnings
-
             warnings.warn(
                 f"Input #{i} requires gradient and is not a double precision floating point. "
                 "This check will likely fail if all the inputs are not of double precision "
@@ -135,7 +196,10 @@ def gradcheck(
             return fail("Numerical gradient for function expected to be zero")
         return True
     numerical = _numerical_jacobian(func, inputs, diff_idx, outputs, eps, keep)
-    analytical = _analytical_jacobian(inputs, diff_idx, outputs)
+    try:
+        analytical = _analytical_jacobian(inputs, diff_idx, outputs, nondet_tol, check_grad_dtypes)
+    except GradcheckError as e:
+        return fail(str(e))
     for k in range(len(outputs)):
         for col, i in enumerate(diff_idx):
             a, n = analytical[k][col], numerical[k][col]
@@ -205,8 +269,6 @@ def _check_undefined_grad(func, inputs, diff_idx):
 
 
 def _warn_undefined_grad_check():
-    import warnings
-
     warnings.warn(
         "Backwards compatibility: New undefined gradient support checking feature is enabled by "
         "default, but it may break existing callers of this function. If this is true for you, "
@@ -265,6 +327,9 @@ def gradgradcheck(
         atol=atol,
         rtol=rtol,
         raise_exception=raise_exception,
+        nondet_tol=nondet_tol,
+        check_undefined_grad=check_undefined_grad,
+        check_grad_dtypes=check_grad_dtypes,
     )
 
 

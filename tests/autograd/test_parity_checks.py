@@ -602,6 +602,62 @@ def test_gradcheck_checks_as_pytorch(case):
     assert run(ng) == run(torch)
 
 
+def _nondeterministic(lib, jitter):
+    """The identity, whose backward scales its gradient by up to ``1 + jitter`` at random."""
+
+    class NonDet(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * (1 + lib.rand_like(g) * jitter)
+
+    return NonDet.apply
+
+
+@pytest.mark.parametrize("check", ["gradcheck", "gradgradcheck"])
+@pytest.mark.parametrize("jitter, nondet_tol", [(0.0, 0.0), (1e-7, 0.0), (1e-7, 1e-5)])
+def test_gradcheck_refuses_a_backward_that_is_not_reentrant(check, jitter, nondet_tol):
+    """As PyTorch: each vector-Jacobian product is built twice, and two that differ by more than
+    ``nondet_tol`` fail with "Backward is not reentrant", though both match the numbers."""
+
+    def run(lib):
+        x = lib.randn(3, dtype=lib.float64, requires_grad=True)
+        # (the finite differences of a second derivative would see a larger jitter)
+        fn = _nondeterministic(lib, jitter if check == "gradcheck" else jitter * 1e-5)
+        fn2 = (lambda t: fn(t) * t) if check == "gradgradcheck" else fn
+        try:
+            getattr(lib.autograd, check)(fn2, (x,), nondet_tol=nondet_tol)
+            return "passed"
+        except RuntimeError as e:
+            return type(e).__name__, str(e).split(",")[0]
+
+    ours = run(ng)
+    assert ours == run(torch)
+    assert (ours == "passed") == (jitter == 0.0 or nondet_tol > 0)
+
+
+@pytest.mark.parametrize("change", ["shape", "dtype"])
+def test_gradcheck_refuses_outputs_that_change_shape_or_dtype_when_perturbed(change):
+    """An output whose shape or dtype depends on the input's value fails gradcheck with
+    PyTorch's AssertionError (it was compared by broadcasting before)."""
+
+    def run(lib):
+        def fn(x):
+            if bool((x >= 1).all()):
+                return lib.cat([x, x]) if change == "shape" else x.to(lib.float32)
+            return x
+
+        x = lib.ones(2, 2, dtype=lib.float64, requires_grad=True)
+        with pytest.raises(AssertionError) as info:
+            lib.autograd.gradcheck(fn, (x,))
+        return str(info.value).replace("torch", "nbgrad")
+
+    assert run(ng) == run(torch)
+
+
 @pytest.mark.parametrize("op", ["setitem", "add_", "index_div", "grad_set"])
 def test_writing_into_an_expanded_tensor(op):
     """One element of an expanded tensor may be written (all its aliases change); an in-place
