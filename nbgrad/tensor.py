@@ -60,6 +60,7 @@ from nbgrad._tensor.dispatch import (
     _wrap,
 )
 from nbgrad._tensor.inplace import _PRESERVE, InplaceMethods
+from nbgrad._tensor.inplace_variants import InplaceVariantMethods
 from nbgrad._tensor.linalg_methods import LinalgMethods
 from nbgrad._tensor.math_methods import MathMethods
 from nbgrad._tensor.printing import _format_tensor
@@ -110,7 +111,9 @@ __all__ = [
 
 
 # ---- Tensor -----------------------------------------------------------------------------------
-class Tensor(MathMethods, ShapeMethods, LinalgMethods, WiderMethods, InplaceMethods):
+class Tensor(
+    MathMethods, ShapeMethods, LinalgMethods, WiderMethods, InplaceMethods, InplaceVariantMethods
+):
     """A multi-dimensional array that can record the operations applied to it.
 
     Example:

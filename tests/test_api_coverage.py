@@ -4,7 +4,9 @@ name is either out of nbgrad's scope (a rule below says why), known to be missin
 that the list shrinks as gaps close), or present in nbgrad's module of the same place.
 
 Data-driven: a module is one ``Scope``: also ``torch.nn``, ``torch.nn.functional``,
-``torch.optim`` and ``torch.optim.lr_scheduler``.
+``torch.optim`` and ``torch.optim.lr_scheduler``; and one class, ``torch.Tensor``, whose public
+methods and attributes are checked against ``nbgrad.Tensor``'s under the ``torch`` scope's rules
+and a few of its own.
 
 ``python tests/test_api_coverage.py`` prints the coverage figures (present / in scope).
 """
@@ -113,6 +115,38 @@ INPLACE_ONLY = {"zero_", "resize_as_"}  # (no out-of-place function of the same 
 
 TORCH_MISSING = ""
 
+# ---- torch.Tensor: the torch rules (the functions' methods are left out for the same reasons),
+# and these --------------------------------------------------------------------------------------
+TENSOR_OUT = TORCH_OUT + [
+    (
+        r"storage|^share_memory_$|^is_shared$|^pin_memory$|^is_pinned$|^data_ptr_|^record_stream$",
+        "storages, shared and pinned memory, CUDA streams",
+    ),
+    (
+        r"^(is_)?(ipu|xla|maia|mtia|meta)$|^is_mkldnn$|^to_mkldnn$|^is_vulkan$",
+        "accelerators and devices nbgrad lacks",
+    ),
+    (
+        r"^to_dense$|^to_padded_tensor$|^is_nested$|^values$|^indices$|^coalesce$|^is_coalesced$"
+        r"|^dense_dim$|^is_distributed$",
+        "sparse and nested tensors",
+    ),
+    (r"^names?$|^refine_names$|^align_(to|as)$|^rename_?$|^unflatten_names", "named tensors"),
+    (
+        r"^(lgamma|digamma|polygamma|mvlgamma|igammac?|i0)_$",
+        "special functions: torch.special is out of scope",
+    ),
+    (r"^sgn_$", "complex numbers: nbgrad's dtypes are real"),
+    (r"^narrow_copy$", "functionalization's view copies"),
+    (r"^index$", "functorch's first-class dims"),
+    (r"^reinforce$", "removed from PyTorch (it raises, telling to use torch.distributions)"),
+]
+# in scope, not built yet
+TENSOR_MISSING = """
+    as_subclass fill_diagonal_ grad_dtype map2_ module_load new_empty_strided resize resize_
+    resize_as resize_as_ squeeze_ swapaxes_ swapdims_ t_ transpose_ unfold unsqueeze_
+"""
+
 # ---- torch.autograd ---------------------------------------------------------------------------
 AUTOGRAD_OUT = [
     (r"^Profiler|^kineto_available$|^DeviceType$", "the profiler"),
@@ -168,6 +202,7 @@ SCHED_MISSING = ""
 
 SCOPES = [
     Scope("torch", "nbgrad", TORCH_OUT, TORCH_MISSING),
+    Scope("torch.Tensor", "nbgrad.Tensor", TENSOR_OUT, TENSOR_MISSING),
     Scope("torch.autograd", "nbgrad.autograd", AUTOGRAD_OUT, AUTOGRAD_MISSING),
     Scope("torch.autograd.graph", "nbgrad.autograd.graph", GRAPH_OUT, GRAPH_MISSING),
     Scope("torch.nn", "nbgrad.nn", NN_OUT, NN_MISSING),
@@ -177,10 +212,21 @@ SCOPES = [
 ]
 
 
+def resolve(path):
+    """A module, or a class in one (``torch.Tensor``), by its dotted path."""
+    try:
+        return importlib.import_module(path)
+    except ModuleNotFoundError:
+        parent, _, name = path.rpartition(".")
+        return getattr(importlib.import_module(parent), name)
+
+
 def public_names(module_name):
     """The module's public names defined by PyTorch: no submodules, no re-exported typing or
-    standard-library names."""
-    module = importlib.import_module(module_name)
+    standard-library names; a class's: all its public methods and attributes."""
+    module = resolve(module_name)
+    if isinstance(module, type):
+        return [n for n in dir(module) if not n.startswith("_")]
     names = []
     for name in dir(module):
         if name.startswith("_"):
@@ -214,14 +260,14 @@ def in_scope(scope):
 def coverage(scope, nbgrad_module=None):
     """``(present, in scope)`` for one scope (against an nbgrad module given, or the one of the
     scope)."""
-    module = nbgrad_module or importlib.import_module(scope.nbgrad_module)
+    module = nbgrad_module or resolve(scope.nbgrad_module)
     names = in_scope(scope)
     return sum(hasattr(module, n) for n in names), len(names)
 
 
 @pytest.mark.parametrize("scope", SCOPES, ids=[s.torch_module for s in SCOPES])
 def test_every_in_scope_name_is_present_or_known_missing(scope):
-    module = importlib.import_module(scope.nbgrad_module)
+    module = resolve(scope.nbgrad_module)
     known = set(scope.known_missing.split())
     names = in_scope(scope)
     absent = sorted(n for n in names if not hasattr(module, n) and n not in known)

@@ -2287,6 +2287,68 @@ CASES += [
     ),
 ]
 
+# ---- in-place comparisons and random fills (nbgrad/_tensor/inplace_variants.py) ---------------
+INPLACE_BINARY = [((2, 3), (2, 3)), ((2, 3), (3,)), ((), ())]
+
+
+def compare_inplace(name, other=None):
+    """``x.clone().<name>_(y)`` (a tensor ``y``), or ``x.clone().<name>_(other)``."""
+    if other is None:
+        return lambda x, y: getattr(x.clone(), name + "_")(y)
+    return lambda x: getattr(x.clone(), name + "_")(other)
+
+
+def np_compared(f, other=None):
+    if other is None:
+        return lambda a, b: f(a, b).astype(a.dtype)
+    return lambda a: f(a, other).astype(a.dtype)
+
+
+_COMPARE = {
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+}
+CASES += [  # ties (parity only: finite differences jump there), and away from ties
+    *(
+        Case(
+            f"{n}_",
+            compare_inplace(n),
+            np_compared(f),
+            INPLACE_BINARY,
+            domain=domain,
+            grad=domain != "ints",
+        )
+        for n, f in _COMPARE.items()
+        for domain in ("ints", "signed")
+    ),
+    *(
+        Case(
+            f"{n}_scalar_",
+            compare_inplace(n, 1),
+            np_compared(f, 1),
+            UNARY,
+            domain=domain,
+            grad=domain != "ints",
+        )
+        for n, f in _COMPARE.items()
+        for domain in ("ints", "signed")
+    ),
+    # the fills: degenerate parameters, or a result that hides the draws
+    Case("uniform_", lambda x: x.clone().uniform_(0.5, 0.5), lambda a: np.full_like(a, 0.5), UNARY),
+    Case("normal_", lambda x: x.clone().normal_(2, 0), lambda a: np.full_like(a, 2.0), UNARY),
+    Case("exponential_", lambda x: x.clone().exponential_(math.inf), np.zeros_like, UNARY),
+    Case("cauchy_", lambda x: x.clone().cauchy_() * 0, np.zeros_like, UNARY),
+    Case("log_normal_", lambda x: x.clone().log_normal_() * 0, np.zeros_like, UNARY),
+    Case("geometric_", lambda x: x.clone().geometric_(0.5).clamp(max=1), np.ones_like, UNARY),
+    Case("random_0", lambda x: x.clone().random_(3, 4), lambda a: np.full_like(a, 3.0), UNARY),
+    Case("random_1", lambda x: x.clone().random_(1), np.zeros_like, UNARY),
+    Case("random_2", lambda x: x.clone().random_() * 0, np.zeros_like, UNARY),
+]
+
 
 # ---- running a case on nbgrad and on torch -------------------------------------------------
 def _sample_values(case, sample, seed):

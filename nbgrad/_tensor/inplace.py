@@ -66,36 +66,7 @@ class InplaceMethods:
         """
         if 0 in self._data.strides and op.name not in _OVERLAP_ALLOWED:
             _check_no_internal_overlap(self._data)
-        if _inference_tensors.made and not _grad_state.inference:  # NOTE [Inference tensors]
-            _check_not_inference(self)
-        grad_on = _grad_state.enabled
-        base = self._base
-        if grad_on:
-            if (
-                base is not None
-                and getattr(self, "_no_grad_view", 0)
-                and op.differentiable
-                and (
-                    base._requires_grad
-                    or self._requires_grad
-                    or any(isinstance(o, Tensor) and o._requires_grad for o in others)
-                )
-            ):
-                raise RuntimeError(_no_grad_view_message(self))  # NOTE [Views made in no-grad mode]
-            if self._requires_grad and self.grad_fn is None:
-                if base is not None and base._requires_grad and base.grad_fn is None:
-                    raise RuntimeError(
-                        "a view of a leaf Variable that requires grad is being used in an in-place "
-                        "operation."
-                    )
-                raise RuntimeError(
-                    "a leaf Variable that requires grad is being used in an in-place operation."
-                )
-            if base is not None and base._requires_grad and base.grad_fn is None:
-                raise RuntimeError(
-                    "a view of a leaf Variable that requires grad is being used in an in-place "
-                    "operation."
-                )
+        grad_on = self._check_inplace(op.differentiable, others)
         needs_graph = (
             grad_on
             and op.differentiable
@@ -104,7 +75,7 @@ class InplaceMethods:
                 or any(isinstance(o, Tensor) and o._requires_grad for o in others)
             )
         )
-        if needs_graph and base is not None and self._view_chain is None:
+        if needs_graph and self._base is not None and self._view_chain is None:
             raise RuntimeError(_multiple_views_message(self))
         if not needs_graph:
             ufunc = _INPLACE_UFUNCS.get(op.name)
@@ -143,18 +114,92 @@ class InplaceMethods:
                 result = _dispatch(op, (self, *others), attrs)
             self._write(result)
             return self
-        shadow = _wrap(
-            self._data.copy() if "self" in op.node_class._saved_names else self._data,
-            self._device,
-            self._requires_grad,
-        )
+        shadow = self._shadow("self" in op.node_class._saved_names)
+        result = _dispatch(op, (shadow, *others), attrs)
+        self._write(result)
+        self._rebase_history(result.grad_fn)
+        return self
+
+    def _inplace_via(self, compute, others, differentiable=True):
+        """Apply an out-of-place computation in place: ``compute(t)`` is the out-of-place
+        method on ``t`` with its arguments bound, ``others`` the tensors among them.
+
+        The same steps as :meth:`_inplace` (see NOTE [In-place ops and views]), for an
+        out-of-place method rather than one row: the method runs on the shadow of ``self``
+        (always a copy of the old data: which of its nodes save it is not known here), so the
+        node it records, PyTorch's node for the in-place op too, has ``self`` as its input 0.
+        A result that does not require grad is written without touching the history; an op
+        that is not ``differentiable`` (a logical op) skips the checks of autograd too, as
+        PyTorch's.
+        """
+        if 0 in self._data.strides:
+            _check_no_internal_overlap(self._data)
+        grad_on = self._check_inplace(None, others) if differentiable else False
+        if not (grad_on and (self._requires_grad or any(o._requires_grad for o in others))):
+            with _NoGrad():
+                self._write(compute(self))
+            return self
+        result = compute(self._shadow(True))
+        if not result._requires_grad:
+            self._write(result)
+            return self
+        self._check_inplace(True, others)
+        if self._base is not None and self._view_chain is None:
+            raise RuntimeError(_multiple_views_message(self))
+        self._write(result)
+        self._rebase_history(result.grad_fn)
+        return self
+
+    def _check_inplace(self, differentiable, others):
+        """PyTorch's checks before an in-place op (inference tensors, leaves and their views,
+        views made in no-grad mode, for a ``differentiable`` op; ``None``: not known yet, that
+        check is left for later); returns whether grad mode is on."""
+        if _inference_tensors.made and not _grad_state.inference:  # NOTE [Inference tensors]
+            _check_not_inference(self)
+        grad_on = _grad_state.enabled
+        base = self._base
+        if grad_on:
+            if (
+                base is not None
+                and getattr(self, "_no_grad_view", 0)
+                and differentiable
+                and (
+                    base._requires_grad
+                    or self._requires_grad
+                    or any(isinstance(o, Tensor) and o._requires_grad for o in others)
+                )
+            ):
+                raise RuntimeError(_no_grad_view_message(self))  # NOTE [Views made in no-grad mode]
+            if self._requires_grad and self.grad_fn is None:
+                if base is not None and base._requires_grad and base.grad_fn is None:
+                    raise RuntimeError(
+                        "a view of a leaf Variable that requires grad is being used in an in-place "
+                        "operation."
+                    )
+                raise RuntimeError(
+                    "a leaf Variable that requires grad is being used in an in-place operation."
+                )
+            if base is not None and base._requires_grad and base.grad_fn is None:
+                raise RuntimeError(
+                    "a view of a leaf Variable that requires grad is being used in an in-place "
+                    "operation."
+                )
+        return grad_on
+
+    def _shadow(self, copy):
+        """A tensor with this one's autograd identity (grad_fn, output_nr, grad accumulator)
+        and its data, or a copy of it."""
+        shadow = _wrap(self._data.copy() if copy else self._data, self._device, self._requires_grad)
         shadow.grad_fn = self.grad_fn
         shadow._output_nr = self._output_nr
         if self.grad_fn is None and self._requires_grad:
             shadow._grad_accumulator = self._get_grad_accumulator()
-        result = _dispatch(op, (shadow, *others), attrs)
-        self._write(result)
-        node = result.grad_fn
+        return shadow
+
+    def _rebase_history(self, node):
+        """Make ``node``, which computed this tensor's new value, its history (through
+        ``CopySlices`` on a view)."""
+        base = self._base
         if base is None or self._view_chain is None:
             self._set_history(node, 0)
             if base is None:
@@ -174,7 +219,6 @@ class InplaceMethods:
                 if type(saved) is SavedTensor and saved._is_output:
                     saved._mark_inplace_on_view(self.grad_fn)
             _regenerate_views(base, self)  # see NOTE [Views of a modified base]
-        return self
 
     def _write(self, result):
         data = result._data

@@ -14,6 +14,16 @@ import math
 
 from nbgrad._kernels import _contiguous, _floor_divide, _split
 from nbgrad._tensor import creation as _C
+from nbgrad.derivatives._kernels_fills import (
+    _cauchy,
+    _compared,
+    _exponential,
+    _geometric,
+    _log_normal,
+    _normal,
+    _random,
+    _uniform,
+)
 from nbgrad.derivatives._kernels_wider import (
     _addbmm,
     _addmv,
@@ -388,3 +398,36 @@ def _scatter_reduce_backward(grad, self, index, src, result, dim, reduce, includ
     if not include_self:
         grad_self = grad_self.scatter(dim, index, 0.0)
     return grad_self, grad_src
+
+
+# fmt: off
+# the in-place comparisons (``y.eq_(0)``): 0/1 in self's dtype, and a node whose gradients are
+# zeros, as PyTorch's (``EqBackward0`` for a number, ``EqBackward1`` for a tensor)
+for _name, _np_name in (("eq", "equal"), ("ne", "not_equal"), ("lt", "less"), ("le", "less_equal"),
+                        ("gt", "greater"), ("ge", "greater_equal")):
+    op(f"{_name}_", f"{_name.capitalize()}Backward1", "self other",
+       (lambda n: lambda xp, self, other: _compared(xp, n, self, other))(_np_name),
+       self=lambda grad: _C.zeros_like(grad),
+       other=lambda grad, other_shape: _C.zeros(other_shape, dtype=grad.dtype, device=grad.device))
+    op(f"{_name}_scalar_", f"{_name.capitalize()}Backward0", "self",
+       (lambda n: lambda xp, self, other: _compared(xp, n, self, other))(_np_name), attrs="other",
+       self=lambda grad: _C.zeros_like(grad))
+
+# the random fills (``normal_``...): the drawn values do not depend on the old ones
+op("uniform_", "UniformBackward0", "self", lambda xp, self, low, high, generator: _uniform(xp, self, low, high, generator),
+   attrs="low high generator", self=lambda grad: _C.zeros_like(grad))
+op("normal_", "NormalBackward0", "self", lambda xp, self, mean, std, generator: _normal(xp, self, mean, std, generator),
+   attrs="mean std generator", self=lambda grad: _C.zeros_like(grad))
+op("exponential_", "ExponentialBackward0", "self", lambda xp, self, lambd, generator: _exponential(xp, self, lambd, generator),
+   attrs="lambd generator", self=lambda grad: _C.zeros_like(grad))
+op("cauchy_", "CauchyBackward0", "self", lambda xp, self, median, sigma, generator: _cauchy(xp, self, median, sigma, generator),
+   attrs="median sigma generator", self=lambda grad: _C.zeros_like(grad))
+op("log_normal_", "LogNormalBackward0", "self", lambda xp, self, mean, std, generator: _log_normal(xp, self, mean, std, generator),
+   attrs="mean std generator", self=lambda grad: _C.zeros_like(grad))
+op("geometric_", "GeometricBackward0", "self", lambda xp, self, p, generator: _geometric(xp, self, p, generator),
+   attrs="p generator", self=lambda grad: _C.zeros_like(grad))
+# (PyTorch's node says which arguments were given: from and to, to only, neither)
+for _k in range(3):
+    op(f"random_{_k}", f"RandomBackward{_k}", "self", lambda xp, self, low, high, generator: _random(xp, self, low, high, generator),
+       attrs="low high generator", self=lambda grad: _C.zeros_like(grad))
+# fmt: on
