@@ -247,7 +247,7 @@ class InplaceVariantMethods:
         finfo = np.finfo(self._data.dtype)
         for which, v in (("from", low), ("to", high)):
             if not finfo.min <= v <= finfo.max:
-                raise RuntimeError(f"{which} is out of bounds for {self.dtype._legacy[:-6]}")
+                raise RuntimeError(f"{which} is out of bounds for {_type_name(self).lower()}")
         if low > high:
             raise RuntimeError(
                 f"uniform_ expects to return a [from, to) range, but found from={_g(low)} > "
