@@ -188,6 +188,19 @@ def np_grad_index(a, key):
     return np_scatter(a.shape, key, 2 * a[key])
 
 
+def np_unfold(a, dim, size, step):
+    windows = np.lib.stride_tricks.sliding_window_view(a, size, axis=dim)
+    return windows[(slice(None),) * (dim % a.ndim) + (slice(None, None, step),)]
+
+
+def np_grad_unfold(a, dim, size, step):
+    """The gradient of ``sum(unfold(x) ** 2)``: 2x times the number of windows holding x."""
+    cover = np.zeros(a.shape)
+    for j in range((a.shape[dim] - size) // step + 1):
+        cover[(slice(None),) * dim + (slice(j * step, j * step + size),)] += 1
+    return 2 * a * cover
+
+
 def np_grad_diagonal(a, offset, dim1, dim2):
     g = np.zeros_like(a)
     d = np.diagonal(g, offset, dim1, dim2)
@@ -613,6 +626,18 @@ CASES = [
          lambda a: np_grad_diagonal(a, 1, 0, 1), [((3, 4),)]),
     Case("diagonal_backward", grad_of(lambda x: x.diagonal(-1, 2, 0)),
          lambda a: np_grad_diagonal(a, -1, 2, 0), [((3, 2, 4),)]),
+    Case("unfold", lambda x: x.unfold(0, 3, 2), lambda a: np_unfold(a, 0, 3, 2),
+         [((7,),), ((8, 2),)]),
+    Case("unfold", lambda x: x.unfold(-1, 2, 1), lambda a: np_unfold(a, -1, 2, 1),
+         [((2, 3, 4),), ((2, 2),)]),
+    Case("unfold", lambda x: x.unfold(1, 1, 3), lambda a: np_unfold(a, 1, 1, 3), [((2, 5),)]),
+    Case("unfold", lambda x: x.unfold(0, 1, 1), lambda a: a.reshape(1), [((),)]),
+    Case("unfold_backward", grad_of(lambda x: x.unfold(0, 3, 2)),
+         lambda a: np_grad_unfold(a, 0, 3, 2),
+         [((7,),), ((6, 2),)]),
+    Case("unfold_backward", grad_of(lambda x: x.unfold(1, 2, 1)),
+         lambda a: np_grad_unfold(a, 1, 2, 1),
+         [((2, 4),)]),
     # CopySlices' backward copies fn's gradient into a view of the base's gradient with copy_
     Case("copy", grad_of(mul_on_view), np_grad_mul_on_view, [((2, 3), (3,)), ((2, 3), ())]),
 ]

@@ -612,6 +612,22 @@ class WiderMethods:
         (``DiagEmbedBackward0``)."""
         return _dispatch(_op("diag_embed"), (self.contiguous().view(-1),), {"offset": int(offset)})
 
+    def unfold(self, dimension, size, step):
+        """A view of the windows of ``size`` elements every ``step`` along ``dimension``, the
+        window as a new last dim (``UnfoldBackward0``)."""
+        d = _dim(dimension, self.ndim)
+        n = self.shape[d] if self.ndim else 1
+        if size > n:
+            raise RuntimeError(
+                f"maximum size for tensor at dimension {d} is {n} but size is {size}"
+            )
+        if size < 0:
+            raise RuntimeError(f"size is {size} but must be >= 0")
+        if step <= 0:
+            raise RuntimeError(f"step is {step} but must be > 0")
+        attrs = {"dim": d, "size": int(size), "step": int(step)}
+        return _dispatch(_op("unfold"), (self,), attrs)
+
     # -- indexing -----------------------------------------------------------------------------
     def index_copy(self, dim, index, source):
         """A copy of self with the slices of ``source`` at ``index`` along ``dim``."""

@@ -420,3 +420,26 @@ def _histogramdd(xp, points, weight, edges, density):
             volume = volume * xp.asarray(np.diff(e).astype(np.float64)).reshape(shape)
         counts = counts / counts.sum() / volume
     return counts.astype(points.dtype, copy=False)
+
+
+def _unfold(xp, a, dim, size, step):
+    """``Tensor.unfold``: a view of the windows of ``size`` elements every ``step`` along
+    ``dim``, the window as a new last dim (a 0-d tensor is one element)."""
+    if not a.ndim:
+        return a.reshape(1)[:size]
+    n = (a.shape[dim] - size) // step + 1
+    shape = a.shape[:dim] + (n,) + a.shape[dim + 1 :] + (size,)
+    strides = a.strides[:dim] + (a.strides[dim] * step,) + a.strides[dim + 1 :]
+    return xp.lib.stride_tricks.as_strided(a, shape, strides + (a.strides[dim],))
+
+
+def _unfold_backward(xp, grad, shape, dim, size, step):
+    """The gradient of ``unfold``: each window's gradient summed into the elements it covers."""
+    out = xp.zeros(shape, dtype=grad.dtype)
+    if not len(shape):
+        out[...] = grad.sum()
+        return out
+    n = grad.shape[dim]
+    for k in range(size):  # the k-th element of every window: k, k + step, ... along dim
+        out[(slice(None),) * dim + (slice(k, k + step * (n - 1) + 1, step),)] += grad[..., k]
+    return out

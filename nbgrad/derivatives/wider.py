@@ -14,6 +14,7 @@ import math
 
 from nbgrad._kernels import _contiguous, _floor_divide, _split
 from nbgrad._tensor import creation as _C
+from nbgrad._tensor.dispatch import OPS, _dispatch
 from nbgrad.derivatives._kernels_fills import (
     _cauchy,
     _compared,
@@ -59,6 +60,8 @@ from nbgrad.derivatives._kernels_wider import (
     _renorm,
     _scatter_reduce,
     _searchsorted,
+    _unfold,
+    _unfold_backward,
     _unique_consecutive,
     _xlogy,
 )
@@ -430,4 +433,20 @@ op("geometric_", "GeometricBackward0", "self", lambda xp, self, p, generator: _g
 for _k in range(3):
     op(f"random_{_k}", f"RandomBackward{_k}", "self", lambda xp, self, low, high, generator: _random(xp, self, low, high, generator),
        attrs="low high generator", self=lambda grad: _C.zeros_like(grad))
+
+# Tensor.unfold: a (writable) view of sliding windows; its backward sums them back
+op("unfold", "UnfoldBackward0", "self", lambda xp, self, dim, size, step: _unfold(xp, self, dim, size, step),
+   attrs="dim size step", view=True,
+   self=lambda grad, self_shape, dim, size, step: _unfold_backward_op(grad, self_shape, dim, size, step))
+op("unfold_backward", "UnfoldBackwardBackward0", "self",
+   lambda xp, self, shape, dim, size, step: _unfold_backward(xp, self, shape, dim, size, step),
+   attrs="shape dim size step", self=lambda grad, dim, size, step: grad.unfold(dim, size, step))
 # fmt: on
+
+
+def _unfold_backward_op(grad, shape, dim, size, step):
+    return _dispatch(
+        OPS["unfold_backward"],
+        (grad,),
+        {"shape": tuple(shape), "dim": dim, "size": size, "step": step},
+    )
