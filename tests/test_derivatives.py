@@ -188,6 +188,10 @@ def np_grad_index(a, key):
     return np_scatter(a.shape, key, 2 * a[key])
 
 
+def np_squeeze_dims(a, dims):
+    return np.squeeze(a, tuple(d for d in dims if a.shape[d] == 1)) if a.ndim else a
+
+
 def np_unfold(a, dim, size, step):
     windows = np.lib.stride_tricks.sliding_window_view(a, size, axis=dim)
     return windows[(slice(None),) * (dim % a.ndim) + (slice(None, None, step),)]
@@ -638,6 +642,19 @@ CASES = [
     Case("unfold_backward", grad_of(lambda x: x.unfold(1, 2, 1)),
          lambda a: np_grad_unfold(a, 1, 2, 1),
          [((2, 4),)]),
+    Case("squeeze_dims", lambda x: x.squeeze((0, 2)), lambda a: np_squeeze_dims(a, (0, 2)),
+         [((1, 3, 1),), ((1, 3, 2),), ((2, 3, 1),)]),
+    # the in-place view ops, on a non-leaf
+    Case("t_", lambda x: (x * 1).t_(), lambda a: a.T, [((2, 3),), ((3,),), ((),)]),
+    Case("transpose_", lambda x: (x * 1).transpose_(0, -1), lambda a: np.swapaxes(a, 0, -1),
+         [((2, 3, 4),)]),
+    Case("squeeze_", lambda x: (x * 1).squeeze_(), np.squeeze, [((2, 1, 3),), ((),)]),
+    Case("squeeze_dim_", lambda x: (x * 1).squeeze_(-1), lambda a: np_squeeze_dims(a, (-1,)),
+         [((2, 1),), ((2, 3),), ((),)]),
+    Case("squeeze_dims_", lambda x: (x * 1).squeeze_((0, 2)),
+         lambda a: np_squeeze_dims(a, (0, 2)), [((1, 3, 1),), ((1, 3, 2),)]),
+    Case("unsqueeze_", lambda x: (x * 1).unsqueeze_(1), lambda a: np.expand_dims(a, 1),
+         [((2, 3),)]),
     # CopySlices' backward copies fn's gradient into a view of the base's gradient with copy_
     Case("copy", grad_of(mul_on_view), np_grad_mul_on_view, [((2, 3), (3,)), ((2, 3), ())]),
 ]

@@ -14,9 +14,9 @@ import nbgrad
 from nbgrad import dtypes
 from nbgrad._tensor import conversion as _conversion
 from nbgrad._tensor.conversion import _arg, _scalar
-from nbgrad._tensor.dispatch import _NO_ATTRS, _op, _shape_arg
+from nbgrad._tensor.dispatch import _NO_ATTRS, _dim, _dispatch, _op, _shape_arg
 from nbgrad._tensor.math_methods import sum_to
-from nbgrad._tensor.views import _NoGrad
+from nbgrad._tensor.views import _multiple_views_message, _NoGrad
 
 # NOTE [In-place variants, generated]
 # PyTorch's ``x.op_(...)`` computes what ``x.op(...)`` computes, writes it into ``x`` and
@@ -220,7 +220,84 @@ def _check_floating(t, kernel):
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_type_name(t)}'")
 
 
-class InplaceVariantMethods:
+# NOTE [In-place view ops]
+# ``t_``, ``transpose_``, ``squeeze_`` and ``unsqueeze_`` change a tensor's shape and strides,
+# not its values: the tensor keeps its memory (and its base, if it is a view) and gets the
+# view's layout. As PyTorch's, each checks as an in-place op does (a leaf that requires grad is
+# refused), bumps the version, and makes a node of its own (``TBackward1``,
+# ``TransposeBackward1``, ``SqueezeBackward3/4/5``, ``UnsqueezeBackward1``) over the old
+# history the tensor's ``grad_fn``; a retained gradient stays with the old value, as PyTorch's.
+# A view's chain gets the out-of-place view op, so what is written into it later reaches its
+# base through ``CopySlices`` at the right places.
+def _inplace_view(self, row, attrs, step):
+    """Give ``self`` the layout that the view ``step`` (an out-of-place view row and its
+    attributes) makes, recording the node of ``row`` (NOTE [In-place view ops])."""
+    grad_on = self._check_inplace(True, ())
+    record = grad_on and self._requires_grad
+    if record and self._base is not None and self._view_chain is None:
+        raise RuntimeError(_multiple_views_message(self))
+    if record:
+        result = _dispatch(_op(row), (self._shadow(False),), attrs)
+    else:
+        with _NoGrad():
+            result = _dispatch(_op(row), (self,), attrs)
+    self._data = result._data
+    if record:
+        self.grad_fn = result.grad_fn
+        self._output_nr = 0
+    if self._base is not None and self._view_chain is not None:
+        self._view_chain = self._view_chain + (step,)
+    self._counter()[0] += 1
+    return self
+
+
+def _squeeze_dims(t, dim):
+    """``squeeze``'s dims, as a tuple of dims in range, or None for all."""
+    if dim is None:
+        return None
+    n = t.ndim
+    return tuple(_dim(d, n) for d in dim) if isinstance(dim, (tuple, list)) else _dim(dim, n)
+
+
+class InplaceViewMethods:
+    """Mixed into :class:`nbgrad.Tensor`: the in-place view ops (NOTE [In-place view ops])."""
+
+    __slots__ = ()
+
+    def t_(self):
+        if self.ndim > 2:
+            raise RuntimeError(
+                f"t_() expects a tensor with <= 2 dimensions, but self is {self.ndim}D"
+            )
+        return _inplace_view(self, "t_", _NO_ATTRS, ("t", _NO_ATTRS))
+
+    def transpose_(self, dim0, dim1):
+        n = self.ndim
+        attrs = {"dim0": _dim(dim0, n), "dim1": _dim(dim1, n)}
+        return _inplace_view(self, "transpose_", attrs, ("transpose", attrs))
+
+    def swapdims_(self, dim0, dim1):
+        return self.transpose_(dim0, dim1)
+
+    def swapaxes_(self, axis0, axis1):
+        return self.transpose_(axis0, axis1)
+
+    def squeeze_(self, dim=None):
+        dims = _squeeze_dims(self, dim)
+        if dims is None:
+            return _inplace_view(self, "squeeze_", _NO_ATTRS, ("squeeze", _NO_ATTRS))
+        if type(dims) is tuple:
+            attrs = {"dims": dims}
+            return _inplace_view(self, "squeeze_dims_", attrs, ("squeeze_dims", attrs))
+        attrs = {"dim": dims}
+        return _inplace_view(self, "squeeze_dim_", attrs, ("squeeze_dim", attrs))
+
+    def unsqueeze_(self, dim):
+        attrs = {"dim": _dim(dim, self.ndim + 1)}
+        return _inplace_view(self, "unsqueeze_", attrs, ("unsqueeze", attrs))
+
+
+class InplaceVariantMethods(InplaceViewMethods):
     """Mixed into :class:`nbgrad.Tensor`."""
 
     __slots__ = ()

@@ -226,6 +226,9 @@ class ShapeMethods:
     def squeeze(self, dim=None):
         if dim is None:
             return _dispatch(_op("squeeze"), (self,))
+        if isinstance(dim, (tuple, list)):
+            dims = tuple(_dim(d, self.ndim) for d in dim)
+            return _dispatch(_op("squeeze_dims"), (self,), {"dims": dims})
         return _dispatch(_op("squeeze_dim"), (self,), {"dim": _dim(dim, self.ndim)})
 
     def unsqueeze(self, dim):

@@ -49,7 +49,7 @@ op("reshape_alias", "ReshapeAliasBackward0", "self", lambda xp, self, shape: _vi
 op("unsafe_view", "UnsafeViewBackward0", "self", lambda xp, self, shape: xp.reshape(self, shape), attrs="shape",
    self=lambda grad, self_shape: grad.reshape(self_shape))
 # squeeze_(dim) on a fresh (non-view) tensor, as matmul's 1-D @ 2-D case does
-op("squeeze_dim_", "SqueezeBackward4", "self", lambda xp, self, dim: xp.squeeze(self, dim) if self.shape[dim] == 1 else self, attrs="dim",
+op("squeeze_dim_", "SqueezeBackward4", "self", lambda xp, self, dim: xp.squeeze(self, dim) if self.ndim and self.shape[dim] == 1 else self, attrs="dim",
    self=lambda grad, self_shape: grad.reshape(self_shape))
 # unsqueeze_ and transpose_ on a fresh (non-view) tensor, as quantile's last steps
 op("unsqueeze_", "UnsqueezeBackward1", "self", lambda xp, self, dim: xp.expand_dims(self, dim), attrs="dim",

@@ -441,6 +441,15 @@ op("unfold", "UnfoldBackward0", "self", lambda xp, self, dim, size, step: _unfol
 op("unfold_backward", "UnfoldBackwardBackward0", "self",
    lambda xp, self, shape, dim, size, step: _unfold_backward(xp, self, shape, dim, size, step),
    attrs="shape dim size step", self=lambda grad, dim, size, step: grad.unfold(dim, size, step))
+
+# squeeze of several dims, and the in-place view ops' own nodes (NOTE [In-place view ops] in
+# nbgrad/_tensor/inplace_variants.py; transpose_, unsqueeze_ and squeeze_(dim) are in shape.py)
+op("squeeze_dims", "SqueezeBackward2", "self", lambda xp, self, dims: _squeezed(xp, self, dims), attrs="dims", view=True,
+   self=lambda grad, self_shape: grad.reshape(self_shape))
+op("squeeze_dims_", "SqueezeBackward5", "self", lambda xp, self, dims: _squeezed(xp, self, dims), attrs="dims",
+   self=lambda grad, self_shape: grad.reshape(self_shape))
+op("squeeze_", "SqueezeBackward3", "self", lambda xp, self: xp.squeeze(self), self=lambda grad, self_shape: grad.reshape(self_shape))
+op("t_", "TBackward1", "self", lambda xp, self: self.T, self=lambda grad: grad.t())
 # fmt: on
 
 
@@ -450,3 +459,8 @@ def _unfold_backward_op(grad, shape, dim, size, step):
         (grad,),
         {"shape": tuple(shape), "dim": dim, "size": size, "step": step},
     )
+
+
+def _squeezed(xp, a, dims):
+    """``a`` without those of ``dims`` that have size 1 (a view)."""
+    return xp.squeeze(a, tuple(d for d in dims if a.shape[d] == 1)) if a.ndim else a[...]
