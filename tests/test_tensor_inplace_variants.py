@@ -313,3 +313,32 @@ def test_apply_and_map():
     assert x.map_(ng.tensor([1.0, 2.0, 3.0]), lambda a, b: a + b).tolist() == [11.0, 22.0, 33.0]
     with pytest.raises(RuntimeError, match="Can't call apply_\\(\\) on Variable that requires"):
         ng.ones(2, requires_grad=True).apply_(abs)
+
+
+@pytest.mark.parametrize(
+    "shape, wrap",
+    [((3, 3), False), ((2, 5), False), ((5, 2), False), ((7, 3), True), ((8, 2), True),
+     ((2, 2, 2), False), ((3, 3, 3, 3), False)],
+)  # fmt: skip
+def test_fill_diagonal_matches_pytorch(shape, wrap):
+    """Values, the node (CopySlices over the fill) and the gradient through a non-leaf."""
+    results = []
+    for lib in (ng, torch):
+        x = lib.tensor(np.arange(1.0, 1.0 + np.prod(shape)).reshape(shape), requires_grad=True)
+        y = x * 2
+        out = y.fill_diagonal_(-1.5, wrap=wrap)
+        (y * y).sum().backward()
+        results.append((out is y, type(y.grad_fn).__name__, y.tolist(), x.grad.tolist()))
+    assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 3, 4), ()])
+def test_fill_diagonal_errors_match_pytorch(shape):
+    errors = []
+    for lib in (ng, torch):
+        with pytest.raises(RuntimeError) as info:
+            lib.zeros(shape).fill_diagonal_(1)
+        errors.append(str(info.value))
+    assert errors[0] == errors[1]
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        ng.zeros(2, 2, requires_grad=True).fill_diagonal_(1)

@@ -303,6 +303,25 @@ class InplaceVariantMethods(InplaceViewMethods):
     __slots__ = ()
 
     # -- in-place variants that differ from their out-of-place op ---------------------------
+    def fill_diagonal_(self, fill_value, wrap=False):
+        """``fill_value`` on the main diagonal (all dims of equal length; a tall matrix starts
+        again every ``ncols + 1`` rows with ``wrap``), written through diagonal views, so the
+        history is PyTorch's ``CopySlices`` over a fill."""
+        if self.ndim < 2:
+            raise RuntimeError("dimensions must larger than 1")
+        n = self.shape[1]
+        if self.ndim > 2 and any(s != n for s in self.shape):
+            raise RuntimeError("all dimensions of input must be of equal length")
+        rows = self.shape[0]
+        starts = range(0, rows, n + 1) if wrap and self.ndim == 2 and rows > n else (0,)
+        for start in starts:
+            block = self if start == 0 and len(starts) == 1 else self[start : start + n]
+            diagonal = block.diagonal(0, 0, 1)
+            for _ in range(self.ndim - 2):  # (an n-d diagonal: dims 0 and 1, then again)
+                diagonal = diagonal.diagonal(0, 0, -1)
+            diagonal.fill_(fill_value)
+        return self
+
     def float_power_(self, exponent):
         """In-place version of :meth:`float_power`: only a float64 tensor can hold its
         result."""
