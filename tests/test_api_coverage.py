@@ -143,8 +143,7 @@ TENSOR_OUT = TORCH_OUT + [
 ]
 # in scope, not built yet
 TENSOR_MISSING = """
-    as_subclass grad_dtype map2_ module_load new_empty_strided resize resize_
-    resize_as resize_as_
+    grad_dtype
 """
 
 # ---- torch.autograd ---------------------------------------------------------------------------

@@ -6,6 +6,7 @@ errors (a leaf that requires grad, bad parameters)."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -342,3 +343,62 @@ def test_fill_diagonal_errors_match_pytorch(shape):
     assert errors[0] == errors[1]
     with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
         ng.zeros(2, 2, requires_grad=True).fill_diagonal_(1)
+
+
+def _rarer_methods(lib):
+    """resize_/resize/resize_as_, as_subclass, new_empty_strided, map2_, module_load."""
+    facts = []
+    a = lib.arange(6.0)
+    a.resize_(2, 2)
+    facts.append((a._version, a.tolist()))
+    a.resize_(3, 3)
+    facts.append((list(a.shape), a.reshape(-1)[:4].tolist()))
+    b = lib.arange(6.0)
+    view = b[:3]
+    view.resize_(2)
+    facts.append((view.tolist(), view._base is b))
+    c = lib.arange(4.0)
+    c.resize_as_(lib.zeros(2, 2))
+    facts.append(c.tolist())
+    with pytest.raises(RuntimeError) as info:
+        lib.ones(2, requires_grad=True).resize_(3)
+    facts.append(str(info.value))
+    x = lib.arange(6.0, requires_grad=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        y = x.resize(2, 3)
+        z = x.resize_as(lib.zeros(3, 2))
+    facts.append([str(w.message) for w in caught])
+    (y * y).sum().backward()
+    facts.append((y.grad_fn.name(), list(z.shape), x.grad.tolist()))
+    with pytest.raises(RuntimeError) as info, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        x.resize(4)
+    facts.append(str(info.value))
+
+    class Sub(lib.Tensor):
+        pass
+
+    w = x * 2
+    sub = w.as_subclass(Sub)
+    facts.append((type(sub).__name__, sub.grad_fn.name(), sub._base is w))
+    sub.add_(1)
+    facts.append((w.tolist(), type(w.grad_fn).__name__))
+    with pytest.raises(TypeError) as info:
+        w.as_subclass(int)
+    facts.append(str(info.value))
+    e = lib.zeros(3, dtype=lib.float64).new_empty_strided((2, 3), (1, 2))
+    facts.append((list(e.shape), list(e.stride()), str(e.dtype).split(".")[1]))
+    m = lib.arange(3.0)
+    m.map2_(lib.ones(3), lib.arange(3.0), lambda p, q, r: p + q * r)
+    facts.append(m.tolist())
+    param = lib.nn.Parameter(lib.zeros(2))
+    with lib.no_grad():
+        loaded = param.module_load(lib.ones(2))
+    facts.append((loaded.tolist(), param.tolist(), loaded.requires_grad))
+    facts.append(param.module_load(lib.full((2,), 3.0), assign=True).tolist())
+    return facts
+
+
+def test_resize_as_subclass_new_empty_strided_map2_and_module_load_match_pytorch():
+    assert _rarer_methods(ng) == _rarer_methods(torch)

@@ -7,16 +7,17 @@ attributes and conversions PyTorch's Tensor has (``is_cpu``, ``nbytes``, ``byte(
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
 import nbgrad
-from nbgrad import dtypes
+from nbgrad import backend, dtypes
 from nbgrad._tensor import conversion as _conversion
 from nbgrad._tensor.conversion import _arg, _scalar
 from nbgrad._tensor.dispatch import _NO_ATTRS, _dim, _dispatch, _op, _shape_arg
 from nbgrad._tensor.math_methods import sum_to
-from nbgrad._tensor.views import _multiple_views_message, _NoGrad
+from nbgrad._tensor.views import _multiple_views_message, _NoGrad, _track_view
 
 # NOTE [In-place variants, generated]
 # PyTorch's ``x.op_(...)`` computes what ``x.op(...)`` computes, writes it into ``x`` and
@@ -542,6 +543,99 @@ class InplaceVariantMethods(InplaceViewMethods):
         with _NoGrad():
             self.copy_(nbgrad.tensor(values, dtype=self.dtype).reshape(self.shape))
         return self
+
+    def map2_(self, x, y, callable):
+        """Replace each element ``a`` by ``callable(a, b, c)``, ``b`` and ``c`` the elements of
+        ``x`` and ``y`` (broadcast to this shape) at the same place (CPU only; no autograd)."""
+        if self.requires_grad and nbgrad.is_grad_enabled():
+            raise RuntimeError(
+                "Can't call map2_() on Variable that requires grad. Use var.detach().map2_() "
+                "instead."
+            )
+        others = [np.broadcast_to(np.asarray(t.detach()), self.shape).reshape(-1) for t in (x, y)]
+        triples = zip(self._data.reshape(-1).tolist(), others[0].tolist(), others[1].tolist())
+        values = [callable(a, b, c) for a, b, c in triples]
+        with _NoGrad():
+            self.copy_(nbgrad.tensor(values, dtype=self.dtype).reshape(self.shape))
+        return self
+
+    def as_subclass(self, cls):
+        """This tensor as an instance of ``cls``, a subclass of Tensor: an alias of it
+        (``AliasBackward0`` where it requires grad), made without calling ``cls.__init__``."""
+        if not (isinstance(cls, type) and issubclass(cls, nbgrad.Tensor)):
+            raise TypeError(
+                "Creating a Tensor subclass from a class that does not inherit from Tensor is "
+                "not possible. Make sure your class inherits from Tensor."
+            )
+        alias = _dispatch(_op("alias"), (self,))
+        if cls is nbgrad.Tensor:
+            return alias
+        out = object.__new__(cls)
+        for slot in nbgrad.Tensor.__slots__:
+            if slot != "__weakref__" and hasattr(alias, slot):
+                setattr(out, slot, getattr(alias, slot))
+        if out._base is not None and out._view_chain is not None:
+            _track_view(out._base, out)
+        return out
+
+    def module_load(self, other, assign=False):
+        """What ``Module.load_state_dict`` loads into this parameter or buffer: ``other``
+        detached with ``assign``, else ``other`` copied into this tensor (under ``no_grad``,
+        as ``load_state_dict`` calls it), detached."""
+        if assign:
+            return other.detach()
+        return self.copy_(other).detach()
+
+    def new_empty_strided(
+        self, size, stride, *, dtype=None, device=None, requires_grad=False, **kwargs
+    ):
+        """An uninitialised tensor of ``size`` laid out with ``stride`` (in elements), of this
+        tensor's dtype and device unless given."""
+        size, stride = tuple(_shape_arg(size)), tuple(_shape_arg(stride))
+        if len(size) != len(stride):
+            raise RuntimeError(
+                f"mismatch in length of strides and shape: {len(stride)} and {len(size)}"
+            )
+        storage = 1 + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
+        buffer = self.new_empty(storage, dtype=dtype, device=device)
+        step = buffer._data.itemsize
+        xp = backend.get_xp(buffer._device)
+        data = xp.lib.stride_tricks.as_strided(buffer._data, size, [s * step for s in stride])
+        return _conversion._wrap(data, buffer._device, requires_grad)
+
+    def resize_(self, *sizes, memory_format=None):
+        """This tensor, reshaped in place to ``sizes``: its first elements when it shrinks,
+        then new zeros when it grows (PyTorch leaves those uninitialised)."""
+        sizes = tuple(_shape_arg(sizes))
+        if self.requires_grad and nbgrad.is_grad_enabled():
+            raise RuntimeError("cannot resize variables that require grad")
+        if any(n < 0 for n in sizes):
+            raise RuntimeError(
+                f"Trying to create tensor with negative dimension {min(sizes)}: {list(sizes)}"
+            )
+        n = math.prod(sizes)
+        flat = self._data.reshape(-1)  # (a copy for a tensor that is not contiguous)
+        if n <= flat.size and np.shares_memory(flat, self._data):
+            self._data = flat[:n].reshape(sizes)
+        else:
+            data = backend.get_xp(self._device).zeros(n, dtype=self._data.dtype)
+            data[: min(n, flat.size)] = flat[: min(n, flat.size)]
+            self._data = data.reshape(sizes)
+        self._counter()[0] += 1
+        return self
+
+    def resize_as_(self, the_template, memory_format=None):
+        return self.resize_(the_template.shape)
+
+    def resize(self, *sizes):
+        """Deprecated: a new shape of as many elements (``ResizeBackward``)."""
+        warnings.warn("non-inplace resize is deprecated", stacklevel=2)
+        return nbgrad.autograd.function.Resize.apply(self, tuple(_shape_arg(sizes)))
+
+    def resize_as(self, tensor):
+        """Deprecated: ``resize`` to the shape of ``tensor``."""
+        warnings.warn("non-inplace resize_as is deprecated", stacklevel=2)
+        return nbgrad.autograd.function.Resize.apply(self, tuple(tensor.size()))
 
     def map_(self, tensor, callable):
         """Replace each element ``a`` by ``callable(a, b)``, ``b`` the element of ``tensor``

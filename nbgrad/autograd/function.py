@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import warnings
 
 from nbgrad._graph import anomaly_mode as _anomaly
@@ -477,6 +478,29 @@ def once_differentiable(fn):
 
     wrapper._once_differentiable = True
     return wrapper
+
+
+class Resize(Function):
+    """The deprecated out-of-place ``Tensor.resize``: a new shape of as many elements
+    (``ResizeBackward``), as PyTorch's ``torch.autograd._functions.Resize``."""
+
+    @staticmethod
+    def forward(ctx, tensor, sizes):
+        ctx.sizes = sizes
+        ctx.numel = math.prod(sizes)
+        if tensor.numel() != ctx.numel:
+            raise RuntimeError(
+                f"requested resize to {'x'.join(map(str, sizes))} ({ctx.numel} elements in "
+                f"total), but the given tensor has a size of {'x'.join(map(str, tensor.size()))} "
+                f"({tensor.numel()} elements). autograd's resize can only change the shape of a "
+                "given tensor, while preserving the number of elements. "
+            )
+        ctx.input_sizes = tensor.size()
+        return tensor.contiguous().view(*sizes).clone()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output.contiguous().view(ctx.input_sizes), None
 
 
 __all__ += ["Edge"]
