@@ -156,30 +156,55 @@ def _binary(op, a, b, attrs=_NO_ATTRS):
                 out = ufunc(da, db)
         except ValueError as e:
             raise RuntimeError(f"{op.name}(): {_shapes_message((a, b), e)}") from None
-        if type(out) is not _ndarray:
-            out = np.asarray(out)
-        result = Tensor.__new__(Tensor)
-        result._data = out
-        result._device = CPU
-        result._grad = None
-        result._output_nr = 0
-        result._version_counter = None  # see NOTE [Lazy version counters]
-        result._base = None
-        result._view_chain = None
-        result._retains_grad = False
-        result._acc = None
-        result._post_accumulate_grad_hooks = None
-        if _inference_tensors.entered and _grad_state.inference:  # NOTE [Inference tensors]
-            _set_inference(result, True)
-        result.grad_fn = None
-        if rg and _grad_state.enabled:
-            _record(op, (a, b), attrs, (result,))  # sets requires_grad and grad_fn
-        else:
-            result._requires_grad = False
-        if _observed:
-            _observed[0].forward(op, (a, b), attrs, result, _perf_counter() - t0)
-        return result
+        return _cpu_result(op, (a, b), attrs, out, rg, t0)
     return _dispatch(op, (a, _arg(b)), attrs)
+
+
+def _unary(op, a):
+    """``op(a)`` for a pointwise row of one tensor input and no attributes (``tanh``, ``sin``).
+
+    The same result as ``_dispatch``, which it falls back to for anything but a float CPU
+    tensor, without its general argument handling (see NOTE [Dispatch fast path]).
+    """
+    t0 = _perf_counter() if _observed else 0.0  # see NOTE [Forward observers]
+    da = a._data
+    if a._device is not CPU or da.dtype.kind != "f":
+        return _dispatch(op, (a,))
+    if op.quiet:
+        with np.errstate(all="ignore"):
+            out = op.forward(np, da)
+    else:
+        out = op.forward(np, da)
+    return _cpu_result(op, (a,), _NO_ATTRS, out, a._requires_grad, t0)
+
+
+def _cpu_result(op, args, attrs, out, requires_grad, t0):
+    """The end of ``_binary`` and ``_unary``: the array ``out`` (or NumPy's scalar) as a CPU
+    tensor, recorded when an input requires grad and grad mode is on (``_wrap``, inline)."""
+    if type(out) is not _ndarray:
+        out = np.asarray(out)  # NOTE [0-d results stay arrays]
+    result = Tensor.__new__(Tensor)
+    result._data = out
+    result._device = CPU
+    result._grad = None
+    result._output_nr = 0
+    result._version_counter = None  # see NOTE [Lazy version counters]
+    result._base = None
+    result._view_chain = None
+    result._retains_grad = False
+    result._acc = None
+    result._post_accumulate_grad_hooks = None
+    result.grad_fn = None
+    if _inference_tensors.entered and _grad_state.inference:  # NOTE [Inference tensors]
+        _set_inference(result, True)
+    if requires_grad and op.differentiable and _grad_state.enabled:
+        result._requires_grad = True  # (a result the node saves is saved as requiring grad)
+        _record(op, args, attrs, (result,))
+    else:
+        result._requires_grad = False
+    if _observed:
+        _observed[0].forward(op, args, attrs, result, _perf_counter() - t0)
+    return result
 
 
 def _prepare(op, args, attrs):
