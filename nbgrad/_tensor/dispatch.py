@@ -198,7 +198,7 @@ def _cpu_result(op, args, attrs, out, requires_grad, t0):
     if _inference_tensors.entered and _grad_state.inference:  # NOTE [Inference tensors]
         _set_inference(result, True)
     if requires_grad and op.differentiable and _grad_state.enabled:
-        result._requires_grad = True  # (a result the node saves is saved as requiring grad)
+        result._requires_grad = True  # first: a node that saves its result reads it
         _record(op, args, attrs, (result,))
     else:
         result._requires_grad = False
