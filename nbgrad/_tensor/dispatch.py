@@ -106,8 +106,8 @@ def _check_device(t, device):
 # tensor needs an array, so ``np.asarray`` wraps it back. A row whose forward is one ufunc names
 # it (``ufunc=np.multiply``): ``_binary`` calls it directly, not through the row's ``forward``
 # (a Python function taking keyword attributes). For two 0-d float64 operands (or one and a
-# Python float) of ``+``, ``-`` or ``*``, the op of a graph of 0-d tensors (a micrograd-style
-# MLP), it computes on Python floats instead: the same IEEE double operation, with the same
+# Python float) of ``+`` or ``*`` (``-`` too, once ``__sub__`` comes here), the ops of a graph
+# of 0-d tensors (a micrograd-style MLP), it computes on Python floats instead: the same IEEE double operation, with the same
 # result, in a third of the time the ufunc's dispatch takes on 0-d arrays (and, as PyTorch, it
 # warns of no overflow).
 _ON_FLOATS = {np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul}
