@@ -107,9 +107,9 @@ def _check_device(t, device):
 # it (``ufunc=np.multiply``): ``_binary`` calls it directly, not through the row's ``forward``
 # (a Python function taking keyword attributes). For two 0-d float64 operands (or one and a
 # Python float) of ``+`` or ``*`` (``-`` too, once ``__sub__`` comes here), the ops of a graph
-# of 0-d tensors (a micrograd-style MLP), it computes on Python floats instead: the same IEEE double operation, with the same
-# result, in a third of the time the ufunc's dispatch takes on 0-d arrays (and, as PyTorch, it
-# warns of no overflow).
+# of 0-d tensors (a micrograd-style MLP), it computes on Python floats instead: the same IEEE
+# double operation, with the same result, in a third of the time the ufunc's dispatch takes on
+# 0-d arrays (and, as PyTorch, it warns of no overflow).
 _ON_FLOATS = {np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul}
 _F64 = np.dtype(np.float64)
 
