@@ -351,7 +351,10 @@ def _generate_save(info, save_plan):
                 f"{indent}    node.{slot} = SavedTensor(a)",
                 f"{indent}else:  # NOTE [A saved input stored as itself]",
                 f"{indent}    node.{slot} = a",
-                f"{indent}    node._v{slot[2:]} = saved_input_version(a)",
+                # ``saved_input_version(a)``, inline
+                f"{indent}    c = a._version_counter",
+                f"{indent}    v = 0 if c is None else c[0]",
+                f"{indent}    node._v{slot[2:]} = v if a.grad_fn is None else ~v",
             ]
         if needers:
             lines += ["    else:", f"        node.{slot} = None"]

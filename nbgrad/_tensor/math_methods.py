@@ -30,6 +30,7 @@ from nbgrad._tensor.dispatch import (
     _expect_tensor,
     _op,
     _shape_arg,
+    _unary,
 )
 from nbgrad._tensor.views import _NoGrad
 from nbgrad.backend import CPU
@@ -188,10 +189,10 @@ class MathMethods:
                 "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
                 "to invert a mask, use the `~` or `logical_not()` operator instead."
             )
-        return _dispatch(_op("neg"), (self,))
+        return _unary(OPS["neg"], self)
 
     def abs(self):
-        return _dispatch(_op("abs"), (self,))
+        return _unary(OPS["abs"], self)
 
     def sign(self):
         return _dispatch(_op("sign"), (self,))
@@ -203,55 +204,55 @@ class MathMethods:
         return _dispatch(_op("bernoulli_p"), (self,), {"p": _scalar(p)})
 
     def exp(self):
-        return _dispatch(_op("exp"), (self,))
+        return _unary(OPS["exp"], self)
 
     def log(self):
-        return _dispatch(_op("log"), (self,))
+        return _unary(OPS["log"], self)
 
     def log1p(self):
-        return _dispatch(_op("log1p"), (self,))
+        return _unary(OPS["log1p"], self)
 
     def sqrt(self):
-        return _dispatch(_op("sqrt"), (self,))
+        return _unary(OPS["sqrt"], self)
 
     def rsqrt(self):
-        return _dispatch(_op("rsqrt"), (self,))
+        return _unary(OPS["rsqrt"], self)
 
     def reciprocal(self):
-        return _dispatch(_op("reciprocal"), (self,))
+        return _unary(OPS["reciprocal"], self)
 
     def sin(self):
-        return _dispatch(_op("sin"), (self,))
+        return _unary(OPS["sin"], self)
 
     def tan(self):
-        return _dispatch(_op("tan"), (self,))
+        return _unary(OPS["tan"], self)
 
     def asin(self):
-        return _dispatch(_op("asin"), (self,))
+        return _unary(OPS["asin"], self)
 
     def acos(self):
-        return _dispatch(_op("acos"), (self,))
+        return _unary(OPS["acos"], self)
 
     def atan(self):
-        return _dispatch(_op("atan"), (self,))
+        return _unary(OPS["atan"], self)
 
     def sinh(self):
-        return _dispatch(_op("sinh"), (self,))
+        return _unary(OPS["sinh"], self)
 
     def cosh(self):
-        return _dispatch(_op("cosh"), (self,))
+        return _unary(OPS["cosh"], self)
 
     def expm1(self):
-        return _dispatch(_op("expm1"), (self,))
+        return _unary(OPS["expm1"], self)
 
     def exp2(self):
-        return _dispatch(_op("exp2"), (self,))
+        return _unary(OPS["exp2"], self)
 
     def log2(self):
-        return _dispatch(_op("log2"), (self,))
+        return _unary(OPS["log2"], self)
 
     def log10(self):
-        return _dispatch(_op("log10"), (self,))
+        return _unary(OPS["log10"], self)
 
     def floor(self):
         return _dispatch(_op("floor"), (self,))
@@ -305,19 +306,19 @@ class MathMethods:
         return _dispatch(_op("triu"), (self,), {"diagonal": diagonal})
 
     def cos(self):
-        return _dispatch(_op("cos"), (self,))
+        return _unary(OPS["cos"], self)
 
     def tanh(self):
-        return _dispatch(OPS["tanh"], (self,))
+        return _unary(OPS["tanh"], self)
 
     def sigmoid(self):
-        return _dispatch(_op("sigmoid"), (self,))
+        return _unary(OPS["sigmoid"], self)
 
     def relu(self):
-        return _dispatch(_op("relu"), (self,))
+        return _unary(OPS["relu"], self)
 
     def erf(self):
-        return _dispatch(_op("erf"), (self,))
+        return _unary(OPS["erf"], self)
 
     def gelu(self, approximate="none"):
         if approximate not in ("none", "tanh"):
