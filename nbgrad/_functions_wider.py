@@ -571,13 +571,13 @@ def histogramdd(input, bins=None, *, range=None, weight=None, density=False):
     points = input.reshape(-1, d)
     given = isinstance(bins, (list, tuple)) and all(isinstance(b, Tensor) for b in bins)
     if given:
-        names = {"float64": "double", "float32": "float", "float16": "c10::Half"}
         for k, b in enumerate(bins):
             if b.dtype is not input.dtype:
                 raise RuntimeError(
                     "torch.histogramdd: input tensor and bins tensors should have the same "
-                    f"dtype, but got input with dtype {names.get(input.dtype.name)} and bins "
-                    f"for dimension {k} with dtype {names.get(b.dtype.name, b.dtype.name)}"
+                    "dtype, but got input with dtype "
+                    f"{dtypes.type_meta_name(input.dtype)} and bins for dimension {k} with dtype "
+                    f"{dtypes.type_meta_name(b.dtype)}"
                 )
         edges = list(bins)
     else:

@@ -73,6 +73,26 @@ float64 = dtype("float64", np.float64, 2, 3, "DoubleTensor")
 half, float, double, short, int, long = float16, float32, float64, int16, int32, int64
 
 _ALL = (bool, uint8, int8, int16, int32, int64, float16, float32, float64)
+
+# the C++ names of the types that some of PyTorch's messages print (caffe2's TypeMeta names)
+_TYPE_META_NAMES = {
+    "bool": "bool",
+    "uint8": "unsigned char",
+    "int8": "signed char",
+    "int16": "short int",
+    "int32": "int",
+    "int64": "long int",
+    "float16": "c10::Half",
+    "float32": "float",
+    "float64": "double",
+}
+
+
+def type_meta_name(d: dtype) -> str:
+    """The C++ type name PyTorch's messages give ``d`` (``'double'`` for float64)."""
+    return _TYPE_META_NAMES[d.name]
+
+
 _FROM_NP = {d.np: d for d in _ALL}
 
 

@@ -143,6 +143,7 @@ class Tensor(
         "_legacy_backward_hooks",
         "_view_version",  # on a no-grad view that requires grad: the version it was made at
         "_inference",  # set on an inference tensor only (see NOTE [Inference tensors])
+        "_grad_dtype",  # on a leaf whose grad_dtype was set (see NOTE [grad_dtype])
         "__weakref__",
     )
 
@@ -306,8 +307,17 @@ class Tensor(
                     f"assigned grad has data of a different size: {list(value.shape)} vs "
                     f"{list(self.shape)}"
                 )
-            if value.dtype is not self.dtype:
-                raise RuntimeError("assigned grad has data of a different type")
+            grad_dtype = getattr(self, "_grad_dtype", self.dtype)
+            if grad_dtype is not None and value.dtype is not grad_dtype:
+                raise RuntimeError(
+                    "attempting to assign a gradient with dtype "
+                    f"'{dtypes.type_meta_name(value.dtype)}' to a tensor with grad_dtype "
+                    f"'{grad_dtype._legacy[:-6]}'. The gradient must match the tensor's "
+                    "grad_dtype (defaults to the tensor's dtype). You can set the tensor's "
+                    "grad_dtype attribute with a specific dtype, or None to allow any dtype. Set "
+                    "grad_dtype with caution. Diverging the dtypes of a tensor and its gradient "
+                    "may break downstream systems that assume they match."
+                )
             if value._device != self._device:
                 raise RuntimeError("assigned grad has data located on a different device")
         self._grad = value
@@ -315,6 +325,35 @@ class Tensor(
     @grad.deleter
     def grad(self):
         self._grad = None  # as PyTorch: ``del t.grad`` is ``t.grad = None``
+
+    # NOTE [grad_dtype]
+    # As PyTorch's: a leaf's gradient has the leaf's dtype unless ``grad_dtype`` says another,
+    # or None for any. The leaf's AccumulateGrad expects that dtype (its input metadata), so the
+    # engine casts a gradient of another dtype to it, as to any node's input; with None it casts
+    # nothing (``Engine._validate`` asks the leaf). Only a leaf has one.
+    @property
+    def grad_dtype(self):
+        if self.grad_fn is not None:
+            raise RuntimeError("grad_dtype can only be accessed on leaf tensors.")
+        return getattr(self, "_grad_dtype", self.dtype)
+
+    @grad_dtype.setter
+    def grad_dtype(self, value):
+        if self.grad_fn is not None:
+            raise RuntimeError("grad_dtype can only be set on leaf tensors.")
+        value = None if value is None else dtypes.as_dtype(value)
+        grad = self._grad
+        if grad is not None and value is not None and grad.dtype is not value:
+            raise RuntimeError(
+                f"Cannot set grad_dtype to '{value._legacy[:-6]}' because there is already a "
+                f"gradient with dtype '{dtypes.type_meta_name(grad.dtype)}'. Please clear the "
+                "gradient (.grad = None) before changing grad_dtype, or ensure the new "
+                "grad_dtype matches the existing gradient's dtype."
+            )
+        self._grad_dtype = value
+        acc = self._grad_accumulator
+        if acc is not None:
+            acc._input_metadata_ = (self._metadata_tuple(value or self.dtype),)
 
     @property
     def retains_grad(self) -> bool:
@@ -384,8 +423,8 @@ class Tensor(
     def mT(self):
         return self.transpose(-2, -1)
 
-    def _metadata_tuple(self):
-        return InputMetadata(self.shape, self.dtype, self._device)
+    def _metadata_tuple(self, dtype=None):
+        return InputMetadata(self.shape, dtype or self.dtype, self._device)
 
     # NOTE [A leaf and its AccumulateGrad]
     # The graph holds a leaf's AccumulateGrad, which holds the leaf. As in PyTorch, the leaf

@@ -142,9 +142,7 @@ TENSOR_OUT = TORCH_OUT + [
     (r"^reinforce$", "removed from PyTorch (it raises, telling to use torch.distributions)"),
 ]
 # in scope, not built yet
-TENSOR_MISSING = """
-    grad_dtype
-"""
+TENSOR_MISSING = ""
 
 # ---- torch.autograd ---------------------------------------------------------------------------
 AUTOGRAD_OUT = [

@@ -446,7 +446,8 @@ class AccumulateGrad(Node):
     def __init__(self, variable):
         super().__init__((), sequence_nr=UINT64_MAX)
         self.variable = variable
-        self._input_metadata_ = (variable._metadata_tuple(),)
+        # the dtype its gradient gets (NOTE [grad_dtype]; None: any, which the engine asks)
+        self._input_metadata_ = (variable._metadata_tuple(getattr(variable, "_grad_dtype", None)),)
 
     def register_prehook(self, fn) -> RemovableHandle:
         self.variable._pin_grad_accumulator()  # see NOTE [A leaf and its AccumulateGrad]

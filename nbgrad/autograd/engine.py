@@ -838,7 +838,11 @@ class Engine:
                 grad = sum_to(grad, meta.shape)
                 grads[i] = grad
             if grad._data.dtype is not meta.dtype.np and grad._data.dtype != meta.dtype.np:
-                grads[i] = grad = grad.to(meta.dtype)
+                if (
+                    type(fn) is not AccumulateGrad
+                    or getattr(fn.variable, "_grad_dtype", 0) is not None
+                ):
+                    grads[i] = grad = grad.to(meta.dtype)  # (NOTE [grad_dtype]: None, any)
             if grad._device is not meta.device and grad._device != meta.device:
                 if grad._data.ndim:  # as PyTorch: only a 0-d gradient is moved
                     raise RuntimeError(
