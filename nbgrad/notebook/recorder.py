@@ -493,7 +493,7 @@ class Recorder:
         seq = self.graph_source.sequence_nr(node)
         if self.seq_start is None or seq >= 2**64 - 1:
             return False
-        return seq > self.seq_start and (self.seq_end is None or seq < self.seq_end)
+        return seq > self.seq_start and (self.seq_end is None or seq <= self.seq_end)
 
     def summary(self) -> str:
         return (
