@@ -78,13 +78,22 @@ _NBGRAD_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.s
 
 def _framework_dirs() -> tuple:
     """The folders of nbgrad and of the frameworks imported now (their frames are not user
-    code)."""
+    code); worked out again only when the frameworks imported change."""
+    mods = tuple(sys.modules.get(name) for name in _FRAMEWORKS)
+    cached = _DIRS.get(mods)
+    if cached is not None:
+        return cached
     dirs = [_NBGRAD_DIR]
-    for name in ("torch",):
-        mod = sys.modules.get(name)
+    for mod in mods:
         if mod is not None and getattr(mod, "__file__", None):
             dirs.append(os.path.dirname(os.path.abspath(mod.__file__)) + os.sep)
-    return tuple(dirs)
+    _DIRS.clear()
+    _DIRS[mods] = tuple(dirs)
+    return _DIRS[mods]
+
+
+_FRAMEWORKS = ("torch",)
+_DIRS: dict = {}  # the modules of _FRAMEWORKS (None: not imported) -> their folders
 
 
 # the recorder stack: the recorders whose block is running, innermost last
@@ -385,24 +394,45 @@ class Recorder:
         if self._quiet or get_ident() != self._thread:
             return
         is_tensor = source.is_tensor
-        results = result if isinstance(result, (tuple, list)) else (result,)
-        tensors = [t for t in results if is_tensor(t)]
-        if not tensors:
+        if type(result) is tuple or type(result) is list:
+            tensors = [t for t in result if is_tensor(t)]
+            if not tensors:
+                return
+        elif is_tensor(result):
+            tensors = (result,)
+        else:
             return
         if source is not self.graph_source and not self._claim(source):
             return
-        node = next((t.grad_fn for t in tensors if t.grad_fn is not None), None)
+        node = None
         outputs = []
         for t in tensors:
-            outputs += _foreign_pair(t)
+            pair = _foreign_pair(t)
+            if node is None:
+                node = pair[0]
+            outputs += pair
         inputs = []
-        for a in (*args, *kwargs.values()):
+        for a in args:
+            if is_tensor(a):
+                inputs += _foreign_pair(a)
+            elif type(a) is list or type(a) is tuple:
+                for t in a:
+                    if is_tensor(t):
+                        inputs += _foreign_pair(t)
+        for a in kwargs.values() if kwargs else ():
             for t in a if isinstance(a, (list, tuple)) else (a,):
                 if is_tensor(t):
                     inputs += _foreign_pair(t)
         cell = self.cell_filename
         dirs = _framework_dirs() if cell is None else ()
-        fname, lineno = _user_line(_getframe(1), cell, dirs)
+        # the walk starts at the caller of the framework's function (user code, or the
+        # framework's own code: a module's forward), three calls up (its handler, the
+        # watcher's forward, here); each frame passed costs a frame object
+        try:
+            frame = _getframe(3)
+        except ValueError:
+            frame = _getframe(1)
+        fname, lineno = _user_line(frame, cell, dirs)
         groups = self._open_groups
         refs = tuple(_weakref(t) for t in tensors) if len(tensors) > 1 else _weakref(tensors[0])
         self._raw.append(

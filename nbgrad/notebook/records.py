@@ -10,7 +10,7 @@ from __future__ import annotations
 import linecache
 import weakref
 
-from .snapshot import grad_facts
+from .snapshot import array_facts, grad_facts
 from .sources import NBGRAD, dtype_name
 
 __all__ = [
@@ -353,15 +353,17 @@ class BackwardTrace:
     def _summary(self, value):
         """A gradient's facts (NOTE [Summarise when shown]); the same tensor, unchanged since,
         is read once per pass (a node's output is the next node's input)."""
+        if value is None:
+            return None
         source = self.graph_source
-        if value is None or not source.is_tensor(value):
+        if not source.is_tensor(value):
             return grad_facts(value, self.max_values, source)
         key = id(value)
         version = source.version(value)
         hit = self._memo.get(key)
         if hit is not None and hit[0]() is value and hit[1] == version:
             return hit[2]
-        facts = grad_facts(value, self.max_values, source, self._norms)
+        facts = array_facts(source.to_numpy(value), value, self.max_values, source, self._norms)
         try:
             self._memo[key] = (weakref.ref(value), version, facts)
         except TypeError:  # a tensor that takes no weak reference: not remembered

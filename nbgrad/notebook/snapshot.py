@@ -47,6 +47,7 @@ __all__ = [
     "trace_state",
     "grad_summary",
     "grad_facts",
+    "array_facts",
     "GradFacts",
     "summarised",
     "tensor_summary",
@@ -208,7 +209,11 @@ def grad_facts(value, max_values=16, source=None, norms=None):
     source = source or NBGRAD
     if not source.is_tensor(value):
         return {"repr": repr(value)[:200]}
-    a = source.to_numpy(value)
+    return array_facts(source.to_numpy(value), value, max_values, source, norms)
+
+
+def array_facts(a, value, max_values=16, source=NBGRAD, norms=None):
+    """:func:`grad_facts` of the tensor ``value`` of ``source``, read as the array ``a``."""
     size = a.size
     norm = None
     if size > LARGE and a.dtype.kind == "f":

@@ -36,6 +36,17 @@ def _torch():
     return sys.modules.get("torch")
 
 
+_TENSOR_CLASS: list = []  # [torch.Tensor], once torch is imported (read on every event)
+
+
+def _tensor_class():
+    torch = _torch()
+    if torch is None or not hasattr(torch, "Tensor"):  # (not imported, or half imported)
+        return None
+    _TENSOR_CLASS.append(torch.Tensor)
+    return torch.Tensor
+
+
 class _Handle:
     """A hook of torch's as the notebook's hook lists hold one (as nbgrad's RemovableHandle)."""
 
@@ -151,8 +162,8 @@ class TorchSource(GraphSource):
         )
 
     def is_tensor(self, obj) -> bool:
-        torch = _torch()
-        return torch is not None and isinstance(obj, torch.Tensor)
+        tensor = _TENSOR_CLASS[0] if _TENSOR_CLASS else _tensor_class()
+        return tensor is not None and isinstance(obj, tensor)
 
     # -- nodes -----------------------------------------------------------------------------
     def node_name(self, node) -> str:
@@ -285,7 +296,10 @@ class TorchSource(GraphSource):
         return tensor._version
 
     def to_numpy(self, tensor) -> np.ndarray:
-        return tensor.detach().cpu().numpy()
+        try:  # a CPU tensor that needs no grad (a gradient, mostly): a view, one call
+            return tensor.numpy()
+        except (RuntimeError, TypeError):
+            return tensor.detach().cpu().numpy()
 
     def register_hook(self, owner, method, fn, kind):
         hook = TorchHook(fn, kind, owner)
@@ -356,6 +370,11 @@ def _op_name(func) -> str:
     return name[2:-2] if name.startswith("__") and name.endswith("__") else name
 
 
+def _recorded_name(func) -> str:
+    """The op name a call of ``func`` is recorded under; "" for those not recorded."""
+    return "" if getattr(func, "__name__", "") in _SKIP else _op_name(func)
+
+
 class _ReadyModel:
     """PyTorch's CPU ready queue, modelled: a ``std::priority_queue`` of nodes by sequence
     number (libstdc++'s binary heap, step for step: nodes with equal numbers, a leaf's
@@ -413,6 +432,8 @@ class _ReadyModel:
 
     def snapshot(self):
         """The waiting nodes in the order the engine would run them."""
+        if len(self.heap) < 2:
+            return list(self.heap)
         heap, out = list(self.heap), []
         while heap:
             out.append(self._pop(heap))
@@ -492,6 +513,24 @@ class TorchPass:
         return made_ready
 
 
+# NOTE [A stolen gradient]
+# Into a ``.grad`` that was None, torch's AccumulateGrad puts the incoming gradient itself when
+# nothing else holds it (``new_grad.detach()``: another tensor object over the same memory,
+# with the same version counter), else a copy. Where ``.grad`` after is that memory, in that
+# layout, the observer is given the incoming gradient for it: the same values, whose facts the
+# pass has already taken (its memo is by tensor object), instead of reading them again.
+def _stolen(grad, after) -> bool:
+    return (
+        grad is not None
+        and after is not None
+        and after.data_ptr() == grad.data_ptr()
+        and after.dtype == grad.dtype
+        and after.shape == grad.shape
+        and after.stride() == grad.stride()
+        and after._version == grad._version
+    )
+
+
 def _roots(func, args, kwargs, torch):
     first = args[0] if args else kwargs.get("tensors", kwargs.get("outputs"))
     items = first if isinstance(first, (list, tuple)) else (first,)
@@ -529,9 +568,10 @@ def _watched_backward(source, observer, func, args, kwargs, torch):
         def hook(grad_inputs, grad_outputs):
             if node in accumulators:
                 var = node.variable
-                observer.grad_accumulated(
-                    task, node, var, grad_outputs[0], before.pop(node, None), var.grad
-                )
+                grad, after = grad_outputs[0], var.grad
+                if _stolen(grad, after):
+                    after = grad  # the same values: read once (NOTE [A stolen gradient])
+                observer.grad_accumulated(task, node, var, grad, before.pop(node, None), after)
             observer.node_end(task, node, list(grad_inputs))
             for fn in task.route(node, grad_inputs):
                 observer.node_ready(task, fn, task.device(fn))
@@ -572,6 +612,7 @@ def _watch_mode(torch):
         return cls
     backward_funcs = (torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad)
     clock = time.perf_counter
+    names: dict = {}  # func -> its op name ("" for those not recorded, _SKIP)
 
     class WatchMode(torch.overrides.TorchFunctionMode):
         def __init__(self, source, observer, forward, backward):
@@ -587,11 +628,17 @@ def _watch_mode(torch):
                 if self.backward:
                     return _watched_backward(self.source, self.observer, func, args, kwargs, torch)
                 return func(*args, **kwargs)
-            if not self.forward or getattr(func, "__name__", "") in _SKIP:
+            try:
+                name = names[func]
+            except KeyError:
+                name = names[func] = _recorded_name(func)
+            except TypeError:  # (a function that cannot be a key: named at each call)
+                name = _recorded_name(func)
+            if not self.forward or not name:
                 return func(*args, **kwargs)
             t0 = clock()
             result = func(*args, **kwargs)
-            self.observer.forward(_op_name(func), args, kwargs, result, clock() - t0)
+            self.observer.forward(name, args, kwargs, result, clock() - t0)
             return result
 
     _MODE["cls"] = WatchMode
