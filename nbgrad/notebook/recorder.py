@@ -601,8 +601,8 @@ class _Watcher(GraphObserver):
         running = trace._current.get(get_ident())
         if running is not None:
             running.made_ready.append(node)
-        elif not trace.steps:
-            trace.initial_ready.setdefault(device, []).append(node)
+        elif not trace._steps:
+            trace._initial_ready.setdefault(device, []).append(node)
 
     @_exclusive
     def hook(self, graph_task, kind, node, handle, before, after):
@@ -634,24 +634,27 @@ class _Watcher(GraphObserver):
         if trace is None:
             return
         step = Step()
-        step.index = len(trace.steps)
+        step.index = len(trace._steps)
         step.node = node
         step.device = "cpu"
-        for device, nodes in trace._ready.items():
-            if node in nodes:
-                step.device = device
-                del nodes[node]
-                break
         step.inputs = [trace._summary(g) for g in inputs]
         step.outputs = []
         step.hooks = trace._pending_hooks.pop(node, [])
-        step.dependencies, step.buffers = trace._observe_routing(graph_task)
-        step.ready = trace._ready_now(graph_task, node)
+        if getattr(graph_task, "replay", None) is not None:  # NOTE [The model run when read]
+            step.dependencies = step.buffers = step.ready = None
+        else:
+            for device, nodes in trace._ready.items():
+                if node in nodes:
+                    step.device = device
+                    del nodes[node]
+                    break
+            step.dependencies, step.buffers = trace._observe_routing(graph_task)
+            step.ready = trace._ready_now(graph_task, node)
         step.made_ready = []
         step.accumulated = None
         step.time = time.perf_counter()
         trace.node_inputs[node] = step.inputs
-        trace.steps.append(step)
+        trace._steps.append(step)
         trace._current[get_ident()] = step
 
     @_exclusive
@@ -690,9 +693,10 @@ class _Watcher(GraphObserver):
         if trace is None:
             return
         trace._current.pop(get_ident(), None)
-        trace.final_dependencies, trace.final_buffers = trace._observe_routing(graph_task)
-        differs = getattr(graph_task, "differs", None)
-        trace.model_differs = list(differs) if differs is not None else None
+        if getattr(graph_task, "replay", None) is not None:  # NOTE [The model run when read]
+            trace._replay = graph_task
+        else:
+            trace._final_dependencies, trace._final_buffers = trace._observe_routing(graph_task)
         trace.error = f"{type(error).__name__}: {error}" if error is not None else None
         trace.finished = True
         trace._memo = {}

@@ -441,17 +441,15 @@ class _ReadyModel:
 
 
 class TorchPass:
-    """One torch backward pass as the observer's ``graph_task``: nbgrad's model of the engine's
-    state (``dependencies``, ``not_ready`` input buffers, ``cpu_ready_queue``), and the steps
-    where torch's order ``differs`` from the model's (indices of ``order``)."""
+    """One torch backward pass as the observer's ``graph_task``: what the hooks saw, in the
+    order they saw it, and (run when first read, NOTE [The model run when read]) nbgrad's model
+    of the engine's state over it (``dependencies``, ``not_ready`` input buffers,
+    ``cpu_ready_queue``) and the steps where torch's order ``differs`` from the model's."""
 
     def __init__(self, source, roots):
         self.source = source
         self.roots = roots
         self.dependencies: dict = {}
-        self.not_ready: dict = {}
-        self.order: list = []
-        self.differs: list = []
         # what the hooks read of each node, read once here (each read of a torch node's
         # next_functions, sequence number or input metadata builds Python objects)
         self.edges: dict = {}
@@ -468,7 +466,15 @@ class TorchPass:
                     self.dependencies[fn] = self.dependencies.get(fn, 0) + 1
                     stack.append(fn)
         self.nodes = self.edges.keys()
-        self.cpu_ready_queue = _ReadyModel(self.seq.__getitem__)
+        # the pass as the hooks saw it: (node, None) when a node started, (node, sums) when
+        # it ended (sums: the input buffer slots its gradients added to, see fan_in)
+        self.events: list = []
+        # the nodes with several incoming edges: the engine adds the gradients of a slot
+        # reached twice, so the model does too, as they come (the only tensors it keeps)
+        self.fan_in = {fn for fn, count in self.dependencies.items() if count > 1}
+        self._slots: dict = {}  # fan-in node -> {input_nr: gradient so far}
+        self._left = {fn: self.dependencies[fn] for fn in self.fan_in}
+        self.differs: list = []
         self._devices: dict = {}
 
     def next_edges(self, node):
@@ -484,33 +490,122 @@ class TorchPass:
         return device
 
     def start(self, node):
-        """``node`` starts: note whether the model would have run it now."""
-        if self.cpu_ready_queue.top() is not node:
-            self.differs.append(len(self.order))
-        self.cpu_ready_queue.take(node)
-        self.order.append(node)
+        """``node`` starts (its pre-hook)."""
+        self.events.append((node, None))
 
-    def route(self, node, grads):
-        """``node`` returned ``grads``: the nodes that became ready, as the engine routes them."""
-        made_ready = []
-        for (fn, input_nr), grad in zip(self.edges[node], grads):
-            if fn is None:
+    def end(self, node, grads):
+        """``node`` returned ``grads`` (its hook): the sums of gradients into the slots of a
+        fan-in node that is still waiting for more are made now, as the engine makes them."""
+        sums = ()
+        fan_in = self.fan_in
+        if fan_in:
+            for (fn, input_nr), grad in zip(self.edges[node], grads):
+                if fn is None or fn not in fan_in:
+                    continue
+                left = self._left[fn] = self._left[fn] - 1
+                slots = self._slots.setdefault(fn, {})
+                if grad is not None:
+                    before = slots.get(input_nr)
+                    slots[input_nr] = grad if before is None else before + grad
+                    if before is not None and left:
+                        sums = sums or {}
+                        sums[(fn, input_nr)] = slots[input_nr]
+                if not left:
+                    del self._slots[fn]
+        self.events.append((node, sums))
+
+    # NOTE [The model run when read]
+    # The ready queue, the dependency counts and the input buffers of a torch pass are nbgrad's
+    # model, not torch's state: they follow from the order the hooks saw and from which
+    # gradients were None. So the hooks only note what happened (``events``) and the
+    # gradients' facts (the observer's), and the model runs over those notes when the trace
+    # is first read (``BackwardTrace.steps`` ...), filling each Step's ``device``, ``ready``,
+    # ``dependencies``, ``buffers`` and ``made_ready`` and the trace's ``initial_ready``,
+    # final counts and buffers and ``model_differs``, as they were filled while the pass ran
+    # before. A buffer slot shows the facts of the gradient sent into it (the edge's); a slot
+    # reached twice while its node still waits shows the sum, which the model made then.
+    def replay(self, trace):
+        """Run the model over the pass as observed, into ``trace`` (its Steps, in order)."""
+        deps = dict(self.dependencies)
+        not_ready: dict = {}
+        queue = _ReadyModel(self.seq.__getitem__)
+        waiting: dict = {}  # device -> {node: None}, the nodes made ready and not started
+        for node in self.roots:
+            queue.push(node)
+            device = self.device(node)
+            waiting.setdefault(device, {})[node] = None
+            trace._initial_ready.setdefault(device, []).append(node)
+        steps = {}
+        for step in trace._steps:
+            steps.setdefault(step.node, step)
+        edge_grads = trace.edge_grads
+        pending: list = []
+        running = None
+        differs = []
+        index = 0
+        for node, sums in self.events:
+            if sums is None:  # started
+                if queue.top() is not node:
+                    differs.append(index)
+                index += 1
+                queue.take(node)
+                running = steps.get(node)
+                if running is None:
+                    continue
+                for device, nodes in waiting.items():
+                    if node in nodes:
+                        running.device = device
+                        del nodes[node]
+                        break
+                running.dependencies, running.buffers = _changed(pending, self, deps, not_ready)
+                pending = []
+                ready = {"cpu": queue.snapshot()}
+                for device, nodes in waiting.items():
+                    if device != "cpu":
+                        ready[device] = sorted(nodes, key=lambda n: -self.seq[n])
+                running.ready = ready
                 continue
-            count = self.dependencies.get(fn, 1) - 1
-            self.dependencies[fn] = count
-            buf = self.not_ready.get(fn)
-            if buf is None:
-                size = len(getattr(fn, "_input_metadata", ())) if count else 0
-                buf = [None] * max(size, input_nr + 1)
-            if grad is not None:
-                buf[input_nr] = grad if buf[input_nr] is None else buf[input_nr] + grad
-            if count:
-                self.not_ready[fn] = buf
-            else:
-                self.not_ready.pop(fn, None)
-                self.cpu_ready_queue.push(fn)
-                made_ready.append(fn)
-        return made_ready
+            for i, (fn, input_nr) in enumerate(self.edges[node]):  # ended: route, as the engine
+                if fn is None:
+                    continue
+                count = deps.get(fn, 1) - 1
+                deps[fn] = count
+                buf = not_ready.get(fn)
+                if buf is None:
+                    size = len(getattr(fn, "_input_metadata", ())) if count else 0
+                    buf = [None] * max(size, input_nr + 1)
+                grad = edge_grads.get((node, i))
+                if grad is not None:
+                    total = sums.get((fn, input_nr)) if sums else None
+                    buf[input_nr] = grad if total is None else trace._summary(total)
+                if count:
+                    not_ready[fn] = buf
+                else:
+                    not_ready.pop(fn, None)
+                    queue.push(fn)
+                    waiting.setdefault(self.device(fn), {})[fn] = None
+                    if running is not None and running.node is node:
+                        running.made_ready.append(fn)
+            pending.append(node)
+        trace._final_dependencies, trace._final_buffers = _changed(pending, self, deps, not_ready)
+        trace._model_differs = differs
+        self.differs = differs
+        self.events = []
+
+
+def _changed(ended, task, deps, not_ready):
+    """The counts and buffers of the nodes that the nodes ``ended`` (since the last step)
+    route gradients to: what their routing changed."""
+    deps_changed, buffers = {}, {}
+    for node in ended:
+        for fn, _ in task.edges[node]:
+            if fn is None or fn in deps_changed:
+                continue
+            deps_changed[fn] = deps.get(fn, 0)
+            buf = not_ready.get(fn)
+            if buf is not None:
+                buffers[fn] = list(buf)
+    return deps_changed, buffers
 
 
 # NOTE [A stolen gradient]
@@ -555,7 +650,7 @@ def _watched_backward(source, observer, func, args, kwargs, torch):
 
     def pre(node):
         def hook(grad_outputs):
-            task.start(node)
+            task.events.append((node, None))
             _WATCHED[-1] = (observer, task, node)
             if node in accumulators:
                 g = node.variable.grad
@@ -573,8 +668,7 @@ def _watched_backward(source, observer, func, args, kwargs, torch):
                     after = grad  # the same values: read once (NOTE [A stolen gradient])
                 observer.grad_accumulated(task, node, var, grad, before.pop(node, None), after)
             observer.node_end(task, node, list(grad_inputs))
-            for fn in task.route(node, grad_inputs):
-                observer.node_ready(task, fn, task.device(fn))
+            task.end(node, grad_inputs)
 
         return hook
 
@@ -586,9 +680,6 @@ def _watched_backward(source, observer, func, args, kwargs, torch):
             except (RuntimeError, AttributeError):  # a node that takes no hooks: not watched
                 continue
         observer.task_start(task, nodes[0], dict(task.dependencies))
-        for node in nodes:
-            task.cpu_ready_queue.push(node)
-            observer.node_ready(task, node, task.device(node))
         error = None
         _WATCHED.append((observer, task, None))
         try:
