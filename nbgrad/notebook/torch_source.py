@@ -3,8 +3,9 @@
 The second implementation of the seam of ``sources.py``: the snapshot, the layout, the still
 pictures and the widgets draw a torch model's backward graph as they draw nbgrad's. It reads
 torch's public and semi-public API only (``name()``, ``next_functions``, ``metadata``,
-``_input_metadata``, ``_sequence_nr()``, the ``_saved_<name>`` attributes, a tensor's
-``_version``, ``_backward_hooks`` and ``_post_accumulate_grad_hooks``, a module's hook dicts).
+``_input_metadata``, ``_sequence_nr()``, ``torch.autograd._get_sequence_nr()``, the
+``_saved_<name>`` attributes, a tensor's ``_version``, ``_backward_hooks`` and
+``_post_accumulate_grad_hooks``, a module's hook dicts).
 
 NOTE [torch stays optional]
 Nothing here imports torch: an object is torch's when torch is already imported and the object
@@ -322,13 +323,14 @@ class TorchSource(GraphSource):
         return _ModeHandle(mode)
 
     def next_sequence_nr(self) -> int:
-        # NOTE [A sequence number without a node]: torch's thread-local counter, read
-        # (``_get_sequence_nr()`` is the number the next node will take); making a throwaway
-        # node instead costs tens of microseconds at each start and end of a block
-        peek = getattr(getattr(_torch()._C, "_autograd", None), "_get_sequence_nr", None)
+        # NOTE [A sequence number without a node]: torch's thread-local counter, read as
+        # torch.fx reads it (``torch.autograd._get_sequence_nr()`` is the number the next node
+        # will take); making a throwaway node instead costs tens of microseconds at each start
+        # and end of a block, and shifts the numbers of the nodes made after it
+        torch = _torch()
+        peek = getattr(torch.autograd, "_get_sequence_nr", None)
         if peek is not None:
             return peek() - 1
-        torch = _torch()
         with torch.enable_grad():  # a throwaway node takes one: the next nodes number above
             probe = torch.zeros((), requires_grad=True) * 1
         return probe.grad_fn._sequence_nr()
