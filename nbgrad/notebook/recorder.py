@@ -79,21 +79,19 @@ _NBGRAD_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.s
 def _framework_dirs() -> tuple:
     """The folders of nbgrad and of the frameworks imported now (their frames are not user
     code); worked out again only when the frameworks imported change."""
-    mods = tuple(sys.modules.get(name) for name in _FRAMEWORKS)
-    cached = _DIRS.get(mods)
+    torch = sys.modules.get("torch")
+    cached = _DIRS.get(torch)
     if cached is not None:
         return cached
     dirs = [_NBGRAD_DIR]
-    for mod in mods:
-        if mod is not None and getattr(mod, "__file__", None):
-            dirs.append(os.path.dirname(os.path.abspath(mod.__file__)) + os.sep)
+    if torch is not None and getattr(torch, "__file__", None):
+        dirs.append(os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
     _DIRS.clear()
-    _DIRS[mods] = tuple(dirs)
-    return _DIRS[mods]
+    _DIRS[torch] = tuple(dirs)
+    return _DIRS[torch]
 
 
-_FRAMEWORKS = ("torch",)
-_DIRS: dict = {}  # the modules of _FRAMEWORKS (None: not imported) -> their folders
+_DIRS: dict = {}  # the torch module (None: not imported) -> the frameworks' folders
 
 
 # the recorder stack: the recorders whose block is running, innermost last
@@ -742,16 +740,32 @@ def _summaries(trace, value):
 def _child_name(parent, module):
     if parent is None:
         return None
+    # the name found the last time, if it still names that child (a loop calls the same
+    # modules each step; going through all of a parent's children costs more)
+    key = (id(parent), id(module))
+    name = _CHILD_NAMES.get(key)
+    if name is not None:
+        try:
+            if getattr(parent, name, None) is module:
+                return name
+        except Exception:  # noqa: BLE001 - a half-built module must not break recording
+            pass
     children = getattr(parent, "named_children", None)
     if children is None:
         return None
     try:
         for name, child in children():
             if child is module:
+                if len(_CHILD_NAMES) > 4096:
+                    _CHILD_NAMES.clear()
+                _CHILD_NAMES[key] = name
                 return name
     except Exception:  # noqa: BLE001 - a half-built module must not break recording
         return None
     return None
+
+
+_CHILD_NAMES: dict = {}  # (id(parent), id(child)) -> the child's name, as last found
 
 
 def _remove(lst, item):

@@ -359,8 +359,9 @@ TORCH = TorchSource()
 # gradients do not change), runs torch's real backward, and removes them. The pre-hooks give
 # the order torch ran the nodes in and what each received; the hooks what each returned. Torch
 # shows no ready queue, dependency counts or input buffers: a :class:`TorchPass` keeps nbgrad's
-# model of them (PyTorch's engine, NOTE [Ready queues]) from the gradients the hooks see, and
-# notes each step where torch ran another node than the model would (``differs``).
+# model of them (PyTorch's engine, NOTE [Ready queues]), run over what the hooks saw when the
+# trace is first read (NOTE [The model run when read]), and notes each step where torch ran
+# another node than the model would (``differs``).
 
 _SKIP = frozenset(
     {"__get__", "__set__", "__repr__", "__format__", "__str__", "__len__", "__bool__"}
