@@ -277,6 +277,9 @@ class Recorder:
             trace.finished = True
             if trace.error is None:
                 trace.error = "the recording stopped during this backward pass"
+            task = trace._graph_task()
+            if getattr(task, "replay", None) is not None:  # NOTE [The model run when read]
+                trace._replay = task  # (over the steps recorded until now)
         self._open_traces = {}
         self._backward_depth = 0
         self.seq_end = self.graph_source.next_sequence_nr()
