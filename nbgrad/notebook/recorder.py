@@ -78,13 +78,20 @@ _NBGRAD_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.s
 
 def _framework_dirs() -> tuple:
     """The folders of nbgrad and of the frameworks imported now (their frames are not user
-    code)."""
+    code); worked out again only when the frameworks imported change."""
+    torch = sys.modules.get("torch")
+    cached = _DIRS.get(torch)
+    if cached is not None:
+        return cached
     dirs = [_NBGRAD_DIR]
-    for name in ("torch",):
-        mod = sys.modules.get(name)
-        if mod is not None and getattr(mod, "__file__", None):
-            dirs.append(os.path.dirname(os.path.abspath(mod.__file__)) + os.sep)
-    return tuple(dirs)
+    if torch is not None and getattr(torch, "__file__", None):
+        dirs.append(os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
+    _DIRS.clear()
+    _DIRS[torch] = tuple(dirs)
+    return _DIRS[torch]
+
+
+_DIRS: dict = {}  # the torch module (None: not imported) -> the frameworks' folders
 
 
 # the recorder stack: the recorders whose block is running, innermost last
@@ -270,6 +277,9 @@ class Recorder:
             trace.finished = True
             if trace.error is None:
                 trace.error = "the recording stopped during this backward pass"
+            task = trace._graph_task()
+            if getattr(task, "replay", None) is not None:  # NOTE [The model run when read]
+                trace._replay = task  # (over the steps recorded until now)
         self._open_traces = {}
         self._backward_depth = 0
         self.seq_end = self.graph_source.next_sequence_nr()
@@ -385,24 +395,45 @@ class Recorder:
         if self._quiet or get_ident() != self._thread:
             return
         is_tensor = source.is_tensor
-        results = result if isinstance(result, (tuple, list)) else (result,)
-        tensors = [t for t in results if is_tensor(t)]
-        if not tensors:
+        if type(result) is tuple or type(result) is list:
+            tensors = [t for t in result if is_tensor(t)]
+            if not tensors:
+                return
+        elif is_tensor(result):
+            tensors = (result,)
+        else:
             return
         if source is not self.graph_source and not self._claim(source):
             return
-        node = next((t.grad_fn for t in tensors if t.grad_fn is not None), None)
+        node = None
         outputs = []
         for t in tensors:
-            outputs += _foreign_pair(t)
+            pair = _foreign_pair(t)
+            if node is None:
+                node = pair[0]
+            outputs += pair
         inputs = []
-        for a in (*args, *kwargs.values()):
+        for a in args:
+            if is_tensor(a):
+                inputs += _foreign_pair(a)
+            elif type(a) is list or type(a) is tuple:
+                for t in a:
+                    if is_tensor(t):
+                        inputs += _foreign_pair(t)
+        for a in kwargs.values() if kwargs else ():
             for t in a if isinstance(a, (list, tuple)) else (a,):
                 if is_tensor(t):
                     inputs += _foreign_pair(t)
         cell = self.cell_filename
         dirs = _framework_dirs() if cell is None else ()
-        fname, lineno = _user_line(_getframe(1), cell, dirs)
+        # the walk starts at the caller of the framework's function (user code, or the
+        # framework's own code: a module's forward), three calls up (its handler, the
+        # watcher's forward, here); each frame passed costs a frame object
+        try:
+            frame = _getframe(3)
+        except ValueError:
+            frame = _getframe(1)
+        fname, lineno = _user_line(frame, cell, dirs)
         groups = self._open_groups
         refs = tuple(_weakref(t) for t in tensors) if len(tensors) > 1 else _weakref(tensors[0])
         self._raw.append(
@@ -493,7 +524,7 @@ class Recorder:
         seq = self.graph_source.sequence_nr(node)
         if self.seq_start is None or seq >= 2**64 - 1:
             return False
-        return seq > self.seq_start and (self.seq_end is None or seq < self.seq_end)
+        return seq > self.seq_start and (self.seq_end is None or seq <= self.seq_end)
 
     def summary(self) -> str:
         return (
@@ -571,8 +602,8 @@ class _Watcher(GraphObserver):
         running = trace._current.get(get_ident())
         if running is not None:
             running.made_ready.append(node)
-        elif not trace.steps:
-            trace.initial_ready.setdefault(device, []).append(node)
+        elif not trace._steps:
+            trace._initial_ready.setdefault(device, []).append(node)
 
     @_exclusive
     def hook(self, graph_task, kind, node, handle, before, after):
@@ -604,24 +635,27 @@ class _Watcher(GraphObserver):
         if trace is None:
             return
         step = Step()
-        step.index = len(trace.steps)
+        step.index = len(trace._steps)
         step.node = node
         step.device = "cpu"
-        for device, nodes in trace._ready.items():
-            if node in nodes:
-                step.device = device
-                del nodes[node]
-                break
         step.inputs = [trace._summary(g) for g in inputs]
         step.outputs = []
         step.hooks = trace._pending_hooks.pop(node, [])
-        step.dependencies, step.buffers = trace._observe_routing(graph_task)
-        step.ready = trace._ready_now(graph_task, node)
+        if getattr(graph_task, "replay", None) is not None:  # NOTE [The model run when read]
+            step.dependencies = step.buffers = step.ready = None
+        else:
+            for device, nodes in trace._ready.items():
+                if node in nodes:
+                    step.device = device
+                    del nodes[node]
+                    break
+            step.dependencies, step.buffers = trace._observe_routing(graph_task)
+            step.ready = trace._ready_now(graph_task, node)
         step.made_ready = []
         step.accumulated = None
         step.time = time.perf_counter()
         trace.node_inputs[node] = step.inputs
-        trace.steps.append(step)
+        trace._steps.append(step)
         trace._current[get_ident()] = step
 
     @_exclusive
@@ -660,9 +694,10 @@ class _Watcher(GraphObserver):
         if trace is None:
             return
         trace._current.pop(get_ident(), None)
-        trace.final_dependencies, trace.final_buffers = trace._observe_routing(graph_task)
-        differs = getattr(graph_task, "differs", None)
-        trace.model_differs = list(differs) if differs is not None else None
+        if getattr(graph_task, "replay", None) is not None:  # NOTE [The model run when read]
+            trace._replay = graph_task
+        else:
+            trace._final_dependencies, trace._final_buffers = trace._observe_routing(graph_task)
         trace.error = f"{type(error).__name__}: {error}" if error is not None else None
         trace.finished = True
         trace._memo = {}
@@ -708,16 +743,32 @@ def _summaries(trace, value):
 def _child_name(parent, module):
     if parent is None:
         return None
+    # the name found the last time, if it still names that child (a loop calls the same
+    # modules each step; going through all of a parent's children costs more)
+    key = (id(parent), id(module))
+    name = _CHILD_NAMES.get(key)
+    if name is not None:
+        try:
+            if getattr(parent, name, None) is module:
+                return name
+        except Exception:  # noqa: BLE001 - a half-built module must not break recording
+            pass
     children = getattr(parent, "named_children", None)
     if children is None:
         return None
     try:
         for name, child in children():
             if child is module:
+                if len(_CHILD_NAMES) > 4096:
+                    _CHILD_NAMES.clear()
+                _CHILD_NAMES[key] = name
                 return name
     except Exception:  # noqa: BLE001 - a half-built module must not break recording
         return None
     return None
+
+
+_CHILD_NAMES: dict = {}  # (id(parent), id(child)) -> the child's name, as last found
 
 
 def _remove(lst, item):

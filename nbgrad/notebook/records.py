@@ -10,7 +10,7 @@ from __future__ import annotations
 import linecache
 import weakref
 
-from .snapshot import grad_facts
+from .snapshot import array_facts, grad_facts
 from .sources import NBGRAD, dtype_name
 
 __all__ = [
@@ -318,20 +318,23 @@ class BackwardTrace:
         self.keep_graph = bool(getattr(graph_task, "keep_graph", False))
         self.create_graph = bool(getattr(graph_task, "create_graph", False))
         self.initial_dependencies = dict(dependencies)
-        self.initial_ready = {}
-        self.steps: list[Step] = []
+        self._initial_ready = {}
+        self._steps: list[Step] = []
         self.hook_calls: list[HookCall] = []
         self.accumulations: list[Accumulation] = []  # in the order the leaves got them
         self.edge_grads: dict = {}  # (node, edge index) -> the gradient's GradFacts
         self.node_inputs: dict = {}  # node -> GradFacts of the gradients it received
-        self.final_dependencies: dict = {}
-        self.final_buffers: dict = {}
+        self._final_dependencies: dict = {}
+        self._final_buffers: dict = {}
         self.error = None
         self.finished = False
         self.max_values = max_values
         # a pass observed from outside (torch's, NOTE [Watching torch]): the steps where the
         # framework ran another node than nbgrad's model of the engine would; None otherwise
-        self.model_differs = None
+        self._model_differs = None
+        # a pass whose engine state is modelled after it ran (NOTE [The model run when read]):
+        # its graph task, until the first read of the steps
+        self._replay = None
         self._graph_task = weakref.ref(graph_task)
         self._ready: dict = {}  # device -> {node: None} (from node_ready/node_start events)
         self._pending = []  # nodes that ended and whose routing is not yet observed
@@ -345,23 +348,52 @@ class BackwardTrace:
         """The nodes in the order they ran."""
         return [s.node for s in self.steps]
 
+    def _settled(self):
+        task, self._replay = self._replay, None
+        if task is not None:
+            task.replay(self)
+        return self
+
+    @property
+    def steps(self) -> list[Step]:
+        return self._settled()._steps
+
+    @property
+    def initial_ready(self) -> dict:
+        """device -> the nodes ready before the first step."""
+        return self._settled()._initial_ready
+
+    @property
+    def final_dependencies(self) -> dict:
+        return self._settled()._final_dependencies
+
+    @property
+    def final_buffers(self) -> dict:
+        return self._settled()._final_buffers
+
+    @property
+    def model_differs(self):
+        return self._settled()._model_differs
+
     def __repr__(self):
         root = self.graph_source.node_name(self.root) if self.root is not None else None
-        return f"<BackwardTrace #{self.index} from {root}: {len(self.steps)} steps>"
+        return f"<BackwardTrace #{self.index} from {root}: {len(self._steps)} steps>"
 
     # -- building (called from the engine listener) --------------------------------------------
     def _summary(self, value):
         """A gradient's facts (NOTE [Summarise when shown]); the same tensor, unchanged since,
         is read once per pass (a node's output is the next node's input)."""
+        if value is None:
+            return None
         source = self.graph_source
-        if value is None or not source.is_tensor(value):
+        if not source.is_tensor(value):
             return grad_facts(value, self.max_values, source)
         key = id(value)
         version = source.version(value)
         hit = self._memo.get(key)
         if hit is not None and hit[0]() is value and hit[1] == version:
             return hit[2]
-        facts = grad_facts(value, self.max_values, source, self._norms)
+        facts = array_facts(source.to_numpy(value), value, self.max_values, source, self._norms)
         try:
             self._memo[key] = (weakref.ref(value), version, facts)
         except TypeError:  # a tensor that takes no weak reference: not remembered

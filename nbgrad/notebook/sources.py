@@ -241,8 +241,9 @@ class GraphSource(abc.ABC):
         raise NotImplementedError(f"the {self.name} graph source cannot record or observe")
 
     def next_sequence_nr(self) -> int:
-        """Take a sequence number now: the nodes made after it on this thread number above
-        it (a recorder's block covers the nodes numbered between its start and its end)."""
+        """A sequence number now: the nodes made after it on this thread number above it,
+        those made before it at most it (a recorder's block covers the nodes numbered above
+        its start, up to its end)."""
         raise NotImplementedError(f"the {self.name} graph source cannot record")
 
     def register_hook(self, owner, method, fn, kind):

@@ -3,8 +3,9 @@
 The second implementation of the seam of ``sources.py``: the snapshot, the layout, the still
 pictures and the widgets draw a torch model's backward graph as they draw nbgrad's. It reads
 torch's public and semi-public API only (``name()``, ``next_functions``, ``metadata``,
-``_input_metadata``, ``_sequence_nr()``, the ``_saved_<name>`` attributes, a tensor's
-``_version``, ``_backward_hooks`` and ``_post_accumulate_grad_hooks``, a module's hook dicts).
+``_input_metadata``, ``_sequence_nr()``, ``torch.autograd._get_sequence_nr()``, the
+``_saved_<name>`` attributes, a tensor's ``_version``, ``_backward_hooks`` and
+``_post_accumulate_grad_hooks``, a module's hook dicts).
 
 NOTE [torch stays optional]
 Nothing here imports torch: an object is torch's when torch is already imported and the object
@@ -34,6 +35,17 @@ __all__ = ["TorchSource", "TORCH"]
 
 def _torch():
     return sys.modules.get("torch")
+
+
+_TENSOR_CLASS: list = []  # [torch.Tensor], once torch is imported (read on every event)
+
+
+def _tensor_class():
+    torch = _torch()
+    if torch is None or not hasattr(torch, "Tensor"):  # (not imported, or half imported)
+        return None
+    _TENSOR_CLASS.append(torch.Tensor)
+    return torch.Tensor
 
 
 class _Handle:
@@ -151,8 +163,8 @@ class TorchSource(GraphSource):
         )
 
     def is_tensor(self, obj) -> bool:
-        torch = _torch()
-        return torch is not None and isinstance(obj, torch.Tensor)
+        tensor = _TENSOR_CLASS[0] if _TENSOR_CLASS else _tensor_class()
+        return tensor is not None and isinstance(obj, tensor)
 
     # -- nodes -----------------------------------------------------------------------------
     def node_name(self, node) -> str:
@@ -285,7 +297,10 @@ class TorchSource(GraphSource):
         return tensor._version
 
     def to_numpy(self, tensor) -> np.ndarray:
-        return tensor.detach().cpu().numpy()
+        try:  # a CPU tensor that needs no grad (a gradient, mostly): a view, one call
+            return tensor.numpy()
+        except (RuntimeError, TypeError):
+            return tensor.detach().cpu().numpy()
 
     def register_hook(self, owner, method, fn, kind):
         hook = TorchHook(fn, kind, owner)
@@ -308,7 +323,14 @@ class TorchSource(GraphSource):
         return _ModeHandle(mode)
 
     def next_sequence_nr(self) -> int:
+        # NOTE [A sequence number without a node]: torch's thread-local counter, read as
+        # torch.fx reads it (``torch.autograd._get_sequence_nr()`` is the number the next node
+        # will take); making a throwaway node instead costs tens of microseconds at each start
+        # and end of a block, and shifts the numbers of the nodes made after it
         torch = _torch()
+        peek = getattr(torch.autograd, "_get_sequence_nr", None)
+        if peek is not None:
+            return peek() - 1
         with torch.enable_grad():  # a throwaway node takes one: the next nodes number above
             probe = torch.zeros((), requires_grad=True) * 1
         return probe.grad_fn._sequence_nr()
@@ -337,8 +359,22 @@ TORCH = TorchSource()
 # gradients do not change), runs torch's real backward, and removes them. The pre-hooks give
 # the order torch ran the nodes in and what each received; the hooks what each returned. Torch
 # shows no ready queue, dependency counts or input buffers: a :class:`TorchPass` keeps nbgrad's
-# model of them (PyTorch's engine, NOTE [Ready queues]) from the gradients the hooks see, and
-# notes each step where torch ran another node than the model would (``differs``).
+# model of them (PyTorch's engine, NOTE [Ready queues]), run over what the hooks saw when the
+# trace is first read (NOTE [The model run when read]), and notes each step where torch ran
+# another node than the model would (``differs``).
+#
+# NOTE [Recording torch's cost]
+# ``tests/benchmarks/notebook.py --only torch`` times a training step (784-256-10 MLP, batch
+# 64, SGD, one thread) plain and recorded. Torch's own machinery sets a floor: a
+# TorchFunctionMode that only calls the function (each of the ~40 calls of a step, ``.grad``
+# reads and the optimizer's grad-mode switches included, goes through Python), the global
+# module hooks and a no-op pre-hook and hook on each node cost about 1.3x on their own on a
+# shared 2-core machine. Above it, the recorder keeps per event only what cannot wait: a
+# record tuple per call (NOTE [Recording cost]), the facts of each gradient (a norm and the
+# first values, NOTE [Summarise when shown]; a ``.grad`` that took the incoming gradient's
+# memory is not read again, NOTE [A stolen gradient]) and a Step; the model of the engine
+# runs when the trace is read (NOTE [The model run when read]); the block's sequence
+# numbers are read, not taken (NOTE [A sequence number without a node]).
 
 _SKIP = frozenset(
     {"__get__", "__set__", "__repr__", "__format__", "__str__", "__len__", "__bool__"}
@@ -348,6 +384,11 @@ _SKIP = frozenset(
 def _op_name(func) -> str:
     name = getattr(func, "__name__", None) or repr(func)
     return name[2:-2] if name.startswith("__") and name.endswith("__") else name
+
+
+def _recorded_name(func) -> str:
+    """The op name a call of ``func`` is recorded under; "" for those not recorded."""
+    return "" if getattr(func, "__name__", "") in _SKIP else _op_name(func)
 
 
 class _ReadyModel:
@@ -407,6 +448,8 @@ class _ReadyModel:
 
     def snapshot(self):
         """The waiting nodes in the order the engine would run them."""
+        if len(self.heap) < 2:
+            return list(self.heap)
         heap, out = list(self.heap), []
         while heap:
             out.append(self._pop(heap))
@@ -414,17 +457,15 @@ class _ReadyModel:
 
 
 class TorchPass:
-    """One torch backward pass as the observer's ``graph_task``: nbgrad's model of the engine's
-    state (``dependencies``, ``not_ready`` input buffers, ``cpu_ready_queue``), and the steps
-    where torch's order ``differs`` from the model's (indices of ``order``)."""
+    """One torch backward pass as the observer's ``graph_task``: what the hooks saw, in the
+    order they saw it, and (run when first read, NOTE [The model run when read]) nbgrad's model
+    of the engine's state over it (``dependencies``, ``not_ready`` input buffers,
+    ``cpu_ready_queue``) and the steps where torch's order ``differs`` from the model's."""
 
     def __init__(self, source, roots):
         self.source = source
         self.roots = roots
         self.dependencies: dict = {}
-        self.not_ready: dict = {}
-        self.order: list = []
-        self.differs: list = []
         # what the hooks read of each node, read once here (each read of a torch node's
         # next_functions, sequence number or input metadata builds Python objects)
         self.edges: dict = {}
@@ -441,7 +482,15 @@ class TorchPass:
                     self.dependencies[fn] = self.dependencies.get(fn, 0) + 1
                     stack.append(fn)
         self.nodes = self.edges.keys()
-        self.cpu_ready_queue = _ReadyModel(self.seq.__getitem__)
+        # the pass as the hooks saw it: (node, None) when a node started, (node, sums) when
+        # it ended (sums: the input buffer slots its gradients added to, see fan_in)
+        self.events: list = []
+        # the nodes with several incoming edges: the engine adds the gradients of a slot
+        # reached twice, so the model does too, as they come (the only tensors it keeps)
+        self.fan_in = {fn for fn, count in self.dependencies.items() if count > 1}
+        self._slots: dict = {}  # fan-in node -> {input_nr: gradient so far}
+        self._left = {fn: self.dependencies[fn] for fn in self.fan_in}
+        self.differs: list = []
         self._devices: dict = {}
 
     def next_edges(self, node):
@@ -457,33 +506,140 @@ class TorchPass:
         return device
 
     def start(self, node):
-        """``node`` starts: note whether the model would have run it now."""
-        if self.cpu_ready_queue.top() is not node:
-            self.differs.append(len(self.order))
-        self.cpu_ready_queue.take(node)
-        self.order.append(node)
+        """``node`` starts (its pre-hook)."""
+        self.events.append((node, None))
 
-    def route(self, node, grads):
-        """``node`` returned ``grads``: the nodes that became ready, as the engine routes them."""
-        made_ready = []
-        for (fn, input_nr), grad in zip(self.edges[node], grads):
-            if fn is None:
+    def end(self, node, grads):
+        """``node`` returned ``grads`` (its hook): the sums of gradients into the slots of a
+        fan-in node that is still waiting for more are made now, as the engine makes them."""
+        sums = ()
+        fan_in = self.fan_in
+        if fan_in:
+            for (fn, input_nr), grad in zip(self.edges[node], grads):
+                if fn is None or fn not in fan_in:
+                    continue
+                left = self._left[fn] = self._left[fn] - 1
+                slots = self._slots.setdefault(fn, {})
+                if grad is not None:
+                    before = slots.get(input_nr)
+                    slots[input_nr] = grad if before is None else before + grad
+                    if before is not None and left:
+                        sums = sums or {}
+                        sums[(fn, input_nr)] = slots[input_nr]
+                if not left:
+                    del self._slots[fn]
+        self.events.append((node, sums))
+
+    # NOTE [The model run when read]
+    # The ready queue, the dependency counts and the input buffers of a torch pass are nbgrad's
+    # model, not torch's state: they follow from the order the hooks saw and from which
+    # gradients were None. So the hooks only note what happened (``events``) and the
+    # gradients' facts (the observer's), and the model runs over those notes when the trace
+    # is first read (``BackwardTrace.steps`` ...), filling each Step's ``device``, ``ready``,
+    # ``dependencies``, ``buffers`` and ``made_ready`` and the trace's ``initial_ready``,
+    # final counts and buffers and ``model_differs``, as they were filled while the pass ran
+    # before. A buffer slot shows the facts of the gradient sent into it (the edge's); a slot
+    # reached twice while its node still waits shows the sum, which the model made then.
+    def replay(self, trace):
+        """Run the model over the pass as observed, into ``trace`` (its Steps, in order)."""
+        deps = dict(self.dependencies)
+        not_ready: dict = {}
+        queue = _ReadyModel(self.seq.__getitem__)
+        waiting: dict = {}  # device -> {node: None}, the nodes made ready and not started
+        for node in self.roots:
+            queue.push(node)
+            device = self.device(node)
+            waiting.setdefault(device, {})[node] = None
+            trace._initial_ready.setdefault(device, []).append(node)
+        steps = {}
+        for step in trace._steps:
+            steps.setdefault(step.node, step)
+        edge_grads = trace.edge_grads
+        pending: list = []
+        running = None
+        differs = []
+        index = 0
+        for node, sums in self.events:
+            if sums is None:  # started
+                if queue.top() is not node:
+                    differs.append(index)
+                index += 1
+                queue.take(node)
+                running = steps.get(node)
+                if running is None:
+                    continue
+                for device, nodes in waiting.items():
+                    if node in nodes:
+                        running.device = device
+                        del nodes[node]
+                        break
+                running.dependencies, running.buffers = _changed(pending, self, deps, not_ready)
+                pending = []
+                ready = {"cpu": queue.snapshot()}
+                for device, nodes in waiting.items():
+                    if device != "cpu":
+                        ready[device] = sorted(nodes, key=lambda n: -self.seq[n])
+                running.ready = ready
                 continue
-            count = self.dependencies.get(fn, 1) - 1
-            self.dependencies[fn] = count
-            buf = self.not_ready.get(fn)
-            if buf is None:
-                size = len(getattr(fn, "_input_metadata", ())) if count else 0
-                buf = [None] * max(size, input_nr + 1)
-            if grad is not None:
-                buf[input_nr] = grad if buf[input_nr] is None else buf[input_nr] + grad
-            if count:
-                self.not_ready[fn] = buf
-            else:
-                self.not_ready.pop(fn, None)
-                self.cpu_ready_queue.push(fn)
-                made_ready.append(fn)
-        return made_ready
+            for i, (fn, input_nr) in enumerate(self.edges[node]):  # ended: route, as the engine
+                if fn is None:
+                    continue
+                count = deps.get(fn, 1) - 1
+                deps[fn] = count
+                buf = not_ready.get(fn)
+                if buf is None:
+                    size = len(getattr(fn, "_input_metadata", ())) if count else 0
+                    buf = [None] * max(size, input_nr + 1)
+                grad = edge_grads.get((node, i))
+                if grad is not None:
+                    total = sums.get((fn, input_nr)) if sums else None
+                    buf[input_nr] = grad if total is None else trace._summary(total)
+                if count:
+                    not_ready[fn] = buf
+                else:
+                    not_ready.pop(fn, None)
+                    queue.push(fn)
+                    waiting.setdefault(self.device(fn), {})[fn] = None
+                    if running is not None and running.node is node:
+                        running.made_ready.append(fn)
+            pending.append(node)
+        trace._final_dependencies, trace._final_buffers = _changed(pending, self, deps, not_ready)
+        trace._model_differs = differs
+        self.differs = differs
+        self.events = []
+
+
+def _changed(ended, task, deps, not_ready):
+    """The counts and buffers of the nodes that the nodes ``ended`` (since the last step)
+    route gradients to: what their routing changed."""
+    deps_changed, buffers = {}, {}
+    for node in ended:
+        for fn, _ in task.edges[node]:
+            if fn is None or fn in deps_changed:
+                continue
+            deps_changed[fn] = deps.get(fn, 0)
+            buf = not_ready.get(fn)
+            if buf is not None:
+                buffers[fn] = list(buf)
+    return deps_changed, buffers
+
+
+# NOTE [A stolen gradient]
+# Into a ``.grad`` that was None, torch's AccumulateGrad puts the incoming gradient itself when
+# nothing else holds it (``new_grad.detach()``: another tensor object over the same memory,
+# with the same version counter), else a copy. Where ``.grad`` after is that memory, in that
+# layout, the observer is given the incoming gradient for it: the same values, whose facts the
+# pass has already taken (its memo is by tensor object), instead of reading them again.
+def _stolen(grad, after) -> bool:
+    return (
+        grad is not None
+        and after is not None
+        and after.data_ptr() == grad.data_ptr()
+        and after.dtype == grad.dtype
+        and after.shape == grad.shape
+        and after.stride() == grad.stride()
+        and after._version == grad._version
+    )
 
 
 def _roots(func, args, kwargs, torch):
@@ -510,7 +666,7 @@ def _watched_backward(source, observer, func, args, kwargs, torch):
 
     def pre(node):
         def hook(grad_outputs):
-            task.start(node)
+            task.events.append((node, None))
             _WATCHED[-1] = (observer, task, node)
             if node in accumulators:
                 g = node.variable.grad
@@ -523,12 +679,12 @@ def _watched_backward(source, observer, func, args, kwargs, torch):
         def hook(grad_inputs, grad_outputs):
             if node in accumulators:
                 var = node.variable
-                observer.grad_accumulated(
-                    task, node, var, grad_outputs[0], before.pop(node, None), var.grad
-                )
+                grad, after = grad_outputs[0], var.grad
+                if _stolen(grad, after):
+                    after = grad  # the same values: read once (NOTE [A stolen gradient])
+                observer.grad_accumulated(task, node, var, grad, before.pop(node, None), after)
             observer.node_end(task, node, list(grad_inputs))
-            for fn in task.route(node, grad_inputs):
-                observer.node_ready(task, fn, task.device(fn))
+            task.end(node, grad_inputs)
 
         return hook
 
@@ -540,9 +696,6 @@ def _watched_backward(source, observer, func, args, kwargs, torch):
             except (RuntimeError, AttributeError):  # a node that takes no hooks: not watched
                 continue
         observer.task_start(task, nodes[0], dict(task.dependencies))
-        for node in nodes:
-            task.cpu_ready_queue.push(node)
-            observer.node_ready(task, node, task.device(node))
         error = None
         _WATCHED.append((observer, task, None))
         try:
@@ -566,6 +719,7 @@ def _watch_mode(torch):
         return cls
     backward_funcs = (torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad)
     clock = time.perf_counter
+    names: dict = {}  # func -> its op name ("" for those not recorded, _SKIP)
 
     class WatchMode(torch.overrides.TorchFunctionMode):
         def __init__(self, source, observer, forward, backward):
@@ -581,11 +735,17 @@ def _watch_mode(torch):
                 if self.backward:
                     return _watched_backward(self.source, self.observer, func, args, kwargs, torch)
                 return func(*args, **kwargs)
-            if not self.forward or getattr(func, "__name__", "") in _SKIP:
+            try:
+                name = names[func]
+            except KeyError:
+                name = names[func] = _recorded_name(func)
+            except TypeError:  # (a function that cannot be a key: named at each call)
+                name = _recorded_name(func)
+            if not self.forward or not name:
                 return func(*args, **kwargs)
             t0 = clock()
             result = func(*args, **kwargs)
-            self.observer.forward(_op_name(func), args, kwargs, result, clock() - t0)
+            self.observer.forward(name, args, kwargs, result, clock() - t0)
             return result
 
     _MODE["cls"] = WatchMode

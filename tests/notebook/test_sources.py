@@ -211,6 +211,7 @@ FOREIGN = {"_getframe", "_render_traceback_"}
 TORCH_PUBLIC = {
     "_version",
     "_sequence_nr",
+    "_get_sequence_nr",  # torch.autograd's (torch.fx reads it): the counter _sequence_nr reads
     "_input_metadata",
     "_backward_hooks",
     "_post_accumulate_grad_hooks",

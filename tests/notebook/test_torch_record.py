@@ -333,3 +333,34 @@ def test_a_large_norm_is_read_once_per_memory_and_version():
         b = torch.full((2, n), float(k + 3))
         assert grad_facts(b, 16, TORCH, norms).norm == pytest.approx(b.norm().item())
         del b
+
+
+def test_a_fan_in_buffer_shows_the_sum_of_what_reached_it_so_far():
+    """NOTE [The model run when read]: the input buffer of a node that four edges reach shows,
+    at each step while it waits, the sum of the gradients sent to it so far (the values the
+    nodes before returned), and the node then receives the whole sum; the model's order is
+    torch's."""
+    a = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    b = torch.tensor([1.5, 0.25, -0.5], requires_grad=True)
+    with record() as rec:
+        h = a * b
+        (h + h.exp() + h.sin() + h * 2).sum().backward()
+    (trace,) = rec.passes
+    node = h.grad_fn
+    sent, shown, received = [], [], None
+    for step in trace.steps:
+        if node in step.buffers:
+            (slot,) = step.buffers[node]
+            total = torch.stack(sent).sum(0)
+            assert slot["values"] == pytest.approx(total.tolist(), rel=1e-5)
+            assert slot["norm"] == pytest.approx(total.norm().item(), rel=1e-5)
+            shown.append(len(sent))
+        if step.node is node:
+            received = step.inputs[0]["values"]
+        for (fn, _), out in zip(step.node.next_functions, step.outputs):
+            if fn is node and out is not None:
+                sent.append(torch.tensor(out["values"]))
+    assert shown == [1, 2, 3]  # the fourth made it ready: a ready node has no buffer shown
+    hd = h.detach()
+    assert received == pytest.approx((1 + hd.exp() + hd.cos() + 2).tolist(), rel=1e-5)
+    assert trace.model_differs == [] and trace.final_buffers == {}
