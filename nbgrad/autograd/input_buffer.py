@@ -49,7 +49,8 @@ class InputBuffer(list):
 # the tensor (a hook, the recorder or another buffer that kept it adds one), only the tensor and
 # ``_accumulate`` the array, which must own its memory (no view of another array; a view of
 # it holds it too), be of the other gradient's dtype and take the sum's shape (else the sum is
-# new, as before). CPython before 3.14 only, whose stack holds a reference for each name read
+# new, as before); the sum in place bumps the gradient's version, as a changed value. CPython
+# before 3.14 only, whose stack holds a reference for each name read
 # (from 3.14 some reads borrow one, so the counts would not say the same).
 _IN_PLACE = sys.implementation.name == "cpython" and sys.version_info < (3, 14)
 _getrefcount = sys.getrefcount
@@ -75,9 +76,17 @@ def _accumulate(old, new):
         ):
             try:
                 _np_add(a, b, out=a)
-                return old
             except ValueError:  # ``b`` does not broadcast to ``a``'s shape: a new sum
                 pass
+            else:
+                # a new version of the value: what read the old one (the notebook's recorder
+                # keeps a gradient's facts by tensor and version) must read it again
+                counter = old._version_counter
+                if counter is None:
+                    old._version_counter = [1]
+                else:
+                    counter[0] += 1
+                return old
         if not a.ndim:  # NOTE [0-d results stay arrays] in dispatch.py
             return _wrap(_np_add(a, b, out=...), old._device)
         return _wrap(a + b, old._device)

@@ -4,6 +4,7 @@ recorded outside its block (nbgrad/notebook/recorder.py)."""
 import importlib
 import sys
 
+import numpy as np
 import pytest
 
 import nbgrad as ng
@@ -301,3 +302,32 @@ def test_a_gradient_changed_in_place_is_summarised_again():
     assert step.inputs[0]["values"] == [10.0, 10.0] and x.grad.tolist() == [30.0, 30.0]
     mul5 = trace.steps[1]  # as it was when (y * 5.0)'s node ended
     assert mul5.outputs[0]["values"] == [5.0, 5.0]
+
+
+def test_a_fan_in_buffer_shows_the_sum_of_what_reached_it_so_far():
+    """The input buffer of a node that four edges reach shows, at each step while it waits,
+    the sum of the gradients sent to it so far, and the node then receives the whole sum (the
+    engine sums into the buffer in place: a value read earlier must not be shown again)."""
+    a = ng.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    b = ng.tensor([1.5, 0.25, -0.5], requires_grad=True)
+    with record() as rec:
+        h = a * b
+        (h + h.exp() + h.sin() + h * 2).sum().backward()
+    (trace,) = rec.passes
+    node = h.grad_fn
+    sent, shown, received = [], [], None
+    for step in trace.steps:
+        if node in step.buffers:
+            (slot,) = step.buffers[node]
+            total = np.sum(sent, axis=0)
+            assert slot["values"] == pytest.approx(total.tolist(), rel=1e-4)
+            assert slot["norm"] == pytest.approx(float(np.linalg.norm(total)), rel=1e-4)
+            shown.append(len(sent))
+        if step.node is node:
+            received = step.inputs[0]["values"]
+        for (fn, _), out in zip(step.node.next_functions, step.outputs):
+            if fn is node and out is not None:
+                sent.append(np.array(out["values"]))
+    assert shown == [1, 2, 3]  # the fourth made it ready: a ready node has no buffer shown
+    hd = h.detach().numpy()
+    assert received == pytest.approx((1 + np.exp(hd) + np.cos(hd) + 2).tolist(), rel=1e-4)
