@@ -68,16 +68,17 @@ def unpack_input(tensor, saved_version, node):
 #   (``nbgrad.derivatives.opinfo.row_function``: ``tanh_backward(grad, result)``,
 #   ``cos(self)``), which call the row's kernel on arrays and dispatch it on Tensors. The same
 #   formula is thus the one source of both paths; a row runs on arrays when all of its
-#   formulas qualify;
+#   formulas qualify, and one of them computes something (``returns_grad``: not
+#   ``self=lambda grad: grad``, which costs nothing on either path) for a live edge;
 # - at run time: grad mode off, the incoming gradient a CPU NumPy array, and every saved value a
 #   formula may read a CPU array of the gradient's dtype (PyTorch's promotion of mixed dtypes
-#   and 0-d tensors differs from NumPy's), a Python int or float, or None. Anything else (a
-#   saved tensor with an unpack hook, another dtype or device) and the node takes its Tensor
-#   path, which unpacks everything again as before; the array attempt has no side effect
-#   before it gives up (unpack hooks never run in it; an error it raises is the error the
-#   Tensor path raises at the same slot);
-# - a formula that returns the incoming gradient itself (``self=lambda grad: grad``) gives the
-#   incoming Tensor, as the Tensor path does; anything else is wrapped as a new tensor.
+#   and 0-d tensors differs from NumPy's), a Python int or float, or None. At the first value
+#   that is not (a saved tensor with an unpack hook, another dtype or device) the node takes
+#   its Tensor path, which unpacks everything again as before: the array attempt has no side
+#   effect before it gives up (unpack hooks never run in it; an error it raises is the error
+#   the Tensor path raises at the same slot);
+# - a formula that gives back the incoming gradient's array gives the incoming Tensor, as the
+#   Tensor path does; any other result is wrapped as a new tensor.
 # Hooks, validation, input buffers and ``AccumulateGrad`` see Tensors, as before. The recorder's
 # ``backward_ops`` counts the formula ops that still run as Tensor ops.
 _ARRAY_OPERATORS = frozenset({"+", "-", "*", "/"})
@@ -134,10 +135,25 @@ def runs_on_arrays(formula) -> bool:
     return True
 
 
+def returns_grad(formula) -> bool:
+    """Whether ``formula`` is ``lambda grad: grad`` (or names more parameters and returns
+    ``grad`` unchanged all the same): no op to run on either path."""
+    code = getattr(formula, "__code__", None)
+    if code is None:
+        return False
+    body = [i for i in dis.get_instructions(code) if i.opname not in ("RESUME", "NOP", "CACHE")]
+    return (
+        len(body) == 2
+        and body[0].opname in ("LOAD_FAST", "LOAD_FAST_BORROW")
+        and body[0].argval == "grad"
+        and body[1].opname == "RETURN_VALUE"
+    )
+
+
 def saved_array(saved, node):
     """A SavedTensor without an unpack hook, unpacked to its array (NOTE [Backward on arrays]):
     ``saved.unpack(node)``'s checks and errors, without making a tensor for a saved output.
-    None for a saved None; ``_NOT_ARRAY`` off the CPU."""
+    None for a saved None, ``_NOT_ARRAY`` for a tensor off the CPU."""
     if not saved._is_output or saved._freed:
         tensor = saved.unpack(node)
         if tensor is None:
@@ -146,6 +162,12 @@ def saved_array(saved, node):
     if saved._counter[0] != saved._version:
         saved._raise_version_error()
     return saved._data if saved._device is CPU else _NOT_ARRAY
+
+
+def input_array(tensor, saved_version, node):
+    """``unpack_input``'s array, or ``_NOT_ARRAY`` off the CPU (NOTE [Backward on arrays])."""
+    tensor = unpack_input(tensor, saved_version, node)
+    return tensor._data if tensor._device is CPU else _NOT_ARRAY
 
 
 _NOT_ARRAY = object()  # a saved value that makes a node take its Tensor path
@@ -355,7 +377,7 @@ def _generate_apply(info, slot_plan, save_plan):
     arrays = _generate_array_path(slot_plan, tensor_slots, input_slots, outs)
     if arrays is not None:
         lines += arrays[0]
-        env.update(arrays[2])
+        env.update(arrays[1])
     for slot in tensor_slots:  # saved tensors: unpacked once, whichever edges are live
         local = "v" + slot[2:]
         lines += [
@@ -400,41 +422,69 @@ def _generate_apply(info, slot_plan, save_plan):
         ]
     if not tensor_slots:
         lines.append("    pass")
-    if arrays is not None:
-        lines += arrays[1]
     source = "\n".join(lines) + "\n"
     _exec_generated(source, f"<generated apply of {info.node_name}>", env)
-    methods = ["apply", "release_variables"] + (["_saved_arrays"] if "_saved_arrays" in env else [])
-    for fn in methods:
+    for fn in ("apply", "release_variables"):
         env[fn].__qualname__ = f"{info.node_name}.{fn}"
-    return {fn: env[fn] for fn in methods} | {"_apply_source": source}
+    return {
+        "apply": env["apply"],
+        "release_variables": env["release_variables"],
+        "_apply_source": source,
+    }
 
 
 def _generate_array_path(slot_plan, tensor_slots, input_slots, outs):
-    """The lines that start ``apply`` with its formulas run on arrays; those of
-    ``_saved_arrays``, the saved values as arrays or None for the Tensor path; the names they
-    use (NOTE [Backward on arrays]). None when a formula of the row does not run on arrays."""
+    """The lines that start ``apply`` with its formulas run on arrays, and the names they use
+    (NOTE [Backward on arrays]); None when a formula of the row does not run on arrays.
+
+    Each saved value a formula names is read and checked in turn, one ``if`` deeper each, the
+    saved tensors first in the order the Tensor path unpacks them: the first that is no array
+    operand leaves the array path, with nothing after it read.
+    """
     if not all(runs_on_arrays(formula) for _, _, formula, _ in slot_plan):
         return None
+    # a node whose live formulas all give ``grad`` back costs no op on the Tensor path
+    computing = [i for i, _, formula, _ in slot_plan if not returns_grad(formula)]
+    if not computing:
+        return None
     env = {"ndarray": np.ndarray, "CPU": CPU, "grad_mode": _grad_state, "wrap": _graph._wrap}
-    env["saved_array"], env["NOT_ARRAY"] = saved_array, _NOT_ARRAY
+    env.update(saved_array=saved_array, input_array=input_array, NOT_ARRAY=_NOT_ARRAY)
     named = [slot for _, _, _, slots in slot_plan for slot in slots if slot != "grad"]
-    # every saved value a formula names, saved tensors first (in the order the Tensor path
-    # unpacks them), each checked as it is read
     operands = [s for s in tensor_slots if s in named]
     operands += [s for s in dict.fromkeys(named) if s not in operands]
+    live = " or ".join(f"fns[{i}] is not None" for i in computing)
     lines = [
         "    grad = grads[0]",
-        "    if grad is not None and grad._device is CPU and not grad_mode.enabled:",
+        f"    if ({live}) and grad is not None and grad._device is CPU and not grad_mode.enabled:",
         "        g = grad._data",
         "        if type(g) is ndarray:  # NOTE [Backward on arrays]",
+        "            dtype = g.dtype",
     ]
     indent = "            "
-    if operands:
-        locals_ = ", ".join("a" + s[2:] for s in operands)
-        lines += [f"{indent}saved = self._saved_arrays(g.dtype)", f"{indent}if saved is not None:"]
+    for slot in operands:
+        a = "a" + slot[2:]
+        lines.append(f"{indent}{a} = self.{slot}")
+        if slot in tensor_slots:
+            lines += [
+                f"{indent}if type({a}) is SavedTensor:",  # (unpack hooks run on the Tensor path)
+                f"{indent}    if {a}._unpack_hook is not None:",
+                f"{indent}        {a} = NOT_ARRAY",
+                f"{indent}    else:",
+                f"{indent}        {a} = saved_array({a}, self)",
+                f"{indent}elif {a} is FREED:",
+                f"{indent}    raise RuntimeError(ERR_FREED)",
+            ]
+            if slot in input_slots:  # NOTE [A saved input stored as itself]
+                lines += [
+                    f"{indent}elif isinstance({a}, Tensor):",
+                    f"{indent}    {a} = input_array({a}, self._v{slot[2:]}, self)",
+                ]
+        lines += [
+            f"{indent}t = type({a})",
+            f"{indent}if t is ndarray and {a}.dtype is dtype or t is float or t is int"
+            f" or {a} is None:",
+        ]
         indent += "    "
-        lines.append(f"{indent}{locals_}{',' if len(operands) == 1 else ''} = saved")
     lines.append(f"{indent}{' = '.join(outs)} = None")
     for k, (i, _, _, slots) in enumerate(slot_plan):
         args = ", ".join("g" if s == "grad" else "a" + s[2:] for s in slots)
@@ -444,35 +494,7 @@ def _generate_array_path(slot_plan, tensor_slots, input_slots, outs):
             f"{indent}    out{i} = grad if r is g else wrap(r)",
         ]
     lines.append(f"{indent}return [{', '.join(outs)}]")
-    if not operands:
-        return lines, [], env
-    saved = ["def _saved_arrays(self, dtype):"]
-    for slot in operands:
-        local = "a" + slot[2:]
-        saved.append(f"    {local} = self.{slot}")
-        if slot in tensor_slots:
-            saved += [
-                f"    if type({local}) is SavedTensor:",
-                f"        if {local}._unpack_hook is not None:",
-                "            return None",
-                f"        {local} = saved_array({local}, self)",
-                f"    elif {local} is FREED:",
-                "        raise RuntimeError(ERR_FREED)",
-            ]
-            if slot in input_slots:  # NOTE [A saved input stored as itself]
-                saved += [
-                    f"    elif isinstance({local}, Tensor):",
-                    f"        {local} = unpack_input({local}, self._v{slot[2:]}, self)",
-                    f"        {local} = {local}._data if {local}._device is CPU else NOT_ARRAY",
-                ]
-        saved += [
-            f"    t = type({local})",
-            f"    if not (t is ndarray and {local}.dtype is dtype or t is float or t is int"
-            f" or {local} is None):",
-            "        return None",
-        ]
-    saved.append(f"    return ({', '.join('a' + s[2:] for s in operands)},)")
-    return lines, saved, env
+    return lines, env
 
 
 def _generate_save(info, save_plan):
