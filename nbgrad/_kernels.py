@@ -114,19 +114,23 @@ def _bernoulli(xp, self, p):
 # arrays the size of the activation and walks memory three times. tanh and sigmoid, the hot
 # activations of an MLP, have their backward as a row of its own (``tanh_backward``,
 # ``sigmoid_backward``, as in PyTorch) whose kernel writes every step into the one array it
-# allocates. Shapes that differ (broadcasting) and 0-d arrays (where NumPy returns scalars) take
-# the plain expression.
+# allocates. Shapes that differ (broadcasting), 0-d arrays (where NumPy returns scalars) and small
+# arrays (below ``_FUSED_SIZE`` elements, where three ufunc calls with ``out=`` cost more than
+# the two arrays they save) take the plain expression, which computes the same values.
+_FUSED_SIZE = 4096
+
+
 def _tanh_backward(xp, grad_output, output):
-    if output.ndim == 0 or grad_output.shape != output.shape:
-        return grad_output * (1 - output * output)
+    if output.size < _FUSED_SIZE or grad_output.shape != output.shape:
+        return grad_output * (1.0 - output * output)
     out = xp.multiply(output, output)
     xp.subtract(1, out, out=out)
     return xp.multiply(grad_output, out, out=out)
 
 
 def _sigmoid_backward(xp, grad_output, output):
-    if output.ndim == 0 or grad_output.shape != output.shape:
-        return grad_output * (1 - output) * output
+    if output.size < _FUSED_SIZE or grad_output.shape != output.shape:
+        return grad_output * (1.0 - output) * output
     out = xp.subtract(1, output)
     xp.multiply(out, output, out=out)
     return xp.multiply(grad_output, out, out=out)

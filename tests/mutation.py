@@ -58,7 +58,9 @@ DERIVATIVE_TESTS = [
 # the engine's order is also checked hook by hook on random graphs against torch
 ENGINE_TESTS = AUTOGRAD_TESTS + ["tests/test_random_graphs.py::test_random_programs_hook_order"]
 TESTS = {
-    **dict.fromkeys((D, DO, DP, DR, DS, DN, K, TN, TM), DERIVATIVE_TESTS),
+    **dict.fromkeys((D, DO, DP, DR, DS, DN, K, TM), DERIVATIVE_TESTS),
+    # (formulas run on arrays: NOTE [Backward on arrays], checked in float32 and mixed dtypes)
+    TN: ["tests/autograd/test_backward_arrays.py", *DERIVATIVE_TESTS],
     **dict.fromkeys((TD, TI), AUTOGRAD_TESTS),
     E: ENGINE_TESTS,
     IB: ENGINE_TESTS,
@@ -117,13 +119,13 @@ MUTANTS = [
     m(DP, "grad * (1 - self * self).rsqrt())", "grad * (1 - self * self).sqrt())", "asin: sqrt instead of rsqrt", nth=1),
     m(DP, "grad / (1 + self * self)", "grad / (1 - self * self)", "atan: wrong sign in the denominator"),
     m(DP, "grad * self.cosh())", "grad * self.sinh())", "sinh: sinh instead of cosh"),
-    m(DP, "grad * -self.sin())", "grad * self.sin())", "cos: sign"),
+    m(DP, "grad * -sin(self))", "grad * sin(self))", "cos: sign"),
     m(DP, "self - xp.trunc(self), promote=\"float\", self=lambda grad: grad)", "self - xp.trunc(self), promote=\"float\", self=lambda grad: -grad)", "frac: sign"),
     m(DP, "xp.where(self <= threshold, 0, grad_output)", "xp.where(self < threshold, 0, grad_output)", "relu: gradient 1 at 0 (kink)"),
     m(DP, "grad * (-2 * output * grad_output))", "grad * (2 * output * grad_output))", "tanh double backward: sign"),
     m(DP, "grad * grad_output * (1 - 2 * output))", "grad * grad_output * (1 - output))", "sigmoid double backward: factor 2"),
     m(DP, "xp.where(self > 0, grad_output, grad_output * negative_slope)", "xp.where(self >= 0, grad_output, grad_output * negative_slope)", "leaky_relu: slope 1 at 0 (kink)"),
-    m(DP, "self=lambda grad, result, negative_slope: _dispatch(OPS[\"leaky_relu_backward\"], (grad, result)", "self=lambda grad, result, negative_slope: _dispatch(OPS[\"leaky_relu_backward\"], (grad, result * 0 + 1)", "leaky_relu_: slope of the positive side everywhere"),
+    m(DP, "self=lambda grad, result, negative_slope: leaky_relu_backward(grad, result,", "self=lambda grad, result, negative_slope: leaky_relu_backward(grad, result * 0 + 1,", "leaky_relu_: slope of the positive side everywhere"),
     m(DP, "grad * s * (1 + self * (1 - s))", "grad * s * (1 + self * s)", "silu: 1 - s"),
     m(DP, "_C.where(self > 0, grad, grad * alpha * _below(self, 0.0).exp()))", "_C.where(self >= 0, grad, grad * alpha * _below(self, 0.0).exp()))", "elu: gradient 1 at 0 (kink)"),
     m(DP, "_C.where(result > 0, grad, grad * (_below(result, 0.0) + alpha)))", "_C.where(result >= 0, grad, grad * (_below(result, 0.0) + alpha)))", "elu_: gradient 1 at 0 (kink)"),
@@ -283,6 +285,7 @@ MUTANTS = [
     m(DP, "(self == 0) & (exponent >= 0)", "(self == 0) & (result >= 0)", "pow: exponent gradient at base 0 from the result's sign"),
     m(DP, 'return grad * _C.where(exponent >= 0, 0.0, result * log_base)', 'return grad * _C.where(result >= 0, 0.0, result * log_base)', "rpow: exponent gradient at base 0 from the result's sign"),
     m(TN, '_TENSOR_ATTRS = frozenset({"indices"})', "_TENSOR_ATTRS = frozenset()", "indexing: saved indices outlive the graph"),
+    m(TN, 'f"{indent}if t is ndarray and {a}.dtype is dtype or t is float', 'f"{indent}if t is ndarray or t is float', "backward on arrays: a saved array of another dtype is taken (NumPy's promotion)"),
     m(DS, "            shape[dim] = s\n", "            pass\n", "split backward: zeros of the wrong shape"),
     m(G, "                return t._alias_with_grad_fn(self._weak_grad_fn, self._output_nr)", "                return t", "saved tensor hooks: double backward through the pack hook"),
     m(G, "                if out is not None:\n                    raise", "                if False:\n                    raise", "a post-accumulate-grad hook may return a value"),

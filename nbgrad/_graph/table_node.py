@@ -8,6 +8,7 @@ import from the rows.
 
 from __future__ import annotations
 
+import dis
 import inspect
 import linecache
 
@@ -15,6 +16,7 @@ import numpy as np
 
 from nbgrad._graph import graph as _graph
 from nbgrad._graph.grad_mode import _inference_tensors
+from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad._graph.graph import (
     ERR_FREED,
     FREED,
@@ -23,6 +25,7 @@ from nbgrad._graph.graph import (
     _saved_hooks_used,
     unpack_saved,
 )
+from nbgrad.backend import CPU
 
 
 # NOTE [A saved input stored as itself]
@@ -50,6 +53,124 @@ def unpack_input(tensor, saved_version, node):
         if version == (saved_version if saved_version >= 0 else ~saved_version):
             return tensor
     return SavedTensor._of_input(tensor, saved_version).unpack(node)  # raises
+
+
+# NOTE [Backward on arrays]
+# A formula such as ``self=lambda grad, other: grad * other`` is written on Tensors, and each
+# Tensor op in it goes through dispatch (operand checks, grad mode, the wrapping of its result),
+# which costs more than the NumPy arithmetic on a small tensor. Without create_graph (grad mode
+# off while the node runs) nothing is recorded, and on CPU tensors of one dtype a Tensor op of
+# such a formula computes exactly what the same NumPy expression computes. So a generated
+# ``apply`` runs its formulas on the arrays when it can, and wraps each result once:
+# - a formula qualifies when ``runs_on_arrays`` finds nothing in its code but its parameters,
+#   numeric constants, the operators ``+ - * /`` (not ``**``: Tensor pow takes other kernels),
+#   comparisons, and calls of rows of the table made functions for formulas
+#   (``nbgrad.derivatives.opinfo.row_function``: ``tanh_backward(grad, result)``,
+#   ``cos(self)``), which call the row's kernel on arrays and dispatch it on Tensors. The same
+#   formula is thus the one source of both paths; a row runs on arrays when all of its
+#   formulas qualify, and one of them computes something (``returns_grad``: not
+#   ``self=lambda grad: grad``, which costs nothing on either path) for a live edge;
+# - at run time: grad mode off, the incoming gradient a CPU NumPy array, and every saved value a
+#   formula may read a CPU array of the gradient's dtype (PyTorch's promotion of mixed dtypes
+#   and 0-d tensors differs from NumPy's), a Python int or float, or None. At the first value
+#   that is not (a saved tensor with an unpack hook, another dtype or device) the node takes
+#   its Tensor path, which unpacks everything again as before: the array attempt has no side
+#   effect before it gives up (unpack hooks never run in it; an error it raises is the error
+#   the Tensor path raises at the same slot);
+# - a formula that gives back the incoming gradient's array gives the incoming Tensor, as the
+#   Tensor path does; any other result is wrapped as a new tensor.
+# Hooks, validation, input buffers and ``AccumulateGrad`` see Tensors, as before. The recorder's
+# ``backward_ops`` counts the formula ops that still run as Tensor ops.
+_ARRAY_OPERATORS = frozenset({"+", "-", "*", "/"})
+_PLAIN_OPCODES = frozenset(
+    {
+        "RESUME",
+        "NOP",
+        "CACHE",
+        "LOAD_FAST",
+        "LOAD_FAST_CHECK",
+        "LOAD_FAST_LOAD_FAST",
+        "LOAD_FAST_BORROW",
+        "LOAD_FAST_BORROW_LOAD_FAST_BORROW",
+        "LOAD_SMALL_INT",
+        "RETURN_VALUE",
+        "UNARY_NEGATIVE",
+        "COMPARE_OP",
+        "TO_BOOL",
+        "POP_JUMP_IF_FALSE",
+        "POP_JUMP_IF_TRUE",
+        "POP_JUMP_FORWARD_IF_FALSE",
+        "POP_JUMP_FORWARD_IF_TRUE",
+        "JUMP_FORWARD",
+        "NOT_TAKEN",
+        "PUSH_NULL",
+        "PRECALL",
+        "CALL",
+        "KW_NAMES",
+        "CALL_KW",
+    }
+)
+
+
+def runs_on_arrays(formula) -> bool:
+    """Whether ``formula`` computes the same on NumPy arrays as on Tensors (NOTE [Backward on
+    arrays]): its code reads only its parameters, numbers and row functions, and applies
+    only ``+ - * /``, negation and comparisons."""
+    code = getattr(formula, "__code__", None)
+    if code is None or code.co_freevars:
+        return False
+    for ins in dis.get_instructions(code):
+        name = ins.opname
+        if name == "BINARY_OP":
+            if ins.argrepr not in _ARRAY_OPERATORS:
+                return False
+        elif name in ("LOAD_CONST", "RETURN_CONST"):
+            if type(ins.argval) not in (int, float):
+                return False
+        elif name == "LOAD_GLOBAL":
+            if not getattr(formula.__globals__.get(ins.argval), "on_arrays", False):
+                return False
+        elif name not in _PLAIN_OPCODES:
+            return False
+    return True
+
+
+def returns_grad(formula) -> bool:
+    """Whether ``formula`` is ``lambda grad: grad`` (or names more parameters and returns
+    ``grad`` unchanged all the same): no op to run on either path."""
+    code = getattr(formula, "__code__", None)
+    if code is None:
+        return False
+    body = [i for i in dis.get_instructions(code) if i.opname not in ("RESUME", "NOP", "CACHE")]
+    return (
+        len(body) == 2
+        and body[0].opname in ("LOAD_FAST", "LOAD_FAST_BORROW")
+        and body[0].argval == "grad"
+        and body[1].opname == "RETURN_VALUE"
+    )
+
+
+def saved_array(saved, node):
+    """A SavedTensor without an unpack hook, unpacked to its array (NOTE [Backward on arrays]):
+    ``saved.unpack(node)``'s checks and errors, without making a tensor for a saved output.
+    None for a saved None, ``_NOT_ARRAY`` for a tensor off the CPU."""
+    if not saved._is_output or saved._freed:
+        tensor = saved.unpack(node)
+        if tensor is None:
+            return None
+        return tensor._data if tensor._device is CPU else _NOT_ARRAY
+    if saved._counter[0] != saved._version:
+        saved._raise_version_error()
+    return saved._data if saved._device is CPU else _NOT_ARRAY
+
+
+def input_array(tensor, saved_version, node):
+    """``unpack_input``'s array, or ``_NOT_ARRAY`` off the CPU (NOTE [Backward on arrays])."""
+    tensor = unpack_input(tensor, saved_version, node)
+    return tensor._data if tensor._device is CPU else _NOT_ARRAY
+
+
+_NOT_ARRAY = object()  # a saved value that makes a node take its Tensor path
 
 
 # ---- rows -> Node classes -------------------------------------------------------------------
@@ -251,7 +372,12 @@ def _generate_apply(info, slot_plan, save_plan):
         "unpack_input": unpack_input,
     }
     input_slots = _input_slots(info, save_plan)
+    outs = [f"out{i}" for i in range(n_edges)]
     lines = ["def apply(self, grads):", "    fns = self._next_fns"]
+    arrays = _generate_array_path(slot_plan, tensor_slots, input_slots, outs)
+    if arrays is not None:
+        lines += arrays[0]
+        env.update(arrays[1])
     for slot in tensor_slots:  # saved tensors: unpacked once, whichever edges are live
         local = "v" + slot[2:]
         lines += [
@@ -266,7 +392,6 @@ def _generate_apply(info, slot_plan, save_plan):
                 f"    elif isinstance({local}, Tensor):",
                 f"        {local} = unpack_input({local}, self._v{slot[2:]}, self)",
             ]
-    outs = [f"out{i}" for i in range(n_edges)]
     lines += [
         "    grad = grads[0]",
         "    if grad is None:",
@@ -306,6 +431,70 @@ def _generate_apply(info, slot_plan, save_plan):
         "release_variables": env["release_variables"],
         "_apply_source": source,
     }
+
+
+def _generate_array_path(slot_plan, tensor_slots, input_slots, outs):
+    """The lines that start ``apply`` with its formulas run on arrays, and the names they use
+    (NOTE [Backward on arrays]); None when a formula of the row does not run on arrays.
+
+    Each saved value a formula names is read and checked in turn, one ``if`` deeper each, the
+    saved tensors first in the order the Tensor path unpacks them: the first that is no array
+    operand leaves the array path, with nothing after it read.
+    """
+    if not all(runs_on_arrays(formula) for _, _, formula, _ in slot_plan):
+        return None
+    # a node whose live formulas all give ``grad`` back costs no op on the Tensor path
+    computing = [i for i, _, formula, _ in slot_plan if not returns_grad(formula)]
+    if not computing:
+        return None
+    env = {"ndarray": np.ndarray, "CPU": CPU, "grad_mode": _grad_state, "wrap": _graph._wrap}
+    env.update(saved_array=saved_array, input_array=input_array, NOT_ARRAY=_NOT_ARRAY)
+    named = [slot for _, _, _, slots in slot_plan for slot in slots if slot != "grad"]
+    operands = [s for s in tensor_slots if s in named]
+    operands += [s for s in dict.fromkeys(named) if s not in operands]
+    live = " or ".join(f"fns[{i}] is not None" for i in computing)
+    lines = [
+        "    grad = grads[0]",
+        f"    if ({live}) and grad is not None and grad._device is CPU and not grad_mode.enabled:",
+        "        g = grad._data",
+        "        if type(g) is ndarray:  # NOTE [Backward on arrays]",
+        "            dtype = g.dtype",
+    ]
+    indent = "            "
+    for slot in operands:
+        a = "a" + slot[2:]
+        lines.append(f"{indent}{a} = self.{slot}")
+        if slot in tensor_slots:
+            lines += [
+                f"{indent}if type({a}) is SavedTensor:",  # (unpack hooks run on the Tensor path)
+                f"{indent}    if {a}._unpack_hook is not None:",
+                f"{indent}        {a} = NOT_ARRAY",
+                f"{indent}    else:",
+                f"{indent}        {a} = saved_array({a}, self)",
+                f"{indent}elif {a} is FREED:",
+                f"{indent}    raise RuntimeError(ERR_FREED)",
+            ]
+            if slot in input_slots:  # NOTE [A saved input stored as itself]
+                lines += [
+                    f"{indent}elif isinstance({a}, Tensor):",
+                    f"{indent}    {a} = input_array({a}, self._v{slot[2:]}, self)",
+                ]
+        lines += [
+            f"{indent}t = type({a})",
+            f"{indent}if t is ndarray and {a}.dtype is dtype or t is float or t is int"
+            f" or {a} is None:",
+        ]
+        indent += "    "
+    lines.append(f"{indent}{' = '.join(outs)} = None")
+    for k, (i, _, _, slots) in enumerate(slot_plan):
+        args = ", ".join("g" if s == "grad" else "a" + s[2:] for s in slots)
+        lines += [
+            f"{indent}if fns[{i}] is not None:",
+            f"{indent}    r = formula{k}({args})",
+            f"{indent}    out{i} = grad if r is g else wrap(r)",
+        ]
+    lines.append(f"{indent}return [{', '.join(outs)}]")
+    return lines, env
 
 
 def _generate_save(info, save_plan):

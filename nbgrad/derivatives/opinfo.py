@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import inspect
 
-from nbgrad._tensor.dispatch import OPS
+import numpy as np
+
+from nbgrad._tensor.dispatch import OPS, _dispatch
 
 
 class OpInfo:
@@ -109,3 +111,25 @@ _QUIET = {
 
 def op(name, node, inputs, forward, **kw):
     OPS[name] = OpInfo(name, node, inputs, forward, **kw)
+
+
+_ndarray = np.ndarray
+
+
+def row_function(name):
+    """Row ``name`` of the table as a function for formulas (``tanh``'s is
+    ``tanh_backward(grad, result)``; ``sin``'s ``grad * cos(self)``).
+
+    On Tensors it dispatches the row, which records it under create_graph; on NumPy arrays it
+    calls the row's kernel, so a formula made of such calls and operators also runs on arrays
+    (see NOTE [Backward on arrays] in nbgrad/_graph/table_node.py).
+    """
+
+    def call(*args, **attrs):
+        if type(args[0]) is _ndarray:
+            return OPS[name].forward(np, *args, **attrs)
+        return _dispatch(OPS[name], args, attrs)
+
+    call.__name__ = call.__qualname__ = name
+    call.on_arrays = True
+    return call

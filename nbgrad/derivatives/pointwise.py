@@ -31,10 +31,17 @@ from nbgrad._kernels import (
 )
 from nbgrad._tensor import creation as _C
 from nbgrad._tensor import dispatch as _D
-from nbgrad._tensor.dispatch import OPS, _dispatch
 from nbgrad._tensor.views import _NoGrad
-from nbgrad.derivatives.opinfo import op
+from nbgrad.derivatives.opinfo import op, row_function
 from nbgrad.tensor import Tensor
+
+# rows that formulas below call as functions (on Tensors or arrays: NOTE [Backward on arrays])
+sin, cos = row_function("sin"), row_function("cos")
+tanh_backward = row_function("tanh_backward")
+sigmoid_backward = row_function("sigmoid_backward")
+threshold_backward = row_function("threshold_backward")
+leaky_relu_backward = row_function("leaky_relu_backward")
+hardtanh_backward = row_function("hardtanh_backward")
 
 # fmt: off
 # elementwise binary
@@ -135,24 +142,24 @@ op("ceil", "CeilBackward0", "self", lambda xp, self: _rounded(xp, xp.ceil, self)
 op("round", "RoundBackward0", "self", lambda xp, self: _rounded(xp, xp.round, self), self=lambda grad: _C.zeros_like(grad))
 op("trunc", "TruncBackward0", "self", lambda xp, self: _rounded(xp, xp.trunc, self), self=lambda grad: _C.zeros_like(grad))
 op("frac", "FracBackward0", "self", lambda xp, self: self - xp.trunc(self), promote="float", self=lambda grad: grad)
-op("sin", "SinBackward0", "self", lambda xp, self: xp.sin(self), promote="float", self=lambda grad, self: grad * self.cos())
-op("cos", "CosBackward0", "self", lambda xp, self: xp.cos(self), promote="float", self=lambda grad, self: grad * -self.sin())
-op("tanh", "TanhBackward0", "self", lambda xp, self: xp.tanh(self), promote="float", self=lambda grad, result: _dispatch(OPS["tanh_backward"], (grad, result)))
-op("sigmoid", "SigmoidBackward0", "self", lambda xp, self: _sigmoid(xp, self), promote="float", self=lambda grad, result: _dispatch(OPS["sigmoid_backward"], (grad, result)))
-op("relu", "ReluBackward0", "self", lambda xp, self: xp.maximum(self, 0), self=lambda grad, result: _dispatch(OPS["threshold_backward"], (grad, result), {"threshold": 0}))
+op("sin", "SinBackward0", "self", lambda xp, self: xp.sin(self), promote="float", self=lambda grad, self: grad * cos(self))
+op("cos", "CosBackward0", "self", lambda xp, self: xp.cos(self), promote="float", self=lambda grad, self: grad * -sin(self))
+op("tanh", "TanhBackward0", "self", lambda xp, self: xp.tanh(self), promote="float", self=lambda grad, result: tanh_backward(grad, result))
+op("sigmoid", "SigmoidBackward0", "self", lambda xp, self: _sigmoid(xp, self), promote="float", self=lambda grad, result: sigmoid_backward(grad, result))
+op("relu", "ReluBackward0", "self", lambda xp, self: xp.maximum(self, 0), self=lambda grad, result: threshold_backward(grad, result, threshold=0))
 # their backward formulas, as ops of their own as in PyTorch: one fused pass and one array,
 # not three (see NOTE [Fused backward kernels]); differentiable for double backward
 op("tanh_backward", "TanhBackwardBackward0", "grad_output output", lambda xp, grad_output, output: _tanh_backward(xp, grad_output, output), promote="binary",
-   grad_output=lambda grad, output: _dispatch(OPS["tanh_backward"], (grad, output)),
+   grad_output=lambda grad, output: tanh_backward(grad, output),
    output=lambda grad, grad_output, output: grad * (-2 * output * grad_output))
 op("sigmoid_backward", "SigmoidBackwardBackward0", "grad_output output", lambda xp, grad_output, output: _sigmoid_backward(xp, grad_output, output), promote="binary",
-   grad_output=lambda grad, output: _dispatch(OPS["sigmoid_backward"], (grad, output)),
+   grad_output=lambda grad, output: sigmoid_backward(grad, output),
    output=lambda grad, grad_output, output: grad * grad_output * (1 - 2 * output))
 op("leaky_relu", "LeakyReluBackward0", "self", lambda xp, self, negative_slope: xp.where(self > 0, self, self * negative_slope), attrs="negative_slope",
-   self=lambda grad, self, negative_slope: _dispatch(OPS["leaky_relu_backward"], (grad, self), {"negative_slope": negative_slope}))
+   self=lambda grad, self, negative_slope: leaky_relu_backward(grad, self, negative_slope=negative_slope))
 # leaky_relu_ (in place) saves its result instead, as PyTorch's LeakyReluBackward1
 op("leaky_relu_", "LeakyReluBackward1", "self", lambda xp, self, negative_slope: xp.where(self > 0, self, self * negative_slope), attrs="negative_slope",
-   self=lambda grad, result, negative_slope: _dispatch(OPS["leaky_relu_backward"], (grad, result), {"negative_slope": negative_slope}))
+   self=lambda grad, result, negative_slope: leaky_relu_backward(grad, result, negative_slope=negative_slope))
 # NOTE [Piecewise-linear backwards are ops]: as in PyTorch, the backwards of relu, leaky_relu and
 # hardtanh are ops of their own, whose derivative for ``self`` is zero. So under create_graph
 # the gradient they give requires grad even when it does not depend on ``self`` (a second
@@ -160,20 +167,20 @@ op("leaky_relu_", "LeakyReluBackward1", "self", lambda xp, self, negative_slope:
 # threshold: ``value`` where ``self <= threshold``; in place (ThresholdBackward1) the formula
 # reads the result, as PyTorch's (whose saved self is the modified tensor)
 op("threshold", "ThresholdBackward0", "self", lambda xp, self, threshold, value: _threshold(xp, self, threshold, value), attrs="threshold value",
-   self=lambda grad, self, threshold: _dispatch(OPS["threshold_backward"], (grad, self), {"threshold": threshold}))
+   self=lambda grad, self, threshold: threshold_backward(grad, self, threshold=threshold))
 op("threshold_", "ThresholdBackward1", "self", lambda xp, self, threshold, value: _threshold(xp, self, threshold, value), attrs="threshold value",
-   self=lambda grad, result, threshold: _dispatch(OPS["threshold_backward"], (grad, result), {"threshold": threshold}))
+   self=lambda grad, result, threshold: threshold_backward(grad, result, threshold=threshold))
 op("threshold_backward", "ThresholdBackwardBackward0", "grad_output self", lambda xp, grad_output, self, threshold: _contiguous(xp, xp.where(self <= threshold, 0, grad_output)),
    attrs="threshold", promote="binary",
-   grad_output=lambda grad, self, threshold: _dispatch(OPS["threshold_backward"], (grad, self), {"threshold": threshold}),
+   grad_output=lambda grad, self, threshold: threshold_backward(grad, self, threshold=threshold),
    self=lambda grad: _C.zeros_like(grad))
 op("leaky_relu_backward", "LeakyReluBackwardBackward0", "grad_output self", lambda xp, grad_output, self, negative_slope: _contiguous(xp, xp.where(self > 0, grad_output, grad_output * negative_slope)),
    attrs="negative_slope", promote="binary",
-   grad_output=lambda grad, self, negative_slope: _dispatch(OPS["leaky_relu_backward"], (grad, self), {"negative_slope": negative_slope}),
+   grad_output=lambda grad, self, negative_slope: leaky_relu_backward(grad, self, negative_slope=negative_slope),
    self=lambda grad: _C.zeros_like(grad))
 op("hardtanh_backward", "HardtanhBackwardBackward0", "grad_output self", lambda xp, grad_output, self, min_val, max_val: _contiguous(xp, xp.where((self <= min_val) | (self >= max_val), 0, grad_output)),
    attrs="min_val max_val", promote="binary",
-   grad_output=lambda grad, self, min_val, max_val: _dispatch(OPS["hardtanh_backward"], (grad, self), {"min_val": min_val, "max_val": max_val}),
+   grad_output=lambda grad, self, min_val, max_val: hardtanh_backward(grad, self, min_val=min_val, max_val=max_val),
    self=lambda grad: _C.zeros_like(grad))
 op("silu", "SiluBackward0", "self", lambda xp, self: self * _sigmoid(xp, self), promote="float",
    self=lambda grad, self: _silu_backward(grad, self))
@@ -185,7 +192,7 @@ op("elu_", "EluBackward1", "self", lambda xp, self, alpha: _elu(xp, self, alpha)
 op("softplus", "SoftplusBackward0", "self", lambda xp, self, beta, threshold: _softplus(xp, self, beta, threshold), attrs="beta threshold", promote="float",
    self=lambda grad, self, beta, threshold: _C.where(self * beta > threshold, grad, grad * _below(self * beta, threshold).sigmoid()))
 op("hardtanh", "HardtanhBackward0", "self", lambda xp, self, min_val, max_val: xp.clip(self, min_val, max_val), attrs="min_val max_val",
-   self=lambda grad, self, min_val, max_val: _dispatch(OPS["hardtanh_backward"], (grad, self), {"min_val": min_val, "max_val": max_val}))
+   self=lambda grad, self, min_val, max_val: hardtanh_backward(grad, self, min_val=min_val, max_val=max_val))
 op("log_sigmoid", "LogSigmoidBackward0", "self", lambda xp, self: -_softplus(xp, -self, 1.0, 20.0), promote="float",
    self=lambda grad, self: grad * (-self).sigmoid())
 op("erf", "ErfBackward0", "self", lambda xp, self: _erf(xp, self), promote="float", self=lambda grad, self: grad * (2 / math.sqrt(math.pi)) * (-self * self).exp())

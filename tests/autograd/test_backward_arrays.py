@@ -1,0 +1,195 @@
+"""NOTE [Backward on arrays] (nbgrad/_graph/table_node.py): without create_graph, a generated
+``apply`` runs the formulas made of operators and row functions on NumPy arrays. These tests
+check which formulas qualify, that the gradients are those of the Tensor path (create_graph,
+bit for bit) and PyTorch's (dtypes included, for mixed dtypes and 0-d tensors), and that saved
+tensor hooks, in-place checks, freed graphs, tensor hooks and retain_grad behave as PyTorch's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import nbgrad as ng
+from nbgrad._graph.table_node import returns_grad, runs_on_arrays
+from nbgrad._tensor import creation as _C
+from nbgrad.derivatives import OPS
+from nbgrad.derivatives.pointwise import _pow_backward, tanh_backward
+
+LIBS = pytest.mark.parametrize("lib", [ng, torch], ids=["nbgrad", "torch"])
+
+
+def _np(t):
+    return np.asarray(t.detach())
+
+
+# -- which formulas run on arrays -----------------------------------------------------------------
+def _closure(k):
+    return lambda grad: grad * k
+
+
+@pytest.mark.parametrize(
+    "formula, expected",
+    [
+        (lambda grad, other: grad * other, True),
+        (lambda grad, self, other: -grad * ((self / other) / other), True),
+        (lambda grad, alpha: grad if alpha == 1 else grad * alpha, True),
+        (lambda grad, result: tanh_backward(grad, result), True),
+        (lambda grad, self: grad * self.cos(), False),  # a method: Tensor only
+        (lambda grad, result: -0.5 * grad * result**3, False),  # ``**``: Tensor pow differs
+        (lambda grad: _C.zeros_like(grad), False),  # a function that is no row function
+        (lambda grad, self, exponent: _pow_backward(grad, self, exponent), False),
+        (lambda grad, a, b: grad @ a, False),
+        (lambda grad: grad * "2", False),
+        (_closure(2.0), False),
+    ],
+)
+def test_which_formulas_run_on_arrays(formula, expected):
+    assert runs_on_arrays(formula) is expected
+
+
+def test_formulas_that_give_grad_back():
+    assert returns_grad(lambda grad: grad)
+    assert returns_grad(lambda grad, alpha: grad)
+    assert not returns_grad(lambda grad: -grad)
+    assert not returns_grad(lambda grad, other: other)
+
+
+@pytest.mark.parametrize("row", ["mul", "div", "sub", "neg", "exp", "sin", "tanh", "relu"])
+def test_hot_rows_have_the_array_path(row):
+    assert "NOTE [Backward on arrays]" in OPS[row].node_class._apply_source
+
+
+@pytest.mark.parametrize("row", ["pow", "sum", "mm", "clone", "frac"])
+def test_other_rows_keep_the_tensor_path_only(row):
+    assert "NOTE [Backward on arrays]" not in OPS[row].node_class._apply_source
+
+
+# -- gradients: the Tensor path's and PyTorch's ---------------------------------------------------
+def _chain(lib, x, y):
+    h = x
+    for i in range(6):
+        h = h * y if i % 3 == 0 else (h - 0.25 * y).tanh() if i % 3 == 1 else (h / 1.5).sin()
+    return ((h * 2 + 1).relu() + (-h).exp() / (h * h + 1)).cos()
+
+
+def _mlp0d(lib, x, y):
+    act = x * y + 0.5
+    act = act.relu() * (y - x) + x / (y + 3)
+    return act.sigmoid() * 3 - act.atan()
+
+
+GRAPHS = {"chain": _chain, "mlp0d": _mlp0d}
+# (shape and dtype of x, of y): one dtype, two dtypes, a 0-d tensor with a vector, 0-d only
+INPUTS = [
+    (((5,), "float64"), ((5,), "float64")),
+    (((5,), "float32"), ((5,), "float32")),
+    (((5,), "float32"), ((5,), "float64")),
+    (((5,), "float32"), ((), "float64")),
+    (((2, 3), "float64"), ((3,), "float32")),
+    (((), "float64"), ((), "float64")),
+    (((), "float32"), ((), "float64")),
+]
+
+
+def _leaves(lib, specs, seed):
+    rng = np.random.default_rng(seed)
+    out = []
+    for shape, dtype in specs:
+        values = rng.uniform(0.3, 1.5, shape) * rng.choice([-1.0, 1.0], shape)
+        out.append(lib.tensor(np.asarray(values, dtype=dtype), requires_grad=True))
+    return out
+
+
+@pytest.mark.parametrize("graph", GRAPHS)
+@pytest.mark.parametrize("specs", INPUTS, ids=lambda s: "-".join(f"{d}{list(sh)}" for sh, d in s))
+def test_gradients_match_the_tensor_path_and_torch(graph, specs):
+    fn = GRAPHS[graph]
+    x, y = _leaves(ng, specs, 3)
+    on_arrays = ng.autograd.grad(fn(ng, x, y).sum(), (x, y))
+    on_tensors = ng.autograd.grad(fn(ng, x, y).sum(), (x, y), create_graph=True)
+    for a, t in zip(on_arrays, on_tensors):
+        assert a.dtype == t.dtype and not a.requires_grad
+        np.testing.assert_array_equal(_np(a), _np(t))
+    tx, ty = _leaves(torch, specs, 3)
+    expected = torch.autograd.grad(fn(torch, tx, ty).sum(), (tx, ty))
+    for a, e in zip(on_arrays, expected):
+        assert str(a.dtype) == str(e.dtype).replace("torch.", "nbgrad.")
+        # a float32 leaf makes float32 sums (in PyTorch's order, not NumPy's) of every gradient
+        tol = 1e-5 if "float32" in str(specs) else 1e-12
+        np.testing.assert_allclose(_np(a), e.numpy(), rtol=tol, atol=tol)
+
+
+@LIBS
+def test_hooks_and_retain_grad_on_the_array_path(lib):
+    x = lib.tensor([0.5, -1.0, 2.0], dtype=lib.float64, requires_grad=True)
+    y = (x * 3.0).tanh()
+    y.retain_grad()
+    y.register_hook(lambda g: g * 2)
+    z = y * x
+    z.register_hook(lambda g: g + 1)
+    z.sum().backward()
+    expected = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64)
+    # checked against the closed form: z = tanh(3x) x, dz = 2 (each z hook adds 1 to 1)
+    t = np.tanh(3 * expected.numpy())
+    dy = 2 * expected.numpy()
+    np.testing.assert_allclose(_np(y.grad), 2 * dy)
+    np.testing.assert_allclose(_np(x.grad), 2 * t + 2 * dy * 3 * (1 - t * t))
+
+
+@LIBS
+def test_unpack_hooks_run_once_per_saved_tensor(lib):
+    calls = []
+
+    def unpack(t):
+        calls.append(tuple(t.shape))
+        return t
+
+    x = lib.tensor([0.5, -1.0], dtype=lib.float64, requires_grad=True)
+    w = lib.tensor([2.0, 3.0], dtype=lib.float64, requires_grad=True)
+    with lib.autograd.graph.saved_tensors_hooks(lambda t: t, unpack):
+        out = ((x * w).tanh() * 2.0).sum()
+    out.backward()
+    assert sorted(calls) == [(2,), (2,), (2,)]  # x and w for mul, the result of tanh
+    np.testing.assert_allclose(_np(x.grad), _np(w) * 2 * (1 - np.tanh(_np(x * w)) ** 2))
+
+
+@LIBS
+def test_an_in_place_change_of_a_saved_result_is_caught(lib):
+    x = lib.tensor([0.5, -1.0], requires_grad=True)
+    y = (x * 1.0).tanh()
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+@LIBS
+def test_an_in_place_change_of_a_saved_input_is_caught(lib):
+    x = lib.tensor([0.5, -1.0], requires_grad=True)
+    w = lib.tensor([2.0, 3.0], requires_grad=True)
+    a = x * 1.0
+    b = a * w
+    a.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        b.sum().backward()
+
+
+@LIBS
+def test_a_second_backward_through_a_freed_graph_raises(lib):
+    x = lib.tensor([0.5, -1.0], requires_grad=True)
+    out = ((x * x).sin() * 2.0).sum()
+    out.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        out.backward()
+
+
+def test_double_backward_still_records_the_formulas():
+    x = ng.tensor([0.5, -1.0, 2.0], dtype=ng.float64, requires_grad=True)
+    (g,) = ng.autograd.grad((x.tanh() * x).sin().sum(), x, create_graph=True)
+    assert g.requires_grad and g.grad_fn is not None
+    (h,) = ng.autograd.grad(g.sum(), x)
+    tx = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    (tg,) = torch.autograd.grad((tx.tanh() * tx).sin().sum(), tx, create_graph=True)
+    (th,) = torch.autograd.grad(tg.sum(), tx)
+    np.testing.assert_allclose(_np(h), th.numpy(), rtol=1e-12)
