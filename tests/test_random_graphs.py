@@ -444,7 +444,23 @@ class Builder:
     def op_view(self, a):
         shape = self.shape(a)
         n = len(shape)
-        kind = self.int(0, 11)
+        kind = self.int(0, 13)
+        if kind == 12:  # sliding windows along a dim (a view that overlaps itself)
+            if not n:
+                return None
+            d = self.dim(n)
+            size = self.int(1, shape[d]) if shape[d] else 0
+            return [f"{{out}} = {a}.unfold({d}, {size}, {self.int(1, 3)})"]
+        if kind == 13:  # an in-place view op on a copy (the copy takes the view's layout)
+            op = self.choice(
+                ["t_()" if n <= 2 else "transpose_(0, -1)", f"unsqueeze_({self.dim(n, extra=1)})"]
+                + (
+                    [f"squeeze_({self.dim(n)})", "squeeze_()", f"swapdims_(0, {n - 1})"]
+                    if n
+                    else []
+                )
+            )
+            return [f"{{out}} = {a} * 1", f"{{out}}.{op}"]
         if kind in (0, 1):  # reshape / view to a random factorisation
             target = _factorise(math.prod(shape), self)
             if self.coin() and target:
@@ -938,11 +954,11 @@ NOT_DRAWN = {
     *"sinc unique_consecutive unsafe_split unsafe_split_with_sizes vdot xlogy".split(),
     *"xlogy_other_scalar xlogy_self_scalar index_reduce".split(),
     "histogramdd",
-    # Tensor's in-place comparisons and random fills, its in-place view ops and unfold (the op
-    # table test checks each against torch; the generator does not draw them yet)
+    # Tensor's in-place comparisons and random fills, squeeze of several dims (the op table
+    # test checks each against torch; the generator does not draw them yet)
     *"eq_ eq_scalar_ ne_ ne_scalar_ lt_ lt_scalar_ le_ le_scalar_ gt_ gt_scalar_ ge_".split(),
     *"ge_scalar_ uniform_ normal_ exponential_ cauchy_ log_normal_ geometric_ random_0".split(),
-    *"random_1 random_2 squeeze_ squeeze_dims squeeze_dims_ t_ unfold unfold_backward".split(),
+    *"random_1 random_2 squeeze_dims squeeze_dims_".split(),
     "poisson",  # draws: the op table test checks them where they are certain
     "binomial",
     # the activations and losses of nbgrad/derivatives/activation.py and losses.py
