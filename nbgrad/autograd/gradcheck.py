@@ -96,6 +96,15 @@ If the test
 """
 
 
+def _vjps(output, diff_inputs):
+    """For each element ``r`` of ``output``: ``r`` and the gradients of ``diff_inputs`` for an
+    output gradient that is one at ``r`` and zero elsewhere (a row of the Jacobian)."""
+    for r in range(output.numel()):
+        g = zeros_like(output)
+        g._data[np.unravel_index(r, output.shape)] = 1
+        yield r, nbgrad.autograd.grad(output, diff_inputs, g, retain_graph=True, allow_unused=True)
+
+
 def _analytical_jacobian(inputs, diff_idx, outputs, nondet_tol=0.0, check_grad_dtypes=False):
     """``J[out][inp]`` row by row from vector-Jacobian products, each row built twice: as
     PyTorch's, a backward that gives different values for the same input and output gradient
@@ -107,11 +116,7 @@ def _analytical_jacobian(inputs, diff_idx, outputs, nondet_tol=0.0, check_grad_d
     for k, out in enumerate(outputs):
         if not out._requires_grad:
             continue
-        for r in range(out.numel()):
-            g = zeros_like(out)
-            g._data[np.unravel_index(r, out.shape)] = 1
-            first = nbgrad.autograd.grad(out, diff_inputs, g, retain_graph=True, allow_unused=True)
-            again = nbgrad.autograd.grad(out, diff_inputs, g, retain_graph=True, allow_unused=True)
+        for (r, first), (_, again) in zip(_vjps(out, diff_inputs), _vjps(out, diff_inputs)):
             for col, (gi, gj) in enumerate(zip(first, again)):
                 if gi is None:
                     continue
@@ -405,12 +410,7 @@ def get_analytical_jacobian(inputs, output, nondet_tol=0.0, grad_out=1.0):
         jacs = [
             zeros(t.numel(), output.numel(), dtype=t.dtype, device=t.device) for t in diff_inputs
         ]
-        for j in range(output.numel()):
-            g = zeros_like(output)
-            g._data[np.unravel_index(j, output.shape)] = 1
-            grads = nbgrad.autograd.grad(
-                output, diff_inputs, g, retain_graph=True, allow_unused=True
-            )
+        for j, grads in _vjps(output, diff_inputs):
             for jac, t, d in zip(jacs, diff_inputs, grads):
                 if d is None:
                     continue
