@@ -547,17 +547,7 @@ class InplaceVariantMethods(InplaceViewMethods):
     def map2_(self, x, y, callable):
         """Replace each element ``a`` by ``callable(a, b, c)``, ``b`` and ``c`` the elements of
         ``x`` and ``y`` (broadcast to this shape) at the same place (CPU only; no autograd)."""
-        if self.requires_grad and nbgrad.is_grad_enabled():
-            raise RuntimeError(
-                "Can't call map2_() on Variable that requires grad. Use var.detach().map2_() "
-                "instead."
-            )
-        others = [np.broadcast_to(np.asarray(t.detach()), self.shape).reshape(-1) for t in (x, y)]
-        triples = zip(self._data.reshape(-1).tolist(), others[0].tolist(), others[1].tolist())
-        values = [callable(a, b, c) for a, b, c in triples]
-        with _NoGrad():
-            self.copy_(nbgrad.tensor(values, dtype=self.dtype).reshape(self.shape))
-        return self
+        return _map_elements(self, "map2_", (x, y), callable)
 
     def as_subclass(self, cls):
         """This tensor as an instance of ``cls``, a subclass of Tensor: an alias of it
@@ -615,7 +605,7 @@ class InplaceVariantMethods(InplaceViewMethods):
             )
         n = math.prod(sizes)
         flat = self._data.reshape(-1)  # (a copy for a tensor that is not contiguous)
-        if n <= flat.size and np.shares_memory(flat, self._data):
+        if n <= flat.size and self._data.flags.c_contiguous:  # its first elements, in place
             self._data = flat[:n].reshape(sizes)
         else:
             data = backend.get_xp(self._device).zeros(n, dtype=self._data.dtype)
@@ -640,16 +630,24 @@ class InplaceVariantMethods(InplaceViewMethods):
     def map_(self, tensor, callable):
         """Replace each element ``a`` by ``callable(a, b)``, ``b`` the element of ``tensor``
         (broadcast to this shape) at the same place (CPU only; no autograd)."""
-        if self.requires_grad and nbgrad.is_grad_enabled():
-            raise RuntimeError(
-                "Can't call map_() on Variable that requires grad. Use var.detach().map_() instead."
-            )
-        other = np.broadcast_to(np.asarray(tensor.detach()), self.shape)
-        pairs = zip(self._data.reshape(-1).tolist(), other.reshape(-1).tolist())
-        values = [callable(a, b) for a, b in pairs]
-        with _NoGrad():
-            self.copy_(nbgrad.tensor(values, dtype=self.dtype).reshape(self.shape))
-        return self
+        return _map_elements(self, "map_", (tensor,), callable)
+
+
+def _map_elements(self, name, others, callable):
+    """``map_``/``map2_``: each element replaced by ``callable`` of it and the elements of
+    ``others`` at the same place."""
+    if self.requires_grad and nbgrad.is_grad_enabled():
+        raise RuntimeError(
+            f"Can't call {name}() on Variable that requires grad. Use var.detach().{name}() "
+            "instead."
+        )
+    columns = [self._data.reshape(-1).tolist()] + [
+        np.broadcast_to(np.asarray(t.detach()), self.shape).reshape(-1).tolist() for t in others
+    ]
+    values = [callable(*elements) for elements in zip(*columns)]
+    with _NoGrad():
+        self.copy_(nbgrad.tensor(values, dtype=self.dtype).reshape(self.shape))
+    return self
 
 
 def _g(v):
