@@ -113,7 +113,7 @@ def op(name, node, inputs, forward, **kw):
     OPS[name] = OpInfo(name, node, inputs, forward, **kw)
 
 
-_ndarray = np.ndarray
+_ON_ARRAYS = (np.ndarray, np.generic)  # what a row function computes on with its kernel
 
 
 def row_function(name):
@@ -126,7 +126,7 @@ def row_function(name):
     """
 
     def call(*args, **attrs):
-        if type(args[0]) is _ndarray:
+        if isinstance(args[0], _ON_ARRAYS):  # an array, or a 0-d one's NumPy scalar
             return OPS[name].forward(np, *args, **attrs)
         return _dispatch(OPS[name], args, attrs)
 

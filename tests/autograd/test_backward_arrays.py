@@ -12,10 +12,12 @@ import pytest
 import torch
 
 import nbgrad as ng
-from nbgrad._graph.table_node import returns_grad, runs_on_arrays
+from nbgrad._graph.table_node import TableNode, returns_grad, runs_on_arrays
 from nbgrad._tensor import creation as _C
+from nbgrad._tensor.dispatch import _dispatch
 from nbgrad.derivatives import OPS
 from nbgrad.derivatives.pointwise import _pow_backward, tanh_backward
+from tests import test_derivatives as _derivatives
 
 LIBS = pytest.mark.parametrize("lib", [ng, torch], ids=["nbgrad", "torch"])
 
@@ -193,3 +195,62 @@ def test_double_backward_still_records_the_formulas():
     (tg,) = torch.autograd.grad((tx.tanh() * tx).sin().sum(), tx, create_graph=True)
     (th,) = torch.autograd.grad(tg.sum(), tx)
     np.testing.assert_allclose(_np(h), th.numpy(), rtol=1e-12)
+
+
+# -- NOTE [0-d gradients as NumPy scalars] -------------------------------------------------------
+ARRAY_ROWS = sorted(
+    name
+    for name, info in OPS.items()
+    if "NOTE [Backward on arrays]" in (getattr(info.node_class, "_apply_source", "") or "")
+)
+ONE_D_ROWS = {"dot", "vdot"}  # (their inputs are 1-d: their gradient has the array path only)
+# rows whose cases take no 0-d tensor, reached here on 0-d ones
+MORE_0D = [
+    _derivatives.Case("mul_scalar", lambda x: _dispatch(OPS["mul_scalar"], (x,), {"other": 1.5}),
+                      None, [((),)]),
+    _derivatives.Case("div_scalar", lambda x: _dispatch(OPS["div_scalar"], (x,), {"other": 3}),
+                      None, [((),)]),
+    _derivatives.Case("leaky_relu_", lambda x: ng.nn.functional.leaky_relu(x * 1, 0.2, True),
+                      None, [((),)]),
+    _derivatives.Case("addcdiv", lambda x, y, z: x.addcdiv(y, z, value=-2), None, [((), (), ())]),
+]  # fmt: skip
+
+# each case of an array-path row that takes a 0-d tensor, with all of its inputs made 0-d
+ZERO_D = [
+    pytest.param(case, dtype, id=f"{case.op}-{k}-{dtype}")
+    for k, case in enumerate(_derivatives.CASES + MORE_0D)
+    if case.op in ARRAY_ROWS
+    and any(all(type(s) is tuple for s in sample) and () in sample for sample in case.samples)
+    for dtype in ("float64", "float32")
+]
+
+
+def test_every_array_row_runs_on_0d_scalars():
+    assert {p.values[0].op for p in ZERO_D} == set(ARRAY_ROWS) - ONE_D_ROWS
+
+
+@pytest.mark.parametrize("case, dtype", ZERO_D)
+def test_0d_gradients_on_scalars_match_the_tensor_path(case, dtype):
+    """The array path on NumPy scalars gives, bit for bit, what the formulas give on Tensors
+    (``TableNode.apply``), and wraps 0-d arrays of the gradient's dtype."""
+    sample = tuple(() for _ in case.samples[0])
+    values = _derivatives._sample_values(case, sample, 0)
+    inputs = [ng.tensor(v.astype(dtype), requires_grad=True) for v in values]
+    outputs = _derivatives._as_tuple(case.fn(*inputs))
+    nodes = [
+        n
+        for n in _derivatives._reachable_nodes(outputs)
+        if "NOTE [Backward on arrays]" in getattr(type(n), "_apply_source", "")
+    ]
+    assert nodes, f"{case.op}: no node with the array path"
+    for node in nodes:
+        (meta,) = node._input_metadata_
+        grads = [ng.tensor(np.asarray(-1.375, dtype=meta.dtype.np))]
+        with ng.no_grad():
+            generated = node.apply(list(grads))
+            walked = TableNode.apply(node, list(grads))
+        for g, w in zip(generated, walked, strict=True):
+            assert (g is None) == (w is None), node.name()
+            if g is not None:
+                assert type(g._data) is np.ndarray and g.dtype == w.dtype, node.name()
+                np.testing.assert_array_equal(_np(g), _np(w), err_msg=node.name())

@@ -889,3 +889,24 @@ def test_input_buffer_sum_under_create_graph_is_recorded():
     (gg,) = ng.autograd.grad(g.sum(), x)
     np.testing.assert_array_equal(g.detach().numpy(), [10.0, 20.0])
     np.testing.assert_array_equal(gg.numpy(), [10.0, 10.0])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_0d_leaf_used_many_times_sums_as_pytorch(dtype):
+    """NOTE [A 0-d sum on floats]: a 0-d leaf reached by many gradients (a micrograd-style
+    weight) gets them summed in the buffer, in place, to PyTorch's value and dtype."""
+    values = np.random.default_rng(3).uniform(-2, 2, 40)
+
+    def run(lib):
+        w = lib.tensor(0.7, dtype=getattr(lib, dtype), requires_grad=True)
+        out = w * float(values[0])
+        for v in values[1:]:
+            out = out + (w * float(v)).tanh()
+        out.backward()
+        return w.grad
+
+    got, want = run(ng), run(torch)
+    assert str(got.dtype) == str(want.dtype).replace("torch", "nbgrad")
+    np.testing.assert_allclose(
+        got.numpy(), want.numpy(), rtol=1e-12 if dtype == "float64" else 1e-5
+    )
