@@ -203,6 +203,7 @@ MUTANTS = [
     m(IB, "        return old + new\n", "        return new\n", "input buffer (create_graph): keeps only the last gradient"),
     m(IB, "return _wrap(a + b, old._device)", "return _wrap(b, old._device)", "input buffer: keeps only the last gradient"),
     m(IB, "                _np_add(a, b, out=a)\n", "                a[...] = b\n", "input buffer, in place: keeps only the last gradient"),
+    m(IB, "a[()] = a.item() + b.item()", "a[()] = b.item()", "input buffer, 0-d float64 in place: keeps only the last gradient"),
     m(IB, "and _getrefcount(old) == _SOLE_TENSOR", "and _getrefcount(old) >= _SOLE_TENSOR", "input buffer: sums in place into a gradient held elsewhere"),
     m(IB, "                    old._version_counter = [1]\n", "                    pass\n", "input buffer: a sum in place keeps the version"),
     m(E, "deps[nxt] = count + 1", "deps[nxt] = count", "dependencies: a second edge not counted"),
@@ -271,6 +272,7 @@ MUTANTS = [
     m(F, "        for pos in self._input_positions:\n", "        for pos in range(len(self._input_positions)):\n", "gradients misrouted with non-tensor inputs"),
     m(F, "            k = len(new_outs)\n            positions.append(k)\n", "            k = len(positions)\n            positions.append(len(new_outs))\n", "outputs numbered among the tensor ones only"),
     m(TI, "        grad_slice.copy_(region)\n", "        pass\n", "CopySlices: the view's region not updated"),
+    m(TD, "        fns = (fn, other)\n", "        fns = (other, fn)\n", "a simple op's node: its two edges swapped"),
     m(TD, "return [None if g is None else g.to(self.src_device)]", "return [g]", "ToCopyBackward0: gradient not moved back"),
     # ---- grad modes ------------------------------------------------------------------------------
     m(M, "        _set_mode(self.prev)\n", "        _set_mode(True)\n", "no_grad: exit always enables", nth=1),
@@ -290,6 +292,7 @@ MUTANTS = [
     m(DP, "(self == 0) & (exponent >= 0)", "(self == 0) & (result >= 0)", "pow: exponent gradient at base 0 from the result's sign"),
     m(DP, 'return grad * _C.where(exponent >= 0, 0.0, result * log_base)', 'return grad * _C.where(result >= 0, 0.0, result * log_base)', "rpow: exponent gradient at base 0 from the result's sign"),
     m(TN, '_TENSOR_ATTRS = frozenset({"indices"})', "_TENSOR_ATTRS = frozenset()", "indexing: saved indices outlive the graph"),
+    m(TN, 'lines.append(f"{indent}    g = g[()]")', 'lines.append(f"{indent}    g = g.item()")', "backward on 0-d scalars: a Python float loses the gradient's dtype"),
     m(TN, 'f"{indent}if t is ndarray and {a}.dtype is dtype or t is float', 'f"{indent}if t is ndarray or t is float', "backward on arrays: a saved array of another dtype is taken (NumPy's promotion)"),
     m(DS, "            shape[dim] = s\n", "            pass\n", "split backward: zeros of the wrong shape"),
     m(G, "                return t._alias_with_grad_fn(self._weak_grad_fn, self._output_nr)", "                return t", "saved tensor hooks: double backward through the pack hook"),

@@ -199,7 +199,7 @@ def _cpu_result(op, args, attrs, out, requires_grad, t0):
         _set_inference(result, True)
     if requires_grad and op.differentiable and _grad_state.enabled:
         result._requires_grad = True  # first: a node that saves its result reads it
-        _record(op, args, attrs, (result,))
+        _record_simple(op, args, attrs, result)
     else:
         result._requires_grad = False
     if _observed:
@@ -450,6 +450,51 @@ def _record(op, args, attrs, results):
                 r._output_nr = k
                 r._requires_grad = True
         node._input_metadata_ = tuple(meta)
+    if _anomaly_used.enabled and _anomaly._state.enabled:
+        _anomaly.record_traceback(node)
+    return node
+
+
+# NOTE [Recording a simple op]
+# ``_binary`` and ``_unary`` record ops of one or two inputs (a tensor, and a tensor or a
+# number) and one CPU result, with no input left without an edge: ``_record_simple`` builds the
+# same node as ``_record`` without its loops over the inputs and the results. An input that is
+# not its node's first output, or a result of a shape and dtype not seen yet, takes ``_record``.
+def _record_simple(op, args, attrs, result):
+    """``_record`` for the fast paths' ops (NOTE [Recording a simple op])."""
+    a = args[0]
+    fn = a.grad_fn
+    if fn is None:
+        fn = a._get_grad_accumulator() if a._requires_grad else None
+    elif a._output_nr:
+        return _record(op, args, attrs, (result,))
+    if len(args) == 1:
+        fns = (fn,)
+    else:
+        b = args[1]
+        if isinstance(b, Tensor):
+            other = b.grad_fn
+            if other is None:
+                other = b._get_grad_accumulator() if b._requires_grad else None
+            elif b._output_nr:
+                return _record(op, args, attrs, (result,))
+        else:
+            other = None
+        fns = (fn, other)
+    data = result._data
+    meta = _CPU_METADATA.get((data.shape, data.dtype))
+    if meta is None or op.nondiff:
+        return _record(op, args, attrs, (result,))
+    cls = op.node_class
+    node = cls.__new__(cls)
+    node._next_fns = fns
+    node._next_nrs = _ZERO_NUMBERS[len(fns)]
+    node._sequence_nr_ = next_sequence_nr()
+    node._pre_hooks = node._post_hooks = node._tensor_pre_hooks = None
+    node._retains_grad_hooks = node._metadata = None
+    cls._save(node, fns, args, attrs, (result,))  # see NOTE [Generated apply]
+    node._input_metadata_ = meta
+    result.grad_fn = node
     if _anomaly_used.enabled and _anomaly._state.enabled:
         _anomaly.record_traceback(node)
     return node
