@@ -884,3 +884,39 @@ def test_set_shares_memory_and_gives_a_leaf_a_new_edge_like_pytorch():
             lib.zeros(2).set_(lib.zeros(2, dtype=lib.float64))
         y = lib.zeros(2).set_()
         assert y.shape == (0,)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+@pytest.mark.parametrize("exponent", [2, 3, 4, 0.5, -1, 2.5, 0])
+def test_pow_and_sub_by_a_number_match_torch(dtype, exponent):
+    """``**`` and ``-`` with a Python number (the fast path of ``_unary`` and ``_binary``):
+    PyTorch's values, dtypes and nodes, at 0 and at negative values too, without warnings."""
+    torch = pytest.importorskip("torch")
+    values = np.array([-2.0, -0.5, 0.0, 0.5, 3.0])
+
+    def run(lib):
+        x = lib.tensor(values.astype(dtype), requires_grad=dtype != "int64")
+        y = x**exponent
+        z = y - 1.5
+        if dtype != "int64":
+            z.sum().backward()
+        grad = None if x.grad is None else x.grad.numpy()
+        return y, z, grad
+
+    if dtype == "int64" and type(exponent) is int and exponent < 0:
+        for lib in (ng, torch):
+            with pytest.raises(RuntimeError, match="Integers to negative integer powers"):
+                run(lib)
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = run(ng)
+    want = run(torch)
+    for a, b in zip(got[:2], want[:2]):
+        assert str(a.dtype).split(".")[-1] == str(b.dtype).split(".")[-1]
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-6)
+        assert (a.grad_fn is None) == (b.grad_fn is None)
+        if a.grad_fn is not None:
+            assert a.grad_fn.name() == b.grad_fn.name()
+    if got[2] is not None:
+        np.testing.assert_allclose(got[2], want[2], rtol=1e-6)

@@ -106,10 +106,10 @@ def _check_device(t, device):
 # tensor needs an array, so ``np.asarray`` wraps it back. A row whose forward is one ufunc names
 # it (``ufunc=np.multiply``): ``_binary`` calls it directly, not through the row's ``forward``
 # (a Python function taking keyword attributes). For two 0-d float64 operands (or one and a
-# Python float) of ``+`` or ``*`` (``-`` too, once ``__sub__`` comes here), the ops of a graph
-# of 0-d tensors (a micrograd-style MLP), it computes on Python floats instead: the same IEEE
-# double operation, with the same result, in a third of the time the ufunc's dispatch takes on
-# 0-d arrays (and, as PyTorch, it warns of no overflow).
+# Python float) of ``+``, ``-`` or ``*``, the ops of a graph of 0-d tensors (a micrograd-style
+# MLP), it computes on Python floats instead: the same IEEE double operation, with the same
+# result, in a third of the time the ufunc's dispatch takes on 0-d arrays (and, as PyTorch, it
+# warns of no overflow).
 _ON_FLOATS = {np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul}
 _F64 = np.dtype(np.float64)
 
@@ -160,8 +160,9 @@ def _binary(op, a, b, attrs=_NO_ATTRS):
     return _dispatch(op, (a, _arg(b)), attrs)
 
 
-def _unary(op, a):
-    """``op(a)`` for a pointwise row of one tensor input and no attributes (``tanh``, ``sin``).
+def _unary(op, a, attrs=_NO_ATTRS):
+    """``op(a)`` for a pointwise row of one tensor input (``tanh``, ``sin``; ``pow`` with a
+    number's ``exponent`` in ``attrs``) whose result has the input's dtype.
 
     The same result as ``_dispatch``, which it falls back to for anything but a float CPU
     tensor, without its general argument handling (see NOTE [Dispatch fast path]).
@@ -169,13 +170,15 @@ def _unary(op, a):
     t0 = _perf_counter() if _observed else 0.0  # see NOTE [Forward observers]
     da = a._data
     if a._device is not CPU or da.dtype.kind != "f":
-        return _dispatch(op, (a,))
+        return _dispatch(op, (a,), attrs)
     if op.quiet:
         with np.errstate(all="ignore"):
-            out = op.forward(np, da)
-    else:
+            out = op.forward(np, da, **attrs)
+    elif attrs is _NO_ATTRS:
         out = op.forward(np, da)
-    return _cpu_result(op, (a,), _NO_ATTRS, out, a._requires_grad, t0)
+    else:
+        out = op.forward(np, da, **attrs)
+    return _cpu_result(op, (a,), attrs, out, a._requires_grad, t0)
 
 
 def _cpu_result(op, args, attrs, out, requires_grad, t0):

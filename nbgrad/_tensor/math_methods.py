@@ -51,7 +51,7 @@ class MathMethods:
         return _binary(OPS["add"], self, other, _ALPHA1)
 
     def __sub__(self, other):
-        return _dispatch(OPS["sub"], (self, _sub_arg(self, other)), _ALPHA1)
+        return _binary(OPS["sub"], self, _sub_arg(self, other), _ALPHA1)
 
     def __rsub__(self, other):
         _sub_arg(self, other)
@@ -72,6 +72,8 @@ class MathMethods:
     def __pow__(self, exponent):
         if isinstance(exponent, Tensor):
             return _dispatch(_op("pow_tensor"), (self, exponent))
+        if type(exponent) is int or type(exponent) is float:  # a float tensor keeps its dtype
+            return _unary(OPS["pow"], self, {"exponent": exponent})
         return _dispatch(_op("pow"), (self,), {"exponent": _scalar(exponent)})
 
     def __floordiv__(self, other):
