@@ -161,8 +161,8 @@ def _binary(op, a, b, attrs=_NO_ATTRS):
 
 
 def _unary(op, a, attrs=_NO_ATTRS):
-    """``op(a)`` for a pointwise row of one tensor input (``tanh``, ``sin``; ``pow`` with a
-    number's ``exponent`` in ``attrs``) whose result has the input's dtype.
+    """``op(a)`` for a row of one tensor input whose result has a float input's dtype
+    (``tanh``, ``sin``; ``pow`` with a number's ``exponent`` in ``attrs``; ``sum``).
 
     The same result as ``_dispatch``, which it falls back to for anything but a float CPU
     tensor, without its general argument handling (see NOTE [Dispatch fast path]).

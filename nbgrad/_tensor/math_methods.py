@@ -580,6 +580,8 @@ class MathMethods:
     # -- reductions -------------------------------------------------------------------------
     def sum(self, dim=None, keepdim=False, *, dtype=None):
         if dim is None:
+            if dtype is None:  # (a float tensor's sum keeps its dtype)
+                return _unary(OPS["sum"], self, {"dtype": None})
             return _dispatch(_op("sum"), (self,), {"dtype": dtype})
         dims = _dims(dim, self.ndim)
         return _dispatch(_op("sum_dim"), (self,), {"dim": dims, "keepdim": keepdim, "dtype": dtype})
@@ -593,7 +595,7 @@ class MathMethods:
                 f"point or complex dtype. Got: {self.dtype._legacy[:-6]}"
             )
         if dim is None:
-            return _dispatch(_op("mean"), (self,))
+            return _unary(OPS["mean"], self)
         return _dispatch(
             _op("mean_dim"), (self,), {"dim": _dims(dim, self.ndim), "keepdim": keepdim}
         )
