@@ -229,7 +229,7 @@ def array_facts(a, value, max_values=16, source=NBGRAD, norms=None):
             # tensor objects over the same memory (a transposed view, a new wrapper of the same
             # storage for each hook); the memory it spans, its dtype and version name its
             # values while the tensor first seen lives (its memory cannot be reused before)
-            key = (a.ctypes.data, size, a.dtype.str, source.version(value))
+            key = (source.address(value, a), size, a.dtype.str, source.version(value))
             hit = norms.get(key)
             if hit is not None and hit[0]() is not None:
                 norm = hit[1]

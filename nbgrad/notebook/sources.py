@@ -228,6 +228,11 @@ class GraphSource(abc.ABC):
     def to_numpy(self, tensor) -> np.ndarray:
         """The values of a tensor on the host, detached."""
 
+    def address(self, tensor, array):
+        """Where ``tensor``'s values lie (read as ``array`` by :meth:`to_numpy`): a key for
+        its memory while it lives (NOTE [A norm read once])."""
+        return array.ctypes.data
+
     # -- watching ------------------------------------------------------------------------------
     def can_observe(self) -> bool:
         """Whether :meth:`observe` can watch this framework now (for torch: once imported)."""

@@ -302,6 +302,11 @@ class TorchSource(GraphSource):
         except (RuntimeError, TypeError):
             return tensor.detach().cpu().numpy()
 
+    def address(self, tensor, array):
+        # the tensor's own memory (numpy's ``ctypes.data`` costs a microsecond and more; for a
+        # tensor off the CPU it would name a host copy that dies at once)
+        return tensor.data_ptr() if tensor.is_cpu else (str(tensor.device), tensor.data_ptr())
+
     def register_hook(self, owner, method, fn, kind):
         hook = TorchHook(fn, kind, owner)
         hook._torch_handle = getattr(owner, method)(hook)
@@ -328,8 +333,10 @@ class TorchSource(GraphSource):
         # will take); making a throwaway node instead costs tens of microseconds at each start
         # and end of a block, and shifts the numbers of the nodes made after it
         torch = _torch()
-        peek = getattr(torch.autograd, "_get_sequence_nr", None)
-        if peek is not None:
+        peek = _PEEK.get(torch)
+        if peek is None:
+            peek = _PEEK[torch] = getattr(torch.autograd, "_get_sequence_nr", False)
+        if peek:
             return peek() - 1
         with torch.enable_grad():  # a throwaway node takes one: the next nodes number above
             probe = torch.zeros((), requires_grad=True) * 1
@@ -347,6 +354,7 @@ class TorchSource(GraphSource):
 
 
 TORCH = TorchSource()
+_PEEK: dict = {}  # the torch module -> torch.autograd._get_sequence_nr (False: none)
 
 
 # -- watching torch at work ------------------------------------------------------------------
@@ -365,16 +373,34 @@ TORCH = TorchSource()
 #
 # NOTE [Recording torch's cost]
 # ``tests/benchmarks/notebook.py --only torch`` times a training step (784-256-10 MLP, batch
-# 64, SGD, one thread) plain and recorded. Torch's own machinery sets a floor: a
-# TorchFunctionMode that only calls the function (each of the ~40 calls of a step, ``.grad``
-# reads and the optimizer's grad-mode switches included, goes through Python), the global
-# module hooks and a no-op pre-hook and hook on each node cost about 1.3x on their own on a
-# shared 2-core machine. Above it, the recorder keeps per event only what cannot wait: a
-# record tuple per call (NOTE [Recording cost]), the facts of each gradient (a norm and the
-# first values, NOTE [Summarise when shown]; a ``.grad`` that took the incoming gradient's
-# memory is not read again, NOTE [A stolen gradient]) and a Step; the model of the engine
-# runs when the trace is read (NOTE [The model run when read]); the block's sequence
-# numbers are read, not taken (NOTE [A sequence number without a node]).
+# 64, SGD, one thread; ``gc.collect()`` before each step, so every step starts with cold
+# caches) plain and recorded: about 2.5 ms plain, 1.59x recorded (1.64x before the changes
+# of NOTE [One look-up a call] and ``TorchSource.address``), on a shared 2-core machine,
+# against a target of 1.3x. Where it goes, measured on that machine (CPU time, cold):
+# - torch's own machinery, with nothing recorded, is 1.16x-1.18x: a TorchFunctionMode that
+#   only calls the function (~1.09x: each of the ~40 calls of a step, ``.grad`` reads, the
+#   optimizer's grad-mode switches and its ``add_`` included, goes through Python), the
+#   global module hooks (~1.02x) and a no-op pre-hook and hook on each of the 11 nodes
+#   (~1.07x, the pre-hooks most of it);
+# - the facts of the pass's 11 gradients (a norm and the first values, NOTE [Summarise when
+#   shown]): NumPy after torch's kernels have emptied the caches costs ~30 us a gradient,
+#   ~0.12x; they are taken when the event happens, since the gradient may change in place or
+#   be freed later, and holding it instead would change what torch does (it steals a gradient
+#   nobody else holds, and sums a fan-in in place);
+# - the rest, ~0.3x: per call a record tuple and the walk to the user's line (NOTE
+#   [Recording cost]), per module call a group, per node a Step, start and stop.
+# A stripped-down recorder (bare tuples, no Steps or groups, no post-hooks) measured
+# 1.28x-1.31x, so 1.3x is not within reach while the snapshot keeps what it shows now. Tried
+# and left out: pausing the mode while ``optimizer.step()`` runs (torch's global optimizer
+# step hooks) saves ~0.04x but drops the step's ``add_`` calls from the records; dropping
+# the post-hooks where what a node sent can be read from what the next node received saves
+# 0.02x-0.09x, but a hook torch cannot list (a tensor hook on a non-leaf, a module's backward
+# hooks) may change the gradient between the two, and the edges would then be wrong. The
+# recorder keeps per event only what cannot wait: a record tuple per call, the facts of each
+# gradient (a ``.grad`` that took the incoming gradient's memory is not read again, NOTE [A
+# stolen gradient]) and a Step; the model of the engine runs when the trace is read (NOTE
+# [The model run when read]); the block's sequence numbers are read, not taken (NOTE [A
+# sequence number without a node]).
 
 _SKIP = frozenset(
     {"__get__", "__set__", "__repr__", "__format__", "__str__", "__len__", "__bool__"}
@@ -717,9 +743,12 @@ def _watch_mode(torch):
     cls = _MODE.get("cls")
     if cls is not None:
         return cls
-    backward_funcs = (torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad)
     clock = time.perf_counter
-    names: dict = {}  # func -> its op name ("" for those not recorded, _SKIP)
+    # func -> its op name ("" for those not recorded, _SKIP; _BACKWARD for a backward pass):
+    # NOTE [One look-up a call]: every call of a block comes here, most of them (``.grad``
+    # reads, grad-mode switches) to be passed on unrecorded, so one dict look-up decides
+    names: dict = {f: _BACKWARD for f in (torch.Tensor.backward, torch.autograd.backward)}
+    names[torch.autograd.grad] = _BACKWARD
 
     class WatchMode(torch.overrides.TorchFunctionMode):
         def __init__(self, source, observer, forward, backward):
@@ -730,28 +759,29 @@ def _watch_mode(torch):
             self.backward = backward
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            if func in backward_funcs:
-                if self.backward:
-                    return _watched_backward(self.source, self.observer, func, args, kwargs, torch)
-                return func(*args, **kwargs)
             try:
                 name = names[func]
             except KeyError:
                 name = names[func] = _recorded_name(func)
             except TypeError:  # (a function that cannot be a key: named at each call)
                 name = _recorded_name(func)
-            if not self.forward or not name:
-                return func(*args, **kwargs)
-            t0 = clock()
-            result = func(*args, **kwargs)
-            self.observer.forward(name, args, kwargs, result, clock() - t0)
-            return result
+            if name is _BACKWARD:
+                if self.backward:
+                    return _watched_backward(
+                        self.source, self.observer, func, args, kwargs or {}, torch
+                    )
+            elif name and self.forward:
+                t0 = clock()
+                result = func(*args, **kwargs) if kwargs else func(*args)
+                self.observer.forward(name, args, kwargs, result, clock() - t0)
+                return result
+            return func(*args, **kwargs) if kwargs else func(*args)
 
     _MODE["cls"] = WatchMode
     return WatchMode
 
 
+_BACKWARD = "\0backward"  # the name of the functions that run a backward pass (not an op's)
 _MODE: dict = {}
 
 
