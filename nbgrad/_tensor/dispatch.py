@@ -122,42 +122,44 @@ def _binary(op, a, b, attrs=_NO_ATTRS):
     """
     t0 = _perf_counter() if _observed else 0.0  # see NOTE [Forward observers]
     da = a._data
-    if a._device is CPU and da.dtype.kind == "f":
-        tb = type(b)
-        if tb is float or tb is int:
-            db = b
-            rg = a._requires_grad
-        elif tb is Tensor and b._device is CPU and b._data.dtype == da.dtype:
-            db = b._data
-            rg = a._requires_grad or b._requires_grad
-        else:
-            return _dispatch(op, (a, _arg(b)), attrs)
-        ufunc = op.ufunc
-        if attrs is not _NO_ATTRS and attrs is not _ALPHA1 and attrs.get("alpha", 1) != 1:
-            ufunc = None  # the row's forward computes other attributes
-        try:
-            if ufunc is None:
-                if op.quiet:
-                    with np.errstate(all="ignore"):
-                        out = op.forward(np, da, db, **attrs)
-                else:
-                    out = op.forward(np, da, db, **attrs)
-            elif (
-                not da.ndim
-                and da.dtype is _F64
-                and (tb is float or (tb is not int and not db.ndim))
-                and ufunc in _ON_FLOATS
-            ):  # NOTE [0-d results stay arrays]
-                out = _ON_FLOATS[ufunc](da.item(), db if tb is float else db.item())
-            elif op.quiet:
+    dtype = da.dtype
+    if a._device is not CPU or dtype.kind != "f":
+        return _dispatch(op, (a, _arg(b)), attrs)
+    tb = type(b)
+    if tb is float or tb is int:
+        db = b
+        rg = a._requires_grad
+    elif tb is Tensor and b._device is CPU and b._data.dtype is dtype:
+        db = b._data
+        rg = a._requires_grad or b._requires_grad
+    else:
+        return _dispatch(op, (a, _arg(b)), attrs)
+    ufunc = op.ufunc
+    if attrs is not _NO_ATTRS and attrs is not _ALPHA1 and attrs.get("alpha", 1) != 1:
+        ufunc = None  # the row's forward computes other attributes
+    try:
+        if ufunc is None:
+            if op.quiet:
                 with np.errstate(all="ignore"):
-                    out = ufunc(da, db)
+                    out = op.forward(np, da, db, **attrs)
+            else:
+                out = op.forward(np, da, db, **attrs)
+        elif dtype is _F64 and not da.ndim and op.on_floats is not None and tb is not int:
+            # NOTE [0-d results stay arrays]
+            if tb is float:
+                out = op.on_floats(da.item(), db)
+            elif not db.ndim:
+                out = op.on_floats(da.item(), db.item())
             else:
                 out = ufunc(da, db)
-        except ValueError as e:
-            raise RuntimeError(f"{op.name}(): {_shapes_message((a, b), e)}") from None
-        return _cpu_result(op, (a, b), attrs, out, rg, t0)
-    return _dispatch(op, (a, _arg(b)), attrs)
+        elif op.quiet:
+            with np.errstate(all="ignore"):
+                out = ufunc(da, db)
+        else:
+            out = ufunc(da, db)
+    except ValueError as e:
+        raise RuntimeError(f"{op.name}(): {_shapes_message((a, b), e)}") from None
+    return _cpu_result(op, (a, b), attrs, out, rg, t0)
 
 
 def _unary(op, a, attrs=_NO_ATTRS):
@@ -183,7 +185,8 @@ def _unary(op, a, attrs=_NO_ATTRS):
 
 def _cpu_result(op, args, attrs, out, requires_grad, t0):
     """The end of ``_binary`` and ``_unary``: the array ``out`` (or NumPy's scalar) as a CPU
-    tensor, recorded when an input requires grad and grad mode is on (``_wrap``, inline)."""
+    tensor (``_wrap``, inline), recorded when an input requires grad and grad mode is on (NOTE
+    [Recording a simple op])."""
     if type(out) is not _ndarray:
         out = np.asarray(out)  # NOTE [0-d results stay arrays]
     result = Tensor.__new__(Tensor)
@@ -200,11 +203,52 @@ def _cpu_result(op, args, attrs, out, requires_grad, t0):
     result.grad_fn = None
     if _inference_tensors.entered and _grad_state.inference:  # NOTE [Inference tensors]
         _set_inference(result, True)
-    if requires_grad and op.differentiable and _grad_state.enabled:
-        result._requires_grad = True  # first: a node that saves its result reads it
-        _record_simple(op, args, attrs, result)
-    else:
+    if not (requires_grad and op.differentiable and _grad_state.enabled):
         result._requires_grad = False
+    else:
+        result._requires_grad = True  # first: a node that saves its result reads it
+        # NOTE [Recording a simple op]
+        # ``_binary`` and ``_unary`` record ops of one or two inputs (a tensor, and a tensor
+        # or a number) and one CPU result: here, the same node as ``_record`` builds, without
+        # its loops over the inputs and the results. An input that is not its node's first
+        # output, an input left without an edge or a result of a shape and dtype not seen yet
+        # takes ``_record``.
+        a = args[0]
+        fn = a.grad_fn
+        numbered = False
+        if fn is None:
+            fn = a._get_grad_accumulator() if a._requires_grad else None
+        elif a._output_nr:
+            numbered = True
+        if len(args) == 1:
+            fns = (fn,)
+        else:
+            b = args[1]
+            if isinstance(b, Tensor):
+                other = b.grad_fn
+                if other is None:
+                    other = b._get_grad_accumulator() if b._requires_grad else None
+                elif b._output_nr:
+                    numbered = True
+            else:
+                other = None
+            fns = (fn, other)
+        meta = _CPU_METADATA.get((out.shape, out.dtype))
+        if meta is None or numbered or op.nondiff:
+            _record(op, args, attrs, (result,))
+        else:
+            cls = op.node_class
+            node = cls.__new__(cls)
+            node._next_fns = fns
+            node._next_nrs = _ZERO_NUMBERS[len(fns)]
+            node._sequence_nr_ = next_sequence_nr()
+            node._pre_hooks = node._post_hooks = node._tensor_pre_hooks = None
+            node._retains_grad_hooks = node._metadata = None
+            cls._save(node, fns, args, attrs, (result,))  # see NOTE [Generated apply]
+            node._input_metadata_ = meta
+            result.grad_fn = node
+            if _anomaly_used.enabled and _anomaly._state.enabled:
+                _anomaly.record_traceback(node)
     if _observed:
         _observed[0].forward(op, args, attrs, result, _perf_counter() - t0)
     return result
@@ -453,51 +497,6 @@ def _record(op, args, attrs, results):
                 r._output_nr = k
                 r._requires_grad = True
         node._input_metadata_ = tuple(meta)
-    if _anomaly_used.enabled and _anomaly._state.enabled:
-        _anomaly.record_traceback(node)
-    return node
-
-
-# NOTE [Recording a simple op]
-# ``_binary`` and ``_unary`` record ops of one or two inputs (a tensor, and a tensor or a
-# number) and one CPU result, with no input left without an edge: ``_record_simple`` builds the
-# same node as ``_record`` without its loops over the inputs and the results. An input that is
-# not its node's first output, or a result of a shape and dtype not seen yet, takes ``_record``.
-def _record_simple(op, args, attrs, result):
-    """``_record`` for the fast paths' ops (NOTE [Recording a simple op])."""
-    a = args[0]
-    fn = a.grad_fn
-    if fn is None:
-        fn = a._get_grad_accumulator() if a._requires_grad else None
-    elif a._output_nr:
-        return _record(op, args, attrs, (result,))
-    if len(args) == 1:
-        fns = (fn,)
-    else:
-        b = args[1]
-        if isinstance(b, Tensor):
-            other = b.grad_fn
-            if other is None:
-                other = b._get_grad_accumulator() if b._requires_grad else None
-            elif b._output_nr:
-                return _record(op, args, attrs, (result,))
-        else:
-            other = None
-        fns = (fn, other)
-    data = result._data
-    meta = _CPU_METADATA.get((data.shape, data.dtype))
-    if meta is None or op.nondiff:
-        return _record(op, args, attrs, (result,))
-    cls = op.node_class
-    node = cls.__new__(cls)
-    node._next_fns = fns
-    node._next_nrs = _ZERO_NUMBERS[len(fns)]
-    node._sequence_nr_ = next_sequence_nr()
-    node._pre_hooks = node._post_hooks = node._tensor_pre_hooks = None
-    node._retains_grad_hooks = node._metadata = None
-    cls._save(node, fns, args, attrs, (result,))  # see NOTE [Generated apply]
-    node._input_metadata_ = meta
-    result.grad_fn = node
     if _anomaly_used.enabled and _anomaly._state.enabled:
         _anomaly.record_traceback(node)
     return node

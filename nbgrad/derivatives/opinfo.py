@@ -6,7 +6,7 @@ import inspect
 
 import numpy as np
 
-from nbgrad._tensor.dispatch import OPS, _dispatch
+from nbgrad._tensor.dispatch import _ON_FLOATS, OPS, _dispatch
 
 
 class OpInfo:
@@ -49,6 +49,7 @@ class OpInfo:
         # the NumPy ufunc that ``forward`` is when the row's attributes are at their defaults
         # (``alpha`` 1): see NOTE [0-d results stay arrays] in nbgrad/_tensor/dispatch.py
         row.ufunc = ufunc
+        row.on_floats = _ON_FLOATS.get(ufunc)  # its operator on two Python floats, if any
         row.differentiable = differentiable and bool(formulas)
         row.formulas = formulas
         row.node_class = None
