@@ -176,10 +176,12 @@ def _unary(op, a, attrs=_NO_ATTRS):
     if op.quiet:
         with np.errstate(all="ignore"):
             out = op.forward(np, da, **attrs)
-    elif attrs is _NO_ATTRS:
-        out = op.forward(np, da)
-    else:
+    elif attrs is not _NO_ATTRS:
         out = op.forward(np, da, **attrs)
+    elif op.ufunc is not None:  # (the row's forward is this one ufunc)
+        out = op.ufunc(da)
+    else:
+        out = op.forward(np, da)
     return _cpu_result(op, (a,), attrs, out, a._requires_grad, t0)
 
 
