@@ -111,7 +111,7 @@ MUTANTS = [
     m(DP, "self=lambda grad, mask: grad.masked_fill(mask, 0))", "self=lambda grad, mask: grad)", "masked_fill: filled places pass the gradient"),
     m(DP, "self=lambda grad, self: grad * self.sign())", "self=lambda grad, self: _C.where(self >= 0, grad, -grad))", "abs: gradient at 0 is +grad (kink)"),
     m(DP, "_sign(xp, self), self=lambda grad: _C.zeros_like(grad))", "_sign(xp, self), self=lambda grad: grad)", "sign: gradient passes through"),
-    m(DP, "xp.exp(self), promote=\"float\", self=lambda grad, result: grad * result)", "xp.exp(self), promote=\"float\", self=lambda grad, result: grad)", "exp: result factor dropped"),
+    m(DP, "xp.exp(self), ufunc=np.exp, promote=\"float\", self=lambda grad, result: grad * result)", "xp.exp(self), ufunc=np.exp, promote=\"float\", self=lambda grad, result: grad)", "exp: result factor dropped"),
     m(DP, "self=lambda grad, self: grad / self)", "self=lambda grad, self: grad * self)", "log: multiplies instead of divides"),
     m(DP, "grad / (self + 1)", "grad / self", "log1p: 1 + x dropped"),
     m(DP, "grad / (2 * result)", "grad / result", "sqrt: factor 2 dropped"),

@@ -129,7 +129,12 @@ def _make_grads(outputs, grads):
                     )
                 data = out._data
                 if out._device is CPU:  # the seed of every backward: made directly
-                    new_grads.append(_wrap(np.ones(data.shape, data.dtype)))
+                    seed = (
+                        np.array(1, data.dtype)
+                        if not data.ndim
+                        else np.ones(data.shape, data.dtype)
+                    )
+                    new_grads.append(_wrap(seed))
                 else:
                     new_grads.append(ones_like(out))
             else:

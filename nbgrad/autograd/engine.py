@@ -669,8 +669,6 @@ class Engine:
             with graph_task._lock:
                 ready = self._route(graph_task, fns, nrs, outputs)
             return self._dispatch_ready(graph_task, ready)
-        if exec_info is not None:
-            return self._dispatch_ready(graph_task, self._route(graph_task, fns, nrs, outputs))
         deps = graph_task.dependencies
         not_ready = graph_task.not_ready
         heap = graph_task.cpu_ready_queue._heap
@@ -688,6 +686,7 @@ class Engine:
                 and grad._device is CPU
                 and len(fn._input_metadata_) <= 1
                 and (not not_ready or fn not in not_ready)
+                and exec_info is None
             ):
                 deps[fn] = 0
                 if observer is not None:
@@ -697,9 +696,10 @@ class Engine:
                 heappush(heap, (-fn._sequence_nr_, next(_tiebreak), fn, [grad]))
                 return
         # NOTE [Routing inlined]
-        # ``_route`` then ``_dispatch_ready``, in one loop for the common pass (one thread, every
-        # node needed): each gradient goes to its next node's input buffer (a list with one slot
-        # per input); a node whose dependencies reach 0 is ready and goes on the queue (NOTE
+        # ``_route`` then ``_dispatch_ready``, in one loop for a pass on one thread (with
+        # ``grad(inputs=)``, a node that leads to none of them is skipped, as ``_route`` does):
+        # each gradient goes to its next node's input buffer (a list with one slot per input);
+        # a node whose dependencies reach 0 is ready and goes on the queue (NOTE
         # [CPU queue entries]), except the one the queue would hand back next, which is handed
         # back to run directly (NOTE [Chains skip the queue]): of the nodes made ready here, the
         # one with the highest ``sequence_nr`` is held back, and run when it is higher than
@@ -711,6 +711,10 @@ class Engine:
                 continue
             count = deps[fn] - 1
             deps[fn] = count
+            if exec_info is not None:
+                info = exec_info.get(fn)
+                if info is None or not (info.needed or info.captures is not None):
+                    continue
             buf = not_ready.get(fn) if not_ready else None
             if buf is None:
                 n_inputs = len(fn._input_metadata_)
