@@ -217,7 +217,6 @@ MUTANTS = [
     m(E, "        if node._post_hooks:\n", "        if False:\n", "node post hooks never run"),
     m(E, "                if not heap:\n                    return fn, [grad]", "                if True:\n                    return fn, [grad]", "a chain runs before higher-priority ready nodes"),
     m(E, "        if heap and heap[0][0] <= -following._sequence_nr_:", "        if False:", "routing: a ready node runs before higher-priority queued nodes"),
-    m(E, "if not heap and len(ready) == 1:", "if len(ready) == 1:", "a single ready node jumps the queue"),
     m(E, "if not count and n_inputs <= 1:", "if n_inputs <= 1:", "a node runs before all its gradients arrived"),
     m(E, "                buf[input_nr] = grad if old is None else _accumulate(old, grad)\n", "                buf[0] = grad if old is None else _accumulate(old, grad)\n", "routing: gradient into the wrong input slot"),
     m(E, "                grads[i] = grad\n", "                pass\n", "validate_outputs: broadcast gradient not summed"),

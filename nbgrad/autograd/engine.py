@@ -758,30 +758,17 @@ class Engine:
         return following, following_buf
 
     def _dispatch_ready(self, graph_task, ready):
-        """Queue the nodes ``_route`` found ready, or hand the only one back to run next."""
-        if not ready:
-            return None
+        """Queue the nodes ``_route`` found ready in a pass that uses device workers, or hand
+        the only one back to run next on this worker (a pass on one thread routes inline: NOTE
+        [Routing inlined])."""
         observer = graph_task.observer
-        if graph_task.threaded:
-            own = _current.device_queue
-            if own is not None and len(ready) == 1 and not own._heap:
-                fn, buf, grad = ready[0]
-                if grad is not None and grad._device == own.device:
-                    if observer is not None:
-                        observer.node_ready(graph_task, fn, grad._device)
-                    return fn, buf  # NOTE [Chains skip the queue], on a device worker
-            for fn, buf, grad in ready:
-                self._push_ready(graph_task, fn, buf, grad)
-            return None
-        heap = graph_task.cpu_ready_queue._heap
-        if not heap and len(ready) == 1:
+        own = _current.device_queue
+        if own is not None and len(ready) == 1 and not own._heap:
             fn, buf, grad = ready[0]
-            if grad is not None and grad._device is CPU:
-                # NOTE [Chains skip the queue]: the only ready node, with nothing else waiting,
-                # is what the queue would hand back next: the caller runs it directly.
+            if grad is not None and grad._device == own.device:
                 if observer is not None:
-                    observer.node_ready(graph_task, fn, CPU)
-                return fn, buf
+                    observer.node_ready(graph_task, fn, grad._device)
+                return fn, buf  # NOTE [Chains skip the queue], on a device worker
         for fn, buf, grad in ready:
             self._push_ready(graph_task, fn, buf, grad)
         return None
