@@ -271,7 +271,8 @@ MUTANTS = [
     m(F, "        for pos in self._input_positions:\n", "        for pos in range(len(self._input_positions)):\n", "gradients misrouted with non-tensor inputs"),
     m(F, "            k = len(new_outs)\n            positions.append(k)\n", "            k = len(positions)\n            positions.append(len(new_outs))\n", "outputs numbered among the tensor ones only"),
     m(TI, "        grad_slice.copy_(region)\n", "        pass\n", "CopySlices: the view's region not updated"),
-    m(TD, "            fns = (fn, other)\n", "            fns = (other, fn)\n", "a simple op's node: its two edges swapped"),
+    m(TD, '("(fn0, fn1)", "(0, 0)")', '("(fn1, fn0)", "(0, 0)")', "generated forward result: the node's two edges swapped"),
+    m(TD, "        if meta is None or numbered:\n", "        if meta is None:\n", "generated forward result: an input that is another output than its node's first gets edge number 0"),
     m(TD, "return [None if g is None else g.to(self.src_device)]", "return [g]", "ToCopyBackward0: gradient not moved back"),
     # ---- grad modes ------------------------------------------------------------------------------
     m(M, "        _set_mode(self.prev)\n", "        _set_mode(True)\n", "no_grad: exit always enables", nth=1),

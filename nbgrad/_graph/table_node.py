@@ -525,7 +525,8 @@ def _generate_array_path(slot_plan, tensor_slots, input_slots, outs):
 
 def _generate_save(info, save_plan):
     """``_save(node, fns, args, attrs, results)``: what ``_record`` stores on a new node
-    (``fns``: its ``_next_fns``).
+    (``fns``: its ``_next_fns``), and the lines of its body (``_save_body``, which the
+    dispatch's generated forward result inlines: NOTE [Generated forward result]).
 
     Straight-line code from ``save_plan`` (NOTE [Generated apply]): a value goes in its slot
     when a formula that needs it has a live edge, else the slot gets None.
@@ -576,9 +577,10 @@ def _generate_save(info, save_plan):
     if not save_plan:
         lines.append("    pass")
     source = "\n".join(lines) + "\n"
+    body = (tuple(lines[1:]), dict(env))  # (before ``exec`` adds to ``env``)
     _exec_generated(source, f"<generated save of {info.node_name}>", env)
     env["_save"].__qualname__ = f"{info.node_name}._save"
-    return staticmethod(env["_save"]), source
+    return staticmethod(env["_save"]), source, body
 
 
 # rows PyTorch differentiates with one formula for all inputs (``input, weight, bias: ...``)
@@ -638,7 +640,7 @@ def _build_node_class(info):
         )
         for i, is_list, f, params in plan
     )
-    save, save_source = _generate_save(info, save_plan)
+    save, save_source, save_body = _generate_save(info, save_plan)
     input_slots = _input_slots(info, save_plan)
     ns = {
         "_slot_plan": slot_plan,
@@ -646,6 +648,7 @@ def _build_node_class(info):
         "_tensor_slots": _released_slots(save_plan),
         "_save": save,
         "_save_source": save_source,
+        "_save_body": save_body,  # (lines, names they use)
         "__slots__": tuple("_s_" + s for s in saved) + tuple("_v" + s[2:] for s in input_slots),
         "_input_slots": input_slots,
         "_op": info,

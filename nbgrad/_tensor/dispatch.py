@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import operator
 import time
+from functools import partial
 from weakref import ref as _weakref
 
 import numpy as np
@@ -30,6 +31,7 @@ from nbgrad._graph.graph import (
     zero_numbers,
 )
 from nbgrad._graph.observer import forward_observer as _observed
+from nbgrad._graph.table_node import _exec_generated
 from nbgrad._tensor.conversion import _arg, _ndarray, _set_inference, _wrap
 from nbgrad._tensor.views import _mark_view
 from nbgrad.backend import CPU
@@ -159,7 +161,10 @@ def _binary(op, a, b, attrs=_NO_ATTRS):
             out = ufunc(da, db)
     except ValueError as e:
         raise RuntimeError(f"{op.name}(): {_shapes_message((a, b), e)}") from None
-    return _cpu_result(op, (a, b), attrs, out, rg, t0)
+    result = op.result
+    if result is None:  # NOTE [Generated forward result]
+        result = op.result = _result_function(op)
+    return result((a, b), attrs, out, rg, t0)
 
 
 def _unary(op, a, attrs=_NO_ATTRS):
@@ -182,15 +187,37 @@ def _unary(op, a, attrs=_NO_ATTRS):
         out = op.ufunc(da)
     else:
         out = op.forward(np, da)
-    return _cpu_result(op, (a,), attrs, out, a._requires_grad, t0)
+    result = op.result
+    if result is None:  # NOTE [Generated forward result]
+        result = op.result = _result_function(op)
+    return result((a,), attrs, out, a._requires_grad, t0)
 
 
-def _cpu_result(op, args, attrs, out, requires_grad, t0):
-    """The end of ``_binary`` and ``_unary``: the array ``out`` (or NumPy's scalar) as a CPU
-    tensor (``_wrap``, inline), recorded when an input requires grad and grad mode is on (NOTE
-    [Recording a simple op])."""
-    if type(out) is not _ndarray:
-        out = np.asarray(out)  # NOTE [0-d results stay arrays]
+# NOTE [Generated forward result]
+# ``_binary`` and ``_unary`` end in ``op.result(args, attrs, out, requires_grad, t0)``: the
+# array ``out`` (or NumPy's scalar) as a CPU tensor, recorded when an input requires grad and
+# grad mode is on. For a row of one or two inputs (a tensor, and a tensor or a number), one
+# output and an edge for each input, it is generated from the row on first use, as the node's
+# ``_save`` is (NOTE [Generated apply]), with ``_save``'s body inline: the tensor
+# (``_wrap``'s fields), the node (``_record``'s, without its loops over inputs and results) and
+# its saved values, in one call. An input that is not its node's first output, or a result of
+# a shape and dtype not seen yet, takes ``_record``. Any other row gets ``_generic_result``.
+# The source stays on the row to read: ``OPS["mul"].result_source``.
+def _generic_result(op, args, attrs, out, requires_grad, t0):
+    """``op.result`` of a row the generated one does not serve: ``_wrap``, then ``_record``."""
+    result = _wrap(out)
+    if requires_grad and op.differentiable and _grad_state.enabled:
+        result._requires_grad = True  # first: a node that saves its result reads it
+        _record(op, args, attrs, (result,))
+    if _observed:
+        _observed[0].forward(op, args, attrs, result, _perf_counter() - t0)
+    return result
+
+
+_RESULT_HEAD = """\
+def result(args, attrs, out, requires_grad, t0):
+    if type(out) is not ndarray:
+        out = asarray(out)  # NOTE [0-d results stay arrays]
     result = Tensor.__new__(Tensor)
     result._data = out
     result._device = CPU
@@ -203,57 +230,93 @@ def _cpu_result(op, args, attrs, out, requires_grad, t0):
     result._acc = None
     result._post_accumulate_grad_hooks = None
     result.grad_fn = None
-    if _inference_tensors.entered and _grad_state.inference:  # NOTE [Inference tensors]
-        _set_inference(result, True)
-    if not (requires_grad and op.differentiable and _grad_state.enabled):
+    if inference_tensors.entered and grad_state.inference:  # NOTE [Inference tensors]
+        set_inference(result, True)
+    if not (requires_grad and grad_state.enabled):
         result._requires_grad = False
     else:
         result._requires_grad = True  # first: a node that saves its result reads it
-        # NOTE [Recording a simple op]
-        # ``_binary`` and ``_unary`` record ops of one or two inputs (a tensor, and a tensor
-        # or a number) and one CPU result: here, the same node as ``_record`` builds, without
-        # its loops over the inputs and the results. An input that is not its node's first
-        # output, an input left without an edge or a result of a shape and dtype not seen yet
-        # takes ``_record``.
-        a = args[0]
-        fn = a.grad_fn
-        numbered = False
-        if fn is None:
-            fn = a._get_grad_accumulator() if a._requires_grad else None
-        elif a._output_nr:
+        numbered = False  # whether an input is an output other than 0 of its node
+        first = args[0]
+        fn0 = first.grad_fn
+        if fn0 is None:
+            fn0 = first._get_grad_accumulator() if first._requires_grad else None
+        elif first._output_nr:
             numbered = True
-        if len(args) == 1:
-            fns = (fn,)
+"""
+_RESULT_SECOND = """\
+        second = args[1]
+        if isinstance(second, Tensor):
+            fn1 = second.grad_fn
+            if fn1 is None:
+                fn1 = second._get_grad_accumulator() if second._requires_grad else None
+            elif second._output_nr:
+                numbered = True
         else:
-            b = args[1]
-            if isinstance(b, Tensor):
-                other = b.grad_fn
-                if other is None:
-                    other = b._get_grad_accumulator() if b._requires_grad else None
-                elif b._output_nr:
-                    numbered = True
-            else:
-                other = None
-            fns = (fn, other)
-        meta = _CPU_METADATA.get((out.shape, out.dtype))
-        if meta is None or numbered or op.nondiff:
-            _record(op, args, attrs, (result,))
+            fn1 = None
+"""
+_RESULT_NODE = """\
+        meta = CPU_METADATA.get((out.shape, out.dtype))  # NOTE [Shared input metadata]
+        if meta is None or numbered:
+            record(op, args, attrs, (result,))
         else:
-            cls = op.node_class
             node = cls.__new__(cls)
-            node._next_fns = fns
-            node._next_nrs = _ZERO_NUMBERS[len(fns)]
+            node._next_fns = fns = {fns}
+            node._next_nrs = {nrs}
             node._sequence_nr_ = next_sequence_nr()
             node._pre_hooks = node._post_hooks = node._tensor_pre_hooks = None
             node._retains_grad_hooks = node._metadata = None
-            cls._save(node, fns, args, attrs, (result,))  # see NOTE [Generated apply]
+            results = (result,)
+"""
+_RESULT_TAIL = """\
             node._input_metadata_ = meta
             result.grad_fn = node
-            if _anomaly_used.enabled and _anomaly._state.enabled:
-                _anomaly.record_traceback(node)
-    if _observed:
-        _observed[0].forward(op, args, attrs, result, _perf_counter() - t0)
+            if anomaly_used.enabled and anomaly._state.enabled:
+                anomaly.record_traceback(node)
+    if observed:
+        observed[0].forward(op, args, attrs, result, perf_counter() - t0)
     return result
+"""
+
+
+def _result_function(op):
+    """``op.result``: generated for the rows it serves, else ``_generic_result`` (NOTE
+    [Generated forward result])."""
+    cls = op.node_class
+    n = len(op.inputs)
+    if cls is None or op.nondiff or op.outputs != 1 or any(op.list_input) or n not in (1, 2):
+        return partial(_generic_result, op)
+    body, names = cls._save_body
+    fns, nrs = ("(fn0, fn1)", "(0, 0)") if n == 2 else ("(fn0,)", "(0,)")
+    source = (
+        _RESULT_HEAD
+        + (_RESULT_SECOND if n == 2 else "")
+        + _RESULT_NODE.format(fns=fns, nrs=nrs)
+        + "".join(f"        {line}\n" for line in body)
+        + _RESULT_TAIL
+    )
+    env = {
+        **names,
+        "ndarray": _ndarray,
+        "asarray": np.asarray,
+        "Tensor": Tensor,
+        "CPU": CPU,
+        "inference_tensors": _inference_tensors,
+        "grad_state": _grad_state,
+        "set_inference": _set_inference,
+        "CPU_METADATA": _CPU_METADATA,
+        "record": _record,
+        "op": op,
+        "cls": cls,
+        "next_sequence_nr": next_sequence_nr,
+        "anomaly_used": _anomaly_used,
+        "anomaly": _anomaly,
+        "observed": _observed,
+        "perf_counter": _perf_counter,
+    }
+    _exec_generated(source, f"<generated forward result of {op.name}>", env)
+    op.result_source = source
+    return env["result"]
 
 
 def _prepare(op, args, attrs):

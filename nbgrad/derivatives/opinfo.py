@@ -53,6 +53,9 @@ class OpInfo:
         row.differentiable = differentiable and bool(formulas)
         row.formulas = formulas
         row.node_class = None
+        # ``_binary``'s and ``_unary``'s end, made on first use (NOTE [Generated forward
+        # result] in nbgrad/_tensor/dispatch.py)
+        row.result = row.result_source = None
         row._check()
 
     def _check(self):
