@@ -17,11 +17,11 @@ GAP = 4.0  # from the edge to the near end of its label
 CLEAR = 3.0  # another edge nearer than this to a label could seem to be the label's
 NEAR_COST = 0.05  # per pixel of another edge that near (a pixel crossing costs 1)
 TITLE_CHAR = 6.1  # a character of the 10 px group titles (the widget adds "▾ ")
-CELL = 48.0
+CELL = 48.0  # the grid's cells, at least; see _Grid
 CURVE_STEPS = 8
 FRACTIONS = (0.75, 0.6, 0.85, 0.5, 0.35, 0.25, 0.15)
 MAX_SEGMENTS = 6  # of a long edge's segments, the first and last three carry candidates
-TRIES = 16  # candidates tried per label, on average, at most (the cost of a crowded picture)
+TRIES = 12  # candidates tried per label, on average, at most (the cost of a crowded picture)
 WORST = 60.0  # a label meeting this much is as bad as any worse (and found sooner)
 FEW = 8  # the candidates a label tries once those are spent: the 8 around its first point
 
@@ -100,9 +100,13 @@ def _clip(seg, box):
 
 
 class _Grid:
-    """Segments and boxes bucketed by the square cells of side CELL that their bounds touch."""
+    """Segments and boxes bucketed by the square cells of side ``cell`` that their bounds
+    touch; long segments are cut to the cell's size first. The cell is CELL, or more where the
+    lines are long (edges across a picture 100,000 px wide), so that the grid holds a few
+    entries per line whatever the picture's size."""
 
-    def __init__(self):
+    def __init__(self, cell):
+        self.cell = cell
         self.cells = {}
         # (left, top, right, bottom: the bounds, owner, coordinates); the owner of a box is
         # None, of a group frame's segment -1, of an edge's segment the edge's index
@@ -116,16 +120,18 @@ class _Grid:
         k = len(self.items)
         self.items.append((*bounds, owner, c))
         left, top, right, bottom = bounds
-        for cx in range(int(left // CELL), int(right // CELL) + 1):
-            for cy in range(int(top // CELL), int(bottom // CELL) + 1):
+        cell = self.cell
+        for cx in range(int(left // cell), int(right // cell) + 1):
+            for cy in range(int(top // cell), int(bottom // cell) + 1):
                 self.cells.setdefault((cx, cy), []).append(k)
 
-    def add_line(self, x0, y0, x1, y1):
-        """A long straight line of a group's frame, in pieces no longer than a cell."""
-        n = max(1, int(max(abs(x1 - x0), abs(y1 - y0)) // CELL) + 1)
+    def add_line(self, owner, x0, y0, x1, y1):
+        """A straight line, in pieces no longer than a cell (so that a long slanted edge is
+        not in every cell of its bounds)."""
+        n = int(max(abs(x1 - x0), abs(y1 - y0)) // (4 * self.cell)) + 1
         dx, dy = (x1 - x0) / n, (y1 - y0) / n
         for k in range(n):
-            self.add(-1, (x0 + k * dx, y0 + k * dy, x0 + (k + 1) * dx, y0 + (k + 1) * dy))
+            self.add(owner, (x0 + k * dx, y0 + k * dy, x0 + (k + 1) * dx, y0 + (k + 1) * dy))
 
     def cost(self, box, own, limit):
         """What a label of edge ``own`` with ``box`` meets: the length of the segments inside
@@ -135,9 +141,9 @@ class _Grid:
         left, top, right, bottom = box
         near = (left - CLEAR, top - CLEAR, right + CLEAR, bottom + CLEAR)
         total, seen = 0.0, set()
-        items, cells = self.items, self.cells
-        for cx in range(int(near[0] // CELL), int(near[2] // CELL) + 1):
-            for cy in range(int(near[1] // CELL), int(near[3] // CELL) + 1):
+        items, cells, cell = self.items, self.cells, self.cell
+        for cx in range(int(near[0] // cell), int(near[2] // cell) + 1):
+            for cy in range(int(near[1] // cell), int(near[3] // cell) + 1):
                 for k in cells.get((cx, cy), ()):
                     a, b, c, d, owner, coords = items[k]
                     if a >= near[2] or c <= near[0] or b >= near[3] or d <= near[1] or k in seen:
@@ -194,7 +200,10 @@ def place_labels(nodes, edges, groups, width, height):
     that has a label (None on the others), so that no label meets an edge, a box, a group's
     frame or title, another label, or the picture's border, where such a place is among the
     candidates; else the place meeting the least (NOTE [Edge labels] in layout.py)."""
-    grid = _Grid()
+    pieces = [edge_pieces(e["points"]) for e in edges]
+    length = sum(abs(p[2] - p[0]) + abs(p[3] - p[1]) for own in pieces for p in own)
+    count = sum(len(own) for own in pieces)
+    grid = _Grid(max(CELL, length / (8 * count)) if count else CELL)
     for b in nodes:
         x, y, w, h = b["x"], b["y"], b["w"], b["h"]
         extra = 6.0 if b["kind"] == "series" else 0.0  # the stack behind a series box
@@ -204,13 +213,12 @@ def place_labels(nodes, edges, groups, width, height):
     for g in groups:
         x, y, w, h = g["x"], g["y"], g["w"], g["h"]
         for side in ((x, y, x + w, y), (x + w, y, x + w, y + h), (x, y + h, x + w, y + h)):
-            grid.add_line(*side)
-        grid.add_line(x, y, x, y + h)
+            grid.add_line(-1, *side)
+        grid.add_line(-1, x, y, x, y + h)
         grid.add(None, (x + 8, y + 3, x + 8 + (len(g["label"]) + 2) * TITLE_CHAR, y + 16))
-    pieces = [edge_pieces(e["points"]) for e in edges]
     for k, own in enumerate(pieces):
         for piece in own:
-            grid.add(k, piece)
+            grid.add_line(k, *piece)
     # first the labels whose old place is free and beside their edge, so that no label moves
     # into another's; then the others, each to its best candidate
     placed = {}
