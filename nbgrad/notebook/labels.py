@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from itertools import islice
 
-__all__ = ["place_labels", "label_box", "edge_pieces"]
+__all__ = ["place_labels"]
 
 LABEL_CHAR = 5.5  # a character of the 9 px monospace edge labels (CHAR_W * 9 / 12, rounded up)
 LABEL_UP = 8.0  # from the baseline to the top of the digits, with the white halo
@@ -101,7 +101,7 @@ def _clip(seg, box):
 
 class _Grid:
     """Segments and boxes bucketed by the square cells of side ``cell`` that their bounds
-    touch; long segments are cut to the cell's size first. The cell is CELL, or more where the
+    touch; long segments are cut to four cells first. The cell is CELL, or more where the
     lines are long (edges across a picture 100,000 px wide), so that the grid holds a few
     entries per line whatever the picture's size."""
 
@@ -126,8 +126,8 @@ class _Grid:
                 self.cells.setdefault((cx, cy), []).append(k)
 
     def add_line(self, owner, x0, y0, x1, y1):
-        """A straight line, in pieces no longer than a cell (so that a long slanted edge is
-        not in every cell of its bounds)."""
+        """A straight line, in pieces no longer than four cells (so that a long slanted edge
+        is not in every cell of its bounds)."""
         n = int(max(abs(x1 - x0), abs(y1 - y0)) // (4 * self.cell)) + 1
         dx, dy = (x1 - x0) / n, (y1 - y0) / n
         for k in range(n):
@@ -201,7 +201,7 @@ def place_labels(nodes, edges, groups, width, height):
     frame or title, another label, or the picture's border, where such a place is among the
     candidates; else the place meeting the least (NOTE [Edge labels] in layout.py)."""
     pieces = [edge_pieces(e["points"]) for e in edges]
-    length = sum(abs(p[2] - p[0]) + abs(p[3] - p[1]) for own in pieces for p in own)
+    length = sum(abs(p[2] - p[0]) + abs(p[3] - p[1]) for own in pieces for p in own)  # (L1)
     count = sum(len(own) for own in pieces)
     grid = _Grid(max(CELL, length / (8 * count)) if count else CELL)
     for b in nodes:
