@@ -195,11 +195,13 @@ def _candidates(p, width):
                 yield px - width / 2, py + down
 
 
-def place_labels(nodes, edges, groups, width, height):
+def place_labels(nodes, edges, groups, width, height, hooked=()):
     """Set ``lx, ly`` (the start of the label's baseline) on each of the layout's ``edges``
-    that has a label (None on the others), so that no label meets an edge, a box, a group's
-    frame or title, another label, or the picture's border, where such a place is among the
-    candidates; else the place meeting the least (NOTE [Edge labels] in layout.py)."""
+    that has a label (None on the others), so that no label meets an edge, a box (and its
+    badges: the stepper's step number on a node's corner, the count of hooks on the boxes
+    ``hooked``), a group's frame or title, another label, or the picture's border, where such
+    a place is among the candidates; else the place meeting the least (NOTE [Edge labels] in
+    layout.py)."""
     pieces = [edge_pieces(e["points"]) for e in edges]
     length = sum(abs(p[2] - p[0]) + abs(p[3] - p[1]) for own in pieces for p in own)  # (L1)
     count = sum(len(own) for own in pieces)
@@ -208,8 +210,10 @@ def place_labels(nodes, edges, groups, width, height):
         x, y, w, h = b["x"], b["y"], b["w"], b["h"]
         extra = 6.0 if b["kind"] == "series" else 0.0  # the stack behind a series box
         grid.add(None, (x, y, x + w + extra, y + h + extra))
-        grid.add(None, (x - 6, y - 6, x + 10, y + 10))  # the step number's badge
-        grid.add(None, (x + w - 9, y - 5, x + w + 5, y + 9))  # the hooks' badge
+        if b["kind"] == "node":
+            grid.add(None, (x - 6, y - 6, x + 10, y + 10))  # the step number's badge
+        if b["id"] in hooked:
+            grid.add(None, (x + w - 9, y - 5, x + w + 5, y + 9))  # the hooks' badge
     for g in groups:
         x, y, w, h = g["x"], g["y"], g["w"], g["h"]
         for side in ((x, y, x + w, y), (x + w, y, x + w, y + h), (x, y + h, x + w, y + h)):

@@ -280,6 +280,7 @@ def layout(snapshot, collapsed=(), *, fold=None, expanded=(), members=None) -> L
                 "sub": sub,
                 "ref": n["id"],
                 "group": n["group"],
+                "hooked": bool(n["hooks"]),  # (a badge on the box: kept clear of labels)
             }
         else:
             vid = "group:" + rep
@@ -491,7 +492,8 @@ def layout(snapshot, collapsed=(), *, fold=None, expanded=(), members=None) -> L
         right += shift
         bottom += shift_y
     right, bottom = round(right + MARGIN, 1), round(bottom + MARGIN, 1)
-    place_labels(out_nodes, out_edges, out_groups, right, bottom)
+    hooked = {vid for vid, box in vnodes.items() if box.get("hooked")}
+    place_labels(out_nodes, out_edges, out_groups, right, bottom, hooked)
     return {
         "width": right,
         "height": bottom,

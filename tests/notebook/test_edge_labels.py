@@ -257,8 +257,9 @@ def test_labels_stay_at_the_old_place_when_it_is_free(snapshots):
 
 
 def test_a_label_stays_beside_its_edge(snapshots):
-    """A reader still sees which edge a number belongs to: its box is at most 9 px (twice
-    labels.GAP, and the halo) from its edge, and no other edge passes much nearer."""
+    """A reader still sees which edge a number belongs to: its box is at most 12 px from its
+    edge (twice labels.GAP across a corner, and the halo), and no other edge passes much
+    nearer."""
     for name, snap in snapshots.items():
         for how, lay in _layouts(snap):
             for i, e in enumerate(lay["edges"]):
@@ -269,7 +270,7 @@ def test_a_label_stays_beside_its_edge(snapshots):
                 other = min(
                     _distance(box, f["points"]) for f in lay["edges"][:i] + lay["edges"][i + 1 :]
                 )
-                assert own <= 9.0, (name, how, e, own)
+                assert own <= 12.0, (name, how, e, own)
                 if (name, how) != ("loop", "all"):  # there, 100 edges run into one box
                     assert other >= own - 2.0, (name, how, e, own, other)
 
