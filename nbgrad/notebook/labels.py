@@ -197,11 +197,11 @@ def _candidates(p, width):
 
 def place_labels(nodes, edges, groups, width, height, hooked=()):
     """Set ``lx, ly`` (the start of the label's baseline) on each of the layout's ``edges``
-    that has a label (None on the others), so that no label meets an edge, a box (and its
-    badges: the stepper's step number on a node's corner, the count of hooks on the boxes
-    ``hooked``), a group's frame or title, another label, or the picture's border, where such
-    a place is among the candidates; else the place meeting the least (NOTE [Edge labels] in
-    layout.py)."""
+    that has a label (None on the others), so that no label meets an edge or its arrowhead, a
+    box (and its badges: the stepper's step number on a node's corner, the count of hooks on
+    the boxes ``hooked``), a group's frame or title, another label, or the picture's border,
+    where such a place is among the candidates; else the place meeting the least (NOTE [Edge
+    labels] in layout.py)."""
     pieces = [edge_pieces(e["points"]) for e in edges]
     length = sum(abs(p[2] - p[0]) + abs(p[3] - p[1]) for own in pieces for p in own)  # (L1)
     count = sum(len(own) for own in pieces)
@@ -223,6 +223,12 @@ def place_labels(nodes, edges, groups, width, height, hooked=()):
     for k, own in enumerate(pieces):
         for piece in own:
             grid.add_line(k, *piece)
+        # the arrowhead (svg.py's marker at a width of 1.2: 8.4 px long, 8.4 wide), less
+        # the halo and a glyph's side bearing all round: the text may not touch it
+        x, y = edges[k]["points"][-2:]
+        grid.add(k, (x - 2.7, y - 7.4, x, y - 1))
+        grid.add(k, (x + 2.7, y - 7.4, x, y - 1))
+        grid.add(k, (x - 2.7, y - 7.4, x + 2.7, y - 7.4))
     # first the labels whose old place is free and beside their edge, so that no label moves
     # into another's; then the others, each to its best candidate
     placed = {}

@@ -64,14 +64,15 @@ label moves into another's old place); else the first free candidate around poin
 drawn edge (at fractions of its first segment, its last, then the others), beside it, in
 its corners, above or below it, 4 px away, then 8; where none is free, the candidate that
 meets least (the length of the lines through the box, the area of the boxes over it). What
-it must not meet: every edge as drawn (its own included; curves flattened), every box (a
-series' stack and the badges a node may carry), every group's frame and title, the labels
-already placed, the picture's border. A grid of 48 px cells (more where the edges are very
-long) holds all of it, so a candidate is tested against what is near it only; in a crowded
-picture (hundreds of edges into one box) the candidates tried are capped at 12 a label on
-average. Measured on 2 cores, every edge labelled, all shown: 500 nodes (a residual chain)
-0.11 s instead of 0.02 s; 600 (a wide fan of 120 modules, 180,000 px wide) 0.3 s; 900 (300
-edges into one box) 0.7-0.9 s; tests/benchmarks/notebook.py --only graphs.
+it must not meet: every edge as drawn (its own included; curves flattened) and its
+arrowhead, every box (a series' stack and the badges a node may carry), every group's frame
+and title, the labels already placed, the picture's border. A grid of 48 px cells (more
+where the edges are very long) holds all of it, so a candidate is tested against what is
+near it only; in a crowded picture (hundreds of edges into one box) the candidates tried are
+capped at 12 a label on average. Measured on 2 cores, every edge labelled, all shown: 500
+nodes (a residual chain) 0.11 s instead of 0.02 s; 600 (a wide fan of 120 modules, 180,000
+px wide) 0.3 s; 900 (300 edges into one box) 0.7-0.9 s (tests/benchmarks/notebook.py --only
+graphs).
 
 The result is a :class:`Layout` (TypedDicts below, mirrored in ``widgets/common.js`` and
 checked by ``tests/notebook/test_schema.py``); ``x, y`` is a box's top-left corner.
