@@ -8,7 +8,8 @@
  * TypedDicts of the same names in nbgrad/notebook/schema.py and layout.py (NOTE [One schema]);
  * tests/notebook/test_schema.py checks every field below against them. A LayoutEdge's points
  * are x1, y1, ..., xn, yn (see edgePath); its label is the norm, "2× norm" or the norms of
- * parallel edges (as layout.grad_label).
+ * parallel edges (as layout.grad_label), drawn with its baseline starting at lx, ly (null
+ * when there is no label; NOTE [Edge labels] in nbgrad/notebook/layout.py).
  *
  * @typedef {{shape: number[], dtype: string, norm: (number|string|null), numel: number,
  *            values: (number|string)[], truncated: boolean}} GradSummary
@@ -65,7 +66,8 @@
  * @typedef {{id: string, kind: ("node"|"group"|"series"), x: number, y: number, w: number,
  *            h: number, label: string, sub: string, ref: string, group: (string|null)}} Box
  * @typedef {{from: string, to: string, edges: string[], grad: (number|string|null),
- *            grads: (number|string|null)[], label: (string|null), points: number[]}} LayoutEdge
+ *            grads: (number|string|null)[], label: (string|null), points: number[],
+ *            lx: (number|null), ly: (number|null)}} LayoutEdge
  * @typedef {{id: string, label: string, x: number, y: number, w: number, h: number,
  *            depth: number}} LayoutGroup
  * @typedef {{id: string, label: string, count: number, period: number, nodes: number,

@@ -354,18 +354,15 @@ function render({ model, el }) {
       frag.append(grp);
     }
     for (const e of lay.edges || []) {
-      const [x1, y1, x2, y2] = e.points; // the first segment: where the label goes
       const grp = s("g", { class: "nbg-edge" });
       const d = edgePath(e.points);
       grp.append(s("path", { d, class: "nbg-edge-hit" }));
       grp.append(s("path", { d, class: "nbg-edge-line", "marker-end": "url(#nbg-arrow-live)" }));
-      const text = e.label ?? (e.grad !== null && e.grad !== undefined ? fmt(e.grad) : null);
-      if (text) {
-        // three quarters down the first segment, where edges that leave one box have spread
-        // apart (a label at the middle would touch its neighbour's)
-        const t = s("text", { x: x1 + 0.75 * (x2 - x1) + 4, y: y1 + 0.75 * (y2 - y1) + 3,
-          class: "nbg-edge-label" });
-        t.textContent = text;
+      if (e.label && e.lx !== null && e.lx !== undefined) {
+        // where the layout put it, clear of the other edges, boxes and labels, as svg.py
+        // draws it (NOTE [Edge labels] in nbgrad/notebook/layout.py)
+        const t = s("text", { x: e.lx, y: e.ly, class: "nbg-edge-label" });
+        t.textContent = e.label;
         grp.append(t);
       }
       const title = s("title");

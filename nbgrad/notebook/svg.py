@@ -132,12 +132,10 @@ def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None, foo
             'marker-end="url(#nbg-arrow)"/>'
         )
         label = e.get("label")
-        if label:  # the gradient norm; both for parallel edges (layout.grad_label)
-            # three quarters down the first segment, as the widget puts it (edges leaving one
-            # box have spread apart there)
-            mx, my = p[0] + 0.75 * (p[2] - p[0]), p[1] + 0.75 * (p[3] - p[1])
+        if label:  # the gradient norm, or the norms of parallel edges (layout.grad_label)
+            # where the layout put it, as the widget does (NOTE [Edge labels] in layout.py)
             parts.append(
-                f'<text x="{_f(mx + 4)}" y="{_f(my + 3)}" font-size="9" fill="#1f6f3a" '
+                f'<text x="{_f(e["lx"])}" y="{_f(e["ly"])}" font-size="9" fill="#1f6f3a" '
                 'stroke="#ffffff" stroke-width="3" paint-order="stroke">'
                 f"{_t(label)}</text>"
             )

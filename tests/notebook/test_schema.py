@@ -247,6 +247,7 @@ def test_typedefs_refer_only_to_defined_records():
         (("seq: (number|null)", "seq: number"), "SnapNode.seq: JS"),
         (("output?: (boolean|null), ", ""), "Saved.output"),
         (("expanded: string[]}} Layout", "expanded: number[]}} Layout"), "Layout.expanded"),
+        (("lx: (number|null), ly", "lx: number, ly"), "LayoutEdge.lx"),
     ],
 )
 def test_a_drifted_typedef_is_caught(edit, expected):
