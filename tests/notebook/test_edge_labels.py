@@ -16,6 +16,7 @@ from nbgrad import nn
 from nbgrad.notebook import build_snapshot, record
 from nbgrad.notebook.layout import default_collapsed, layout
 from nbgrad.notebook.svg import snapshot_svg
+from tests.notebook.test_layout import _mlp_snapshot
 from tests.notebook.test_torch_source import MODELS, torch
 
 NS = "{http://www.w3.org/2000/svg}"
@@ -38,23 +39,8 @@ def _nbgrad_mlp():
 
 def _nbgrad_mlp_groups():
     """test_layout.py's (notebook 06's) MLP: out's weight hangs below the Tanh after it."""
-
-    class MLP(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.hidden = nn.Linear(6, 4)
-            self.act = nn.Tanh()
-            self.out = nn.Linear(4, 3)
-
-        def forward(self, x):
-            return self.out(self.act(self.hidden(x)))
-
     ng.manual_seed(0)
-    model = MLP()
-    with record() as rec:
-        loss = nn.CrossEntropyLoss()(model(ng.rand(5, 6)), ng.tensor([0, 1, 2, 0, 1]))
-        loss.backward()
-    return build_snapshot(rec, names={id(model): "model"}, timings=False)
+    return _mlp_snapshot(backward=True)[0]
 
 
 def _nbgrad_blocks():

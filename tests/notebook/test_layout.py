@@ -148,8 +148,9 @@ def _check_group_boxes(snap, lay):
                 assert not _overlap(n, g), (n, g)
 
 
-def _mlp_snapshot():
-    """Notebook 06's graph: out's weight hangs below the Tanh that follows it."""
+def _mlp_snapshot(backward=False):
+    """Notebook 06's graph: out's weight hangs below the Tanh that follows it (with its
+    gradients, after a backward pass, when ``backward``)."""
     from nbgrad import nn
 
     class MLP(nn.Module):
@@ -165,6 +166,8 @@ def _mlp_snapshot():
     model = MLP()
     with record() as rec:
         loss = nn.CrossEntropyLoss()(model(ng.rand(5, 6)), ng.tensor([0, 1, 2, 0, 1]))
+        if backward:
+            loss.backward()
     return build_snapshot(rec, names={id(model): "model"}), loss
 
 
