@@ -713,7 +713,7 @@ class Engine:
             deps[fn] = count
             if exec_info is not None:
                 info = exec_info.get(fn)
-                if info is None or not (info.needed or info.captures is not None):
+                if info is None or not info.should_execute():
                     continue
             buf = not_ready.get(fn) if not_ready else None
             if buf is None:
@@ -787,7 +787,7 @@ class Engine:
             deps[fn] = count
             if exec_info is not None:
                 info = exec_info.get(fn)
-                if info is None or not (info.needed or info.captures is not None):
+                if info is None or not info.should_execute():
                     continue
             buf = not_ready.get(fn)
             if buf is None:

@@ -9,6 +9,7 @@ import numpy as np
 
 from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad._tensor.conversion import _wrap
+from nbgrad._tensor.dispatch import _F64
 
 __all__ = ["InputBuffer"]
 
@@ -61,7 +62,6 @@ _SOLE_ARRAY = 3  # the tensor's ``_data``, ``_accumulate``'s ``a``, the call's o
 # ``np.add(a, b, out=a)`` costs about 1 us on 0-d arrays (the ufunc's ``out`` handling), where
 # a leaf of a graph of 0-d tensors sums one gradient per use. For float64 the sum of the two
 # Python floats is the same IEEE double addition, and storing it into ``a`` costs a tenth.
-_F64 = np.dtype(np.float64)
 
 
 def _accumulate(old, new):
