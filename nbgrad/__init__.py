@@ -33,7 +33,7 @@ the engine, goes through the root package at call time (``nbgrad.autograd.backwa
                 _random.py          Generator, default_generator, get/set_rng_state, seed
 3 op table      _kernels.py         the rows' array kernels, functions of ``xp`` and arrays
                 derivatives/        the rows by family (opinfo, pointwise, reductions, shape, nn)
-4 autograd      autograd/engine.py  GraphTask, ReadyQueue, InputBuffer, the Engine
+4 autograd      autograd/engine.py  the Engine; graph_task.py, input_buffer.py: what it runs on
                 autograd/__init__.py  backward, grad; function.py: custom Functions;
                 functional.py (jacobian, hessian...); gradcheck.py; variable.py; and the
                 public faces of the graph layer: graph.py, grad_mode.py, anomaly_mode.py

@@ -42,6 +42,7 @@ TD = "nbgrad/_tensor/dispatch.py"
 TI = "nbgrad/_tensor/inplace.py"
 TM = "nbgrad/_tensor/math_methods.py"
 E = "nbgrad/autograd/engine.py"
+GT = "nbgrad/autograd/graph_task.py"
 IB = "nbgrad/autograd/input_buffer.py"
 G = "nbgrad/_graph/graph.py"
 F = "nbgrad/autograd/function.py"
@@ -60,9 +61,14 @@ ENGINE_TESTS = AUTOGRAD_TESTS + ["tests/test_random_graphs.py::test_random_progr
 TESTS = {
     **dict.fromkeys((D, DO, DP, DR, DS, DN, K, TM), DERIVATIVE_TESTS),
     # (formulas run on arrays: NOTE [Backward on arrays], checked in float32 and mixed dtypes)
-    TN: ["tests/autograd/test_backward_arrays.py", *DERIVATIVE_TESTS],
+    TN: [
+        "tests/autograd/test_backward_arrays.py",
+        "tests/autograd/test_carried_arrays.py",
+        *DERIVATIVE_TESTS,
+    ],
     **dict.fromkeys((TD, TI), AUTOGRAD_TESTS),
     E: ENGINE_TESTS,
+    GT: ENGINE_TESTS,
     # (the recorder reads a gradient again only when its version changed)
     IB: ENGINE_TESTS
     + [
@@ -196,15 +202,18 @@ MUTANTS = [
     m(DN, "bias=lambda grad, normalized_shape: _sum_leading(grad, len(normalized_shape)))", "bias=lambda grad, normalized_shape: _sum_leading(grad, len(normalized_shape)) * 2)", "layer_norm: bias gradient doubled"),
     m(DN, "bias=lambda grad, input: grad.sum((0,) + tuple(range(2, input.dim()))))", "bias=lambda grad, input: grad.mean((0,) + tuple(range(2, input.dim()))))", "batch_norm: bias gradient averaged"),
     # ---- the engine --------------------------------------------------------------------------
-    m(E, "entry = (-task.reentrant_depth, -task.node._sequence_nr_, next(_tiebreak), task)", "entry = (-task.reentrant_depth, task.node._sequence_nr_, next(_tiebreak), task)", "device queue: lowest sequence_nr first"),
+    m(GT, "entry = (-task.reentrant_depth, -task.node._sequence_nr_, next(_tiebreak), task)", "entry = (-task.reentrant_depth, task.node._sequence_nr_, next(_tiebreak), task)", "device queue: lowest sequence_nr first"),
     m(E, "(-node._sequence_nr_, next(_tiebreak), node, buffer),", "(node._sequence_nr_, next(_tiebreak), node, buffer),", "CPU queue (_push_ready): lowest sequence_nr first"),
     m(E, "heappush(heap, (-fn._sequence_nr_, next(_tiebreak), fn, [grad]))", "heappush(heap, (fn._sequence_nr_, next(_tiebreak), fn, [grad]))", "single-edge fast path: lowest sequence_nr first"),
     m(E, "heappush(heap, (-seq, next(_tiebreak), fn, buf))", "heappush(heap, (seq, next(_tiebreak), fn, buf))", "routing: lowest sequence_nr first"),
-    m(IB, "        return old + new\n", "        return new\n", "input buffer (create_graph): keeps only the last gradient"),
+    m(IB, "        return old + new\n", "        return new\n", "input buffer (create_graph): keeps only the last gradient", nth=1),
+    m(IB, "            return old + new\n", "            return new\n", "input buffer, carried arrays: keeps only the last gradient"),
+    m(IB, "return _np_add(old, new, out=old)", "return new", "input buffer, carried arrays in place: keeps only the last gradient"),
+    m(IB, "and _getrefcount(old) == _SOLE_TENSOR", "and _getrefcount(old) >= _SOLE_TENSOR", "input buffer: sums in place into a carried array held elsewhere", nth=1),
     m(IB, "return _wrap(a + b, old._device)", "return _wrap(b, old._device)", "input buffer: keeps only the last gradient"),
     m(IB, "                _np_add(a, b, out=a)\n", "                a[...] = b\n", "input buffer, in place: keeps only the last gradient"),
     m(IB, "a[()] = a.item() + b.item()", "a[()] = b.item()", "input buffer, 0-d float64 in place: keeps only the last gradient"),
-    m(IB, "and _getrefcount(old) == _SOLE_TENSOR", "and _getrefcount(old) >= _SOLE_TENSOR", "input buffer: sums in place into a gradient held elsewhere"),
+    m(IB, "and _getrefcount(old) == _SOLE_TENSOR", "and _getrefcount(old) >= _SOLE_TENSOR", "input buffer: sums in place into a gradient held elsewhere", nth=2),
     m(IB, "                    old._version_counter = [1]\n", "                    pass\n", "input buffer: a sum in place keeps the version"),
     m(E, "deps[nxt] = count + 1", "deps[nxt] = count", "dependencies: a second edge not counted"),
     m(E, "        exec_info.setdefault(root, _ExecInfo())\n", "        exec_info.setdefault(root, _ExecInfo()).needed = True\n", "grad(inputs=): the root runs though it reaches no input"),
@@ -291,6 +300,9 @@ MUTANTS = [
     # the bugs PyTorch's own TestAutograd found (issue 23), each a mutant now
     m(DP, "(self == 0) & (exponent >= 0)", "(self == 0) & (result >= 0)", "pow: exponent gradient at base 0 from the result's sign"),
     m(DP, 'return grad * _C.where(exponent >= 0, 0.0, result * log_base)', 'return grad * _C.where(result >= 0, 0.0, result * log_base)', "rpow: exponent gradient at base 0 from the result's sign"),
+    m(TN, '            grads[i] = _graph._wrap(g)\n', '            pass\n', "carried arrays: a node without their path is given arrays"),
+    m(E, "            if graph_task.carries_arrays:\n                as_tensors(inputs)\n            if node._tensor_pre_hooks", "            if node._tensor_pre_hooks", "carried arrays: hooks are given arrays"),
+    m(GT, "CARRY_ARRAYS and observer is None and", "CARRY_ARRAYS and", "carried arrays in an observed pass: the observer is given arrays"),
     m(TN, '_TENSOR_ATTRS = frozenset({"indices"})', "_TENSOR_ATTRS = frozenset()", "indexing: saved indices outlive the graph"),
     m(TN, 'lines.append(f"{indent}    g = g[()]")', 'lines.append(f"{indent}    g = g.item()")', "backward on 0-d scalars: a Python float loses the gradient's dtype"),
     m(TN, 'f"{indent}if t is ndarray and {a}.dtype is dtype or t is float', 'f"{indent}if t is ndarray or t is float', "backward on arrays: a saved array of another dtype is taken (NumPy's promotion)"),

@@ -268,6 +268,7 @@ class Node:
     )
 
     _name = None
+    _apply_arrays = None  # a row's node has one: NOTE [Gradients carried as arrays]
 
     def __init__(self, next_edges=(), sequence_nr=None):
         self._next_edges = next_edges

@@ -160,6 +160,36 @@ def returns_grad(formula) -> bool:
     )
 
 
+# NOTE [Gradients carried as arrays]
+# In a pass that nothing watches (no observer, anomaly mode or create_graph) and that runs on
+# one thread, the engine calls a row's ``_apply_arrays`` instead of ``apply`` on a node without
+# hooks: the array path above, which also takes its gradient as an array, and gives its results
+# back as arrays, unwrapped. Until a Tensor is needed, a gradient then travels between nodes as
+# its array (an ndarray, or a NumPy scalar on the 0-d path), always on the CPU and outside the
+# graph: validated, routed and summed in input buffers as an array, where the sum of two 0-d
+# gradients is one scalar addition instead of an in-place add into a tensor's array.
+# ``as_tensors`` wraps such gradients where Tensor code takes over: the inputs of a node without
+# ``_apply_arrays`` (``AccumulateGrad``, a custom Function, a row whose formulas need Tensors),
+# hooks, gradients captured for ``grad()``, a validation that reduces or casts, a pass that has
+# turned to device workers. A wrapped array is the tensor ``apply``'s ``wrap`` would have made,
+# so values, dtypes and what ``AccumulateGrad`` may steal (NOTE [Stealing the gradient]) are the
+# same either way.
+def _subclasses(cls):
+    return {cls}.union(*(_subclasses(sub) for sub in cls.__subclasses__()))
+
+
+RAW_GRADS = frozenset(_subclasses(np.generic) | {np.ndarray})  # the types of carried gradients
+
+
+def as_tensors(grads):
+    """Wrap each gradient of the list ``grads`` that travels as an array, in place (NOTE
+    [Gradients carried as arrays]); returns ``grads``."""
+    for i, g in enumerate(grads):
+        if type(g) in RAW_GRADS:
+            grads[i] = _graph._wrap(g)
+    return grads
+
+
 def saved_array(saved, node):
     """A SavedTensor without an unpack hook, unpacked to its array (NOTE [Backward on arrays]):
     ``saved.unpack(node)``'s checks and errors, without making a tensor for a saved output.
@@ -419,6 +449,12 @@ def _generate_apply(info, slot_plan, save_plan):
                 lines.append(f"        v{slot[2:]} = self.{slot}")
         lines.append(f"        out{i} = formula{k}({args})")
     lines.append(f"    return [{', '.join(outs)}]")
+    if arrays is not None:  # NOTE [Gradients carried as arrays]
+        lines += ["def _apply_arrays(self, grads):", "    fns = self._next_fns"]
+        lines += _generate_array_path(slot_plan, tensor_slots, input_slots, outs, carry=True)[0]
+        lines.append("    return self.apply(as_tensors(grads))")
+        env["as_tensors"] = as_tensors
+        env["RAW_GRADS"] = RAW_GRADS
     # release_variables, unrolled: every saved input or result goes, Python numbers included
     # (PyTorch saves those as wrapped-number tensors, which are released too)
     lines.append("def release_variables(self):")
@@ -434,18 +470,17 @@ def _generate_apply(info, slot_plan, save_plan):
         lines.append("    pass")
     source = "\n".join(lines) + "\n"
     _exec_generated(source, f"<generated apply of {info.node_name}>", env)
-    for fn in ("apply", "release_variables"):
+    made = [fn for fn in ("apply", "_apply_arrays", "release_variables") if fn in env]
+    for fn in made:
         env[fn].__qualname__ = f"{info.node_name}.{fn}"
-    return {
-        "apply": env["apply"],
-        "release_variables": env["release_variables"],
-        "_apply_source": source,
-    }
+    return {**{fn: env[fn] for fn in made}, "_apply_source": source}
 
 
-def _generate_array_path(slot_plan, tensor_slots, input_slots, outs):
+def _generate_array_path(slot_plan, tensor_slots, input_slots, outs, carry=False):
     """The lines that start ``apply`` with its formulas run on arrays, and the names they use
-    (NOTE [Backward on arrays]); None when a formula of the row does not run on arrays.
+    (NOTE [Backward on arrays]); None when a formula of the row does not run on arrays. With
+    ``carry``, the lines of ``_apply_arrays``: its gradient may be an array already, and its
+    results stay arrays (NOTE [Gradients carried as arrays]).
 
     Each saved value a formula names is read and checked in turn, one ``if`` deeper each, the
     saved tensors first in the order the Tensor path unpacks them: the first that is no array
@@ -463,13 +498,24 @@ def _generate_array_path(slot_plan, tensor_slots, input_slots, outs):
     operands = [s for s in tensor_slots if s in named]
     operands += [s for s in dict.fromkeys(named) if s not in operands]
     live = " or ".join(f"fns[{i}] is not None" for i in computing)
-    lines = [
-        "    grad = grads[0]",
-        f"    if ({live}) and grad is not None and grad._device is CPU and not grad_mode.enabled:",
-        "        g = grad._data",
-        "        if type(g) is ndarray:  # NOTE [Backward on arrays]",
-        "            dtype = g.dtype",
-    ]
+    if carry:  # any live edge: a gradient given back as it is costs nothing here either
+        live = " or ".join(f"fns[{i}] is not None" for i, _, _, _ in slot_plan)
+        lines = [
+            "    grad = grads[0]",
+            f"    if ({live}) and grad is not None and not grad_mode.enabled:",
+            "        g = grad._data if type(grad) is Tensor and grad._device is CPU else grad",
+            "        if type(g) in RAW_GRADS:  # an array or NumPy scalar on the CPU",
+            "            dtype = g.dtype",
+        ]
+    else:
+        lines = [
+            "    grad = grads[0]",
+            f"    if ({live}) and grad is not None and grad._device is CPU"
+            " and not grad_mode.enabled:",
+            "        g = grad._data",
+            "        if type(g) is ndarray:  # NOTE [Backward on arrays]",
+            "            dtype = g.dtype",
+        ]
     indent = "            "
     for slot in operands:
         a = "a" + slot[2:]
@@ -514,10 +560,11 @@ def _generate_array_path(slot_plan, tensor_slots, input_slots, outs):
     lines.append(f"{indent}{' = '.join(outs)} = None")
     for k, (i, _, _, slots) in enumerate(slot_plan):
         args = ", ".join("g" if s == "grad" else "a" + s[2:] for s in slots)
+        result = "r" if carry else "grad if r is g else wrap(r)"
         lines += [
             f"{indent}if fns[{i}] is not None:",
             f"{indent}    r = formula{k}({args})",
-            f"{indent}    out{i} = grad if r is g else wrap(r)",
+            f"{indent}    out{i} = {result}",
         ]
     lines.append(f"{indent}return [{', '.join(outs)}]")
     return lines, env

@@ -1,6 +1,7 @@
-"""The autograd engine: ``NodeTask``, ``ReadyQueue``, ``InputBuffer``, ``GraphTask``, ``Engine``.
+"""The autograd engine, ``Engine``, which runs a ``GraphTask`` (``graph_task.py``) through its
+``ReadyQueue`` and the ``InputBuffer`` of each node (``input_buffer.py``).
 
-Mirrors ``torch/csrc/autograd/engine.cpp`` / ``graph_task.h`` / ``input_buffer.cpp`` and reads
+Mirrors ``torch/csrc/autograd/engine.cpp`` and reads
 top-down in the order things happen: ``Engine.execute`` builds a ``GraphTask``,
 ``compute_dependencies`` counts the incoming edges of every node reachable from the roots,
 ``init_to_execute`` marks which nodes ``grad(inputs=...)`` needs, and ``thread_main`` pops ready
@@ -42,17 +43,23 @@ from __future__ import annotations
 
 import atexit
 import heapq
-import itertools
 import threading
 import warnings
-from typing import NamedTuple
 
 from nbgrad._graph import anomaly_mode as _anomaly
 from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad._graph.graph import AccumulateGrad, Edge, GraphRoot, Node, _saved_hooks, hook_name
 from nbgrad._graph.observer import backward_observer
 from nbgrad._graph.observer import current as _current
+from nbgrad._graph.table_node import RAW_GRADS, as_tensors
 from nbgrad._tensor.math_methods import sum_to
+from nbgrad.autograd.graph_task import (
+    GraphTask,
+    NodeTask,
+    ReadyQueue,
+    _ExecInfo,
+    _tiebreak,
+)
 from nbgrad.autograd.input_buffer import InputBuffer, _accumulate
 from nbgrad.backend import CPU, quiet_float_errors
 from nbgrad.tensor import Tensor
@@ -60,17 +67,7 @@ from nbgrad.tensor import Tensor
 __all__ = ["NodeTask", "ReadyQueue", "InputBuffer", "GraphTask", "Engine", "get_default_engine"]
 
 
-class NodeTask(NamedTuple):
-    """A node whose inputs are all in: ready to run (``NodeTask`` in engine.h)."""
-
-    graph_task: object
-    node: Node
-    inputs: list
-    reentrant_depth: int = 0
-
-
 _new_tuple = tuple.__new__
-_tiebreak = itertools.count()
 MAX_DEPTH = 60  # reentrant backward calls on one thread before moving to a helper thread
 
 
@@ -94,166 +91,6 @@ def _showwarning(message, category, filename, lineno, file=None, line=None):
 
 warnings.showwarning = _showwarning
 heappush = heapq.heappush
-
-
-_UNSHARED_COND = threading.Condition(threading.Lock())
-
-
-class ReadyQueue:
-    """A max-heap of NodeTasks keyed by (reentrant depth, ``sequence_nr``) (``ReadyQueue``).
-
-    A graph task's CPU queue is only touched by the thread that owns the task, so it pushes
-    without taking the lock (``shared=False``); a device queue is shared with its worker.
-    """
-
-    # NOTE [CPU queue entries]
-    # A device queue serves every graph task, so its heap entries are
-    # ``(-reentrant_depth, -sequence_nr, tiebreak, NodeTask)``. A graph task's own CPU queue
-    # holds that task's nodes alone, all at its depth: its entries are
-    # ``(-sequence_nr, tiebreak, node, inputs)``, one tuple per ready node instead of two (the
-    # tiebreak keeps nodes of equal ``sequence_nr``, accumulators, in the order they became
-    # ready, and keeps the comparison off the nodes).
-
-    __slots__ = ("_heap", "device", "_cond", "shared")
-
-    def __init__(self, device=None, shared=True):
-        self._heap = []
-        self.device = device
-        self.shared = shared
-        # an unshared queue is never waited on (its owner pops its heap directly); only
-        # snapshot locks it, so one condition serves them all (not one per backward call)
-        self._cond = threading.Condition(threading.Lock()) if shared else _UNSHARED_COND
-
-    def push(self, task: NodeTask):
-        entry = (-task.reentrant_depth, -task.node._sequence_nr_, next(_tiebreak), task)
-        if not self.shared:
-            heapq.heappush(self._heap, entry)
-            return
-        with self._cond:
-            heapq.heappush(self._heap, entry)
-            if self._cond._waiters:  # Condition.notify builds a deque even with no waiter
-                self._cond.notify()
-
-    def pop(self, timeout=None) -> NodeTask | None:
-        """The ready task with the highest priority; waits up to ``timeout`` when empty."""
-        with self._cond:
-            if not self._heap:
-                if timeout == 0 or not self._cond.wait_for(lambda: self._heap, timeout):
-                    return None
-            return heapq.heappop(self._heap)[3]
-
-    # NOTE: heappush/heappop on a list are atomic under the GIL (the entries compare on ints
-    # only), which is why a graph task's CPU queue can be pushed to by a worker without the lock;
-    # the worker then notifies the graph task's condition.
-
-    def push_shutdown(self):
-        with self._cond:
-            heapq.heappush(self._heap, (float("-inf"), 0, next(_tiebreak), None))
-            self._cond.notify()
-
-    def __len__(self):
-        return len(self._heap)
-
-    def __bool__(self):
-        return bool(self._heap)
-
-    def snapshot(self):
-        """The waiting nodes, highest priority first (for the notebook's stepper)."""
-        with self._cond:
-            if not self.shared:  # NOTE [CPU queue entries]
-                return [entry[2] for entry in sorted(self._heap)]
-            return [entry[3].node for entry in sorted(self._heap)]
-
-
-class _ExecInfo:
-    """For ``grad(inputs=...)``: whether a node must run, and which gradients to capture."""
-
-    __slots__ = ("needed", "captures")
-
-    def __init__(self):
-        self.needed = False
-        self.captures = None
-
-    def should_execute(self):
-        return self.needed or self.captures is not None
-
-
-_task_ids = itertools.count()  # GraphTask ids, never reused (current_graph_task_id)
-
-
-class GraphTask:
-    """The state of one backward call (``GraphTask`` in graph_task.h)."""
-
-    __slots__ = (
-        "keep_graph",
-        "create_graph",
-        "dependencies",
-        "graph_root",
-        "task_id",
-        "not_ready",
-        "exec_info",
-        "captured_vars",
-        "outstanding_tasks",
-        "exception",
-        "final_callbacks",
-        "cpu_ready_queue",
-        "reentrant_depth",
-        "observer",
-        "owner",
-        "completed",
-        "check_nan",
-        "anomaly",
-        "threaded",
-        "cond",
-        "warnings",
-        "_lock",
-        "__weakref__",
-    )
-
-    def __init__(self, keep_graph, create_graph, reentrant_depth, observer):
-        self.keep_graph = keep_graph
-        self.create_graph = create_graph
-        self.dependencies = {}
-        self.graph_root = None
-        self.task_id = next(_task_ids)
-        self.not_ready = {}
-        self.exec_info = None
-        self.captured_vars = []
-        self.outstanding_tasks = 0
-        self.exception = None
-        self.final_callbacks = []
-        self.cpu_ready_queue = ReadyQueue("cpu", shared=False)
-        self.reentrant_depth = reentrant_depth
-        self.observer = observer  # a GraphObserver, or None: see NOTE [One engine path]
-        self.owner = threading.get_ident()
-        self.completed = False
-        self.anomaly = _anomaly._state.enabled
-        self.check_nan = self.anomaly and _anomaly._state.check_nan
-        self.threaded = False  # set once a node is sent to a device worker
-        self._lock = threading.Lock()
-        self.cond = None  # made by _push_ready when the first node goes to a device worker
-        self.warnings = []
-
-
-def current_graph_task_id() -> int:
-    """An id of the backward pass running on this thread, -1 outside one (PyTorch's
-    ``torch._C._current_graph_task_id``)."""
-    graph_task = _current.graph_task
-    return -1 if graph_task is None else graph_task.task_id
-
-
-def will_engine_execute_node(node) -> bool:
-    """Whether the backward pass running on this thread will run ``node`` (PyTorch's
-    ``torch._C._will_engine_execute_node``): it is reachable, and needed for ``inputs=``."""
-    graph_task = _current.graph_task
-    if graph_task is None:
-        raise RuntimeError(
-            "_will_engine_execute_node should only be called during the backward pass"
-        )
-    if graph_task.exec_info is not None:
-        info = graph_task.exec_info.get(node)
-        return info is not None and (info.needed or info.captures is not None)
-    return node is graph_task.graph_root or node in graph_task.dependencies
 
 
 class Engine:
@@ -543,11 +380,10 @@ class Engine:
         """Put a ready node on the queue of the device of its input gradients."""
         if grad is None:
             grad = next((g for g in buffer if g is not None), None)
-        device = (
-            grad._device
-            if grad is not None
-            else (node._input_metadata_[0].device if node._input_metadata_ else CPU)
-        )
+        if grad is None:
+            device = node._input_metadata_[0].device if node._input_metadata_ else CPU
+        else:
+            device = CPU if type(grad) in RAW_GRADS else grad._device
         if device is CPU or device.type == "cpu":  # NOTE [CPU queue entries]
             heappush(
                 graph_task.cpu_ready_queue._heap,
@@ -593,6 +429,8 @@ class Engine:
             info = exec_info.get(node)
             if info is None:
                 return
+            if graph_task.carries_arrays:  # captured and hooked gradients are Tensors
+                as_tensors(inputs)
             if not info.needed:
                 inputs = self.call_tensor_pre_hooks(graph_task, node, inputs)
             if info.captures is not None:
@@ -600,15 +438,24 @@ class Engine:
                     graph_task.captured_vars[output_idx] = inputs[input_idx]
             if not info.needed:
                 return
-        if node._tensor_pre_hooks or node._retains_grad_hooks:
-            inputs = self.call_tensor_pre_hooks(graph_task, node, inputs)
-        if node._pre_hooks:
-            inputs = self.call_pre_hooks(graph_task, node, inputs)
+        if node._tensor_pre_hooks or node._retains_grad_hooks or node._pre_hooks:
+            if graph_task.carries_arrays:
+                as_tensors(inputs)
+            if node._tensor_pre_hooks or node._retains_grad_hooks:
+                inputs = self.call_tensor_pre_hooks(graph_task, node, inputs)
+            if node._pre_hooks:
+                inputs = self.call_pre_hooks(graph_task, node, inputs)
         if graph_task.anomaly:  # nodes made while this one runs name it as their parent
             _anomaly._running.node = node
         if observer is not None:
             observer.node_start(graph_task, node, list(inputs))
-        outputs = node.apply(inputs)
+        if graph_task.carries_arrays:  # NOTE [Gradients carried as arrays]
+            if node._apply_arrays is None or graph_task.threaded or node._post_hooks:
+                outputs = node.apply(as_tensors(inputs))
+            else:
+                outputs = node._apply_arrays(inputs)
+        else:
+            outputs = node.apply(inputs)
         fns = node._next_fns
         nrs = node._next_nrs
         n_edges = len(fns)
@@ -636,24 +483,24 @@ class Engine:
             grad = outputs[live]
             if grad is not None and fn is not None:
                 meta = fn._input_metadata_[nrs[live]]
-                data = grad._data
+                data = grad if type(grad) in RAW_GRADS else grad._data
                 if (
                     data.shape != meta.shape
                     or data.dtype is not meta.dtype.np
-                    or grad._device is not meta.device
+                    or (CPU if data is grad else grad._device) is not meta.device
                 ):
-                    self._validate(node, fns, nrs, outputs)
+                    self._validate(node, fns, nrs, as_tensors(outputs))
         else:
             for fn, input_nr, grad in zip(fns, nrs, outputs):
                 if grad is not None and fn is not None:
                     meta = fn._input_metadata_[input_nr]
-                    data = grad._data
+                    data = grad if type(grad) in RAW_GRADS else grad._data
                     if (
                         data.shape != meta.shape
                         or data.dtype is not meta.dtype.np
-                        or grad._device is not meta.device
+                        or (CPU if data is grad else grad._device) is not meta.device
                     ):
-                        self._validate(node, fns, nrs, outputs)
+                        self._validate(node, fns, nrs, as_tensors(outputs))
                         break
         if graph_task.check_nan:
             _anomaly.check_nan(node, outputs)
@@ -683,7 +530,7 @@ class Engine:
             if (
                 deps[fn] == 1
                 and grad is not None
-                and grad._device is CPU
+                and (type(grad) in RAW_GRADS or grad._device is CPU)
                 and len(fn._input_metadata_) <= 1
                 and (not not_ready or fn not in not_ready)
                 and exec_info is None
@@ -733,7 +580,7 @@ class Engine:
                 if count:
                     continue
                 del not_ready[fn]
-            if grad is None or grad._device is not CPU:
+            if grad is None or (type(grad) not in RAW_GRADS and grad._device is not CPU):
                 self._push_ready(graph_task, fn, buf, grad)
                 continue
             if observer is not None:
@@ -765,7 +612,7 @@ class Engine:
         own = _current.device_queue
         if own is not None and len(ready) == 1 and not own._heap:
             fn, buf, grad = ready[0]
-            if grad is not None and grad._device == own.device:
+            if grad is not None and type(grad) not in RAW_GRADS and grad._device == own.device:
                 if observer is not None:
                     observer.node_ready(graph_task, fn, grad._device)
                 return fn, buf  # NOTE [Chains skip the queue], on a device worker

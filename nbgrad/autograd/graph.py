@@ -32,7 +32,7 @@ from nbgrad._graph.graph import (
 )
 from nbgrad._graph.observer import GraphObserver, ObserverHandle, observe
 
-from .engine import current_graph_task_id, will_engine_execute_node
+from .graph_task import current_graph_task_id, will_engine_execute_node
 
 __all__ = [
     "Node",

@@ -8,6 +8,7 @@ import sys
 import numpy as np
 
 from nbgrad._graph.grad_mode import _state as _grad_state
+from nbgrad._graph.table_node import RAW_GRADS, as_tensors
 from nbgrad._tensor.conversion import _wrap
 from nbgrad._tensor.dispatch import _F64
 
@@ -56,6 +57,7 @@ class InputBuffer(list):
 _IN_PLACE = sys.implementation.name == "cpython" and sys.version_info < (3, 14)
 _getrefcount = sys.getrefcount
 _SOLE_TENSOR = 4  # the buffer's slot, the caller's ``old``, ``_accumulate``'s, the call's own
+# (a tensor's, or a carried gradient's: NOTE [Gradients carried as arrays])
 _SOLE_ARRAY = 3  # the tensor's ``_data``, ``_accumulate``'s ``a``, the call's own
 
 # NOTE [A 0-d sum on floats]
@@ -68,6 +70,26 @@ def _accumulate(old, new):
     """``old + new`` for an input buffer: in place into ``old`` when only the buffer holds it."""
     if _grad_state.enabled:  # create_graph: record the sum
         return old + new
+    t = type(old)
+    if t in RAW_GRADS or type(new) in RAW_GRADS:  # NOTE [Gradients carried as arrays]
+        # two of one dtype and shape sum as arrays, in place when only the buffer holds ``old``;
+        # NumPy scalars (the 0-d path) into a new scalar, one addition. Others: as Tensors.
+        if (
+            t in RAW_GRADS
+            and type(new) in RAW_GRADS
+            and new.dtype is old.dtype
+            and new.shape == old.shape
+        ):
+            if (
+                t is _ndarray
+                and _IN_PLACE
+                and _getrefcount(old) == _SOLE_TENSOR
+                and old.base is None
+                and old.flags.writeable
+            ):
+                return _np_add(old, new, out=old)
+            return old + new
+        old, new = as_tensors([old, new])
     a = old._data
     if type(a) is _ndarray:
         b = new._data
