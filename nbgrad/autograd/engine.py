@@ -132,6 +132,7 @@ class Engine:
         self.compute_dependencies(root, graph_task)
         if outputs is not None:
             self.init_to_execute(root, graph_task, outputs, accumulate_grad)
+        graph_task.plain = graph_task.carries_arrays and graph_task.exec_info is None
         observer = graph_task.observer
         if observer is not None:
             observer.task_start(graph_task, root, dict(graph_task.dependencies))
@@ -270,18 +271,27 @@ class Engine:
         """
         heap = graph_task.cpu_ready_queue._heap
         heappop = heapq.heappop
-        evaluate = self.evaluate_function
+        general = self.evaluate_function
+        plain = self._evaluate_plain  # NOTE [A plain pass]
         own_queue = _current.device_queue
         _grad_state.enabled = graph_task.create_graph
+        # NOTE [Chains skip the queue]
+        # Evaluating a node hands back the next node to run, with its inputs, when that node
+        # became ready there and no queued node comes before it (a higher ``sequence_nr``;
+        # equal ones run in the order they became ready): it runs at once, without a push and
+        # a pop of the ready queue, in the order the queue would give. Along a chain, every
+        # node is handed on this way.
         while True:
             if heap:
                 _, _, node, inputs = heappop(heap)  # NOTE [CPU queue entries]
                 if graph_task.exception is not None:
                     continue
                 try:
+                    evaluate = plain if graph_task.plain else general
                     following = evaluate(graph_task, node, inputs)
                     while following is not None:  # see NOTE [Chains skip the queue]
                         node = following[0]
+                        evaluate = plain if graph_task.plain else general
                         following = evaluate(graph_task, node, following[1])
                 except BaseException as e:  # noqa: BLE001 - re-raised below with its own type
                     self._fail(graph_task, e, node)
@@ -402,6 +412,7 @@ class Engine:
                 graph_task.cond = threading.Condition(graph_task._lock)
             with graph_task.cond:
                 graph_task.threaded = True
+                graph_task.plain = False  # NOTE [A plain pass]
                 graph_task.outstanding_tasks += 1
             queue.push(task)
         if graph_task.observer is not None:
@@ -415,6 +426,121 @@ class Engine:
             thread.join(timeout)
         self._workers.clear()
         self._device_queues.clear()
+
+    # NOTE [A plain pass]
+    # Most passes are plain: one thread, nothing watching (no observer, anomaly mode or
+    # create_graph: NOTE [Gradients carried as arrays]) and no ``grad(inputs=)``. There a node
+    # of a row without hooks runs by ``_evaluate_plain``: ``evaluate_function`` with only what
+    # such a node can meet, the node's arrays path, validation, the release of its saved values
+    # and the routing loop (NOTE [Routing inlined]), which is most of the engine's cost per node
+    # in a graph of small tensors. Any other node, or a pass that turns to a device worker
+    # (``plain`` is cleared then), takes ``evaluate_function``. Both give the same results
+    # (tests/autograd/test_carried_arrays.py runs graphs both ways).
+    def _evaluate_plain(self, graph_task, node, inputs):
+        """``evaluate_function`` in a plain pass (NOTE [A plain pass])."""
+        apply_arrays = node._apply_arrays
+        if (
+            apply_arrays is None
+            or node._tensor_pre_hooks
+            or node._retains_grad_hooks
+            or node._pre_hooks
+            or node._post_hooks
+        ):
+            return self.evaluate_function(graph_task, node, inputs)
+        outputs = apply_arrays(inputs)  # (a generated apply: one output per edge)
+        fns = node._next_fns
+        nrs = node._next_nrs
+        deps = graph_task.dependencies
+        not_ready = graph_task.not_ready
+        heap = graph_task.cpu_ready_queue._heap
+        if len(fns) == 1 or (len(fns) == 2 and fns[1] is None):  # NOTE [Single-edge fast path]
+            fn = fns[0]
+            grad = outputs[0]
+            if fn is not None and grad is not None:
+                meta = fn._input_metadata_[nrs[0]]
+                data = grad if type(grad) in RAW_GRADS else grad._data
+                if (
+                    data.shape != meta.shape
+                    or data.dtype is not meta.dtype.np
+                    or (CPU if data is grad else grad._device) is not meta.device
+                ):
+                    self._validate(node, fns, nrs, as_tensors(outputs))
+                    grad = outputs[0]
+            if not graph_task.keep_graph:
+                node.release_variables()
+            if fn is None:
+                return None
+            if (
+                deps[fn] == 1
+                and grad is not None
+                and (data is grad or grad._device is CPU)
+                and len(fn._input_metadata_) <= 1
+                and (not not_ready or fn not in not_ready)
+            ):
+                deps[fn] = 0
+                if not heap or heap[0][0] > -fn._sequence_nr_:
+                    return fn, [grad]
+                heappush(heap, (-fn._sequence_nr_, next(_tiebreak), fn, [grad]))
+                return None
+        else:
+            for fn, input_nr, grad in zip(fns, nrs, outputs):
+                if grad is not None and fn is not None:
+                    meta = fn._input_metadata_[input_nr]
+                    data = grad if type(grad) in RAW_GRADS else grad._data
+                    if (
+                        data.shape != meta.shape
+                        or data.dtype is not meta.dtype.np
+                        or (CPU if data is grad else grad._device) is not meta.device
+                    ):
+                        self._validate(node, fns, nrs, as_tensors(outputs))
+                        break
+            if not graph_task.keep_graph:
+                node.release_variables()
+        following = None
+        for fn, input_nr, grad in zip(fns, nrs, outputs):  # NOTE [Routing inlined]
+            if fn is None:
+                continue
+            count = deps[fn] - 1
+            deps[fn] = count
+            buf = not_ready.get(fn) if not_ready else None
+            if buf is None:
+                n_inputs = len(fn._input_metadata_)
+                if not count and n_inputs <= 1:
+                    buf = [grad]
+                else:
+                    buf = [None] * (n_inputs or 1)
+                    buf[input_nr] = grad
+                    if count:
+                        not_ready[fn] = buf
+                        continue
+            else:
+                if grad is not None:
+                    old = buf[input_nr]
+                    buf[input_nr] = grad if old is None else _accumulate(old, grad)
+                if count:
+                    continue
+                del not_ready[fn]
+            if grad is None or (type(grad) not in RAW_GRADS and grad._device is not CPU):
+                self._push_ready(graph_task, fn, buf, grad)
+                continue
+            if following is None:
+                following, following_buf = fn, buf
+                continue
+            seq, held = fn._sequence_nr_, following._sequence_nr_
+            if seq > held:
+                heappush(heap, (-held, next(_tiebreak), following, following_buf))
+                following, following_buf = fn, buf
+                continue
+            if seq == held:
+                heappush(heap, (-held, next(_tiebreak), following, following_buf))
+                following = None
+            heappush(heap, (-seq, next(_tiebreak), fn, buf))
+        if following is None:
+            return None
+        if heap and heap[0][0] <= -following._sequence_nr_:
+            heappush(heap, (-following._sequence_nr_, next(_tiebreak), following, following_buf))
+            return None
+        return following, following_buf
 
     def evaluate_function(self, graph_task, node, inputs):
         """Hooks, the node, validation and routing for one ready node; returns the next node
@@ -521,8 +647,8 @@ class Engine:
         heap = graph_task.cpu_ready_queue._heap
         if live is not None:
             # NOTE [Single-edge fast path]: a next node with one input that waits for nothing
-            # else is ready at once, with nothing to add; with nothing queued, it runs next
-            # (NOTE [Chains skip the queue]). Anything else takes the general loop below.
+            # else is ready at once, with nothing to add; unless a queued node comes first, it
+            # runs next (NOTE [Chains skip the queue]). Anything else takes the loop below.
             fn = fns[live]
             if fn is None:
                 return
@@ -538,7 +664,7 @@ class Engine:
                 deps[fn] = 0
                 if observer is not None:
                     observer.node_ready(graph_task, fn, CPU)
-                if not heap:
+                if not heap or heap[0][0] > -fn._sequence_nr_:  # no queued node comes first
                     return fn, [grad]
                 heappush(heap, (-fn._sequence_nr_, next(_tiebreak), fn, [grad]))
                 return

@@ -66,16 +66,29 @@ class Log(GraphObserver):
 
 @pytest.fixture
 def evaluated(monkeypatch):
-    """The nodes ``Engine.evaluate_function`` is called with, in order, with their thread, and
-    each use of the general routing and of the CPU ready queue (the shortcuts of NOTE
-    [Routing inlined] and NOTE [Chains skip the queue] use neither): read from outside
-    the engine, the same way whether an observer is installed."""
+    """The nodes ``Engine.evaluate_function`` (or ``_evaluate_plain``) is called with, in order,
+    with their thread, and each use of the general routing and of the CPU ready queue (the
+    shortcuts of NOTE [Routing inlined] and NOTE [Chains skip the queue] use neither): read
+    from outside the engine, the same way whether an observer is installed."""
     calls = []
     original = Engine.evaluate_function
+    original_plain = Engine._evaluate_plain
+    handing_on = threading.local()  # a node _evaluate_plain hands to evaluate_function
 
     def evaluate(self, graph_task, node, inputs):
-        calls.append((node.name(), threading.current_thread().name))
+        if getattr(handing_on, "node", None) is node:
+            handing_on.node = None  # (already counted by plain below)
+        else:
+            calls.append((node.name(), threading.current_thread().name))
         return original(self, graph_task, node, inputs)
+
+    def plain(self, graph_task, node, inputs):  # NOTE [A plain pass]
+        calls.append((node.name(), threading.current_thread().name))
+        handing_on.node = node
+        try:
+            return original_plain(self, graph_task, node, inputs)
+        finally:
+            handing_on.node = None
 
     def push(heap, entry):  # the CPU ready queue: a node that did not take a shortcut
         calls.append(("queued", entry[2].name()))  # NOTE [CPU queue entries]
@@ -89,6 +102,7 @@ def evaluated(monkeypatch):
 
     monkeypatch.setattr(Engine, "_route", staticmethod(routed))
     monkeypatch.setattr(Engine, "evaluate_function", evaluate)
+    monkeypatch.setattr(Engine, "_evaluate_plain", plain)
     monkeypatch.setattr(engine_mod, "heappush", push)
     return calls
 
