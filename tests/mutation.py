@@ -320,7 +320,6 @@ MUTANTS = [
     m(G, "                return t._alias_with_grad_fn(self._weak_grad_fn, self._output_nr)", "                return t", "saved tensor hooks: double backward through the pack hook"),
     m(G, "                if out is not None:\n                    raise", "                if False:\n                    raise", "a post-accumulate-grad hook may return a value"),
     m(E, "new = h.fn(grad)  # hook all the same, with None", "new = h.fn(grad) if grad is not None else None", "tensor hooks skipped for outputs with no gradient"),
-    m(E, "        if live is not None:\n            # NOTE [Single-edge fast path]: a next", "        if live is not None and observer is None:\n            # NOTE [Single-edge fast path]: a next", "an observed pass leaves the single-edge fast path"),
     m(E, "                deps[fn] = 0\n                if observer is not None:\n                    observer.node_ready(graph_task, fn, CPU)\n", "                deps[fn] = 0\n", "the single-edge shortcut does not report the node ready"),
     m(F, "if g is None and k not in keep_none", "if g is None", "_materialize_non_diff_grads ignored"),
     m(F, "                    o._no_grad_view = _IN_CUSTOM_FUNCTION\n            return outputs", "                    pass\n            return outputs", "in place allowed on a custom Function's view output"),
