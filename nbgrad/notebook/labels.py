@@ -249,8 +249,8 @@ class _Picture:
         )
         self.cx0, self.cy0 = cx0, cy0
         # the walk's view of the items, as rows (left, top, right, bottom, owner, x0, y0, dx,
-        # dy, length, whether it is in several cells), made as the walk reaches them
-        shared = (cx1 > cx0) | (cy1 > cy0)
+        # dy, length, its number if it is in several cells else -1), made as it reaches them
+        shared = np.where((cx1 > cx0) | (cy1 > cy0), np.arange(len(owner)), -1)
         columns = (self.left, self.top, self.right, self.bottom, owner, x0, y0, self.dx)
         self.table = np.stack(columns + (self.dy, self.length, shared), axis=1)
         self.rows = [None] * len(owner)
@@ -259,11 +259,10 @@ class _Picture:
         self.cells = {}  # (cx, cy) -> the rows there, made as the walk reaches them
         self.labels = _Labels(cell)
 
-    def costs(self, boxes, owners):
+    def costs(self, left, top, right, bottom, owners):
         """What labels with ``boxes`` (rows left, top, right, bottom) of the edges ``owners``
         meet of the picture (all but the labels), as the walk sums it (:meth:`cost`)."""
-        left, top, right, bottom = np.array(boxes, dtype=float).reshape(-1, 4).T
-        owners = np.array(owners, dtype=np.int64)
+        owners = np.asarray(owners, dtype=np.int64)
         nl, nt, nr, nb = left - CLEAR, top - CLEAR, right + CLEAR, bottom + CLEAR
         qx0, qx1 = _cells(nl, nr, self.cell)
         qy0, qy1 = _cells(nt, nb, self.cell)
@@ -335,7 +334,7 @@ class _Picture:
         rows = self.rows
         for i, row in zip(new.tolist(), self.table[new].tolist()):
             rows[i] = row
-        out = self.cells[cx, cy] = items.tolist()
+        out = self.cells[cx, cy] = [rows[i] for i in items.tolist()]
         return out
 
     def cost(self, left, top, right, bottom, own, limit):
@@ -345,20 +344,19 @@ class _Picture:
         seem to be); stops past ``limit``."""
         nl, nt, nr, nb = left - CLEAR, top - CLEAR, right + CLEAR, bottom + CLEAR
         total, seen, seen_labels = 0.0, set(), set()
-        cells, cell, labels, rows = self.cells, self.cell, self.labels.cells, self.rows
+        cells, cell, labels = self.cells, self.cell, self.labels.cells
         for cx in range(int(nl // cell), int(nr // cell) + 1):
             for cy in range(int(nt // cell), int(nb // cell) + 1):
                 entries = cells.get((cx, cy))
                 if entries is None:
                     entries = self._cell(cx, cy)
-                for i in entries:
-                    a, b, c, d, owner, x0, y0, dx, dy, length, shared = rows[i]
+                for a, b, c, d, owner, x0, y0, dx, dy, length, key in entries:
                     if a >= nr or c <= nl or b >= nb or d <= nt:
                         continue
-                    if shared:
-                        if i in seen:
+                    if key >= 0:
+                        if key in seen:
                             continue
-                        seen.add(i)
+                        seen.add(key)
                     if owner == BOX:
                         w = (c if c < right else right) - (a if a > left else left)
                         h = (d if d < bottom else bottom) - (b if b > top else top)
@@ -374,10 +372,12 @@ class _Picture:
                             inside = _clip(x0, y0, dx, dy, length, left, top, right, bottom)
                         if inside:
                             total += inside
-                        elif owner >= 0 and owner != own:
-                            total += NEAR_COST * _clip(x0, y0, dx, dy, length, nl, nt, nr, nb)
-                        else:
+                        elif owner < 0 or owner == own:
                             continue
+                        elif a > nl and c < nr and b > nt and d < nb:
+                            total += NEAR_COST * length  # all of it near: what _clip finds
+                        else:
+                            total += NEAR_COST * _clip(x0, y0, dx, dy, length, nl, nt, nr, nb)
                     if total >= limit:
                         return total
                 for a, b, c, d, key in labels.get((cx, cy), ()):  # added after the rest
@@ -433,30 +433,30 @@ def _old_place(p):
     return x0 + 0.75 * (x1 - x0) + GAP, y0 + 0.75 * (y1 - y0) + 3
 
 
-def _candidates(p, width):
+def _candidates(p, width, skip=0):
     """Label anchors for an edge through points ``p`` whose label is ``width`` wide, best
     first: around points of the drawn edge (FRACTIONS of its first segment, its last, its
     second, ...: six at most) beside it, in its corners, above and below it, GAP away, then
-    twice as far; rounded to 0.1 px."""
+    twice as far; rounded to 0.1 px. The first ``skip`` points' are left out (_first_few
+    has them)."""
     n = len(p) // 2 - 1
     order = []
     for k in range(MAX_SEGMENTS // 2):
         order += [i for i in (k, n - 1 - k) if 0 <= i < n and i not in order]
-    for gap in (GAP, 2 * GAP):
+    points = ((gap, i, f) for gap in (GAP, 2 * GAP) for i in order for f in FRACTIONS)
+    for gap, i, f in islice(points, skip, None):
         up, down = LABEL_DOWN + gap, LABEL_UP + gap  # baselines clear of the point by gap
-        for i in order:
-            for f in FRACTIONS:
-                px, py = _segment_point(p, i, f)
-                right, left = round(px + gap, 1), round(px - gap - width, 1)
-                mid = round(px - width / 2, 1)
-                yield right, round(py + 3, 1)  # beside it, where a steep edge leaves room
-                yield left, round(py + 3, 1)
-                yield right, round(py - up, 1)  # in the corners, where a slanted one does
-                yield left, round(py + down, 1)
-                yield left, round(py - up, 1)
-                yield right, round(py + down, 1)
-                yield mid, round(py - up, 1)  # above and below, for a flat one
-                yield mid, round(py + down, 1)
+        px, py = _segment_point(p, i, f)
+        right, left = round(px + gap, 1), round(px - gap - width, 1)
+        mid = round(px - width / 2, 1)
+        yield right, round(py + 3, 1)  # beside it, where a steep edge leaves room
+        yield left, round(py + 3, 1)
+        yield right, round(py - up, 1)  # in the corners, where a slanted one does
+        yield left, round(py + down, 1)
+        yield left, round(py - up, 1)
+        yield right, round(py + down, 1)
+        yield mid, round(py - up, 1)  # above and below, for a flat one
+        yield mid, round(py + down, 1)
 
 
 def _border(box, width, height):
@@ -488,7 +488,8 @@ def place_labels(nodes, edges, groups, width, height, hooked=()):
     near = picture.beside(labelled, [boxes[k] for k in labelled])
     beside = [k for k, yes in zip(labelled, near) if yes]  # else far from a slanted curve
     placed = {}
-    for k, cost in zip(beside, picture.costs([boxes[k] for k in beside], beside)):
+    sides = np.array([boxes[k] for k in beside], dtype=float).reshape(-1, 4).T
+    for k, cost in zip(beside, picture.costs(*sides, beside)):
         box = boxes[k]
         if _border(box, width, height):
             continue
@@ -500,33 +501,64 @@ def place_labels(nodes, edges, groups, width, height, hooked=()):
             placed[k] = old[k]
             labels.add(box)
     todo = [k for k in labelled if k not in placed]
-    candidates, costed = {}, {k: [] for k in todo}
-    for k in todo:
-        text = edges[k]["label"]
-        candidates[k] = _candidates(edges[k]["points"], len(text) * LABEL_CHAR)
-    _bulk(picture, edges, candidates, costed, todo, FEW)
-    more = [k for k in todo if 0 not in (static for _, static in costed[k])]
-    _bulk(picture, edges, candidates, costed, more, BULK)
+    costed = {k: [] for k in todo}  # (anchor, box, how far past the border, static cost)
+    _first_few(picture, edges, todo, costed, 0, 1, width, height)
+    more = [k for k in todo if not any(not out and static == 0 for *_, out, static in costed[k])]
+    _first_few(picture, edges, more, costed, 1, BULK // 8, width, height)
     budget = TRIES * len(labelled)
     for k in todo:
-        rest = ((a, None) for a in candidates[k])
+        text = edges[k]["label"]
+        rest = _candidates(edges[k]["points"], len(text) * LABEL_CHAR, len(costed[k]) // 8)
+        rest = ((anchor, None, None, None) for anchor in rest)
         tries = islice(_chain(costed[k], rest), max(FEW, budget))
-        best, tried = _best(picture, labels, k, tries, edges[k]["label"], width, height)
+        best, tried = _best(picture, labels, k, tries, text, width, height)
         placed[k] = best
         budget -= tried
     for k in labelled:
         edges[k]["lx"], edges[k]["ly"] = placed[k]
 
 
-def _bulk(picture, edges, candidates, costed, ks, upto):
-    """Cost the next of ``candidates`` of the labels of the edges ``ks``, up to the
-    ``upto``-th, in one batch (NOTE [Label costs in bulk]): ``costed[k]`` gets (anchor, what
-    it meets of the picture, or None where that is left to the walk)."""
-    new = {k: list(islice(candidates[k], upto - len(costed[k]))) for k in ks}
-    boxes = [label_box(*a, edges[k]["label"]) for k in ks for a in new[k]]
-    static = iter(picture.costs(boxes, [k for k in ks for _ in new[k]]))
-    for k in ks:
-        costed[k] += [(a, next(static)) for a in new[k]]
+def _round(x):
+    """``round(v, 1)`` of each of ``x`` as Python rounds (the double nearest the decimal
+    rounded half to even); near a tie, by Python itself."""
+    y = x * 10.0
+    out = np.rint(y) / 10.0
+    tie = abs(y - np.floor(y) - 0.5) < 1e-6
+    out[tie] = [round(v, 1) for v in x[tie].tolist()]
+    return out
+
+
+def _first_few(picture, edges, ks, costed, start, stop, width, height):
+    """The candidates around points ``start`` to ``stop`` (of FRACTIONS of the first
+    segment, GAP away) of the labels of the edges ``ks``, as ``_candidates`` yields them,
+    costed in one batch (NOTE [Label costs in bulk]): ``costed[k]`` gets (anchor, box, how
+    far past the border, what it meets of the picture or None where the walk is to tell)."""
+    ks = [k for k in ks if len(edges[k]["points"]) >= 4]
+    if not ks:
+        return
+    x0, y0, x1, y1 = np.array([edges[k]["points"][:4] for k in ks], dtype=float).T[:, :, None]
+    width_ = np.array([len(edges[k]["label"]) * LABEL_CHAR for k in ks])[:, None]
+    a, b, m, d = np.array([_weights(f) for f in FRACTIONS[start:stop]]).T  # _segment_point
+    dy = np.maximum(18.0, (y1 - y0) / 2)
+    px = a * x0 + b * x0 + m * x1 + d * x1
+    py = a * y0 + b * (y0 + dy) + m * (y1 - dy) + d * y1
+    up, down = LABEL_DOWN + GAP, LABEL_UP + GAP
+    right, left = _round(px + GAP), _round(px - GAP - width_)
+    mid, level = _round(px - width_ / 2), _round(py + 3)
+    above, below = _round(py - up), _round(py + down)
+    x = np.stack([right, left, right, left, left, right, mid, mid], axis=2)
+    y = np.stack([level, level, above, below, above, below, above, below], axis=2)
+    n = x.shape[1] * 8
+    x, y = x.reshape(len(ks), n), y.reshape(len(ks), n)
+    boxes = x - LABEL_PAD, y - LABEL_UP, x + width_ + LABEL_PAD, y + LABEL_DOWN
+    out = np.maximum(0.0, -boxes[0]) + np.maximum(0.0, boxes[2] - width)
+    out += np.maximum(0.0, -boxes[1]) + np.maximum(0.0, boxes[3] - height)
+    static = picture.costs(*(c.ravel() for c in boxes), np.repeat(ks, n))
+    boxes = list(zip(*(c.ravel().tolist() for c in boxes)))
+    anchors = list(zip(x.ravel().tolist(), y.ravel().tolist()))
+    rows = list(zip(anchors, boxes, out.ravel().tolist(), static))
+    for i, k in enumerate(ks):
+        costed[k] += rows[i * n : (i + 1) * n]
 
 
 def _chain(first, rest):
@@ -535,28 +567,30 @@ def _chain(first, rest):
 
 
 def _best(picture, labels, k, candidates, text, width, height):
-    """The first of ``candidates`` (anchors, with what they meet of the picture where that
-    is known) that meets nothing, else the one that meets least (its box joins the labels),
-    and how many were tried."""
+    """The first of ``candidates`` (anchor, and where known its box, how far it is past the
+    border and what it meets of the picture) that meets nothing, else the one that meets
+    least (its box joins the labels), and how many were tried."""
     best, best_cost = None, WORST
     tried = 0
-    for (x, y), static in candidates:
+    for anchor, box, out, static in candidates:
         tried += 1
-        box = left, top, right, bottom = label_box(x, y, text)
-        if left < 0 or top < 0 or right > width or bottom > height:
-            cost = 100.0 + 10 * _border(box, width, height)
+        if box is None:
+            box = label_box(*anchor, text)
+            out = _border(box, width, height)
+        if out:
+            cost = 100.0 + 10 * out
         elif static is None:
-            cost = picture.cost(left, top, right, bottom, k, best_cost)
+            cost = picture.cost(*box, k, best_cost)
         elif static >= best_cost:
             cost = static  # no less with the labels: it loses
         elif not static:
-            cost = labels.cost(left, top, right, bottom)
-        elif labels.cost(left, top, right, bottom):
-            cost = picture.cost(left, top, right, bottom, k, best_cost)  # in the walk's order
+            cost = labels.cost(*box)
+        elif labels.cost(*box):
+            cost = picture.cost(*box, k, best_cost)  # in the walk's order
         else:
             cost = static
         if cost < best_cost or best is None:
-            best, best_cost = (x, y), min(cost, WORST)
+            best, best_cost = anchor, min(cost, WORST)
             if cost == 0:
                 break
     labels.add(label_box(*best, text))
