@@ -243,7 +243,10 @@ class _Picture:
         cx, cy = cx0[item] + o // span[item], cy0[item] + o % span[item]
         order = np.argsort(cx * KEY + cy, kind="stable")
         self.item, cx, cy = item[order], cx[order], cy[order]
-        self.first_cx, self.first_cy = cx == cx0[self.item], cy == cy0[self.item]
+        first = (cx == cx0[self.item]) | 2 * (cy == cy0[self.item])
+        # each cell's items' bounds, and whether the cell is the item's first column (1), row (2)
+        self.csr = [c[self.item] for c in (self.left, self.right, self.top, self.bottom)]
+        self.csr_first = first.astype(np.int8)
         self.keys, self.starts, self.counts = np.unique(
             (cx * KEY + cy), return_index=True, return_counts=True
         )
@@ -269,22 +272,24 @@ class _Picture:
         # each candidate's cells, in order; then the items in each
         span = qy1 - qy0 + 1
         cand, o = _spread((qx1 - qx0 + 1) * span)
-        cx, cy = qx0[cand] + o // span[cand], qy0[cand] + o % span[cand]
-        keys = cx * KEY + cy
+        dx_, dy_ = o // span[cand], o % span[cand]
+        keys = (qx0[cand] + dx_) * KEY + qy0[cand] + dy_
         at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
-        found = self.keys[at] == keys
-        many = np.where(found, self.counts[at], 0)
+        many = np.where(self.keys[at] == keys, self.counts[at], 0)
         crowded = np.bincount(cand, weights=many, minlength=len(left)) > CROWD
-        pair, o = _spread(np.where(crowded[cand], 0, many))
-        where = self.starts[at[pair]] + o
-        c, item = cand[pair], self.item[where]
-        # near the box, and in the first of its cells that the candidate's walk reaches
-        keep = (self.first_cx[where] | (cx == qx0[cand])[pair]) & (
-            self.first_cy[where] | (cy == qy0[cand])[pair]
+        many[crowded[cand]] = 0
+        ends = np.cumsum(many)
+        where = np.arange(ends[-1] if len(ends) else 0) + np.repeat(
+            self.starts[at] - ends + many, many
         )
-        keep &= (self.left[item] < nr[c]) & (self.right[item] > nl[c])
-        keep &= (self.top[item] < nb[c]) & (self.bottom[item] > nt[c])
-        item, c = item[keep], c[keep]
+        c = np.repeat(cand, many)
+        # in the first of its cells that the candidate's walk reaches, and near the box
+        need = np.repeat((dx_ > 0) | 2 * (dy_ > 0), many).astype(np.int8)
+        keep = (self.csr_first[where] & need) == need
+        l, r, t, b = (a[where] for a in self.csr)
+        keep &= (l < nr[c]) & (r > nl[c]) & (t < nb[c]) & (b > nt[c])
+        keep = np.flatnonzero(keep)
+        item, c = self.item[where[keep]], c[keep]
         box = self.box[item]
         lines, boxes = item[~box], item[box]
         cl, cb = c[~box], c[box]
@@ -488,8 +493,10 @@ def place_labels(nodes, edges, groups, width, height, hooked=()):
     near = picture.beside(labelled, [boxes[k] for k in labelled])
     beside = [k for k, yes in zip(labelled, near) if yes]  # else far from a slanted curve
     placed = {}
+    bulk = len(labelled) >= 4 * FEW  # else the walk alone is sooner
     sides = np.array([boxes[k] for k in beside], dtype=float).reshape(-1, 4).T
-    for k, cost in zip(beside, picture.costs(*sides, beside)):
+    static = picture.costs(*sides, beside) if bulk else [None] * len(beside)
+    for k, cost in zip(beside, static):
         box = boxes[k]
         if _border(box, width, height):
             continue
@@ -501,16 +508,18 @@ def place_labels(nodes, edges, groups, width, height, hooked=()):
             placed[k] = old[k]
             labels.add(box)
     todo = [k for k in labelled if k not in placed]
-    costed = {k: [] for k in todo}  # (anchor, box, how far past the border, static cost)
-    _first_few(picture, edges, todo, costed, 0, 1, width, height)
-    more = [k for k in todo if not any(not out and static == 0 for *_, out, static in costed[k])]
-    _first_few(picture, edges, more, costed, 1, BULK // 8, width, height)
+    costed = {k: [] for k in todo}  # its candidates costed in bulk (see _costed)
+    if bulk:
+        _first_few(picture, edges, todo, costed, 0, 1, width, height)
+        more = [k for k in todo if not any(not o and s == 0 for *_, o, s in _costed(costed[k]))]
+        _first_few(picture, edges, more, costed, 1, BULK // 8, width, height)
     budget = TRIES * len(labelled)
     for k in todo:
         text = edges[k]["label"]
-        rest = _candidates(edges[k]["points"], len(text) * LABEL_CHAR, len(costed[k]) // 8)
+        done = sum(stop - start for _, start, stop in costed[k]) // 8  # points
+        rest = _candidates(edges[k]["points"], len(text) * LABEL_CHAR, done)
         rest = ((anchor, None, None, None) for anchor in rest)
-        tries = islice(_chain(costed[k], rest), max(FEW, budget))
+        tries = islice(_chain(_costed(costed[k]), rest), max(FEW, budget))
         best, tried = _best(picture, labels, k, tries, text, width, height)
         placed[k] = best
         budget -= tried
@@ -531,8 +540,8 @@ def _round(x):
 def _first_few(picture, edges, ks, costed, start, stop, width, height):
     """The candidates around points ``start`` to ``stop`` (of FRACTIONS of the first
     segment, GAP away) of the labels of the edges ``ks``, as ``_candidates`` yields them,
-    costed in one batch (NOTE [Label costs in bulk]): ``costed[k]`` gets (anchor, box, how
-    far past the border, what it meets of the picture or None where the walk is to tell)."""
+    costed in one batch (NOTE [Label costs in bulk]): ``costed[k]`` gets (columns, start,
+    stop), its rows in the columns (see _costed)."""
     ks = [k for k in ks if len(edges[k]["points"]) >= 4]
     if not ks:
         return
@@ -554,11 +563,18 @@ def _first_few(picture, edges, ks, costed, start, stop, width, height):
     out = np.maximum(0.0, -boxes[0]) + np.maximum(0.0, boxes[2] - width)
     out += np.maximum(0.0, -boxes[1]) + np.maximum(0.0, boxes[3] - height)
     static = picture.costs(*(c.ravel() for c in boxes), np.repeat(ks, n))
-    boxes = list(zip(*(c.ravel().tolist() for c in boxes)))
-    anchors = list(zip(x.ravel().tolist(), y.ravel().tolist()))
-    rows = list(zip(anchors, boxes, out.ravel().tolist(), static))
+    # columns of floats, not a tuple a row: the garbage collector need not look at them
+    columns = [c.ravel().tolist() for c in (x, y, *boxes, out)] + [static]
     for i, k in enumerate(ks):
-        costed[k] += rows[i * n : (i + 1) * n]
+        costed[k].append((columns, i * n, (i + 1) * n))
+
+
+def _costed(segments):
+    """The rows (anchor, box, how far past the border, what it meets of the picture or None
+    where the walk is to tell) of ``segments`` (from _first_few)."""
+    for columns, start, stop in segments:
+        x, y, left, top, right, bottom, out, static = (c[start:stop] for c in columns)
+        yield from zip(zip(x, y), zip(left, top, right, bottom), out, static)
 
 
 def _chain(first, rest):
