@@ -6,7 +6,7 @@ in a grid of square cells so that a candidate is tested against what is near it 
 
 from __future__ import annotations
 
-from itertools import islice, repeat
+from itertools import chain, islice, repeat
 
 import numpy as np
 
@@ -149,8 +149,14 @@ def _clip(x0, y0, dx, dy, length, left, top, right, bottom):
         return 0.0
     else:
         e0, e1 = 0.0, 1.0
-    t0 = max(t0, e0, 0.0)
-    t1 = min(t1, e1, 1.0)
+    if e0 > t0:  # t0 = max(t0, e0, 0.0), t1 = min(t1, e1, 1.0), without the calls
+        t0 = e0
+    if t0 < 0.0:
+        t0 = 0.0
+    if e1 < t1:
+        t1 = e1
+    if t1 > 1.0:
+        t1 = 1.0
     return (t1 - t0) * length if t1 > t0 else 0.0
 
 
@@ -337,7 +343,7 @@ class _Picture:
         new = items[~self.made[items]]
         self.made[new] = True
         rows = self.rows
-        for i, row in zip(new.tolist(), self.table[new].tolist()):
+        for i, row in zip(new.tolist(), map(tuple, self.table[new].tolist())):
             rows[i] = row
         out = self.cells[cx, cy] = [rows[i] for i in items.tolist()]
         return out
@@ -508,18 +514,19 @@ def place_labels(nodes, edges, groups, width, height, hooked=()):
             placed[k] = old[k]
             labels.add(box)
     todo = [k for k in labelled if k not in placed]
-    costed = {k: [] for k in todo}  # its candidates costed in bulk (see _costed)
+    costed = {k: [] for k in todo}  # its candidates costed in bulk (see _first_few)
     if bulk:
         _first_few(picture, edges, todo, costed, 0, 1, width, height)
-        more = [k for k in todo if not any(not o and s == 0 for *_, o, s in _costed(costed[k]))]
+        more = [k for k in todo if not any(_free(costed[k]))]
         _first_few(picture, edges, more, costed, 1, BULK // 8, width, height)
     budget = TRIES * len(labelled)
     for k in todo:
         text = edges[k]["label"]
         done = sum(stop - start for _, start, stop in costed[k]) // 8  # points
+        first = (zip(*(c[start:stop] for c in cs)) for cs, start, stop in costed[k])
         rest = _candidates(edges[k]["points"], len(text) * LABEL_CHAR, done)
-        rest = ((anchor, None, None, None) for anchor in rest)
-        tries = islice(_chain(_costed(costed[k]), rest), max(FEW, budget))
+        rest = ((x, y, None, None, None, None, None, None) for x, y in rest)
+        tries = islice(chain(chain.from_iterable(first), rest), max(FEW, budget))
         best, tried = _best(picture, labels, k, tries, text, width, height)
         placed[k] = best
         budget -= tried
@@ -541,7 +548,8 @@ def _first_few(picture, edges, ks, costed, start, stop, width, height):
     """The candidates around points ``start`` to ``stop`` (of FRACTIONS of the first
     segment, GAP away) of the labels of the edges ``ks``, as ``_candidates`` yields them,
     costed in one batch (NOTE [Label costs in bulk]): ``costed[k]`` gets (columns, start,
-    stop), its rows in the columns (see _costed)."""
+    stop): x, y, the box's left, top, right, bottom, how far past the border, what it meets of
+    the picture (None where the walk is to tell), in columns from ``start`` to ``stop``."""
     ks = [k for k in ks if len(edges[k]["points"]) >= 4]
     if not ks:
         return
@@ -569,44 +577,38 @@ def _first_few(picture, edges, ks, costed, start, stop, width, height):
         costed[k].append((columns, i * n, (i + 1) * n))
 
 
-def _costed(segments):
-    """The rows (anchor, box, how far past the border, what it meets of the picture or None
-    where the walk is to tell) of ``segments`` (from _first_few)."""
+def _free(segments):
+    """Whether each of the candidates costed in ``segments`` meets nothing of the picture."""
     for columns, start, stop in segments:
-        x, y, left, top, right, bottom, out, static = (c[start:stop] for c in columns)
-        yield from zip(zip(x, y), zip(left, top, right, bottom), out, static)
-
-
-def _chain(first, rest):
-    yield from first
-    yield from rest
+        yield from (not o and s == 0 for o, s in zip(*(c[start:stop] for c in columns[6:])))
 
 
 def _best(picture, labels, k, candidates, text, width, height):
-    """The first of ``candidates`` (anchor, and where known its box, how far it is past the
-    border and what it meets of the picture) that meets nothing, else the one that meets
-    least (its box joins the labels), and how many were tried."""
+    """The first of ``candidates`` (x, y, and where known the box's left, top, right,
+    bottom, how far it is past the border and what it meets of the picture) that meets
+    nothing, else the one that meets least (its box joins the labels), and how many were
+    tried."""
     best, best_cost = None, WORST
     tried = 0
-    for anchor, box, out, static in candidates:
+    for x, y, left, top, right, bottom, out, static in candidates:
         tried += 1
-        if box is None:
-            box = label_box(*anchor, text)
+        if left is None:
+            left, top, right, bottom = box = label_box(x, y, text)
             out = _border(box, width, height)
         if out:
             cost = 100.0 + 10 * out
         elif static is None:
-            cost = picture.cost(*box, k, best_cost)
+            cost = picture.cost(left, top, right, bottom, k, best_cost)
         elif static >= best_cost:
             cost = static  # no less with the labels: it loses
         elif not static:
-            cost = labels.cost(*box)
-        elif labels.cost(*box):
-            cost = picture.cost(*box, k, best_cost)  # in the walk's order
+            cost = labels.cost(left, top, right, bottom)
+        elif labels.cost(left, top, right, bottom):
+            cost = picture.cost(left, top, right, bottom, k, best_cost)  # in the walk's order
         else:
             cost = static
         if cost < best_cost or best is None:
-            best, best_cost = anchor, min(cost, WORST)
+            best, best_cost = (x, y), min(cost, WORST)
             if cost == 0:
                 break
     labels.add(label_box(*best, text))
