@@ -28,6 +28,7 @@ TRIES = 12  # candidates tried per label, on average, at most (the cost of a cro
 WORST = 60.0  # a label meeting this much is as bad as any worse (and found sooner)
 FEW = 8  # the candidates a label tries once those are spent: the 8 around its first point
 BULK = 32  # candidates costed at once, of labels with no free one among the first FEW
+BULK_FROM = 32  # labels from which candidates are costed in bulk (fewer: the walk is sooner)
 CROWD = 64  # items near a candidate past which it is walked, not costed in bulk
 BOX = -2  # the owner of a box (of a group frame's line: -1, of an edge's line: the edge)
 
@@ -35,21 +36,24 @@ BOX = -2  # the owner of a box (of a group frame's line: -1, of an edge's line: 
 # What a candidate meets is a sum, walked cell by cell: the cells in (cx, cy) order, each
 # cell's items in the order they were added (the picture first, then the labels as they are
 # placed), an item in several cells counted in the first; the walk stops once the sum passes
-# the best so far. In Python alone that was 10-20x the rest of the layout on pictures of
+# the best so far. Done all in Python, that was 10-20x the rest of the layout on pictures of
 # hundreds of boxes, half of it building the grid. Now NumPy builds the grid (the edges
-# flattened, the long lines cut, the items bucketed) and sums, in batches, what the
-# candidates meet of the picture, which is all known before any label is placed: every
-# label's old place, every label's first FEW candidates, and up to the BULK-th of those with
-# no free one among them; only the labels placed so far are looked at one by one (a small
-# grid of them). Past those, and where more than CROWD items are near a candidate, the walk
-# goes on in Python (in a crowded place it stops after an item or two, which NumPy, summing
-# everything, cannot), over rows made as it reaches a cell.
-# The sums are the walk's to the last bit, and so is every label's place: equally bad places
-# are common in a crowded picture, and the last bit decides between them. So the pairs
+# flattened, the long lines cut, the items bucketed) and, where there are BULK_FROM labels or
+# more, sums in batches what candidates meet of the picture, all known before any label is
+# placed: every label's old place, every label's first FEW candidates (made in NumPy too,
+# rounded as Python rounds), and up to the BULK-th for those labels with no free one among
+# the first FEW. The labels placed so far are few and change as labels are placed: a small
+# grid of them in Python. Candidates past those, and those with more than CROWD items near,
+# are walked in Python, over rows made as the walk reaches a cell: in a crowded place the
+# walk stops after an item or two, where NumPy, summing everything, does not.
+# Every sum is the walk's to the last bit, and so every label's place is what it was (equally
+# bad places are common in a crowded picture, and the last bit decides between them: with
+# the sums in another order, 2 of 1,201 labels of 300 edges into one box move). So the pairs
 # (candidate, item) come in the walk's order and ``np.bincount`` adds them in that order; a
-# candidate that meets a label and the picture both is walked; a sum carried past the best
-# so far is no smaller than where the walk stopped, so it loses as the walk's did; lengths
-# are Python's ``** 0.5`` (C's pow), not NumPy's (a square root, now and then a bit apart).
+# candidate that meets labels and the picture both is walked; a sum carried past the best so
+# far is no smaller than where the walk stopped, so it loses as the walk's did; lengths are
+# Python's ``** 0.5`` (C's pow), not NumPy's (a square root, now and then a bit apart).
+# tests/notebook/test_edge_labels.py checks that bulk and walk put every label at one place.
 
 
 def label_box(lx, ly, text):
@@ -499,7 +503,7 @@ def place_labels(nodes, edges, groups, width, height, hooked=()):
     near = picture.beside(labelled, [boxes[k] for k in labelled])
     beside = [k for k, yes in zip(labelled, near) if yes]  # else far from a slanted curve
     placed = {}
-    bulk = len(labelled) >= 4 * FEW  # else the walk alone is sooner
+    bulk = len(labelled) >= BULK_FROM
     sides = np.array([boxes[k] for k in beside], dtype=float).reshape(-1, 4).T
     static = picture.costs(*sides, beside) if bulk else [None] * len(beside)
     for k, cost in zip(beside, static):
