@@ -69,10 +69,15 @@ arrowhead, every box (a series' stack and the badges a node may carry), every gr
 and title, the labels already placed, the picture's border. A grid of 48 px cells (more
 where the edges are very long) holds all of it, so a candidate is tested against what is
 near it only; in a crowded picture (hundreds of edges into one box) the candidates tried are
-capped at 12 a label on average. Measured on 2 cores, every edge labelled, all shown: 500
-nodes (a residual chain) 0.11 s instead of 0.02 s; 600 (a wide fan of 120 modules, 180,000
-px wide) 0.3 s; 900 (300 edges into one box) 0.7-0.9 s (tests/benchmarks/notebook.py --only
-graphs).
+capped at 12 a label on average. NumPy builds that grid and costs most candidates in batches,
+to the last bit as a walk in Python would (NOTE [Label costs in bulk] in labels.py). The
+layout, every edge labelled, on 2 shared cores (tests/benchmarks/notebook.py --only graphs
+--quick, medians of 3; without labels, with them walked in Python, now): a residual chain
+of 500 nodes all shown 0.02, 0.12, 0.05 s; a wide fan of 600 all shown 0.02, 0.32, 0.16 s;
+grouped (180,000 px wide) 0.03, 0.29, 0.13 s; 900 nodes (300 edges into one box) 0.03,
+0.79, 0.44 s; a full garbage collection (0.04 s in that process) falls into some runs. The
+crowded pictures stay the slow ones: a candidate there meets several edges, and most of a
+label's dozen or more are walked.
 
 The result is a :class:`Layout` (TypedDicts below, mirrored in ``widgets/common.js`` and
 checked by ``tests/notebook/test_schema.py``); ``x, y`` is a box's top-left corner.

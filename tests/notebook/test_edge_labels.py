@@ -14,6 +14,7 @@ import pytest
 import nbgrad as ng
 from nbgrad import nn
 from nbgrad.notebook import build_snapshot, record
+from nbgrad.notebook import labels as labels_module
 from nbgrad.notebook.layout import default_collapsed, layout
 from nbgrad.notebook.svg import snapshot_svg
 from tests.notebook.test_layout import _mlp_snapshot
@@ -281,6 +282,36 @@ def _distance(box, points):
             px, py = x0 + t * (x1 - x0), y0 + t * (y1 - y0)
             best = min(best, ((px - cx) ** 2 + (py - cy) ** 2) ** 0.5)
     return best
+
+
+def _fan(n=300):
+    """300 edges into one box (a stack of tanh terms): crowded, so that equally bad places
+    abound and the last bit of a sum decides between them."""
+    ng.manual_seed(0)
+    x = ng.randn(8, requires_grad=True)
+    ws = [ng.randn(8, requires_grad=True) for _ in range(n)]
+    with record() as rec:
+        ng.stack([(x * w).tanh() for w in ws]).sum().backward()
+    return build_snapshot(rec, timings=False)
+
+
+@pytest.mark.parametrize("name", ["blocks", "loop", "torch-transformer", "fan"])
+def test_labels_go_where_the_walk_alone_puts_them(snapshots, name, monkeypatch):
+    """NOTE [Label costs in bulk]: what NumPy sums for many candidates at once is the walk's
+    sum to the last bit, so every label goes where the walk alone puts it, and where bulk
+    costing with no crowd limit does."""
+    snap = _fan() if name == "fan" else snapshots[name]
+
+    def anchors():
+        return [(e["lx"], e["ly"]) for e in layout(snap, [], fold=False)["edges"]]
+
+    default = anchors()
+    assert sum(1 for a in default if a[0] is not None) >= labels_module.BULK_FROM
+    monkeypatch.setattr(labels_module, "BULK_FROM", 10**9)
+    walked = anchors()
+    monkeypatch.setattr(labels_module, "BULK_FROM", 0)
+    monkeypatch.setattr(labels_module, "CROWD", 10**9)
+    assert default == walked == anchors()
 
 
 def test_both_pictures_draw_the_label_at_the_anchor(snapshots):
