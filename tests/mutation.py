@@ -251,9 +251,9 @@ MUTANTS = [
     m(E, "            cb()\n", "            pass\n", "queue_callback's callbacks never run"),
     m(E, "if len(outputs) != n_edges:", "if len(outputs) < n_edges:", "too many gradients from a node accepted"),
     m(E, "info.captures.append((edge.input_nr, idx))", "info.captures.append((0, idx))", "grad(inputs=): capture slot ignores output_nr"),
-    m(E, "        if not graph_task.keep_graph:\n", "        if False:\n", "retain_graph=False keeps the graph", nth=3),
-    m(E, "        if not graph_task.keep_graph:\n", "        if False:\n", "plain pass: retain_graph=False keeps the graph", nth=1),
-    m(E, "        if not graph_task.keep_graph:\n", "        if False:\n", "plain pass, a node of several edges: retain_graph=False keeps the graph", nth=2),
+    m(E, "        if not graph_task.keep_graph:\n", "        if False:\n", "retain_graph=False keeps the graph"),
+    m(E, "outputs = apply_arrays(inputs, not graph_task.keep_graph)", "outputs = apply_arrays(inputs, False)", "plain pass: retain_graph=False keeps the graph"),
+    m(TN, '        lines.append(f"{indent}if release:")', '        lines.append(f"{indent}if False:")', "carried arrays: a plain pass keeps the saved values of a row node"),
     m(E, "if new.shape != old.shape:", "if False:", "a hook may change the gradient's shape"),
     m(E, "if grad._device is not meta.device and grad._device != meta.device:", "if False:", "validate_outputs: device not moved"),
     # ---- the graph: nodes, AccumulateGrad, saved tensors --------------------------------------

@@ -449,25 +449,32 @@ def _generate_apply(info, slot_plan, save_plan):
                 lines.append(f"        v{slot[2:]} = self.{slot}")
         lines.append(f"        out{i} = formula{k}({args})")
     lines.append(f"    return [{', '.join(outs)}]")
-    if arrays is not None:  # NOTE [Gradients carried as arrays]
-        lines += ["def _apply_arrays(self, grads):", "    fns = self._next_fns"]
-        lines += _generate_array_path(slot_plan, tensor_slots, input_slots, outs, carry=True)[0]
-        lines.append("    return self.apply(as_tensors(grads))")
-        env["as_tensors"] = as_tensors
-        env["RAW_GRADS"] = RAW_GRADS
     # release_variables, unrolled: every saved input or result goes, Python numbers included
     # (PyTorch saves those as wrapped-number tensors, which are released too)
-    lines.append("def release_variables(self):")
+    release = []
     for slot in tensor_slots:  # a SavedTensor object a caller may hold is freed too
-        lines += [
-            f"    v = self.{slot}",
-            "    if v is not None:",
-            "        if type(v) is SavedTensor:",
-            "            v._free()",
-            f"        self.{slot} = FREED",
+        release += [
+            f"v = self.{slot}",
+            "if v is not None:",
+            "    if type(v) is SavedTensor:",
+            "        v._free()",
+            f"    self.{slot} = FREED",
         ]
-    if not tensor_slots:
-        lines.append("    pass")
+    if arrays is not None:  # NOTE [Gradients carried as arrays]
+        lines += ["def _apply_arrays(self, grads, release=False):", "    fns = self._next_fns"]
+        lines += _generate_array_path(
+            slot_plan, tensor_slots, input_slots, outs, carry=True, release=release
+        )[0]
+        lines += [
+            "    outputs = self.apply(as_tensors(grads))",
+            "    if release:",
+            "        self.release_variables()",
+            "    return outputs",
+        ]
+        env["as_tensors"] = as_tensors
+        env["RAW_GRADS"] = RAW_GRADS
+    lines.append("def release_variables(self):")
+    lines += ["    " + line for line in release] or ["    pass"]
     source = "\n".join(lines) + "\n"
     _exec_generated(source, f"<generated apply of {info.node_name}>", env)
     made = [fn for fn in ("apply", "_apply_arrays", "release_variables") if fn in env]
@@ -476,11 +483,12 @@ def _generate_apply(info, slot_plan, save_plan):
     return {**{fn: env[fn] for fn in made}, "_apply_source": source}
 
 
-def _generate_array_path(slot_plan, tensor_slots, input_slots, outs, carry=False):
+def _generate_array_path(slot_plan, tensor_slots, input_slots, outs, carry=False, release=()):
     """The lines that start ``apply`` with its formulas run on arrays, and the names they use
     (NOTE [Backward on arrays]); None when a formula of the row does not run on arrays. With
-    ``carry``, the lines of ``_apply_arrays``: its gradient may be an array already, and its
-    results stay arrays (NOTE [Gradients carried as arrays]).
+    ``carry``, the lines of ``_apply_arrays``: its gradient may be an array already, its results
+    stay arrays (NOTE [Gradients carried as arrays]), and with its ``release`` argument it runs
+    the lines ``release`` (``release_variables``'s body) before it returns.
 
     Each saved value a formula names is read and checked in turn, one ``if`` deeper each, the
     saved tensors first in the order the Tensor path unpacks them: the first that is no array
@@ -566,6 +574,9 @@ def _generate_array_path(slot_plan, tensor_slots, input_slots, outs, carry=False
             f"{indent}    r = formula{k}({args})",
             f"{indent}    out{i} = {result}",
         ]
+    if release:
+        lines.append(f"{indent}if release:")
+        lines += [f"{indent}    {line}" for line in release]
     lines.append(f"{indent}return [{', '.join(outs)}]")
     return lines, env
 
