@@ -132,7 +132,10 @@ class Engine:
         self.compute_dependencies(root, graph_task)
         if outputs is not None:
             self.init_to_execute(root, graph_task, outputs, accumulate_grad)
-        graph_task.plain = graph_task.carries_arrays and graph_task.exec_info is None
+            # (a pass of a few nodes, as ``grad()`` mostly runs, gains less from carrying arrays
+            # than its checks cost: its gradients stay Tensors)
+            graph_task.carries_arrays = False
+        graph_task.plain = graph_task.carries_arrays  # NOTE [A plain pass]
         observer = graph_task.observer
         if observer is not None:
             observer.task_start(graph_task, root, dict(graph_task.dependencies))
@@ -430,15 +433,16 @@ class Engine:
         self._device_queues.clear()
 
     # NOTE [A plain pass]
-    # Most passes are plain: one thread, nothing watching (no observer, anomaly mode or
-    # create_graph: NOTE [Gradients carried as arrays]) and no ``grad(inputs=)``. There a node
-    # of a row without hooks runs by ``_evaluate_plain``: ``evaluate_function`` with only what
-    # such a node can meet, the node's arrays path (which also releases its saved values, one
-    # call less, before the validation rather than after: the validation of a row's gradient
-    # never needs them), validation and the routing loop (NOTE [Routing inlined]), which is
-    # most of the engine's cost per node in a graph of small tensors. Any other node, or a pass that turns to a device worker
-    # (``plain`` is cleared then), takes ``evaluate_function``. Both give the same results
-    # (tests/autograd/test_carried_arrays.py runs graphs both ways).
+    # Most passes are plain: those that carry gradients as arrays (one thread, nothing
+    # watching, no create_graph, no ``grad(inputs=)``: NOTE [Gradients carried as arrays]).
+    # There a node of a row without hooks runs by ``_evaluate_plain``: ``evaluate_function``
+    # with only what such a node can meet, which is most of the engine's cost per node in a
+    # graph of small tensors: the node's arrays path (which also releases its saved values, one
+    # call less, before the validation rather than after: a row's gradient never needs them
+    # to be validated), validation and the routing loop (NOTE [Routing inlined]). Any other
+    # node, or a pass that turns to a device worker (``plain`` is cleared then), takes
+    # ``evaluate_function``. Both give the same results (tests/autograd/test_carried_arrays.py
+    # runs graphs both ways).
     def _evaluate_plain(self, graph_task, node, inputs):
         """``evaluate_function`` in a plain pass (NOTE [A plain pass])."""
         apply_arrays = node._apply_arrays
@@ -555,8 +559,6 @@ class Engine:
             info = exec_info.get(node)
             if info is None:
                 return
-            if graph_task.carries_arrays:  # captured and hooked gradients are Tensors
-                as_tensors(inputs)
             if not info.needed:
                 inputs = self.call_tensor_pre_hooks(graph_task, node, inputs)
             if info.captures is not None:
@@ -575,7 +577,8 @@ class Engine:
             _anomaly._running.node = node
         if observer is not None:
             observer.node_start(graph_task, node, list(inputs))
-        if graph_task.carries_arrays:  # NOTE [Gradients carried as arrays]
+        carries = graph_task.carries_arrays  # (gradients are Tensors in any other pass)
+        if carries:  # NOTE [Gradients carried as arrays]
             if node._apply_arrays is None or graph_task.threaded or node._post_hooks:
                 outputs = node.apply(as_tensors(inputs))
             else:
@@ -609,7 +612,7 @@ class Engine:
             grad = outputs[live]
             if grad is not None and fn is not None:
                 meta = fn._input_metadata_[nrs[live]]
-                data = grad if type(grad) in RAW_GRADS else grad._data
+                data = grad if carries and type(grad) in RAW_GRADS else grad._data
                 if (
                     data.shape != meta.shape
                     or data.dtype is not meta.dtype.np
@@ -620,7 +623,7 @@ class Engine:
             for fn, input_nr, grad in zip(fns, nrs, outputs):
                 if grad is not None and fn is not None:
                     meta = fn._input_metadata_[input_nr]
-                    data = grad if type(grad) in RAW_GRADS else grad._data
+                    data = grad if carries and type(grad) in RAW_GRADS else grad._data
                     if (
                         data.shape != meta.shape
                         or data.dtype is not meta.dtype.np
@@ -656,7 +659,7 @@ class Engine:
             if (
                 deps[fn] == 1
                 and grad is not None
-                and (type(grad) in RAW_GRADS or grad._device is CPU)
+                and (grad._device is CPU if data is not grad else True)
                 and len(fn._input_metadata_) <= 1
                 and (not not_ready or fn not in not_ready)
                 and exec_info is None
@@ -706,7 +709,9 @@ class Engine:
                 if count:
                     continue
                 del not_ready[fn]
-            if grad is None or (type(grad) not in RAW_GRADS and grad._device is not CPU):
+            if grad is None or (
+                grad._device is not CPU if not carries or type(grad) not in RAW_GRADS else False
+            ):
                 self._push_ready(graph_task, fn, buf, grad)
                 continue
             if observer is not None:
