@@ -441,110 +441,131 @@ class Engine:
     # call less, before the validation rather than after: a row's gradient never needs them
     # to be validated), validation and the routing loop (NOTE [Routing inlined]). Any other
     # node, or a pass that turns to a device worker (``plain`` is cleared then), takes
-    # ``evaluate_function``. Both give the same results (tests/autograd/test_carried_arrays.py
-    # runs graphs both ways).
+    # ``evaluate_function``. A node it hands on to run at once (NOTE [Chains skip the queue])
+    # runs in the same call, in a loop: along a chain the engine makes one call, not one per
+    # node. Both give the same results (tests/autograd/test_carried_arrays.py runs graphs both
+    # ways).
     def _evaluate_plain(self, graph_task, node, inputs):
-        """``evaluate_function`` in a plain pass (NOTE [A plain pass])."""
-        apply_arrays = node._apply_arrays
-        if (
-            apply_arrays is None
-            or node._tensor_pre_hooks
-            or node._retains_grad_hooks
-            or node._pre_hooks
-            or node._post_hooks
-        ):
-            return self.evaluate_function(graph_task, node, inputs)
-        # (a generated apply: one output per edge; it releases the saved values itself)
-        outputs = apply_arrays(inputs, not graph_task.keep_graph)
-        fns = node._next_fns
-        nrs = node._next_nrs
+        """``evaluate_function`` in a plain pass (NOTE [A plain pass]), for ``node`` and the
+        nodes handed on after it (NOTE [Chains skip the queue]) while they qualify."""
         deps = graph_task.dependencies
         not_ready = graph_task.not_ready
         heap = graph_task.cpu_ready_queue._heap
-        if len(fns) == 1 or (len(fns) == 2 and fns[1] is None):  # NOTE [Single-edge fast path]
-            fn = fns[0]
-            grad = outputs[0]
-            if fn is not None and grad is not None:
-                meta = fn._input_metadata_[nrs[0]]
-                data = grad if type(grad) in RAW_GRADS else grad._data
+        release = not graph_task.keep_graph
+        try:
+            while True:
+                apply_arrays = node._apply_arrays
                 if (
-                    data.shape != meta.shape
-                    or data.dtype is not meta.dtype.np
-                    or (CPU if data is grad else grad._device) is not meta.device
+                    apply_arrays is None
+                    or node._tensor_pre_hooks
+                    or node._retains_grad_hooks
+                    or node._pre_hooks
+                    or node._post_hooks
                 ):
-                    self._validate(node, fns, nrs, as_tensors(outputs))
+                    return self.evaluate_function(graph_task, node, inputs)
+                # (a generated apply: one output per edge; it releases the saved values itself)
+                outputs = apply_arrays(inputs, release)
+                fns = node._next_fns
+                nrs = node._next_nrs
+                if len(fns) == 1 or (
+                    len(fns) == 2 and fns[1] is None
+                ):  # NOTE [Single-edge fast path]
+                    fn = fns[0]
                     grad = outputs[0]
-            if fn is None:
-                return None
-            if (
-                deps[fn] == 1
-                and grad is not None
-                and (data is grad or grad._device is CPU)
-                and len(fn._input_metadata_) <= 1
-                and (not not_ready or fn not in not_ready)
-            ):
-                deps[fn] = 0
-                if not heap or heap[0][0] > -fn._sequence_nr_:
-                    return fn, [grad]
-                heappush(heap, (-fn._sequence_nr_, next(_tiebreak), fn, [grad]))
-                return None
-        else:
-            for fn, input_nr, grad in zip(fns, nrs, outputs):
-                if grad is not None and fn is not None:
-                    meta = fn._input_metadata_[input_nr]
-                    data = grad if type(grad) in RAW_GRADS else grad._data
+                    if fn is not None and grad is not None:
+                        meta = fn._input_metadata_[nrs[0]]
+                        data = grad if type(grad) in RAW_GRADS else grad._data
+                        if (
+                            data.shape != meta.shape
+                            or data.dtype is not meta.dtype.np
+                            or (CPU if data is grad else grad._device) is not meta.device
+                        ):
+                            self._validate(node, fns, nrs, as_tensors(outputs))
+                            grad = outputs[0]
+                    if fn is None:
+                        return None
                     if (
-                        data.shape != meta.shape
-                        or data.dtype is not meta.dtype.np
-                        or (CPU if data is grad else grad._device) is not meta.device
+                        deps[fn] == 1
+                        and grad is not None
+                        and (data is grad or grad._device is CPU)
+                        and len(fn._input_metadata_) <= 1
+                        and (not not_ready or fn not in not_ready)
                     ):
-                        self._validate(node, fns, nrs, as_tensors(outputs))
-                        break
-        following = None
-        for fn, input_nr, grad in zip(fns, nrs, outputs):  # NOTE [Routing inlined]
-            if fn is None:
-                continue
-            count = deps[fn] - 1
-            deps[fn] = count
-            buf = not_ready.get(fn) if not_ready else None
-            if buf is None:
-                n_inputs = len(fn._input_metadata_)
-                if not count and n_inputs <= 1:
-                    buf = [grad]
+                        deps[fn] = 0
+                        if not heap or heap[0][0] > -fn._sequence_nr_:
+                            node, inputs = fn, [grad]  # the next node of the chain, here
+                            outputs = grad = data = None  # (see below)
+                            continue
+                        heappush(heap, (-fn._sequence_nr_, next(_tiebreak), fn, [grad]))
+                        return None
                 else:
-                    buf = [None] * (n_inputs or 1)
-                    buf[input_nr] = grad
-                    if count:
-                        not_ready[fn] = buf
-                        continue
-            else:
-                if grad is not None:
-                    old = buf[input_nr]
-                    buf[input_nr] = grad if old is None else _accumulate(old, grad)
-                if count:
-                    continue
-                del not_ready[fn]
-            if grad is None or (type(grad) not in RAW_GRADS and grad._device is not CPU):
-                self._push_ready(graph_task, fn, buf, grad)
-                continue
-            if following is None:
-                following, following_buf = fn, buf
-                continue
-            seq, held = fn._sequence_nr_, following._sequence_nr_
-            if seq > held:
-                heappush(heap, (-held, next(_tiebreak), following, following_buf))
-                following, following_buf = fn, buf
-                continue
-            if seq == held:
-                heappush(heap, (-held, next(_tiebreak), following, following_buf))
+                    for fn, input_nr, grad in zip(fns, nrs, outputs):
+                        if grad is not None and fn is not None:
+                            meta = fn._input_metadata_[input_nr]
+                            data = grad if type(grad) in RAW_GRADS else grad._data
+                            if (
+                                data.shape != meta.shape
+                                or data.dtype is not meta.dtype.np
+                                or (CPU if data is grad else grad._device) is not meta.device
+                            ):
+                                self._validate(node, fns, nrs, as_tensors(outputs))
+                                break
                 following = None
-            heappush(heap, (-seq, next(_tiebreak), fn, buf))
-        if following is None:
-            return None
-        if heap and heap[0][0] <= -following._sequence_nr_:
-            heappush(heap, (-following._sequence_nr_, next(_tiebreak), following, following_buf))
-            return None
-        return following, following_buf
+                for fn, input_nr, grad in zip(fns, nrs, outputs):  # NOTE [Routing inlined]
+                    if fn is None:
+                        continue
+                    count = deps[fn] - 1
+                    deps[fn] = count
+                    buf = not_ready.get(fn) if not_ready else None
+                    if buf is None:
+                        n_inputs = len(fn._input_metadata_)
+                        if not count and n_inputs <= 1:
+                            buf = [grad]
+                        else:
+                            buf = [None] * (n_inputs or 1)
+                            buf[input_nr] = grad
+                            if count:
+                                not_ready[fn] = buf
+                                continue
+                    else:
+                        if grad is not None:
+                            old = buf[input_nr]
+                            buf[input_nr] = grad if old is None else _accumulate(old, grad)
+                        if count:
+                            continue
+                        del not_ready[fn]
+                    if grad is None or (type(grad) not in RAW_GRADS and grad._device is not CPU):
+                        self._push_ready(graph_task, fn, buf, grad)
+                        continue
+                    if following is None:
+                        following, following_buf = fn, buf
+                        continue
+                    seq, held = fn._sequence_nr_, following._sequence_nr_
+                    if seq > held:
+                        heappush(heap, (-held, next(_tiebreak), following, following_buf))
+                        following, following_buf = fn, buf
+                        continue
+                    if seq == held:
+                        heappush(heap, (-held, next(_tiebreak), following, following_buf))
+                        following = None
+                    heappush(heap, (-seq, next(_tiebreak), fn, buf))
+                if following is None:
+                    return None
+                if heap and heap[0][0] <= -following._sequence_nr_:
+                    heappush(
+                        heap, (-following._sequence_nr_, next(_tiebreak), following, following_buf)
+                    )
+                    return None
+                if not graph_task.plain:  # (a node went to a device worker)
+                    return following, following_buf
+                node, inputs = following, following_buf
+                # a gradient this frame still named would count as held elsewhere, and be
+                # neither summed into in place nor stolen by AccumulateGrad (NOTE [Accumulate
+                # in place], NOTE [Stealing the gradient])
+                outputs = grad = data = old = following_buf = None
+        except BaseException as e:  # noqa: BLE001 - the node that raised is named, then raised
+            self._fail(graph_task, e, node)
+            raise
 
     def evaluate_function(self, graph_task, node, inputs):
         """Hooks, the node, validation and routing for one ready node; returns the next node

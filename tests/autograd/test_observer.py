@@ -22,6 +22,7 @@ from nbgrad import backend
 from nbgrad.autograd import engine as engine_mod
 from nbgrad.autograd.engine import Engine
 from nbgrad.autograd.graph import GraphObserver, observe
+from nbgrad.derivatives import OPS
 from tests.test_random_graphs import SEED, build
 
 DEV = "obsdev"
@@ -66,29 +67,31 @@ class Log(GraphObserver):
 
 @pytest.fixture
 def evaluated(monkeypatch):
-    """The nodes ``Engine.evaluate_function`` (or ``_evaluate_plain``) is called with, in order,
-    with their thread, and each use of the general routing and of the CPU ready queue (the
-    shortcuts of NOTE [Routing inlined] and NOTE [Chains skip the queue] use neither): read
-    from outside the engine, the same way whether an observer is installed."""
+    """The nodes the engine runs (``Engine.evaluate_function``, or a row node's arrays path),
+    in order, with their thread, and each use of the general routing and of the CPU ready
+    queue (the shortcuts of NOTE [Routing inlined] and NOTE [Chains skip the queue] use
+    neither): read from outside the engine, the same way whether an observer is installed."""
     calls = []
     original = Engine.evaluate_function
-    original_plain = Engine._evaluate_plain
-    handing_on = threading.local()  # a node _evaluate_plain hands to evaluate_function
 
     def evaluate(self, graph_task, node, inputs):
-        if getattr(handing_on, "node", None) is node:
-            handing_on.node = None  # (already counted by plain below)
-        else:
-            calls.append((node.name(), threading.current_thread().name))
+        calls.append((node.name(), threading.current_thread().name))
         return original(self, graph_task, node, inputs)
 
-    def plain(self, graph_task, node, inputs):  # NOTE [A plain pass]
-        calls.append((node.name(), threading.current_thread().name))
-        handing_on.node = node
-        try:
-            return original_plain(self, graph_task, node, inputs)
-        finally:
-            handing_on.node = None
+    # NOTE [A plain pass]: ``_evaluate_plain`` runs a row node by calling its ``_apply_arrays``
+    # with ``release`` (``evaluate_function`` calls it without), and hands any other node to
+    # ``evaluate_function``
+    def plain(apply_arrays):
+        def run(self, grads, *release):
+            if release:
+                calls.append((self.name(), threading.current_thread().name))
+            return apply_arrays(self, grads, *release)
+
+        return run
+
+    for cls in {info.node_class for info in OPS.values()} - {None}:
+        if "_apply_arrays" in cls.__dict__:
+            monkeypatch.setattr(cls, "_apply_arrays", plain(cls._apply_arrays))
 
     def push(heap, entry):  # the CPU ready queue: a node that did not take a shortcut
         calls.append(("queued", entry[2].name()))  # NOTE [CPU queue entries]
@@ -102,7 +105,6 @@ def evaluated(monkeypatch):
 
     monkeypatch.setattr(Engine, "_route", staticmethod(routed))
     monkeypatch.setattr(Engine, "evaluate_function", evaluate)
-    monkeypatch.setattr(Engine, "_evaluate_plain", plain)
     monkeypatch.setattr(engine_mod, "heappush", push)
     return calls
 
