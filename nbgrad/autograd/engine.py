@@ -135,7 +135,6 @@ class Engine:
             # (a pass of a few nodes, as ``grad()`` mostly runs, gains less from carrying arrays
             # than its checks cost: its gradients stay Tensors)
             graph_task.carries_arrays = False
-        graph_task.plain = graph_task.carries_arrays  # NOTE [A plain pass]
         observer = graph_task.observer
         if observer is not None:
             observer.task_start(graph_task, root, dict(graph_task.dependencies))
@@ -278,6 +277,7 @@ class Engine:
         heappop = heapq.heappop
         general = self.evaluate_function
         plain = self._evaluate_plain  # NOTE [A plain pass]
+        carries = graph_task.carries_arrays
         own_queue = _current.device_queue
         _grad_state.enabled = graph_task.create_graph
         # NOTE [Chains skip the queue]
@@ -292,11 +292,11 @@ class Engine:
                 if graph_task.exception is not None:
                     continue
                 try:
-                    evaluate = plain if graph_task.plain else general
+                    evaluate = general if graph_task.threaded or not carries else plain
                     following = evaluate(graph_task, node, inputs)
                     while following is not None:  # see NOTE [Chains skip the queue]
                         node = following[0]
-                        evaluate = plain if graph_task.plain else general
+                        evaluate = general if graph_task.threaded or not carries else plain
                         following = evaluate(graph_task, node, following[1])
                 except BaseException as e:  # noqa: BLE001 - re-raised below with its own type
                     self._fail(graph_task, e, node)
@@ -417,7 +417,6 @@ class Engine:
                 graph_task.cond = threading.Condition(graph_task._lock)
             with graph_task.cond:
                 graph_task.threaded = True
-                graph_task.plain = False  # NOTE [A plain pass]
                 graph_task.outstanding_tasks += 1
             queue.push(task)
         if graph_task.observer is not None:
@@ -440,7 +439,7 @@ class Engine:
     # graph of small tensors: the node's arrays path (which also releases its saved values, one
     # call less, before the validation rather than after: a row's gradient never needs them
     # to be validated), validation and the routing loop (NOTE [Routing inlined]). Any other
-    # node, or a pass that turns to a device worker (``plain`` is cleared then), takes
+    # node, or a pass that turns to a device worker (which it stays), takes
     # ``evaluate_function``. A node it hands on to run at once (NOTE [Chains skip the queue])
     # runs in the same call, in a loop: along a chain the engine makes one call, not one per
     # node. Both give the same results (tests/autograd/test_carried_arrays.py runs graphs both
@@ -556,7 +555,7 @@ class Engine:
                         heap, (-following._sequence_nr_, next(_tiebreak), following, following_buf)
                     )
                     return None
-                if not graph_task.plain:  # (a node went to a device worker)
+                if graph_task.threaded:  # (a node went to a device worker)
                     return following, following_buf
                 node, inputs = following, following_buf
                 # a gradient this frame still named would count as held elsewhere, and be
@@ -764,7 +763,7 @@ class Engine:
         own = _current.device_queue
         if own is not None and len(ready) == 1 and not own._heap:
             fn, buf, grad = ready[0]
-            if grad is not None and type(grad) not in RAW_GRADS and grad._device == own.device:
+            if grad is not None and grad._device == own.device:
                 if observer is not None:
                     observer.node_ready(graph_task, fn, grad._device)
                 return fn, buf  # NOTE [Chains skip the queue], on a device worker

@@ -145,7 +145,6 @@ class GraphTask:
         "anomaly",
         "threaded",
         "carries_arrays",
-        "plain",
         "cond",
         "warnings",
         "_lock",
@@ -176,7 +175,6 @@ class GraphTask:
         self.carries_arrays = (
             CARRY_ARRAYS and observer is None and not self.anomaly and not create_graph
         )
-        self.plain = False  # NOTE [A plain pass]: set by Engine.execute (not for grad(inputs=))
         self._lock = threading.Lock()
         self.cond = None  # made by _push_ready when the first node goes to a device worker
         self.warnings = []
