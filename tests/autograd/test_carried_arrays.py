@@ -22,6 +22,7 @@ from nbgrad.autograd.graph import GraphObserver, observe
 from nbgrad.derivatives import OPS
 from tests import test_derivatives as _derivatives
 from tests.autograd.test_backward_arrays import ARRAY_ROWS, GRAPHS, INPUTS, ZERO_D, _leaves, _np
+from tests.benchmarks.engine import w9_loss
 
 
 @pytest.fixture
@@ -94,24 +95,6 @@ def test_apply_arrays_on_arrays_matches_apply(case, dtype):
 
 
 # -- whole passes ---------------------------------------------------------------------------------
-def _mlp(lib, xs, ys, layers):
-    """A micrograd-style MLP of 0-d tensors: leaves used once per point, activations by every
-    row of the next layer."""
-    loss = 0.0
-    for x, y in zip(xs, ys):
-        h = x
-        for k, (w, b) in enumerate(layers):
-            out = []
-            for row, bias in zip(w, b):
-                act = bias
-                for wi, hi in zip(row, h):
-                    act = act + wi * hi
-                out.append(act if k == len(layers) - 1 else act.relu())
-            h = out
-        loss = loss + (h[0] - y) ** 2
-    return loss * (1.0 / len(xs))
-
-
 def _mlp_grads(lib, dtype):
     rng = np.random.default_rng(4)
     leaf = lambda v: lib.tensor(v, dtype=getattr(lib, dtype), requires_grad=True)  # noqa: E731
@@ -122,7 +105,7 @@ def _mlp_grads(lib, dtype):
     ]
     xs = [[const(v) for v in x] for x in rng.standard_normal((5, 2))]
     ys = [const(v) for v in rng.standard_normal(5)]
-    _mlp(lib, xs, ys, layers).backward()
+    w9_loss(xs, ys, layers).backward()  # (the benchmark's W9 MLP, smaller)
     return [p.grad for w, b in layers for p in [*(q for row in w for q in row), *b]]
 
 

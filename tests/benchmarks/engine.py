@@ -689,6 +689,25 @@ def w9_data():
     return weights, xs, ys
 
 
+def w9_loss(xs, ys, layers):
+    """The MLP's mean squared error over the points ``xs`` (lists of 0-d values) and targets
+    ``ys``; ``layers``: ``(weights, biases)`` per layer, ReLU after each but the last."""
+    last = len(layers) - 1
+    loss = 0.0
+    for x, y in zip(xs, ys):
+        h = x
+        for k, (w, b) in enumerate(layers):
+            out = []
+            for row, bias in zip(w, b):
+                act = bias
+                for wi, hi in zip(row, h):
+                    act = act + wi * hi
+                out.append(act if k == last else act.relu())
+            h = out
+        loss = loss + (h[0] - y) ** 2
+    return loss * (1.0 / len(xs))
+
+
 def w9_step(make_param, make_input, gc_on: bool) -> Callable[[], float]:
     """Forward + backward of the 0-d MLP; ``make_param``/``make_input`` wrap a float."""
     weights, xs, ys = w9_data()
@@ -699,25 +718,12 @@ def w9_step(make_param, make_input, gc_on: bool) -> Callable[[], float]:
     params = [p for w, b in layers for row in w for p in row] + [p for _, b in layers for p in b]
     xs = [[make_input(v) for v in x] for x in xs]
     ys = [make_input(v) for v in ys]
-    last = len(layers) - 1
 
     def fn():
         if not gc_on:
             gc.disable()
         try:
-            loss = 0.0
-            for x, y in zip(xs, ys):
-                h = x
-                for k, (w, b) in enumerate(layers):
-                    out = []
-                    for row, bias in zip(w, b):
-                        act = bias
-                        for wi, hi in zip(row, h):
-                            act = act + wi * hi
-                        out.append(act if k == last else act.relu())
-                    h = out
-                loss = loss + (h[0] - y) ** 2
-            loss = loss * (1.0 / len(xs))
+            loss = w9_loss(xs, ys, layers)
             loss.backward()
         finally:
             gc.enable()
