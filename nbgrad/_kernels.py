@@ -177,11 +177,16 @@ def _clamp(xp, a, lo, hi):
 def _expand(xp, a, size):
     """A view of ``a`` broadcast to ``size``, writable where ``a`` is (as PyTorch's expand; an
     in-place op on the whole of it is refused, see ``_check_no_internal_overlap``)."""
-    if xp is np and a.flags.c_contiguous and a.flags.writeable and not a.dtype.hasobject:
-        # NOTE [Expand as one ndarray call]: a contiguous array is viewed with stride 0 along
-        # its broadcast dimensions by one ndarray constructor over its memory (what as_strided
-        # does after broadcast_to, both pure-Python wrappers that cost ten times more): the
-        # backward of every ``sum()`` and ``mean()`` expands its 0-d gradient this way
+    if xp is np and type(a) is not _ndarray:  # a 0-d gradient as a NumPy scalar (NOTE [0-d
+        a = np.array(a)  # gradients as NumPy scalars]): a view of an array of its own, writable
+    # NOTE [Expand as one ndarray call]: a contiguous array is viewed with stride 0 along its
+    # broadcast dimensions by one ndarray constructor over its memory (what as_strided does
+    # after broadcast_to, both pure-Python wrappers that cost ten times more): the backward of
+    # every ``sum()`` and ``mean()`` expands its 0-d gradient this way, with stride 0 throughout
+    if xp is np and not a.ndim:
+        if a.flags.writeable and not a.dtype.hasobject and min(size, default=0) >= 0:
+            return _ndarray(tuple(size), a.dtype, a, 0, (0,) * len(size))
+    elif xp is np and a.flags.c_contiguous and a.flags.writeable and not a.dtype.hasobject:
         lead = len(size) - a.ndim
         if lead >= 0:
             strides = [0] * lead

@@ -63,16 +63,20 @@ def unpack_input(tensor, saved_version, node):
 # such a formula computes exactly what the same NumPy expression computes. So a generated
 # ``apply`` runs its formulas on the arrays when it can, and wraps each result once:
 # - a formula qualifies when ``runs_on_arrays`` finds nothing in its code but its parameters,
-#   numeric constants, the operators ``+ - * /`` (not ``**``: Tensor pow takes other kernels),
-#   comparisons, and calls of rows of the table made functions for formulas
-#   (``nbgrad.derivatives.opinfo.row_function``: ``tanh_backward(grad, result)``,
-#   ``cos(self)``), which call the row's kernel on arrays and dispatch it on Tensors. The same
+#   numeric constants, the operators ``+ - * /`` (not ``**``: Tensor pow takes other kernels;
+#   the ``pow`` row's function ``power`` takes the same), comparisons, conditions, and calls of
+#   rows of the table made functions for formulas (``nbgrad.derivatives.opinfo.row_function``:
+#   ``tanh_backward(grad, result)``, ``cos(self)``, ``expand(grad, size=self_shape)``), which
+#   call the row's kernel on arrays and dispatch it on Tensors (or of another function marked
+#   ``on_arrays`` that does the same, ``zeros_like``). The same
 #   formula is thus the one source of both paths; a row runs on arrays when all of its
 #   formulas qualify, and one of them computes something (``returns_grad``: not
 #   ``self=lambda grad: grad``, which costs nothing on either path) for a live edge;
-# - at run time: grad mode off, the incoming gradient a CPU NumPy array, and every saved value a
-#   formula may read a CPU array of the gradient's dtype (PyTorch's promotion of mixed dtypes
-#   and 0-d tensors differs from NumPy's), a Python int or float, or None. At the first value
+# - at run time: grad mode off, the incoming gradient a CPU NumPy array (of a tensor that does
+#   not require grad: a view of one made in no-grad mode, ``expand``'s, would require grad, see
+#   NOTE [Views made in no-grad mode]), and every saved value a formula may read a CPU array of
+#   the gradient's dtype (PyTorch's promotion of mixed dtypes and 0-d tensors differs from
+#   NumPy's), a Python int or float, None, or a saved shape. At the first value
 #   that is not (a saved tensor with an unpack hook, another dtype or device) the node takes
 #   its Tensor path, which unpacks everything again as before: the array attempt has no side
 #   effect before it gives up (unpack hooks never run in it; an error it raises is the error
@@ -512,7 +516,8 @@ def _generate_array_path(slot_plan, tensor_slots, input_slots, outs, carry=False
         lines = [
             "    grad = grads[0]",
             f"    if ({live}) and grad is not None and not grad_mode.enabled:",
-            "        g = grad._data if type(grad) is Tensor and grad._device is CPU else grad",
+            "        g = grad if type(grad) is not Tensor else grad._data if grad._device is CPU"
+            " and not grad._requires_grad else None",
             "        if type(g) in RAW_GRADS:  # an array or NumPy scalar on the CPU",
             "            dtype = g.dtype",
         ]
@@ -520,7 +525,7 @@ def _generate_array_path(slot_plan, tensor_slots, input_slots, outs, carry=False
         lines = [
             "    grad = grads[0]",
             f"    if ({live}) and grad is not None and grad._device is CPU"
-            " and not grad_mode.enabled:",
+            " and not grad_mode.enabled and not grad._requires_grad:",
             "        g = grad._data",
             "        if type(g) is ndarray:  # NOTE [Backward on arrays]",
             "            dtype = g.dtype",
@@ -552,6 +557,8 @@ def _generate_array_path(slot_plan, tensor_slots, input_slots, outs, carry=False
                     f"{indent}    else:",
                     f"{indent}        {a} = input_array({a}, v, self)",
                 ]
+        if slot.endswith("_shape"):  # a tuple of ints, the same on either path
+            continue
         lines += [
             f"{indent}t = type({a})",
             f"{indent}if t is ndarray and {a}.dtype is dtype or t is float or t is int"
@@ -560,11 +567,17 @@ def _generate_array_path(slot_plan, tensor_slots, input_slots, outs, carry=False
         indent += "    "
     # NOTE [0-d gradients as NumPy scalars]
     arrays = ["a" + s[2:] for s in operands]
-    zero_d = "".join(f" and (type({a}) is not ndarray or not {a}.ndim)" for a in arrays)
+    zero_d = "".join(
+        f" and (type({a}) is not ndarray or not {a}.ndim)"
+        for a in arrays
+        if not a.endswith("_shape")
+    )
     lines.append(f"{indent}if not g.ndim{zero_d}:")
     lines.append(f"{indent}    g = g[()]")
     lines += [
-        f"{indent}    if type({a}) is ndarray:\n{indent}        {a} = {a}[()]" for a in arrays
+        f"{indent}    if type({a}) is ndarray:\n{indent}        {a} = {a}[()]"
+        for a in arrays
+        if not a.endswith("_shape")
     ]
     lines.append(f"{indent}{' = '.join(outs)} = None")
     for k, (i, _, _, slots) in enumerate(slot_plan):

@@ -6,7 +6,7 @@ import inspect
 
 import numpy as np
 
-from nbgrad._tensor.dispatch import _ON_FLOATS, OPS, _dispatch
+from nbgrad._tensor.dispatch import _NO_ATTRS, _ON_FLOATS, OPS, _binary, _dispatch, _unary
 
 
 class OpInfo:
@@ -129,11 +129,29 @@ def row_function(name):
     (see NOTE [Backward on arrays] in nbgrad/_graph/table_node.py).
     """
 
+    found = [None]  # the row, and the fast path of its Tensor ops (looked up at the first
+    # call: a row may be defined after its function)
+
     def call(*args, **attrs):
+        if found[0] is None:
+            found[0] = (OPS[name], _fast_path(OPS[name]))
+        row, path = found[0]
         if isinstance(args[0], _ON_ARRAYS):  # an array, or a 0-d one's NumPy scalar
-            return OPS[name].forward(np, *args, **attrs)
-        return _dispatch(OPS[name], args, attrs)
+            return row.forward(np, *args, **attrs)
+        if path is not None and len(args) == len(row.inputs):
+            return path(row, *args, attrs or _NO_ATTRS)
+        return _dispatch(row, args, attrs)
 
     call.__name__ = call.__qualname__ = name
     call.on_arrays = True
     return call
+
+
+def _fast_path(row):
+    """``_unary`` or ``_binary`` for a row they can run (one result, no view, no list input;
+    they fall back to ``_dispatch`` for anything but float CPU tensors of one dtype), else
+    None: a formula's Tensor op then costs what the same operator costs (NOTE [Dispatch fast
+    path])."""
+    if row.view or row.outputs != 1 or any(row.list_input):
+        return None
+    return {1: _unary, 2: _binary}.get(len(row.inputs))

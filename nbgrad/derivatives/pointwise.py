@@ -32,8 +32,7 @@ from nbgrad._kernels import (
 from nbgrad._tensor import creation as _C
 from nbgrad._tensor import dispatch as _D
 from nbgrad._tensor.views import _NoGrad
-from nbgrad.derivatives.opinfo import op, row_function
-from nbgrad.tensor import Tensor
+from nbgrad.derivatives.opinfo import _ON_ARRAYS, op, row_function
 
 # rows that formulas below call as functions (on Tensors or arrays: NOTE [Backward on arrays])
 sin, cos = row_function("sin"), row_function("cos")
@@ -42,6 +41,16 @@ sigmoid_backward = row_function("sigmoid_backward")
 threshold_backward = row_function("threshold_backward")
 leaky_relu_backward = row_function("leaky_relu_backward")
 hardtanh_backward = row_function("hardtanh_backward")
+power = row_function("pow")  # (``**`` on arrays is NumPy's pow, not the row's kernel)
+
+
+def zeros_like(a):
+    """Zeros of ``a``'s shape and dtype, for a formula that runs on Tensors and on arrays
+    (NOTE [Backward on arrays]): NumPy's on an array or NumPy scalar, else a new tensor."""
+    return np.zeros_like(a) if isinstance(a, _ON_ARRAYS) else _C.zeros_like(a)
+
+
+zeros_like.on_arrays = True
 
 # fmt: off
 # elementwise binary
@@ -75,10 +84,11 @@ op("remainder", "RemainderBackward1", "self other", lambda xp, self, other: _rem
    other=lambda grad, self, other: -grad * _floor_quotient(self, other))
 op("rremainder", "NotImplemented", "other", lambda xp, other, self: _remainder(xp, self, other), attrs="self", promote="binary", promote_attrs=("self",), quiet=True,
    other=lambda grad: _not_implemented("remainder"))
-# (NumPy computes bool ** bool in int8; the operands are already promoted, so keep their dtype)
+# (NumPy computes bool ** bool in int8; the operands are already promoted, so keep their dtype;
+# the gradient of ``x ** 0`` is 0, as PyTorch's ``pow_backward``, not 0 * x ** -1, nan at 0)
 op("pow", "PowBackward0", "self", lambda xp, self, exponent: _pow_scalar(xp, self, exponent),
    attrs="exponent", promote="binary", promote_attrs=("exponent",),
-   self=lambda grad, self, exponent: _pow_backward(grad, self, exponent))
+   self=lambda grad, self, exponent: zeros_like(grad) if exponent == 0 else grad * exponent * power(self, exponent=exponent - 1))
 op("pow_tensor", "PowBackward1", "self exponent", lambda xp, self, exponent: (self ** exponent).astype(self.dtype, copy=False),
    promote="binary",
    self=lambda grad, self, exponent: _pow_backward(grad, self, exponent),
@@ -291,13 +301,10 @@ def _clamp_mask(x, lo, hi):
 
 
 def _pow_backward(grad, self, exponent):
-    if not isinstance(exponent, Tensor) and exponent == 0:
-        return _C.zeros_like(grad)
-    # at self == 0 a negative power is inf and 0 * inf is nan, as in PyTorch (NumPy's warning
-    # is off in backward: see NOTE [Quiet backward] in the engine)
-    if isinstance(exponent, Tensor):
-        return _C.where(exponent == 0, 0.0, grad * exponent * self ** (exponent - 1))
-    return grad * exponent * self ** (exponent - 1)
+    # ``pow``'s formula for a tensor ``exponent``: 0 where it is 0 (PyTorch's ``pow_backward``;
+    # elsewhere at self == 0 a negative power is inf and 0 * inf is nan, as in PyTorch: NumPy's
+    # warning is off in backward, see NOTE [Quiet backward] in the engine)
+    return _C.where(exponent == 0, 0.0, grad * exponent * self ** (exponent - 1))
 
 
 def _pow_backward_exponent(grad, self, exponent, result):

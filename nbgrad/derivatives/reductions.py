@@ -21,12 +21,14 @@ from nbgrad._kernels import (
     _vector_norm,
 )
 from nbgrad._tensor import creation as _C
-from nbgrad.derivatives.opinfo import op
+from nbgrad.derivatives.opinfo import op, row_function
+
+expand = row_function("expand")  # for formulas that run on arrays (NOTE [Backward on arrays])
 
 # fmt: off
 # reductions
 op("sum", "SumBackward0", "self", lambda xp, self, dtype: _sum(xp, self, None, False, dtype), attrs="dtype",
-   self=lambda grad, self_shape: grad.expand(self_shape))
+   self=lambda grad, self_shape: expand(grad, size=self_shape))
 op("sum_dim", "SumBackward1", "self", lambda xp, self, dim, keepdim, dtype: _sum(xp, self, dim, keepdim, dtype), attrs="dim keepdim dtype",
    self=lambda grad, self_shape, dim, keepdim: _expand_reduced(grad, self_shape, dim, keepdim))
 op("mean", "MeanBackward0", "self", lambda xp, self: _mean(xp, self, None, False), promote="float",

@@ -15,6 +15,7 @@ import nbgrad as ng
 from nbgrad._graph.table_node import TableNode, returns_grad, runs_on_arrays
 from nbgrad._tensor import creation as _C
 from nbgrad._tensor.dispatch import _dispatch
+from nbgrad.autograd.graph import GraphObserver, observe
 from nbgrad.derivatives import OPS
 from nbgrad.derivatives.pointwise import _pow_backward, tanh_backward
 from tests import test_derivatives as _derivatives
@@ -42,6 +43,8 @@ def _closure(k):
         (lambda grad, result: -0.5 * grad * result**3, False),  # ``**``: Tensor pow differs
         (lambda grad: _C.zeros_like(grad), False),  # a function that is no row function
         (lambda grad, self, exponent: _pow_backward(grad, self, exponent), False),
+        (OPS["pow"].formulas["self"], True),  # ``power``, ``zeros_like``, a condition
+        (OPS["sum"].formulas["self"], True),  # the ``expand`` row, keyword attributes
         (lambda grad, a, b: grad @ a, False),
         (lambda grad: grad * "2", False),
         (_closure(2.0), False),
@@ -58,12 +61,14 @@ def test_formulas_that_give_grad_back():
     assert not returns_grad(lambda grad, other: other)
 
 
-@pytest.mark.parametrize("row", ["mul", "div", "sub", "neg", "exp", "sin", "tanh", "relu"])
+@pytest.mark.parametrize(
+    "row", ["mul", "div", "sub", "neg", "exp", "sin", "tanh", "relu", "pow", "sum"]
+)
 def test_hot_rows_have_the_array_path(row):
     assert "NOTE [Backward on arrays]" in OPS[row].node_class._apply_source
 
 
-@pytest.mark.parametrize("row", ["pow", "sum", "mm", "clone", "frac"])
+@pytest.mark.parametrize("row", ["pow_tensor", "sum_dim", "mm", "clone", "frac"])
 def test_other_rows_keep_the_tensor_path_only(row):
     assert "NOTE [Backward on arrays]" not in OPS[row].node_class._apply_source
 
@@ -184,6 +189,56 @@ def test_a_second_backward_through_a_freed_graph_raises(lib):
     out.backward()
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         out.backward()
+
+
+@LIBS
+def test_pow_and_sum_formulas_on_arrays_as_torch(lib):
+    """``pow``'s formula on arrays: 0 for ``x ** 0`` even at 0 and for an inf gradient, inf
+    and nan where PyTorch has them; ``sum``'s expands a gradient that requires grad as a view
+    that requires grad (a hook sees it), and a 0-d gradient into a writable view."""
+    x = lib.tensor([0.0, 2.0, -1.0], dtype=lib.float64, requires_grad=True)
+    (g0,) = lib.autograd.grad((x**0).sum(), x, lib.tensor(float("inf"), dtype=lib.float64))
+    (g1,) = lib.autograd.grad((x**-1.0).sum(), x)
+    (g3,) = lib.autograd.grad((x**3).sum(), x)
+    assert g0.tolist() == [0.0, 0.0, 0.0]
+    assert g1.tolist() == [-float("inf"), -0.25, -1.0]
+    assert g3.tolist() == [0.0, 12.0, 3.0]
+    seen = []
+    t = x * 2.0
+    t.register_hook(lambda g: seen.append((g.requires_grad, g.tolist())))
+    t.sum().backward(lib.tensor(3.0, dtype=lib.float64, requires_grad=True))
+    assert seen == [(True, [3.0, 3.0, 3.0])] and not x.grad.requires_grad
+
+    class Twice(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.mul_(2)  # the expanded gradient of shape (1,) is writable
+
+    y = lib.tensor([1.5], requires_grad=True)
+    Twice.apply(y).sum().backward()
+    assert y.grad.tolist() == [2.0]
+
+
+def test_pow_and_sum_run_no_tensor_op_in_backward():
+    """Their formulas take the array path (a saved shape, keyword attributes and a condition
+    included): no Tensor op runs; under create_graph they are recorded as before."""
+    ops = []
+
+    class Ops(GraphObserver):
+        def forward(self, op, args, attrs, result, elapsed):
+            ops.append(op.name)
+
+    x = ng.tensor([0.5, -1.0, 2.0], dtype=ng.float64, requires_grad=True)
+    y = (x**3).sum()
+    with observe(Ops()):
+        y.backward(retain_graph=True)
+        assert ops == []
+        ng.autograd.grad(y, x, create_graph=True)
+    assert ops == ["expand", "mul", "pow", "mul"]
 
 
 def test_double_backward_still_records_the_formulas():
