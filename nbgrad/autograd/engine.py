@@ -682,8 +682,7 @@ class Engine:
                 and (grad._device is CPU if data is not grad else True)
                 and len(fn._input_metadata_) <= 1
                 and (not not_ready or fn not in not_ready)
-                and exec_info is None
-            ):
+            ):  # (``grad(inputs=)`` too: a node that runs leads to one, so its one edge does)
                 deps[fn] = 0
                 if observer is not None:
                     observer.node_ready(graph_task, fn, CPU)
