@@ -241,13 +241,50 @@ def erfinv(xp, a):
     return cupyx.scipy.special.erfinv(a)
 
 
+# NOTE [Quiet float errors, cheaply]
+# ``np.errstate(all="ignore")`` costs about 1.3 us a use: it builds NumPy's error-state object
+# anew each time it is entered. The ops that PyTorch runs silently and NumPy would warn on
+# (``/``, ``**``, ``exp``, ``log``...) enter such a context on every call, and the engine once a
+# pass. On NumPy 2, whose error state is that object in a context variable, the object that
+# ignores everything is built once (for the state it was built from, kept beside it) and set
+# for each use: a third of the cost. Inside a context that already ignores everything (a
+# formula's op in a backward pass), nothing is set at all. NumPy 1.x takes ``np.errstate``.
+try:
+    from numpy._core.umath import _extobj_contextvar as _error_state
+except ImportError:  # NumPy 1.x
+    _error_state = None
+
+_quiet_state = (None, None)  # (an error state, the same ignoring all errors)
+
+
+class _QuietFloatErrors:
+    __slots__ = ("_token",)
+
+    def __enter__(self):
+        global _quiet_state
+        state = _error_state.get()
+        made_from, quiet = _quiet_state
+        if state is quiet:  # already quiet
+            self._token = None
+            return
+        if state is not made_from:
+            with np.errstate(all="ignore"):
+                quiet = _error_state.get()
+            _quiet_state = (state, quiet)
+        self._token = _error_state.set(quiet)
+
+    def __exit__(self, *exc):
+        if self._token is not None:
+            _error_state.reset(self._token)
+
+
 def quiet_float_errors():
     """A context in which NumPy's floating-point warnings (``0 * inf``, ``log(0)``) are off.
 
     PyTorch never warns on IEEE special values; NumPy does, per thread. See NOTE [Quiet
-    backward] in the engine.
+    backward] in the engine and NOTE [Quiet float errors, cheaply].
     """
-    return np.errstate(all="ignore")
+    return _QuietFloatErrors() if _error_state is not None else np.errstate(all="ignore")
 
 
 def synchronize(device: Device):

@@ -47,6 +47,7 @@ IB = "nbgrad/autograd/input_buffer.py"
 G = "nbgrad/_graph/graph.py"
 F = "nbgrad/autograd/function.py"
 M = "nbgrad/_graph/grad_mode.py"
+B = "nbgrad/backend.py"
 
 # the tests that cover each mutated file (kept small: every mutant runs them)
 AUTOGRAD_TESTS = ["tests/autograd", "tests/test_tensor.py"]
@@ -75,6 +76,7 @@ TESTS = {
         "tests/notebook/test_recorder.py::test_a_fan_in_buffer_shows_the_sum_of_what_reached_it_so_far"
     ],
     G: AUTOGRAD_TESTS,
+    B: AUTOGRAD_TESTS,
     F: AUTOGRAD_TESTS,
     M: AUTOGRAD_TESTS,
 }
@@ -205,6 +207,9 @@ MUTANTS = [
     m(DN, "bias=lambda grad, input: grad.sum((0,) + tuple(range(2, input.dim()))))", "bias=lambda grad, input: grad.mean((0,) + tuple(range(2, input.dim()))))", "batch_norm: bias gradient averaged"),
     # ---- the engine --------------------------------------------------------------------------
     m(GT, "entry = (-task.reentrant_depth, -task.node._sequence_nr_, next(_tiebreak), task)", "entry = (-task.reentrant_depth, task.node._sequence_nr_, next(_tiebreak), task)", "device queue: lowest sequence_nr first"),
+    m(B, "self._token = _error_state.set(quiet)", "self._token = _error_state.set(state)", "quiet float errors: the caller's error state is kept"),
+    m(B, "if state is quiet:  # already quiet", "if state is not quiet:  # already quiet", "quiet float errors: quiet only inside a quiet context"),
+    m(B, "_error_state.reset(self._token)", "pass", "quiet float errors: the caller's error state is not restored"),
     m(E, "(-node._sequence_nr_, next(_tiebreak), node, buffer),", "(node._sequence_nr_, next(_tiebreak), node, buffer),", "CPU queue (_push_ready): lowest sequence_nr first"),
     m(E, "heappush(heap, (-fn._sequence_nr_, next(_tiebreak), fn, [grad]))", "heappush(heap, (fn._sequence_nr_, next(_tiebreak), fn, [grad]))", "single-edge fast path: lowest sequence_nr first", nth=2),
     m(E, "heappush(heap, (-fn._sequence_nr_, next(_tiebreak), fn, [grad]))", "heappush(heap, (fn._sequence_nr_, next(_tiebreak), fn, [grad]))", "plain pass, single-edge fast path: lowest sequence_nr first", nth=1),

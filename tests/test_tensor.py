@@ -920,3 +920,33 @@ def test_pow_and_sub_by_a_number_match_torch(dtype, exponent):
             assert a.grad_fn.name() == b.grad_fn.name()
     if got[2] is not None:
         np.testing.assert_allclose(got[2], want[2], rtol=1e-6)
+
+
+def test_quiet_ops_warn_nothing_and_leave_numpys_error_state_as_it_was():
+    """1 / 0, log(0), overflow: inf and nan silently, as PyTorch, in forward and backward, in a
+    context of the caller's or none (NOTE [Quiet float errors, cheaply]); afterwards NumPy's
+    error state, buffer size included, is the caller's again."""
+
+    def run(lib):
+        x = lib.tensor([0.0, 1.0, 1000.0], dtype=lib.float64, requires_grad=True)
+        ys = [1 / x, x.log(), x**-1.0, x.exp()]  # (rows NumPy would warn on, PyTorch not)
+        lib.autograd.backward(ys, [lib.ones_like(y) for y in ys])
+        return [y.tolist() for y in ys], x.grad.tolist()
+
+    expected = run(torch)
+    old, old_size = np.seterr(all="raise"), np.getbufsize()
+    np.setbufsize(16384)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert str(run(ng)) == str(expected)
+            with np.errstate(divide="warn", invalid="ignore"):
+                assert str(run(ng)) == str(expected)
+                assert np.geterr()["divide"] == "warn" and np.geterr()["over"] == "raise"
+            assert np.geterr() == dict.fromkeys(("divide", "over", "under", "invalid"), "raise")
+            assert np.getbufsize() == 16384
+            with pytest.raises(FloatingPointError):
+                np.ones(1) / np.zeros(1)
+    finally:
+        np.seterr(**old)
+        np.setbufsize(old_size)

@@ -34,7 +34,7 @@ from nbgrad._graph.observer import forward_observer as _observed
 from nbgrad._graph.table_node import _exec_generated
 from nbgrad._tensor.conversion import _arg, _ndarray, _set_inference, _wrap
 from nbgrad._tensor.views import _mark_view
-from nbgrad.backend import CPU
+from nbgrad.backend import CPU, quiet_float_errors
 
 Tensor = None  # the Tensor class: see NOTE [The Tensor class, bound late]
 
@@ -142,7 +142,7 @@ def _binary(op, a, b, attrs=_NO_ATTRS):
     try:
         if ufunc is None:
             if op.quiet:
-                with np.errstate(all="ignore"):
+                with quiet_float_errors():
                     out = op.forward(np, da, db, **attrs)
             else:
                 out = op.forward(np, da, db, **attrs)
@@ -155,7 +155,7 @@ def _binary(op, a, b, attrs=_NO_ATTRS):
             else:
                 out = ufunc(da, db)
         elif op.quiet:
-            with np.errstate(all="ignore"):
+            with quiet_float_errors():
                 out = ufunc(da, db)
         else:
             out = ufunc(da, db)
@@ -179,7 +179,7 @@ def _unary(op, a, attrs=_NO_ATTRS):
     if a._device is not CPU or da.dtype.kind != "f":
         return _dispatch(op, (a,), attrs)
     if op.quiet:
-        with np.errstate(all="ignore"):
+        with quiet_float_errors():
             out = op.forward(np, da, **attrs)
     elif attrs is not _NO_ATTRS:
         out = op.forward(np, da, **attrs)
@@ -401,7 +401,7 @@ def _dispatch(op, args, attrs=_NO_ATTRS, out=None):
         xp = np if device is CPU else backend.get_xp(device)
         try:
             if op.quiet:
-                with np.errstate(all="ignore"):
+                with quiet_float_errors():
                     out = op.forward(xp, *arrays, **attrs)
             elif attrs:
                 out = op.forward(xp, *arrays, **attrs)

@@ -39,6 +39,7 @@ from nbgrad._tensor.views import (
     _no_grad_view_message,
     _NoGrad,
 )
+from nbgrad.backend import quiet_float_errors
 
 Tensor = None  # the Tensor class: see NOTE [The Tensor class, bound late]
 
@@ -100,7 +101,7 @@ class InplaceMethods:
                 t0 = _perf_counter() if _observed else 0.0  # NOTE [Forward observers]
                 try:  # NumPy checks the shapes before it writes anything
                     if op.quiet:  # 0 / 0 and the like: nan or inf quietly, as PyTorch
-                        with np.errstate(all="ignore"):
+                        with quiet_float_errors():
                             _ufunc_inplace(ufunc, self._data, operand, alpha)
                     else:
                         _ufunc_inplace(ufunc, self._data, operand, alpha)
