@@ -183,8 +183,8 @@ def _expand(xp, a, size):
     # broadcast dimensions by one ndarray constructor over its memory (what as_strided does
     # after broadcast_to, both pure-Python wrappers that cost ten times more): the backward of
     # every ``sum()`` and ``mean()`` expands its 0-d gradient this way, with stride 0 throughout
-    if xp is np and not a.ndim:
-        if a.flags.writeable and not a.dtype.hasobject and min(size, default=0) >= 0:
+    if xp is np and not a.ndim:  # (a negative size raises ValueError, as broadcast_to's)
+        if a.flags.writeable and not a.dtype.hasobject:
             return _ndarray(tuple(size), a.dtype, a, 0, (0,) * len(size))
     elif xp is np and a.flags.c_contiguous and a.flags.writeable and not a.dtype.hasobject:
         lead = len(size) - a.ndim

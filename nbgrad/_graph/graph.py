@@ -271,7 +271,10 @@ class Node:
     _apply_arrays = None  # a row's node has one: NOTE [Gradients carried as arrays]
 
     def __init__(self, next_edges=(), sequence_nr=None):
-        self._next_edges = next_edges
+        if next_edges:
+            self._next_edges = next_edges
+        else:  # (an AccumulateGrad: one for each leaf used in a forward pass)
+            self._next_fns = self._next_nrs = ()
         self._sequence_nr_ = next_sequence_nr() if sequence_nr is None else sequence_nr
         self._input_metadata_ = ()
         self._pre_hooks = None

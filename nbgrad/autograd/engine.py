@@ -897,6 +897,8 @@ class Engine:
     # -- callbacks and events -----------------------------------------------------------------
     def exec_post_processing(self, graph_task):
         """Run the callbacks queued with ``queue_callback`` (they may queue more)."""
+        if not graph_task.final_callbacks:  # (mostly none; no node runs now to queue one)
+            return
         i = 0
         while True:
             with graph_task._lock:
