@@ -165,19 +165,18 @@ def returns_grad(formula) -> bool:
 
 
 # NOTE [Gradients carried as arrays]
-# In a pass that nothing watches (no observer, anomaly mode or create_graph), that runs on one
-# thread and is no ``grad(inputs=)`` (a pass of a few nodes mostly, which gains less than the
-# checks cost), the engine calls a row's ``_apply_arrays`` instead of ``apply`` on a node
-# without hooks: the array path above, which also takes its gradient as an array, and gives
-# its results back as arrays, unwrapped. Until a Tensor is needed, a gradient then travels
-# between nodes as its array (an ndarray, or a NumPy scalar on the 0-d path), always on the
-# CPU and outside the graph: validated, routed and summed in input buffers as an array, where
-# the sum of two 0-d gradients is one scalar addition instead of an in-place add into a
-# tensor's array. ``as_tensors`` wraps such gradients where Tensor code takes over: the inputs
-# of a node without ``_apply_arrays`` (``AccumulateGrad``, a custom Function, a row whose
-# formulas need Tensors), hooks, a validation that reduces or casts, a pass that has turned
-# to device workers. A wrapped array is the tensor ``apply``'s ``wrap`` would have made, so
-# values, dtypes and what ``AccumulateGrad`` may steal (NOTE [Stealing the gradient]) are the
+# In a pass that nothing watches (no observer, anomaly mode or create_graph) and that runs on one
+# thread, the engine calls a row's ``_apply_arrays`` instead of ``apply`` on a node without hooks
+# (and, in ``grad(inputs=)``, that captures nothing): the array path above, which also takes its
+# gradient as an array, and gives its results back as arrays, unwrapped. Until a Tensor is needed, a
+# gradient then travels between nodes as its array (an ndarray, or a NumPy scalar on the 0-d path),
+# always on the CPU and outside the graph: validated, routed and summed in input buffers as an
+# array, where the sum of two 0-d gradients is one scalar addition instead of an in-place add into a
+# tensor's array. ``as_tensors`` wraps such gradients where Tensor code takes over: the inputs of a
+# node without ``_apply_arrays`` (``AccumulateGrad``, a custom Function, a row whose formulas need
+# Tensors), hooks, a gradient ``grad()`` captures, a validation that reduces or casts, a pass that
+# has turned to device workers. A wrapped array is the tensor ``apply``'s ``wrap`` would have made,
+# so values, dtypes and what ``AccumulateGrad`` may steal (NOTE [Stealing the gradient]) are the
 # same either way.
 def _subclasses(cls):
     return {cls}.union(*(_subclasses(sub) for sub in cls.__subclasses__()))

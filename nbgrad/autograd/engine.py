@@ -132,9 +132,6 @@ class Engine:
         self.compute_dependencies(root, graph_task)
         if outputs is not None:
             self.init_to_execute(root, graph_task, outputs, accumulate_grad)
-            # (a pass of a few nodes, as ``grad()`` mostly runs, gains less from carrying arrays
-            # than its checks cost: its gradients stay Tensors)
-            graph_task.carries_arrays = False
         observer = graph_task.observer
         if observer is not None:
             observer.task_start(graph_task, root, dict(graph_task.dependencies))
@@ -433,8 +430,9 @@ class Engine:
 
     # NOTE [A plain pass]
     # Most passes are plain: those that carry gradients as arrays (one thread, nothing
-    # watching, no create_graph, no ``grad(inputs=)``: NOTE [Gradients carried as arrays]).
-    # There a node of a row without hooks runs by ``_evaluate_plain``: ``evaluate_function``
+    # watching, no create_graph: NOTE [Gradients carried as arrays]). There a node of a row
+    # without hooks (and, in ``grad(inputs=)``, one that leads to an input and captures
+    # nothing) runs by ``_evaluate_plain``: ``evaluate_function``
     # with only what such a node can meet, which is most of the engine's cost per node in a
     # graph of small tensors: the node's arrays path (which also releases its saved values, one
     # call less, before the validation rather than after: a row's gradient never needs them
@@ -451,6 +449,7 @@ class Engine:
         not_ready = graph_task.not_ready
         heap = graph_task.cpu_ready_queue._heap
         release = not graph_task.keep_graph
+        exec_info = graph_task.exec_info
         try:
             while True:
                 apply_arrays = node._apply_arrays
@@ -460,6 +459,8 @@ class Engine:
                     or node._retains_grad_hooks
                     or node._pre_hooks
                     or node._post_hooks
+                    or exec_info is not None
+                    and ((info := exec_info.get(node)) is None or not info.needed or info.captures)
                 ):
                     return self.evaluate_function(graph_task, node, inputs)
                 # (a generated apply: one output per edge; it releases the saved values itself)
@@ -515,6 +516,10 @@ class Engine:
                         continue
                     count = deps[fn] - 1
                     deps[fn] = count
+                    if exec_info is not None:  # (``grad(inputs=)``: only nodes that lead there)
+                        info = exec_info.get(fn)
+                        if info is None or not info.should_execute():
+                            continue
                     buf = not_ready.get(fn) if not_ready else None
                     if buf is None:
                         n_inputs = len(fn._input_metadata_)
@@ -579,6 +584,8 @@ class Engine:
             info = exec_info.get(node)
             if info is None:
                 return
+            if graph_task.carries_arrays and (not info.needed or info.captures is not None):
+                as_tensors(inputs)  # (what hooks see, and what ``grad()`` gives back)
             if not info.needed:
                 inputs = self.call_tensor_pre_hooks(graph_task, node, inputs)
             if info.captures is not None:

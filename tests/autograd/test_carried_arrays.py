@@ -162,9 +162,43 @@ def test_the_carried_path_is_taken(monkeypatch):
     ((x * 2.0) * 3.0 * x).backward()
     assert np.float32 in seen  # a mul node received its gradient as a NumPy scalar
     seen.clear()
+    ng.autograd.grad((x * 2.0) * 3.0 * x, x)  # ``grad(inputs=)`` too
+    assert np.float32 in seen
+    seen.clear()
     monkeypatch.setattr(_graph_task, "CARRY_ARRAYS", False)
     ((x * 2.0) * 3.0 * x).backward()
+    ng.autograd.grad((x * 2.0) * 3.0 * x, x)
     assert seen == []
+
+
+def _grad_calls(lib):
+    """``grad(inputs=)`` passes: leaves, an intermediate (captured at its node, with a tensor
+    hook), a GradientEdge, a branch that leads to no input, an unused input, a Hessian-vector
+    product's second pass."""
+    rng = np.random.default_rng(7)
+    x = lib.tensor(rng.uniform(-1, 1, 5), requires_grad=True)
+    b = lib.tensor(rng.uniform(-1, 1, 5), requires_grad=True)
+    s = lib.tensor(0.75, dtype=lib.float64, requires_grad=True)
+    h = (x * 3.0).tanh()
+    h.register_hook(lambda g: g * 2.0)
+    side = (b * s).exp() * 0.5  # leads to b and s only
+    y = ((h * s + side) ** 2).sum() + (h * x).sin().sum()
+    out = list(lib.autograd.grad(y, (x, h), retain_graph=True))
+    out += lib.autograd.grad(y, (s, lib.autograd.graph.get_gradient_edge(h)), retain_graph=True)
+    unused = lib.tensor(1.0, requires_grad=True)
+    gx, none = lib.autograd.grad(y, (x, unused), allow_unused=True, retain_graph=True)
+    out += [gx]
+    assert none is None
+    (g,) = lib.autograd.grad((x.tanh() ** 3).sum(), x, create_graph=True)
+    out += lib.autograd.grad((g * b).sum(), x)
+    return out
+
+
+def test_grad_with_inputs_matches_tensors_only_and_torch(monkeypatch):
+    carried, on_tensors = _passes(monkeypatch, lambda: _grad_calls(ng))
+    _assert_same(carried, on_tensors)
+    for c, t in zip(carried, _grad_calls(torch), strict=True):
+        np.testing.assert_allclose(_np(c), t.numpy(), rtol=1e-13, atol=1e-15)
 
 
 def test_a_sole_carried_array_is_summed_in_place(monkeypatch):
