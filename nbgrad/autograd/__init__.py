@@ -116,7 +116,7 @@ def _make_grads(outputs, grads):
             new_grads.append(grad)
         elif grad is None:
             if out._requires_grad:
-                if out.numel() != 1:
+                if out._data.size != 1:
                     raise RuntimeError(
                         "grad can be implicitly created only for scalar outputs; output "
                         f"{i} has shape {list(out.shape)}. Pass gradient= (a tensor of that "
@@ -353,7 +353,7 @@ def grad(
                         "materialize_grads cannot be used when the given input is a GradientEdge"
                     )
                 g = zeros_like(t, requires_grad=create_graph)
-        elif not isinstance(t, graph.GradientEdge) and g.shape != t.shape:
+        elif not isinstance(t, graph.GradientEdge) and g._data.shape != t._data.shape:
             g = sum_to(g, t.shape)
         out.append(g)
     return tuple(out)
