@@ -242,13 +242,13 @@ def erfinv(xp, a):
 
 
 # NOTE [Quiet float errors, cheaply]
-# ``np.errstate(all="ignore")`` costs about 1.3 us a use: it builds NumPy's error-state object
-# anew each time it is entered. The ops that PyTorch runs silently and NumPy would warn on
-# (``/``, ``**``, ``exp``, ``log``...) enter such a context on every call, and the engine once a
-# pass. On NumPy 2, whose error state is that object in a context variable, the object that
-# ignores everything is built once (for the state it was built from, kept beside it) and set
-# for each use: a third of the cost. Inside a context that already ignores everything (a
-# formula's op in a backward pass), nothing is set at all. NumPy 1.x takes ``np.errstate``.
+# ``np.errstate(all="ignore")`` builds NumPy's error-state object anew each time it is entered.
+# The ops that PyTorch runs silently and NumPy would warn on (``/``, ``**``, ``exp``, ``log``...)
+# enter such a context on every call, and the engine once a pass. On NumPy 2, whose error state
+# is that object in a context variable, the object that ignores everything is built once (for
+# the state it was built from, kept beside it) and set for each use: two thirds of the cost.
+# Inside a context that already ignores everything (a formula's op in a backward pass), nothing
+# is set at all: a quarter of the cost. NumPy 1.x takes ``np.errstate``.
 try:
     from numpy._core.umath import _extobj_contextvar as _error_state
 except ImportError:  # NumPy 1.x

@@ -429,19 +429,18 @@ class Engine:
         self._device_queues.clear()
 
     # NOTE [A plain pass]
-    # Most passes are plain: those that carry gradients as arrays (one thread, nothing
-    # watching, no create_graph: NOTE [Gradients carried as arrays]). There a node of a row
-    # without hooks (and, in ``grad(inputs=)``, one that leads to an input and captures
-    # nothing) runs by ``_evaluate_plain``: ``evaluate_function``
-    # with only what such a node can meet, which is most of the engine's cost per node in a
-    # graph of small tensors: the node's arrays path (which also releases its saved values, one
-    # call less, before the validation rather than after: a row's gradient never needs them
-    # to be validated), validation and the routing loop (NOTE [Routing inlined]). Any other
-    # node, or a pass that turns to a device worker (which it stays), takes
-    # ``evaluate_function``. A node it hands on to run at once (NOTE [Chains skip the queue])
-    # runs in the same call, in a loop: along a chain the engine makes one call, not one per
-    # node. Both give the same results (tests/autograd/test_carried_arrays.py runs graphs both
-    # ways).
+    # Most passes are plain: those that carry gradients as arrays (one thread, nothing watching, no
+    # create_graph: NOTE [Gradients carried as arrays]). There a node of a row without hooks (and,
+    # in ``grad(inputs=)``, one that leads to an input and captures nothing) runs by
+    # ``_evaluate_plain``: ``evaluate_function`` with only what such a node can meet, which is most
+    # of the engine's cost per node in a graph of small tensors: the node's arrays path (which also
+    # releases its saved values, one call less, before the validation rather than after: a row's
+    # gradient never needs them to be validated), validation and the routing loop
+    # (NOTE [Routing inlined]). Any other node, or a pass that turns to a device worker (which it
+    # stays), takes ``evaluate_function``. A node it hands on to run at once
+    # (NOTE [Chains skip the queue]) runs in the same call, in a loop: along a chain the engine
+    # makes one call, not one per node. Both give the same results
+    # (tests/autograd/test_carried_arrays.py runs graphs both ways).
     def _evaluate_plain(self, graph_task, node, inputs):
         """``evaluate_function`` in a plain pass (NOTE [A plain pass]), for ``node`` and the
         nodes handed on after it (NOTE [Chains skip the queue]) while they qualify."""
