@@ -68,6 +68,10 @@ __all__ = ["NodeTask", "ReadyQueue", "InputBuffer", "GraphTask", "Engine", "get_
 
 
 _new_tuple = tuple.__new__
+# the one _ExecInfo of every node that ``grad(inputs=)`` runs and that captures nothing (never
+# changed: a node that captures, or the root, has one of its own)
+_NEEDED = _ExecInfo()
+_NEEDED.needed = True
 MAX_DEPTH = 60  # reentrant backward calls on one thread before moving to a helper thread
 
 
@@ -242,9 +246,10 @@ class Engine:
                     info = exec_info.get(child)
                     if info is not None and (info.needed or info.captures is not None):
                         info = exec_info.get(fn)
-                        if info is None:  # (setdefault would build an _ExecInfo every time)
-                            info = exec_info[fn] = _ExecInfo()
-                        info.needed = True
+                        if info is None:
+                            exec_info[fn] = _NEEDED
+                        else:
+                            info.needed = True
                     continue
                 visited.add(child)
                 stack.append((child, iter(child._next_fns)))
@@ -258,8 +263,9 @@ class Engine:
                         parent = stack[-1][0]
                         info = exec_info.get(parent)
                         if info is None:
-                            info = exec_info[parent] = _ExecInfo()
-                        info.needed = True
+                            exec_info[parent] = _NEEDED
+                        else:
+                            info.needed = True
         graph_task.exec_info = exec_info
 
     # -- running ------------------------------------------------------------------------------
