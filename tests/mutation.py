@@ -210,6 +210,7 @@ MUTANTS = [
     m(E, "as_tensors(inputs)  # (what hooks see, and what ``grad()`` gives back)", "pass", "carried arrays: grad() gives back a captured gradient as an array"),
     m(E, "and ((info := exec_info.get(node)) is None or not info.needed or info.captures)", "and ((info := exec_info.get(node)) is None or not info.needed)", "plain pass: a node grad() captures at runs without capturing"),
     m(E, "and ((info := exec_info.get(node)) is None or not info.needed or info.captures)", "and ((info := exec_info.get(node)) is None or info.captures)", "plain pass: a node that grad() only captures at runs"),
+    m(E, "_NEEDED.needed = True", "_NEEDED.needed = False", "grad(inputs=): the nodes on a path to an input do not run"),
     m(B, "self._token = _error_state.set(quiet)", "self._token = _error_state.set(state)", "quiet float errors: the caller's error state is kept"),
     m(B, "if state is quiet:  # already quiet", "if state is not quiet:  # already quiet", "quiet float errors: quiet only inside a quiet context"),
     m(B, "_error_state.reset(self._token)", "pass", "quiet float errors: the caller's error state is not restored"),

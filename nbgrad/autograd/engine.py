@@ -248,7 +248,7 @@ class Engine:
                         info = exec_info.get(fn)
                         if info is None:
                             exec_info[fn] = _NEEDED
-                        else:
+                        elif info is not _NEEDED:  # (the root, or a node that captures)
                             info.needed = True
                     continue
                 visited.add(child)
@@ -264,7 +264,7 @@ class Engine:
                         info = exec_info.get(parent)
                         if info is None:
                             exec_info[parent] = _NEEDED
-                        else:
+                        elif info is not _NEEDED:
                             info.needed = True
         graph_task.exec_info = exec_info
 
