@@ -740,9 +740,7 @@ class Engine:
                 if count:
                     continue
                 del not_ready[fn]
-            if grad is None or (
-                grad._device is not CPU if not carries or type(grad) not in RAW_GRADS else False
-            ):
+            if grad is None or (type(grad) not in RAW_GRADS and grad._device is not CPU):
                 self._push_ready(graph_task, fn, buf, grad)
                 continue
             if observer is not None:
