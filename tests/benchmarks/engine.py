@@ -50,7 +50,10 @@ W5  Peak memory. Forward and backward through 200 ops cycling ``* 1.0001``, ``+ 
 W6  Hessian-vector product of ``sum(tanh(x) ** 3)`` for x of shape (1000,) float64 by double
     backward: ``g = grad(f, x, create_graph=True)``, then ``grad((g * v).sum(), x)`` (nbgrad,
     PyTorch), ``autograd.hessian_vector_product`` (HIPS), or the analytic H v written by hand
-    (NumPy). Milliseconds per product.
+    (NumPy). Milliseconds per product. Below it, not targets, where the time goes (nbgrad and
+    PyTorch, round-robin): the same product for x of shape (1,), where the kernels cost next
+    to nothing (the engine, dispatch and nodes alone), and one ``tanh`` of the (1000,) x,
+    NumPy's ``np.tanh`` (nbgrad's kernel) next to PyTorch's.
 
 W7  Mixed chain. 2,000 ops cycling ``x * 1.0001``, ``x + 0.001`` and ``x.tanh()`` on a (16,)
     float64 tensor, then ``.sum().backward()``; microseconds per op for the forward, the
@@ -488,6 +491,18 @@ def bench_w5(repeats: int) -> dict[str, tuple]:
 # --------------------------------------------------------------------------------------------
 
 
+def _hvp(lib, x, v):
+    """``H v`` of ``sum(tanh(x) ** 3)`` by double backward, in nbgrad or PyTorch."""
+
+    def hvp():
+        f = (x.tanh() ** 3).sum()
+        (g,) = lib.autograd.grad(f, x, create_graph=True)
+        (hv,) = lib.autograd.grad((g * v).sum(), x)
+        return hv
+
+    return hvp
+
+
 def bench_w6(repeats: int, number: int) -> dict[str, tuple]:
     rng = np.random.default_rng(6)
     x0, v0 = rng.standard_normal(1000), rng.standard_normal(1000)
@@ -496,23 +511,12 @@ def bench_w6(repeats: int, number: int) -> dict[str, tuple]:
         t = np.tanh(x0)  # d2/dx2 tanh(x)**3 = (6t - 12t**3)(1 - t**2)
         return (6.0 * t - 12.0 * t**3) * (1.0 - t * t) * v0
 
-    def double_backward(lib, x, v):
-        def hvp():
-            f = (x.tanh() ** 3).sum()
-            (g,) = lib.autograd.grad(f, x, create_graph=True)
-            (hv,) = lib.autograd.grad((g * v).sum(), x)
-            return hv
-
-        return hvp
-
     fns = {
-        "nbgrad": double_backward(ng, ng.tensor(x0, requires_grad=True), ng.tensor(v0)),
+        "nbgrad": _hvp(ng, ng.tensor(x0, requires_grad=True), ng.tensor(v0)),
         "numpy": numpy_hvp,
     }
     if torch is not None:
-        fns["torch"] = double_backward(
-            torch, torch.tensor(x0, requires_grad=True), torch.tensor(v0)
-        )
+        fns["torch"] = _hvp(torch, torch.tensor(x0, requires_grad=True), torch.tensor(v0))
     if hips is not None:
         hips_hvp = hips.hessian_vector_product(lambda x: anp.sum(anp.tanh(x) ** 3))
         fns["autograd"] = lambda: hips_hvp(x0, v0)
@@ -521,6 +525,30 @@ def bench_w6(repeats: int, number: int) -> dict[str, tuple]:
     check_close("W6 Hv", results, rtol=1e-9, atol=1e-12)
     medians = run_rounds({k: per_call(fn, number) for k, fn in fns.items()}, repeats)
     return {k: (v[0] * 1e3,) for k, v in medians.items()}
+
+
+def bench_w6_split(repeats: int, number: int) -> dict[str, tuple]:
+    """Where W6's time goes, nbgrad next to PyTorch: the same product for x of shape (1,), where
+    the kernels cost next to nothing (what is left is the engine, the dispatch and the nodes),
+    in ms; and ``tanh`` of the (1000,) input alone, the kernel that costs most at (1000,): NumPy's
+    ``np.tanh`` (nbgrad's kernel) and PyTorch's, in us."""
+    rng = np.random.default_rng(6)
+    x0, v0 = rng.standard_normal(1000), rng.standard_normal(1000)
+    steps = {
+        "nbgrad": _hvp(ng, ng.tensor(x0[:1], requires_grad=True), ng.tensor(v0[:1])),
+        "numpy": lambda: np.tanh(x0),
+    }
+    if torch is not None:
+        steps["torch"] = _hvp(torch, torch.tensor(x0[:1], requires_grad=True), torch.tensor(v0[:1]))
+        t0 = torch.tensor(x0)
+        steps["torch tanh"] = lambda: torch.tanh(t0)
+    kernels = ("numpy", "torch tanh")  # (many calls per sample: each takes microseconds)
+    timed = {k: per_call(fn, 20 * number if k in kernels else number) for k, fn in steps.items()}
+    medians = run_rounds(timed, repeats)
+    figures = {"nbgrad": (medians["nbgrad"][0] * 1e3, medians["numpy"][0] * 1e6)}
+    if torch is not None:
+        figures["torch"] = (medians["torch"][0] * 1e3, medians["torch tanh"][0] * 1e6)
+    return figures
 
 
 # --------------------------------------------------------------------------------------------
@@ -884,6 +912,15 @@ def main(argv: list[str] | None = None) -> None:
         print(table_row("W6 Hessian-vector product (ms)", f, 0, 3))
         ratios.append(ratio_row("W6 HVP / HIPS HVP", get(f, "nbgrad"), get(f, "autograd"), 1.0))
         ratios.append(ratio_row("W6 HVP / PyTorch HVP", get(f, "nbgrad"), get(f, "torch"), 1.0))
+        f = bench_w6_split(repeats, number=20 if args.quick else 50)
+        print(table_row("  x of shape (1,) (ms)", f, 0, 3))
+        print(table_row("  tanh of the (1000,) x (us)", f, 1, 2))
+        if "torch" in f:
+            print(
+                "  nbgrad / PyTorch, not targets: "
+                f"{get(f, 'nbgrad') / get(f, 'torch'):.2f} at shape (1,), "
+                f"{get(f, 'nbgrad', 1) / get(f, 'torch', 1):.2f} for the tanh kernel"
+            )
 
     if "W7" in only:
         f = bench_w7(repeats)
