@@ -215,9 +215,18 @@ def _sign(xp, a):
 
 
 def _pow_scalar(xp, a, exponent):
-    # small integer powers by multiplication: NumPy's general pow is ~20x slower (x ** 3)
-    if type(exponent) is int and 2 < exponent <= 4 and a.dtype.kind == "f":
-        return a * a * a if exponent == 3 else xp.square(xp.square(a))
+    # small whole powers of floats as PyTorch computes them (a copy for 1, x * x for 2, x * x * x
+    # for 3), by the ufunc itself: NumPy's general pow is ~20x slower (x ** 3), and its own
+    # paths for 1 and 2 cost more than the copy and the square they stand for (x ** 1: 3x)
+    if (type(exponent) is int or type(exponent) is float) and a.dtype.kind == "f":
+        if exponent == 2:
+            return xp.square(a)
+        if exponent == 1:
+            return a.copy()
+        if exponent == 3:
+            return a * a * a
+        if exponent == 4:
+            return xp.square(xp.square(a))
     return (a**exponent).astype(a.dtype, copy=False)  # bool ** bool is int8 in NumPy
 
 

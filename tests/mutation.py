@@ -60,7 +60,8 @@ DERIVATIVE_TESTS = [
 # the engine's order is also checked hook by hook on random graphs against torch
 ENGINE_TESTS = AUTOGRAD_TESTS + ["tests/test_random_graphs.py::test_random_programs_hook_order"]
 TESTS = {
-    **dict.fromkeys((D, DO, DP, DR, DS, DN, K, TM), DERIVATIVE_TESTS),
+    **dict.fromkeys((D, DO, DP, DR, DS, DN, TM), DERIVATIVE_TESTS),
+    K: DERIVATIVE_TESTS + ["tests/test_tensor.py::test_small_whole_powers_are_torchs_bit_for_bit"],
     # (formulas run on arrays: NOTE [Backward on arrays], checked in float32 and mixed dtypes)
     TN: [
         "tests/autograd/test_backward_arrays.py",
@@ -193,6 +194,8 @@ MUTANTS = [
     m(DP, "grad * exponent * power(self, exponent=exponent - 1))", "grad * exponent * power(self, exponent=exponent))", "pow: wrong power"),
     m(DP, "zeros_like(grad) if exponent == 0 else", "zeros_like(grad) if exponent == 12345 else", "pow: x ** 0 at x = 0 gives nan (kink)"),
     m(DP, "return np.zeros_like(a) if isinstance(a, _ON_ARRAYS) else _C.zeros_like(a)", "return np.ones_like(a) if isinstance(a, _ON_ARRAYS) else _C.zeros_like(a)", "backward on arrays: zeros_like on arrays gives ones"),
+    m(K, "            return a.copy()\n", "            return a\n", "pow: x ** 1 shares x's memory"),
+    m(K, "            return a * a * a\n", "            return xp.power(a, 3)\n", "pow: x ** 3 by NumPy's pow, not as PyTorch's x * x * x"),
     m(DP, 'power = row_function("pow")', 'power = row_function("sqrt")', "pow: the formula's power is another row"),
     m(DP, "return _C.where(exponent == 0, 0.0, grad * exponent * self ** (exponent - 1))", "return grad * exponent * self ** (exponent - 1)", "pow_tensor: base 0, exponent 0 gives nan (kink)"),
     m(DP, "return grad * (cdf + x * pdf)", "return grad * cdf", "gelu: pdf term dropped"),

@@ -887,7 +887,7 @@ def test_set_shares_memory_and_gives_a_leaf_a_new_edge_like_pytorch():
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
-@pytest.mark.parametrize("exponent", [2, 3, 4, 0.5, -1, 2.5, 0])
+@pytest.mark.parametrize("exponent", [1, 2, 3, 4, 1.0, 2.0, 3.0, 0.5, -1, 2.5, 0])
 def test_pow_and_sub_by_a_number_match_torch(dtype, exponent):
     """``**`` and ``-`` with a Python number (the fast path of ``_unary`` and ``_binary``):
     PyTorch's values, dtypes and nodes, at 0 and at negative values too, without warnings."""
@@ -920,6 +920,30 @@ def test_pow_and_sub_by_a_number_match_torch(dtype, exponent):
             assert a.grad_fn.name() == b.grad_fn.name()
     if got[2] is not None:
         np.testing.assert_allclose(got[2], want[2], rtol=1e-6)
+
+
+@pytest.mark.parametrize("exponent", [1, 2, 3, 1.0, 2.0, 3.0])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_small_whole_powers_are_torchs_bit_for_bit(dtype, exponent):
+    """``x ** 1``, ``** 2`` and ``** 3`` compute as PyTorch's (a copy, ``x * x``,
+    ``x * x * x``): the same bits, forward and in double backward, and ``x ** 1`` is a tensor
+    of its own, as PyTorch's (writing to it leaves ``x`` as it was)."""
+    torch = pytest.importorskip("torch")
+    values = np.random.default_rng(3).standard_normal(64).astype(dtype) * 3
+
+    def run(lib):
+        x = lib.tensor(values, requires_grad=True)
+        y = x**exponent
+        (g,) = lib.autograd.grad(y.sum(), x, create_graph=True)
+        (gg,) = lib.autograd.grad((g * g).sum(), x)
+        return [t.detach().numpy() for t in (y, g, gg)]
+
+    for got, want in zip(run(ng), run(torch)):
+        np.testing.assert_array_equal(got, want)
+    x = ng.tensor(values)
+    y = x**exponent
+    y.add_(1.0)
+    np.testing.assert_array_equal(x.numpy(), values)
 
 
 def test_quiet_ops_warn_nothing_and_leave_numpys_error_state_as_it_was():
