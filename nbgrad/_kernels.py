@@ -389,12 +389,23 @@ def _log_softmax(xp, a, dim):
 
 def _view(xp, a, shape):
     try:
+        if xp is np:  # (the method: np.reshape is a Python wrapper around it)
+            return a.reshape(shape, copy=False)
         return xp.reshape(a, shape, copy=False)
     except ValueError:
         raise RuntimeError(
             "view size is not compatible with input tensor's size and stride (at least one "
             "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
         ) from None
+
+
+def _unsqueeze(a, dim):
+    """A view of ``a`` with a dimension of size 1 inserted at ``dim`` (what ``expand_dims``
+    does for one dim, without its Python-level argument handling)."""
+    shape = a.shape
+    if dim < 0:
+        dim += len(shape) + 1
+    return a.reshape(shape[:dim] + (1,) + shape[dim:])
 
 
 def _index_backward(xp, grad, shape, indices, accumulate):

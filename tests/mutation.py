@@ -41,6 +41,7 @@ TN = "nbgrad/_graph/table_node.py"
 TD = "nbgrad/_tensor/dispatch.py"
 TI = "nbgrad/_tensor/inplace.py"
 TM = "nbgrad/_tensor/math_methods.py"
+TS = "nbgrad/_tensor/shape_methods.py"
 E = "nbgrad/autograd/engine.py"
 GT = "nbgrad/autograd/graph_task.py"
 IB = "nbgrad/autograd/input_buffer.py"
@@ -69,6 +70,7 @@ TESTS = {
         *DERIVATIVE_TESTS,
     ],
     **dict.fromkeys((TD, TI), AUTOGRAD_TESTS),
+    TS: ["tests/test_tensor.py", "tests/test_inplace_view_ops.py"],
     E: ENGINE_TESTS,
     GT: ENGINE_TESTS,
     # (the recorder reads a gradient again only when its version changed)
@@ -196,6 +198,13 @@ MUTANTS = [
     m(DP, "return np.zeros_like(a) if isinstance(a, _ON_ARRAYS) else _C.zeros_like(a)", "return np.ones_like(a) if isinstance(a, _ON_ARRAYS) else _C.zeros_like(a)", "backward on arrays: zeros_like on arrays gives ones"),
     m(K, "            return a.copy()\n", "            return a\n", "pow: x ** 1 shares x's memory"),
     m(K, "            return a * a * a\n", "            return xp.power(a, 3)\n", "pow: x ** 3 by NumPy's pow, not as PyTorch's x * x * x"),
+    m(TD, "    mark_view(result, args[0], (op.name, attrs))\n", "    mark_view(result, args[0], None)\n", "a generated view keeps no chain of view ops (an in-place op on it is not replayed)"),
+    m(TD, "        result._requires_grad = not grad_state.enabled and args[0]._requires_grad\n", "        result._requires_grad = False\n", "a generated view made in no-grad mode never requires grad"),
+    m(TS, "            if -size <= key < size:\n", "            if -size <= key <= size:\n", "x[i]: an index one past the end reaches NumPy"),
+    m(TS, "        lone_slice = isinstance(key, slice)\n", "        lone_slice = False\n", "x[:] is an alias, not a slice"),
+    m(TS, "is out of bounds for dimension {position} with size", "is out of bounds for dimension {dim} with size", "an index out of bounds names the dimension left after the selects"),
+    m(TS, "        if key == 0:\n", "        if key == 1:\n", "0-d: the message for index 0 goes to index 1"),
+    m(TS, "    if type(k) is bool:\n        return 0\n", "    if type(k) is bool:\n        return 1\n", "a Python bool in a key counts as a dimension"),
     m(DP, 'power = row_function("pow")', 'power = row_function("sqrt")', "pow: the formula's power is another row"),
     m(DP, "return _C.where(exponent == 0, 0.0, grad * exponent * self ** (exponent - 1))", "return grad * exponent * self ** (exponent - 1)", "pow_tensor: base 0, exponent 0 gives nan (kink)"),
     m(DP, "return grad * (cdf + x * pdf)", "return grad * cdf", "gelu: pdf term dropped"),

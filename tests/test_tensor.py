@@ -974,3 +974,77 @@ def test_quiet_ops_warn_nothing_and_leave_numpys_error_state_as_it_was():
     finally:
         np.seterr(**old)
         np.setbufsize(old_size)
+
+
+_INDEX_KEYS = [
+    # (name of the tensor, key): the same call on torch and nbgrad
+    ("x", 1),
+    ("x", -1),
+    ("x", 3),
+    ("x", -4),
+    ("x", np.int64(2)),
+    ("x", np.int64(7)),
+    ("x", True),
+    ("x", False),
+    ("m", (1, 5)),
+    ("m", (None, 5)),
+    ("m", (None, 1, 5)),
+    ("m", (Ellipsis, 5)),
+    ("m", (1, None, 5)),
+    ("m", (slice(None), None, 5)),
+    ("m", (True, 1)),
+    ("m", (1, False)),
+    ("m", (1, 2, 3)),
+    ("k", ([0], 5)),
+    ("k", (0, slice(None), 7)),
+    ("k", (None, Ellipsis, 9)),
+    ("k", (1, -1)),
+    ("k", (slice(1, None), 2)),
+    ("s", 0),
+    ("s", 1),
+    ("s", -1),
+    ("s", slice(0, 1)),
+    ("s", slice(None)),
+    ("s", Ellipsis),
+    ("s", None),
+    ("s", True),
+    ("s", False),
+    ("s", (0,)),
+    ("s", [0]),
+    ("s", (None, 0)),
+    ("x", slice(None)),
+    ("x", Ellipsis),
+    ("m", (slice(None), slice(None))),
+    ("m", slice(None)),
+    ("m", (Ellipsis, slice(None))),
+    ("x", slice(None, None, 1)),
+    ("x", (None,)),
+]
+
+
+@pytest.mark.parametrize("name, key", _INDEX_KEYS, ids=[f"{n}[{k!r}]" for n, k in _INDEX_KEYS])
+def test_indexing_as_torch(name, key):
+    """Basic indexing, including its errors, as PyTorch: the same IndexError and message (the
+    index's place in the key names the dimension; a 0-d tensor's own messages), or the same
+    values and shape and the same gradient (``x[i]`` takes a select of its own)."""
+    torch = pytest.importorskip("torch")
+
+    def run(lib):
+        shapes = {"x": (3,), "m": (2, 4), "k": (2, 3, 4), "s": ()}
+        values = np.arange(np.prod(shapes[name]), dtype=np.float64).reshape(shapes[name]) + 1
+        t = lib.tensor(values, requires_grad=True)
+        try:
+            y = t[key]
+        except IndexError as e:
+            return str(e)
+        (y * y).sum().backward()
+        return y.detach().numpy(), t.grad.numpy(), y.grad_fn.name() if y.grad_fn else None
+
+    got, want = run(ng), run(torch)
+    if isinstance(want, str):
+        assert got == want
+        return
+    for a, b in zip(got[:2], want[:2]):
+        assert a.shape == b.shape
+        np.testing.assert_array_equal(a, b)
+    assert got[2] == want[2]

@@ -169,7 +169,8 @@ def _binary(op, a, b, attrs=_NO_ATTRS):
 
 def _unary(op, a, attrs=_NO_ATTRS):
     """``op(a)`` for a row of one tensor input whose result has a float input's dtype
-    (``tanh``, ``sin``; ``pow`` with a number's ``exponent`` in ``attrs``; ``sum``).
+    (``tanh``, ``sin``; ``pow`` with a number's ``exponent`` in ``attrs``; ``sum``; views such as
+    ``view``, ``transpose``, ``expand``).
 
     The same result as ``_dispatch``, which it falls back to for anything but a float CPU
     tensor, without its general argument handling (see NOTE [Dispatch fast path]).
@@ -200,8 +201,11 @@ def _unary(op, a, attrs=_NO_ATTRS):
 # output and an edge for each input, it is generated from the row on first use, as the node's
 # ``_save`` is (NOTE [Generated apply]), with ``_save``'s body inline: the tensor
 # (``_wrap``'s fields), the node (``_record``'s, without its loops over inputs and results) and
-# its saved values, in one call. An input that is not its node's first output, or a result of
-# a shape and dtype not seen yet, takes ``_record``. Any other row gets ``_generic_result``.
+# its saved values, in one call. A view row of one input marks its result a view of the input
+# (``_mark_view``) where another row's result gets no base. An input that is not its node's
+# first output, or a result of a shape and dtype not seen yet, takes ``_record``. Any other row
+# gets ``_generic_result`` (which marks no view: ``_unary`` and ``_binary`` serve no view row of
+# two inputs).
 # The source stays on the row to read: ``OPS["mul"].result_source``.
 def _generic_result(op, args, attrs, out, requires_grad, t0):
     """``op.result`` of a row the generated one does not serve: ``_wrap``, then ``_record``."""
@@ -223,18 +227,28 @@ def result(args, attrs, out, requires_grad, t0):
     result._device = CPU
     result._grad = None
     result._output_nr = 0
-    result._version_counter = None  # see NOTE [Lazy version counters]
-    result._base = None
-    result._view_chain = None
     result._retains_grad = False
     result._acc = None
     result._post_accumulate_grad_hooks = None
     result.grad_fn = None
+"""
+_RESULT_PLAIN = """\
+    result._version_counter = None  # see NOTE [Lazy version counters]
+    result._base = None
+    result._view_chain = None
     if inference_tensors.entered and grad_state.inference:  # NOTE [Inference tensors]
         set_inference(result, True)
     if not (requires_grad and grad_state.enabled):
         result._requires_grad = False
     else:
+"""
+_RESULT_VIEW = """\
+    mark_view(result, args[0], (op.name, attrs))
+    if not (requires_grad and grad_state.enabled):  # NOTE [Views made in no-grad mode]
+        result._requires_grad = not grad_state.enabled and args[0]._requires_grad
+    else:
+"""
+_RESULT_RECORD = """\
         result._requires_grad = True  # first: a node that saves its result reads it
         numbered = False  # whether an input is an output other than 0 of its node
         first = args[0]
@@ -286,10 +300,14 @@ def _result_function(op):
     n = len(op.inputs)
     if cls is None or op.nondiff or op.outputs != 1 or any(op.list_input) or n not in (1, 2):
         return partial(_generic_result, op)
+    if op.view and n != 1:
+        return partial(_generic_result, op)
     body, names = cls._save_body
     fns, nrs = ("(fn0, fn1)", "(0, 0)") if n == 2 else ("(fn0,)", "(0,)")
     source = (
         _RESULT_HEAD
+        + (_RESULT_VIEW if op.view else _RESULT_PLAIN)
+        + _RESULT_RECORD
         + (_RESULT_SECOND if n == 2 else "")
         + _RESULT_NODE.format(fns=fns, nrs=nrs)
         + "".join(f"        {line}\n" for line in body)
@@ -304,6 +322,7 @@ def _result_function(op):
         "inference_tensors": _inference_tensors,
         "grad_state": _grad_state,
         "set_inference": _set_inference,
+        "mark_view": _mark_view,
         "CPU_METADATA": _CPU_METADATA,
         "record": _record,
         "op": op,
@@ -608,6 +627,11 @@ def _dims(dim, ndim):
 def _shape_arg(size):
     if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
         size = size[0]
+    for s in size:  # (the common case: Python ints, taken as they are)
+        if type(s) is not int:
+            break
+    else:
+        return tuple(size)
     for s in size:
         if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
             raise TypeError(

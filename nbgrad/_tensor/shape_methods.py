@@ -10,7 +10,7 @@ import numpy as np
 
 from nbgrad import backend, dtypes
 from nbgrad._tensor.conversion import _arg, _tensor_arg, _wrap, tensor
-from nbgrad._tensor.dispatch import _dim, _dispatch, _expect_tensor, _op, _shape_arg
+from nbgrad._tensor.dispatch import OPS, _dim, _dispatch, _expect_tensor, _op, _shape_arg, _unary
 from nbgrad.backend import CPU
 
 Tensor = None  # the Tensor class: see NOTE [The Tensor class, bound late]
@@ -25,7 +25,7 @@ class ShapeMethods:
     def view(self, *shape):
         if len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
             raise NotImplementedError("view(dtype) is not supported by nbgrad")
-        return _dispatch(_op("view"), (self,), {"shape": self._infer_shape(_shape_arg(shape))})
+        return _unary(OPS["view"], self, {"shape": self._infer_shape(_shape_arg(shape))})
 
     def view_as(self, other):
         return self.view(other.shape)
@@ -35,7 +35,7 @@ class ShapeMethods:
         # as PyTorch's reshape: view if contiguous, _reshape_alias if viewable, else
         # _unsafe_view(clone()) (ViewBackward0 / ReshapeAliasBackward0 / UnsafeViewBackward0)
         if self._data.flags.c_contiguous:
-            return _dispatch(_op("view"), (self,), {"shape": shape})
+            return _unary(OPS["view"], self, {"shape": shape})
         try:
             np.reshape(self._data, shape, copy=False)
         except ValueError:
@@ -64,11 +64,11 @@ class ShapeMethods:
             raise RuntimeError(
                 f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D"
             )
-        return _dispatch(_op("t"), (self,))
+        return _unary(OPS["t"], self)
 
     def transpose(self, dim0, dim1):
         n = self.ndim
-        return _dispatch(_op("transpose"), (self,), {"dim0": _dim(dim0, n), "dim1": _dim(dim1, n)})
+        return _unary(OPS["transpose"], self, {"dim0": _dim(dim0, n), "dim1": _dim(dim1, n)})
 
     def swapaxes(self, axis0, axis1):
         return self.transpose(axis0, axis1)
@@ -85,7 +85,7 @@ class ShapeMethods:
         dims = tuple(_dim(d, n) for d in dims)
         if len(set(dims)) != n:
             raise RuntimeError("permute(): duplicate dims are not allowed.")
-        return _dispatch(_op("permute"), (self,), {"dims": dims})
+        return _unary(OPS["permute"], self, {"dims": dims})
 
     def expand(self, *sizes):
         sizes = _shape_arg(sizes)
@@ -113,7 +113,7 @@ class ShapeMethods:
                     "non-existing dimension 0"
                 )
             final.append(s)
-        return _dispatch(_op("expand"), (self,), {"size": tuple(final)})
+        return _unary(OPS["expand"], self, {"size": tuple(final)})
 
     def expand_as(self, other):
         return self.expand(other.shape)
@@ -225,14 +225,14 @@ class ShapeMethods:
 
     def squeeze(self, dim=None):
         if dim is None:
-            return _dispatch(_op("squeeze"), (self,))
+            return _unary(OPS["squeeze"], self)
         if isinstance(dim, (tuple, list)):
             dims = tuple(_dim(d, self.ndim) for d in dim)
             return _dispatch(_op("squeeze_dims"), (self,), {"dims": dims})
-        return _dispatch(_op("squeeze_dim"), (self,), {"dim": _dim(dim, self.ndim)})
+        return _unary(OPS["squeeze_dim"], self, {"dim": _dim(dim, self.ndim)})
 
     def unsqueeze(self, dim):
-        return _dispatch(_op("unsqueeze"), (self,), {"dim": _dim(dim, self.ndim + 1)})
+        return _unary(OPS["unsqueeze"], self, {"dim": _dim(dim, self.ndim + 1)})
 
     def flatten(self, start_dim=0, end_dim=-1):
         if self.ndim == 0:
@@ -253,7 +253,7 @@ class ShapeMethods:
                 f"select(): index {index} out of range for tensor of size {list(self.shape)} at "
                 f"dimension {d}"
             )
-        return _dispatch(_op("select"), (self,), {"dim": d, "index": int(index) % size})
+        return _unary(OPS["select"], self, {"dim": d, "index": int(index) % size})
 
     def narrow(self, dim, start, length):
         if not self.ndim:
@@ -419,6 +419,13 @@ class ShapeMethods:
     def __getitem__(self, key):
         """Basic indexing makes views (``SelectBackward0``, ``SliceBackward0``, ...); advanced
         indexing makes a copy (``IndexBackward0``), as in PyTorch."""
+        if type(key) is int and self._data.ndim:  # ``x[i]``, the commonest: one select
+            size = self._data.shape[0]
+            if -size <= key < size:
+                return _unary(OPS["select"], self, {"dim": 0, "index": key % size})
+        if not self._data.ndim and not isinstance(key, tuple):
+            _check_0d_index(key)  # (one int or slice: PyTorch's own messages for a 0-d tensor)
+        lone_slice = isinstance(key, slice)
         key = _scalar_tensor_indices(key if isinstance(key, tuple) else (key,))
         t = self
         dim = 0
@@ -430,7 +437,7 @@ class ShapeMethods:
         n_specified += sum(_bool_ndim(k) for k in key if _is_bool_mask(k))
         if n_specified > self.ndim:
             raise IndexError(f"too many indices for tensor of dimension {self.ndim}")
-        for k in key:
+        for position, k in enumerate(key):
             if k is Ellipsis:
                 skip = self.ndim - n_specified
                 dim += skip
@@ -442,9 +449,9 @@ class ShapeMethods:
                 dim += 1
             elif isinstance(k, (int, np.integer)) and not isinstance(k, bool):
                 size = t.shape[dim]
-                if not -size <= k < size:
+                if not -size <= k < size:  # (PyTorch names the index's place in the key)
                     raise IndexError(
-                        f"index {k} is out of bounds for dimension {dim} with size {size}"
+                        f"index {k} is out of bounds for dimension {position} with size {size}"
                     )
                 t = t.select(dim, int(k))
             elif isinstance(k, slice):
@@ -453,9 +460,9 @@ class ShapeMethods:
                 if k.step is not None and k.step <= 0:
                     raise ValueError("step must be greater than zero")
                 if (start, stop, step) != (0, size, 1):
-                    t = _dispatch(
-                        _op("slice"),
-                        (t,),
+                    t = _unary(
+                        OPS["slice"],
+                        t,
                         {"dim": dim, "start": start, "end": max(stop, start), "step": step},
                     )
                 advanced.append(slice(None))
@@ -470,14 +477,11 @@ class ShapeMethods:
                 t = _dispatch(_op("index"), (t,), {"indices": tuple(advanced)})
             except (IndexError, RuntimeError) as e:
                 raise IndexError(str(e)) from None
-        elif t is self:
-            t = (
-                _dispatch(
-                    _op("slice"), (t,), {"dim": 0, "start": 0, "end": self.shape[0], "step": 1}
-                )
-                if self.ndim
-                else self.view(())
-            )
+        elif t is self:  # a key that keeps everything: a view all the same, as PyTorch's
+            if lone_slice:  # (``x[:]``, a slice; ``x[...]``, ``m[:, :]``, an alias)
+                t = _unary(OPS["slice"], t, {"dim": 0, "start": 0, "end": len(t), "step": 1})
+            else:
+                t = _unary(OPS["alias"], t)
         return t
 
     def __setitem__(self, key, value):
@@ -517,7 +521,22 @@ def _scalar_tensor_indices(keys):
     )
 
 
+def _check_0d_index(key):
+    """Raise PyTorch's IndexError for an int or a slice used alone on a 0-d tensor."""
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        if key == 0:
+            raise IndexError(
+                "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number"
+            )
+        raise IndexError(f"index {key} is out of bounds for dimension 0 with size 0")
+    if isinstance(key, slice):
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+
+
 def _is_bool_mask(k):
+    if type(k) is bool:  # a Python bool: a 0-d mask (a new dim of size 1 or 0), as PyTorch's
+        return True
     if isinstance(k, Tensor):
         return k._data.dtype.kind == "b"
     if isinstance(k, np.ndarray):
@@ -526,6 +545,8 @@ def _is_bool_mask(k):
 
 
 def _bool_ndim(k):
+    if type(k) is bool:
+        return 0
     return k.ndim if hasattr(k, "ndim") else 1
 
 

@@ -148,10 +148,10 @@ def row_function(name):
 
 
 def _fast_path(row):
-    """``_unary`` or ``_binary`` for a row they can run (one result, no view, no list input;
-    they fall back to ``_dispatch`` for anything but float CPU tensors of one dtype), else
-    None: a formula's Tensor op then costs what the same operator costs (NOTE [Dispatch fast
-    path])."""
-    if row.view or row.outputs != 1 or any(row.list_input):
+    """``_unary`` or ``_binary`` for a row they can run (one result, no list input, a view only
+    of one input; they fall back to ``_dispatch`` for anything but float CPU tensors of one
+    dtype), else None: a formula's Tensor op then costs what the same operator costs (NOTE
+    [Dispatch fast path])."""
+    if row.outputs != 1 or any(row.list_input) or row.view and len(row.inputs) != 1:
         return None
     return {1: _unary, 2: _binary}.get(len(row.inputs))

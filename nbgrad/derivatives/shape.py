@@ -27,6 +27,7 @@ from nbgrad._kernels import (
     _split,
     _take,
     _unique,
+    _unsqueeze,
     _view,
 )
 from nbgrad._tensor import creation as _C
@@ -58,9 +59,9 @@ op("transpose_", "TransposeBackward1", "self", lambda xp, self, dim0, dim1: xp.s
    self=lambda grad, dim0, dim1: grad.transpose(dim0, dim1))
 op("t", "TBackward0", "self", lambda xp, self: self.T, view=True, self=lambda grad: grad.t())
 # (a 0-d tensor takes dims 0 and -1, as PyTorch, and comes back as a view of itself)
-op("transpose", "TransposeBackward0", "self", lambda xp, self, dim0, dim1: xp.swapaxes(self, dim0, dim1) if self.ndim else self[...], attrs="dim0 dim1", view=True,
+op("transpose", "TransposeBackward0", "self", lambda xp, self, dim0, dim1: self.swapaxes(dim0, dim1) if self.ndim else self[...], attrs="dim0 dim1", view=True,
    self=lambda grad, dim0, dim1: grad.transpose(dim0, dim1))
-op("permute", "PermuteBackward0", "self", lambda xp, self, dims: xp.transpose(self, dims), attrs="dims", view=True,
+op("permute", "PermuteBackward0", "self", lambda xp, self, dims: self.transpose(dims), attrs="dims", view=True,
    self=lambda grad, dims: grad.permute(tuple(np.argsort(dims))))
 op("flip", "FlipBackward0", "self", lambda xp, self, dims: _contiguous(xp, xp.flip(self, dims)), attrs="dims",
    self=lambda grad, dims: grad.flip(dims))
@@ -78,7 +79,7 @@ op("squeeze", "SqueezeBackward0", "self", lambda xp, self: xp.reshape(self, tupl
    self=lambda grad, self_shape: grad.reshape(self_shape))
 op("squeeze_dim", "SqueezeBackward1", "self", lambda xp, self, dim: xp.squeeze(self, dim) if self.ndim and self.shape[dim] == 1 else self[...], attrs="dim", view=True,
    self=lambda grad, self_shape: grad.reshape(self_shape))
-op("unsqueeze", "UnsqueezeBackward0", "self", lambda xp, self, dim: xp.expand_dims(self, dim), attrs="dim", view=True,
+op("unsqueeze", "UnsqueezeBackward0", "self", lambda xp, self, dim: _unsqueeze(self, dim), attrs="dim", view=True,
    self=lambda grad, dim: grad.squeeze(dim))
 # the trailing Ellipsis keeps a full index a 0-d view (NumPy would return a scalar copy)
 op("select", "SelectBackward0", "self", lambda xp, self, dim, index: self[(slice(None),) * dim + (index, Ellipsis)], attrs="dim index", view=True,
