@@ -1019,6 +1019,14 @@ _INDEX_KEYS = [
     ("m", (Ellipsis, slice(None))),
     ("x", slice(None, None, 1)),
     ("x", (None,)),
+    ("x", ()),
+    ("s", ()),
+    ("m", (1, 2)),
+    ("m", (-1, slice(None, None, 2))),
+    ("m", (slice(None), 4)),
+    ("m", (slice(5, 1),)),
+    ("k", (0, 0, 0)),
+    ("k", (slice(None), -2, slice(1, 3))),
 ]
 
 

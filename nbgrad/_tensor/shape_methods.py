@@ -423,6 +423,19 @@ class ShapeMethods:
             size = self._data.shape[0]
             if -size <= key < size:
                 return _unary(OPS["select"], self, {"dim": 0, "index": key % size})
+        if type(key) is tuple and len(key) <= self._data.ndim:
+            for k in key:
+                if type(k) is not int and type(k) is not slice:
+                    break
+            else:  # ints and slices only (``m[:, 1:3]``, ``m[i, j]``): views, one per key
+                t, dim = self, 0
+                for position, k in enumerate(key):
+                    if type(k) is int:
+                        t = _select_key(t, dim, k, position)
+                    else:
+                        t = _slice_key(t, dim, k)
+                        dim += 1
+                return t if t is not self else _unary(OPS["alias"], t)
         if not self._data.ndim and not isinstance(key, tuple):
             _check_0d_index(key)  # (one int or slice: PyTorch's own messages for a 0-d tensor)
         lone_slice = isinstance(key, slice)
@@ -448,23 +461,9 @@ class ShapeMethods:
                 advanced.append(slice(None))
                 dim += 1
             elif isinstance(k, (int, np.integer)) and not isinstance(k, bool):
-                size = t.shape[dim]
-                if not -size <= k < size:  # (PyTorch names the index's place in the key)
-                    raise IndexError(
-                        f"index {k} is out of bounds for dimension {position} with size {size}"
-                    )
-                t = t.select(dim, int(k))
+                t = _select_key(t, dim, int(k), position)
             elif isinstance(k, slice):
-                size = t.shape[dim]
-                start, stop, step = k.indices(size)
-                if k.step is not None and k.step <= 0:
-                    raise ValueError("step must be greater than zero")
-                if (start, stop, step) != (0, size, 1):
-                    t = _unary(
-                        OPS["slice"],
-                        t,
-                        {"dim": dim, "start": start, "end": max(stop, start), "step": step},
-                    )
+                t = _slice_key(t, dim, k)
                 advanced.append(slice(None))
                 dim += 1
             else:
@@ -518,6 +517,27 @@ def _scalar_tensor_indices(keys):
         if type(k) is Tensor and k._data.ndim == 0 and k._data.dtype.kind in "iu"
         else k
         for k in keys
+    )
+
+
+def _select_key(t, dim, k, position):
+    """``t`` indexed by the int ``k`` at ``dim``, the ``position``-th entry of a key."""
+    size = t._data.shape[dim]
+    if not -size <= k < size:  # (PyTorch names the index's place in the key)
+        raise IndexError(f"index {k} is out of bounds for dimension {position} with size {size}")
+    return _unary(OPS["select"], t, {"dim": dim, "index": k % size})
+
+
+def _slice_key(t, dim, k):
+    """``t`` indexed by the slice ``k`` at ``dim`` (``t`` itself for a slice of everything)."""
+    size = t._data.shape[dim]
+    start, stop, step = k.indices(size)
+    if k.step is not None and k.step <= 0:
+        raise ValueError("step must be greater than zero")
+    if (start, stop, step) == (0, size, 1):
+        return t
+    return _unary(
+        OPS["slice"], t, {"dim": dim, "start": start, "end": max(stop, start), "step": step}
     )
 
 
