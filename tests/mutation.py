@@ -200,7 +200,7 @@ MUTANTS = [
     m(K, "            return a * a * a\n", "            return xp.power(a, 3)\n", "pow: x ** 3 by NumPy's pow, not as PyTorch's x * x * x"),
     m(TD, "    mark_view(result, args[0], (op.name, attrs))\n", "    mark_view(result, args[0], None)\n", "a generated view keeps no chain of view ops (an in-place op on it is not replayed)"),
     m(TD, "        result._requires_grad = not grad_state.enabled and args[0]._requires_grad\n", "        result._requires_grad = False\n", "a generated view made in no-grad mode never requires grad"),
-    m(TS, "            if -size <= key < size:\n", "            if -size <= key <= size:\n", "x[i]: an index one past the end reaches NumPy"),
+    m(TS, "    if not -size <= k < size:", "    if not -size <= k <= size:", "x[i]: an index one past the end reaches NumPy"),
     m(TS, "                return t if t is not self else _unary(OPS[\"alias\"], t)\n", "                return t\n", "m[:, :] of ints and slices gives the tensor itself, not an alias"),
     m(TS, "        lone_slice = isinstance(key, slice)\n", "        lone_slice = False\n", "x[:] is an alias, not a slice"),
     m(TS, "is out of bounds for dimension {position} with size", "is out of bounds for dimension {dim} with size", "an index out of bounds names the dimension left after the selects"),

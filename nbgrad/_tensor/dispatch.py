@@ -298,9 +298,15 @@ def _result_function(op):
     [Generated forward result])."""
     cls = op.node_class
     n = len(op.inputs)
-    if cls is None or op.nondiff or op.outputs != 1 or any(op.list_input) or n not in (1, 2):
-        return partial(_generic_result, op)
-    if op.view and n != 1:
+    if (
+        cls is None
+        or op.nondiff
+        or op.outputs != 1
+        or any(op.list_input)
+        or n not in (1, 2)
+        or op.view
+        and n != 1
+    ):
         return partial(_generic_result, op)
     body, names = cls._save_body
     fns, nrs = ("(fn0, fn1)", "(0, 0)") if n == 2 else ("(fn0,)", "(0,)")

@@ -420,9 +420,7 @@ class ShapeMethods:
         """Basic indexing makes views (``SelectBackward0``, ``SliceBackward0``, ...); advanced
         indexing makes a copy (``IndexBackward0``), as in PyTorch."""
         if type(key) is int and self._data.ndim:  # ``x[i]``, the commonest: one select
-            size = self._data.shape[0]
-            if -size <= key < size:
-                return _unary(OPS["select"], self, {"dim": 0, "index": key % size})
+            return _select_key(self, 0, key, 0)
         if type(key) is tuple and len(key) <= self._data.ndim:
             for k in key:
                 if type(k) is not int and type(k) is not slice:
