@@ -178,8 +178,9 @@ def _check_available(device: Device):
     if device.type == "cuda" and _get_cupy() is None:
         raise RuntimeError(
             "nbgrad was asked for a CUDA tensor but CUDA is not available: CuPy is not "
-            "installed or no GPU was found. Install it with `pip install nbgrad[cuda]` on a "
-            "machine with an NVIDIA GPU, or use device='cpu'."
+            "installed or no GPU was found. On a machine with an NVIDIA GPU, install the CuPy "
+            "that matches its CUDA version (`nvidia-smi` shows it): `pip install 'nbgrad[cuda12]'` "
+            "for CUDA 12 or `pip install 'nbgrad[cuda13]'` for CUDA 13; or use device='cpu'."
         )
     dtype = _device_type(device)
     if device.index is not None and device.index >= dtype.count():
