@@ -118,6 +118,8 @@ def test_gradients_match_the_tensor_path_and_torch(graph, specs):
     on_tensors = ng.autograd.grad(fn(ng, x, y).sum(), (x, y), create_graph=True)
     for a, t in zip(on_arrays, on_tensors):
         assert a.dtype == t.dtype and not a.requires_grad
+        # bits: both paths run the same formulas with the same kernels on the same arrays
+        # (NOTE [Backward on arrays]); PyTorch's sums differ in order, hence its tolerance below
         np.testing.assert_array_equal(_np(a), _np(t))
     tx, ty = _leaves(torch, specs, 3)
     expected = torch.autograd.grad(fn(torch, tx, ty).sum(), (tx, ty))

@@ -538,6 +538,7 @@ def test_wrong_gradient_dtype_is_accepted_like_pytorch():
         grads[lib.__name__] = x.grad
     assert grads["nbgrad"].dtype is ng.float32
     assert grads["torch"].dtype is torch.float32
+    # exact: 1 * 2
     np.testing.assert_array_equal(grads["nbgrad"].numpy(), grads["torch"].numpy())
 
 
@@ -623,6 +624,7 @@ def test_engine_usable_after_every_misuse():
             scenario(ng)
     x = leaf(ng, 1.0, 2.0)
     (x * x).sum().backward()
+    # exact: 2 * x of whole numbers
     np.testing.assert_array_equal(x.grad.numpy(), [2.0, 4.0])
     assert ng.is_grad_enabled()
     assert not ng.autograd.is_anomaly_enabled()
