@@ -590,11 +590,18 @@ def test_grad_of_leaf_does_not_warn():
 
 
 def test_backward_create_graph_warns_about_a_reference_cycle_like_pytorch():
-    for lib in (torch, ng):
-        x = leaf(lib, 1.0, 2.0)
-        with pytest.warns(UserWarning, match="reference cycle"):
-            (x * x).sum().backward(create_graph=True)
-        assert x.grad.requires_grad
+    # PyTorch warns once a process (TORCH_WARN_ONCE): without warn_always, any earlier test
+    # that calls its backward(create_graph=True) would leave it nothing to warn here
+    warn_always = torch.is_warn_always_enabled()
+    torch.set_warn_always(True)
+    try:
+        for lib in (torch, ng):
+            x = leaf(lib, 1.0, 2.0)
+            with pytest.warns(UserWarning, match="reference cycle"):
+                (x * x).sum().backward(create_graph=True)
+            assert x.grad.requires_grad
+    finally:
+        torch.set_warn_always(warn_always)
 
 
 @pytest.mark.filterwarnings("ignore:Anomaly Detection has been enabled")
