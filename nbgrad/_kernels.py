@@ -217,7 +217,7 @@ def _sign(xp, a):
 # NOTE [pow of a NumPy scalar]
 # ``**`` on a NumPy scalar (``np.float64``) is NumPy's scalar math, which calls C's ``pow``; on
 # an array, 0-d included, it is the ``power`` ufunc, whose loop NumPy picks by CPU: where it has
-# AVX-512 a SIMD ``pow`` that differs from C's in the last bit for some inputs (one in twenty
+# AVX-512 a SIMD ``pow`` that differs from C's in the last bit for some inputs (about one in 20
 # for ``x ** -0.5``, ``1.4554425309821815`` one of them); elsewhere the loop calls C's ``pow``.
 # The array path of a backward hands the ``pow`` row's kernel a 0-d gradient's NumPy scalar
 # (NOTE [0-d gradients as NumPy scalars] in nbgrad/_graph/table_node.py) where the Tensor path
