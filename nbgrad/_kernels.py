@@ -214,6 +214,17 @@ def _sign(xp, a):
     return r
 
 
+# NOTE [pow of a NumPy scalar]
+# ``**`` on a NumPy scalar (``np.float64``) is NumPy's scalar math, which calls C's ``pow``; on
+# an array, 0-d included, it is the ``power`` ufunc, whose loop NumPy picks by CPU: where it has
+# AVX-512 a SIMD ``pow`` that differs from C's in the last bit for some inputs (about one in 20
+# for ``x ** -0.5``, ``1.4554425309821815`` one of them); elsewhere the loop calls C's ``pow``.
+# The array path of a backward hands the ``pow`` row's kernel a 0-d gradient's NumPy scalar
+# (NOTE [0-d gradients as NumPy scalars] in nbgrad/_graph/table_node.py) where the Tensor path
+# hands it the 0-d array, so the kernel computes a scalar's general power on a 0-d array of it:
+# the same ufunc loop on the same input, thus the same bits on every CPU. (``+ - * /``, the
+# only other operators formulas and row kernels apply to such scalars, round as the ufuncs
+# do: IEEE's one correct rounding.)
 def _pow_scalar(xp, a, exponent):
     # small whole powers of floats as PyTorch computes them (a copy for 1, x * x for 2, x * x * x
     # for 3), by the ufunc itself: NumPy's general pow is ~20x slower (x ** 3), and its own
@@ -227,6 +238,8 @@ def _pow_scalar(xp, a, exponent):
             return a * a * a
         if exponent == 4:
             return xp.square(xp.square(a))
+    if xp is np and type(a) is not _ndarray:  # See NOTE [pow of a NumPy scalar]
+        a = np.asarray(a)
     return (a**exponent).astype(a.dtype, copy=False)  # bool ** bool is int8 in NumPy
 
 

@@ -499,6 +499,7 @@ def _state(x):
 
 def _assert_unchanged(x, before):
     data, version, grad_fn = before
+    # a failed op leaves the data untouched: the same bits
     np.testing.assert_array_equal(x._data, data)
     assert x._version == version
     assert x.grad_fn is grad_fn
@@ -586,6 +587,7 @@ def test_a_refused_backward_leaves_grad_as_it_was():
             assert expected is None and isinstance(err, RuntimeError)
         else:
             assert expected is not None and type(err) is type(expected), (name, err, expected)
+        # a failed backward leaves .grad untouched: the same bits
         np.testing.assert_array_equal(x.grad.numpy(), before[0], err_msg=name)
         np.testing.assert_array_equal(w.grad.numpy(), before[1], err_msg=name)
         if expected is None:
@@ -659,6 +661,7 @@ def test_an_empty_list_of_dims_reduces_over_all_of_them(call):
 
 def test_negative_narrow_start_counts_from_the_end():
     for lib in (ng, torch):
+        # a view of the data (quarters, exact), not computed
         np.testing.assert_array_equal(
             t(lib, 2, 3).narrow(1, -2, 2).numpy(), [[0.75, 1.0], [1.5, 1.75]]
         )

@@ -2548,6 +2548,8 @@ def test_generated_apply_matches_the_table_walk(case, sample, seed):
         for g, w in zip(generated, walked):
             assert (g is None) == (w is None), node.name()
             if g is not None:
+                # bits: the generated apply and the walk run the same formulas with the same kernels
+                # on the same values (NOTE [Generated apply])
                 np.testing.assert_array_equal(_to_numpy(g), _to_numpy(w), err_msg=node.name())
 
 

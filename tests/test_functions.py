@@ -222,6 +222,7 @@ def test_scalar_tensor_asarray_and_range_match_torch():
     assert ng.asarray(t, copy=True) is not t
     with pytest.warns(UserWarning, match="torch.range is deprecated"):
         r = ng.range(1, 4)
+    # whole numbers 1..4: exact
     np.testing.assert_array_equal(r.numpy(), torch.range(1, 4).numpy())
 
 
@@ -231,6 +232,7 @@ def test_rng_state_restores_the_same_draws():
     assert state.dtype is ng.uint8
     first = ng.randn(4)
     ng.set_rng_state(state)
+    # the same state: the same draws by the same code, bits included
     np.testing.assert_array_equal(ng.randn(4).numpy(), first.numpy())
     assert ng.initial_seed() == 5
     assert ng.manual_seed(7) is ng.default_generator
@@ -248,5 +250,6 @@ def test_a_generator_has_its_own_state():
     state = g.get_state()
     a = g._rng.random(3)
     g.set_state(state)
+    # the same state: the same draws by the same code, bits included
     np.testing.assert_array_equal(g._rng.random(3), a)
     assert ng.Generator().initial_seed() == torch.Generator().initial_seed()

@@ -49,6 +49,7 @@ def test_a_constant_dim_and_batched_points_match_pytorch():
     theirs = torch.histogramdd(torch.tensor(points), bins=[2, 3])
     assert type(ours) is ng.return_types.histogramdd  # as torch.return_types.histogramdd
     assert repr(ours).split("(")[0].replace("nbgrad", "torch") == repr(theirs).split("(")[0]
+    # counts: whole numbers, exact
     np.testing.assert_array_equal(ours.hist.numpy(), theirs.hist.numpy())
     for a, b in zip(ours.bin_edges, theirs.bin_edges):
         np.testing.assert_allclose(a.numpy(), b.numpy())

@@ -26,6 +26,7 @@ def outcome(fn, lib):
 
 def same(fn):
     ours, theirs = outcome(fn, ng), outcome(fn, torch)
+    # exactly: the programs here compute whole numbers and halves, exact in binary
     assert ours == theirs
     return ours
 

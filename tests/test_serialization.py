@@ -48,6 +48,7 @@ def test_containers_and_parameters_round_trip():
     model = ng.nn.Linear(2, 3)
     loaded = _round_trip(ng, model.state_dict())
     assert list(loaded) == ["weight", "bias"]
+    # saving and loading copy the values: the same bits
     assert np.array_equal(loaded["weight"].numpy(), model.weight.detach().numpy())
 
 

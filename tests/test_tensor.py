@@ -42,6 +42,7 @@ def test_tensor_dtype_inference_like_pytorch(data):
     t, n = torch.tensor(data), ng.tensor(data)
     assert dname(n.dtype) == dname(t.dtype)
     assert tuple(n.shape) == tuple(t.shape)
+    # the same data, converted without arithmetic: the same bits
     np.testing.assert_array_equal(n.numpy(), t.numpy())
 
 
@@ -111,6 +112,7 @@ def test_random_ranges_and_seed():
     x = ng.randn(5)
     ng.manual_seed(123)
     y = ng.randn(5)
+    # the same seed: the same generator draws the same numbers, bits included
     np.testing.assert_array_equal(x.numpy(), y.numpy())
 
 
@@ -271,6 +273,7 @@ def test_views_share_memory_with_base_and_numpy(make_view):
     assert v._version == base._version
     before = base._version
     base.add_(1)
+    # both views read the same memory: the same bits
     np.testing.assert_array_equal(np.asarray(v), np.asarray(make_view(ng.from_numpy(a))))
     assert v._version == base._version == before + 1
     # and with PyTorch: the same op is a view there
@@ -285,6 +288,7 @@ def test_writing_through_a_view_changes_the_base():
     v = base.view(2, 3)
     v[1, 2] = 5.0
     v[0].fill_(2.0)
+    # values written, not computed
     np.testing.assert_array_equal(a, [2, 2, 2, 0, 0, 5])
     assert base._version == v._version == 2
 
@@ -397,6 +401,8 @@ def test_scaled_inplace_update_matches_the_plain_expression(case, method):
     expected = before - scaled if method == "sub_" else before + scaled
     with ng.no_grad():
         getattr(p, method)(g, alpha=0.01)
+    # bits: the same two correctly rounded IEEE steps (a product, then a sum or difference)
+    # per element as the expression; the blocks change which elements go together, not the steps
     np.testing.assert_array_equal(p.numpy(), expected)
     assert p.numpy().dtype == dtype
     assert p._version == 1
@@ -441,6 +447,8 @@ def test_float_floor_division_and_remainder_match_pytorch_at_edges():
     for case in cases:
         ours, theirs = case(ng), case(torch)
         assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+        # bits: these quotients and remainders are exact in binary (whole numbers and halves),
+        # so every correct kernel gives them
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
         assert np.signbit(ours.numpy()).tolist() == np.signbit(theirs.numpy()).tolist()
 
@@ -586,6 +594,7 @@ def test_item_tolist_numpy():
     assert float(ng.tensor(2.5)) == 2.5 and int(ng.tensor(3)) == 3
     r = ng.tensor([1.0], requires_grad=True)
     assert r.detach().numpy().tolist() == [1.0]
+    # the tensor's data itself, not computed
     np.testing.assert_array_equal(np.asarray(r), [1.0])
 
 
@@ -618,6 +627,7 @@ def test_clone_copies():
 def test_dlpack_to_numpy_shares_memory():
     t = ng.tensor([1.0, 2.0, 3.0])
     a = np.from_dlpack(t)
+    # the tensor's data itself, not computed
     np.testing.assert_array_equal(a, [1.0, 2.0, 3.0])
     assert a.dtype == np.float32
     t[0] = 10.0
@@ -760,6 +770,7 @@ def test_getitem_like_numpy(index):
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
     t = ng.from_numpy(a.copy())
     got = t[index]
+    # indexing copies values: no arithmetic, the same bits
     np.testing.assert_array_equal(got.numpy(), a[index])
     assert tuple(got.shape) == a[index].shape
 
@@ -772,11 +783,13 @@ def test_getitem_like_pytorch(index):
         tidx = torch.from_numpy(index)
     got, ref = ng.from_numpy(a.copy())[index], torch.from_numpy(a.copy())[tidx]
     assert tuple(got.shape) == tuple(ref.shape)
+    # indexing copies values: no arithmetic, the same bits
     np.testing.assert_array_equal(got.numpy(), ref.numpy())
 
 
 def test_getitem_with_tensor_indices():
     x = ng.arange(10.0)
+    # indexing copies values: no arithmetic, the same bits
     np.testing.assert_array_equal(x[ng.tensor([1, 3])].numpy(), [1.0, 3.0])
     np.testing.assert_array_equal(x[x > 6].numpy(), [7.0, 8.0, 9.0])
     assert x[ng.tensor(4)].item() == 4.0
@@ -823,11 +836,13 @@ def test_setitem_like_numpy_and_pytorch(index, value):
     ref[index] = value
     nvalue = ng.from_numpy(value) if isinstance(value, np.ndarray) else value
     t[index] = nvalue
+    # writes copy values: no arithmetic, the same bits
     np.testing.assert_array_equal(t.numpy(), ref)
     assert t._version == 1
     tt = torch.from_numpy(a.copy())
     tidx = torch.from_numpy(index) if isinstance(index, np.ndarray) else index
     tt[tidx] = torch.from_numpy(value) if isinstance(value, np.ndarray) else value
+    # writes copy values: no arithmetic, the same bits
     np.testing.assert_array_equal(t.numpy(), tt.numpy())
 
 
@@ -938,11 +953,14 @@ def test_small_whole_powers_are_torchs_bit_for_bit(dtype, exponent):
         (gg,) = lib.autograd.grad((g * g).sum(), x)
         return [t.detach().numpy() for t in (y, g, gg)]
 
+    # bits: the same correctly rounded products, in the same order, as PyTorch's kernels for
+    # these exponents (a copy, x * x, x * x * x) and their double backward, on any CPU
     for got, want in zip(run(ng), run(torch)):
         np.testing.assert_array_equal(got, want)
     x = ng.tensor(values)
     y = x**exponent
     y.add_(1.0)
+    # x is left as it was: its data, not computed
     np.testing.assert_array_equal(x.numpy(), values)
 
 
@@ -1054,5 +1072,6 @@ def test_indexing_as_torch(name, key):
         return
     for a, b in zip(got[:2], want[:2]):
         assert a.shape == b.shape
+        # bits: whole numbers 1..24, whose squares and gradients 2 * y are exact
         np.testing.assert_array_equal(a, b)
     assert got[2] == want[2]

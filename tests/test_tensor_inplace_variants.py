@@ -129,6 +129,7 @@ def test_integer_inplace_variant_matches_torch(name):
     args = () if name == "bitwise_not_" else (ng.tensor(b),)
     getattr(got, name)(*args)
     getattr(want, name)(*[torch.tensor(np.asarray(o)) for o in args])
+    # ints: exact
     assert got.tolist() == want.tolist()
 
 
@@ -205,6 +206,7 @@ def test_random_fills_use_the_generator_given():
     g1, g2 = ng.Generator().manual_seed(5), ng.Generator().manual_seed(5)
     a = ng.empty(5).normal_(generator=g1)
     b = ng.empty(5).normal_(generator=g2)
+    # the same seed: the same draws by the same code, bits included
     assert a.tolist() == b.tolist()
     ng.manual_seed(3)
     c = ng.empty(5).uniform_()
@@ -279,6 +281,7 @@ def test_attributes_match_torch():
         assert x.permute(*perm).dim_order() == t.permute(*perm).dim_order()
     assert x.const_data_ptr() == x.data_ptr()
     assert x.is_set_to(x) and not x.is_set_to(x.clone())
+    # views and copies of the data: no arithmetic
     assert x[0].H.tolist() == t[0].H.tolist()
     assert x.mH.tolist() == t.mH.tolist()
     with pytest.raises(RuntimeError, match="tensor.H is only supported on matrices"):
@@ -294,6 +297,7 @@ def test_conversions_match_torch():
     assert x.short().tolist() == t.short().tolist()
     xg = ng.tensor(a, requires_grad=True)
     s = xg.sum_to_size(1, 3)
+    # bits: each a sum of two values, one correctly rounded addition in either order
     assert s.tolist() == t.sum_to_size(1, 3).tolist()
     assert xg.sum_to_size(3).shape == (3,)
     s.sum().backward()
@@ -301,6 +305,7 @@ def test_conversions_match_torch():
     with pytest.raises(RuntimeError, match=r"size \{\[3, 3\]\} is not expandable to size"):
         x.sum_to_size(3, 3)
     cond = ng.tensor(a > 0)
+    # a selection of values: no arithmetic
     assert x.where(cond, 0.0).tolist() == t.where(torch.tensor(a > 0), 0.0).tolist()
     assert np.allclose(x.cov().numpy(), t.cov().numpy())
     assert np.allclose(x.corrcoef().numpy(), t.corrcoef().numpy())

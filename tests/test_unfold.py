@@ -40,5 +40,6 @@ def test_unfold_is_a_view_and_a_write_into_it_is_differentiated_as_pytorch():
         )
     ours, theirs = results
     assert ours[:3] == theirs[:3] == (True, 1, "CopySlices")
+    # bits: whole numbers times 3, exact
     np.testing.assert_array_equal(ours[3], theirs[3])
     np.testing.assert_allclose(ours[4], theirs[4], rtol=1e-12)

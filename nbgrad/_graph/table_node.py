@@ -93,7 +93,8 @@ def unpack_input(tensor, saved_version, node):
 # tensors, a loss), the array path takes them as NumPy scalars (``g[()]``). The values are the
 # same: a NumPy scalar has its array's dtype and promotion (NEP 50), the operators of these
 # formulas (``+ - * /``, comparisons) round as the ufuncs do, row functions call the same
-# kernels on it, and ``np.errstate`` governs both. Each result is wrapped back into a 0-d
+# kernels on it (``pow``'s computes on a 0-d array of it: See NOTE [pow of a NumPy scalar] in
+# nbgrad/_kernels.py), and ``np.errstate`` governs both. Each result is wrapped back into a 0-d
 # array (``wrap``).
 _ARRAY_OPERATORS = frozenset({"+", "-", "*", "/"})
 _PLAIN_OPCODES = frozenset(

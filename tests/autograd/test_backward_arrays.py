@@ -118,6 +118,8 @@ def test_gradients_match_the_tensor_path_and_torch(graph, specs):
     on_tensors = ng.autograd.grad(fn(ng, x, y).sum(), (x, y), create_graph=True)
     for a, t in zip(on_arrays, on_tensors):
         assert a.dtype == t.dtype and not a.requires_grad
+        # bits: both paths run the same formulas with the same kernels on the same arrays
+        # (NOTE [Backward on arrays]); PyTorch's sums differ in order, hence its tolerance below
         np.testing.assert_array_equal(_np(a), _np(t))
     tx, ty = _leaves(torch, specs, 3)
     expected = torch.autograd.grad(fn(torch, tx, ty).sum(), (tx, ty))
@@ -308,4 +310,21 @@ def test_0d_gradients_on_scalars_match_the_tensor_path(case, dtype):
             assert (g is None) == (w is None), node.name()
             if g is not None:
                 assert type(g._data) is np.ndarray and g.dtype == w.dtype, node.name()
+                # bits, not a tolerance: both paths run the same formula, with the same kernels
+                # on the same values (NOTE [0-d gradients as NumPy scalars])
                 np.testing.assert_array_equal(_np(g), _np(w), err_msg=node.name())
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("exponent", [-0.5, 1.5, 0.3, -3.0, 2.5])
+def test_pow_of_a_0d_tensor_has_the_bits_of_the_tensor_path(exponent, dtype):
+    """``x ** e``'s gradient, ``grad * e * x ** (e - 1)``, on a 0-d ``x``: the array path takes
+    NumPy scalars, on which ``**`` is C's ``pow``, where the Tensor path's is the ``power``
+    ufunc's loop (a SIMD ``pow`` on a CPU with AVX-512). Both must call the row's one kernel
+    on the same input, so the bits agree on every CPU (NOTE [pow of a NumPy scalar])."""
+    values = np.random.default_rng(5).uniform(0.05, 20.0, 100).astype(dtype)
+    for v in values:
+        x = ng.tensor(v, requires_grad=True)
+        (on_arrays,) = ng.autograd.grad(x**exponent, x)
+        (on_tensors,) = ng.autograd.grad(x**exponent, x, create_graph=True)
+        np.testing.assert_array_equal(_np(on_arrays), _np(on_tensors), err_msg=repr(v))

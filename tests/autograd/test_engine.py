@@ -308,6 +308,7 @@ def test_100000_node_chain_backward_without_recursion_error():
         y = y * 1.0
     assert y.grad_fn.name() == "MulBackward0"
     y.sum().backward()
+    # exact: a product of ones
     np.testing.assert_array_equal(x.grad.numpy(), [1.0, 1.0])
     del y  # freeing the chain must not recurse either
     gc.collect()
@@ -700,6 +701,7 @@ def test_observer_sees_hooks_with_gradients(listener):
     hooks = [d for e, d in listener if e == "hook"]
     assert len(hooks) == 1
     assert hooks[0]["kind"] == "tensor"
+    # whole-number gradients here and below: exact
     np.testing.assert_array_equal(hooks[0]["before"].numpy(), [1.0, 1.0])
     np.testing.assert_array_equal(hooks[0]["after"].numpy(), [2.0, 2.0])
     np.testing.assert_array_equal(x.grad.numpy(), [6.0, 6.0])
@@ -717,6 +719,7 @@ def test_observer_sees_accumulation_and_post_accumulate_grad_hooks(listener):
     kinds = [e for e, _ in listener]
     [acc] = [d for e, d in listener if e == "grad_accumulated"]
     assert acc["node"] is x._grad_accumulator and acc["variable"] is x
+    # whole-number gradients here and below: exact
     np.testing.assert_array_equal(acc["grad"].numpy(), [3.0, 3.0])
     # .grad was added to in place: "before" is a copy taken first
     np.testing.assert_array_equal(acc["before"].numpy(), [1.0, 1.0])
@@ -858,6 +861,7 @@ def test_input_buffer_does_not_sum_into_a_gradient_held_elsewhere():
     (a + b).sum().backward()
     assert len(kept) == 2
     for grad, seen in kept:
+        # the tensor the hook saw, left as it was (and whole numbers below: exact)
         np.testing.assert_array_equal(grad.numpy(), seen)
     np.testing.assert_array_equal(x.grad.numpy(), [5.0, 5.0])
 
@@ -887,6 +891,7 @@ def test_input_buffer_sum_under_create_graph_is_recorded():
     y = x * x
     (g,) = ng.autograd.grad((y * 2.0).sum() + (y * 3.0).sum(), x, create_graph=True)
     (gg,) = ng.autograd.grad(g.sum(), x)
+    # whole numbers: exact
     np.testing.assert_array_equal(g.detach().numpy(), [10.0, 20.0])
     np.testing.assert_array_equal(gg.numpy(), [10.0, 10.0])
 

@@ -538,6 +538,7 @@ def test_wrong_gradient_dtype_is_accepted_like_pytorch():
         grads[lib.__name__] = x.grad
     assert grads["nbgrad"].dtype is ng.float32
     assert grads["torch"].dtype is torch.float32
+    # exact: 1 * 2
     np.testing.assert_array_equal(grads["nbgrad"].numpy(), grads["torch"].numpy())
 
 
@@ -589,11 +590,18 @@ def test_grad_of_leaf_does_not_warn():
 
 
 def test_backward_create_graph_warns_about_a_reference_cycle_like_pytorch():
-    for lib in (torch, ng):
-        x = leaf(lib, 1.0, 2.0)
-        with pytest.warns(UserWarning, match="reference cycle"):
-            (x * x).sum().backward(create_graph=True)
-        assert x.grad.requires_grad
+    # PyTorch warns once a process (TORCH_WARN_ONCE): without warn_always, any earlier test
+    # that calls its backward(create_graph=True) would leave it nothing to warn here
+    warn_always = torch.is_warn_always_enabled()
+    torch.set_warn_always(True)
+    try:
+        for lib in (torch, ng):
+            x = leaf(lib, 1.0, 2.0)
+            with pytest.warns(UserWarning, match="reference cycle"):
+                (x * x).sum().backward(create_graph=True)
+            assert x.grad.requires_grad
+    finally:
+        torch.set_warn_always(warn_always)
 
 
 @pytest.mark.filterwarnings("ignore:Anomaly Detection has been enabled")
@@ -623,6 +631,7 @@ def test_engine_usable_after_every_misuse():
             scenario(ng)
     x = leaf(ng, 1.0, 2.0)
     (x * x).sum().backward()
+    # exact: 2 * x of whole numbers
     np.testing.assert_array_equal(x.grad.numpy(), [2.0, 4.0])
     assert ng.is_grad_enabled()
     assert not ng.autograd.is_anomaly_enabled()

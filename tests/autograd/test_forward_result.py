@@ -90,6 +90,8 @@ def test_the_generated_result_records_what_record_records(name, kind, shape, dty
     generated = _run(name, kind, shape, dtype)
     assert op.result_source is not None  # the generated function served it
     monkeypatch.setattr(op, "result", partial(dispatch._generic_result, op))
+    # bits (values, gradients): both ways run the same kernels on the same values; only
+    # the wrapping and recording differ
     assert _run(name, kind, shape, dtype) == generated
 
 

@@ -384,6 +384,10 @@ def _run_functions(lib):
 
 def test_custom_function_ctx_parity():
     ours, theirs = _run_functions(ng), _run_functions(torch)
+    # exp(x) by NumPy's kernel and by PyTorch's (each picked by CPU: SIMD code or C's exp),
+    # each within an ulp of the exact value: they may differ by one ulp
+    np.testing.assert_array_max_ulp(np.array(ours.pop("exp")), np.array(theirs.pop("exp")), 1)
+    # the rest: names, flags, and gradients of whole numbers, exact
     assert ours == theirs
 
 

@@ -458,6 +458,7 @@ def test_bernoulli_follows_manual_seed_and_p():
     a = ng.full((1000,), 0.25).bernoulli()
     ng.manual_seed(3)
     b = ng.full((1000,), 0.25).bernoulli()
+    # the same seed: the same draws by the same code (zeros and ones)
     assert a.tolist() == b.tolist()
     assert 150 < a.sum().item() < 350
     mask = ng.BoolTensor(5, 5).bernoulli_()

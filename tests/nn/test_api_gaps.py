@@ -123,6 +123,7 @@ def test_rrelu_training_slopes_and_gradient():
     out = NF.rrelu(a, 0.1, 0.3, training=True)
     y = out.detach().numpy()
     pos = x > 0
+    # positive inputs pass unchanged: no arithmetic
     np.testing.assert_array_equal(y[pos], x[pos])
     slopes = y[~pos & (x != 0)] / x[~pos & (x != 0)]
     assert slopes.min() >= 0.1 and slopes.max() <= 0.3
@@ -130,6 +131,7 @@ def test_rrelu_training_slopes_and_gradient():
     (g,) = ng.autograd.grad(out.sum(), a)
     # the gradient is the slope drawn (1 where positive), as PyTorch's noise
     np.testing.assert_allclose(g.numpy()[~pos & (x != 0)], slopes, rtol=1e-12)
+    # the gradient 1 passes unchanged where the input is positive
     np.testing.assert_array_equal(g.numpy()[pos], 1.0)
     # in place, training: the same kind of draw, written into the input
     b = ng.tensor(x.copy())
@@ -163,6 +165,7 @@ def test_one_hot_matches_pytorch(shape, num_classes):
     ours = NF.one_hot(ng.tensor(idx), num_classes)
     theirs = TF.one_hot(torch.tensor(idx), num_classes)
     assert ours.dtype == ng.int64 and tuple(ours.shape) == tuple(theirs.shape)
+    # ones and zeros (ints), not computed
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
 
@@ -207,6 +210,7 @@ def test_gumbel_softmax_soft_and_hard(dim):
     hard = NF.gumbel_softmax(logits, tau=0.5, hard=True, dim=dim)
     h = hard.detach().numpy()
     assert set(np.unique(h)) <= {0.0, 1.0}
+    # bits: each row is one 1.0 and zeros (as the line above checks), so its sum is exact
     np.testing.assert_array_equal(h.sum(dim), 1.0)
     # straight-through: the gradient is that of the soft sample behind the one-hot
     w = ng.tensor(_rand((6, 4), 3))
@@ -232,6 +236,7 @@ def test_with_indices_forms_match_pytorch():
         ("max_pool2d_with_indices", (3, 2, 1)),
         ("adaptive_max_pool2d_with_indices", ((3, 2),)),
     ]:
+        # (the indices are ints: compared exactly)
         va, ia = getattr(NF, name)(ng.tensor(x), *args)
         vb, ib = getattr(TF, name)(torch.tensor(x), *args)
         _close(va, vb)
@@ -241,6 +246,7 @@ def test_with_indices_forms_match_pytorch():
         ("max_pool1d_with_indices", (3, 2, 1)),
         ("adaptive_max_pool1d_with_indices", (4,)),
     ]:
+        # (the indices are ints: compared exactly)
         va, ia = getattr(NF, name)(ng.tensor(x1), *args)
         vb, ib = getattr(TF, name)(torch.tensor(x1), *args)
         _close(va, vb)

@@ -192,6 +192,7 @@ def test_buffer_shares_memory_and_keeps_requires_grad():
     x = ng.zeros(3)
     b = ng.nn.Buffer(x)
     x.add_(2)
+    # 0 + 2, exact, through shared memory
     np.testing.assert_array_equal(b.numpy(), [2, 2, 2])
     assert b.persistent
     assert ng.nn.Buffer(ng.ones(2, requires_grad=True)).requires_grad
@@ -240,6 +241,7 @@ def test_dropout3d_zeroes_whole_channels(shape):
     assert 0.15 < dropped.mean() < 0.45
     (g,) = ng.autograd.grad(out.sum(), a)
     np.testing.assert_allclose(g.numpy().reshape(-1, 12), y)
+    # eval mode gives the input's values back: no arithmetic
     np.testing.assert_array_equal(layer.eval()(a).detach().numpy(), x)
     # in place, unbatched: the input itself, changed
     b = ng.tensor(x.copy())

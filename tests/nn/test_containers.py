@@ -44,6 +44,7 @@ def test_parameters_in_containers_train():
     opt = ng.optim.SGD(pl.parameters(), lr=0.5)
     (pl[0] * pl[1] * 3).sum().backward()
     opt.step()
+    # exact: 1 - 0.5 * 3
     assert pl[0].tolist() == [-0.5, -0.5] and pl[1].tolist() == [-0.5, -0.5]
 
 

@@ -117,6 +117,7 @@ def test_constant_fills_and_eye():
     assert init.constant_(t, 0.5).tolist() == [[0.5] * 3] * 2
     assert init.ones_(t).tolist() == [[1.0] * 3] * 2
     assert init.zeros_(t).tolist() == [[0.0] * 3] * 2
+    # ones and zeros written, not computed
     np.testing.assert_array_equal(init.eye_(t).numpy(), np.eye(2, 3))
     with pytest.raises(ValueError, match="2 dimensions"):
         init.eye_(ng.empty(2, 2, 2))
@@ -138,11 +139,13 @@ def test_fills_are_seeded_in_place_and_not_recorded():
     first = p.detach().numpy().copy()
     ng.manual_seed(3)
     init.kaiming_uniform_(p)
+    # the same seed: the same draws by the same code, bits included
     np.testing.assert_array_equal(first, p.detach().numpy())
     assert p.is_leaf and p.grad_fn is None and p._version > version
     rng = np.random.default_rng(0)
     a = init.normal_(ng.empty(3), generator=rng).numpy().copy()
     b = init.normal_(ng.empty(3), generator=np.random.default_rng(0)).numpy()
+    # the same seed: the same draws by the same code, bits included
     np.testing.assert_array_equal(a, b)
 
 

@@ -52,6 +52,7 @@ def test_layer_init_distribution_matches_pytorch(layer):
         a, b = ours[name], theirs[name]
         assert a.shape == b.shape, name
         if np.all(b == b.reshape(n, -1)[:1].reshape(b.shape[1:])):  # constant: ones, zeros
+            # constants (ones, zeros) written, not computed
             np.testing.assert_array_equal(a, b, err_msg=f"{layer}.{name}")
             continue
         # the same shape of distribution (excess kurtosis: uniform -1.2, normal 0), and for a
@@ -68,4 +69,5 @@ def test_layer_init_distribution_matches_pytorch(layer):
         assert abs(a.mean() - b.mean()) < 5 * se + 1e-12, (name, a.mean(), b.mean())
         assert abs(a.std() / b.std() - 1) < 0.05, (name, a.std(), b.std())
         # zeros exactly where PyTorch has them (a padding row)
+        # (booleans)
         np.testing.assert_array_equal(a == 0, b == 0, err_msg=f"{layer}.{name} zeros")

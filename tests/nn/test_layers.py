@@ -379,6 +379,7 @@ def test_other_defaults_and_seeding():
     emb = ng.nn.Embedding(1000, 50, padding_idx=3)
     w = _numpy(emb.weight)
     assert abs(w.std() - 1) < 0.02 and abs(w.mean()) < 0.02
+    # constants written (the padding row, LayerNorm's ones and zeros below), not computed
     np.testing.assert_array_equal(w[3], 0)
     ln = ng.nn.LayerNorm(3)
     np.testing.assert_array_equal(_numpy(ln.weight), 1)
@@ -388,6 +389,7 @@ def test_other_defaults_and_seeding():
     ng.manual_seed(7)
     b = _numpy(ng.nn.Linear(3, 3).weight)
     c = _numpy(ng.nn.Linear(3, 3).weight)
+    # the same seed: the same draws by the same code, bits included
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(b, c)
     assert ng.nn.Linear(2, 2, dtype=ng.float64).weight.dtype is ng.float64
@@ -404,8 +406,10 @@ def test_dropout_training():
     assert abs((values == 0).mean() - 0.25) < 0.01
     assert y.grad_fn.name() == "MulBackward0"  # as PyTorch on the CPU
     y.sum().backward()
+    # bits: both are 1 * the mask's scale (0 or 1 / 0.75), the same one product
     np.testing.assert_array_equal(_numpy(x.grad), values)
     assert ng.nn.functional.dropout(x, 0.0) is x
+    # zeros: every element dropped
     np.testing.assert_array_equal(_numpy(ng.nn.functional.dropout(x, 1.0)), 0)
     z = x * 1
     assert ng.nn.Dropout(0.5, inplace=True)(z) is z

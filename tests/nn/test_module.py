@@ -158,6 +158,7 @@ def test_zero_grad_sets_none_by_default():
     lin(ng.randn(4, 3)).sum().backward()
     assert lin.weight.grad is not None
     lin.zero_grad(set_to_none=False)
+    # zeros written, not computed
     np.testing.assert_array_equal(lin.weight.grad.numpy(), 0)
     lin.zero_grad()
     assert lin.weight.grad is None and lin.bias.grad is None
@@ -182,6 +183,7 @@ def test_state_dict_round_trip_and_sharing():
     result = b.load_state_dict(sd)
     assert repr(result) == "<All keys matched successfully>"
     for (n, p), (_, q) in zip(a.named_parameters(), b.named_parameters()):
+        # loading copies the values: the same bits
         np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy(), err_msg=n)
     assert b.heads[0].weight is b.heads[0].weight  # loaded in place
     w = b.heads[0].weight
@@ -250,6 +252,7 @@ def test_load_state_dict_assign():
     new = {"weight": ng.ones(2, 2), "bias": ng.zeros(2)}
     net.load_state_dict(new, assign=True)
     assert isinstance(net.weight, ng.nn.Parameter) and net.weight.requires_grad
+    # the tensor assigned, not computed
     np.testing.assert_array_equal(net.weight.detach().numpy(), 1)
 
 
@@ -283,6 +286,7 @@ def test_to_keeps_parameter_objects_and_resets_accumulators():
 
 def test_deepcopy_and_pickle():
     net = build(ng)
+    # (copies and pickles below keep the values: the same bits)
     clone = copy.deepcopy(net)
     assert isinstance(clone.scale, ng.nn.Parameter)
     assert clone.scale is not net.scale
@@ -348,12 +352,14 @@ def test_parameter_is_a_tensor_subclass():
     assert not ng.nn.Parameter(ng.ones(1), requires_grad=False).requires_grad
     assert ng.nn.Parameter().shape == (0,)
     (p.relu() * ng.tensor([3.0, 3.0])).sum().backward()
+    # exact: 3 * 1 and 0
     np.testing.assert_array_equal(p.grad.numpy(), [3.0, 0.0])
     # a Parameter shares memory with its source, as in PyTorch
     src = ng.zeros(2)
     q = ng.nn.Parameter(src)
     with ng.no_grad():
         q.add_(1.0)
+    # 0 + 1, exact, through shared memory
     np.testing.assert_array_equal(src.numpy(), [1.0, 1.0])
     with pytest.raises(RuntimeError, match="floating point"):
         ng.nn.Parameter(ng.tensor([1, 2]))

@@ -173,6 +173,7 @@ def test_dropout_between_layers_is_random_in_training(name):
     first, second = layer(x)[0], layer(x)[0]
     assert not np.allclose(first.detach().numpy(), second.detach().numpy())
     layer.eval()
+    # eval mode: the same kernels on the same inputs twice, the same bits
     np.testing.assert_array_equal(layer(x)[0].detach().numpy(), layer(x)[0].detach().numpy())
 
 

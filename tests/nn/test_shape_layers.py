@@ -118,6 +118,7 @@ def test_layer_parity(name):
 
 def test_pixel_unshuffle_inverts_pixel_shuffle():
     x = ng.randn(2, 3, 4, 6)
+    # bits: both only move values
     np.testing.assert_array_equal(
         ng.nn.functional.pixel_shuffle(ng.nn.functional.pixel_unshuffle(x, 2), 2).numpy(),
         x.numpy(),

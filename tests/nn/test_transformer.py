@@ -479,6 +479,7 @@ def test_transformer_dropout_is_random_in_training_only():
     x = ng.randn(T_SRC, B, D, dtype=ng.float64)
     assert not np.allclose(layer(x).detach().numpy(), layer(x).detach().numpy())
     layer.eval()
+    # eval mode: the same kernels on the same inputs twice, the same bits
     np.testing.assert_array_equal(layer(x).detach().numpy(), layer(x).detach().numpy())
 
 
@@ -528,6 +529,7 @@ def test_init_matches_pytorch_distributions(make):
     for name in names:
         a, b = np.stack(draws[("nbgrad", name)]), np.stack(draws[("torch", name)])
         if b.std() == 0:
+            # constants (ones, zeros) written, not computed
             np.testing.assert_array_equal(a, b, err_msg=name)
             continue
         se = b.std() / np.sqrt(b.size)
@@ -548,6 +550,7 @@ def test_generate_square_subsequent_mask_matches_pytorch():
     ours = ng.nn.Transformer.generate_square_subsequent_mask(4)
     theirs = torch.nn.Transformer.generate_square_subsequent_mask(4)
     assert ours.dtype == ng.float32
+    # zeros and -inf written, not computed
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
 

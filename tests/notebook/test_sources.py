@@ -69,6 +69,7 @@ def test_nbgrad_source_tensor_facts_and_gradient_nodes():
     assert NBGRAD.gradient_node(fresh) is NBGRAD.gradient_node(fresh, create=False)
     x.sum().backward()
     assert NBGRAD.grad(x) is x.grad and NBGRAD.grad(y) is None
+    # the data itself (ones), not computed
     np.testing.assert_array_equal(NBGRAD.to_numpy(x), np.ones((2, 3)))
 
 

@@ -54,6 +54,7 @@ def test_a_recorded_torch_model(name):
     model, loss, rec, grads = _run(name, recorded=True)
     _, _, _, plain = _run(name, recorded=False)
     # torch's gradients are those of a run without the recorder
+    # bits: the recorder only watches; torch runs the same kernels on the same values
     assert all(torch.equal(a, b) for a, b in zip(grads, plain))
     assert rec.graph_source is TORCH and not rec.mixed
     # every call is a record with the user's line (the model code is in test_torch_source.py),
@@ -94,6 +95,7 @@ def test_a_recorded_torch_model(name):
     loss.backward()
     assert not after.passes and len(rec.passes) == 1
     # ... and a backward after the block adds one more gradient, as torch alone would
+    # bits: accumulation is the same one correctly rounded addition as b + g
     assert all(torch.equal(p.grad, b + g) for p, b, g in zip(model.parameters(), before, grads))
 
 
@@ -106,6 +108,7 @@ def test_a_failing_torch_backward_is_a_failed_pass():
             y.backward()
     first, second = rec.passes
     assert first.error is None and second.error.startswith("RuntimeError")
+    # exact: 1 * 2
     assert torch.equal(x.grad, torch.full((3,), 2.0))
 
 
@@ -195,6 +198,7 @@ def test_hooks_on_torch_objects_from_the_editor(ip):
     editor.run_backward()
     assert editor.error == "" and editor.status.endswith("1 hooks fired")
     want = _plain_grads(lambda go: (go[0] * 2,))
+    # bits: the same seed, model and hook: torch runs the same kernels on the same values
     assert all(torch.equal(p.grad, w) for p, w in zip(model.parameters(), want))
     [fired] = editor.fired
     assert fired["hook"] == hid and fired["kind"] == "prehook" and fired["changed"]
@@ -204,6 +208,7 @@ def test_hooks_on_torch_objects_from_the_editor(ip):
     editor.zero_grad()
     editor.run_backward()
     plain = _plain_grads()
+    # bits: the same seed and model, the hook off: the same kernels on the same values
     assert all(torch.equal(p.grad, w) for p, w in zip(model.parameters(), plain))
     assert editor.fired == []
     editor.set_target(model[0].weight)
@@ -280,6 +285,7 @@ def test_an_editor_hook_doubles_what_it_should(name):
     _second_node(plain_loss).register_prehook(lambda go: tuple(g * 2 for g in go))
     plain_loss.backward()
     want = [p.grad for p in plain_model.parameters()]
+    # bits: the same seed, model and hook: torch runs the same kernels on the same values
     assert all(torch.equal(a, b) for a, b in zip(got, want))
     torch.manual_seed(0)
     unhooked_model, unhooked_loss = MODELS[name]()

@@ -40,6 +40,8 @@ def _rates(lib, name, steps=14):
 @pytest.mark.parametrize("name", SCHEDULES)
 def test_rates_like_pytorch(name):
     ours, theirs = _rates(ng, name), _rates(torch, name)
+    # bits: the rates are Python floats computed by the same expressions as PyTorch's
+    # schedulers (plain Python), in the same order, with the same math functions
     assert ours[0] == theirs[0]  # every rate, bit for bit
     assert ours[1] == theirs[1] and ours[3] == theirs[3]
     assert ours[2] == pytest.approx(theirs[2], rel=1e-6)  # the weights (float32 updates)
@@ -65,6 +67,7 @@ def test_a_schedule_resumes_from_its_state_dict():
             sched2.step()
         return sched2.get_last_lr(), sched2.last_epoch
 
+    # bits: rates halved from 1.0, exact
     assert run(ng) == run(torch)
 
 

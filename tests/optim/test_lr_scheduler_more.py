@@ -118,6 +118,8 @@ def test_rates_like_pytorch(name, make_opt):
     ours, our_state = rates(ng, make_opt, make_sched)
     theirs, their_state = rates(torch, make_opt, make_sched)
     for step, (a, b) in enumerate(zip(ours, theirs)):
+        # bits: Python floats computed by the same expressions as PyTorch's schedulers (plain
+        # Python), in the same order, with the same math functions
         assert a == b, step  # rates and group options (momentum, betas), bit for bit
     assert set(our_state) == set(their_state)
     for key, value in their_state.items():
@@ -201,6 +203,7 @@ def plateau(lib, kwargs, as_tensor=False):
 def test_reduce_on_plateau_like_pytorch(name):
     ours, our_state = plateau(ng, PLATEAU[name], as_tensor=name == "default")
     theirs, their_state = plateau(torch, PLATEAU[name], as_tensor=name == "default")
+    # bits: Python floats, each rate the last one times the factor, as in PyTorch's
     assert ours == theirs
     assert len({tuple(r) for r in theirs}) > 1  # the rate did change
     assert our_state == their_state
@@ -223,6 +226,7 @@ def test_reduce_on_plateau_resumes_from_a_state_dict():
     for m in metrics[25:]:
         sched2.step(m)
         ours.append(sched2.get_last_lr())
+    # bits: Python floats, each rate the last one times the factor, as in PyTorch's
     assert ours == theirs
 
 

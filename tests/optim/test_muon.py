@@ -44,6 +44,11 @@ def test_newton_schulz_is_pytorchs_bit_for_bit(shape):
     rng = np.random.default_rng(sum(shape))
     for _ in range(5):
         g = rng.standard_normal(shape)
+        # bits: products of bfloat16 values are exact in float32, and both sides sum them in
+        # float32 and round each result once to bfloat16 (NOTE [Muon's bfloat16]): a few-term sum
+        # rounds alike in any order but at a rare bfloat16 tie; held with PyTorch's kernels for
+        # every CPU (ATEN_CPU_CAPABILITY=default) and OpenBLAS's for older ones
+        # (OPENBLAS_CORETYPE=Haswell, Nehalem, Prescott)
         expected = theirs(torch.tensor(g), (3.4445, -4.7750, 2.0315), 5, 1e-7).float().numpy()
         np.testing.assert_array_equal(
             _zeropower_via_newtonschulz(g, (3.4445, -4.7750, 2.0315), 5, 1e-7), expected

@@ -34,6 +34,7 @@ def test_zero_grad(lib):
     opt = lib.optim.SGD([p], lr=0.1)
     (p * 2).sum().backward()
     opt.zero_grad(set_to_none=False)
+    # zeros written, not computed
     assert p.grad is not None and p.grad.tolist() == [0.0, 0.0]
     opt.zero_grad()
     assert p.grad is None
@@ -50,6 +51,7 @@ def test_add_param_group_and_defaults():
     opt.param_groups[0]["lr"] = 1.0  # changing a group's option takes effect at the next step
     a.grad = ng.ones(1)
     opt.step()
+    # exact: 1 - 1.0 * 1
     assert a.item() == 0.0
     assert "Parameter Group 1" in repr(opt) and "lr: 0.5" in repr(opt)
 

@@ -74,6 +74,8 @@ def test_rates_like_pytorch(name, make_opt):
     ours, our_state = rates(ng, make_opt, make_sched)
     theirs, their_state = rates(torch, make_opt, make_sched)
     for step, (a, b) in enumerate(zip(ours, theirs)):
+        # bits: Python floats computed by the same expressions as PyTorch's schedulers (plain
+        # Python), in the same order, with the same math functions
         assert a == b, step  # rates and group options (momentum, betas), bit for bit
     assert set(our_state) == set(their_state)
     for key, value in their_state.items():

@@ -81,6 +81,7 @@ def test_skips_parameters_without_grad_and_returns_closure_loss():
         loss.backward()
         return loss
 
+    # exact: whole numbers and halves (1 - 0.5 * 3)
     assert opt.step(closure).item() == 6.0
     assert a.tolist() == [-0.5, -0.5] and b.tolist() == [1.0, 1.0]
 
