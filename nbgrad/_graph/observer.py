@@ -179,6 +179,9 @@ class _Current(threading.local):
     graph_task = None  # the graph task whose node this thread is running (queue_callback)
     depth = 0  # nested execute() calls on this thread (reentrant backward)
     device_queue = None  # on a device worker: the queue it serves
+    # false inside a pass that has ``inputs`` (``grad``, ``backward(inputs=)``) and in any pass
+    # started inside one: reentrant checkpoint cannot run there (``_is_checkpoint_valid``)
+    checkpoint_valid = True
 
 
 current = _Current()
