@@ -473,6 +473,15 @@ class _StopRecomputationError(Exception):
     """Raised by the recomputation's pack hook once every needed tensor is back (early stop)."""
 
 
+# NOTE [Early stop leaves no cycle]
+# The early stop is an exception raised from deep inside the recomputation, possibly through a
+# backward run inside the checkpointed function (whose GraphTask keeps the exception, whose
+# traceback keeps the frames that hold that GraphTask): a reference cycle that would keep the
+# recomputed graph, and the nodes of the forward it reaches, alive until the cyclic garbage
+# collector runs. PyTorch's C++ frames hold nothing, so its graph dies at once. Once the stop
+# is caught, the frames it went through are finished: clearing their locals breaks the cycle.
+
+
 class _recomputation_hook(saved_tensors_hooks):
     """The hooks in force while a frame recomputes in the pass ``gid``: each tensor saved is
     filed under its forward twin's holder (NOTE [Nestable checkpoint], rules 4-6)."""
@@ -536,8 +545,9 @@ class _checkpoint_hook(saved_tensors_hooks):
                 try:
                     with _recomputation_hook(weakref.ref(frame), gid), enable_grad():
                         frame.recompute_fn(*args)
-                except _StopRecomputationError:
-                    pass
+                except _StopRecomputationError as stop:
+                    # See NOTE [Early stop leaves no cycle]
+                    traceback.clear_frames(stop.__traceback__)
                 frame.is_recomputed[gid] = True
                 frame.check_recomputed_tensors_match(gid)
             _internal_assert(gid in holder.handles)
