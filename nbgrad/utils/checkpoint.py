@@ -17,6 +17,7 @@ again to get them. Two ways, as in PyTorch:
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import threading
 import traceback
@@ -27,7 +28,9 @@ from collections import defaultdict
 
 from nbgrad import _random
 from nbgrad._graph.grad_mode import enable_grad, is_grad_enabled, no_grad
-from nbgrad._graph.observer import GraphObserver, observe
+from nbgrad._graph.graph import UINT64_MAX, next_sequence_nr
+from nbgrad._graph.observer import GraphObserver, backward_observer, forward_observer, observe
+from nbgrad._graph.observer import current as _current
 from nbgrad.autograd import _is_checkpoint_valid
 from nbgrad.autograd import backward as _backward
 from nbgrad.autograd.function import Function
@@ -130,6 +133,65 @@ def _forward_rng_state(preserve_rng_state, fwd_state):
         _random.set_rng_state(surrounding)
 
 
+# NOTE [Recomputation, seen]
+# Tools see a checkpointed segment as one group and its recomputation as it happens. Each
+# checkpoint has an id. While something watches forward calls (the notebook's recorder), the
+# nodes a segment's forward made carry it as ``metadata["checkpoint"]``: those reached from its
+# outputs whose sequence numbers were taken during its forward (the reentrant kind makes one
+# node, CheckpointFunctionBackward). A recomputation is reported to the observer of the pass it
+# runs in, as ``recompute_start`` and ``recompute_end`` around the forward calls it makes, on
+# the thread that runs it; nothing is marked or reported when nothing watches.
+_checkpoint_ids = itertools.count()
+
+
+def _mark_segment(outputs, checkpoint_id, first_sequence_nr):
+    """``metadata["checkpoint"] = checkpoint_id`` on the nodes made since ``first_sequence_nr``
+    that ``outputs`` (tensors, in any nesting of tuples, lists and dicts) reach."""
+    end = next_sequence_nr()
+    stack, seen = [], set()
+
+    def visit(value):
+        if isinstance(value, Tensor):
+            stack.append(value.grad_fn)
+        elif isinstance(value, (tuple, list)):
+            for v in value:
+                visit(v)
+        elif isinstance(value, dict):
+            for v in value.values():
+                visit(v)
+
+    visit(outputs)
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        if first_sequence_nr <= node._sequence_nr_ < end and node._sequence_nr_ != UINT64_MAX:
+            node.metadata["checkpoint"] = checkpoint_id
+            stack.extend(fn for fn, _ in node.next_functions)
+
+
+@contextlib.contextmanager
+def _reported_recomputation(checkpoint_id, reentrant):
+    """Report the block, a recomputation, to the observer of the pass running on this thread."""
+    graph_task = _current.graph_task
+    observer = graph_task.observer if graph_task is not None else backward_observer()
+    if observer is None:
+        yield
+        return
+    observer.recompute_start(graph_task, checkpoint_id, reentrant)
+    error = None
+    try:
+        yield
+    except _StopRecomputationError:
+        raise  # an early stop: the recomputation ended as planned
+    except BaseException as e:
+        error = e
+        raise
+    finally:
+        observer.recompute_end(graph_task, checkpoint_id, error)
+
+
 # -- use_reentrant=True ---------------------------------------------------------------------
 
 
@@ -143,6 +205,9 @@ class CheckpointFunction(Function):
         check_backward_validity(args)
         ctx.run_function = run_function
         ctx.preserve_rng_state = preserve_rng_state
+        ctx.checkpoint_id = next(_checkpoint_ids)  # See NOTE [Recomputation, seen]
+        if forward_observer:
+            ctx.metadata["checkpoint"] = ctx.checkpoint_id
         if preserve_rng_state:
             ctx.fwd_cpu_state = _random.get_rng_state()
         # the non-tensor inputs are kept in ctx; the tensors are saved, and put back in backward
@@ -173,7 +238,10 @@ class CheckpointFunction(Function):
         inputs = list(ctx.inputs)
         for i, tensor in zip(ctx.tensor_indices, ctx.saved_tensors):
             inputs[i] = tensor
-        with _forward_rng_state(ctx.preserve_rng_state, getattr(ctx, "fwd_cpu_state", None)):
+        with (
+            _reported_recomputation(ctx.checkpoint_id, reentrant=True),
+            _forward_rng_state(ctx.preserve_rng_state, getattr(ctx, "fwd_cpu_state", None)),
+        ):
             detached_inputs = detach_variable(tuple(inputs))
             with enable_grad():
                 outputs = ctx.run_function(*detached_inputs)
@@ -264,7 +332,7 @@ def checkpoint(
     gen = _checkpoint_without_reentrant_generator(
         function, preserve, context_fn, determinism_check, debug, early_stop, *args, **kwargs
     )
-    next(gen)  # before the forward: the hooks go on
+    frame = next(gen)  # before the forward: the hooks go on
     try:
         ret = function(*args, **kwargs)
     except BaseException as e:
@@ -276,6 +344,8 @@ def checkpoint(
     try:
         next(gen)  # after the forward: the hooks come off
     except StopIteration:
+        if frame is not None and forward_observer:  # See NOTE [Recomputation, seen]
+            _mark_segment(ret, frame.checkpoint_id, frame.first_sequence_nr)
         return ret
     raise AssertionError(
         "torch.utils.checkpoint: expected context_fn generator to yield "
@@ -412,6 +482,8 @@ class _CheckpointFrame:
         self.x_metadatas = []
         self.forward_completed = False
         self.ignore_saved_mismatch = False
+        self.checkpoint_id = next(_checkpoint_ids)  # See NOTE [Recomputation, seen]
+        self.first_sequence_nr = None
 
     def save_inputs(self, *args):
         # made while an enclosing checkpoint's hooks are on: saved to it (NOTE [Nestable
@@ -543,7 +615,11 @@ class _checkpoint_hook(saved_tensors_hooks):
             if not frame.is_recomputed[gid]:
                 args = frame.get_inputs()
                 try:
-                    with _recomputation_hook(weakref.ref(frame), gid), enable_grad():
+                    with (
+                        _reported_recomputation(frame.checkpoint_id, reentrant=False),
+                        _recomputation_hook(weakref.ref(frame), gid),
+                        enable_grad(),
+                    ):
                         frame.recompute_fn(*args)
                 except _StopRecomputationError as stop:
                     # See NOTE [Early stop leaves no cycle]
@@ -593,8 +669,8 @@ def _checkpoint_without_reentrant_generator(
     *args,
     **kwargs,
 ):
-    """The non-reentrant checkpoint around one forward: yields once before it runs (the
-    hooks on) and returns after it (the hooks off)."""
+    """The non-reentrant checkpoint around one forward: yields its frame (None when grad
+    mode is off) before it runs (the hooks on) and returns after it (the hooks off)."""
     unpack_error_cb = None
     if _checkpoint_debug_enabled if _checkpoint_debug_enabled is not None else debug:
         if context_fn is not noop_context_fn:
@@ -619,13 +695,14 @@ def _checkpoint_without_reentrant_generator(
     )
     new_frame = _CheckpointFrame(recompute_fn, early_stop, unpack_error_cb, metadata_fn)
     if not is_grad_enabled():  # nothing will be saved: nothing to recompute
-        yield
+        yield None
         return
     new_frame.save_inputs(*args)
+    new_frame.first_sequence_nr = next_sequence_nr()
     forward_context_suppressed_exc = False
     with _checkpoint_hook(new_frame), forward_context:
         try:
-            yield
+            yield new_frame
         except BaseException:
             forward_context_suppressed_exc = True
             raise

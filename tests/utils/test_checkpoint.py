@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import re
+import threading
 import warnings
 import weakref
 
@@ -17,6 +18,7 @@ import torch.utils.checkpoint
 
 import nbgrad as ng
 import nbgrad.utils.checkpoint
+from nbgrad.autograd.graph import GraphObserver, observe
 
 LIBS = pytest.mark.parametrize("lib", [ng, torch], ids=["nbgrad", "torch"])
 REENTRANT = pytest.mark.parametrize("use_reentrant", [True, False])
@@ -544,3 +546,58 @@ def test_the_graph_dies_with_its_output_without_the_garbage_collector(early_stop
         assert [r for r in refs if r() is not None] == []
     finally:
         gc.enable()
+
+
+# -- what tools see (NOTE [Recomputation, seen]) -------------------------------------------------
+@REENTRANT
+def test_observers_see_the_segment_and_its_recomputation_inside_backward(use_reentrant):
+    class Log(GraphObserver):
+        def __init__(self):
+            self.events = []
+
+        def forward(self, op, args, attrs, result, elapsed):
+            self.events.append(("forward", op.name))
+
+        def node_start(self, graph_task, node, inputs):
+            self.events.append(("node", node.name(), node.metadata.get("checkpoint")))
+
+        def recompute_start(self, graph_task, checkpoint_id, reentrant):
+            thread = threading.current_thread().name
+            self.events.append(("recompute_start", checkpoint_id, reentrant, thread))
+
+        def recompute_end(self, graph_task, checkpoint_id, error):
+            self.events.append(("recompute_end", checkpoint_id, error))
+
+    log = Log()
+    with observe(log):
+        x = ng.tensor([0.5, 1.0], requires_grad=True)
+        y = ng.utils.checkpoint.checkpoint(
+            lambda t: t.sin().cos().clone(), x * 2, use_reentrant=use_reentrant
+        )
+        start = len(log.events)
+        (y * 3).sum().backward()
+    events = log.events[start:]
+    nodes = [e[1:] for e in events if e[0] == "node"]
+    starts = [e for e in events if e[0] == "recompute_start"]
+    assert len(starts) == 1
+    _, checkpoint_id, reentrant, thread = starts[0]
+    assert reentrant is use_reentrant and thread == threading.current_thread().name
+    recomputed = events[
+        events.index(starts[0]) + 1 : events.index(("recompute_end", checkpoint_id, None))
+    ]
+    if use_reentrant:  # one node for the segment; all of it runs again, then its own backward
+        assert ("CheckpointFunctionBackward", checkpoint_id) in nodes
+        assert recomputed == [("forward", "sin"), ("forward", "cos"), ("forward", "clone")]
+        assert ("CloneBackward0", None) in nodes  # the recomputed graph's, in the inner pass
+    else:  # the segment's own nodes; the first unpack (CosBackward0's) recomputes up to cos
+        segment = [n for n in nodes if n[1] == checkpoint_id]
+        assert [n[0] for n in segment] == ["CloneBackward0", "CosBackward0", "SinBackward0"]
+        assert events.index(starts[0]) > events.index(("node", "CosBackward0", checkpoint_id))
+        assert recomputed == [("forward", "sin")]  # stopped as cos saved its input
+    assert ("node", "MulBackward0", None) in events  # x * 2, outside the segment
+
+
+def test_nothing_is_marked_when_nothing_watches():
+    x = ng.tensor([0.5, 1.0], requires_grad=True)
+    y = ng.utils.checkpoint.checkpoint(lambda t: t.sin().cos(), x, use_reentrant=False)
+    assert "checkpoint" not in y.grad_fn.metadata
