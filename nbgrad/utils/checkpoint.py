@@ -263,6 +263,14 @@ class CheckpointFunction(Function):
         return (None, None) + grads
 
 
+def _explicit(use_reentrant, warning):
+    """``use_reentrant``; when it was not passed, PyTorch 2.13's ``warning`` and True."""
+    if use_reentrant is None:
+        warnings.warn(warning, stacklevel=3)
+        return True
+    return use_reentrant
+
+
 def noop_context_fn():
     """The default ``context_fn``: no context around the forward or the recomputation."""
     return contextlib.nullcontext(), contextlib.nullcontext()
@@ -309,17 +317,15 @@ def checkpoint(
         >>> x.grad
         tensor([ 0.5403, -2.4784])
     """
-    if use_reentrant is None:
-        warnings.warn(
-            "torch.utils.checkpoint: the use_reentrant parameter should be "
-            "passed explicitly. Starting in PyTorch 2.9, calling checkpoint "
-            "without use_reentrant will raise an exception. use_reentrant=False is "
-            "recommended, but if you need to preserve the current default "
-            "behavior, you can pass use_reentrant=True. Refer to docs for more "
-            "details on the differences between the two variants.",
-            stacklevel=2,
-        )
-        use_reentrant = True
+    use_reentrant = _explicit(
+        use_reentrant,
+        "torch.utils.checkpoint: the use_reentrant parameter should be "
+        "passed explicitly. Starting in PyTorch 2.9, calling checkpoint "
+        "without use_reentrant will raise an exception. use_reentrant=False is "
+        "recommended, but if you need to preserve the current default "
+        "behavior, you can pass use_reentrant=True. Refer to docs for more "
+        "details on the differences between the two variants.",
+    )
     preserve = kwargs.pop("preserve_rng_state", True)
     if kwargs and use_reentrant:
         raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
@@ -373,18 +379,16 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
         >>> out.shape
         nbgrad.Size([4, 1])
     """
-    if use_reentrant is None:
-        warnings.warn(
-            "torch.utils.checkpoint.checkpoint_sequential: the use_reentrant "
-            "parameter should be passed explicitly. "
-            "In version 2.9 we will raise an exception if use_reentrant "
-            "is not passed. use_reentrant=False is "
-            "recommended, but if you need to preserve the current default "
-            "behavior, you can pass use_reentrant=True. Refer to docs for more "
-            "details on the differences between the two variants.",
-            stacklevel=2,
-        )
-        use_reentrant = True
+    use_reentrant = _explicit(
+        use_reentrant,
+        "torch.utils.checkpoint.checkpoint_sequential: the use_reentrant "
+        "parameter should be passed explicitly. "
+        "In version 2.9 we will raise an exception if use_reentrant "
+        "is not passed. use_reentrant=False is "
+        "recommended, but if you need to preserve the current default "
+        "behavior, you can pass use_reentrant=True. Refer to docs for more "
+        "details on the differences between the two variants.",
+    )
     preserve = kwargs.pop("preserve_rng_state", True)
     if kwargs:
         raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
