@@ -601,3 +601,33 @@ def test_nothing_is_marked_when_nothing_watches():
     x = ng.tensor([0.5, 1.0], requires_grad=True)
     y = ng.utils.checkpoint.checkpoint(lambda t: t.sin().cos(), x, use_reentrant=False)
     assert "checkpoint" not in y.grad_fn.metadata
+
+
+# -- another device ------------------------------------------------------------------------------
+@REENTRANT
+def test_checkpoint_on_a_device_with_a_worker_thread(use_reentrant):
+    """On the strict test device (arrays of their own type, a worker thread of its own, as a
+    CUDA device), the checkpointed segment recomputes there and gives the CPU's gradients."""
+    from nbgrad import backend
+
+    backend.register_device_type("ckptdev", count=1, strict=True)
+    try:
+        grads = []
+        for device in ("cpu", "ckptdev"):
+            x, w1, w2 = (t.detach().to(device).requires_grad_() for t in _leaves(ng))
+            threads = []
+
+            def fn(x, w1, w2, threads=threads):
+                threads.append(threading.current_thread().name)
+                return _mlp(x, w1, w2)
+
+            out = ng.utils.checkpoint.checkpoint(fn, x, w1, w2, use_reentrant=use_reentrant)
+            out.sin().sum().backward()
+            assert out.device.type == device
+            main = threading.current_thread().name  # the forward; then the recomputation:
+            assert threads[0] == main and len(threads) == 2  # on the thread that runs the node
+            assert threads[1] == main if device == "cpu" else threads[1].startswith("nbgrad-worker")
+            grads.append([_np(t.grad.cpu()) for t in (x, w1, w2)])
+        _assert_same(grads[1], grads[0])
+    finally:
+        backend.unregister_device_type("ckptdev")
