@@ -631,3 +631,45 @@ def test_checkpoint_on_a_device_with_a_worker_thread(use_reentrant):
         _assert_same(grads[1], grads[0])
     finally:
         backend.unregister_device_type("ckptdev")
+
+
+# -- what is kept -------------------------------------------------------------------------------
+@pytest.mark.parametrize("use_reentrant", [True, False, None], ids=["reentrant", "non", "plain"])
+def test_the_activations_inside_the_segment_are_not_kept(use_reentrant):
+    def run(lib):
+        refs = []
+
+        def fn(x):
+            y = x.exp()  # saved by sin, unless checkpointed
+            if not refs:  # the forward, not the recomputation
+                refs.append(weakref.ref(y))
+            return y.sin()
+
+        x = lib.tensor([0.5, 1.0], requires_grad=True)
+        if use_reentrant is None:
+            out = fn(x)
+        else:
+            out = lib.utils.checkpoint.checkpoint(fn, x, use_reentrant=use_reentrant)
+        kept = refs[0]() is not None
+        out.sum().backward()
+        return [kept, _np(x.grad)]
+
+    kept, _ = both(run)
+    assert kept is (use_reentrant is None)
+
+
+@REENTRANT
+def test_in_no_grad_mode_the_function_just_runs(use_reentrant):
+    def run(lib):
+        calls = [0]
+
+        def fn(x):
+            calls[0] += 1
+            return x.exp()
+
+        x = lib.tensor([0.5], requires_grad=True)
+        with lib.no_grad():
+            out = lib.utils.checkpoint.checkpoint(fn, x, use_reentrant=use_reentrant)
+        return [calls[0], out.requires_grad, out.grad_fn is None, _np(out)]
+
+    assert both(run)[:3] == [1, False, True]
