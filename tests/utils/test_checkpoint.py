@@ -18,6 +18,7 @@ import torch.utils.checkpoint
 
 import nbgrad as ng
 import nbgrad.utils.checkpoint
+from nbgrad import backend
 from nbgrad.autograd.graph import GraphObserver, observe
 
 LIBS = pytest.mark.parametrize("lib", [ng, torch], ids=["nbgrad", "torch"])
@@ -608,8 +609,6 @@ def test_nothing_is_marked_when_nothing_watches():
 def test_checkpoint_on_a_device_with_a_worker_thread(use_reentrant):
     """On the strict test device (arrays of their own type, a worker thread of its own, as a
     CUDA device), the checkpointed segment recomputes there and gives the CPU's gradients."""
-    from nbgrad import backend
-
     backend.register_device_type("ckptdev", count=1, strict=True)
     try:
         grads = []
