@@ -40,6 +40,7 @@ the engine, goes through the root package at call time (``nbgrad.autograd.backwa
 5 nn, optim     nn/                 Module, layers (RNN, LSTM, attention, transformer...),
                                     functional, init; optim/: optimizers, lr_scheduler
                 serialization.py    save and load
+                utils/checkpoint.py activation checkpointing (``torch.utils.checkpoint``)
 6 notebook      notebook/sources.py how a graph is read and watched (nbgrad's)
                 notebook/torch_source.py  the same for PyTorch's graph (never imports torch)
                 notebook/records.py     Record, ModuleCall, BackwardTrace, Step: what is kept
@@ -69,6 +70,7 @@ from . import (  # noqa: E402
     dtypes,
     nn,
     optim,
+    utils,
 )
 from ._functions import *  # noqa: E402,F401,F403
 from ._functions_shapes import *  # noqa: E402,F401,F403

@@ -29,7 +29,7 @@ LAYERS = [
     ),
     ("nbgrad._kernels", "nbgrad.derivatives"),
     ("nbgrad.autograd",),
-    ("nbgrad.nn", "nbgrad.optim", "nbgrad.serialization"),
+    ("nbgrad.nn", "nbgrad.optim", "nbgrad.serialization", "nbgrad.utils"),
     ("nbgrad.notebook",),
 ]
 

@@ -906,6 +906,8 @@ class SavedTensor:
                 return t._alias_with_grad_fn(*self._output_of(node))
             if self._weak_grad_fn is not None:
                 return t._alias_with_grad_fn(self._weak_grad_fn, self._output_nr)
+            if not self._requires_grad and not t._requires_grad:
+                return t  # nothing to stand for: the hook's tensor itself, as PyTorch
             acc = self._accumulator() if self._accumulator is not None else None
             return t._alias_as_leaf(self._requires_grad, acc)
         if self._freed:

@@ -59,6 +59,16 @@ class GraphObserver:
     def task_end(self, graph_task, error):
         """The pass ended, with the exception that failed it or None."""
 
+    def recompute_start(self, graph_task, checkpoint_id, reentrant):
+        """A checkpointed segment (``nbgrad.utils.checkpoint``; its nodes carry
+        ``metadata["checkpoint"] == checkpoint_id``) runs its forward again inside
+        ``graph_task`` (None: a saved tensor unpacked outside backward), on this thread: the
+        forward calls until ``recompute_end`` are its recomputation. ``reentrant``: the segment's
+        own backward pass follows, inside this one."""
+
+    def recompute_end(self, graph_task, checkpoint_id, error):
+        """The recomputation ended (early: ``error`` is None too), or failed with ``error``."""
+
 
 class _Fanout(GraphObserver):
     """Several observers called as one, in the order they were installed."""
@@ -99,6 +109,14 @@ class _Fanout(GraphObserver):
     def task_end(self, *args):
         for o in self.observers:
             o.task_end(*args)
+
+    def recompute_start(self, *args):
+        for o in self.observers:
+            o.recompute_start(*args)
+
+    def recompute_end(self, *args):
+        for o in self.observers:
+            o.recompute_end(*args)
 
 
 # The installed observers, and the one object the hot paths call: an empty list, or a list
@@ -179,6 +197,9 @@ class _Current(threading.local):
     graph_task = None  # the graph task whose node this thread is running (queue_callback)
     depth = 0  # nested execute() calls on this thread (reentrant backward)
     device_queue = None  # on a device worker: the queue it serves
+    # false inside a pass that has ``inputs`` (``grad``, ``backward(inputs=)``) and in any pass
+    # started inside one: reentrant checkpoint cannot run there (``_is_checkpoint_valid``)
+    checkpoint_valid = True
 
 
 current = _Current()

@@ -31,6 +31,7 @@ from .grad_mode import (
 )
 from .gradcheck import gradcheck, gradgradcheck
 from .graph import SavedTensor
+from .graph_task import _is_checkpoint_valid as _is_checkpoint_valid
 from .variable import Variable
 
 # NOTE [nbgrad.autograd.torch]

@@ -143,6 +143,8 @@ class Engine:
         prev_grad = _grad_state.enabled
         prev_saved_hooks = _saved_hooks.stack  # see NOTE [Saved-tensor hooks entered in backward]
         prev_running = _anomaly._running.node
+        prev_checkpoint_valid = _current.checkpoint_valid  # as PyTorch's CheckpointValidGuard
+        _current.checkpoint_valid = prev_checkpoint_valid and outputs is None
         _current.graph_task = graph_task
         _current.depth += 1
         try:
@@ -155,6 +157,7 @@ class Engine:
             raise
         finally:
             _current.graph_task = prev
+            _current.checkpoint_valid = prev_checkpoint_valid
             _anomaly._running.node = prev_running
             _current.depth -= 1
             _grad_state.enabled = prev_grad

@@ -187,6 +187,13 @@ def current_graph_task_id() -> int:
     return -1 if graph_task is None else graph_task.task_id
 
 
+def _is_checkpoint_valid() -> bool:
+    """Whether a reentrant checkpoint may run its backward here (PyTorch's
+    ``torch.autograd._is_checkpoint_valid``): not inside a pass that has ``inputs``
+    (``grad``, ``backward(inputs=)``), nor in a pass started inside one."""
+    return _current.checkpoint_valid
+
+
 def will_engine_execute_node(node) -> bool:
     """Whether the backward pass running on this thread will run ``node`` (PyTorch's
     ``torch._C._will_engine_execute_node``): it is reachable, and needed for ``inputs=``."""
