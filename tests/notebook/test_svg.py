@@ -59,7 +59,11 @@ def test_trace_svg_numbers_the_steps():
     texts = _texts(svg)
     mul = tr["steps"][2]["node"]
     assert f"step 3 / 5: running MulBackward0 ({mul}) on cpu" in texts, texts
-    assert "ready queue (cpu): empty" in texts
+    # the queue as the step left it: the two leaves it made ready (issue 33, point 7)
+    made = tr["steps"][2]["made_ready"]
+    assert len(made) == 2
+    queue = " ".join(texts)
+    assert "ready queue (cpu): AccumulateGrad (" in queue and all(m in queue for m in made)
     assert 'stroke-width="3"' in svg
     assert trace_svg(tr, index=2) == svg  # index: the same as position index + 1
     texts = _texts(trace_svg(tr, position=6))
