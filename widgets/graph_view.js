@@ -16,6 +16,79 @@ const MAX_RESULTS = 20;
 // details panel goes below the graph, so the canvas keeps the widget's whole width
 const NARROW = 760;
 
+/**
+ * The heading of a failed cell's graph (as svg.py's footer): the cell line that raised, or,
+ * when no line of the cell's code raised (``--backward EXPR``'s own expression failed), that
+ * the forward ran and what failed after it.
+ * @param {Failure} failure
+ */
+export function failureTitle(failure) {
+  return failure.line ? `The forward failed at line ${failure.line}:`
+    : "The forward ran; then the cell failed:";
+}
+
+// NOTE [Search ranking]
+// A newcomer types a name they know: a variable, a parameter, an op. So an exact name comes
+// first (its own case before another), then names that start with the query (leaves and
+// parameters before ops; a dotted name's last part counts: "weight" finds model.0.weight),
+// then names with a word that starts with it (Backward0 in TanhBackward0), and only for two
+// characters or more, names and module paths that merely contain it: one letter ("W") would
+// match every "...Backward0". Within a rank, leaves first, then shorter names, then the
+// graph's order. A row names the node once, then what tells it apart (the op of a leaf's
+// AccumulateGrad, the module, the line).
+
+/**
+ * The search results for ``query``, best first (NOTE [Search ranking]).
+ * @param {string} query
+ * @param {Iterable<ViewNode>} nodeList nodes with their defaults filled in
+ * @param {Iterable<SnapGroup>} groupList
+ * @returns {{kind: ("node"|"group"), id: string, text: string, note: string}[]}
+ */
+export function rankMatches(query, nodeList, groupList) {
+  const raw = query.trim();
+  const q = raw.toLowerCase();
+  if (!q) return [];
+  const groupsById = new Map();
+  for (const g of groupList) groupsById.set(g.id, g);
+  const line = /^line\s*(\d+)$/.exec(q);
+  const found = [];
+  let order = 0;
+  const rank = (names) => {
+    let best = Infinity;
+    for (const name of names) {
+      if (!name) continue;
+      const low = name.toLowerCase();
+      const last = low.split(".").pop();
+      const words = name.split(/[._\s:]+|(?=[A-Z][a-z])/).map((w) => w.toLowerCase());
+      const r = name === raw ? 0 : low === q ? 1 : low.startsWith(q) || last.startsWith(q) ? 2
+        : words.some((w) => w.startsWith(q)) ? 3 : q.length > 1 && low.includes(q) ? 4 : Infinity;
+      best = Math.min(best, r);
+    }
+    return best;
+  };
+  for (const n of nodeList) {
+    const path = n.group ? groupsById.get(n.group)?.path ?? "" : "";
+    let r = line ? (n.line === Number(line[1]) ? 0 : Infinity) : rank([n.label, n.name]);
+    if (r === Infinity && !line && q.length > 1 && path.toLowerCase().includes(q)) r = 5;
+    if (r === Infinity) continue;
+    const note = [n.name !== n.label ? n.name : null, path || null,
+      n.line ? `line ${n.line}` : null].filter(Boolean).join(" · ");
+    const leaf = n.kind === "leaf" ? 0 : 1;
+    found.push({ r, leaf, len: n.label.length, order: order++,
+      m: { kind: "node", id: n.id, text: n.label, note } });
+  }
+  if (!line) {
+    for (const g of groupsById.values()) {
+      const r = rank([g.path, g.type, g.name]);
+      if (r === Infinity) continue;
+      found.push({ r, leaf: 1, len: g.path.length, order: order++,
+        m: { kind: "group", id: g.id, text: `${g.path}: ${g.type}`, note: "module" } });
+    }
+  }
+  found.sort((a, b) => a.r - b.r || a.leaf - b.leaf || a.len - b.len || a.order - b.order);
+  return found.slice(0, MAX_RESULTS).map((x) => x.m);
+}
+
 function render({ model, el }) {
   el.classList.add("nbg-graph");
   const snapshot = jsonTrait(model, "_snapshot_json");
@@ -28,6 +101,7 @@ function render({ model, el }) {
     title: "search by node name, variable or parameter name, module path, or 'line 12'",
   });
   const results = h("div", { class: "nbg-results" });
+  const find = h("span", { class: "nbg-find" }, search, results);
   const expandAll = h("button", { onclick: () => model.send({ type: "expand_all" }),
     title: "show every node: no group collapsed, no series folded" }, "Expand all");
   const collapseAll = h("button", { onclick: () => model.send({ type: "collapse_all" }),
@@ -41,7 +115,7 @@ function render({ model, el }) {
       title: "zoom in (or Ctrl + wheel)", "data-nbg-local": true }, "+"),
     h("button", { onclick: () => { userMoved = true; zoomBy(0.8); },
       title: "zoom out (or Ctrl + wheel)", "data-nbg-local": true }, "−"),
-    h("span", { class: "nbg-find" }, search, results),
+    find,
     expandAll,
     collapseAll,
     passSelect,
@@ -238,34 +312,13 @@ function render({ model, el }) {
   minimap.addEventListener("pointerup", () => { miniDrag = false; });
 
   // search: node names, variable and parameter names, module paths, source lines
-  function matches(query) {
-    const q = query.trim().toLowerCase();
-    if (!q) return [];
-    const line = /^line\s*(\d+)$/.exec(q);
-    const out = [];
-    for (const n of nodes.values()) {
-      const path = n.group ? groups.get(n.group)?.path ?? "" : "";
-      const hit = line ? n.line === Number(line[1])
-        : n.label.toLowerCase().includes(q) || n.name.toLowerCase().includes(q) ||
-          path.toLowerCase().includes(q);
-      if (hit) out.push({ kind: "node", id: n.id, text: n.label, note: path || n.name });
-      if (out.length >= MAX_RESULTS) return out;
-    }
-    for (const g of groups.values()) {
-      if (line) break;
-      if (g.path.toLowerCase().includes(q) || g.type.toLowerCase().includes(q)) {
-        out.push({ kind: "group", id: g.id, text: `${g.path}: ${g.type}`, note: "module" });
-      }
-      if (out.length >= MAX_RESULTS) break;
-    }
-    return out;
-  }
+  const matches = (query) => rankMatches(query, nodes.values(), groups.values());
 
   function showResults() {
     const found = matches(search.value);
     results.replaceChildren(...found.map((m) => h("div", {
       class: "nbg-result", onclick: () => choose(m),
-    }, m.text, h("span", { class: "nbg-muted" }, `  ${m.note}`))));
+    }, m.text, m.note ? h("span", { class: "nbg-muted" }, `  ${m.note}`) : null)));
     if (search.value.trim() && !found.length) {
       results.replaceChildren(h("div", { class: "nbg-muted" }, "no match"));
     }
@@ -302,6 +355,9 @@ function render({ model, el }) {
   }
 
   search.addEventListener("input", showResults);
+  search.addEventListener("focus", showResults);
+  // the list goes when the pointer leaves the search box and the list (Escape, a choice too)
+  find.addEventListener("pointerleave", () => { results.style.display = "none"; });
   search.addEventListener("keydown", (e) => {
     if (e.key === "Enter") {
       const first = matches(search.value)[0];
@@ -333,11 +389,12 @@ function render({ model, el }) {
     boxes = new Map((lay.nodes || []).map((b) => [b.ref, b]));
     const failure = snap.failure || null;
     const roots = new Set(failure ? [] : snap.roots || []); // a failed forward has no output
+    // replaceChildren writes a null as the text "null": only elements go in
     failureBox.replaceChildren(...(failure ? [
-      h("b", {}, `The forward failed at ${failure.line ? `line ${failure.line}` : "the cell"}`),
+      h("b", {}, failureTitle(failure)),
       failure.source ? h("code", {}, ` ${failure.source}`) : null,
       h("div", {}, failure.error),
-    ] : []));
+    ] : []).filter(Boolean));
     failureBox.style.display = failure ? "" : "none";
     boxEls = new Map();
     const frag = document.createDocumentFragment();

@@ -98,8 +98,13 @@ def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None, foo
     failure = snapshot.get("failure")
     roots = set() if failure else set(snapshot.get("roots", ()))  # NOTE [Failed forward]
     if failure:
-        where = f"line {failure['line']}: {failure['source']}" if failure["line"] else "the cell"
-        footer = [(f"The forward failed at {where}", True), (failure["error"], False), *footer]
+        # no line of the cell's code raised: the option's expression did (``--backward los``)
+        title = (
+            f"The forward failed at line {failure['line']}: {failure['source']}"
+            if failure["line"]
+            else "The forward ran; then the cell failed:"
+        )
+        footer = [(title, True), (failure["error"] or "", False), *footer]
     width, height = lay["width"], lay["height"]
     if footer:  # wrapped to the drawing's width (at least 64 characters)
         chars = max(64, int((width - 20) / FOOTER_CHAR))
