@@ -4,11 +4,15 @@
 
 // NOTE [Readable at open] (see nbgrad/notebook/layout.py): the view never opens below READ_K,
 // the zoom at which node labels are 11 px, and opens on the root end of the graph; an overview
-// (the minimap) shows the whole graph and where the view is. "Fit" stays, as a choice.
+// (the minimap) shows the whole graph and where the view is, beside the drawing (never over
+// it), and a line under the drawing says how many boxes are out of view. "Fit" never goes
+// below READ_K either: it makes the canvas as tall as the graph (up to FIT_SCREENS window
+// heights), so that the notebook scrolls where the drawing would have shrunk.
 const READ_K = 1;
 const MAX_K = 1.25;
 const MIN_HEIGHT = 240; // px, the canvas's height bounds while it follows the graph
 const MAX_HEIGHT = 640;
+const FIT_SCREENS = 4;
 const MINIMAP_W = 180;
 const MINIMAP_H = 120;
 const MAX_RESULTS = 20;
@@ -33,8 +37,8 @@ export function failureTitle(failure) {
 // parameters before ops; a dotted name's last part counts: "weight" finds model.0.weight),
 // then names with a word that starts with it (Backward0 in TanhBackward0), and only for two
 // characters or more, names and module paths that merely contain it: one letter ("W") would
-// match every "...Backward0". Within a rank, leaves first, then shorter names, then the
-// graph's order. A row names the node once, then what tells it apart (the op of a leaf's
+// match every "...Backward0". Within a rank, leaves first, then ops, then modules, then
+// shorter names, then the graph's order. A row names the node once, then what tells it apart (the op of a leaf's
 // AccumulateGrad, the module, the line).
 
 /**
@@ -73,7 +77,7 @@ export function rankMatches(query, nodeList, groupList) {
     if (r === Infinity) continue;
     const note = [n.name !== n.label ? n.name : null, path || null,
       n.line ? `line ${n.line}` : null].filter(Boolean).join(" · ");
-    const leaf = n.kind === "leaf" ? 0 : 1;
+    const leaf = n.kind === "leaf" ? 0 : 1; // leaves, then ops, then modules
     found.push({ r, leaf, len: n.label.length, order: order++,
       m: { kind: "node", id: n.id, text: n.label, note } });
   }
@@ -81,7 +85,7 @@ export function rankMatches(query, nodeList, groupList) {
     for (const g of groupsById.values()) {
       const r = rank([g.path, g.type, g.name]);
       if (r === Infinity) continue;
-      found.push({ r, leaf: 1, len: g.path.length, order: order++,
+      found.push({ r, leaf: 2, len: g.path.length, order: order++,
         m: { kind: "group", id: g.id, text: `${g.path}: ${g.type}`, note: "module" } });
     }
   }
@@ -91,6 +95,9 @@ export function rankMatches(query, nodeList, groupList) {
 
 function render({ model, el }) {
   el.classList.add("nbg-graph");
+  const watch = watchKernel(model, el); // NOTE [Released and kernel-gone views]
+  /** A message to the kernel, unless it is gone (a closed comm cannot send). */
+  const send = (msg) => { if (watch.state() !== "gone") model.send(msg); };
   const snapshot = jsonTrait(model, "_snapshot_json");
   const graphLayout = jsonTrait(model, "_layout_json");
   const detailsOf = jsonTrait(model, "_details_json");
@@ -102,9 +109,9 @@ function render({ model, el }) {
   });
   const results = h("div", { class: "nbg-results" });
   const find = h("span", { class: "nbg-find" }, search, results);
-  const expandAll = h("button", { onclick: () => model.send({ type: "expand_all" }),
+  const expandAll = h("button", { onclick: () => send({ type: "expand_all" }),
     title: "show every node: no group collapsed, no series folded" }, "Expand all");
-  const collapseAll = h("button", { onclick: () => model.send({ type: "collapse_all" }),
+  const collapseAll = h("button", { onclick: () => send({ type: "collapse_all" }),
     title: "collapse the top-level groups and fold every series" }, "Collapse all");
   const toolbar = h(
     "div",
@@ -135,9 +142,11 @@ function render({ model, el }) {
   const miniBoxes = s("g");
   const miniView = s("rect", { class: "nbg-minimap-view" });
   minimap.append(miniBoxes, miniView);
-  const stage = h("div", { class: "nbg-stage" }, svg, minimap);
+  const cue = h("div", { class: "nbg-cue", role: "status" }); // what is out of view
+  const stage = h("div", { class: "nbg-stage" }, svg, cue);
   const panel = h("div", { class: "nbg-panel" });
-  const main = h("div", { class: "nbg-main" }, stage, panel);
+  const side = h("div", { class: "nbg-side" }, minimap, panel);
+  const main = h("div", { class: "nbg-main" }, stage, side);
   const errorBox = h("pre", { class: "nbg-error" });
   const failureBox = h("div", { class: "nbg-failure" }); // NOTE [Failed forward] in magics.py
   el.append(toolbar, failureBox, main, errorBox);
@@ -147,6 +156,7 @@ function render({ model, el }) {
   let userMoved = false; // the user panned or zoomed: a resize keeps their view
   let lastWidth = 0;
   let setHeight = ""; // the height this code gave the canvas (the user may drag it to another)
+  let fitted = false; // "Fit" set the canvas's height: the graph's, not the capped one
   let lastSize = "";
   let pendingCenter = null; // a node to centre once it is drawn (a search result)
   /** @type {Map<string, ViewNode>} */ let nodes = new Map();
@@ -162,12 +172,23 @@ function render({ model, el }) {
     drawMiniView();
   }
 
+  /** The whole graph at a readable size: the canvas grows, the notebook scrolls. */
   function fit() {
     /** @type {Layout} */ const lay = graphLayout();
-    const r = svg.getBoundingClientRect();
+    let r = svg.getBoundingClientRect();
     if (!lay || !lay.width || !r.width) return;
-    const k = Math.min(MAX_K, Math.max(0.02, Math.min(r.width / lay.width, r.height / lay.height)));
-    view = { k, x: (r.width - lay.width * k) / 2, y: Math.max(0, (r.height - lay.height * k) / 2) };
+    const cap = FIT_SCREENS * (window.innerHeight || 800);
+    const k = Math.min(MAX_K, Math.max(READ_K, r.width / lay.width));
+    const want = Math.min(cap, Math.ceil(lay.height * k + 20));
+    for (let i = 0; i < 3 && Math.abs(r.height - want) > 1; i++) { // the stage's share of main
+      const m = main.getBoundingClientRect().height;
+      main.style.height = setHeight = `${Math.max(MIN_HEIGHT, Math.round(m + want - r.height))}px`;
+      fitted = true;
+      r = svg.getBoundingClientRect();
+    }
+    userMoved = true;
+    view = { k, x: Math.max(10, (r.width - lay.width * k) / 2), y: 10 };
+    if (lay.width * k > r.width) view.x = 10;
     applyView();
   }
 
@@ -217,7 +238,7 @@ function render({ model, el }) {
 
   // the canvas follows the graph's height (up to a cap) until the user resizes it
   function sizeCanvas() {
-    if (main.style.height && main.style.height !== setHeight) return; // resized by the user
+    if (fitted || (main.style.height && main.style.height !== setHeight)) return; // Fit, user
     /** @type {Layout} */ const lay = graphLayout();
     if (!lay || !lay.height) return;
     const want = Math.round(Math.min(MAX_HEIGHT, Math.max(MIN_HEIGHT, lay.height * READ_K + 24)));
@@ -284,12 +305,38 @@ function render({ model, el }) {
     const fits = lay.width * view.k <= r.width + 1 && lay.height * view.k <= r.height + 1 &&
       view.x >= -1 && view.y >= -1;
     minimap.style.display = fits ? "none" : "";
+    showCue(lay, r);
     const x0 = -view.x / view.k;
     const y0 = -view.y / view.k;
     miniView.setAttribute("x", mini.x + x0 * mini.k);
     miniView.setAttribute("y", mini.y + y0 * mini.k);
     miniView.setAttribute("width", Math.max(2, (r.width / view.k) * mini.k));
     miniView.setAttribute("height", Math.max(2, (r.height / view.k) * mini.k));
+  }
+
+  /** How many boxes are out of view, and where (NOTE [Readable at open]). */
+  function showCue(lay, r) {
+    const all = lay.nodes || [];
+    const out = { above: 0, below: 0, left: 0, right: 0 };
+    let n = 0;
+    for (const b of all) {
+      const x0 = b.x * view.k + view.x;
+      const y0 = b.y * view.k + view.y;
+      const x1 = x0 + b.w * view.k;
+      const y1 = y0 + b.h * view.k;
+      if (x0 >= -1 && y0 >= -1 && x1 <= r.width + 1 && y1 <= r.height + 1) continue;
+      n += 1;
+      if (y1 > r.height + 1) out.below += 1;
+      else if (y0 < -1) out.above += 1;
+      else if (x1 > r.width + 1) out.right += 1;
+      else out.left += 1;
+    }
+    const where = Object.entries(out).filter(([, c]) => c).map(([w, c]) => `${c} ${w}`);
+    cue.textContent = n
+      ? `${n} of ${all.length} boxes out of view (${where.join(", ")}): drag the graph, ` +
+        "use the overview, or Fit to show them all"
+      : `the whole graph is in view (${all.length} boxes)`;
+    cue.classList.toggle("nbg-cue-out", n > 0);
   }
 
   let miniDrag = false;
@@ -340,7 +387,7 @@ function render({ model, el }) {
       pendingCenter = null;
       select(m.id);
     } else {
-      model.send({ type: "reveal", id: m.id }); // expands what hides it, then selects it
+      send({ type: "reveal", id: m.id }); // expands what hides it, then selects it
     }
   }
 
@@ -371,8 +418,8 @@ function render({ model, el }) {
   function select(id) {
     selectedEdge = null;
     model.set("selected", id);
-    model.save_changes();
-    model.send({ type: "select", id });
+    if (watch.state() !== "gone") model.save_changes();
+    send({ type: "select", id });
     highlight();
     showPanel();
   }
@@ -403,7 +450,7 @@ function render({ model, el }) {
       grp.append(s("rect", { x: g.x, y: g.y, width: g.w, height: g.h, rx: 8 }));
       const label = s("text", { x: g.x + 8, y: g.y + 13, class: "nbg-group-label" });
       label.textContent = "▾ " + g.label;
-      label.addEventListener("click", () => model.send({ type: "toggle", group: g.id }));
+      label.addEventListener("click", () => send({ type: "toggle", group: g.id }));
       const title = s("title");
       title.textContent = "click to collapse";
       label.append(title);
@@ -431,7 +478,7 @@ function render({ model, el }) {
       grp.append(title);
       grp.addEventListener("click", () => {
         selectedEdge = e;
-        model.send({ type: "edge", edges: e.edges });
+        send({ type: "edge", edges: e.edges });
         showPanel();
       });
       frag.append(grp);
@@ -474,11 +521,11 @@ function render({ model, el }) {
         : kind === "group" ? "click to expand the module" : b.label;
       grp.append(title);
       if (kind === "series") {
-        grp.addEventListener("click", () => model.send({ type: "toggle_series", series: b.ref }));
+        grp.addEventListener("click", () => send({ type: "toggle_series", series: b.ref }));
       } else if (kind === "group") {
         grp.addEventListener("click", () => {
           select(b.ref);
-          model.send({ type: "toggle", group: b.ref });
+          send({ type: "toggle", group: b.ref });
         });
       } else {
         grp.addEventListener("click", () => select(b.ref));
@@ -524,7 +571,7 @@ function render({ model, el }) {
   }
 
   passSelect.addEventListener("change", () =>
-    model.send({ type: "show_pass", index: Number(passSelect.value) }));
+    send({ type: "show_pass", index: Number(passSelect.value) }));
 
   function highlight() {
     const sel = model.get("selected");
@@ -540,6 +587,27 @@ function render({ model, el }) {
     const n = nodes.get(id);
     return h("a", { href: "#", onclick: (e) => { e.preventDefault(); choose({ kind: "node", id }); } },
       n ? `${n.label} (${id})` : id);
+  }
+
+  // the details come from the kernel: while they do not, say why (NOTE [Released and
+  // kernel-gone views]): a kernel gone or busy, or no answer after LATE_MS
+  let asked = { id: null, at: 0, timer: 0 };
+  function waiting(id) {
+    if (asked.id !== id) {
+      clearTimeout(asked.timer);
+      asked = { id, at: Date.now(), timer: setTimeout(showPanel, LATE_MS) };
+    }
+    const state = watch.state();
+    if (state === "gone") {
+      return "No details: the kernel is gone, and the details of a node come from it. " +
+        "Run the cell again for a live graph.";
+    }
+    if (state === "busy") {
+      clearTimeout(asked.timer);
+      asked.timer = setTimeout(showPanel, LATE_MS);
+      return "waiting for the kernel: it is busy running a cell; the details come once it is idle";
+    }
+    return Date.now() - asked.at >= LATE_MS ? NO_ANSWER : "loading the details…";
   }
 
   function showPanel() {
@@ -564,7 +632,7 @@ function render({ model, el }) {
     if (!id) {
       panel.replaceChildren(h("p", { class: "nbg-muted" },
         "Click a node for its details, an edge for its gradient, a folded series or module to " +
-        "open it; drag to pan, Ctrl + wheel to zoom, the overview (bottom right) to move; " +
+        "open it; drag to pan, Ctrl + wheel to zoom, the overview box to move; " +
         "search above."));
       return;
     }
@@ -575,14 +643,14 @@ function render({ model, el }) {
         h("h4", {}, `${g.path}: ${g.type}`),
         h("table", {}, row("records", `${g.records[0]} – ${g.records[1]}`),
           row("depth", g.depth), g.error ? row("error", g.error) : null),
-        h("button", { onclick: () => model.send({ type: "toggle", group: id }) },
+        h("button", { onclick: () => send({ type: "toggle", group: id }) },
           collapsed ? "Expand" : "Collapse"),
       );
       return;
     }
     if (!det || det.id !== id || !det.node) {
-      panel.replaceChildren(h("p", { class: "nbg-muted" },
-        nodes.has(id) ? "loading the details…" : `${id} is not in this graph`));
+      panel.replaceChildren(h("p", { class: "nbg-muted" }, nodes.has(id) ? waiting(id)
+        : `${id} is not in this graph`));
       return;
     }
     const n = det.node;
@@ -605,21 +673,26 @@ function render({ model, el }) {
     const expandedSeries = [...series.values()].filter((x) => x.expanded);
     if (expandedSeries.length) {
       sections.push(h("p", {}, ...expandedSeries.slice(0, 3).map((x) => h("button", {
-        onclick: () => model.send({ type: "toggle_series", series: x.id }),
+        onclick: () => send({ type: "toggle_series", series: x.id }),
         title: "fold this series again",
       }, `fold ${x.label} ×${x.count}`))));
     }
+    // each gradient once: a leaf's .grad is often the gradient it received, and one incoming
+    // edge carries all of it (the parts of "Gradients in" show only when there are several)
+    const received = n.grad ? n.grad.map(gradText).join("\n") : null;
+    const dotGrad = n.tensor && n.tensor.grad ? gradText(n.tensor.grad) : null;
     if (n.tensor) {
       const tns = n.tensor;
       sections.push(h("h5", {}, "Tensor"), h("table", {},
         tns.name ? row("name", tns.name) : null,
         row("shape", shapeText(tns.shape)),
         row("requires_grad", String(tns.requires_grad)),
-        row(".grad", tns.grad ? gradText(tns.grad) : "None")));
+        row(".grad", dotGrad === null ? "None"
+          : dotGrad === received ? "the gradient received (below)" : dotGrad)));
     }
     if (n.grad) {
       sections.push(h("h5", {}, "Gradient received"),
-        h("div", { class: "nbg-values" }, n.grad.map(gradText).join("\n")));
+        h("div", { class: "nbg-values" }, received));
     }
     if (n.saved.length) {
       sections.push(h("h5", {}, "Saved"), h("table", {}, ...n.saved.map((sv) =>
@@ -635,7 +708,7 @@ function render({ model, el }) {
         row(String(i), `${shapeText(m.shape)} ${m.dtype} ${m.device}`))));
     }
     const incoming = det.incoming || [];
-    if (incoming.length && incoming.some((e) => e.grad)) {
+    if (incoming.filter((e) => e.grad).length > 1) {
       sections.push(h("h5", {}, "Gradients in"), h("table", {}, ...incoming.map((e) =>
         row(nodes.get(e.from)?.label ?? e.from, gradText(e.grad)))));
     }
@@ -679,10 +752,9 @@ function render({ model, el }) {
   });
   ro.observe(svg);
   ro.observe(el);
-  const unwatch = watchKernel(model, el); // NOTE [Released and kernel-gone views]
   keepPictureOnSave(model); // NOTE [Saved notebooks keep their pictures]
   return () => {
-    unwatch();
+    watch.stop();
     ro.disconnect();
     model.off("change:_snapshot_json", onChange);
     model.off("change:_layout_json", onChange);

@@ -256,10 +256,10 @@ function render({ model, el }) {
   onTrace();
   const ro = new ResizeObserver(() => drawState()); // framed once the element has a size
   ro.observe(svg);
-  const unwatch = watchKernel(model, el); // NOTE [Released and kernel-gone views]
+  const watch = watchKernel(model, el); // NOTE [Released and kernel-gone views]
   keepPictureOnSave(model); // NOTE [Saved notebooks keep their pictures]
   return () => {
-    unwatch();
+    watch.stop();
     ro.disconnect();
     model.off("change:_trace_json", onTrace);
     model.off("change:_layout_json", onTrace);
