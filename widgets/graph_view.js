@@ -17,8 +17,12 @@ const MINIMAP_W = 180;
 const MINIMAP_H = 120;
 const MAX_RESULTS = 20;
 // NOTE [Narrow widgets]: below this width (a 900 px window with the file browser open) the
-// details panel goes below the graph, so the canvas keeps the widget's whole width
+// details panel and the overview go below the graph, so the canvas keeps the widget's whole
+// width, and the widget grows by their height, so the canvas keeps its own; below TINY the
+// overview is left out (the line under the canvas still says what is out of view)
 const NARROW = 760;
+const TINY = 520;
+const SIDE_BELOW = 200; // px, the panel's height below the graph
 
 /**
  * The heading of a failed cell's graph (as svg.py's footer): the cell line that raised, or,
@@ -220,6 +224,13 @@ function render({ model, el }) {
     if (!b || !r.width) return false;
     view.k = Math.max(view.k, READ_K);
     view.x = r.width / 2 - (b.x + b.w / 2) * view.k;
+    if (fitted) { // the canvas is as tall as the graph: the page scrolls to the box instead
+      const width = graphLayout().width * view.k;
+      if (width <= r.width) view.x = (r.width - width) / 2;
+      applyView();
+      boxEls.get(ref)?.scrollIntoView?.({ block: "center", inline: "nearest" });
+      return true;
+    }
     view.y = r.height / 2 - (b.y + b.h / 2) * view.k;
     applyView();
     return true;
@@ -241,7 +252,9 @@ function render({ model, el }) {
     if (fitted || (main.style.height && main.style.height !== setHeight)) return; // Fit, user
     /** @type {Layout} */ const lay = graphLayout();
     if (!lay || !lay.height) return;
-    const want = Math.round(Math.min(MAX_HEIGHT, Math.max(MIN_HEIGHT, lay.height * READ_K + 24)));
+    const below = el.classList.contains("nbg-narrow") ? SIDE_BELOW : 0;
+    const want = below +
+      Math.round(Math.min(MAX_HEIGHT, Math.max(MIN_HEIGHT, lay.height * READ_K + 24)));
     setHeight = `${want}px`;
     main.style.height = setHeight;
   }
@@ -743,7 +756,13 @@ function render({ model, el }) {
   // following the graph: see sizeCanvas)
   const ro = new ResizeObserver(() => {
     // a narrow widget puts the details panel below the graph (NOTE [Narrow widgets])
-    el.classList.toggle("nbg-narrow", el.getBoundingClientRect().width < NARROW);
+    const elWidth = el.getBoundingClientRect().width;
+    const narrow = elWidth < NARROW;
+    if (narrow !== el.classList.contains("nbg-narrow")) {
+      el.classList.toggle("nbg-narrow", narrow);
+      sizeCanvas();
+    }
+    el.classList.toggle("nbg-tiny", elWidth < TINY);
     const width = svg.getBoundingClientRect().width;
     const resized = Math.abs(width - lastWidth) > 1;
     lastWidth = width;
