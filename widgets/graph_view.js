@@ -701,7 +701,7 @@ function render({ model, el }) {
         row("shape", shapeText(tns.shape)),
         row("requires_grad", String(tns.requires_grad)),
         row(".grad", dotGrad === null ? "None"
-          : dotGrad === received ? "the gradient received (below)" : dotGrad)));
+          : dotGrad === received ? "the same as received (below)" : dotGrad)));
     }
     if (n.grad) {
       sections.push(h("h5", {}, "Gradient received"),

@@ -19,6 +19,7 @@ import pytest
 from PIL import Image
 from playwright import sync_api
 from test_browser import Notebook, artifacts, browser, run_lab  # noqa: F401 - fixtures
+from test_browser_rerun import run_cell
 
 MLP = (
     "from nbgrad import nn\n"
@@ -63,19 +64,7 @@ def nb(lab, browser, artifacts):  # noqa: F811 - the imported fixtures
 
 def _run_cell(nb, i):
     """Run cell ``i`` again and wait for its new graph."""
-    before = nb.cell(i).locator(".jp-InputArea-prompt").inner_text()
-    nb.page.evaluate(
-        "async (i) => { const nb = window.jupyterapp.shell.currentWidget.content;"
-        " nb.activeCellIndex = i; await window.jupyterapp.commands.execute('notebook:run-cell'); }",
-        i,
-    )
-    nb.page.wait_for_function(
-        "([i, before]) => { const p = document.querySelectorAll("
-        "'.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputArea-prompt')[i];"
-        " return /\\[\\d+\\]/.test(p.textContent) && p.textContent !== before; }",
-        arg=[i, before],
-        timeout=60_000,
-    )
+    run_cell(nb, i)
     nb.cell(i).locator(".nbg-graph .nbg-node").first.wait_for(timeout=60_000)
 
 
