@@ -347,7 +347,7 @@ function render({ model, el }) {
     const where = Object.entries(out).filter(([, c]) => c).map(([w, c]) => `${c} ${w}`);
     cue.textContent = n
       ? `${n} of ${all.length} boxes out of view (${where.join(", ")}): drag the graph, ` +
-        "use the overview, or Fit to show them all"
+        "or Fit to see all"
       : `the whole graph is in view (${all.length} boxes)`;
     cue.classList.toggle("nbg-cue-out", n > 0);
   }
@@ -645,7 +645,7 @@ function render({ model, el }) {
     if (!id) {
       panel.replaceChildren(h("p", { class: "nbg-muted" },
         "Click a node for its details, an edge for its gradient, a folded series or module to " +
-        "open it; drag to pan, Ctrl + wheel to zoom, the overview box to move; " +
+        "open it; drag to pan, Ctrl + wheel to zoom, the overview box (if shown) to move; " +
         "search above."));
       return;
     }
