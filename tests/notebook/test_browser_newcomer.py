@@ -5,7 +5,8 @@ shows each gradient once, the search box is not cut; a typo in ``--backward`` sa
 failed, with no literal "null"; the stepper's ready queue holds what its step made ready, and
 no number wraps in its middle; a page reloaded while the kernel runs shows pictures that say
 how to bring the live widgets back; after Kernel > Shut Down Kernel the widgets say that the
-kernel is gone, and a click on a node says so instead of "loading the details…" for ever.
+kernel is gone, and a click on a node says so instead of "loading the details…" for ever (and,
+while the kernel is busy, that the details come once it is idle).
 Reuses test_browser.py's server and page helpers; screenshots go to ``$NBGRAD_ARTIFACTS``.
 """
 
@@ -270,6 +271,23 @@ def test_a_page_reloaded_while_the_kernel_runs_says_how_to_get_the_widgets_back(
     _width(nb, 1400)
     # and running the cell again does bring the live widget back
     _run_cell(nb, 1)
+    assert not nb.errors, nb.errors
+
+
+def test_a_click_while_the_kernel_is_busy_says_so_then_shows_the_details(nb):
+    graph = nb.cell(1).locator(".nbg-graph")
+    graph.locator(".nbg-node").first.wait_for(timeout=30_000)
+    nb.page.evaluate(
+        "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
+        ".requestExecute({code: 'import time; time.sleep(6)'})"
+    )
+    nb.page.locator(".jp-StatusBar-TextItem", has_text="| Busy").first.wait_for(timeout=10_000)
+    graph.locator(".nbg-node", has_text="SubBackward0").first.click()
+    panel = graph.locator(".nbg-panel")
+    panel.get_by_text("it is busy running a cell").wait_for(timeout=5_000)
+    nb.shot("newcomer-busy", graph)
+    panel.get_by_text("next_functions").wait_for(timeout=30_000)  # once it is idle
+    assert panel.inner_text().startswith("SubBackward0")
     assert not nb.errors, nb.errors
 
 
