@@ -186,21 +186,30 @@ function jsonTrait(model, name) {
 // removes their views from the page, which would leave an empty box wherever one was still
 // shown (a display in another cell). So on the model's "comm:close" a note takes the view's
 // place, beside the view's host in the output (the view and its host go, the note stays).
-// After a kernel restart (or its death) the models stay in the page, no longer live: the
-// drawing stays as it was, with a banner saying the kernel is gone, and the controls that
-// would ask it something are disabled (not those marked data-nbg-local: Fit and zoom; pan
-// needs no kernel either). Both are styled inline: a closed model's stylesheet may go with it.
+// After a kernel restart, its death or Kernel > Shut Down Kernel the models stay in the page,
+// no longer live: the drawing stays as it was, with a banner saying the kernel is gone, and
+// the controls that would ask it something are disabled (not those marked data-nbg-local:
+// Fit and zoom; pan needs no kernel either). The kernel's own signals say so (its status, the
+// notebook's session losing or changing its kernel); a view that waits for an answer asks
+// ``kernelState()`` again, and after LATE_MS with no answer from a kernel that is not busy
+// it says that no answer came and how to get a live widget. Both are styled inline: a closed
+// model's stylesheet may go with it.
 const RELEASED = "released: re-run the cell to see this graph again";
 const KERNEL_GONE = "kernel gone: this is the graph as it was (a still picture); " +
-  "re-run the cell to use it again";
+  "run the cell again (JupyterLab starts a kernel) to use it again";
+const NO_ANSWER = "no answer from the kernel: if it was shut down or restarted, run the cell " +
+  "again for a live widget";
+const LATE_MS = 4000;
 const NOTE_STYLE = "padding:6px 10px;margin:2px 0;border:1px dashed #b0b0b0;border-radius:4px;" +
   "color:#555;background:#f7f7f7;font:12px sans-serif;";
 
 /**
  * Watch the widget's kernel: a note when the model is closed, a banner when its kernel is gone.
- * Returns the function that stops watching.
+ * Returns ``stop`` (stops watching) and ``state`` ("gone", "busy" or "live": see NOTE
+ * [Released and kernel-gone views]).
  * @param {any} model
  * @param {HTMLElement} el
+ * @returns {{stop: () => void, state: () => ("gone"|"busy"|"live")}}
  */
 function watchKernel(model, el) {
   const banner = h("div", { class: "nbg-kernel-gone", role: "status",
@@ -214,9 +223,18 @@ function watchKernel(model, el) {
     host.after(h("div", { class: "nbg-released", role: "status",
       style: NOTE_STYLE + "flex:1 1 auto;align-self:flex-start;" }, RELEASED));
   };
+  // JupyterLab's widget manager knows its kernel and the notebook's session: a restart, a
+  // death or a shut down is seen there (a new kernel never knows this widget, so "gone" stays)
+  const manager = model.widget_manager;
+  const kernel = manager && manager.kernel;
+  const session = manager && manager.context && manager.context.sessionContext;
   let gone = false;
+  const goneNow = () => Boolean(
+    el.classList.contains("jupyter-widgets-disconnected") ||
+    (kernel && (kernel.isDisposed || kernel.status === "dead")) ||
+    (kernel && session && !session.isDisposed && (session.session?.kernel ?? null) !== kernel));
   const check = () => {
-    gone = gone || el.classList.contains("jupyter-widgets-disconnected");
+    gone = gone || goneNow();
     banner.style.display = gone ? "" : "none";
     el.classList.toggle("nbg-gone", gone);
     if (!gone) return;
@@ -227,20 +245,30 @@ function watchKernel(model, el) {
   const onLive = () => setTimeout(check, 0);
   model.on("comm:close", onClose);
   model.on("comm_live_update", onLive);
-  // JupyterLab's widget manager knows its kernel: a restart (or its death) is seen there too
-  // (a new kernel never knows this widget, so "gone" stays)
-  const kernel = model.widget_manager && model.widget_manager.kernel;
   const onStatus = (_, status) => {
     if (status === "restarting" || status === "autorestarting" || status === "dead") {
       gone = true;
-      check();
     }
+    check();
   };
-  if (kernel && kernel.statusChanged) kernel.statusChanged.connect(onStatus);
-  return () => {
-    model.off("comm:close", onClose);
-    model.off("comm_live_update", onLive);
-    if (kernel && kernel.statusChanged) kernel.statusChanged.disconnect(onStatus);
+  const onKernel = () => check();
+  const signals = [
+    [kernel && kernel.statusChanged, onStatus],
+    [kernel && kernel.disposed, onKernel],
+    [session && session.kernelChanged, onKernel],
+    [session && session.statusChanged, onKernel],
+  ].filter(([signal]) => signal && signal.connect);
+  for (const [signal, fn] of signals) signal.connect(fn);
+  return {
+    stop: () => {
+      model.off("comm:close", onClose);
+      model.off("comm_live_update", onLive);
+      for (const [signal, fn] of signals) signal.disconnect(fn);
+    },
+    state: () => {
+      check();
+      return gone ? "gone" : kernel && kernel.status === "busy" ? "busy" : "live";
+    },
   };
 }
 
@@ -261,11 +289,14 @@ function watchKernel(model, el) {
 // widgets: only the saved copy changes (the notebook's ``toJSON``, once, for the save that
 // the "started" signal announces; JupyterLab and Notebook 7 write what it returns; where the
 // server writes the file from a shared document, with jupyter-collaboration, it does not
-// apply). Other widgets' outputs and state are left as they are.
+// apply). Other widgets' outputs and state are left as they are. The saved picture is the
+// PNG alone: a widget's PNG has a line on top saying that running the cell again brings the
+// live widget back (StillWidget._repr_mimebundle_), which a page reloaded while its kernel
+// runs (it reads the saved file) needs to say; and JupyterLab shrinks a PNG to the output's
+// width, where it shows an SVG (an <img> too) at its own width, cut at a narrow window's edge.
 const WIDGET_VIEW = "application/vnd.jupyter.widget-view+json";
 const WIDGET_STATE = "application/vnd.jupyter.widget-state+json";
 const SAVED_ON = Symbol.for("nbgrad.saved-pictures"); // on the widget manager: our model ids
-
 /**
  * The notebook as saved (NOTE [Saved notebooks keep their pictures]): ``nb`` (nbformat JSON,
  * left unchanged) without the widget views of nbgrad widgets, which are ``ids`` and the nbgrad
@@ -292,6 +323,8 @@ function savedWithPictures(nb, ids) {
       return out;
     }
     const { [WIDGET_VIEW]: _, ...picture } = data;
+    // the PNG, which says how the live widget comes back and fits the output's width
+    if (picture["image/png"]) delete picture["image/svg+xml"];
     return { ...out, data: picture };
   };
   const cells = (nb.cells || []).map((c) => (c.outputs ? { ...c, outputs: c.outputs.map(still) } : c));

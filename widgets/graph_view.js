@@ -4,20 +4,104 @@
 
 // NOTE [Readable at open] (see nbgrad/notebook/layout.py): the view never opens below READ_K,
 // the zoom at which node labels are 11 px, and opens on the root end of the graph; an overview
-// (the minimap) shows the whole graph and where the view is. "Fit" stays, as a choice.
+// (the minimap) shows the whole graph and where the view is, beside the drawing (never over
+// it), and a line under the drawing says how many boxes are out of view. "Fit" never goes
+// below READ_K either: it makes the canvas as tall as the graph (up to FIT_SCREENS window
+// heights), so that the notebook scrolls where the drawing would have shrunk.
 const READ_K = 1;
 const MAX_K = 1.25;
 const MIN_HEIGHT = 240; // px, the canvas's height bounds while it follows the graph
 const MAX_HEIGHT = 640;
+const FIT_SCREENS = 4;
 const MINIMAP_W = 180;
 const MINIMAP_H = 120;
 const MAX_RESULTS = 20;
 // NOTE [Narrow widgets]: below this width (a 900 px window with the file browser open) the
-// details panel goes below the graph, so the canvas keeps the widget's whole width
+// details panel and the overview go below the graph, so the canvas keeps the widget's whole
+// width, and the widget grows by their height, so the canvas keeps its own; below TINY the
+// overview is left out (the line under the canvas still says what is out of view)
 const NARROW = 760;
+const TINY = 520;
+const SIDE_BELOW = 200; // px, the panel's height below the graph
+
+/**
+ * The heading of a failed cell's graph (as svg.py's footer): the cell line that raised, or,
+ * when no line of the cell's code raised (``--backward EXPR``'s own expression failed), that
+ * the forward ran and what failed after it.
+ * @param {Failure} failure
+ */
+export function failureTitle(failure) {
+  return failure.line ? `The forward failed at line ${failure.line}:`
+    : "The forward ran; then the cell failed:";
+}
+
+// NOTE [Search ranking]
+// A newcomer types a name they know: a variable, a parameter, an op. So an exact name comes
+// first (its own case before another), then names that start with the query (leaves and
+// parameters before ops; a dotted name's last part counts: "weight" finds model.0.weight),
+// then names with a word that starts with it (Backward0 in TanhBackward0), and only for two
+// characters or more, names and module paths that merely contain it: one letter ("W") would
+// match every "...Backward0". Within a rank, leaves first, then ops, then modules, then
+// shorter names, then the graph's order. A row names the node once, then what tells it apart (the op of a leaf's
+// AccumulateGrad, the module, the line).
+
+/**
+ * The search results for ``query``, best first (NOTE [Search ranking]).
+ * @param {string} query
+ * @param {Iterable<ViewNode>} nodeList nodes with their defaults filled in
+ * @param {Iterable<SnapGroup>} groupList
+ * @returns {{kind: ("node"|"group"), id: string, text: string, note: string}[]}
+ */
+export function rankMatches(query, nodeList, groupList) {
+  const raw = query.trim();
+  const q = raw.toLowerCase();
+  if (!q) return [];
+  const groupsById = new Map();
+  for (const g of groupList) groupsById.set(g.id, g);
+  const line = /^line\s*(\d+)$/.exec(q);
+  const found = [];
+  let order = 0;
+  const rank = (names) => {
+    let best = Infinity;
+    for (const name of names) {
+      if (!name) continue;
+      const low = name.toLowerCase();
+      const last = low.split(".").pop();
+      const words = name.split(/[._\s:]+|(?=[A-Z][a-z])/).map((w) => w.toLowerCase());
+      const r = name === raw ? 0 : low === q ? 1 : low.startsWith(q) || last.startsWith(q) ? 2
+        : words.some((w) => w.startsWith(q)) ? 3 : q.length > 1 && low.includes(q) ? 4 : Infinity;
+      best = Math.min(best, r);
+    }
+    return best;
+  };
+  for (const n of nodeList) {
+    const path = n.group ? groupsById.get(n.group)?.path ?? "" : "";
+    let r = line ? (n.line === Number(line[1]) ? 0 : Infinity) : rank([n.label, n.name]);
+    if (r === Infinity && !line && q.length > 1 && path.toLowerCase().includes(q)) r = 5;
+    if (r === Infinity) continue;
+    const note = [n.name !== n.label ? n.name : null, path || null,
+      n.line ? `line ${n.line}` : null].filter(Boolean).join(" · ");
+    const leaf = n.kind === "leaf" ? 0 : 1; // leaves, then ops, then modules
+    found.push({ r, leaf, len: n.label.length, order: order++,
+      m: { kind: "node", id: n.id, text: n.label, note } });
+  }
+  if (!line) {
+    for (const g of groupsById.values()) {
+      const r = rank([g.path, g.type, g.name]);
+      if (r === Infinity) continue;
+      found.push({ r, leaf: 2, len: g.path.length, order: order++,
+        m: { kind: "group", id: g.id, text: `${g.path}: ${g.type}`, note: "module" } });
+    }
+  }
+  found.sort((a, b) => a.r - b.r || a.leaf - b.leaf || a.len - b.len || a.order - b.order);
+  return found.slice(0, MAX_RESULTS).map((x) => x.m);
+}
 
 function render({ model, el }) {
   el.classList.add("nbg-graph");
+  const watch = watchKernel(model, el); // NOTE [Released and kernel-gone views]
+  /** A message to the kernel, unless it is gone (a closed comm cannot send). */
+  const send = (msg) => { if (watch.state() !== "gone") model.send(msg); };
   const snapshot = jsonTrait(model, "_snapshot_json");
   const graphLayout = jsonTrait(model, "_layout_json");
   const detailsOf = jsonTrait(model, "_details_json");
@@ -28,9 +112,10 @@ function render({ model, el }) {
     title: "search by node name, variable or parameter name, module path, or 'line 12'",
   });
   const results = h("div", { class: "nbg-results" });
-  const expandAll = h("button", { onclick: () => model.send({ type: "expand_all" }),
+  const find = h("span", { class: "nbg-find" }, search, results);
+  const expandAll = h("button", { onclick: () => send({ type: "expand_all" }),
     title: "show every node: no group collapsed, no series folded" }, "Expand all");
-  const collapseAll = h("button", { onclick: () => model.send({ type: "collapse_all" }),
+  const collapseAll = h("button", { onclick: () => send({ type: "collapse_all" }),
     title: "collapse the top-level groups and fold every series" }, "Collapse all");
   const toolbar = h(
     "div",
@@ -41,7 +126,7 @@ function render({ model, el }) {
       title: "zoom in (or Ctrl + wheel)", "data-nbg-local": true }, "+"),
     h("button", { onclick: () => { userMoved = true; zoomBy(0.8); },
       title: "zoom out (or Ctrl + wheel)", "data-nbg-local": true }, "−"),
-    h("span", { class: "nbg-find" }, search, results),
+    find,
     expandAll,
     collapseAll,
     passSelect,
@@ -61,9 +146,11 @@ function render({ model, el }) {
   const miniBoxes = s("g");
   const miniView = s("rect", { class: "nbg-minimap-view" });
   minimap.append(miniBoxes, miniView);
-  const stage = h("div", { class: "nbg-stage" }, svg, minimap);
+  const cue = h("div", { class: "nbg-cue", role: "status" }); // what is out of view
+  const stage = h("div", { class: "nbg-stage" }, svg, cue);
   const panel = h("div", { class: "nbg-panel" });
-  const main = h("div", { class: "nbg-main" }, stage, panel);
+  const side = h("div", { class: "nbg-side" }, minimap, panel);
+  const main = h("div", { class: "nbg-main" }, stage, side);
   const errorBox = h("pre", { class: "nbg-error" });
   const failureBox = h("div", { class: "nbg-failure" }); // NOTE [Failed forward] in magics.py
   el.append(toolbar, failureBox, main, errorBox);
@@ -73,6 +160,7 @@ function render({ model, el }) {
   let userMoved = false; // the user panned or zoomed: a resize keeps their view
   let lastWidth = 0;
   let setHeight = ""; // the height this code gave the canvas (the user may drag it to another)
+  let fitted = false; // "Fit" set the canvas's height: the graph's, not the capped one
   let lastSize = "";
   let pendingCenter = null; // a node to centre once it is drawn (a search result)
   /** @type {Map<string, ViewNode>} */ let nodes = new Map();
@@ -88,12 +176,23 @@ function render({ model, el }) {
     drawMiniView();
   }
 
+  /** The whole graph at a readable size: the canvas grows, the notebook scrolls. */
   function fit() {
     /** @type {Layout} */ const lay = graphLayout();
-    const r = svg.getBoundingClientRect();
+    let r = svg.getBoundingClientRect();
     if (!lay || !lay.width || !r.width) return;
-    const k = Math.min(MAX_K, Math.max(0.02, Math.min(r.width / lay.width, r.height / lay.height)));
-    view = { k, x: (r.width - lay.width * k) / 2, y: Math.max(0, (r.height - lay.height * k) / 2) };
+    const cap = FIT_SCREENS * (window.innerHeight || 800);
+    const k = Math.min(MAX_K, Math.max(READ_K, r.width / lay.width));
+    const want = Math.min(cap, Math.ceil(lay.height * k + 20));
+    for (let i = 0; i < 3 && Math.abs(r.height - want) > 1; i++) { // the stage's share of main
+      const m = main.getBoundingClientRect().height;
+      main.style.height = setHeight = `${Math.max(MIN_HEIGHT, Math.round(m + want - r.height))}px`;
+      fitted = true;
+      r = svg.getBoundingClientRect();
+    }
+    userMoved = true;
+    view = { k, x: Math.max(10, (r.width - lay.width * k) / 2), y: 10 };
+    if (lay.width * k > r.width) view.x = 10;
     applyView();
   }
 
@@ -125,6 +224,13 @@ function render({ model, el }) {
     if (!b || !r.width) return false;
     view.k = Math.max(view.k, READ_K);
     view.x = r.width / 2 - (b.x + b.w / 2) * view.k;
+    if (fitted) { // the canvas is as tall as the graph: the page scrolls to the box instead
+      const width = graphLayout().width * view.k;
+      if (width <= r.width) view.x = (r.width - width) / 2;
+      applyView();
+      boxEls.get(ref)?.scrollIntoView?.({ block: "center", inline: "nearest" });
+      return true;
+    }
     view.y = r.height / 2 - (b.y + b.h / 2) * view.k;
     applyView();
     return true;
@@ -143,10 +249,12 @@ function render({ model, el }) {
 
   // the canvas follows the graph's height (up to a cap) until the user resizes it
   function sizeCanvas() {
-    if (main.style.height && main.style.height !== setHeight) return; // resized by the user
+    if (fitted || (main.style.height && main.style.height !== setHeight)) return; // Fit, user
     /** @type {Layout} */ const lay = graphLayout();
     if (!lay || !lay.height) return;
-    const want = Math.round(Math.min(MAX_HEIGHT, Math.max(MIN_HEIGHT, lay.height * READ_K + 24)));
+    const below = el.classList.contains("nbg-narrow") ? SIDE_BELOW : 0;
+    const want = below +
+      Math.round(Math.min(MAX_HEIGHT, Math.max(MIN_HEIGHT, lay.height * READ_K + 24)));
     setHeight = `${want}px`;
     main.style.height = setHeight;
   }
@@ -210,12 +318,38 @@ function render({ model, el }) {
     const fits = lay.width * view.k <= r.width + 1 && lay.height * view.k <= r.height + 1 &&
       view.x >= -1 && view.y >= -1;
     minimap.style.display = fits ? "none" : "";
+    showCue(lay, r);
     const x0 = -view.x / view.k;
     const y0 = -view.y / view.k;
     miniView.setAttribute("x", mini.x + x0 * mini.k);
     miniView.setAttribute("y", mini.y + y0 * mini.k);
     miniView.setAttribute("width", Math.max(2, (r.width / view.k) * mini.k));
     miniView.setAttribute("height", Math.max(2, (r.height / view.k) * mini.k));
+  }
+
+  /** How many boxes are out of view, and where (NOTE [Readable at open]). */
+  function showCue(lay, r) {
+    const all = lay.nodes || [];
+    const out = { above: 0, below: 0, left: 0, right: 0 };
+    let n = 0;
+    for (const b of all) {
+      const x0 = b.x * view.k + view.x;
+      const y0 = b.y * view.k + view.y;
+      const x1 = x0 + b.w * view.k;
+      const y1 = y0 + b.h * view.k;
+      if (x0 >= -1 && y0 >= -1 && x1 <= r.width + 1 && y1 <= r.height + 1) continue;
+      n += 1;
+      if (y1 > r.height + 1) out.below += 1;
+      else if (y0 < -1) out.above += 1;
+      else if (x1 > r.width + 1) out.right += 1;
+      else out.left += 1;
+    }
+    const where = Object.entries(out).filter(([, c]) => c).map(([w, c]) => `${c} ${w}`);
+    cue.textContent = n
+      ? `${n} of ${all.length} boxes out of view (${where.join(", ")}): drag the graph, ` +
+        "or Fit to see all"
+      : `the whole graph is in view (${all.length} boxes)`;
+    cue.classList.toggle("nbg-cue-out", n > 0);
   }
 
   let miniDrag = false;
@@ -238,34 +372,13 @@ function render({ model, el }) {
   minimap.addEventListener("pointerup", () => { miniDrag = false; });
 
   // search: node names, variable and parameter names, module paths, source lines
-  function matches(query) {
-    const q = query.trim().toLowerCase();
-    if (!q) return [];
-    const line = /^line\s*(\d+)$/.exec(q);
-    const out = [];
-    for (const n of nodes.values()) {
-      const path = n.group ? groups.get(n.group)?.path ?? "" : "";
-      const hit = line ? n.line === Number(line[1])
-        : n.label.toLowerCase().includes(q) || n.name.toLowerCase().includes(q) ||
-          path.toLowerCase().includes(q);
-      if (hit) out.push({ kind: "node", id: n.id, text: n.label, note: path || n.name });
-      if (out.length >= MAX_RESULTS) return out;
-    }
-    for (const g of groups.values()) {
-      if (line) break;
-      if (g.path.toLowerCase().includes(q) || g.type.toLowerCase().includes(q)) {
-        out.push({ kind: "group", id: g.id, text: `${g.path}: ${g.type}`, note: "module" });
-      }
-      if (out.length >= MAX_RESULTS) break;
-    }
-    return out;
-  }
+  const matches = (query) => rankMatches(query, nodes.values(), groups.values());
 
   function showResults() {
     const found = matches(search.value);
     results.replaceChildren(...found.map((m) => h("div", {
       class: "nbg-result", onclick: () => choose(m),
-    }, m.text, h("span", { class: "nbg-muted" }, `  ${m.note}`))));
+    }, m.text, m.note ? h("span", { class: "nbg-muted" }, `  ${m.note}`) : null)));
     if (search.value.trim() && !found.length) {
       results.replaceChildren(h("div", { class: "nbg-muted" }, "no match"));
     }
@@ -287,7 +400,7 @@ function render({ model, el }) {
       pendingCenter = null;
       select(m.id);
     } else {
-      model.send({ type: "reveal", id: m.id }); // expands what hides it, then selects it
+      send({ type: "reveal", id: m.id }); // expands what hides it, then selects it
     }
   }
 
@@ -302,6 +415,9 @@ function render({ model, el }) {
   }
 
   search.addEventListener("input", showResults);
+  search.addEventListener("focus", showResults);
+  // the list goes when the pointer leaves the search box and the list (Escape, a choice too)
+  find.addEventListener("pointerleave", () => { results.style.display = "none"; });
   search.addEventListener("keydown", (e) => {
     if (e.key === "Enter") {
       const first = matches(search.value)[0];
@@ -315,8 +431,8 @@ function render({ model, el }) {
   function select(id) {
     selectedEdge = null;
     model.set("selected", id);
-    model.save_changes();
-    model.send({ type: "select", id });
+    if (watch.state() !== "gone") model.save_changes();
+    send({ type: "select", id });
     highlight();
     showPanel();
   }
@@ -333,11 +449,12 @@ function render({ model, el }) {
     boxes = new Map((lay.nodes || []).map((b) => [b.ref, b]));
     const failure = snap.failure || null;
     const roots = new Set(failure ? [] : snap.roots || []); // a failed forward has no output
+    // replaceChildren writes a null as the text "null": only elements go in
     failureBox.replaceChildren(...(failure ? [
-      h("b", {}, `The forward failed at ${failure.line ? `line ${failure.line}` : "the cell"}`),
+      h("b", {}, failureTitle(failure)),
       failure.source ? h("code", {}, ` ${failure.source}`) : null,
       h("div", {}, failure.error),
-    ] : []));
+    ] : []).filter(Boolean));
     failureBox.style.display = failure ? "" : "none";
     boxEls = new Map();
     const frag = document.createDocumentFragment();
@@ -346,7 +463,7 @@ function render({ model, el }) {
       grp.append(s("rect", { x: g.x, y: g.y, width: g.w, height: g.h, rx: 8 }));
       const label = s("text", { x: g.x + 8, y: g.y + 13, class: "nbg-group-label" });
       label.textContent = "▾ " + g.label;
-      label.addEventListener("click", () => model.send({ type: "toggle", group: g.id }));
+      label.addEventListener("click", () => send({ type: "toggle", group: g.id }));
       const title = s("title");
       title.textContent = "click to collapse";
       label.append(title);
@@ -374,7 +491,7 @@ function render({ model, el }) {
       grp.append(title);
       grp.addEventListener("click", () => {
         selectedEdge = e;
-        model.send({ type: "edge", edges: e.edges });
+        send({ type: "edge", edges: e.edges });
         showPanel();
       });
       frag.append(grp);
@@ -417,11 +534,11 @@ function render({ model, el }) {
         : kind === "group" ? "click to expand the module" : b.label;
       grp.append(title);
       if (kind === "series") {
-        grp.addEventListener("click", () => model.send({ type: "toggle_series", series: b.ref }));
+        grp.addEventListener("click", () => send({ type: "toggle_series", series: b.ref }));
       } else if (kind === "group") {
         grp.addEventListener("click", () => {
           select(b.ref);
-          model.send({ type: "toggle", group: b.ref });
+          send({ type: "toggle", group: b.ref });
         });
       } else {
         grp.addEventListener("click", () => select(b.ref));
@@ -467,7 +584,7 @@ function render({ model, el }) {
   }
 
   passSelect.addEventListener("change", () =>
-    model.send({ type: "show_pass", index: Number(passSelect.value) }));
+    send({ type: "show_pass", index: Number(passSelect.value) }));
 
   function highlight() {
     const sel = model.get("selected");
@@ -483,6 +600,27 @@ function render({ model, el }) {
     const n = nodes.get(id);
     return h("a", { href: "#", onclick: (e) => { e.preventDefault(); choose({ kind: "node", id }); } },
       n ? `${n.label} (${id})` : id);
+  }
+
+  // the details come from the kernel: while they do not, say why (NOTE [Released and
+  // kernel-gone views]): a kernel gone or busy, or no answer after LATE_MS
+  let asked = { id: null, at: 0, timer: 0 };
+  function waiting(id) {
+    if (asked.id !== id) {
+      clearTimeout(asked.timer);
+      asked = { id, at: Date.now(), timer: setTimeout(showPanel, LATE_MS) };
+    }
+    const state = watch.state();
+    if (state === "gone") {
+      return "No details: the kernel is gone, and the details of a node come from it. " +
+        "Run the cell again for a live graph.";
+    }
+    if (state === "busy") {
+      clearTimeout(asked.timer);
+      asked.timer = setTimeout(showPanel, LATE_MS);
+      return "waiting for the kernel: it is busy running a cell; the details come once it is idle";
+    }
+    return Date.now() - asked.at >= LATE_MS ? NO_ANSWER : "loading the details…";
   }
 
   function showPanel() {
@@ -507,7 +645,7 @@ function render({ model, el }) {
     if (!id) {
       panel.replaceChildren(h("p", { class: "nbg-muted" },
         "Click a node for its details, an edge for its gradient, a folded series or module to " +
-        "open it; drag to pan, Ctrl + wheel to zoom, the overview (bottom right) to move; " +
+        "open it; drag to pan, Ctrl + wheel to zoom, the overview box (if shown) to move; " +
         "search above."));
       return;
     }
@@ -518,14 +656,14 @@ function render({ model, el }) {
         h("h4", {}, `${g.path}: ${g.type}`),
         h("table", {}, row("records", `${g.records[0]} – ${g.records[1]}`),
           row("depth", g.depth), g.error ? row("error", g.error) : null),
-        h("button", { onclick: () => model.send({ type: "toggle", group: id }) },
+        h("button", { onclick: () => send({ type: "toggle", group: id }) },
           collapsed ? "Expand" : "Collapse"),
       );
       return;
     }
     if (!det || det.id !== id || !det.node) {
-      panel.replaceChildren(h("p", { class: "nbg-muted" },
-        nodes.has(id) ? "loading the details…" : `${id} is not in this graph`));
+      panel.replaceChildren(h("p", { class: "nbg-muted" }, nodes.has(id) ? waiting(id)
+        : `${id} is not in this graph`));
       return;
     }
     const n = det.node;
@@ -548,21 +686,26 @@ function render({ model, el }) {
     const expandedSeries = [...series.values()].filter((x) => x.expanded);
     if (expandedSeries.length) {
       sections.push(h("p", {}, ...expandedSeries.slice(0, 3).map((x) => h("button", {
-        onclick: () => model.send({ type: "toggle_series", series: x.id }),
+        onclick: () => send({ type: "toggle_series", series: x.id }),
         title: "fold this series again",
       }, `fold ${x.label} ×${x.count}`))));
     }
+    // each gradient once: a leaf's .grad is often the gradient it received, and one incoming
+    // edge carries all of it (the parts of "Gradients in" show only when there are several)
+    const received = n.grad ? n.grad.map(gradText).join("\n") : null;
+    const dotGrad = n.tensor && n.tensor.grad ? gradText(n.tensor.grad) : null;
     if (n.tensor) {
       const tns = n.tensor;
       sections.push(h("h5", {}, "Tensor"), h("table", {},
         tns.name ? row("name", tns.name) : null,
         row("shape", shapeText(tns.shape)),
         row("requires_grad", String(tns.requires_grad)),
-        row(".grad", tns.grad ? gradText(tns.grad) : "None")));
+        row(".grad", dotGrad === null ? "None"
+          : dotGrad === received ? "the same as received (below)" : dotGrad)));
     }
     if (n.grad) {
       sections.push(h("h5", {}, "Gradient received"),
-        h("div", { class: "nbg-values" }, n.grad.map(gradText).join("\n")));
+        h("div", { class: "nbg-values" }, received));
     }
     if (n.saved.length) {
       sections.push(h("h5", {}, "Saved"), h("table", {}, ...n.saved.map((sv) =>
@@ -578,7 +721,7 @@ function render({ model, el }) {
         row(String(i), `${shapeText(m.shape)} ${m.dtype} ${m.device}`))));
     }
     const incoming = det.incoming || [];
-    if (incoming.length && incoming.some((e) => e.grad)) {
+    if (incoming.filter((e) => e.grad).length > 1) {
       sections.push(h("h5", {}, "Gradients in"), h("table", {}, ...incoming.map((e) =>
         row(nodes.get(e.from)?.label ?? e.from, gradText(e.grad)))));
     }
@@ -613,7 +756,13 @@ function render({ model, el }) {
   // following the graph: see sizeCanvas)
   const ro = new ResizeObserver(() => {
     // a narrow widget puts the details panel below the graph (NOTE [Narrow widgets])
-    el.classList.toggle("nbg-narrow", el.getBoundingClientRect().width < NARROW);
+    const elWidth = el.getBoundingClientRect().width;
+    const narrow = elWidth < NARROW;
+    if (narrow !== el.classList.contains("nbg-narrow")) {
+      el.classList.toggle("nbg-narrow", narrow);
+      sizeCanvas();
+    }
+    el.classList.toggle("nbg-tiny", elWidth < TINY);
     const width = svg.getBoundingClientRect().width;
     const resized = Math.abs(width - lastWidth) > 1;
     lastWidth = width;
@@ -622,10 +771,9 @@ function render({ model, el }) {
   });
   ro.observe(svg);
   ro.observe(el);
-  const unwatch = watchKernel(model, el); // NOTE [Released and kernel-gone views]
   keepPictureOnSave(model); // NOTE [Saved notebooks keep their pictures]
   return () => {
-    unwatch();
+    watch.stop();
     ro.disconnect();
     model.off("change:_snapshot_json", onChange);
     model.off("change:_layout_json", onChange);

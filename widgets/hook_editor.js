@@ -132,10 +132,10 @@ function render({ model, el }) {
   drawHooks();
   drawFired();
   drawStatus();
-  const unwatch = watchKernel(model, el); // NOTE [Released and kernel-gone views]
+  const watch = watchKernel(model, el); // NOTE [Released and kernel-gone views]
   keepPictureOnSave(model); // NOTE [Saved notebooks keep their pictures]
   return () => {
-    unwatch();
+    watch.stop();
     model.off("change:target", onTarget);
     model.off("change:hooks", drawHooks);
     model.off("change:fired", drawFired);

@@ -31,7 +31,7 @@ export function stateAt(tr, pos) {
     hooks: [], made_ready: [], device: null, accumulated: null };
   if (pos >= 1 && pos <= steps.length) {
     const st = steps[pos - 1];
-    state = { ...state, running: st.node, ready: st.ready, inputs: st.inputs,
+    state = { ...state, running: st.node, ready: readyAfter(tr, st), inputs: st.inputs,
       outputs: st.outputs, hooks: st.hooks, made_ready: st.made_ready, device: st.device,
       accumulated: st.accumulated ?? null };
   } else if (pos > steps.length) {
@@ -48,6 +48,25 @@ export function stateAt(tr, pos) {
   state.dependencies = Object.fromEntries(Object.entries(deps).filter(([k]) => !finished.has(k)));
   state.buffers = Object.fromEntries(Object.entries(buffers).filter(([k]) => !finished.has(k)));
   return state;
+}
+
+/**
+ * The ready queues as ``step`` left them: those it started with and the nodes it made ready,
+ * highest sequence_nr first (as _ready_after in nbgrad/notebook/snapshot.py).
+ * @param {Trace} tr
+ * @param {Step} step
+ */
+export function readyAfter(tr, step) {
+  if (!step.made_ready.length) return step.ready;
+  const seq = new Map(tr.graph.nodes.map((n) => [n.id, n.seq ?? Infinity]));
+  const device = new Map(tr.steps.map((st) => [st.node, st.device]));
+  const ready = Object.fromEntries(Object.entries(step.ready).map(([d, ids]) => [d, [...ids]]));
+  for (const id of step.made_ready) (ready[device.get(id) ?? step.device] ??= []).push(id);
+  const priority = (id) => seq.get(id) ?? Infinity;
+  for (const ids of Object.values(ready)) {
+    ids.sort((a, b) => (priority(a) === priority(b) ? 0 : priority(a) > priority(b) ? -1 : 1));
+  }
+  return ready;
 }
 
 function render({ model, el }) {
@@ -219,7 +238,9 @@ function render({ model, el }) {
               "its engine, which ran the nodes in the same order."));
     }
     for (const [dev, ids] of Object.entries(st.ready)) {
-      sections.push(...list(`Ready queue (${dev}), highest sequence_nr first`, ids.map(label)));
+      // the queue as the step left it, with what it made ready (NOTE [Made ready, not waiting])
+      sections.push(...list(`Ready queue (${dev})${st.running ? " after this step" : ""}, ` +
+        "highest sequence_nr first", ids.map(label)));
     }
     const waiting = Object.entries(st.dependencies).filter(([, c]) => c > 0);
     sections.push(...list("Waiting: dependencies left (and input buffers so far)",
@@ -235,10 +256,10 @@ function render({ model, el }) {
   onTrace();
   const ro = new ResizeObserver(() => drawState()); // framed once the element has a size
   ro.observe(svg);
-  const unwatch = watchKernel(model, el); // NOTE [Released and kernel-gone views]
+  const watch = watchKernel(model, el); // NOTE [Released and kernel-gone views]
   keepPictureOnSave(model); // NOTE [Saved notebooks keep their pictures]
   return () => {
-    unwatch();
+    watch.stop();
     ro.disconnect();
     model.off("change:_trace_json", onTrace);
     model.off("change:_layout_json", onTrace);

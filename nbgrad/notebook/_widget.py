@@ -23,8 +23,18 @@ import anywidget
 import traitlets as t
 
 from .png import png_b64
+from .svg import with_note
 
-__all__ = ["asset", "esm", "widgets_dir", "StillWidget", "dumps"]
+__all__ = ["asset", "esm", "widgets_dir", "StillWidget", "dumps", "STILL_NOTE"]
+
+# NOTE [A picture that stands for a widget]
+# A widget's output carries its still picture too (SVG and PNG), shown wherever the live
+# widget cannot be: an untrusted notebook (the PNG), a notebook saved in the browser and opened
+# again, or a page reloaded while its kernel runs (the PNG alone is saved: NOTE [Saved
+# notebooks keep their pictures] in widgets/common.js). So the PNG says, on top, how the live
+# widget comes back. The SVG stays the bare drawing (nbval compares it; a trusted, live page
+# shows the widget instead); ``still()``'s pictures are stills by choice and say nothing.
+STILL_NOTE = "A still picture: run the cell again to bring back the live widget."
 
 
 def dumps(value) -> str:
@@ -196,7 +206,8 @@ class StillWidget(anywidget.AnyWidget):
         data["text/plain"] = repr(self)
         svg = self.to_svg()
         data["image/svg+xml"] = svg
-        data["image/png"] = png_b64(svg)  # what an untrusted notebook shows (png.py)
+        # what an untrusted or reloaded notebook shows (NOTE [A picture that stands for a widget])
+        data["image/png"] = png_b64(with_note(svg, STILL_NOTE))
         return data, meta
 
     def still(self):

@@ -918,7 +918,9 @@ def trace_state(trace, position):
     A step shows what its node did: the nodes it made ready (``made_ready``) and the
     dependency counts and input buffers as its gradients left them (the counts seen when the
     next node started, or the final ones after the last step), so the nodes it made ready are
-    not listed as waiting too, and the buffer it half filled shows at once."""
+    not listed as waiting too, and the buffer it half filled shows at once. The ready queues
+    are those the step left too: the nodes waiting when it started and those it made ready,
+    in the queue's order (see ``_ready_after``)."""
     steps = trace["steps"]
     pos = max(0, min(int(position), len(steps) + 1))
     deps = dict(trace["initial"]["dependencies"])
@@ -947,7 +949,7 @@ def trace_state(trace, position):
         s = steps[pos - 1]
         state.update(
             running=s["node"],
-            ready=s["ready"],
+            ready=_ready_after(trace, s),
             inputs=s["inputs"],
             outputs=s["outputs"],
             hooks=s["hooks"],
@@ -965,3 +967,23 @@ def trace_state(trace, position):
     state["dependencies"] = {k: v for k, v in deps.items() if k not in finished}
     state["buffers"] = {k: v for k, v in buffers.items() if k not in finished}
     return state
+
+
+def _ready_after(trace, step):
+    """The ready queues as ``step`` left them: those it started with, and the nodes it made
+    ready, each on the device it runs on, highest sequence_nr first (AccumulateGrad's, None,
+    is the highest), in the order they came for the same one (the engine's ReadyQueue).
+    ``readyAfter`` in widgets/stepper.js is the same in JS."""
+    made = step["made_ready"]
+    if not made:
+        return step["ready"]
+    seq = {n["id"]: n["seq"] for n in trace["graph"]["nodes"]}
+    device = {s["node"]: s["device"] for s in trace["steps"]}
+    ready = {d: list(ids) for d, ids in step["ready"].items()}
+    for node in made:
+        ready.setdefault(device.get(node, step["device"]), []).append(node)
+
+    def priority(node):
+        return float("inf") if seq.get(node) is None else seq[node]
+
+    return {d: sorted(ids, key=priority, reverse=True) for d, ids in ready.items()}

@@ -7,6 +7,7 @@ numbers formatted to fixed precision, so ``nbval`` can compare it exactly.
 
 from __future__ import annotations
 
+import re
 import textwrap
 from xml.sax.saxutils import escape
 
@@ -14,7 +15,7 @@ from .layout import default_collapsed
 from .layout import layout as _layout
 from .snapshot import cut_note, trace_state
 
-__all__ = ["graph_svg", "trace_svg", "hooks_svg", "snapshot_svg", "edge_path"]
+__all__ = ["graph_svg", "trace_svg", "hooks_svg", "snapshot_svg", "edge_path", "with_note"]
 
 FONT = "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace"
 STYLE = {
@@ -98,8 +99,13 @@ def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None, foo
     failure = snapshot.get("failure")
     roots = set() if failure else set(snapshot.get("roots", ()))  # NOTE [Failed forward]
     if failure:
-        where = f"line {failure['line']}: {failure['source']}" if failure["line"] else "the cell"
-        footer = [(f"The forward failed at {where}", True), (failure["error"], False), *footer]
+        # no line of the cell's code raised: the option's expression did (``--backward los``)
+        title = (
+            f"The forward failed at line {failure['line']}: {failure['source']}"
+            if failure["line"]
+            else "The forward ran; then the cell failed:"
+        )
+        footer = [(title, True), (failure["error"] or "", False), *footer]
     width, height = lay["width"], lay["height"]
     if footer:  # wrapped to the drawing's width (at least 64 characters)
         chars = max(64, int((width - 20) / FOOTER_CHAR))
@@ -345,3 +351,29 @@ def _norms(g):
 
 def _fired_text(call):
     return f"|g| {_norms(call['before'])} -> {_norms(call['after'])}"
+
+
+NOTE_HEIGHT = 22
+
+
+def with_note(svg: str, text: str) -> str:
+    """``svg`` (a picture drawn here) with ``text`` in a band on top, the drawing moved down:
+    a widget's PNG says that it stands for a live widget (``StillWidget._repr_mimebundle_``)."""
+    head, _, body = svg.partition("\n")
+    size = re.search(r'width="([\d.]+)" height="([\d.]+)" viewBox="[^"]*"', head)
+    width = max(float(size[1]), round(len(text) * FOOTER_CHAR + 20))
+    height = float(size[2]) + NOTE_HEIGHT
+    head = (
+        f'{head[: size.start()]}width="{_f(width)}" height="{_f(height)}" '
+        f'viewBox="0 0 {_f(width)} {_f(height)}"{head[size.end() :]}'
+    )
+    return "\n".join(
+        [
+            head,
+            f'<rect x="0" y="0" width="{_f(width)}" height="{NOTE_HEIGHT}" fill="#fff8e1"/>',
+            f'<text x="10" y="15" fill="#6b4e00">{_t(text)}</text>',
+            f'<g transform="translate(0,{NOTE_HEIGHT})">',
+            body.rsplit("</svg>", 1)[0],
+            "</g></svg>",
+        ]
+    )

@@ -73,6 +73,21 @@ def test_a_node_made_ready_is_not_waiting_at_the_same_step(graph):
     assert made_somewhere or stepper.steps == 1  # the property was put to the test
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graphs())
+def test_a_step_shows_the_ready_queue_it_left(graph):
+    """Issue 33, point 7: the queue shown at a step holds the nodes it made ready (it said
+    "Made ready: x" above "Ready queue: empty"); the next step then takes the queue's head."""
+    stepper = _stepper(graph)
+    steps = stepper.trace["steps"]
+    for position in range(1, stepper.steps + 1):
+        state = stepper.state(position)
+        queue = state["ready"]["cpu"]
+        assert set(state["made_ready"]) <= set(queue), position
+        after = steps[position] if position < len(steps) else None
+        assert queue == ([after["node"], *after["ready"]["cpu"]] if after else []), position
+
+
 def test_the_first_step_of_a_chain_makes_its_next_node_ready():
     """The case that showed it: the root's step makes the next node ready, which the counts
     taken when the root started still had waiting for one gradient."""

@@ -59,7 +59,11 @@ def test_trace_svg_numbers_the_steps():
     texts = _texts(svg)
     mul = tr["steps"][2]["node"]
     assert f"step 3 / 5: running MulBackward0 ({mul}) on cpu" in texts, texts
-    assert "ready queue (cpu): empty" in texts
+    # the queue as the step left it: the two leaves it made ready (issue 33, point 7)
+    made = tr["steps"][2]["made_ready"]
+    assert len(made) == 2
+    queue = " ".join(texts)
+    assert "ready queue (cpu): AccumulateGrad (" in queue and all(m in queue for m in made)
     assert 'stroke-width="3"' in svg
     assert trace_svg(tr, index=2) == svg  # index: the same as position index + 1
     texts = _texts(trace_svg(tr, position=6))
@@ -126,3 +130,17 @@ def test_labels_of_edges_that_leave_one_box_do_not_overlap():
         x0, y0 = p[0] + 0.5 * (p[2] - p[0]) + 4, p[1] + 0.5 * (p[3] - p[1]) + 3
         middle.append((x0, y0 - 9, x0 + 5.4 * len(e["label"]), y0))
     assert _overlapping(middle)
+
+
+def test_a_failure_without_a_cell_line_does_not_blame_the_forward():
+    """Issue 33, point 5: ``%%autograd --backward los`` (a typo) raises in the option's
+    expression, no line of the cell: the picture says the forward ran, then what failed."""
+    _, snap = _snap()
+    error = "NameError: %%autograd --backward los: name 'los' is not defined"
+    snap["failure"] = {"line": None, "source": "", "error": error}
+    texts = _texts(snapshot_svg(snap))
+    assert "The forward ran; then the cell failed:" in texts, texts
+    assert error in texts
+    assert not any("forward failed" in t or "null" in t or "None" in t for t in texts), texts
+    snap["failure"] = {"line": 3, "source": "z = y @ w", "error": "RuntimeError: shapes"}
+    assert "The forward failed at line 3: z = y @ w" in _texts(snapshot_svg(snap))

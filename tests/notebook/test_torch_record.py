@@ -252,8 +252,10 @@ def test_the_stepper_steps_through_torchs_pass(ip):
     # torch's order at every step (the stepper says so, or marks the steps that differ)
     assert stepper.trace["model_differs"] == []
     state = stepper.state(1)
-    assert state["running"] == stepper.trace["steps"][0]["node"] and state["ready"] == {"cpu": []}
-    assert names[stepper.state(1)["made_ready"][0]] == "PowBackward0"
+    assert state["running"] == stepper.trace["steps"][0]["node"]
+    assert names[state["made_ready"][0]] == "PowBackward0"
+    # the queue as the step left it: what it made ready (issue 33, point 7)
+    assert state["ready"] == {"cpu": state["made_ready"]}
 
 
 def _second_node(loss):

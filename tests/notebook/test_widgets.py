@@ -381,16 +381,26 @@ def test_the_png_is_the_svg_drawn():
 
     from PIL import Image
 
+    from nbgrad.notebook._widget import STILL_NOTE
+    from nbgrad.notebook.svg import with_note
+
     x, w, y, loss, rec = _model()
     data, _ = GraphView(loss)._repr_mimebundle_()
     image = Image.open(io.BytesIO(base64.b64decode(data["image/png"])))
     svg = data["image/svg+xml"]
     width = float(svg.split('width="', 1)[1].split('"', 1)[0])
     height = float(svg.split('height="', 1)[1].split('"', 1)[0])
-    assert image.size == (round(width), round(height))
+    # with a band on top that says how the live widget comes back (issue 33, point 9: NOTE
+    # [A picture that stands for a widget]); the SVG, which nbval compares, has none
+    note_width = round(len(STILL_NOTE) * 6.7 + 20)  # svg.FOOTER_CHAR a character
+    assert image.size == (max(round(width), note_width), round(height) + 22)
     colours = {c for _, c in image.convert("RGB").getcolors(1 << 16)}
     assert (253, 240, 240) in colours  # the root's fill, as in the SVG (#fdf0f0)
     assert (233, 245, 234) in colours  # a leaf's (#e9f5ea)
+    assert image.convert("RGB").getpixel((image.size[0] - 3, 3)) == (255, 248, 225)  # #fff8e1
+    assert "run the cell again" not in svg
+    assert "run the cell again" in with_note(svg, STILL_NOTE)
+    assert not any("run the cell again" in part for part in GraphView(loss).still()._bundle)
 
 
 def test_the_editor_runs_backward_again_and_again_and_explains_signatures():
