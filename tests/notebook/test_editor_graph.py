@@ -54,6 +54,11 @@ def test_the_editor_of_a_torch_backward_cell_runs_backward_again(ip):
     s.hooks.run_backward()
     assert s.hooks.error == ""
     assert torch.allclose(a.grad, 2 * once)
+    # freed by the user's own backward: torch's graph is found freed too, nothing changes
+    assert run(ip, "loss.backward()").success
+    s.hooks.zero_grad()
+    s.hooks.run_backward()
+    assert "was freed" in s.hooks.error and torch.allclose(a.grad, 3 * once)
 
 
 def test_a_static_cell_frees_its_graph_as_backward_does(ip):
