@@ -20,7 +20,8 @@ backward makes that backward fail, as in PyTorch, and the editor shows the error
 no other hook is lost. "Run backward" runs ``root.backward(retain_graph=..., create_graph=...)``
 with a recorder listening to the engine and shows which hooks fired, with the gradient before
 and after each; while it runs, ``running`` says which hook or node runs, and an interrupt says
-where it landed (NOTE [A backward that runs long]).
+where it landed (NOTE [A backward that runs long]). On a graph already freed, "Run backward" and
+"Zero .grad" change nothing and say how to get a graph that runs (NOTE [A freed graph]).
 
 Messages from the browser: ``add {kind, source}``, ``edit {id, source}``, ``enable {id,
 enabled}``, ``remove {id}``, ``run_backward {retain_graph, create_graph}``, ``zero_grad``.
