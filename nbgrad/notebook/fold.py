@@ -7,18 +7,43 @@ visible graph (nodes and collapsed groups, see ``layout.py``), so that the layou
 series box for each (``MulBackward0 → AddBackward0 → TanhBackward0 ×300``) that expands in place
 on a click.
 
+Beyond chains, the same search finds the repeats of a fan (``sum(f(x, w) for w in ws)``: an
+``Add`` chain with a branch and a weight of its own at each link), of an RNN step (the
+``U @ x[t]`` branch beside ``W @ h``), of residual blocks, of a ``stack`` of identical
+branches and of the steps of a training loop (one graph per step, sharing the parameters).
+
 NOTE [Series]
-Only chains are folded: a run of units ``u1 → u2 → ... → un`` in which each link is the only
-edge out of its upper end and the only edge into its lower end, not counting the edges into
-sinks (leaves and other units with no edges out: the weights a loop reuses hang off every step,
-and stay outside the series box, which takes over the edges to them). Along each maximal chain
-the units' kinds (a node's name, a collapsed group's module type) are searched for the period
-``p`` (1 to ``MAX_PERIOD``) and start that cover the most units with at least ``MIN_REPEATS``
-whole repeats; the parts of the chain before and after the run are searched again. The first
-repeat (the one nearest the root) stays drawn as it is, so that the reader sees one whole
-iteration, with its edges to the leaves, above the box that stands for the others. The result
-depends only on the units, their order and their edges, so the same snapshot always folds the
-same way (nbval compares the still pictures).
+Sinks (leaves, and units with no edges out) are set aside: the weights a loop reuses hang off
+every step and stay outside the series box, which takes over the edges to them. The other
+units form a dominator tree (a unit's dominator: the nearest unit every path from the top
+to it passes through; ``ROOT`` for a top, and for a unit with an edge in from another module
+group, so that a series never crosses a group's border), computed in one pass in
+topological order; each walk up the tree is bounded (``WALK_BUDGET`` steps a unit in all;
+past it the remaining units count as tops), so that the search is linear however the graph
+is tangled. From each top the heaviest path down the tree (the child with the largest
+subtree; where two tie, the spine ends) is a spine; a spine unit and the lighter subtrees
+hanging from it are a cluster, named by a signature (its units' kinds, a node's name or a collapsed
+group's module type, and the edges between them). Along the spine the signatures are
+searched for the period ``p`` (1 to ``MAX_PERIOD``) and start that cover the most clusters
+with at least ``MIN_REPEATS`` whole repeats, then the parts before and after the run. The
+first repeat (the one nearest the root) stays drawn, so that the reader sees one whole
+iteration, with its edges to the leaves, above the box that stands for the others. The
+clusters left drawn have their light subtrees searched in turn: identical sibling subtrees
+(the same signature, ``MIN_REPEATS`` or more: the tops of a training loop's steps, the
+branches of a ``stack``) fold but for the last one made, and each drawn subtree is a spine
+of its own. A unit is searched once per light edge above it: n log n in all. Sinks that only
+a series' units lead to fold into it when there are as many as its repeats (a fan's weights,
+one a branch), not otherwise (a loop's first input stays drawn). The result depends only on
+the units, their order and their edges, so the same snapshot always folds the same way
+(nbval compares the still pictures).
+
+NOTE [Splitting a long series]
+Opening a series of 2,000 repeats at once would draw 8,000 boxes, which neither reads nor
+lays out fast. A series of more than ``SPLIT`` repeats holds ``parts``: at most ``SPLIT``
+series of consecutive repeats (their ids ``series:<first unit>~<repeats>``), each split in
+turn, so that opening one shows at most ``SPLIT`` boxes more and any repeat is a few clicks
+away (the search opens the path to it), as Model Explorer splits groups of over 1,000
+children. :func:`shown_series` lists what shows for a set of opened series.
 """
 
 from __future__ import annotations
@@ -183,7 +208,10 @@ class _Folder:
         fold (NOTE [Series]); the light subtrees of the clusters left drawn are searched."""
         spine, u, kids, size = [top], top, self.kids, self.size
         while kids[u]:
-            u = max(kids[u], key=lambda c: size[c])  # (the first of the heaviest)
+            heavy = sorted((size[c] for c in kids[u]), reverse=True)
+            if len(heavy) > 1 and heavy[0] == heavy[1]:
+                break  # no heaviest (a stack of equal branches): all are searched as siblings
+            u = max(kids[u], key=lambda c: size[c])
             spine.append(u)
         clusters = []
         sigs = []

@@ -591,6 +591,13 @@ def build_snapshot(
             if id(p) not in param_group:
                 param_group[id(p)] = g
                 names.setdefault(id(p), f"{paths[g]}.{pname}")
+    # a module called more than once (each step of a training loop, each step of an RNN cell)
+    # holds its parameters in none of its calls: they are drawn once, outside, and the calls
+    # read alike (so that they fold, NOTE [Series] in fold.py)
+    calls = {}
+    for g in groups:
+        calls[id(g.module)] = calls.get(id(g.module), 0) + 1
+    param_group = {k: g for k, g in param_group.items() if calls[id(g.module)] == 1}
     for key, name in weak_names.items():
         names.setdefault(key, name)
 

@@ -163,3 +163,98 @@ def test_stacked_identical_layers_fold_into_one_series():
     series = [b for b in lay["nodes"] if b["kind"] == "series"]
     assert len(series) == 1 and series[0]["label"] == "Linear → ReLU", lay["nodes"]
     assert len(lay["nodes"]) < 10
+
+
+# -- shapes beyond chains (NOTE [Series] in fold.py) -------------------------------------------
+
+
+def _open(snap):
+    """The layout a graph opens with, and its series."""
+    lay = layout(snap, default_collapsed(snap))
+    return lay, {x["id"]: x for x in lay["series"]}
+
+
+def _fan(n, stacked=False):
+    x = ng.randn(8, requires_grad=True)
+    ws = [ng.randn(8, requires_grad=True) for _ in range(n)]
+    with record() as rec:
+        if stacked:
+            loss = ng.stack([(x * w).tanh().sum() for w in ws]).sum()
+        else:
+            loss = sum(((x * w).tanh()).sum() for w in ws)
+        loss.backward()
+    return build_snapshot(rec, names={id(x): "x"}), ws
+
+
+@pytest.mark.parametrize("stacked", [False, True])
+def test_a_fan_of_distinct_leaves_folds_with_its_leaves(stacked):
+    snap, ws = _fan(400, stacked)
+    lay, series = _open(snap)
+    assert len(lay["nodes"]) < FIT
+    (fan,) = series.values()
+    assert fan["count"] == (399 if stacked else 398)  # (the first Add of sum() adds to 0)
+    assert fan["label"] == "MulBackward0 → TanhBackward0 → SumBackward0" + (
+        "" if stacked else " → AddBackward0"
+    )
+    labels = [b["label"] for b in lay["nodes"]]
+    assert labels.count("x") == 1  # the shared input stays drawn, the weights fold
+    leaves = sum(b["label"] == "AccumulateGrad" for b in lay["nodes"] if b["kind"] == "node")
+    assert leaves <= 2
+    assert fan["nodes"] == fan["count"] * (4 if stacked else 5)  # each repeat with its weight
+
+
+def _rnn(steps):
+    ng.manual_seed(0)
+    W = ng.randn(8, 8, requires_grad=True)
+    U = ng.randn(8, 4, requires_grad=True)
+    xs = ng.randn(steps, 4)
+    h = ng.zeros(8)
+    with record() as rec:
+        for t in range(steps):
+            h = (W @ h * 0.1 + U @ xs[t]).tanh()
+        h.sum().backward()
+    return build_snapshot(rec, names={id(W): "W", id(U): "U"}, max_nodes=10**6)
+
+
+def test_an_rnn_step_with_its_input_branch_folds():
+    snap = _rnn(1000)
+    lay, series = _open(snap)
+    assert len(lay["nodes"]) < FIT
+    (step,) = series.values()
+    assert step["count"] == 999 and step["period"] == 4
+    assert step["nodes"] == 999 * 5
+    labels = {b["label"] for b in lay["nodes"]}
+    assert {"W", "U"} <= labels  # the weights stay drawn, beside the step drawn in full
+    box = next(b for b in lay["nodes"] if b["id"] == step["id"])
+    into = {e["to"] for e in lay["edges"] if e["from"] == box["id"]}
+    refs = {b["id"]: b["label"] for b in lay["nodes"]}
+    assert {"W", "U"} <= {refs[t] for t in into}
+
+
+def test_the_steps_of_a_training_loop_fold_but_the_last():
+    ng.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+    x, y = ng.randn(16, 4), ng.randn(16, 1)
+    with record() as rec:
+        for _ in range(20):
+            loss = ((model(x) - y) ** 2).mean()
+            model.zero_grad()
+            loss.backward()
+    snap = build_snapshot(rec, names={id(model): "model"})
+    lay, series = _open(snap)
+    (steps,) = series.values()
+    assert steps["count"] == 19
+    last = max(n["seq"] for n in snap["nodes"] if n["seq"] is not None)
+    drawn = {b["ref"] for b in lay["nodes"]}
+    assert f"n{last}" in drawn  # the last step's loss is drawn, the earlier ones fold
+    assert len(lay["nodes"]) < 15
+
+
+def test_a_long_series_opens_in_parts_down_to_any_repeat():
+    snap = _rnn(1000)
+    lay, series = _open(snap)
+    (step,) = series.values()
+    opened = layout(snap, default_collapsed(snap), expanded=[step["id"]])
+    parts = [x for x in opened["series"] if x["id"] != step["id"]]
+    assert len(parts) == SPLIT and sum(x["count"] for x in parts) == 999
+    assert len(opened["nodes"]) < FIT + SPLIT
