@@ -564,7 +564,10 @@ def build_snapshot(
 
     # parameters of the recorded modules: names for leaves, and their group
     param_group = {}
+    calls = {}  # id(module) -> its calls: only the first names the parameters (a loop's 60)
     for g in groups:
+        calls[id(g.module)] = calls.get(id(g.module), 0) + 1
+    for g in _first_calls(groups):
         module = g.module
         named = getattr(module, "named_parameters", None)
         if named is None:
@@ -581,7 +584,7 @@ def build_snapshot(
                 names.setdefault(id(p), f"{paths[g]}.{pname}")
     # a parameter of a submodule that is never called (attention's ``out_proj``, used through
     # its weight): named by the path from the innermost called module that holds it
-    for g in sorted(groups, key=lambda g: -g.depth):
+    for g in _first_calls(sorted(groups, key=lambda g: -g.depth)):
         named = getattr(g.module, "named_parameters", None)
         try:
             params = list(named()) if named is not None else []
@@ -594,9 +597,6 @@ def build_snapshot(
     # a module called more than once (each step of a training loop, each step of an RNN cell)
     # holds its parameters in none of its calls: they are drawn once, outside, and the calls
     # read alike (so that they fold, NOTE [Series] in fold.py)
-    calls = {}
-    for g in groups:
-        calls[id(g.module)] = calls.get(id(g.module), 0) + 1
     param_group = {k: g for k, g in param_group.items() if calls[id(g.module)] == 1}
     for key, name in weak_names.items():
         names.setdefault(key, name)
@@ -816,6 +816,17 @@ def build_snapshot(
         "backward_ops": recorder.backward_ops if recorder is not None else 0,
         "failure": getattr(recorder, "failure", None),  # set by the magic (NOTE [Failed forward])
     }
+
+
+def _first_calls(groups):
+    """The first of ``groups`` (ModuleCalls) of each module."""
+    seen = set()
+    out = []
+    for g in groups:
+        if id(g.module) not in seen:
+            seen.add(id(g.module))
+            out.append(g)
+    return out
 
 
 def _max_values(recorder):
