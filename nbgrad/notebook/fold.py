@@ -196,10 +196,17 @@ class _Folder:
         """An int that is the same for two lists of units exactly when their kinds and the
         edges between them are (edges that leave the list do not count: the last step of a
         loop leads to a leaf where the others lead to the next step)."""
-        local = {u: k for k, u in enumerate(units)}
         kind, succ = self.kind, self.succ
-        key = tuple((kind[u], tuple(local[v] for v in succ[u] if v in local)) for u in units)
-        return self._interned.setdefault(key, len(self._interned))
+        if len(units) == 1:  # (most clusters: one unit, no edge to itself)
+            u = units[0]
+            key = ((kind[u], (0,) if u in succ[u] else ()),)
+        else:
+            local = {u: k for k, u in enumerate(units)}
+            key = tuple((kind[u], tuple(local[v] for v in succ[u] if v in local)) for u in units)
+        got = self._interned.get(key)
+        if got is None:
+            got = self._interned[key] = len(self._interned)
+        return got
 
     # -- chains of clusters ----------------------------------------------------------------
     def fold_spine(self, top):
@@ -208,21 +215,29 @@ class _Folder:
         fold (NOTE [Series]); the light subtrees of the clusters left drawn are searched."""
         spine, u, kids, size = [top], top, self.kids, self.size
         while kids[u]:
-            heavy = sorted((size[c] for c in kids[u]), reverse=True)
-            if len(heavy) > 1 and heavy[0] == heavy[1]:
-                break  # no heaviest (a stack of equal branches): all are searched as siblings
-            u = max(kids[u], key=lambda c: size[c])
+            below = kids[u]
+            if len(below) > 1:
+                heavy = sorted((size[c] for c in below), reverse=True)
+                if heavy[0] == heavy[1]:
+                    break  # no heaviest (a stack of equal branches): all searched as siblings
+                u = max(below, key=size.__getitem__)
+            else:
+                u = below[0]
             spine.append(u)
         clusters = []
         sigs = []
+        signature = self.signature
         for k, s in enumerate(spine):
-            nxt = spine[k + 1] if k + 1 < len(spine) else None
-            units = [s]
-            for c in kids[s]:
-                if c != nxt:
-                    units += self.subtree(c)
+            if len(kids[s]) <= 1:  # (a plain chain: the unit alone)
+                units = [s]
+            else:
+                nxt = spine[k + 1] if k + 1 < len(spine) else None
+                units = [s]
+                for c in kids[s]:
+                    if c != nxt:
+                        units += self.subtree(c)
             clusters.append(units)
-            sigs.append(self.signature(units))
+            sigs.append(signature(units))
         drawn = []
         self.fold_runs(clusters, sigs, drawn)
         for k in drawn:
