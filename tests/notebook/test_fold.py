@@ -10,7 +10,7 @@ from nbgrad import nn
 from nbgrad.notebook import GraphView, build_snapshot, record
 from nbgrad.notebook.fold import MIN_REPEATS, SPLIT, find_series
 from nbgrad.notebook.layout import FIT, default_collapsed, layout
-from nbgrad.notebook.snapshot import view_snapshot
+from nbgrad.notebook.snapshot import cut_note, view_snapshot
 from nbgrad.notebook.svg import snapshot_svg
 
 
@@ -258,3 +258,51 @@ def test_a_long_series_opens_in_parts_down_to_any_repeat():
     parts = [x for x in opened["series"] if x["id"] != step["id"]]
     assert len(parts) == SPLIT and sum(x["count"] for x in parts) == 999
     assert len(opened["nodes"]) < FIT + SPLIT
+
+
+# -- a cut graph keeps what matters (NOTE [A graph cut at max_nodes] in snapshot.py) ----------
+
+
+def _rnn_cell(steps, max_nodes):
+    ng.manual_seed(0)
+    W = ng.randn(8, 8, requires_grad=True)
+    U = ng.randn(8, 4, requires_grad=True)
+    h0 = ng.randn(8, requires_grad=True)
+    xs = ng.randn(steps, 4)
+    h = h0
+    with record() as rec:
+        for t in range(steps):
+            h = (W @ h * 0.1 + U @ xs[t]).tanh()
+        h.sum().backward()
+    names = {id(W): "W", id(U): "U", id(h0): "h0"}
+    return build_snapshot(rec, names=names, max_nodes=max_nodes), (W, U, h0)
+
+
+def test_a_cut_rnn_still_shows_U_and_every_leaf_with_a_gradient():
+    snap, (W, U, h0) = _rnn_cell(2000, 1000)  # 10,004 nodes, cut at 1,000
+    assert snap["truncated"] and len(snap["nodes"]) <= 1000
+    labels = {n["label"]: n for n in snap["nodes"] if n["kind"] == "leaf"}
+    assert {"W", "U", "h0"} <= set(labels)  # h0: 10,000 nodes below the cut, kept as a stub
+    assert U.grad is not None and labels["U"]["tensor"]["grad"]["norm"] > 0
+    # U is drawn with its edges (every step's U @ x[t] is cut at the same depth as W @ h) ...
+    into = {e["to"] for e in snap["edges"]}
+    assert labels["U"]["id"] in into and labels["W"]["id"] in into
+    # ... h0 beyond the cut without them, and the note says so
+    assert labels["h0"]["id"] not in into and snap["stubs"] == 1
+    assert snap["cut_nodes"] == 5 * 2000 + 4 - len(snap["nodes"])  # 5 a step, sum, 3 leaves
+    note = cut_note(snap)
+    assert f"{snap['cut_nodes']:,} nodes left out" in note
+    assert "1 leaf beyond the cut drawn without their edges" in note
+    # the view the widget is sent says it too, and search (over its nodes) finds U and h0
+    view = view_snapshot(snap)
+    assert view["cut_nodes"] == snap["cut_nodes"] and view["stubs"] == 1
+    assert {"U", "h0"} <= {n.get("label") for n in view["nodes"]}
+    # both branches are cut at the same depth: as many steps use U as use W
+    uses = [sum(e["to"] == labels[k]["id"] for e in snap["edges"]) for k in ("U", "W")]
+    assert abs(uses[0] - uses[1]) <= 1 and uses[0] > 100, uses
+
+
+def test_a_graph_that_fits_is_walked_as_before():
+    snap, _ = _rnn_cell(20, 10**6)
+    assert not snap["truncated"] and snap["cut_nodes"] == 0 and snap["stubs"] == 0
+    assert cut_note(snap) == ""
