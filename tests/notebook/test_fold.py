@@ -306,3 +306,22 @@ def test_a_graph_that_fits_is_walked_as_before():
     snap, _ = _rnn_cell(20, 10**6)
     assert not snap["truncated"] and snap["cut_nodes"] == 0 and snap["stubs"] == 0
     assert cut_note(snap) == ""
+
+
+def test_reveal_opens_only_the_parts_on_the_way_to_a_node():
+    ng.manual_seed(0)
+    W = ng.randn(8, 8, requires_grad=True)
+    U = ng.randn(8, 4, requires_grad=True)
+    xs = ng.randn(1000, 4)
+    h = ng.zeros(8)
+    for t in range(1000):
+        h = (W @ h * 0.1 + U @ xs[t]).tanh()
+    view = GraphView(h.sum(), max_nodes=10**6)
+    ids = [n["id"] for n in view.snapshot["nodes"] if n["name"] == "AddBackward0"]
+    hidden = ids[len(ids) // 3]
+    assert hidden not in {b["ref"] for b in view.graph_layout["nodes"]}
+    view.reveal(hidden)
+    assert hidden in {b["ref"] for b in view.graph_layout["nodes"]}
+    assert len(view.expanded) == 3  # 999 repeats, a part of 100, a part of 10
+    # the first step, two levels of at most SPLIT parts, and the 10 steps of the part opened
+    assert len(view.graph_layout["nodes"]) <= 10 + 2 * SPLIT + 10 * 5
