@@ -75,8 +75,32 @@ def find_series(order, kind, succ, pred, group=None) -> list[Series]:
     """The series of the visible graph: ``order`` its unit ids (in snapshot order), ``kind``
     each unit's kind, ``succ`` / ``pred`` each unit's edges out (towards the leaves) and in;
     ``group`` each unit's enclosing module group (a series never crosses a group's border).
-    A series of many repeats holds its ``parts`` (NOTE [Splitting a long series])."""
-    return _Folder(order, kind, succ, group).run()
+    A series of many repeats holds its ``parts`` (NOTE [Splitting a long series]).
+
+    The last few graphs searched are remembered (NOTE [Series found once]); what it returns is
+    shared, not to be changed."""
+    key = (
+        tuple(order),
+        tuple(kind[u] for u in order),
+        tuple(tuple(succ[u]) for u in order),
+        tuple(group[u] for u in order) if group is not None else None,
+    )
+    found = _FOUND.pop(key, None)
+    if found is None:
+        found = _Folder(order, kind, succ, group).run()
+        if len(_FOUND) >= 4:
+            del _FOUND[next(iter(_FOUND))]
+    _FOUND[key] = found  # (the last used comes last)
+    return found
+
+
+# NOTE [Series found once]
+# Each click on a series or a group lays the graph out again, and the search for series went
+# with it: over a second for 100,000 units, for the same graph each time while no group
+# opens or closes. So the last four graphs searched (their units, kinds, edges and groups,
+# compared whole: a tuple of them, hashed at C speed, costs a tenth of a search) keep what
+# was found.
+_FOUND: dict = {}
 
 
 class _Folder:
