@@ -77,7 +77,7 @@ def find_series(order, kind, succ, pred, group=None) -> list[Series]:
     ``group`` each unit's enclosing module group (a series never crosses a group's border).
     A series of many repeats holds its ``parts`` (NOTE [Splitting a long series]).
 
-    The last few graphs searched are remembered (NOTE [Series found once]); what it returns is
+    The last two graphs searched are remembered (NOTE [Series found once]); what it returns is
     shared, not to be changed."""
     key = (
         tuple(order),
@@ -88,7 +88,7 @@ def find_series(order, kind, succ, pred, group=None) -> list[Series]:
     found = _FOUND.pop(key, None)
     if found is None:
         found = _Folder(order, kind, succ, group).run()
-        if len(_FOUND) >= 4:
+        if len(_FOUND) >= 2:
             del _FOUND[next(iter(_FOUND))]
     _FOUND[key] = found  # (the last used comes last)
     return found
@@ -97,7 +97,7 @@ def find_series(order, kind, succ, pred, group=None) -> list[Series]:
 # NOTE [Series found once]
 # Each click on a series or a group lays the graph out again, and the search for series went
 # with it: over a second for 100,000 units, for the same graph each time while no group
-# opens or closes. So the last four graphs searched (their units, kinds, edges and groups,
+# opens or closes. So the last two graphs searched (their units, kinds, edges and groups,
 # compared whole: a tuple of them, hashed at C speed, costs a tenth of a search) keep what
 # was found.
 _FOUND: dict = {}
