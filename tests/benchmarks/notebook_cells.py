@@ -2,7 +2,7 @@
 a test).
 
     python tests/benchmarks/notebook_cells.py                 # everything
-    python tests/benchmarks/notebook_cells.py --only training # or: stages
+    python tests/benchmarks/notebook_cells.py --only training # or: saved, stages
     python tests/benchmarks/notebook_cells.py --quick         # fewer repeats, 1k and 10k only
 
 1. A 60-step training cell (784-256-10 MLP, batch 64, cross entropy, SGD) run in IPython's
@@ -11,6 +11,8 @@ a test).
    (one BLAS thread, torch on one thread: steady on a shared machine); the same with
    the loop in ``with record():`` alone. For nbgrad's code and for PyTorch's (torch on one
    thread). The target is at most 1.3x the plain cell.
+1b. The bytes a saved notebook keeps of a cell of each shape (a fan of 2,000 leaves, an RNN
+   of 1,000 steps, a 20-step training loop), outputs and widget state.
 2. Stages per graph shape and size (about 1k, 10k and 100k nodes): recording (the ops inside
    ``record()``, the backward pass included, minus the same code unrecorded), the snapshot,
    and folding (``fold.find_series`` on the visible graph, and the whole ``layout`` of what
@@ -111,6 +113,51 @@ def training_cells(repeats):
             for k, v in times.items()
         )
         print(f"  {framework:7} {figures}   (target <= 1.3x)")
+
+
+# -- 1b. the saved size of each shape's cell ---------------------------------------------------
+SHAPE_CELLS = {
+    "fan of 2,000 leaves": "%%autograd --backward loss\n"
+    "x = ng.randn(8, requires_grad=True)\n"
+    "ws = [ng.randn(8, requires_grad=True) for _ in range(2000)]\n"
+    "loss = sum(((x * w).tanh()).sum() for w in ws)",
+    "RNN of 1,000 steps": "%%autograd --backward loss\n"
+    "W, U = ng.randn(8, 8, requires_grad=True), ng.randn(8, 4, requires_grad=True)\n"
+    "xs, h = ng.randn(1000, 4), ng.zeros(8)\n"
+    "for t in range(1000):\n"
+    "    h = (W @ h * 0.1 + U @ xs[t]).tanh()\n"
+    "loss = h.sum()",
+    "training loop of 20 steps": "%%autograd\n"
+    "model = ng.nn.Sequential(ng.nn.Linear(4, 8), ng.nn.Tanh(), ng.nn.Linear(8, 1))\n"
+    "opt = ng.optim.SGD(model.parameters(), lr=0.1)\n"
+    "x, y = ng.randn(16, 4), ng.randn(16, 1)\n"
+    "for step in range(20):\n"
+    "    opt.zero_grad()\n"
+    "    loss = ((model(x) - y) ** 2).mean()\n"
+    "    loss.backward()\n"
+    "    opt.step()",
+}
+
+
+def saved_sizes():
+    """The bytes a notebook keeps of each shape's cell (outputs and widget state)."""
+    from IPython.testing.globalipapp import get_ipython
+    from IPython.utils.capture import capture_output
+
+    from tests.benchmarks.notebook import saved_size
+
+    shell = get_ipython()
+    shell.run_line_magic("load_ext", "nbgrad")
+    shell.run_cell("import nbgrad as ng")
+    print("Saved size of each shape's cell (outputs and widget state; target < 2 MB)")
+    for name, cell in SHAPE_CELLS.items():
+        with capture_output() as cap:
+            t0 = time.process_time()
+            result = shell.run_cell(cell)
+            elapsed = time.process_time() - t0
+        if not result.success:
+            raise RuntimeError(result.error_in_exec)
+        print(f"  {name:26} {saved_size(cap.outputs):10,} bytes  cell {elapsed:5.2f} s CPU")
 
 
 # -- 2. stages per shape and size --------------------------------------------------------------
@@ -237,13 +284,15 @@ def _fold_time(snap):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--only", choices=["training", "stages"])
+    p.add_argument("--only", choices=["training", "saved", "stages"])
     p.add_argument("--quick", action="store_true")
     p.add_argument("--sizes", help="node counts, comma-separated (default 1000,10000,100000)")
     p.add_argument("--shapes", help="shapes, comma-separated (default all: " + ", ".join(SHAPES))
     args = p.parse_args()
     if args.only in (None, "training"):
         training_cells(3 if args.quick else 7)
+    if args.only in (None, "saved"):
+        saved_sizes()
     if args.only in (None, "stages"):
         sizes = [1000, 10000] if args.quick else [1000, 10000, 100000]
         if args.sizes:
