@@ -101,7 +101,7 @@ def test_the_view_grows_live_and_ends_with_the_final_state():
     with rec:
         h = x
         for _ in range(5):
-            time.sleep(0.05)  # slower than the refresh interval and 4x the refresh's cost
+            time.sleep(0.05)  # slower than the refresh interval, and its cost 8% of it
             h = h * 2
             assert view.live
     assert sizes == [2, 3, 4, 5, 6]  # one refresh per op here ...
