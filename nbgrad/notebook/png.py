@@ -99,17 +99,33 @@ def svg_to_png(svg: str, scale: float = 1.0) -> bytes:
     def xy(x, y, dx, dy):
         return ((x + dx) * scale, (y + dy) * scale)
 
-    def paint(el, dx, dy):
+    def paint(draw, el, dx, dy):
         tag = el.tag.replace(_NS, "")
         get = el.get
         if tag in ("defs", "marker", "title"):
+            return
+        if tag == "svg":  # a window on a bigger drawing (NOTE [Still pictures are overviews])
+            vx, vy, vw, vh = map(float, get("viewBox").split())
+            window = Image.new(
+                "RGB", (max(1, round(vw * scale)), max(1, round(vh * scale))), "white"
+            )
+            inner = ImageDraw.Draw(window)
+            for child in el:
+                paint(inner, child, -vx, -vy)
+            image.paste(
+                window,
+                (
+                    round((float(get("x", 0)) + dx) * scale),
+                    round((float(get("y", 0)) + dy) * scale),
+                ),
+            )
             return
         if tag == "g":
             m = re.match(r"translate\(([-\d.]+)[, ]+([-\d.]+)\)", get("transform", ""))
             if m:
                 dx, dy = dx + float(m.group(1)), dy + float(m.group(2))
             for child in el:
-                paint(child, dx, dy)
+                paint(draw, child, dx, dy)
             return
         if tag == "rect":
             x, y = float(get("x", 0)), float(get("y", 0))
@@ -150,12 +166,14 @@ def svg_to_png(svg: str, scale: float = 1.0) -> bytes:
                 stroke_fill=halo,
             )
         for child in el:
-            paint(child, dx, dy)
+            paint(draw, child, dx, dy)
 
     for child in root:
-        paint(child, 0.0, 0.0)
+        paint(draw, child, 0.0, 0.0)
     out = io.BytesIO()
-    image.quantize(colors=64, method=Image.Quantize.MEDIANCUT).save(out, "PNG", optimize=True)
+    # 64 colours (the picture has a dozen, and their antialiased blends): a third the bytes of
+    # RGB; the fast octree, not median cut (7x slower on a 2,000 x 2,000 picture)
+    image.quantize(colors=64, method=Image.Quantize.FASTOCTREE).save(out, "PNG")
     return out.getvalue()
 
 
