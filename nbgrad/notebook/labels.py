@@ -31,6 +31,20 @@ BULK = 32  # candidates costed at once, of labels with no free one among the fir
 BULK_FROM = 32  # labels from which candidates are costed in bulk (fewer: the walk is sooner)
 CROWD = 64  # items near a candidate past which it is walked, not costed in bulk
 BOX = -2  # the owner of a box (of a group frame's line: -1, of an edge's line: the edge)
+WALK_PER_LABEL = 2_000  # items the walks may visit, per label (NOTE [A budget for crowded ...])
+WALK_MAX = 4_000_000  # and in all, whatever the picture's size
+
+# NOTE [A budget for crowded pictures]
+# A walk visits every item in the cells a candidate touches, and where many edges share a
+# path (the 1,000 edges from the steps of an unrolled RNN down to its weight ``W``, drawn
+# one over another) each cell there holds hundreds of them: the 1,000-step RNN's 6,000
+# labels visited 224 million items (13 s), and the count grows as the square of the graph.
+# So the walks share a budget: WALK_PER_LABEL items a label, at most WALK_MAX in all (about
+# half a second). Once it is spent, a label takes the first of its candidates whose cost is
+# known without a walk (its old place if free, else one costed in bulk, else the first):
+# placement is still linear in the picture, and pictures below the budget (all the graphs of
+# tests/notebook/test_edge_labels.py, the crowded fan of 300 edges into one box at 1,600 a
+# label) are placed as before. The folded view a graph opens with is far below it.
 
 # NOTE [Label costs in bulk]
 # What a candidate meets is a sum, walked cell by cell: the cells in (cx, cy) order, each
@@ -271,6 +285,8 @@ class _Picture:
         self.where = None
         self.cells = {}  # (cx, cy) -> the rows there, made as the walk reaches them
         self.labels = _Labels(cell)
+        self.spent = 0  # the items walked, and how many may be (NOTE [A budget for ...])
+        self.budget = WALK_MAX
 
     def costs(self, left, top, right, bottom, owners):
         """What labels with ``boxes`` (rows left, top, right, bottom) of the edges ``owners``
@@ -365,6 +381,7 @@ class _Picture:
                 entries = cells.get((cx, cy))
                 if entries is None:
                     entries = self._cell(cx, cy)
+                self.spent += len(entries)
                 for a, b, c, d, owner, x0, y0, dx, dy, length, key in entries:
                     if a >= nr or c <= nl or b >= nb or d <= nt:
                         continue
@@ -494,6 +511,7 @@ def place_labels(nodes, edges, groups, width, height, hooked=()):
     if not labelled:
         return
     picture = _Picture(nodes, edges, groups, hooked)
+    picture.budget = min(WALK_MAX, WALK_PER_LABEL * len(labelled))
     labels = picture.labels
     # first the labels whose old place is free and beside their edge, so that no label moves
     # into another's; then the others, each to its best candidate
@@ -511,6 +529,8 @@ def place_labels(nodes, edges, groups, width, height, hooked=()):
         if _border(box, width, height):
             continue
         if cost is None:
+            if picture.spent >= picture.budget:
+                continue  # (NOTE [A budget for crowded pictures])
             cost = picture.cost(*box, k, 1e-9)
         elif not cost:
             cost = labels.cost(*box)
@@ -602,12 +622,20 @@ def _best(picture, labels, k, candidates, text, width, height):
         if out:
             cost = 100.0 + 10 * out
         elif static is None:
+            if picture.spent >= picture.budget:  # NOTE [A budget for crowded pictures]
+                if best is None:
+                    best = (x, y)
+                continue
             cost = picture.cost(left, top, right, bottom, k, best_cost)
         elif static >= best_cost:
             cost = static  # no less with the labels: it loses
         elif not static:
             cost = labels.cost(left, top, right, bottom)
         elif labels.cost(left, top, right, bottom):
+            if picture.spent >= picture.budget:  # it meets the picture and a label
+                if best is None:
+                    best = (x, y)
+                continue
             cost = picture.cost(left, top, right, bottom, k, best_cost)  # in the walk's order
         else:
             cost = static
