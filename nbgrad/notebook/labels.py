@@ -625,7 +625,7 @@ def _best(picture, labels, k, candidates, text, width, height):
             if picture.spent >= picture.budget:  # NOTE [A budget for crowded pictures]
                 if best is None:
                     best = (x, y)
-                continue
+                break  # (those costed in bulk come first: the rest would all need a walk)
             cost = picture.cost(left, top, right, bottom, k, best_cost)
         elif static >= best_cost:
             cost = static  # no less with the labels: it loses
