@@ -23,10 +23,10 @@ stages, each as seconds summed over its calls (and the count): the snapshot
 labels, the edge labels (``place_labels``), the still SVG and the PNG; the rest of the
 magic's extra time (recording, the widgets' sync) is what the stages leave; the bytes the
 graph widget sends (its snapshot and layout JSON), the bytes a saved notebook keeps of the
-cell's outputs (mime bundles and widget state, as ``notebook.py``'s ``saved_size``), the
-still picture's size in px; and the kernel's memory: RSS growth after a collection, and the
-peak's growth over the plain cell's. A graph past ``--max-nodes`` (20,000 by default) is
-cut, as a user's would be.
+cell's outputs (mime bundles and widget state, as ``notebook.py``'s ``saved_size``) and of
+that the still pictures' (SVG and base64 PNG); the graph's still picture in px; and the
+kernel's memory: RSS growth after a collection, and the peak's growth over the plain
+cell's. A graph past ``--max-nodes`` (20,000 by default) is cut, as a user's would be.
 """
 
 from __future__ import annotations
@@ -202,6 +202,10 @@ def one(shape, size):
         "calls": stages.calls,
         "sent": sent,
         "saved": saved_size(cap.outputs),
+        "pictures": sum(
+            len(o.data.get("image/svg+xml", "")) + len(o.data.get("image/png", ""))
+            for o in cap.outputs
+        ),
         "px": px,
         "rss": _rss() - rss,
         "peak": max(0, _peak() - peak_plain),
@@ -251,7 +255,8 @@ def show(r):
         f"  {r['shape']:11} {r['size']:>7,} {r['nodes']:>6,}{cut}{r['boxes']:>6,} "
         f"{r['plain']:7.2f} {r['magic']:7.2f} {r['magic'] / max(r['plain'], 1e-9):6.1f}x "
         + " ".join(parts)
-        + f" {rest:6.2f} {r['sent'] / 1e3:8,.0f} {r['saved'] / 1e3:7,.0f} "
+        + f" {rest:6.2f} {r['sent'] / 1e3:8,.0f} {r['saved'] / 1e3:8,.0f} "
+        f"{r['pictures'] / 1e3:7,.0f} "
         f"{r['px'][0]:>5.0f}x{r['px'][1]:<5.0f} {r['rss'] / 1e6:6.0f} {r['peak'] / 1e6:6.0f}"
     )
 
@@ -271,7 +276,8 @@ def main(argv=None):
         f"  {'shape':11} {'size':>7} {'nodes':>7}{'boxes':>6} {'plain':>7} {'magic':>7} "
         f"{'ratio':>7} "
         + " ".join(f"{k:>8}" for k in STAGES)
-        + f" {'rest':>6} {'sent kB':>8} {'saved kB':>7} {'picture':>11} {'RSS MB':>6} "
+        + f" {'rest':>6} {'sent kB':>8} {'saved kB':>8} {'pics kB':>7} {'picture':>11} "
+        f"{'RSS MB':>6} "
         f"{'peak MB':>6}"
     )
     cases = [(shape, size) for size in args.sizes for shape in args.shapes]
