@@ -17,8 +17,8 @@ a fresh process so that its memory figures are its own. The shapes, about ``size
 - ``transformer``: a ``TransformerEncoder`` of size / 67 layers (d_model 16, 2 heads);
 - ``dag``: a random DAG: each call takes two earlier tensors of all made so far (seeded).
 
-Printed for each: the plain cell's time and the magic's (and their ratio); the drawing's
-stages, each as seconds summed over its calls (and the count): the snapshot
+Printed for each: the plain cell's time and the magic's (and their ratio) and the magic's
+wall time; the drawing's stages, each as seconds summed over its calls (and the count): the snapshot
 (``build_snapshot``), the folding (series, in ``layout``), the layout less folding and
 labels, the edge labels (``place_labels``), the still SVG and the PNG; the rest of the
 magic's extra time (recording, the widgets' sync) is what the stages leave; the bytes the
@@ -27,6 +27,8 @@ cell's outputs (mime bundles and widget state, as ``notebook.py``'s ``saved_size
 that the still pictures' (SVG and base64 PNG); the graph's still picture in px; and the
 kernel's memory: RSS growth after a collection, and the peak's growth over the plain
 cell's. A graph past ``--max-nodes`` (20,000 by default) is cut, as a user's would be.
+Times are the process's CPU seconds (steadier than wall time on a shared machine: at a load
+of 10 on 2 cores, wall times of one layout varied 3x between runs), except ``wall``.
 """
 
 from __future__ import annotations
@@ -131,11 +133,11 @@ class Stages:
 
     def _timed(self, stage, fn):
         def timed(*args, **kwargs):
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             try:
                 return fn(*args, **kwargs)
             finally:
-                self.seconds[stage] = self.seconds.get(stage, 0.0) + time.perf_counter() - t0
+                self.seconds[stage] = self.seconds.get(stage, 0.0) + time.process_time() - t0
                 self.calls[stage] = self.calls.get(stage, 0) + 1
 
         return timed
@@ -169,18 +171,18 @@ def one(shape, size):
     ip.run_cell(setup)
     gc.collect()
     with capture_output():
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         ip.run_cell(body)
-        plain = time.perf_counter() - t0
+        plain, plain_cpu = time.perf_counter() - t0, time.process_time() - c0
     ip.run_cell("loss = h = pool = None")
     gc.collect()
     peak_plain = _peak()
     stages = Stages()
     rss = _rss()
     with capture_output() as cap:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         result = ip.run_cell(f"%%autograd {options}\n{body}")
-        magic = time.perf_counter() - t0
+        magic, magic_cpu = time.perf_counter() - t0, time.process_time() - c0
     if not result.success:
         raise RuntimeError(f"{shape} {size}: {result.error_in_exec!r}")
     gc.collect()
@@ -196,8 +198,10 @@ def one(shape, size):
         "nodes": len(view.snapshot["nodes"]),
         "boxes": len(view.graph_layout["nodes"]),
         "truncated": bool(view.snapshot.get("truncated")),
-        "plain": plain,
-        "magic": magic,
+        "plain": plain_cpu,
+        "magic": magic_cpu,
+        "plain_wall": plain,
+        "magic_wall": magic,
         "seconds": stages.seconds,
         "calls": stages.calls,
         "sent": sent,
@@ -254,6 +258,7 @@ def show(r):
     print(
         f"  {r['shape']:11} {r['size']:>7,} {r['nodes']:>6,}{cut}{r['boxes']:>6,} "
         f"{r['plain']:7.2f} {r['magic']:7.2f} {r['magic'] / max(r['plain'], 1e-9):6.1f}x "
+        f"{r['magic_wall']:7.2f} "
         + " ".join(parts)
         + f" {rest:6.2f} {r['sent'] / 1e3:8,.0f} {r['saved'] / 1e3:8,.0f} "
         f"{r['pictures'] / 1e3:7,.0f} "
@@ -274,7 +279,7 @@ def main(argv=None):
     )
     print(
         f"  {'shape':11} {'size':>7} {'nodes':>7}{'boxes':>6} {'plain':>7} {'magic':>7} "
-        f"{'ratio':>7} "
+        f"{'ratio':>7} {'wall':>7} "
         + " ".join(f"{k:>8}" for k in STAGES)
         + f" {'rest':>6} {'sent kB':>8} {'saved kB':>8} {'pics kB':>7} {'picture':>11} "
         f"{'RSS MB':>6} "
