@@ -179,3 +179,32 @@ def test_a_big_cell_saves_small_pictures():
         assert png.size[0] <= STILL_W and png.size[1] <= STILL_H
         total += len(data["image/svg+xml"]) + len(data["image/png"])
     assert total < 500_000, total
+
+
+def test_a_training_loop_cut_at_max_nodes_is_drawn():
+    """A parameter's leaf belongs to the first call of its module; when the cut leaves that
+    call out and keeps the leaf (later steps use it), its group stays in the snapshot, and
+    the drawing does not fail (it raised KeyError: 'g3')."""
+    from IPython.testing.globalipapp import get_ipython
+    from IPython.utils.capture import capture_output
+
+    ip = get_ipython()
+    ip.run_line_magic("load_ext", "nbgrad")
+    ip.run_cell(
+        "import nbgrad as ng\nng.manual_seed(0)\n"
+        "model = ng.nn.Sequential(ng.nn.Linear(8, 16), ng.nn.Tanh(), ng.nn.Linear(16, 1))\n"
+        "opt = ng.optim.SGD(model.parameters(), lr=0.01)\nX, Y = ng.randn(32, 8), ng.randn(32, 1)"
+    )
+    with capture_output() as cap:
+        result = ip.run_cell(
+            "%%autograd --max-nodes 300 -o cut\nfor step in range(100):\n    opt.zero_grad()\n"
+            "    loss = ng.nn.functional.mse_loss(model(X), Y)\n    loss.backward()\n"
+            "    opt.step()"
+        )
+    assert result.success, result.error_in_exec
+    snap = ip.user_ns["cut"].graph.snapshot
+    assert snap["truncated"]
+    groups = {g["id"] for g in snap["groups"]}
+    assert {n["group"] for n in snap["nodes"]} - {None} <= groups
+    assert all(g["parent"] is None or g["parent"] in groups for g in snap["groups"])
+    assert any("image/svg+xml" in o.data for o in cap.outputs)
