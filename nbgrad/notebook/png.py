@@ -9,8 +9,9 @@ NOTE [PNG without a system binary]
 The PNG is painted with Pillow (a wheel, no system library or binary) from the SVG that
 ``svg.py`` writes: only the few elements and attributes that module uses (``rect``, ``text``,
 ``path`` with M/L/C commands and an arrowhead marker, ``circle``, ``g`` translations, a nested
-``svg`` as the window on a big drawing) are understood, so the two pictures are one drawing. Text uses Pillow's bundled font, which is
-narrower than the SVG's monospace, so labels stay inside their boxes. Dashes are drawn solid.
+``svg`` as the window on a big drawing) are understood, so the two pictures are one drawing.
+Text uses Pillow's bundled font, which is narrower than the SVG's monospace, so labels stay
+inside their boxes. Dashes are drawn solid.
 """
 
 from __future__ import annotations
@@ -168,7 +169,9 @@ def svg_to_png(svg: str, scale: float = 1.0) -> bytes:
             points = [xy(px, py, dx, dy) for px, py in _path_points(get("d", ""))]
             colour = _colour(get("stroke")) or (120, 120, 120)
             if len(points) >= 2:
-                draw.line(points, fill=colour, width=max(1, round(float(get("stroke-width", 1)))))
+                width = max(1, round(float(get("stroke-width", 1))))
+                for run in _clipped(points, canvas.size):
+                    draw.line(run, fill=colour, width=width)
                 if get("marker-end"):
                     _arrowhead(draw, points, colour, scale)
         elif tag == "text":
@@ -228,6 +231,45 @@ def _palette():
     palette = Image.new("P", (1, 1))
     palette.putpalette(colours + [0] * (768 - len(colours)))
     return palette
+
+
+def _clipped(points, size, margin=8.0):
+    """The runs of a polyline inside a canvas of ``size`` (and a margin): Pillow walks every
+    pixel of a line, inside the canvas or not, and an edge crossing a window on a drawing
+    400,000 px wide is mostly outside it (Liang-Barsky on each piece)."""
+    left, top = -margin, -margin
+    right, bottom = size[0] + margin, size[1] + margin
+    runs, run = [], []
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        dx, dy = x1 - x0, y1 - y0
+        t0, t1 = 0.0, 1.0
+        for p, q in ((-dx, x0 - left), (dx, right - x0), (-dy, y0 - top), (dy, bottom - y0)):
+            if p == 0:
+                if q < 0:
+                    t0, t1 = 1.0, 0.0
+            elif p < 0:
+                t0 = max(t0, q / p)
+            else:
+                t1 = min(t1, q / p)
+        if t0 > t1:
+            if run:
+                runs.append(run)
+                run = []
+            continue
+        a = (x0 + t0 * dx, y0 + t0 * dy)
+        b = (x0 + t1 * dx, y0 + t1 * dy)
+        if run and t0 == 0.0:
+            run.append(b)
+        else:
+            if run:
+                runs.append(run)
+            run = [a, b]
+        if t1 < 1.0:
+            runs.append(run)
+            run = []
+    if run:
+        runs.append(run)
+    return runs
 
 
 def _far(colour, others, distance=8):

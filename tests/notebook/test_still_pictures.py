@@ -208,3 +208,27 @@ def test_a_training_loop_cut_at_max_nodes_is_drawn():
     assert {n["group"] for n in snap["nodes"]} - {None} <= groups
     assert all(g["parent"] is None or g["parent"] in groups for g in snap["groups"])
     assert any("image/svg+xml" in o.data for o in cap.outputs)
+
+
+def test_edges_crossing_the_window_are_capped_and_cut(tall, monkeypatch):
+    """At most STILL_EDGES edges are drawn (those of the boxes drawn first), and the note says
+    how many crossing edges were left out."""
+    from nbgrad.notebook import svg as svg_module
+
+    _, snap, lay = tall
+    monkeypatch.setattr(svg_module, "STILL_EDGES", 10)
+    svg = snapshot_svg(snap, [], lay)
+    paths = [p for p in ET.fromstring(svg).iter(f"{NS}path") if p.get("marker-end")]
+    assert len(paths) == 10
+    assert re.search(r"\(\d[\d,]* of them crossing it, past the 10 edges it draws\)", _note(svg))
+
+
+def test_the_png_paints_only_the_canvas_part_of_a_line():
+    from nbgrad.notebook.png import _clipped
+
+    runs = _clipped([(-100_000.0, 5.0), (100_000.0, 5.0), (50.0, 50.0)], (100, 100))
+    assert [[(round(x, 3), round(y, 3)) for x, y in run] for run in runs] == [
+        [(-8.0, 5.0), (108.0, 5.0)],
+        [(108.0, 49.974), (50.0, 50.0)],
+    ]
+    assert _clipped([(-50.0, -50.0), (-20.0, -20.0)], (100, 100)) == []
