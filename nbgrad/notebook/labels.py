@@ -21,6 +21,7 @@ CLEAR = 3.0  # another edge nearer than this to a label could seem to be the lab
 NEAR_COST = 0.05  # per pixel of another edge that near (a pixel crossing costs 1)
 TITLE_CHAR = 6.1  # a character of the 10 px group titles (the widget adds "▾ ")
 CELL = 48.0  # the grid's cells, at least; see _Picture
+CELL_PIECES = 2  # the mean drawn piece is at most this many cells long (_Picture)
 CURVE_STEPS = 8
 FRACTIONS = (0.75, 0.6, 0.85, 0.5, 0.35, 0.25, 0.15)
 MAX_SEGMENTS = 6  # of a long edge's segments, the first and last three carry candidates
@@ -30,7 +31,26 @@ FEW = 8  # the candidates a label tries once those are spent: the 8 around its f
 BULK = 32  # candidates costed at once, of labels with no free one among the first FEW
 BULK_FROM = 32  # labels from which candidates are costed in bulk (fewer: the walk is sooner)
 CROWD = 64  # items near a candidate past which it is walked, not costed in bulk
+CHUNK = 8_192  # candidates costed in bulk at once (at most CROWD pairs each in memory)
 BOX = -2  # the owner of a box (of a group frame's line: -1, of an edge's line: the edge)
+WALK_PER_LABEL = 3_500  # items the walks may visit, per label (NOTE [A budget for crowded ...])
+WALK_MAX = 4_000_000  # and in all, whatever the picture's size
+
+# NOTE [A budget for crowded pictures]
+# A walk visits every item in the cells a candidate touches, and where many edges share a
+# path (the 1,000 edges from the steps of an unrolled RNN down to its weight ``W``, drawn
+# one over another) each cell there holds hundreds of them: the 1,000-step RNN's 6,000
+# labels visited 224 million items (13 s), and the count grows as the square of the graph.
+# So the walks share a budget: WALK_PER_LABEL items a label, at most WALK_MAX in all (about
+# a second). Once it is spent, a label takes the first of its candidates whose cost is
+# known without a walk (its old place if free, else one costed in bulk, else the first):
+# placement is still linear in the picture, and pictures below the budget (all the graphs of
+# tests/notebook/test_edge_labels.py, the crowded fan of 300 edges into one box at 2,970 a
+# label) are placed as if there were none. The folded view a graph opens with is far below.
+# The grid's cells grow with the picture's mean drawn piece (CELL_PIECES): with pieces 8
+# cells long on average, a random DAG of 12,510 nodes (256,000 px wide) cut its 21,062 edges
+# into 1.1 million items in 4.4 million cells, +870 MB at the peak; with 2, +470 MB and 4.1
+# CPU seconds instead of 6.0 for the layout, 445 of its labels placed otherwise.
 
 # NOTE [Label costs in bulk]
 # What a candidate meets is a sum, walked cell by cell: the cells in (cx, cy) order, each
@@ -206,7 +226,7 @@ class _Picture:
         pieces = self.pieces = _edge_pieces(edges)
         count = pieces.shape[1]
         length = sum((abs(pieces[3] - pieces[1]) + abs(pieces[4] - pieces[2])).tolist())  # L1
-        self.cell = cell = max(CELL, length / (8 * count)) if count else CELL
+        self.cell = cell = max(CELL, length / (CELL_PIECES * count)) if count else CELL
         # each edge's pieces, then its arrowhead (svg.py's marker at a width of 1.2: 8.4 px
         # long, 8.4 wide), less the halo and a glyph's side bearing all round
         x, y = np.array([e["points"][-2:] for e in edges], dtype=float).reshape(-1, 2).T
@@ -248,18 +268,27 @@ class _Picture:
         cx0, cx1 = _cells(self.left, self.right, cell)
         cy0, cy1 = _cells(self.top, self.bottom, cell)
         # each cell's items in order, and where each item's first cell is
+        # (millions of entries in a picture 250,000 px wide: no more arrays of them at once
+        # than needed, each freed once used)
         span = cy1 - cy0 + 1
         item, o = _spread((cx1 - cx0 + 1) * span)
-        cx, cy = cx0[item] + o // span[item], cy0[item] + o % span[item]
-        order = np.argsort(cx * KEY + cy, kind="stable")
-        self.item, cx, cy = item[order], cx[order], cy[order]
-        first = (cx == cx0[self.item]) | 2 * (cy == cy0[self.item])
+        column, row = np.divmod(o, span[item])
+        del o
+        key = (cx0[item] + column) * KEY + (cy0[item] + row)
+        first = ((column == 0) | 2 * (row == 0)).astype(np.int8)
+        del column, row
+        order = np.argsort(key, kind="stable")
+        key, self.item = key[order], item[order]
+        del item
         # each cell's items' bounds, and whether the cell is the item's first column (1), row (2)
+        self.csr_first = first[order]
+        del first, order
         self.csr = [c[self.item] for c in (self.left, self.right, self.top, self.bottom)]
-        self.csr_first = first.astype(np.int8)
-        self.keys, self.starts, self.counts = np.unique(
-            (cx * KEY + cy), return_index=True, return_counts=True
-        )
+        starts = np.flatnonzero(np.diff(key)) + 1 if len(key) else np.zeros(0, np.int64)
+        self.starts = np.concatenate([np.zeros(min(1, len(key)), np.int64), starts])
+        self.counts = np.diff(np.append(self.starts, len(key)))
+        self.keys = key[self.starts]
+        del key
         self.cx0, self.cy0 = cx0, cy0
         # the walk's view of the items, as rows (left, top, right, bottom, owner, x0, y0, dx,
         # dy, length, its number if it is in several cells else -1), made as it reaches them
@@ -271,11 +300,24 @@ class _Picture:
         self.where = None
         self.cells = {}  # (cx, cy) -> the rows there, made as the walk reaches them
         self.labels = _Labels(cell)
+        self.spent = 0  # the items walked, and how many may be (NOTE [A budget for ...])
+        self.budget = WALK_MAX
 
     def costs(self, left, top, right, bottom, owners):
         """What labels with ``boxes`` (rows left, top, right, bottom) of the edges ``owners``
-        meet of the picture (all but the labels), as the walk sums it (:meth:`cost`)."""
+        meet of the picture (all but the labels), as the walk sums it (:meth:`cost`); in
+        batches of CHUNK candidates, so that the pairs (candidate, item) in memory at once
+        stay a few million whatever the picture's size (each candidate's sum is its own)."""
         owners = np.asarray(owners, dtype=np.int64)
+        if len(left) > CHUNK:
+            out = []
+            for i in range(0, len(left), CHUNK):
+                part = slice(i, i + CHUNK)
+                out += self._costs(left[part], top[part], right[part], bottom[part], owners[part])
+            return out
+        return self._costs(left, top, right, bottom, owners)
+
+    def _costs(self, left, top, right, bottom, owners):
         nl, nt, nr, nb = left - CLEAR, top - CLEAR, right + CLEAR, bottom + CLEAR
         qx0, qx1 = _cells(nl, nr, self.cell)
         qy0, qy1 = _cells(nt, nb, self.cell)
@@ -365,6 +407,7 @@ class _Picture:
                 entries = cells.get((cx, cy))
                 if entries is None:
                     entries = self._cell(cx, cy)
+                self.spent += len(entries)
                 for a, b, c, d, owner, x0, y0, dx, dy, length, key in entries:
                     if a >= nr or c <= nl or b >= nb or d <= nt:
                         continue
@@ -494,6 +537,7 @@ def place_labels(nodes, edges, groups, width, height, hooked=()):
     if not labelled:
         return
     picture = _Picture(nodes, edges, groups, hooked)
+    picture.budget = min(WALK_MAX, WALK_PER_LABEL * len(labelled))
     labels = picture.labels
     # first the labels whose old place is free and beside their edge, so that no label moves
     # into another's; then the others, each to its best candidate
@@ -511,6 +555,8 @@ def place_labels(nodes, edges, groups, width, height, hooked=()):
         if _border(box, width, height):
             continue
         if cost is None:
+            if picture.spent >= picture.budget:
+                continue  # (NOTE [A budget for crowded pictures])
             cost = picture.cost(*box, k, 1e-9)
         elif not cost:
             cost = labels.cost(*box)
@@ -602,12 +648,20 @@ def _best(picture, labels, k, candidates, text, width, height):
         if out:
             cost = 100.0 + 10 * out
         elif static is None:
+            if picture.spent >= picture.budget:  # NOTE [A budget for crowded pictures]
+                if best is None:
+                    best = (x, y)
+                break  # (those costed in bulk come first: the rest would all need a walk)
             cost = picture.cost(left, top, right, bottom, k, best_cost)
         elif static >= best_cost:
             cost = static  # no less with the labels: it loses
         elif not static:
             cost = labels.cost(left, top, right, bottom)
         elif labels.cost(left, top, right, bottom):
+            if picture.spent >= picture.budget:  # it meets the picture and a label
+                if best is None:
+                    best = (x, y)
+                continue
             cost = picture.cost(left, top, right, bottom, k, best_cost)  # in the walk's order
         else:
             cost = static

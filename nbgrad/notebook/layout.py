@@ -69,7 +69,8 @@ arrowhead, every box (a series' stack and the badges a node may carry), every gr
 and title, the labels already placed, the picture's border. A grid of 48 px cells (more
 where the edges are very long) holds all of it, so a candidate is tested against what is
 near it only; in a crowded picture (hundreds of edges into one box) the candidates tried are
-capped at 12 a label on average. NumPy builds that grid and costs most candidates in batches,
+capped at 12 a label on average, and the items walked at 3,500 a label (NOTE [A budget for
+crowded pictures] in labels.py). NumPy builds that grid and costs most candidates in batches,
 to the last bit as a walk in Python would (NOTE [Label costs in bulk] in labels.py). The
 layout, every edge labelled, on 2 shared cores (tests/benchmarks/notebook.py --only graphs
 --quick, medians of 3; without labels, with them walked in Python, now): a residual chain

@@ -8,17 +8,20 @@ picture also carries a PNG (viewers that may show SVG still prefer the SVG).
 NOTE [PNG without a system binary]
 The PNG is painted with Pillow (a wheel, no system library or binary) from the SVG that
 ``svg.py`` writes: only the few elements and attributes that module uses (``rect``, ``text``,
-``path`` with M/L/C commands and an arrowhead marker, ``circle``, ``g`` translations) are
-understood, so the two pictures are one drawing. Text uses Pillow's bundled font, which is
-narrower than the SVG's monospace, so labels stay inside their boxes. Dashes are drawn solid.
+``path`` with M/L/C commands and an arrowhead marker, ``circle``, ``g`` translations, a nested
+``svg`` as the window on a big drawing) are understood, so the two pictures are one drawing.
+Text uses Pillow's bundled font, which is narrower than the SVG's monospace, so labels stay
+inside their boxes. Dashes are drawn solid.
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
@@ -36,6 +39,26 @@ def _font(size, bold=False):
     if key not in _FONTS:
         _FONTS[key] = ImageFont.load_default(size=key[0])
     return _FONTS[key]
+
+
+@functools.lru_cache(maxsize=4096)
+def _text(text, size, bold, fill, halo, anchor):
+    """A text painted once, as an RGBA sprite, and the offset of its corner from the anchor:
+    a graph's labels repeat (op names, shapes), and pasting costs a tenth of painting."""
+    font = _font(size, bold)
+    stroke = 2 if halo else 0
+    left, top, right, bottom = font.getbbox(text, anchor=anchor, stroke_width=stroke)
+    sprite = Image.new("RGBA", (max(1, right - left), max(1, bottom - top)), (*fill, 0))
+    ImageDraw.Draw(sprite).text(
+        (-left, -top),
+        text,
+        fill=fill,
+        font=font,
+        anchor=anchor,
+        stroke_width=stroke,
+        stroke_fill=halo,
+    )
+    return sprite, left, top
 
 
 def _colour(value, opacity=1.0):
@@ -99,17 +122,33 @@ def svg_to_png(svg: str, scale: float = 1.0) -> bytes:
     def xy(x, y, dx, dy):
         return ((x + dx) * scale, (y + dy) * scale)
 
-    def paint(el, dx, dy):
+    def paint(canvas, draw, el, dx, dy):
         tag = el.tag.replace(_NS, "")
         get = el.get
         if tag in ("defs", "marker", "title"):
+            return
+        if tag == "svg":  # a window on a bigger drawing (NOTE [Still pictures are overviews])
+            vx, vy, vw, vh = map(float, get("viewBox").split())
+            window = Image.new(
+                "RGB", (max(1, round(vw * scale)), max(1, round(vh * scale))), "white"
+            )
+            inner = ImageDraw.Draw(window)
+            for child in el:
+                paint(window, inner, child, -vx, -vy)
+            image.paste(
+                window,
+                (
+                    round((float(get("x", 0)) + dx) * scale),
+                    round((float(get("y", 0)) + dy) * scale),
+                ),
+            )
             return
         if tag == "g":
             m = re.match(r"translate\(([-\d.]+)[, ]+([-\d.]+)\)", get("transform", ""))
             if m:
                 dx, dy = dx + float(m.group(1)), dy + float(m.group(2))
             for child in el:
-                paint(child, dx, dy)
+                paint(canvas, draw, child, dx, dy)
             return
         if tag == "rect":
             x, y = float(get("x", 0)), float(get("y", 0))
@@ -130,33 +169,113 @@ def svg_to_png(svg: str, scale: float = 1.0) -> bytes:
             points = [xy(px, py, dx, dy) for px, py in _path_points(get("d", ""))]
             colour = _colour(get("stroke")) or (120, 120, 120)
             if len(points) >= 2:
-                draw.line(points, fill=colour, width=max(1, round(float(get("stroke-width", 1)))))
+                width = max(1, round(float(get("stroke-width", 1))))
+                for run in _clipped(points, canvas.size):
+                    draw.line(run, fill=colour, width=width)
                 if get("marker-end"):
                     _arrowhead(draw, points, colour, scale)
         elif tag == "text":
             text = "".join(el.itertext()).translate(_PLAIN)
             size = float(get("font-size", base_size)) * scale
-            font = _font(size, get("font-weight") == "bold")
             x, y = xy(float(get("x", 0)), float(get("y", 0)), dx, dy)
             anchor = "ms" if get("text-anchor") == "middle" else "ls"
             halo = _colour(get("stroke"))
-            draw.text(
-                (x, y),
-                text,
-                fill=_colour(get("fill")) or (34, 34, 34),
-                font=font,
-                anchor=anchor,
-                stroke_width=2 if halo else 0,
-                stroke_fill=halo,
-            )
+            fill = _colour(get("fill")) or (34, 34, 34)
+            sprite, left, top = _text(text, size, get("font-weight") == "bold", fill, halo, anchor)
+            canvas.paste(sprite, (round(x) + left, round(y) + top), sprite)
         for child in el:
-            paint(child, dx, dy)
+            paint(canvas, draw, child, dx, dy)
 
     for child in root:
-        paint(child, 0.0, 0.0)
+        paint(image, draw, child, 0.0, 0.0)
     out = io.BytesIO()
-    image.quantize(colors=64, method=Image.Quantize.MEDIANCUT).save(out, "PNG", optimize=True)
+    image.quantize(palette=_palette(), dither=Image.Dither.NONE).save(out, "PNG")
     return out.getvalue()
+
+
+# NOTE [One palette]
+# A PNG of 256 colours or fewer is a third the bytes of RGB and cheaper to compress. The
+# picture's colours are known before it is painted: those svg.py writes, and the blends that
+# antialiasing makes of each ink with each background. So the palette is made once, from
+# those (reduced to 256 by median cut, over a few hundred colours rather than the picture's
+# millions of pixels), and each picture is mapped to it with no dithering: deterministic,
+# and 2-5x faster than computing a palette for each picture.
+_INKS = re.compile(r'(?:fill|stroke)="(#[0-9a-f]{6})"')
+
+
+@functools.cache
+def _palette():
+    """The palette every picture is mapped to (NOTE [One palette])."""
+    from . import svg
+
+    source = Path(svg.__file__).read_text()
+    inks = sorted({_colour(c) for c in _INKS.findall(source)} - {_colour("#fbfaf6")})
+    inks += sorted({_colour(c) for pair in svg.STYLE.values() for c in pair})
+    backgrounds = [(255, 255, 255)]  # (a group's fill, 253, 252, 250, is painted as white)
+    backgrounds += sorted({_colour(fill) for fill, _ in svg.STYLE.values()})
+    exact = sorted(set(inks) | set(backgrounds))
+    blends = set()
+    for ink in inks:
+        for bg in backgrounds:
+            for a in (0.2, 0.4, 0.6, 0.8):
+                blends.add(tuple(round(b + (i - b) * a) for i, b in zip(ink, bg)))
+    # Pillow maps a pixel to a palette entry through a coarse cache, which may take a blend
+    # a step away for an exact ink (white as 253, 253, 252): blends keep their distance
+    blends = sorted(b for b in blends if _far(b, exact))
+    strip = Image.new("RGB", (len(blends), 1))
+    strip.putdata(blends)
+    reduced = strip.quantize(colors=256 - len(exact), method=Image.Quantize.MEDIANCUT)
+    reduced = reduced.getpalette()[: 3 * (256 - len(exact))]
+    reduced = [tuple(reduced[i : i + 3]) for i in range(0, len(reduced), 3)]
+    colours = [c for rgb in exact + [b for b in reduced if _far(b, exact)] for c in rgb]
+    palette = Image.new("P", (1, 1))
+    palette.putpalette(colours + [0] * (768 - len(colours)))
+    return palette
+
+
+def _clipped(points, size, margin=8.0):
+    """The runs of a polyline inside a canvas of ``size`` (and a margin): Pillow walks every
+    pixel of a line, inside the canvas or not, and an edge crossing a window on a drawing
+    400,000 px wide is mostly outside it (Liang-Barsky on each piece)."""
+    left, top = -margin, -margin
+    right, bottom = size[0] + margin, size[1] + margin
+    runs, run = [], []
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        dx, dy = x1 - x0, y1 - y0
+        t0, t1 = 0.0, 1.0
+        for p, q in ((-dx, x0 - left), (dx, right - x0), (-dy, y0 - top), (dy, bottom - y0)):
+            if p == 0:
+                if q < 0:
+                    t0, t1 = 1.0, 0.0
+            elif p < 0:
+                t0 = max(t0, q / p)
+            else:
+                t1 = min(t1, q / p)
+        if t0 > t1:
+            if run:
+                runs.append(run)
+                run = []
+            continue
+        a = (x0 + t0 * dx, y0 + t0 * dy)
+        b = (x0 + t1 * dx, y0 + t1 * dy)
+        if run and t0 == 0.0:
+            run.append(b)
+        else:
+            if run:
+                runs.append(run)
+            run = [a, b]
+        if t1 < 1.0:
+            runs.append(run)
+            run = []
+    if run:
+        runs.append(run)
+    return runs
+
+
+def _far(colour, others, distance=8):
+    """Whether ``colour`` differs from each of ``others`` by more than ``distance`` in some
+    channel."""
+    return all(max(abs(a - b) for a, b in zip(colour, o)) > distance for o in others)
 
 
 def _arrowhead(draw, points, colour, scale):

@@ -829,9 +829,18 @@ def build_snapshot(
                 }
             )
 
+    # a group whose calls were all left out stays if a kept node is in it: a parameter's leaf,
+    # placed in the first call of its module, is kept while later steps use it
+    needed = set()
+    group_of = {group_ids[g]: g for g in groups}
+    for n in out_nodes:
+        g = group_of.get(n["group"])
+        while g is not None and g not in needed:
+            needed.add(g)
+            g = g.parent
     out_groups = []
     for g in groups:
-        if g.end is not None and g.end <= first_kept:  # all its calls left out
+        if g.end is not None and g.end <= first_kept and g not in needed:  # all left out
             continue
         if objects is not None:
             objects[group_ids[g]] = g

@@ -84,9 +84,102 @@ def _header(width, height, title):
 FOOTER_LINE = 15
 FOOTER_CHAR = 6.7  # the width of a character at 11px
 
+# NOTE [Still pictures are overviews]
+# A still picture (the SVG beside a widget, and the PNG painted from it) shows what the widget
+# shows at open: the same layout (folded as it opens), at the same scale (node labels at
+# 11 px, NOTE [Readable at open] in layout.py), from the same place (the root end, centred
+# on the topmost box, as ``openView`` in widgets/graph_view.js). It is never a poster of the
+# whole drawing: a graph that does not fold would otherwise make a picture 300,000 px tall,
+# megabytes in the saved notebook and seconds (or the kernel's memory) to paint. So the
+# picture is at most STILL_W x STILL_H px, title and footer included; what lies outside that
+# window is not written at all (the SVG's size and the PNG's cost follow what is shown, not
+# the graph), and a line under the title says what was left out: how many boxes and edges,
+# the named leaves among them, and the whole drawing's size. The live widget pans to the rest.
+# The edges passing through the window without a box of theirs in it can still be thousands
+# (the middle of a random DAG 400,000 px wide: 4,469 edges, a 1.3 MB SVG and 1.2 s to
+# paint), so at most STILL_EDGES are drawn, those of the boxes drawn first.
+STILL_W = 2000
+STILL_H = 2000
+STILL_EDGES = 1500  # edges drawn at most: those of the boxes drawn first, then those passing
+
+
+def _window(snapshot, lay, width, height):
+    """``(x0, y0)``: the top-left corner of the ``width`` x ``height`` part of the drawing
+    that a still picture shows (NOTE [Still pictures are overviews])."""
+    if lay["width"] <= width and lay["height"] <= height:
+        return 0.0, 0.0
+    top = min(lay["nodes"], key=lambda b: (b["y"], b["x"]), default=None)
+    cx = top["x"] + top["w"] / 2 if top is not None else lay["width"] / 2
+    x0 = min(max(0.0, cx - width / 2), max(0.0, lay["width"] - width))
+    return round(x0, 1), 0.0
+
+
+def _meets(x, y, w, h, x0, y0, x1, y1):
+    return x < x1 and x + w > x0 and y < y1 and y + h > y0
+
+
+def _in_window(lay, x0, y0, x1, y1):
+    """The boxes, edges and group frames of ``lay`` that meet the window, and a note on what
+    the rest holds ("" when nothing is left out)."""
+    boxes = [b for b in lay["nodes"] if _meets(b["x"], b["y"], b["w"], b["h"], x0, y0, x1, y1)]
+    groups = [g for g in lay["groups"] if _meets(g["x"], g["y"], g["w"], g["h"], x0, y0, x1, y1)]
+    shown = {b["id"] for b in boxes}
+    ends, passing = [], []  # edges with a box drawn at an end; edges only passing through
+    pieces = {}  # edge -> (first, last) of its pieces that meet the window
+    for k, e in enumerate(lay["edges"]):
+        p = e["points"]
+        first = last = None
+        for i in range(len(p) // 2 - 1):  # (each piece of the drawn edge stays in its box)
+            left, right = min(p[2 * i], p[2 * i + 2]), max(p[2 * i], p[2 * i + 2])
+            top, bottom = min(p[2 * i + 1], p[2 * i + 3]), max(p[2 * i + 1], p[2 * i + 3])
+            if _meets(left, top, right - left, bottom - top, x0, y0, x1, y1):
+                first = i if first is None else first
+                last = i
+        if first is None:
+            continue
+        pieces[k] = first, last
+        (ends if e["from"] in shown or e["to"] in shown else passing).append(k)
+    keep = sorted(ends[:STILL_EDGES] + passing[: max(0, STILL_EDGES - len(ends))])
+    edges = []
+    for k in keep:
+        e = lay["edges"][k]
+        first, last = pieces[k]
+        first -= first % 2  # (curves and straight pieces alternate: see edge_path)
+        if first or last < len(e["points"]) // 2 - 2:  # only the pieces in the window
+            e = {**e, "points": e["points"][2 * first : 2 * last + 4]}
+        if e.get("label") and not (x0 - 200 < e["lx"] < x1 and y0 < e["ly"] < y1 + 10):
+            e = {**e, "label": None}  # its label is outside
+        edges.append(e)
+    return boxes, edges, groups, len(ends) + len(passing) - len(keep)
+
+
+def _left_out(snapshot, lay, boxes, edges, width, height, capped=0):
+    """What a windowed still picture leaves out, in words."""
+    shown = {b["id"] for b in boxes}
+    nodes = {n["id"]: n for n in snapshot["nodes"]}
+    out = [b for b in lay["nodes"] if b["id"] not in shown]
+    named = []
+    for b in out:
+        n = nodes.get(b["ref"]) if b["kind"] == "node" else None
+        if n is not None and n["kind"] == "leaf" and n["label"] != n["name"]:
+            named.append(n["label"])
+    missing = len(lay["edges"]) - len(edges)
+    note = (
+        f"not drawn here: {len(out):,} of {len(lay['nodes']):,} boxes and {missing:,} of "
+        f"{len(lay['edges']):,} edges, outside this {width:,.0f} x {height:,.0f} px view of "
+        f"a {lay['width']:,.0f} x {lay['height']:,.0f} px drawing"
+    )
+    if capped:
+        note += f" ({capped:,} of them crossing it, past the {STILL_EDGES:,} edges it draws)"
+    if named:
+        more = f" and {len(named) - 4:,} more" if len(named) > 4 else ""
+        note += f"; leaves among them: {', '.join(named[:4])}{more}"
+    return note + "; the live widget pans to them"
+
 
 def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None, footer=()):
-    """The graph of ``snapshot`` as an SVG string.
+    """The graph of ``snapshot`` as an SVG string, at most STILL_W x STILL_H px (NOTE [Still
+    pictures are overviews]).
 
     ``lay``: a layout (computed with no group collapsed when omitted); ``marks``:
     ``{snapshot node id: short text}`` drawn in a corner badge (the stepper's execution order);
@@ -100,13 +193,15 @@ def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None, foo
     roots = set() if failure else set(snapshot.get("roots", ()))  # NOTE [Failed forward]
     if failure:
         # no line of the cell's code raised: the option's expression did (``--backward los``)
-        title = (
+        failed = (
             f"The forward failed at line {failure['line']}: {failure['source']}"
             if failure["line"]
             else "The forward ran; then the cell failed:"
         )
-        footer = [(title, True), (failure["error"] or "", False), *footer]
-    width, height = lay["width"], lay["height"]
+        footer = [(failed, True), (failure["error"] or "", False), *footer]
+    width = min(lay["width"], STILL_W)
+    if title:  # 12px monospace: the title fits
+        width = min(STILL_W, max(width, round(len(title) * 7.3 + 20)))
     if footer:  # wrapped to the drawing's width (at least 64 characters)
         chars = max(64, int((width - 20) / FOOTER_CHAR))
         footer = [
@@ -115,14 +210,59 @@ def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None, foo
             for line in textwrap.wrap(text, chars, subsequent_indent="    ") or [""]
         ]
         width = max(width, max(round(len(text) * FOOTER_CHAR + 20) for text, _ in footer))
-        height += FOOTER_LINE * len(footer) + 8
-    parts, top = _header(width, height, title)
+        width = min(width, STILL_W)
+    below = FOOTER_LINE * len(footer) + 8 if footer else 0
+    top = 22 if title else 0
+    boxes, edges, groups = lay["nodes"], lay["edges"], lay["groups"]
+    x0 = y0 = 0.0
+    shown_h = lay["height"]
+    notes = []
+    if lay["width"] > width or top + lay["height"] + below > STILL_H:
+        # a window on the drawing, with lines under the title saying what it leaves out
+        chars = max(64, int((width - 20) / FOOTER_CHAR))
+        width = min(STILL_W, max(width, round(chars * FOOTER_CHAR + 20)))
+        head = top
+        top += FOOTER_LINE * 3 + 4  # (what the note takes at most, so the window is known)
+        shown_h = min(lay["height"], STILL_H - top - below)
+        x0, y0 = _window(snapshot, lay, width, shown_h)
+        boxes, edges, groups, capped = _in_window(lay, x0, y0, x0 + width, y0 + shown_h)
+        note = _left_out(snapshot, lay, boxes, edges, width, shown_h, capped)
+        notes = textwrap.wrap(note, chars)[:3]
+    height = top + shown_h + below
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_f(width)}" '
+        f'height="{_f(height)}" viewBox="0 0 {_f(width)} {_f(height)}" '
+        f'font-family="{FONT}" font-size="11">',
+        '<defs><marker id="nbg-arrow" viewBox="0 0 8 8" refX="7" refY="4" '
+        'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
+        '<path d="M0,0 L8,4 L0,8 z" fill="#8a8a8a"/></marker></defs>',
+        f'<rect x="0" y="0" width="{_f(width)}" height="{_f(height)}" fill="#ffffff"/>',
+    ]
+    if title:
+        parts.append(f'<text x="10" y="15" font-size="12" fill="#333333">{_t(title)}</text>')
+    for k, text in enumerate(notes):
+        y = head + FOOTER_LINE * (k + 1) - 2
+        parts.append(f'<text x="10" y="{_f(y)}" fill="#8a5d10">{_t(text)}</text>')
     for k, (text, bold) in enumerate(footer):
-        y = top + lay["height"] + FOOTER_LINE * (k + 1)
+        y = top + shown_h + FOOTER_LINE * (k + 1)
         weight = ' font-weight="bold"' if bold else ""
         parts.append(f'<text x="10" y="{_f(y)}"{weight} fill="#222222">{_t(text)}</text>')
-    parts.append(f'<g transform="translate(0,{top})">')
-    for g in lay["groups"]:
+    windowed = bool(notes)
+    if windowed:  # a nested picture: what lies outside the window is clipped
+        parts.append(
+            f'<svg x="0" y="{top}" width="{_f(width)}" height="{_f(shown_h)}" '
+            f'viewBox="{_f(x0)} {_f(y0)} {_f(width)} {_f(shown_h)}">'
+        )
+    else:
+        parts.append(f'<g transform="translate(0,{top})">')
+    _draw(parts, nodes, roots, failure, boxes, edges, groups, marks, highlight)
+    parts.append("</svg></svg>" if windowed else "</g></svg>")
+    return "\n".join(parts)
+
+
+def _draw(parts, nodes, roots, failure, boxes, edges, groups, marks, highlight):
+    """The group frames, edges (with their labels) and boxes of a picture, as SVG elements."""
+    for g in groups:
         parts.append(
             f'<rect x="{_f(g["x"])}" y="{_f(g["y"])}" width="{_f(g["w"])}" height="{_f(g["h"])}" '
             'rx="8" fill="#fbfaf6" fill-opacity="0.6" stroke="#c98a1b" stroke-dasharray="5 3"/>'
@@ -131,7 +271,7 @@ def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None, foo
             f'<text x="{_f(g["x"] + 8)}" y="{_f(g["y"] + 13)}" font-size="10" '
             f'fill="#8a5d10">{_t(g["label"])}</text>'
         )
-    for e in lay["edges"]:
+    for e in edges:
         p = e["points"]
         parts.append(
             f'<path d="{edge_path(p)}" fill="none" stroke="#8a8a8a" stroke-width="1.2" '
@@ -145,7 +285,7 @@ def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None, foo
                 'stroke="#ffffff" stroke-width="3" paint-order="stroke">'
                 f"{_t(label)}</text>"
             )
-    for b in lay["nodes"]:
+    for b in boxes:
         if b["kind"] in ("group", "series"):
             kind = b["kind"]
             hooks = 0
@@ -196,8 +336,6 @@ def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None, foo
                 f'<text x="{_f(mx)}" y="{_f(my + 3.5)}" text-anchor="middle" '
                 f'font-size="9" fill="#ffffff">{_t(marks[b["ref"]])}</text>'
             )
-    parts.append("</g></svg>")
-    return "\n".join(parts)
 
 
 def snapshot_svg(snapshot, collapsed=None, lay=None):

@@ -4,6 +4,10 @@
     python tests/benchmarks/notebook.py --quick      # 5 repeats, 500-node graphs only
     python tests/benchmarks/notebook.py --only overhead   # or: training, torch, graphs, sent, huge
 
+Each shape of graph at 1k, 10k and 100k nodes through ``%%autograd`` in IPython's shell, stage
+by stage (snapshot, folding, layout, labels, SVG, PNG, bytes sent and saved, memory), is
+``tests/benchmarks/notebook_shapes.py``.
+
 1. Recorder overhead per forward op: one op loop, run alternately without and with
    ``nbgrad.notebook.record()`` active (same process, same tensors), medians over the repeats;
    the ratio's target is at most 1.5 (see NOTE [Recording cost] in nbgrad/notebook/recorder.py).
