@@ -137,6 +137,16 @@ def a_hook_keeps_a_gradient_a_buffer_sums_into(lib):
     return {"x.grad": x.grad, "y.grad": y.grad, "kept 0": kept[0], "kept 1": kept[1]}
 
 
+def a_gradient_two_buffers_hold_is_summed_into(lib):
+    x, w = leaf(lib), leaf(lib, 3.0)
+    a = x.exp()
+    u = w * 2.0  # its node runs last: the gradient waits in its buffer meanwhile
+    b = a * 3.0
+    s = a + u  # AddBackward0 hands one gradient to ExpBackward0's buffer and to u's node
+    ((s * s).sum() + b.sum()).backward()  # b's gradient then reaches ExpBackward0's buffer
+    return {"x.grad": x.grad, "w.grad": w.grad}
+
+
 SCENARIOS = [
     two_leaves,
     two_leaves_and_the_users_gradient,
@@ -151,6 +161,7 @@ SCENARIOS = [
     a_prehook_of_a_pass_through_node_keeps,
     a_retained_gradient,
     a_hook_keeps_a_gradient_a_buffer_sums_into,
+    a_gradient_two_buffers_hold_is_summed_into,
 ]
 
 
