@@ -469,15 +469,19 @@ class AccumulateGrad(Node):
         var = self.variable
         if grad is None:
             return ()
+        # out of the input buffer while it is accumulated: see NOTE [Stealing the gradient]
+        grads[0] = None
+        sole = _STEAL and _getrefcount(grad) == _SOLE_LOCAL
         task = _running.graph_task
         observer = task.observer if task is not None else None
         if observer is None:
-            _accumulate_into_grad(var, grad)
+            _accumulate_into_grad(var, grad, sole)
         else:
             old = var._grad
             before = old._detached_copy() if old is not None else None
-            _accumulate_into_grad(var, grad)
+            _accumulate_into_grad(var, grad, sole)
             observer.grad_accumulated(task, self, var, grad, before, var._grad)
+        grads[0] = grad  # (what post hooks get as grad_outputs)
         hooks = var._post_accumulate_grad_hooks
         if hooks:
             for h in tuple(hooks):
@@ -497,13 +501,14 @@ class AccumulateGrad(Node):
 _accumulate_lock = threading.Lock()  # several threads may run backward into one leaf
 
 
-def _accumulate_into_grad(var, grad):
-    """``AccumulateGrad::accumulateGrad``: store or add ``grad`` into ``var.grad``."""
+def _accumulate_into_grad(var, grad, sole=False):
+    """``AccumulateGrad::accumulateGrad``: store or add ``grad`` into ``var.grad``; ``sole``:
+    nothing but the caller holds the tensor ``grad`` (NOTE [Stealing the gradient])."""
     with _accumulate_lock:
-        _accumulate_locked(var, grad)
+        _accumulate_locked(var, grad, sole)
 
 
-def _accumulate_locked(var, grad):
+def _accumulate_locked(var, grad, sole):
     old = var._grad
     if _grad_state.enabled:  # create_graph: keep the graph of the gradient
         if old is not None:
@@ -519,7 +524,9 @@ def _accumulate_locked(var, grad):
         if not var._data.flags.c_contiguous and _dense(var._data):
             var._grad = _in_layout_of(var, grad)
         else:
-            var._grad = grad._detached_alias() if _can_steal(grad) else grad._detached_copy()
+            var._grad = (
+                grad._detached_alias() if sole and _can_steal(grad) else grad._detached_copy()
+            )
     elif old._requires_grad:
         var._grad = old.detach() + grad
     else:
@@ -548,27 +555,42 @@ def _in_layout_of(var, grad):
     return _wrap(out, var._device)
 
 
-def _can_steal(grad):
-    """Whether ``.grad`` may take ``grad``'s array without a copy.
+# NOTE [Stealing the gradient]
+# PyTorch's AccumulateGrad stores the incoming gradient itself as ``.grad`` when nothing else
+# holds it (``use_count() == 1``) and copies it otherwise, so that a later accumulation into
+# ``.grad`` in place cannot change a tensor someone else sees (another leaf fed the same
+# gradient, a hook that kept it, the user's own tensor). nbgrad asks CPython the same question,
+# with one rule that a reader checks within one function: a value is held by nothing else when
+# its reference count is that of a local variable nothing else refers to, ``_SOLE_LOCAL``: 2,
+# the local and ``sys.getrefcount``'s own argument. For that, the holder counted must be a
+# local of the function that asks, so ``AccumulateGrad.apply`` first takes the gradient out of
+# its input buffer (the list the engine hands it) and then counts the tensor: the engine's
+# frames name the buffer, never the gradient in it, when a node runs (NOTE [A plain pass]
+# clears its own names before it). ``_can_steal`` counts the tensor's array the same way: the
+# tensor's ``_data`` and its own local ``data`` (``_SOLE_LOCAL + 1``); a carried array routed
+# to two buffers (``AddBackward0`` hands one array to both of its inputs) is held by the other
+# buffer too, and copied. The input buffer's sums in place follow the same rule (NOTE
+# [Accumulate in place]). CPython before 3.14 only, whose stack holds a reference for each name
+# read (from 3.14 some reads borrow one, and the count of a sole local would be 1); elsewhere
+# the gradient is copied and buffers sum into new arrays.
+# tests/autograd/test_stealing.py feeds gradients to several leaves and to hooks that keep
+# them, in plain and general passes (no ``.grad`` may share memory a user can see), and
+# measures with tracemalloc that a gradient nothing else holds is stolen and summed in place.
+_STEAL = sys.implementation.name == "cpython" and sys.version_info < (3, 14)
+_SOLE_LOCAL = 2
+_getrefcount = sys.getrefcount
 
-    NOTE [Stealing the gradient]
-    PyTorch's AccumulateGrad stores the incoming gradient itself when nothing else holds it
-    (``use_count() == 1``) and copies otherwise, so that a later in-place accumulation cannot
-    change a tensor someone else sees. nbgrad asks CPython the same question: the gradient
-    tensor is referenced only by the engine (its input buffer, ``AccumulateGrad.apply``'s local,
-    the arguments of ``_accumulate_into_grad``, ``_accumulate_locked`` and this function: 6 with
-    getrefcount's own), and
-    its array only by that tensor, and the array owns its memory.
-    Any other holder (a hook that kept the gradient, a second leaf fed the same tensor, a view)
-    makes the count higher, and the gradient is copied.
-    """
+
+def _can_steal(grad):
+    """Whether ``.grad`` may take the array of ``grad``, a tensor nothing else holds, without a
+    copy: the tensor is the array's only holder, the array owns its memory and may be written,
+    and the gradient has no graph (NOTE [Stealing the gradient])."""
     data = grad._data
     return (
         type(data) is np.ndarray
         and data.base is None
         and data.flags.writeable
-        and sys.getrefcount(grad) <= 6
-        and sys.getrefcount(data) <= 3
+        and _getrefcount(data) == _SOLE_LOCAL + 1
         and not grad._requires_grad
     )
 

@@ -539,8 +539,9 @@ class Engine:
                                 continue
                     else:
                         if grad is not None:
-                            old = buf[input_nr]
-                            buf[input_nr] = grad if old is None else _accumulate(old, grad)
+                            buf[input_nr] = (
+                                grad if buf[input_nr] is None else _accumulate(buf, input_nr, grad)
+                            )
                         if count:
                             continue
                         del not_ready[fn]
@@ -572,7 +573,7 @@ class Engine:
                 # a gradient this frame still named would count as held elsewhere, and be
                 # neither summed into in place nor stolen by AccumulateGrad (NOTE [Accumulate
                 # in place], NOTE [Stealing the gradient])
-                outputs = grad = data = old = following_buf = None
+                outputs = grad = data = following_buf = None
         except BaseException as e:  # noqa: BLE001 - the node that raised is named, then raised
             self._fail(graph_task, e, node)
             raise
@@ -736,8 +737,9 @@ class Engine:
                         continue
             else:
                 if grad is not None:  # InputBuffer.add, inlined
-                    old = buf[input_nr]
-                    buf[input_nr] = grad if old is None else _accumulate(old, grad)
+                    buf[input_nr] = (
+                        grad if buf[input_nr] is None else _accumulate(buf, input_nr, grad)
+                    )
                 if count:
                     continue
                 del not_ready[fn]

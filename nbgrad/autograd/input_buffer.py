@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
 from nbgrad._graph.grad_mode import _state as _grad_state
+from nbgrad._graph.graph import _SOLE_LOCAL, _STEAL, _getrefcount
 from nbgrad._graph.table_node import RAW_GRADS, as_tensors
 from nbgrad._tensor.conversion import _wrap
 from nbgrad._tensor.dispatch import _F64
@@ -35,30 +34,22 @@ class InputBuffer(list):
     def add(self, pos, grad):
         if grad is None:
             return
-        old = self[pos]
-        if old is None:
-            self[pos] = grad
-        else:
-            self[pos] = _accumulate(old, grad)
+        self[pos] = grad if self[pos] is None else _accumulate(self, pos, grad)
 
 
 # NOTE [Accumulate in place]
 # As PyTorch's ``InputBuffer::accumulate``, a gradient that nothing but the input buffer holds
 # is summed into in place instead of into a new array and tensor: a node whose gradients come
 # from many places (a leaf used by every step of a loop, a shared activation) then adds into
-# one array. PyTorch asks the tensor's use count; here it is the reference counts of the tensor
-# and its array: only the buffer's slot and the caller's and ``_accumulate``'s own names may hold
-# the tensor (a hook, the recorder or another buffer that kept it adds one), only the tensor and
-# ``_accumulate`` the array, which must own its memory (no view of another array; a view of
-# it holds it too), be of the other gradient's dtype and take the sum's shape (else the sum is
-# new, as before); the sum in place bumps the gradient's version, as a changed value. CPython
-# before 3.14 only, whose stack holds a reference for each name read
-# (from 3.14 some reads borrow one, so the counts would not say the same).
-_IN_PLACE = sys.implementation.name == "cpython" and sys.version_info < (3, 14)
-_getrefcount = sys.getrefcount
-_SOLE_TENSOR = 4  # the buffer's slot, the caller's ``old``, ``_accumulate``'s, the call's own
-# (a tensor's, or a carried gradient's: NOTE [Gradients carried as arrays])
-_SOLE_ARRAY = 3  # the tensor's ``_data``, ``_accumulate``'s ``a``, the call's own
+# one array. PyTorch asks the tensor's use count; ``_accumulate`` asks the rule of NOTE
+# [Stealing the gradient]: it takes the old gradient out of its slot, and sums into it in place
+# when its own local is then the only holder of the tensor (``_SOLE_LOCAL``; a hook, the
+# recorder, another buffer or a ``.grad`` that kept it adds one) and the tensor the only holder
+# of its array besides the local ``a`` (``_SOLE_LOCAL + 1``; a carried gradient is its array,
+# counted as the tensor). The array must also own its memory (no view of another array; a view
+# of it holds it too), be of the other gradient's dtype and take the sum's shape (else the sum
+# is new, as before); the sum in place bumps the gradient's version, as a changed value.
+_IN_PLACE = _STEAL
 
 # NOTE [A 0-d sum on floats]
 # ``np.add(a, b, out=a)`` costs about 1 us on 0-d arrays (the ufunc's ``out`` handling), where
@@ -66,8 +57,11 @@ _SOLE_ARRAY = 3  # the tensor's ``_data``, ``_accumulate``'s ``a``, the call's o
 # Python floats is the same IEEE double addition, and storing it into ``a`` costs a tenth.
 
 
-def _accumulate(old, new):
-    """``old + new`` for an input buffer: in place into ``old`` when only the buffer holds it."""
+def _accumulate(buffer, pos, new):
+    """``buffer[pos] + new``, to be stored in ``buffer[pos]``: in place into the old gradient
+    when only the buffer holds it (NOTE [Accumulate in place])."""
+    old = buffer[pos]
+    buffer[pos] = None  # (so that ``old`` is the only name left when only the buffer held it)
     if _grad_state.enabled:  # create_graph: record the sum
         return old + new
     t = type(old)
@@ -83,7 +77,7 @@ def _accumulate(old, new):
             if (
                 t is _ndarray
                 and _IN_PLACE
-                and _getrefcount(old) == _SOLE_TENSOR
+                and _getrefcount(old) == _SOLE_LOCAL
                 and old.base is None
                 and old.flags.writeable
             ):
@@ -95,8 +89,8 @@ def _accumulate(old, new):
         b = new._data
         if (
             _IN_PLACE
-            and _getrefcount(old) == _SOLE_TENSOR
-            and _getrefcount(a) == _SOLE_ARRAY
+            and _getrefcount(old) == _SOLE_LOCAL
+            and _getrefcount(a) == _SOLE_LOCAL + 1
             and a.base is None
             and b.dtype is a.dtype
             and b.ndim <= a.ndim
