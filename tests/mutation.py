@@ -352,6 +352,10 @@ MUTANTS = [
     m(E, "                deps[fn] = 0\n                if observer is not None:\n                    observer.node_ready(graph_task, fn, CPU)\n", "                deps[fn] = 0\n", "the single-edge shortcut does not report the node ready"),
     m(F, "if g is None and k not in keep_none", "if g is None", "_materialize_non_diff_grads ignored"),
     m(F, "                    o._no_grad_view = _IN_CUSTOM_FUNCTION\n            return outputs", "                    pass\n            return outputs", "in place allowed on a custom Function's view output"),
+    # the wrong answers PyTorch's other autograd test classes found (issue 38)
+    m(DR, "mask = self.isnan() if bool(result.isnan()) else self == result", "mask = self == result", "max/min/median: a NaN result gives the NaNs no gradient"),
+    m(DP, "        return np.where(np.isinf(recip), 0, recip)\n", "        return recip\n", "atan2 on arrays: nan gradient at (0, 0)"),
+    m(DP, "    return recip.masked_fill(recip.isinf(), 0)\n", "    return recip\n", "atan2: nan gradient at (0, 0)"),
 ]
 # fmt: on
 
