@@ -356,6 +356,7 @@ MUTANTS = [
     m(DR, "mask = self.isnan() if bool(result.isnan()) else self == result", "mask = self == result", "max/min/median: a NaN result gives the NaNs no gradient"),
     m(DP, "        return np.where(np.isinf(recip), 0, recip)\n", "        return recip\n", "atan2 on arrays: nan gradient at (0, 0)"),
     m(DP, "    return recip.masked_fill(recip.isinf(), 0)\n", "    return recip\n", "atan2: nan gradient at (0, 0)"),
+    m(F, "o._rebase_history(ctx, k) if id(original) in dirty", "o._set_history(ctx, k) if id(original) in dirty", "mark_dirty on a view: the base's history not rebased (the other input loses its gradient)"),
 ]
 # fmt: on
 

@@ -197,12 +197,12 @@ class InplaceMethods:
             shadow._grad_accumulator = self._get_grad_accumulator()
         return shadow
 
-    def _rebase_history(self, node):
-        """Make ``node``, which computed this tensor's new value, its history (through
-        ``CopySlices`` on a view)."""
+    def _rebase_history(self, node, output_nr=0):
+        """Make output ``output_nr`` of ``node``, which computed this tensor's new value, its
+        history (through ``CopySlices`` on a view, whose node has one output)."""
         base = self._base
         if base is None or self._view_chain is None:
-            self._set_history(node, 0)
+            self._set_history(node, output_nr)
             if base is None:
                 _regenerate_views(self, self)  # see NOTE [Views of a modified base]
         else:
@@ -215,7 +215,9 @@ class InplaceMethods:
                 regenerated = base
                 regenerated = _apply_view_chain(base, self._view_chain)
             self._set_history(regenerated.grad_fn, 0)
-            for slot in node._tensor_slots:  # see NOTE [In place on a view: the saved result]
+            # (a custom Function's node keeps no slots: see NOTE [In place on a view: the saved
+            # result])
+            for slot in getattr(node, "_tensor_slots", ()):
                 saved = getattr(node, slot, None)
                 if type(saved) is SavedTensor and saved._is_output:
                     saved._mark_inplace_on_view(self.grad_fn)

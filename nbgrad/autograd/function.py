@@ -369,7 +369,9 @@ class Function(metaclass=_FunctionMeta):
                 o.grad_fn = None
                 non_diff_outputs.append(k)
             elif o.is_floating_point():
-                o._set_history(ctx, k) if id(original) in dirty else _set_output(o, ctx, k)
+                # (a dirty view: its base's history goes through CopySlices, as PyTorch's
+                # rebase_history; other views of what was modified see the new history)
+                o._rebase_history(ctx, k) if id(original) in dirty else _set_output(o, ctx, k)
             else:
                 non_diff_outputs.append(k)
             if o._base is not None and id(original) not in dirty:

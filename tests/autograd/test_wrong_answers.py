@@ -437,3 +437,40 @@ def test_a_gradient_of_another_dtype_is_cast_to_its_inputs(live):
     assert [str(d).split(".")[-1] for d, _ in theirs] == ["float64"] * live
     for (_, m), (_, t) in zip(mine, theirs):
         np.testing.assert_allclose(m, t, rtol=1e-7)
+
+
+@pytest.mark.parametrize("marked", ["view", "base"])
+def test_custom_function_marking_a_view_dirty_keeps_every_gradient(marked):
+    """A Function that modifies in place (``mark_dirty``) a view rebases the view's base on
+    CopySlices around its node, as PyTorch's rebase_history: the other input's gradient reaches
+    it, first and second order. Marking the base dirty gives its live views the new history."""
+
+    def run(lib):
+        class PyAdd(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, y):
+                ctx.mark_dirty(x)
+                x.add_(y)
+                return x
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad, grad * 2
+
+        a = lib.arange(16, dtype=lib.float64).reshape(4, 4).requires_grad_()
+        b = lib.tensor([[1.0, -2.0], [0.5, 3.0]], dtype=lib.float64, requires_grad=True)
+        x = a.clone()
+        if marked == "view":
+            PyAdd.apply(x.narrow(1, 2, 2).narrow(0, 1, 2), b)
+            PyAdd.apply(x.narrow(1, 0, 2).narrow(0, 1, 2), b)
+            out = x
+        else:
+            out = x[1:3, :2]
+            PyAdd.apply(x, b.repeat(2, 2))
+        w = lib.linspace(-1, 1, out.numel(), dtype=lib.float64).reshape(out.shape)
+        ga, gb = lib.autograd.grad((out * out * w).sum(), (a, b), create_graph=True)
+        gga, ggb = lib.autograd.grad(ga.sum() + gb.sum(), (a, b))
+        return out, ga, gb, gga, ggb
+
+    for mine, theirs in zip(run(ng), run(torch)):
+        _close(mine, theirs)
