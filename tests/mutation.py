@@ -36,6 +36,7 @@ DP = "nbgrad/derivatives/pointwise.py"
 DR = "nbgrad/derivatives/reductions.py"
 DS = "nbgrad/derivatives/shape.py"
 DN = "nbgrad/derivatives/nn.py"
+DW = "nbgrad/derivatives/wider.py"
 K = "nbgrad/_kernels.py"
 TN = "nbgrad/_graph/table_node.py"
 TD = "nbgrad/_tensor/dispatch.py"
@@ -71,6 +72,7 @@ TESTS = {
     ],
     **dict.fromkeys((TD, TI), AUTOGRAD_TESTS),
     TS: ["tests/test_tensor.py", "tests/test_inplace_view_ops.py"],
+    DW: ["tests/test_index_reduce_and_sampling.py", *DERIVATIVE_TESTS],
     E: ENGINE_TESTS,
     GT: ENGINE_TESTS,
     # (the recorder reads a gradient again only when its version changed)
@@ -356,6 +358,7 @@ MUTANTS = [
     m(DR, "mask = self.isnan() if bool(result.isnan()) else self == result", "mask = self == result", "max/min/median: a NaN result gives the NaNs no gradient"),
     m(DP, "        return np.where(np.isinf(recip), 0, recip)\n", "        return recip\n", "atan2 on arrays: nan gradient at (0, 0)"),
     m(DP, "    return recip.masked_fill(recip.isinf(), 0)\n", "    return recip\n", "atan2: nan gradient at (0, 0)"),
+    m(DW, "if grad_src._requires_grad and bool((src_num_zeros > 1).any()):", "if False:", "scatter_reduce/index_reduce prod: double backward through two zeros in one place gives 0, not an error"),
     m(F, "o._rebase_history(ctx, k) if id(original) in dirty", "o._set_history(ctx, k) if id(original) in dirty", "mark_dirty on a view: the base's history not rebased (the other input loses its gradient)"),
 ]
 # fmt: on

@@ -441,6 +441,19 @@ class Error(Node):
         raise RuntimeError(self.msg)
 
 
+def _delayed_error(msg, grad):
+    """``grad`` behind an ``Error`` node that raises ``msg`` when differentiated, for a formula
+    whose result has no derivative (PyTorch's ``DelayedError``); ``grad`` itself when it does not
+    require grad."""
+    if not grad._requires_grad:
+        return grad
+    err = Error(msg, (_edge_of(grad),))
+    out = grad.detach()
+    _set_output(out, err, 0)
+    err._input_metadata_ = (out._metadata_tuple(),)
+    return out
+
+
 def once_differentiable(fn):
     """Decorate a custom ``backward`` that cannot itself be differentiated."""
 
