@@ -201,7 +201,7 @@ MUTANTS = [
     m(K, "            return a.copy()\n", "            return a\n", "pow: x ** 1 shares x's memory"),
     m(K, "            return a * a * a\n", "            return xp.power(a, 3)\n", "pow: x ** 3 by NumPy's pow, not as PyTorch's x * x * x"),
     m(TD, "    mark_view(result, args[0], (op.name, attrs))\n", "    mark_view(result, args[0], None)\n", "a generated view keeps no chain of view ops (an in-place op on it is not replayed)"),
-    m(TD, "        result._requires_grad = not grad_state.enabled and args[0]._requires_grad\n", "        result._requires_grad = False\n", "a generated view made in no-grad mode never requires grad"),
+    m(TD, "        result._requires_grad = not grad_state.enabled and requires_grad\n", "        result._requires_grad = False\n", "a generated view made in no-grad mode never requires grad"),
     m(TS, "    if not -size <= k < size:", "    if not -size <= k <= size:", "x[i]: an index one past the end reaches NumPy"),
     m(TS, "                return t if t is not self else _unary(OPS[\"alias\"], t)\n", "                return t\n", "m[:, :] of ints and slices gives the tensor itself, not an alias"),
     m(TS, "        lone_slice = isinstance(key, slice)\n", "        lone_slice = False\n", "x[:] is an alias, not a slice"),
@@ -359,6 +359,7 @@ MUTANTS = [
     m(DP, "        return np.where(np.isinf(recip), 0, recip)\n", "        return recip\n", "atan2 on arrays: nan gradient at (0, 0)"),
     m(DP, "    return recip.masked_fill(recip.isinf(), 0)\n", "    return recip\n", "atan2: nan gradient at (0, 0)"),
     m(DW, "if grad_src._requires_grad and bool((src_num_zeros > 1).any()):", "if False:", "scatter_reduce/index_reduce prod: double backward through two zeros in one place gives 0, not an error"),
+    m(TD, "        requires_grad = False  # NOTE [Inference tensors]\n", "        pass\n", "a generated view of an inference tensor that requires grad requires grad"),
     m(F, "o._rebase_history(ctx, k) if id(original) in dirty", "o._set_history(ctx, k) if id(original) in dirty", "mark_dirty on a view: the base's history not rebased (the other input loses its gradient)"),
 ]
 # fmt: on

@@ -18,6 +18,16 @@ Tensor = None  # the Tensor class: see NOTE [The Tensor class, bound late]
 
 
 def _mark_view(result, src, step):
+    if _inference_tensors.made:
+        if getattr(src, "_inference", False):
+            # a view of an inference tensor is an inference tensor that autograd does not see:
+            # no base, no history, never requiring grad (NOTE [Inference tensors])
+            result._base = result._view_chain = None
+            result._version_counter = src._counter()
+            result._no_grad_view = 0
+            _set_inference(result, True)
+            return
+        _set_inference(result, False)  # (a view of a normal tensor is normal)
     # the base is the root of the chain of views; but a leaf that requires grad is the base of
     # its views even when it is itself a view (``arange(6.).view(2, 3).requires_grad_()``), as
     # PyTorch's differentiable views: an in-place op on its views must see the leaf
@@ -29,8 +39,6 @@ def _mark_view(result, src, step):
         base, chain = src._base, src._view_chain
     result._base = base
     result._version_counter = src._counter()
-    if _inference_tensors.made:  # a view is an inference tensor when its source is one
-        _set_inference(result, getattr(src, "_inference", False))
     # NOTE [Views made in no-grad mode]: how the view was made (_NO_GRAD, _INFERENCE, or
     # _IN_CUSTOM_FUNCTION, set by Function.apply), plus 1 when made from such a view; else 0
     if not _grad_state.enabled:

@@ -474,3 +474,34 @@ def test_custom_function_marking_a_view_dirty_keeps_every_gradient(marked):
 
     for mine, theirs in zip(run(ng), run(torch)):
         _close(mine, theirs)
+
+
+INFERENCE_VIEWS = {
+    "view": lambda c: c.view(-1),
+    "x[0]": lambda c: c[0],
+    "t": lambda c: c.t(),
+    "narrow of a view": lambda c: c.view(3, 2).narrow(0, 1, 2),
+    "unbind": lambda c: c.unbind()[1],
+    "expand": lambda c: c[:1].expand(4, 3),
+}
+
+
+@pytest.mark.parametrize("mode", ["inference_mode", "no_grad", "normal"])
+@pytest.mark.parametrize("view", INFERENCE_VIEWS)
+def test_a_view_of_an_inference_tensor_never_requires_grad(view, mode):
+    """As PyTorch's: a view of an inference tensor (one that requires grad included), made in
+    any mode, is an inference tensor with no history that autograd does not see as a view."""
+
+    def run(lib):
+        seen = []
+        for requires_grad in (True, False):
+            with lib.inference_mode():
+                c = lib.ones(2, 3, requires_grad=requires_grad)
+            with getattr(lib, mode)() if mode != "normal" else lib.enable_grad():
+                out = INFERENCE_VIEWS[view](c)
+            seen.append(
+                (out.requires_grad, out.grad_fn, out.is_inference(), out._base, out.is_leaf)
+            )
+        return seen
+
+    assert run(ng) == run(torch)
