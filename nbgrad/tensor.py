@@ -538,6 +538,10 @@ class Tensor(
             _set_inference(t, getattr(self, "_inference", False))
         return t  # not a view for autograd (``_base`` None, as PyTorch's detach)
 
+    def _is_view(self) -> bool:
+        """True for a view of another tensor (``_base``), as PyTorch's."""
+        return self._base is not None
+
     def is_inference(self) -> bool:
         """True for a tensor made in inference mode (see NOTE [Inference tensors])."""
         return bool(_is_inference(self))

@@ -279,6 +279,26 @@ def test_views_share_memory_with_base_and_numpy(make_view):
     assert tv.untyped_storage().data_ptr() == tb.untyped_storage().data_ptr()
 
 
+def test_is_view_as_pytorch():
+    """``_is_view()``: views (of any mode, of several outputs) but not copies, detached aliases,
+    ``.data`` or views of an inference tensor."""
+
+    def run(lib):
+        x = lib.ones(2, 3, requires_grad=True)
+        y = x * 2
+        made = [x, x.detach(), x.view(-1), y[0], y.unbind()[0], x.clone(), y.t().reshape(-1)]
+        made += [x.data, y[:, 1:]]
+        with lib.no_grad():
+            made.append(x.view(-1))
+        with lib.inference_mode():
+            made.append(x.view(-1))
+            c = lib.ones(3)
+        made.append(c.view(3))
+        return [t._is_view() for t in made]
+
+    assert run(ng) == run(torch)
+
+
 def test_writing_through_a_view_changes_the_base():
     a = np.zeros(6, dtype=np.float32)
     base = ng.from_numpy(a)
