@@ -603,6 +603,8 @@ class InplaceVariantMethods(InplaceViewMethods):
             raise RuntimeError(
                 f"Trying to create tensor with negative dimension {min(sizes)}: {list(sizes)}"
             )
+        if sizes == self._data.shape:  # as PyTorch: the same sizes change nothing, not even
+            return self  # the version
         n = math.prod(sizes)
         flat = self._data.reshape(-1)  # (a copy for a tensor that is not contiguous)
         if n <= flat.size and self._data.flags.c_contiguous:  # its first elements, in place
