@@ -97,6 +97,8 @@ __all__ = [
     "where",
 ]
 
+_SAME_DEVICE = "Please ensure that the gradient and the tensor are on the same device"
+
 # NOTE [Views made in no-grad mode]
 # As in PyTorch, an in-place op that would be recorded (grad mode on, a tensor that requires
 # grad involved) may not modify a view made in no-grad mode, or a view made from one: whether
@@ -297,16 +299,15 @@ class Tensor(
 
     @grad.setter
     def grad(self, value):
+        """Checked as PyTorch's ``THPVariable_set_grad``, in its order."""
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(
-                    f"assigned grad expected to be a Tensor or None but got {type(value).__name__}"
+                    "assigned grad expected to be a Tensor or None but got grad of type "
+                    f"{type(value).__name__}"
                 )
-            if value.shape != self.shape:
-                raise RuntimeError(
-                    f"assigned grad has data of a different size: {list(value.shape)} vs "
-                    f"{list(self.shape)}"
-                )
+            if value is self:
+                raise RuntimeError("can't assign Variable as its own grad")
             grad_dtype = getattr(self, "_grad_dtype", self.dtype)
             if grad_dtype is not None and value.dtype is not grad_dtype:
                 raise RuntimeError(
@@ -318,8 +319,24 @@ class Tensor(
                     "grad_dtype with caution. Diverging the dtypes of a tensor and its gradient "
                     "may break downstream systems that assume they match."
                 )
-            if value._device != self._device:
-                raise RuntimeError("assigned grad has data located on a different device")
+            there, here = value._device, self._device
+            if there.type != here.type:
+                raise RuntimeError(
+                    f"attempting to assign a gradient with device type '{there.type}' to a tensor "
+                    f"with device type '{here.type}'. {_SAME_DEVICE}"
+                )
+            if there != here:
+                raise RuntimeError(
+                    f"attempting to assign a gradient located on device with index "
+                    f"'{there.index}' to a tensor located on device with index '{here.index}'. "
+                    f"{_SAME_DEVICE}"
+                )
+            if value.shape != self.shape:
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor "
+                    f"of size '{list(self.shape)}'. Please ensure that the gradient and the "
+                    "tensor are the same size"
+                )
         self._grad = value
 
     @grad.deleter

@@ -44,6 +44,7 @@ TI = "nbgrad/_tensor/inplace.py"
 TM = "nbgrad/_tensor/math_methods.py"
 TS = "nbgrad/_tensor/shape_methods.py"
 TV = "nbgrad/_tensor/inplace_variants.py"
+T = "nbgrad/tensor.py"
 E = "nbgrad/autograd/engine.py"
 GT = "nbgrad/autograd/graph_task.py"
 IB = "nbgrad/autograd/input_buffer.py"
@@ -75,6 +76,7 @@ TESTS = {
     TS: ["tests/test_tensor.py", "tests/test_inplace_view_ops.py"],
     DW: ["tests/test_index_reduce_and_sampling.py", *DERIVATIVE_TESTS],
     TV: ["tests/test_tensor_inplace_variants.py"],
+    T: AUTOGRAD_TESTS,
     E: ENGINE_TESTS,
     GT: ENGINE_TESTS,
     # (the recorder reads a gradient again only when its version changed)
@@ -363,6 +365,7 @@ MUTANTS = [
     m(DW, "if grad_src._requires_grad and bool((src_num_zeros > 1).any()):", "if False:", "scatter_reduce/index_reduce prod: double backward through two zeros in one place gives 0, not an error"),
     m(TD, "        requires_grad = False  # NOTE [Inference tensors]\n", "        pass\n", "a generated view of an inference tensor that requires grad requires grad"),
     m(TV, "        if sizes == self._data.shape:  # as PyTorch", "        if False:  # as PyTorch", "resize_ to the same sizes bumps the version (and copies a transposed tensor)"),
+    m(T, "            if value is self:\n", "            if False:\n", "x.grad = x accepted"),
     m(F, "o._rebase_history(ctx, k) if id(original) in dirty", "o._set_history(ctx, k) if id(original) in dirty", "mark_dirty on a view: the base's history not rebased (the other input loses its gradient)"),
 ]
 # fmt: on
