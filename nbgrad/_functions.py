@@ -7,8 +7,10 @@ import inspect
 import warnings
 
 from . import backend
-from ._graph.grad_mode import is_grad_enabled, no_grad
+from ._graph.grad_mode import _inference_tensors, is_grad_enabled, no_grad
+from ._graph.grad_mode import _state as _grad_state
 from ._tensor.conversion import _tensor_arg
+from ._tensor.inplace import _check_not_inference
 from ._tensor.linalg_methods import einsum, meshgrid, tensordot
 from .tensor import Size, Tensor, as_tensor
 
@@ -226,6 +228,8 @@ def _into_out(name, fn, args, kwargs, out):
         out._data = backend.get_xp(out.device).empty(result.shape, dtype=out._data.dtype)
     with no_grad():
         out._write(result)
+    if _inference_tensors.made and not _grad_state.inference:  # NOTE [Inference tensors]
+        _check_not_inference(out)  # (as PyTorch's: after the write)
     return out
 
 

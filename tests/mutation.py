@@ -45,6 +45,7 @@ TM = "nbgrad/_tensor/math_methods.py"
 TS = "nbgrad/_tensor/shape_methods.py"
 TV = "nbgrad/_tensor/inplace_variants.py"
 T = "nbgrad/tensor.py"
+FN = "nbgrad/_functions.py"
 E = "nbgrad/autograd/engine.py"
 GT = "nbgrad/autograd/graph_task.py"
 IB = "nbgrad/autograd/input_buffer.py"
@@ -77,6 +78,7 @@ TESTS = {
     DW: ["tests/test_index_reduce_and_sampling.py", *DERIVATIVE_TESTS],
     TV: ["tests/test_tensor_inplace_variants.py"],
     T: AUTOGRAD_TESTS,
+    FN: ["tests/test_parity_gaps.py"],
     E: ENGINE_TESTS,
     GT: ENGINE_TESTS,
     # (the recorder reads a gradient again only when its version changed)
@@ -366,6 +368,7 @@ MUTANTS = [
     m(TD, "        requires_grad = False  # NOTE [Inference tensors]\n", "        pass\n", "a generated view of an inference tensor that requires grad requires grad"),
     m(TV, "        if sizes == self._data.shape:  # as PyTorch", "        if False:  # as PyTorch", "resize_ to the same sizes bumps the version (and copies a transposed tensor)"),
     m(T, "            if value is self:\n", "            if False:\n", "x.grad = x accepted"),
+    m(FN, "        _check_not_inference(out)  # (as PyTorch's: after the write)\n", "        pass\n", "out= an inference tensor outside inference mode is allowed"),
     m(F, "o._rebase_history(ctx, k) if id(original) in dirty", "o._set_history(ctx, k) if id(original) in dirty", "mark_dirty on a view: the base's history not rebased (the other input loses its gradient)"),
 ]
 # fmt: on
