@@ -106,9 +106,12 @@ _SAME_DEVICE = "Please ensure that the gradient and the tensor are on the same d
 # (checked before the leaf checks, as PyTorch does). In place inside no_grad, or on the base
 # itself, stays allowed. As PyTorch, such a view of a tensor that requires grad requires grad
 # too, yet is a leaf with no gradient edge: ops on it are recorded, but no gradient reaches it
-# or its base, and hooks registered on it never run. (PyTorch also raises when one is used
-# after its base was modified in place with grad mode on; nbgrad's view takes the base's new
-# history.)
+# or its base, and hooks registered on it never run. Once its base (or another view of the
+# base) is modified in place by a recorded op, reading its ``grad_fn`` (so ``is_leaf``, or an op
+# that records) raises PyTorch's error for a view on rebase: the view's class becomes one whose
+# ``grad_fn`` raises (``_mark_base_changed``), so that no ordinary tensor pays for the check.
+# (PyTorch raises too after a change to the base made under no_grad, which nbgrad sees only
+# when printing: ``grad_fn=<Invalid>``.)
 # (PyTorch's CreationMeta: the kinds of view an in-place op may not modify; odd: made from one)
 
 

@@ -369,6 +369,7 @@ MUTANTS = [
     m(TV, "        if sizes == self._data.shape:  # as PyTorch", "        if False:  # as PyTorch", "resize_ to the same sizes bumps the version (and copies a transposed tensor)"),
     m(T, "            if value is self:\n", "            if False:\n", "x.grad = x accepted"),
     m(FN, "        _check_not_inference(out)  # (as PyTorch's: after the write)\n", "        pass\n", "out= an inference tensor outside inference mode is allowed"),
+    m(TI, "    _mark_base_changed(base, modified)\n", "", "a view made without grad takes its base's new history (no error on rebase)"),
     m(F, "o._rebase_history(ctx, k) if id(original) in dirty", "o._set_history(ctx, k) if id(original) in dirty", "mark_dirty on a view: the base's history not rebased (the other input loses its gradient)"),
 ]
 # fmt: on

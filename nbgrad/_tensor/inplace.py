@@ -35,6 +35,8 @@ from nbgrad._tensor.math_methods import sum_to
 from nbgrad._tensor.views import (
     _check_no_internal_overlap,
     _EnableGrad,
+    _made_without_grad,
+    _mark_base_changed,
     _multiple_views_message,
     _no_grad_view_message,
     _NoGrad,
@@ -447,10 +449,13 @@ def _regenerate_views(base, modified):
     views = getattr(base, "_views", None)
     if not views:
         return
+    _mark_base_changed(base, modified)
     with _EnableGrad():
         for ref in tuple(views):
             view = ref()
             if view is None or view is modified or view._view_chain is None:
+                continue
+            if _made_without_grad(view):  # (see NOTE [Views made in no-grad mode])
                 continue
             view._set_history(_apply_view_chain(base, view._view_chain).grad_fn, 0)
 

@@ -86,6 +86,58 @@ _CUSTOM_FUNCTION_VIEW_ADVICE = (
 )
 
 
+def _view_on_rebase_message(view):
+    """PyTorch's error for the history of a view made in no-grad or inference mode whose base,
+    or another view of its base, was modified in place since (``handle_view_on_rebase``)."""
+    if view._no_grad_view == _INFERENCE:
+        made, advice = "inference mode", _INFERENCE_VIEW_ADVICE
+    else:
+        made, advice = "no_grad mode", _NO_GRAD_VIEW_ADVICE
+    modified, _, rest = advice.partition(". ")  # ("is being modified inplace in normal mode")
+    return (
+        f"A view was created in {made} and its base or another view of its base has been "
+        f"{modified.removeprefix('is being ')}. {rest}"
+    )
+
+
+_CHANGED_BASE_VIEW = []  # the class, made once Tensor is bound
+
+
+def _made_without_grad(view):
+    """Whether ``view`` was made in no-grad or inference mode of a tensor that requires grad
+    (PyTorch's CreationMeta ``NO_GRAD_MODE``, ``INFERENCE_MODE``)."""
+    return view._no_grad_view in (_NO_GRAD, _INFERENCE) and hasattr(view, "_view_version")
+
+
+def _mark_base_changed(base, modified):
+    """After an in-place op recorded on ``base`` or on its view ``modified``: each other live
+    view of ``base`` made without grad has no history any more, only PyTorch's error, raised
+    where its ``grad_fn`` is read (and so ``is_leaf``, and any op recorded on it). See NOTE
+    [Views made in no-grad mode]."""
+    views = getattr(base, "_views", None)
+    if not views:
+        return
+    if not _CHANGED_BASE_VIEW:
+        slot = Tensor.__dict__["grad_fn"]
+
+        def raise_error(self):
+            raise RuntimeError(_view_on_rebase_message(self))
+
+        class TensorOfChangedBase(Tensor):
+            """A Tensor whose ``grad_fn`` is an error (its class: a Tensor of the same slots)."""
+
+            __slots__ = ()
+            grad_fn = property(raise_error, slot.__set__)
+
+        _CHANGED_BASE_VIEW.append(TensorOfChangedBase)
+    for ref in tuple(views):
+        view = ref()
+        # (a subclass's view keeps its class, and its old history)
+        if view is not None and view is not modified and type(view) is Tensor:
+            if _made_without_grad(view):
+                view.__class__ = _CHANGED_BASE_VIEW[0]
+
+
 def _view_node_name(node):
     """A view's node as PyTorch's view errors name it: ``UnbindBackward0`` -> ``Unbind``."""
     return node.name().removesuffix("0").removesuffix("Backward")

@@ -505,3 +505,42 @@ def test_a_view_of_an_inference_tensor_never_requires_grad(view, mode):
         return seen
 
     assert run(ng) == run(torch)
+
+
+VIEW_BASE_CHANGES = {
+    "add_": lambda a: a.add_(2),
+    "transpose_": lambda a: a.transpose_(0, 1),
+    "a view's mul_": lambda a: a[0].mul_(2),
+    "unsqueeze_": lambda a: a.unsqueeze_(0),
+}
+
+
+@pytest.mark.parametrize("mode", ["no_grad", "inference_mode"])
+@pytest.mark.parametrize("change", VIEW_BASE_CHANGES)
+def test_a_view_made_without_grad_after_its_base_changed_raises_as_pytorch(change, mode):
+    """A view made in no-grad or inference mode of a tensor that requires grad, after its base
+    (or another view of it) is modified in place with grad mode on: reading its grad_fn, is_leaf,
+    or an op that records on it raises PyTorch's error; what needs no history still works."""
+
+    def run(lib):
+        seen = []
+        for requires_grad in (True, False):
+            a = lib.ones(2, 3, requires_grad=requires_grad).clone()
+            with getattr(lib, mode)():
+                view = a.view(-1)
+            VIEW_BASE_CHANGES[change](a)
+            for use in (
+                lambda: view.grad_fn,
+                lambda: view.is_leaf,
+                lambda: (view * 2).requires_grad,
+                lambda: view.requires_grad,
+                lambda: repr(view).replace("torch.", "").replace("nbgrad.", ""),
+                lambda: (isinstance(view, lib.Tensor), view.tolist()),
+            ):
+                try:
+                    seen.append(use())
+                except RuntimeError as e:
+                    seen.append(str(e))
+        return seen
+
+    assert run(ng) == run(torch)
