@@ -530,15 +530,15 @@ def test_a_view_made_without_grad_after_its_base_changed_raises_as_pytorch(chang
                 view = a.view(-1)
             VIEW_BASE_CHANGES[change](a)
             for use in (
-                lambda: view.grad_fn,
-                lambda: view.is_leaf,
-                lambda: (view * 2).requires_grad,
-                lambda: view.requires_grad,
-                lambda: repr(view).replace("torch.", "").replace("nbgrad.", ""),
-                lambda: (isinstance(view, lib.Tensor), view.tolist()),
+                lambda v: v.grad_fn,
+                lambda v: v.is_leaf,
+                lambda v: (v * 2).requires_grad,
+                lambda v: v.requires_grad,
+                lambda v: repr(v).replace("torch.", "").replace("nbgrad.", ""),
+                lambda v: (isinstance(v, lib.Tensor), v.tolist()),
             ):
                 try:
-                    seen.append(use())
+                    seen.append(use(view))
                 except RuntimeError as e:
                     seen.append(str(e))
         return seen
