@@ -12,6 +12,7 @@ from ._graph.grad_mode import _state as _grad_state
 from ._tensor.conversion import _tensor_arg
 from ._tensor.inplace import _check_not_inference
 from ._tensor.linalg_methods import einsum, meshgrid, tensordot
+from ._tensor.memory_formats import preserve_format
 from .tensor import Size, Tensor, as_tensor
 
 __all__ = [
@@ -698,8 +699,8 @@ def ge(input, other):
     return input >= other
 
 
-def clone(input):
-    return input.clone()
+def clone(input, *, memory_format=preserve_format):
+    return input.clone(memory_format=memory_format)
 
 
 def detach(input):

@@ -63,6 +63,12 @@ from nbgrad._tensor.inplace import _PRESERVE, InplaceMethods
 from nbgrad._tensor.inplace_variants import InplaceVariantMethods
 from nbgrad._tensor.linalg_methods import LinalgMethods
 from nbgrad._tensor.math_methods import MathMethods
+from nbgrad._tensor.memory_formats import (
+    _format_strides,
+    _is_contiguous_as,
+    contiguous_format,
+    preserve_format,
+)
 from nbgrad._tensor.printing import _format_tensor
 from nbgrad._tensor.shape_methods import ShapeMethods
 from nbgrad._tensor.views import _INFERENCE, _NO_GRAD, _check_no_internal_overlap, _track_view
@@ -626,21 +632,33 @@ class Tensor(
         self._data += other._data
         self._counter()[0] += 1
 
-    def clone(self):
+    def clone(self, *, memory_format=preserve_format):
         """A copy in the same layout (PyTorch's ``preserve_format``): ``x.t().clone()`` is
-        transposed too, so ``reshape`` on it copies (and ``view`` raises) as in PyTorch."""
-        return _dispatch(_op("clone"), (self,), _PRESERVE)
+        transposed too, so ``reshape`` on it copies (and ``view`` raises) as in PyTorch; or in
+        the layout ``memory_format`` names."""
+        if memory_format is preserve_format:
+            return _dispatch(_op("clone"), (self,), _PRESERVE)
+        if memory_format is contiguous_format:
+            return self._clone("contiguous")
+        return self._clone(_format_strides(self.shape, memory_format))
 
     def _clone(self, memory_format):
         """``clone`` into ``"contiguous"`` order or the layout of a tuple of strides."""
         return _dispatch(_op("clone"), (self,), {"memory_format": memory_format})
 
-    def contiguous(self):
-        """Self when contiguous, else a contiguous copy (``CloneBackward0``), as PyTorch."""
-        return self if self._data.flags.c_contiguous else self._clone("contiguous")
+    def contiguous(self, memory_format=contiguous_format):
+        """Self when contiguous (in ``memory_format``), else a copy that is
+        (``CloneBackward0``), as PyTorch."""
+        if memory_format is contiguous_format or memory_format is preserve_format:
+            return self if self._data.flags.c_contiguous else self._clone("contiguous")
+        if self.is_contiguous(memory_format):
+            return self
+        return self._clone(_format_strides(self.shape, memory_format))
 
-    def is_contiguous(self):
-        return bool(self._data.flags.c_contiguous)
+    def is_contiguous(self, memory_format=contiguous_format):
+        if memory_format is contiguous_format:
+            return bool(self._data.flags.c_contiguous)
+        return _is_contiguous_as(self.shape, self.stride(), memory_format)
 
     def stride(self, dim=None):
         """Strides in elements (PyTorch's; NumPy counts bytes), all or of one dimension."""
@@ -648,8 +666,10 @@ class Tensor(
         strides = tuple(s // item for s in self._data.strides)
         return strides if dim is None else strides[_dim(dim, self.ndim)]
 
-    def to(self, *args, dtype=None, device=None, copy=False):
-        """Move to a device and/or convert to a dtype (differentiable: ``ToCopyBackward0``)."""
+    def to(self, *args, dtype=None, device=None, copy=False, memory_format=preserve_format):
+        """Move to a device and/or convert to a dtype (differentiable: ``ToCopyBackward0``);
+        a ``memory_format`` the result is not in gives a copy in it (``CloneBackward0``, where
+        PyTorch's one node is ``ToCopyBackward0``)."""
         for a in args:
             if isinstance(a, dtypes.dtype):
                 dtype = a
@@ -668,6 +688,8 @@ class Tensor(
             dtype = dtypes.as_dtype(dtype)
             if dtype is not result.dtype:
                 result = _dispatch(_op("to_dtype"), (result,), {"dtype": dtype})
+        if memory_format is not preserve_format and not result.is_contiguous(memory_format):
+            result = result.clone(memory_format=memory_format)
         if copy and result is self:
             result = self.clone()
         return result

@@ -46,6 +46,7 @@ TS = "nbgrad/_tensor/shape_methods.py"
 TV = "nbgrad/_tensor/inplace_variants.py"
 T = "nbgrad/tensor.py"
 FN = "nbgrad/_functions.py"
+MF = "nbgrad/_tensor/memory_formats.py"
 E = "nbgrad/autograd/engine.py"
 GT = "nbgrad/autograd/graph_task.py"
 IB = "nbgrad/autograd/input_buffer.py"
@@ -79,6 +80,7 @@ TESTS = {
     TV: ["tests/test_tensor_inplace_variants.py"],
     T: AUTOGRAD_TESTS,
     FN: ["tests/test_parity_gaps.py"],
+    MF: ["tests/test_tensor.py"],
     E: ENGINE_TESTS,
     GT: ENGINE_TESTS,
     # (the recorder reads a gradient again only when its version changed)
@@ -370,6 +372,7 @@ MUTANTS = [
     m(T, "            if value is self:\n", "            if False:\n", "x.grad = x accepted"),
     m(FN, "        _check_not_inference(out)  # (as PyTorch's: after the write)\n", "        pass\n", "out= an inference tensor outside inference mode is allowed"),
     m(TI, "    _mark_base_changed(base, modified)\n", "", "a view made without grad takes its base's new history (no error on rebase)"),
+    m(MF, "        if shape[d] != 1:\n", "        if True:\n", "is_contiguous(channels_last): a dim of size 1 must have its stride"),
     m(F, "o._rebase_history(ctx, k) if id(original) in dirty", "o._set_history(ctx, k) if id(original) in dirty", "mark_dirty on a view: the base's history not rebased (the other input loses its gradient)"),
 ]
 # fmt: on

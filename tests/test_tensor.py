@@ -3,6 +3,7 @@ memory sharing, version counters, conversions, DLPack, printing, indexing and ``
 PyTorch (where installed) and NumPy are the references.
 """
 
+import pickle
 import warnings
 
 import numpy as np
@@ -295,6 +296,55 @@ def test_is_view_as_pytorch():
             c = lib.ones(3)
         made.append(c.view(3))
         return [t._is_view() for t in made]
+
+    assert run(ng) == run(torch)
+
+
+def test_memory_formats_as_pytorch():
+    """``contiguous``, ``clone``, ``to`` and ``is_contiguous`` with ``memory_format``: strides,
+    which call copies, the node, the gradient's layout, errors for a tensor of another rank."""
+
+    def run(lib):
+        out = []
+        x = lib.arange(120.0).reshape(2, 3, 4, 5)
+        last = x.contiguous(memory_format=lib.channels_last)
+        cube = lib.ones(2, 3, 4, 5, 6).contiguous(memory_format=lib.channels_last_3d)
+        for t in (x, last, lib.ones(2, 1, 4, 1), lib.ones(2, 3), x.permute(0, 2, 3, 1), cube):
+            out.append((t.stride(), t.is_contiguous()))
+            formats = (lib.channels_last, lib.channels_last_3d)
+            out += [t.is_contiguous(memory_format=f) for f in formats]
+        out.append(
+            (last.contiguous() is last, last.contiguous().stride(), last.tolist() == x.tolist())
+        )
+        out.append(last.to(memory_format=lib.contiguous_format).stride())
+        out.append(
+            (last.contiguous(memory_format=lib.channels_last) is last, last.clone().stride())
+        )
+        out.append(lib.clone(x, memory_format=lib.channels_last).stride())
+        leaf = lib.rand(2, 3, 4, 5, requires_grad=True)
+        for r in (
+            leaf.contiguous(memory_format=lib.channels_last),
+            leaf.clone(memory_format=lib.channels_last),
+        ):
+            out.append((r.grad_fn.name(), r.stride()))
+        r = leaf.to(memory_format=lib.channels_last)
+        (r * x).sum().backward()
+        out.append((r.stride(), leaf.grad.stride(), leaf.grad.tolist() == x.tolist()))
+        for fmt in (lib.channels_last, lib.channels_last_3d):
+            for method in ("contiguous", "clone"):
+                with pytest.raises(RuntimeError) as info:
+                    getattr(lib.rand(2, 3), method)(memory_format=fmt)
+                out.append(str(info.value))
+        names = (
+            lib.channels_last,
+            lib.contiguous_format,
+            lib.preserve_format,
+            lib.channels_last_3d,
+        )
+        out.append([repr(f).split(".")[1] for f in names])
+        out.append(pickle.loads(pickle.dumps(lib.channels_last)) is lib.channels_last)
+        out.append(isinstance(lib.channels_last, lib.memory_format))
+        return out
 
     assert run(ng) == run(torch)
 
