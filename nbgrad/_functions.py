@@ -17,6 +17,7 @@ from .tensor import Size, Tensor, as_tensor
 
 __all__ = [
     "add",
+    "as_strided",
     "var_mean",
     "std_mean",
     "all",
@@ -697,6 +698,10 @@ def gt(input, other):
 @_out_variant
 def ge(input, other):
     return input >= other
+
+
+def as_strided(input, size, stride, storage_offset=None):
+    return input.as_strided(size, stride, storage_offset)
 
 
 def clone(input, *, memory_format=preserve_format):

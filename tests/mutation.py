@@ -373,6 +373,7 @@ MUTANTS = [
     m(FN, "        _check_not_inference(out)  # (as PyTorch's: after the write)\n", "        pass\n", "out= an inference tensor outside inference mode is allowed"),
     m(TI, "    _mark_base_changed(base, modified)\n", "", "a view made without grad takes its base's new history (no error on rebase)"),
     m(MF, "        if shape[d] != 1:\n", "        if True:\n", "is_contiguous(channels_last): a dim of size 1 must have its stride"),
+    m(DS, "storage = storage.index_add(0, out_places.to(grad.device), grad.reshape(-1))", "storage = storage.index_copy(0, out_places.to(grad.device), grad.reshape(-1))", "as_strided: overlapping places keep one gradient"),
     m(F, "o._rebase_history(ctx, k) if id(original) in dirty", "o._set_history(ctx, k) if id(original) in dirty", "mark_dirty on a view: the base's history not rebased (the other input loses its gradient)"),
 ]
 # fmt: on

@@ -557,6 +557,11 @@ CASES = [
          lambda a: np_split(a, [1, 2], 1), [((2, 3),)]),
     Case("split_with_sizes", lambda x: x.split([0, 2]), lambda a: np_split(a, [0, 2], 0),
          [((2, 3),)]),
+    Case("as_strided", lambda x: x.as_strided((3, 2), (2, 1), 1),
+         lambda a: np_strided(a, (3, 2), (2, 1), 1), [((8,),), ((2, 4),)]),
+    # (overlapping places: their gradients add)
+    Case("as_strided", lambda x: lib(x).as_strided(x, (3, 2), (1, 1)),
+         lambda a: np_strided(a, (3, 2), (1, 1), 0), [((2, 3),)]),
     Case("diagonal", lambda x: x.diagonal(), np.diagonal, [((3, 3),), ((2, 3),), ((0, 2),)]),
     Case("diagonal", lambda x: x.diagonal(1), lambda a: np.diagonal(a, 1), [((3, 4),), ((2, 2),)]),
     Case("diagonal", lambda x: lib(x).diagonal(x, -1, 2, 0), lambda a: np.diagonal(a, -1, 2, 0),
@@ -1048,6 +1053,12 @@ def np_scatter_to(a, dim, index, src):
 def np_masked_select(a, m):
     shape = np.broadcast_shapes(a.shape, m.shape)
     return np.broadcast_to(a, shape)[np.broadcast_to(m, shape)]
+
+
+def np_strided(a, size, stride, offset):
+    """NumPy's as_strided of ``a``'s elements in C order, strides in elements."""
+    flat = np.ascontiguousarray(a).reshape(-1)[offset:]
+    return np.lib.stride_tricks.as_strided(flat, size, [s * a.itemsize for s in stride]).copy()
 
 
 def np_diag(a, k=0):

@@ -349,6 +349,50 @@ def test_memory_formats_as_pytorch():
     assert run(ng) == run(torch)
 
 
+AS_STRIDED = [  # size, stride, storage offset (None: the view's own, 2 here)
+    ((3, 2), (1, 1), None),
+    ((2, 3), (3, 1), 3),
+    ((2, 2), (1, 2), 1),
+    ((4,), (0,), 5),
+    ((0, 3), (3, 1), 0),
+    ((2, 2), (6, 1), None),
+]
+
+
+def test_as_strided_and_storage_offset_as_pytorch():
+    """``as_strided`` reads the storage (from a view's own offset by default), is a view of
+    it (a write through it reaches the base), and its gradient sums overlapping places and
+    splits among an expanded input's; ``storage_offset``; PyTorch's errors."""
+
+    def run(lib):
+        out = []
+        x = lib.arange(12.0, dtype=lib.float64).requires_grad_()
+        y = x * 1
+        for size, stride, offset in AS_STRIDED:
+            y = x * 1
+            v = (y[2:] if offset is None else y).as_strided(size, stride, offset)
+            w = lib.linspace(-1, 1, v.numel(), dtype=lib.float64).reshape(v.shape)
+            (g,) = lib.autograd.grad((v * w).sum(), x)
+            grad = np.round(g.tolist(), 12).tolist()
+            out.append((v.tolist(), v.stride(), v.storage_offset(), v._base is y, grad))
+        t = y.view(3, 4).t()
+        out.append((t.storage_offset(), y[5:].storage_offset(), t[1:].storage_offset()))
+        out.append(t.as_strided((2,), (1,)).tolist())
+        e = lib.arange(6.0, dtype=lib.float64).requires_grad_()
+        z = e.view(2, 3).expand(4, 2, 3).as_strided((2, 3), (1, 2), 0)
+        (g,) = lib.autograd.grad((z * lib.arange(6.0, dtype=lib.float64).view(2, 3)).sum(), e)
+        out.append((z.tolist(), g.tolist()))
+        y.detach().as_strided((2,), (2,), 1).mul_(10)
+        out.append(y.tolist())
+        for size, stride, offset in [((3, 4), (4, 1), 5), ((2,), (1, 1), 0)]:
+            with pytest.raises(RuntimeError) as info:
+                y.as_strided(size, stride, offset)
+            out.append(str(info.value))
+        return out
+
+    assert run(ng) == run(torch)
+
+
 def test_writing_through_a_view_changes_the_base():
     a = np.zeros(6, dtype=np.float32)
     base = ng.from_numpy(a)

@@ -1,7 +1,10 @@
 """Memory formats, as PyTorch's ``torch.memory_format``: the layouts that ``contiguous``,
-``clone``, ``to`` and ``is_contiguous`` take (``c10/core/MemoryFormat.h``)."""
+``clone``, ``to`` and ``is_contiguous`` take (``c10/core/MemoryFormat.h``); and a tensor's
+storage, the memory its array views (for ``as_strided`` and ``storage_offset``)."""
 
 from __future__ import annotations
+
+import numpy as np
 
 
 class memory_format:  # noqa: N801 (PyTorch's name)
@@ -58,3 +61,29 @@ def _is_contiguous_as(shape, strides, fmt):
                 return False
             expected *= shape[d]
     return True
+
+
+def _storage_of(a):
+    """The array whose memory ``a`` views (PyTorch's storage, flat), and ``a``'s offset in it,
+    in elements."""
+    root = a
+    while isinstance(root.base, type(a)):
+        root = root.base
+    if root is a or not (root.flags.c_contiguous or root.flags.f_contiguous):
+        # (``a`` owns its memory, or NumPy holds it in a way it does not say: ``a``'s own)
+        return a.reshape(-1, order="A") if a.flags.forc else a.reshape(-1), 0
+    flat = root.reshape(-1, order="A")
+    return flat, (_address(a) - _address(flat)) // a.itemsize
+
+
+def _address(a):
+    interface = getattr(a, "__cuda_array_interface__", None) or a.__array_interface__
+    return interface["data"][0]
+
+
+def _storage_places(size, stride, offset):
+    """The place in the storage of each element of the geometry (an int64 array of ``size``)."""
+    places = np.full(size, offset, dtype=np.int64)
+    for d, (n, s) in enumerate(zip(size, stride)):
+        places += (np.arange(n, dtype=np.int64) * s).reshape((n,) + (1,) * (len(size) - d - 1))
+    return places
