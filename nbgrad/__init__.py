@@ -101,6 +101,7 @@ from ._tensor.memory_formats import (
     preserve_format,
 )
 from ._tensor.printing import set_printoptions
+from ._tensor.storage import TypedStorage, UntypedStorage
 from ._tensor_types import TENSOR_TYPES as _TENSOR_TYPES
 from .autograd import (
     enable_grad,

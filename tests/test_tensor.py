@@ -393,6 +393,29 @@ def test_as_strided_and_storage_offset_as_pytorch():
     assert run(ng) == run(torch)
 
 
+def test_storages_as_pytorch():
+    """``untyped_storage()`` (bytes) and the deprecated ``storage()`` (elements) of a view are
+    its base's memory: sizes, pointers, values."""
+
+    def run(lib):
+        base = lib.arange(6.0)
+        x = base[2:]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (TypedStorage is deprecated, said once)
+            s = x.storage()
+        out = [type(s).__name__, len(s), s.size(), str(s.dtype).split(".")[1], s.nbytes()]
+        out += [s.element_size(), s.data_ptr() == base.data_ptr(), str(s.device), s.tolist(), s[1]]
+        u = x.untyped_storage()
+        out += [type(u).__name__, len(u), u.size(), u.nbytes(), u.element_size()]
+        out += [u.data_ptr() == x.data_ptr() - 8, str(u.device), u[4], u.tolist()[4:8]]
+        out.append(u.data_ptr() == x.view(2, 2).t().untyped_storage().data_ptr())
+        out.append(x.clone().untyped_storage().data_ptr() == u.data_ptr())
+        out.append(isinstance(u, lib.UntypedStorage))
+        return out
+
+    assert run(ng) == run(torch)
+
+
 def test_writing_through_a_view_changes_the_base():
     a = np.zeros(6, dtype=np.float32)
     base = ng.from_numpy(a)

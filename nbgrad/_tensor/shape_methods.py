@@ -12,6 +12,7 @@ from nbgrad import backend, dtypes
 from nbgrad._tensor.conversion import _arg, _tensor_arg, _wrap, tensor
 from nbgrad._tensor.dispatch import OPS, _dim, _dispatch, _expect_tensor, _op, _shape_arg, _unary
 from nbgrad._tensor.memory_formats import _storage_of
+from nbgrad._tensor.storage import TypedStorage, UntypedStorage, _warn_typed_storage_removal
 from nbgrad.backend import CPU
 
 Tensor = None  # the Tensor class: see NOTE [The Tensor class, bound late]
@@ -293,6 +294,15 @@ class ShapeMethods:
         attrs = {"size": size, "stride": stride, "geometry": geometry}
         attrs["storage_offset"] = offset if storage_offset is None else storage_offset
         return _dispatch(OPS["as_strided"], (self,), attrs)
+
+    def untyped_storage(self):
+        """The bytes of this tensor's storage, shared with its views (no copy)."""
+        return UntypedStorage(_storage_of(self._data)[0], self._device)
+
+    def storage(self):
+        """The elements of this tensor's storage (deprecated, as PyTorch's TypedStorage)."""
+        _warn_typed_storage_removal()
+        return TypedStorage(_storage_of(self._data)[0], self._device)
 
     def storage_offset(self):
         """This tensor's first element's place in its storage, in elements."""
