@@ -559,6 +559,8 @@ CASES = [
          [((2, 3),)]),
     Case("as_strided", lambda x: x.as_strided((3, 2), (2, 1), 1),
          lambda a: np_strided(a, (3, 2), (2, 1), 1), [((8,),), ((2, 4),)]),
+    Case("as_strided_", lambda x: (x * 1).as_strided_((3, 2), (2, 1), 1),
+         lambda a: np_strided(a, (3, 2), (2, 1), 1), [((8,),)]),
     # (overlapping places: their gradients add)
     Case("as_strided", lambda x: lib(x).as_strided(x, (3, 2), (1, 1)),
          lambda a: np_strided(a, (3, 2), (1, 1), 0), [((2, 3),)]),

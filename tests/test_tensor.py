@@ -362,7 +362,7 @@ AS_STRIDED = [  # size, stride, storage offset (None: the view's own, 2 here)
 def test_as_strided_and_storage_offset_as_pytorch():
     """``as_strided`` reads the storage (from a view's own offset by default), is a view of
     it (a write through it reaches the base), and its gradient sums overlapping places and
-    splits among an expanded input's; ``storage_offset``; PyTorch's errors."""
+    splits among an expanded input's; ``as_strided_``; ``storage_offset``; PyTorch's errors."""
 
     def run(lib):
         out = []
@@ -384,6 +384,12 @@ def test_as_strided_and_storage_offset_as_pytorch():
         out.append((z.tolist(), g.tolist()))
         y.detach().as_strided((2,), (2,), 1).mul_(10)
         out.append(y.tolist())
+        y = x * 1
+        v = y[1:]
+        v.as_strided_((3, 2), (2, 1), 1)  # (in place: v keeps its base, takes the geometry)
+        v.mul_(2)
+        (g,) = lib.autograd.grad((y * lib.arange(12.0, dtype=lib.float64)).sum(), x)
+        out.append((v.grad_fn.name(), v.stride(), v._base is y, y.tolist(), g.tolist()))
         for size, stride, offset in [((3, 4), (4, 1), 5), ((2,), (1, 1), 0)]:
             with pytest.raises(RuntimeError) as info:
                 y.as_strided(size, stride, offset)

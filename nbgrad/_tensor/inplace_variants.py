@@ -278,6 +278,10 @@ class InplaceViewMethods:
             )
         return _inplace_view(self, "t_", _NO_ATTRS, ("t", _NO_ATTRS))
 
+    def as_strided_(self, size, stride, storage_offset=None):
+        attrs = self._as_strided_attrs(size, stride, storage_offset)
+        return _inplace_view(self, "as_strided_", attrs, ("as_strided", attrs))
+
     def transpose_(self, dim0, dim1):
         n = self.ndim
         attrs = {"dim0": _dim(dim0, n), "dim1": _dim(dim1, n)}

@@ -281,6 +281,12 @@ class ShapeMethods:
     def as_strided(self, size, stride, storage_offset=None):
         """A view of this tensor's memory (its storage) with the given sizes and strides, from
         ``storage_offset`` (this tensor's own by default), as PyTorch's."""
+        return _dispatch(
+            OPS["as_strided"], (self,), self._as_strided_attrs(size, stride, storage_offset)
+        )
+
+    def _as_strided_attrs(self, size, stride, storage_offset):
+        """``as_strided``'s checked arguments, with this tensor's geometry (for the gradient)."""
         size, stride = tuple(_shape_arg((size,))), tuple(_shape_arg((stride,)))
         if len(size) != len(stride):
             raise RuntimeError("mismatch in length of strides and shape")
@@ -293,7 +299,7 @@ class ShapeMethods:
         geometry = (tuple(self.shape), self.stride(), offset, flat.size)
         attrs = {"size": size, "stride": stride, "geometry": geometry}
         attrs["storage_offset"] = offset if storage_offset is None else storage_offset
-        return _dispatch(OPS["as_strided"], (self,), attrs)
+        return attrs
 
     def untyped_storage(self):
         """The bytes of this tensor's storage, shared with its views (no copy)."""

@@ -99,6 +99,8 @@ op("slice_backward", "SliceBackwardBackward0", "self", lambda xp, self, shape, d
 # input's own (size, stride, offset, storage size), for the gradient
 op("as_strided", "AsStridedBackward0", "self", lambda xp, self, size, stride, storage_offset, geometry: _as_strided(xp, self, size, stride, storage_offset), attrs="size stride storage_offset geometry", view=True,
    self=lambda grad, size, stride, storage_offset, geometry: _as_strided_backward(grad, size, stride, storage_offset, geometry))
+op("as_strided_", "AsStridedBackward1", "self", lambda xp, self, size, stride, storage_offset, geometry: _as_strided(xp, self, size, stride, storage_offset), attrs="size stride storage_offset geometry",
+   self=lambda grad, size, stride, storage_offset, geometry: _as_strided_backward(grad, size, stride, storage_offset, geometry))
 # diagonal: a (writable) view whose last dim is the diagonal of dims dim1 and dim2
 op("diagonal", "DiagonalBackward0", "self", lambda xp, self, offset, dim1, dim2: _diagonal(xp, self, offset, dim1, dim2), attrs="offset dim1 dim2", view=True,
    self=lambda grad, self_shape, offset, dim1, dim2: _dispatch(OPS["diagonal_backward"], (grad,), {"shape": self_shape, "offset": offset, "dim1": dim1, "dim2": dim2}))
