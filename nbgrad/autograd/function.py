@@ -391,6 +391,13 @@ class Function(metaclass=_FunctionMeta):
         def saved(t):
             if id(t) in out_ids and t.grad_fn is ctx:
                 return SavedTensor(t, is_output=True, grad_fn_name=name)
+            if id(t) in out_ids and id(t) in dirty and t._base is not None:
+                # a dirty view, rebased: saved as its data, standing for the view replayed on
+                # the base (see NOTE [In place on a view: the saved result]); that node is held
+                # here (the view may die first), in a cycle of nodes only, not of the tensor
+                s = SavedTensor(t, is_output=True, grad_fn_name=name)
+                s._view_grad_fn = functools.partial(_itself, t.grad_fn)
+                return s
             return SavedTensor(t)
 
         ctx._saved = tuple(None if t is None else saved(t) for t in ctx.to_save)
@@ -439,6 +446,10 @@ class Error(Node):
 
     def apply(self, grads):
         raise RuntimeError(self.msg)
+
+
+def _itself(x):
+    return x
 
 
 def _delayed_error(msg, grad):

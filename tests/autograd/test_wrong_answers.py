@@ -5,6 +5,7 @@ runs the same program in nbgrad and in torch and compares what a user would see.
 """
 
 import warnings
+import weakref
 
 import numpy as np
 import pytest
@@ -542,5 +543,39 @@ def test_a_view_made_without_grad_after_its_base_changed_raises_as_pytorch(chang
                 except RuntimeError as e:
                     seen.append(str(e))
         return seen
+
+    assert run(ng) == run(torch)
+
+
+def test_a_dirty_view_a_function_saves_is_freed_and_differentiable():
+    """A Function that marks a view dirty and saves it: the saved view holds no cycle that
+    keeps it alive (as PyTorch's), and its gradient, first and second order, is PyTorch's."""
+
+    def run(lib):
+        class Square(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.mark_dirty(x)
+                ctx.save_for_backward(x)
+                return x
+
+            @staticmethod
+            def backward(ctx, grad):
+                (x,) = ctx.saved_tensors
+                return grad * x
+
+        def scope():
+            x = lib.tensor(1.0, requires_grad=True).clone()
+            x = x.view_as(x)
+            Square.apply(x)
+            return weakref.ref(x)
+
+        ref = scope()
+        a = lib.tensor([2.0, 3.0], dtype=lib.float64, requires_grad=True)
+        b = a.clone()
+        Square.apply(b[1:])
+        (g,) = lib.autograd.grad((b * b).sum(), a, create_graph=True)
+        (gg,) = lib.autograd.grad(g.sum(), a)
+        return ref() is None, g.tolist(), gg.tolist()
 
     assert run(ng) == run(torch)
