@@ -95,7 +95,15 @@ from ._tensor.creation import (
     tril_indices,
     triu_indices,
 )
+from ._tensor.memory_formats import (
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    memory_format,
+    preserve_format,
+)
 from ._tensor.printing import set_printoptions
+from ._tensor.storage import TypedStorage, UntypedStorage
 from ._tensor_types import TENSOR_TYPES as _TENSOR_TYPES
 from .autograd import (
     enable_grad,

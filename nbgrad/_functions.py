@@ -7,13 +7,17 @@ import inspect
 import warnings
 
 from . import backend
-from ._graph.grad_mode import is_grad_enabled, no_grad
+from ._graph.grad_mode import _inference_tensors, is_grad_enabled, no_grad
+from ._graph.grad_mode import _state as _grad_state
 from ._tensor.conversion import _tensor_arg
+from ._tensor.inplace import _check_not_inference
 from ._tensor.linalg_methods import einsum, meshgrid, tensordot
+from ._tensor.memory_formats import preserve_format
 from .tensor import Size, Tensor, as_tensor
 
 __all__ = [
     "add",
+    "as_strided",
     "var_mean",
     "std_mean",
     "all",
@@ -226,6 +230,8 @@ def _into_out(name, fn, args, kwargs, out):
         out._data = backend.get_xp(out.device).empty(result.shape, dtype=out._data.dtype)
     with no_grad():
         out._write(result)
+    if _inference_tensors.made and not _grad_state.inference:  # NOTE [Inference tensors]
+        _check_not_inference(out)  # (as PyTorch's: after the write)
     return out
 
 
@@ -694,8 +700,12 @@ def ge(input, other):
     return input >= other
 
 
-def clone(input):
-    return input.clone()
+def as_strided(input, size, stride, storage_offset=None):
+    return input.as_strided(size, stride, storage_offset)
+
+
+def clone(input, *, memory_format=preserve_format):
+    return input.clone(memory_format=memory_format)
 
 
 def detach(input):

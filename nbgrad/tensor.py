@@ -63,6 +63,12 @@ from nbgrad._tensor.inplace import _PRESERVE, InplaceMethods
 from nbgrad._tensor.inplace_variants import InplaceVariantMethods
 from nbgrad._tensor.linalg_methods import LinalgMethods
 from nbgrad._tensor.math_methods import MathMethods
+from nbgrad._tensor.memory_formats import (
+    _format_strides,
+    _is_contiguous_as,
+    contiguous_format,
+    preserve_format,
+)
 from nbgrad._tensor.printing import _format_tensor
 from nbgrad._tensor.shape_methods import ShapeMethods
 from nbgrad._tensor.views import _INFERENCE, _NO_GRAD, _check_no_internal_overlap, _track_view
@@ -97,6 +103,8 @@ __all__ = [
     "where",
 ]
 
+_SAME_DEVICE = "Please ensure that the gradient and the tensor are on the same device"
+
 # NOTE [Views made in no-grad mode]
 # As in PyTorch, an in-place op that would be recorded (grad mode on, a tensor that requires
 # grad involved) may not modify a view made in no-grad mode, or a view made from one: whether
@@ -104,9 +112,12 @@ __all__ = [
 # (checked before the leaf checks, as PyTorch does). In place inside no_grad, or on the base
 # itself, stays allowed. As PyTorch, such a view of a tensor that requires grad requires grad
 # too, yet is a leaf with no gradient edge: ops on it are recorded, but no gradient reaches it
-# or its base, and hooks registered on it never run. (PyTorch also raises when one is used
-# after its base was modified in place with grad mode on; nbgrad's view takes the base's new
-# history.)
+# or its base, and hooks registered on it never run. Once its base (or another view of the
+# base) is modified in place by a recorded op, reading its ``grad_fn`` (so ``is_leaf``, or an op
+# that records) raises PyTorch's error for a view on rebase: the view's class becomes one whose
+# ``grad_fn`` raises (``_mark_base_changed``), so that no ordinary tensor pays for the check.
+# (PyTorch raises too after a change to the base made under no_grad, which nbgrad sees only
+# when printing: ``grad_fn=<Invalid>``.)
 # (PyTorch's CreationMeta: the kinds of view an in-place op may not modify; odd: made from one)
 
 
@@ -297,16 +308,15 @@ class Tensor(
 
     @grad.setter
     def grad(self, value):
+        """Checked as PyTorch's ``THPVariable_set_grad``, in its order."""
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(
-                    f"assigned grad expected to be a Tensor or None but got {type(value).__name__}"
+                    "assigned grad expected to be a Tensor or None but got grad of type "
+                    f"{type(value).__name__}"
                 )
-            if value.shape != self.shape:
-                raise RuntimeError(
-                    f"assigned grad has data of a different size: {list(value.shape)} vs "
-                    f"{list(self.shape)}"
-                )
+            if value is self:
+                raise RuntimeError("can't assign Variable as its own grad")
             grad_dtype = getattr(self, "_grad_dtype", self.dtype)
             if grad_dtype is not None and value.dtype is not grad_dtype:
                 raise RuntimeError(
@@ -318,8 +328,24 @@ class Tensor(
                     "grad_dtype with caution. Diverging the dtypes of a tensor and its gradient "
                     "may break downstream systems that assume they match."
                 )
-            if value._device != self._device:
-                raise RuntimeError("assigned grad has data located on a different device")
+            there, here = value._device, self._device
+            if there.type != here.type:
+                raise RuntimeError(
+                    f"attempting to assign a gradient with device type '{there.type}' to a tensor "
+                    f"with device type '{here.type}'. {_SAME_DEVICE}"
+                )
+            if there != here:
+                raise RuntimeError(
+                    f"attempting to assign a gradient located on device with index "
+                    f"'{there.index}' to a tensor located on device with index '{here.index}'. "
+                    f"{_SAME_DEVICE}"
+                )
+            if value.shape != self.shape:
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor "
+                    f"of size '{list(self.shape)}'. Please ensure that the gradient and the "
+                    "tensor are the same size"
+                )
         self._grad = value
 
     @grad.deleter
@@ -538,6 +564,10 @@ class Tensor(
             _set_inference(t, getattr(self, "_inference", False))
         return t  # not a view for autograd (``_base`` None, as PyTorch's detach)
 
+    def _is_view(self) -> bool:
+        """True for a view of another tensor (``_base``), as PyTorch's."""
+        return self._base is not None
+
     def is_inference(self) -> bool:
         """True for a tensor made in inference mode (see NOTE [Inference tensors])."""
         return bool(_is_inference(self))
@@ -602,21 +632,33 @@ class Tensor(
         self._data += other._data
         self._counter()[0] += 1
 
-    def clone(self):
+    def clone(self, *, memory_format=preserve_format):
         """A copy in the same layout (PyTorch's ``preserve_format``): ``x.t().clone()`` is
-        transposed too, so ``reshape`` on it copies (and ``view`` raises) as in PyTorch."""
-        return _dispatch(_op("clone"), (self,), _PRESERVE)
+        transposed too, so ``reshape`` on it copies (and ``view`` raises) as in PyTorch; or in
+        the layout ``memory_format`` names."""
+        if memory_format is preserve_format:
+            return _dispatch(_op("clone"), (self,), _PRESERVE)
+        if memory_format is contiguous_format:
+            return self._clone("contiguous")
+        return self._clone(_format_strides(self.shape, memory_format))
 
     def _clone(self, memory_format):
         """``clone`` into ``"contiguous"`` order or the layout of a tuple of strides."""
         return _dispatch(_op("clone"), (self,), {"memory_format": memory_format})
 
-    def contiguous(self):
-        """Self when contiguous, else a contiguous copy (``CloneBackward0``), as PyTorch."""
-        return self if self._data.flags.c_contiguous else self._clone("contiguous")
+    def contiguous(self, memory_format=contiguous_format):
+        """Self when contiguous (in ``memory_format``), else a copy that is
+        (``CloneBackward0``), as PyTorch."""
+        if memory_format is contiguous_format or memory_format is preserve_format:
+            return self if self._data.flags.c_contiguous else self._clone("contiguous")
+        if self.is_contiguous(memory_format):
+            return self
+        return self._clone(_format_strides(self.shape, memory_format))
 
-    def is_contiguous(self):
-        return bool(self._data.flags.c_contiguous)
+    def is_contiguous(self, memory_format=contiguous_format):
+        if memory_format is contiguous_format:
+            return bool(self._data.flags.c_contiguous)
+        return _is_contiguous_as(self.shape, self.stride(), memory_format)
 
     def stride(self, dim=None):
         """Strides in elements (PyTorch's; NumPy counts bytes), all or of one dimension."""
@@ -624,8 +666,10 @@ class Tensor(
         strides = tuple(s // item for s in self._data.strides)
         return strides if dim is None else strides[_dim(dim, self.ndim)]
 
-    def to(self, *args, dtype=None, device=None, copy=False):
-        """Move to a device and/or convert to a dtype (differentiable: ``ToCopyBackward0``)."""
+    def to(self, *args, dtype=None, device=None, copy=False, memory_format=preserve_format):
+        """Move to a device and/or convert to a dtype (differentiable: ``ToCopyBackward0``);
+        a ``memory_format`` the result is not in gives a copy in it (``CloneBackward0``, where
+        PyTorch's one node is ``ToCopyBackward0``)."""
         for a in args:
             if isinstance(a, dtypes.dtype):
                 dtype = a
@@ -644,6 +688,8 @@ class Tensor(
             dtype = dtypes.as_dtype(dtype)
             if dtype is not result.dtype:
                 result = _dispatch(_op("to_dtype"), (result,), {"dtype": dtype})
+        if memory_format is not preserve_format and not result.is_contiguous(memory_format):
+            result = result.clone(memory_format=memory_format)
         if copy and result is self:
             result = self.clone()
         return result

@@ -36,12 +36,17 @@ DP = "nbgrad/derivatives/pointwise.py"
 DR = "nbgrad/derivatives/reductions.py"
 DS = "nbgrad/derivatives/shape.py"
 DN = "nbgrad/derivatives/nn.py"
+DW = "nbgrad/derivatives/wider.py"
 K = "nbgrad/_kernels.py"
 TN = "nbgrad/_graph/table_node.py"
 TD = "nbgrad/_tensor/dispatch.py"
 TI = "nbgrad/_tensor/inplace.py"
 TM = "nbgrad/_tensor/math_methods.py"
 TS = "nbgrad/_tensor/shape_methods.py"
+TV = "nbgrad/_tensor/inplace_variants.py"
+T = "nbgrad/tensor.py"
+FN = "nbgrad/_functions.py"
+MF = "nbgrad/_tensor/memory_formats.py"
 E = "nbgrad/autograd/engine.py"
 GT = "nbgrad/autograd/graph_task.py"
 IB = "nbgrad/autograd/input_buffer.py"
@@ -71,6 +76,11 @@ TESTS = {
     ],
     **dict.fromkeys((TD, TI), AUTOGRAD_TESTS),
     TS: ["tests/test_tensor.py", "tests/test_inplace_view_ops.py"],
+    DW: ["tests/test_index_reduce_and_sampling.py", *DERIVATIVE_TESTS],
+    TV: ["tests/test_tensor_inplace_variants.py"],
+    T: AUTOGRAD_TESTS,
+    FN: ["tests/test_parity_gaps.py"],
+    MF: ["tests/test_tensor.py"],
     E: ENGINE_TESTS,
     GT: ENGINE_TESTS,
     # (the recorder reads a gradient again only when its version changed)
@@ -199,7 +209,7 @@ MUTANTS = [
     m(K, "            return a.copy()\n", "            return a\n", "pow: x ** 1 shares x's memory"),
     m(K, "            return a * a * a\n", "            return xp.power(a, 3)\n", "pow: x ** 3 by NumPy's pow, not as PyTorch's x * x * x"),
     m(TD, "    mark_view(result, args[0], (op.name, attrs))\n", "    mark_view(result, args[0], None)\n", "a generated view keeps no chain of view ops (an in-place op on it is not replayed)"),
-    m(TD, "        result._requires_grad = not grad_state.enabled and args[0]._requires_grad\n", "        result._requires_grad = False\n", "a generated view made in no-grad mode never requires grad"),
+    m(TD, "        result._requires_grad = not grad_state.enabled and requires_grad\n", "        result._requires_grad = False\n", "a generated view made in no-grad mode never requires grad"),
     m(TS, "    if not -size <= k < size:", "    if not -size <= k <= size:", "x[i]: an index one past the end reaches NumPy"),
     m(TS, "                return t if t is not self else _unary(OPS[\"alias\"], t)\n", "                return t\n", "m[:, :] of ints and slices gives the tensor itself, not an alias"),
     m(TS, "        lone_slice = isinstance(key, slice)\n", "        lone_slice = False\n", "x[:] is an alias, not a slice"),
@@ -361,6 +371,19 @@ MUTANTS = [
     m(E, "                deps[fn] = 0\n                if observer is not None:\n                    observer.node_ready(graph_task, fn, CPU)\n", "                deps[fn] = 0\n", "the single-edge shortcut does not report the node ready"),
     m(F, "if g is None and k not in keep_none", "if g is None", "_materialize_non_diff_grads ignored"),
     m(F, "                    o._no_grad_view = _IN_CUSTOM_FUNCTION\n            return outputs", "                    pass\n            return outputs", "in place allowed on a custom Function's view output"),
+    # the wrong answers PyTorch's other autograd test classes found (issue 38)
+    m(DR, "mask = self.isnan() if bool(result.isnan()) else self == result", "mask = self == result", "max/min/median: a NaN result gives the NaNs no gradient"),
+    m(DP, "        return np.where(np.isinf(recip), 0, recip)\n", "        return recip\n", "atan2 on arrays: nan gradient at (0, 0)"),
+    m(DP, "    return recip.masked_fill(recip.isinf(), 0)\n", "    return recip\n", "atan2: nan gradient at (0, 0)"),
+    m(DW, "if grad_src._requires_grad and bool((src_num_zeros > 1).any()):", "if False:", "scatter_reduce/index_reduce prod: double backward through two zeros in one place gives 0, not an error"),
+    m(TD, "        requires_grad = False  # NOTE [Inference tensors]\n", "        pass\n", "a generated view of an inference tensor that requires grad requires grad"),
+    m(TV, "        if sizes == self._data.shape:  # as PyTorch", "        if False:  # as PyTorch", "resize_ to the same sizes bumps the version (and copies a transposed tensor)"),
+    m(T, "            if value is self:\n", "            if False:\n", "x.grad = x accepted"),
+    m(FN, "        _check_not_inference(out)  # (as PyTorch's: after the write)\n", "        pass\n", "out= an inference tensor outside inference mode is allowed"),
+    m(TI, "    _mark_base_changed(base, modified)\n", "", "a view made without grad takes its base's new history (no error on rebase)"),
+    m(MF, "        if shape[d] != 1:\n", "        if True:\n", "is_contiguous(channels_last): a dim of size 1 must have its stride"),
+    m(DS, "storage = storage.index_add(0, out_places.to(grad.device), grad.reshape(-1))", "storage = storage.index_copy(0, out_places.to(grad.device), grad.reshape(-1))", "as_strided: overlapping places keep one gradient"),
+    m(F, "o._rebase_history(ctx, k) if id(original) in dirty", "o._set_history(ctx, k) if id(original) in dirty", "mark_dirty on a view: the base's history not rebased (the other input loses its gradient)"),
 ]
 # fmt: on
 

@@ -557,6 +557,13 @@ CASES = [
          lambda a: np_split(a, [1, 2], 1), [((2, 3),)]),
     Case("split_with_sizes", lambda x: x.split([0, 2]), lambda a: np_split(a, [0, 2], 0),
          [((2, 3),)]),
+    Case("as_strided", lambda x: x.as_strided((3, 2), (2, 1), 1),
+         lambda a: np_strided(a, (3, 2), (2, 1), 1), [((8,),), ((2, 4),)]),
+    Case("as_strided_", lambda x: (x * 1).as_strided_((3, 2), (2, 1), 1),
+         lambda a: np_strided(a, (3, 2), (2, 1), 1), [((8,),)]),
+    # (overlapping places: their gradients add)
+    Case("as_strided", lambda x: lib(x).as_strided(x, (3, 2), (1, 1)),
+         lambda a: np_strided(a, (3, 2), (1, 1), 0), [((2, 3),)]),
     Case("diagonal", lambda x: x.diagonal(), np.diagonal, [((3, 3),), ((2, 3),), ((0, 2),)]),
     Case("diagonal", lambda x: x.diagonal(1), lambda a: np.diagonal(a, 1), [((3, 4),), ((2, 2),)]),
     Case("diagonal", lambda x: lib(x).diagonal(x, -1, 2, 0), lambda a: np.diagonal(a, -1, 2, 0),
@@ -1048,6 +1055,12 @@ def np_scatter_to(a, dim, index, src):
 def np_masked_select(a, m):
     shape = np.broadcast_shapes(a.shape, m.shape)
     return np.broadcast_to(a, shape)[np.broadcast_to(m, shape)]
+
+
+def np_strided(a, size, stride, offset):
+    """NumPy's as_strided of ``a``'s elements in C order, strides in elements."""
+    flat = np.ascontiguousarray(a).reshape(-1)[offset:]
+    return np.lib.stride_tricks.as_strided(flat, size, [s * a.itemsize for s in stride]).copy()
 
 
 def np_diag(a, k=0):
@@ -2693,6 +2706,8 @@ ON_ZERO = [-1.5, -0.0, 0.0, 2.0]
 SLOPES = [[-1.0, -0.5, 0.0, 0.5, 1.0, 1.5]]
 KINK_TIES = [[1.0, 3.0, 3.0], [0.5, -1.0, 0.5]]
 OTHER = [[1.0, 2.0, 3.0], [0.5, -1.0, 1.0]]  # ties with KINK_TIES in three places
+ALL_NAN = [np.nan, np.nan, np.nan]
+SOME_NAN = [[1.0, np.nan, 2.0], [np.nan, 0.5, 0.5]]
 AT_BETA = [[0.5, -0.5, 1.0, 0.0], [0.0, 0.0, 0.0, 0.0]]  # differences on the threshold 0.5
 
 
@@ -2727,11 +2742,20 @@ KINKS = [
     Kink("sign", lambda x: x.sign(), [ON_ZERO]),
     Kink("max", lambda x: x.max(), [KINK_TIES]),
     Kink("min", lambda x: x.min(), [[[1.0, -3.0, -3.0], [0.5, -1.0, 0.5]]]),
+    # a NaN result came from the NaNs, which share its gradient
+    Kink("max of NaNs", lambda x: x.max(), [ALL_NAN]),
+    Kink("max with NaNs", lambda x: x.max(), [SOME_NAN]),
+    Kink("min of NaNs", lambda x: x.min(), [ALL_NAN]),
+    Kink("median of NaNs", lambda x: x.median(), [ALL_NAN]),
+    Kink("median with NaNs", lambda x: x.median(), [SOME_NAN]),
+    Kink("nanmedian of NaNs", lambda x: x.nanmedian(), [ALL_NAN]),
+    Kink("nanmedian with NaNs", lambda x: x.nanmedian(), [SOME_NAN]),
     Kink("max(dim)", lambda x: x.max(1)[0], [KINK_TIES]),
     Kink("min(dim)", lambda x: x.min(0)[0], [KINK_TIES]),
     Kink("amax", lambda x: x.amax(1), [KINK_TIES]),
     Kink("amax()", lambda x: x.amax(), [[[3.0, 1.0, 3.0], [0.5, 3.0, 0.5]]]),
     Kink("amin", lambda x: x.amin(0), [[[1.0, 3.0, 3.0], [1.0, 3.0, 0.5]]]),
+    Kink("atan2 at (0, 0)", lambda x, y: x.atan2(y), [ON_ZERO, [0.0, 0.0, -0.0, 1.0]]),
     Kink("maximum", lambda x, y: lib(x).maximum(x, y), [KINK_TIES, OTHER]),
     Kink("minimum", lambda x, y: lib(x).minimum(x, y), [KINK_TIES, OTHER]),
     Kink("where x == y", lambda x, y: lib(x).where(x > y, x, y), [KINK_TIES, OTHER]),
@@ -2814,6 +2838,23 @@ def test_kinks_and_ties_match_torch(kink):
             np.testing.assert_allclose(
                 _to_numpy(a), b, rtol=1e-12, atol=1e-12, err_msg=f"{kink.name}: result {k}"
             )
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_atan2_at_the_origin_without_create_graph(dtype):
+    """The plain pass (formulas on arrays: NOTE [Backward on arrays]) gives atan2's gradient at
+    (0, 0) as PyTorch does: 0, not nan."""
+    torch = pytest.importorskip("torch")
+    values = [[0.0, -0.0, 1.0, 0.0], [0.0, 0.0, 0.0, -2.0]]
+
+    def run(lib_):
+        x, y = (lib_.tensor(v, dtype=getattr(lib_, dtype), requires_grad=True) for v in values)
+        lib_.atan2(x, y).backward(lib_.ones(4, dtype=getattr(lib_, dtype)))
+        return x.grad, y.grad
+
+    for a, b in zip(run(ng), run(torch)):
+        assert a.dtype.itemsize == b.dtype.itemsize
+        np.testing.assert_array_equal(_to_numpy(a), b.numpy())
 
 
 def test_every_piecewise_row_has_a_kink():

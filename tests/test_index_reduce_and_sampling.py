@@ -69,6 +69,31 @@ def _moments(draws):
     return draws.mean(), draws.var()
 
 
+@pytest.mark.parametrize("fn", ["scatter_reduce", "index_reduce"])
+@pytest.mark.parametrize("src", [[0.0, 0.0, 3.0], [0.0, 2.0, 0.0], [1.0, 2.0, 3.0]])
+def test_prod_double_backward_with_two_zeros_in_one_place_raises_as_pytorch(fn, src):
+    """The "prod" reduction's first derivatives as PyTorch's; with two zeros of src reduced
+    into one place, differentiating src's gradient raises PyTorch's error (its node: Error)."""
+
+    def run(lib):
+        self = lib.tensor([1.0, 2.0], dtype=lib.float64, requires_grad=True)
+        source = lib.tensor(src, dtype=lib.float64, requires_grad=True)
+        index = lib.tensor([0, 0, 1])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (torch: index_reduce is in beta)
+            out = getattr(lib, fn)(self, 0, index, source, "prod")
+        g_self, g_src = lib.autograd.grad(out.sum(), (self, source), create_graph=True)
+        result = [out.tolist(), g_self.tolist(), g_src.tolist(), type(g_src.grad_fn).__name__]
+        try:
+            second = lib.autograd.grad(g_src.sum(), (self, source), allow_unused=True)
+            result.append([t.tolist() for t in second])
+        except RuntimeError as e:
+            result.append(str(e))
+        return result
+
+    assert run(ng) == run(torch)
+
+
 @pytest.mark.parametrize("rate", [0.3, 4.0, 40.0])
 def test_poisson_draws_follow_pytorchs_distribution(rate):
     """Mean and variance both ``rate``, within 6 standard errors, as torch's draws."""

@@ -121,6 +121,31 @@ def test_an_inference_tensor_outside_the_mode(change):
     same(run)
 
 
+@pytest.mark.parametrize("requires_grad", [True, False])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda lib, s, c: lib.mul(s, s, out=c),
+        lambda lib, s, c: lib.add(s, 1, out=c),
+        lambda lib, s, c: lib.mul(s.detach(), 2, out=c),
+    ],
+)
+def test_an_inference_tensor_as_out_outside_the_mode(call, requires_grad):
+    """``out=`` an inference tensor outside inference mode: PyTorch's error for an in-place
+    update of one (after the error for an input that requires grad), with what PyTorch leaves
+    in ``out``."""
+
+    def run(lib):
+        s = lib.full((1, 2, 3), 2.0, requires_grad=requires_grad)
+        with lib.inference_mode():
+            c = lib.ones(1, 2, 3)
+        with pytest.raises(RuntimeError) as info:
+            call(lib, s, c)
+        return str(info.value), c.tolist()
+
+    assert same(run)[0] == "ok"
+
+
 def test_inside_inference_mode_an_inference_tensor_may_change():
     def run(lib):
         with lib.inference_mode():

@@ -1033,6 +1033,8 @@ NOT_DRAWN = {
     "repeat",
     "diagonal",
     "diagonal_backward",
+    "as_strided",  # (its storage places: the op table test and tests/test_tensor.py)
+    "as_strided_",
     "sort",
     "topk",
     "clamp_min",

@@ -3,6 +3,7 @@ memory sharing, version counters, conversions, DLPack, printing, indexing and ``
 PyTorch (where installed) and NumPy are the references.
 """
 
+import pickle
 import warnings
 
 import numpy as np
@@ -280,6 +281,148 @@ def test_views_share_memory_with_base_and_numpy(make_view):
     tb = torch.arange(6, dtype=torch.float32)
     tv = make_view(tb)
     assert tv.untyped_storage().data_ptr() == tb.untyped_storage().data_ptr()
+
+
+def test_is_view_as_pytorch():
+    """``_is_view()``: views (of any mode, of several outputs) but not copies, detached aliases,
+    ``.data`` or views of an inference tensor."""
+
+    def run(lib):
+        x = lib.ones(2, 3, requires_grad=True)
+        y = x * 2
+        made = [x, x.detach(), x.view(-1), y[0], y.unbind()[0], x.clone(), y.t().reshape(-1)]
+        made += [x.data, y[:, 1:]]
+        with lib.no_grad():
+            made.append(x.view(-1))
+        with lib.inference_mode():
+            made.append(x.view(-1))
+            c = lib.ones(3)
+        made.append(c.view(3))
+        return [t._is_view() for t in made]
+
+    assert run(ng) == run(torch)
+
+
+def test_memory_formats_as_pytorch():
+    """``contiguous``, ``clone``, ``to`` and ``is_contiguous`` with ``memory_format``: strides,
+    which call copies, the node, the gradient's layout, errors for a tensor of another rank."""
+
+    def run(lib):
+        out = []
+        x = lib.arange(120.0).reshape(2, 3, 4, 5)
+        last = x.contiguous(memory_format=lib.channels_last)
+        cube = lib.ones(2, 3, 4, 5, 6).contiguous(memory_format=lib.channels_last_3d)
+        for t in (x, last, lib.ones(2, 1, 4, 1), lib.ones(2, 3), x.permute(0, 2, 3, 1), cube):
+            out.append((t.stride(), t.is_contiguous()))
+            formats = (lib.channels_last, lib.channels_last_3d)
+            out += [t.is_contiguous(memory_format=f) for f in formats]
+        out.append(
+            (last.contiguous() is last, last.contiguous().stride(), last.tolist() == x.tolist())
+        )
+        out.append(last.to(memory_format=lib.contiguous_format).stride())
+        out.append(
+            (last.contiguous(memory_format=lib.channels_last) is last, last.clone().stride())
+        )
+        out.append(lib.clone(x, memory_format=lib.channels_last).stride())
+        leaf = lib.rand(2, 3, 4, 5, requires_grad=True)
+        for r in (
+            leaf.contiguous(memory_format=lib.channels_last),
+            leaf.clone(memory_format=lib.channels_last),
+        ):
+            out.append((r.grad_fn.name(), r.stride()))
+        r = leaf.to(memory_format=lib.channels_last)
+        (r * x).sum().backward()
+        out.append((r.stride(), leaf.grad.stride(), leaf.grad.tolist() == x.tolist()))
+        for fmt in (lib.channels_last, lib.channels_last_3d):
+            for method in ("contiguous", "clone"):
+                with pytest.raises(RuntimeError) as info:
+                    getattr(lib.rand(2, 3), method)(memory_format=fmt)
+                out.append(str(info.value))
+        names = (
+            lib.channels_last,
+            lib.contiguous_format,
+            lib.preserve_format,
+            lib.channels_last_3d,
+        )
+        out.append([repr(f).split(".")[1] for f in names])
+        out.append(pickle.loads(pickle.dumps(lib.channels_last)) is lib.channels_last)
+        out.append(isinstance(lib.channels_last, lib.memory_format))
+        return out
+
+    assert run(ng) == run(torch)
+
+
+AS_STRIDED = [  # size, stride, storage offset (None: the view's own, 2 here)
+    ((3, 2), (1, 1), None),
+    ((2, 3), (3, 1), 3),
+    ((2, 2), (1, 2), 1),
+    ((4,), (0,), 5),
+    ((0, 3), (3, 1), 0),
+    ((2, 2), (6, 1), None),
+]
+
+
+def test_as_strided_and_storage_offset_as_pytorch():
+    """``as_strided`` reads the storage (from a view's own offset by default), is a view of
+    it (a write through it reaches the base), and its gradient sums overlapping places and
+    splits among an expanded input's; ``as_strided_``; ``storage_offset``; PyTorch's errors."""
+
+    def run(lib):
+        out = []
+        x = lib.arange(12.0, dtype=lib.float64).requires_grad_()
+        y = x * 1
+        for size, stride, offset in AS_STRIDED:
+            y = x * 1
+            v = (y[2:] if offset is None else y).as_strided(size, stride, offset)
+            w = lib.linspace(-1, 1, v.numel(), dtype=lib.float64).reshape(v.shape)
+            (g,) = lib.autograd.grad((v * w).sum(), x)
+            grad = np.round(g.tolist(), 12).tolist()
+            out.append((v.tolist(), v.stride(), v.storage_offset(), v._base is y, grad))
+        t = y.view(3, 4).t()
+        out.append((t.storage_offset(), y[5:].storage_offset(), t[1:].storage_offset()))
+        out.append(t.as_strided((2,), (1,)).tolist())
+        e = lib.arange(6.0, dtype=lib.float64).requires_grad_()
+        z = e.view(2, 3).expand(4, 2, 3).as_strided((2, 3), (1, 2), 0)
+        (g,) = lib.autograd.grad((z * lib.arange(6.0, dtype=lib.float64).view(2, 3)).sum(), e)
+        out.append((z.tolist(), g.tolist()))
+        y.detach().as_strided((2,), (2,), 1).mul_(10)
+        out.append(y.tolist())
+        y = x * 1
+        v = y[1:]
+        v.as_strided_((3, 2), (2, 1), 1)  # (in place: v keeps its base, takes the geometry)
+        v.mul_(2)
+        (g,) = lib.autograd.grad((y * lib.arange(12.0, dtype=lib.float64)).sum(), x)
+        out.append((v.grad_fn.name(), v.stride(), v._base is y, y.tolist(), g.tolist()))
+        for size, stride, offset in [((3, 4), (4, 1), 5), ((2,), (1, 1), 0)]:
+            with pytest.raises(RuntimeError) as info:
+                y.as_strided(size, stride, offset)
+            out.append(str(info.value))
+        return out
+
+    assert run(ng) == run(torch)
+
+
+def test_storages_as_pytorch():
+    """``untyped_storage()`` (bytes) and the deprecated ``storage()`` (elements) of a view are
+    its base's memory: sizes, pointers, values."""
+
+    def run(lib):
+        base = lib.arange(6.0)
+        x = base[2:]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (TypedStorage is deprecated, said once)
+            s = x.storage()
+        out = [type(s).__name__, len(s), s.size(), str(s.dtype).split(".")[1], s.nbytes()]
+        out += [s.element_size(), s.data_ptr() == base.data_ptr(), str(s.device), s.tolist(), s[1]]
+        u = x.untyped_storage()
+        out += [type(u).__name__, len(u), u.size(), u.nbytes(), u.element_size()]
+        out += [u.data_ptr() == x.data_ptr() - 8, str(u.device), u[4], u.tolist()[4:8]]
+        out.append(u.data_ptr() == x.view(2, 2).t().untyped_storage().data_ptr())
+        out.append(x.clone().untyped_storage().data_ptr() == u.data_ptr())
+        out.append(isinstance(u, lib.UntypedStorage))
+        return out
+
+    assert run(ng) == run(torch)
 
 
 def test_writing_through_a_view_changes_the_base():

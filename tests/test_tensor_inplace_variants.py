@@ -405,5 +405,25 @@ def _rarer_methods(lib):
     return facts
 
 
+def test_resize_changes_the_version_only_when_the_sizes_change():
+    """As PyTorch's resize_: the version moves when the sizes change; resizing to the same sizes
+    changes nothing (a transposed tensor keeps its strides and its memory)."""
+
+    def run(lib):
+        x = lib.arange(2.0)
+        seen = []
+        for new in [(1, 2), (3,), (3,), (2,), (2,)]:
+            x.resize_(new)
+            seen.append(x._version)
+        x.resize_as_(lib.zeros(2))
+        y = lib.arange(6.0).reshape(2, 3)
+        t = y.t()
+        t.resize_(3, 2)
+        t[0, 1] = -1.0
+        return seen, x._version, t._version, t.stride(), y.tolist()
+
+    assert run(ng) == run(torch)
+
+
 def test_resize_as_subclass_new_empty_strided_map2_and_module_load_match_pytorch():
     assert _rarer_methods(ng) == _rarer_methods(torch)

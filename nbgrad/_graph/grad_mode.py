@@ -35,11 +35,13 @@ _state = _GradState()
 
 # NOTE [Inference tensors]
 # As PyTorch's, a tensor made in inference mode is an inference tensor (``is_inference()``),
-# and so is a view or a detached alias of one; a view of a normal tensor stays normal. One may
-# not be saved for backward (a node that would save it raises when it is recorded), changed in
-# place outside inference mode, or set to require grad there. A tensor carries the mark in an
-# optional slot; until the first inference tensor is made (``made``, for the process, not a
-# thread) none of these checks reads it, so code that never uses inference mode pays nothing.
+# and so is a view or a detached alias of one; a view of a normal tensor stays normal. A view
+# of an inference tensor, made in any mode, is no view to autograd: no base, no history, and it
+# never requires grad (even where its source does). An inference tensor may not be saved for
+# backward (a node that would save it raises when it is recorded), changed in place outside
+# inference mode, or set to require grad there. A tensor carries the mark in an optional slot;
+# until the first inference tensor is made (``made``, for the process, not a thread) none of
+# these checks reads it, so code that never uses inference mode pays nothing.
 class _InferenceTensors:
     made = False
     # whether any thread ever entered inference mode: until then the hot paths (``_wrap``,

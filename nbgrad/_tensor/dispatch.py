@@ -244,8 +244,10 @@ _RESULT_PLAIN = """\
 """
 _RESULT_VIEW = """\
     mark_view(result, args[0], (op.name, attrs))
+    if inference_tensors.made and requires_grad and getattr(args[0], "_inference", False):
+        requires_grad = False  # NOTE [Inference tensors]
     if not (requires_grad and grad_state.enabled):  # NOTE [Views made in no-grad mode]
-        result._requires_grad = not grad_state.enabled and args[0]._requires_grad
+        result._requires_grad = not grad_state.enabled and requires_grad
     else:
 """
 _RESULT_RECORD = """\
@@ -436,6 +438,8 @@ def _dispatch(op, args, attrs=_NO_ATTRS, out=None):
                 out = op.forward(xp, *arrays)
         except ValueError as e:
             raise RuntimeError(f"{op.name}(): {_shapes_message(args, e)}") from None
+    if op.view and _inference_tensors.made and getattr(args[0], "_inference", False):
+        requires_grad = False  # a view of an inference tensor: see NOTE [Inference tensors]
     record = requires_grad and op.differentiable and _grad_state.enabled
     if op.outputs != 1:
         results = tuple(_wrap(o, device) for o in out)
@@ -472,7 +476,7 @@ def _dispatch(op, args, attrs=_NO_ATTRS, out=None):
     else:
         # a view made in no-grad mode requires grad when its source does (NOTE [Views made in
         # no-grad mode])
-        result._requires_grad = op.view and not _grad_state.enabled and args[0]._requires_grad
+        result._requires_grad = op.view and not _grad_state.enabled and requires_grad
         result.grad_fn = None
     if _observed:
         _observed[0].forward(op, args, attrs, result, _perf_counter() - t0)

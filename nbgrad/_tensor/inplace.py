@@ -35,6 +35,8 @@ from nbgrad._tensor.math_methods import sum_to
 from nbgrad._tensor.views import (
     _check_no_internal_overlap,
     _EnableGrad,
+    _made_without_grad,
+    _mark_base_changed,
     _multiple_views_message,
     _no_grad_view_message,
     _NoGrad,
@@ -197,12 +199,12 @@ class InplaceMethods:
             shadow._grad_accumulator = self._get_grad_accumulator()
         return shadow
 
-    def _rebase_history(self, node):
-        """Make ``node``, which computed this tensor's new value, its history (through
-        ``CopySlices`` on a view)."""
+    def _rebase_history(self, node, output_nr=0):
+        """Make output ``output_nr`` of ``node``, which computed this tensor's new value, its
+        history (through ``CopySlices`` on a view, whose node has one output)."""
         base = self._base
         if base is None or self._view_chain is None:
-            self._set_history(node, 0)
+            self._set_history(node, output_nr)
             if base is None:
                 _regenerate_views(self, self)  # see NOTE [Views of a modified base]
         else:
@@ -215,7 +217,9 @@ class InplaceMethods:
                 regenerated = base
                 regenerated = _apply_view_chain(base, self._view_chain)
             self._set_history(regenerated.grad_fn, 0)
-            for slot in node._tensor_slots:  # see NOTE [In place on a view: the saved result]
+            # (a custom Function's node keeps no slots: see NOTE [In place on a view: the saved
+            # result])
+            for slot in getattr(node, "_tensor_slots", ()):
                 saved = getattr(node, slot, None)
                 if type(saved) is SavedTensor and saved._is_output:
                     saved._mark_inplace_on_view(self.grad_fn)
@@ -445,10 +449,13 @@ def _regenerate_views(base, modified):
     views = getattr(base, "_views", None)
     if not views:
         return
+    _mark_base_changed(base, modified)
     with _EnableGrad():
         for ref in tuple(views):
             view = ref()
             if view is None or view is modified or view._view_chain is None:
+                continue
+            if _made_without_grad(view):  # (see NOTE [Views made in no-grad mode])
                 continue
             view._set_history(_apply_view_chain(base, view._view_chain).grad_fn, 0)
 

@@ -17,7 +17,12 @@ from nbgrad._tensor import conversion as _conversion
 from nbgrad._tensor.conversion import _arg, _scalar
 from nbgrad._tensor.dispatch import _NO_ATTRS, _dim, _dispatch, _op, _shape_arg
 from nbgrad._tensor.math_methods import sum_to
-from nbgrad._tensor.views import _multiple_views_message, _NoGrad, _track_view
+from nbgrad._tensor.views import (
+    _mark_base_changed,
+    _multiple_views_message,
+    _NoGrad,
+    _track_view,
+)
 
 # NOTE [In-place variants, generated]
 # PyTorch's ``x.op_(...)`` computes what ``x.op(...)`` computes, writes it into ``x`` and
@@ -246,6 +251,7 @@ def _inplace_view(self, row, attrs, step):
     if record:
         self.grad_fn = result.grad_fn
         self._output_nr = 0
+        _mark_base_changed(self._base if self._base is not None else self, self)
     if self._base is not None and self._view_chain is not None:
         self._view_chain = self._view_chain + (step,)
     self._counter()[0] += 1
@@ -271,6 +277,10 @@ class InplaceViewMethods:
                 f"t_() expects a tensor with <= 2 dimensions, but self is {self.ndim}D"
             )
         return _inplace_view(self, "t_", _NO_ATTRS, ("t", _NO_ATTRS))
+
+    def as_strided_(self, size, stride, storage_offset=None):
+        attrs = self._as_strided_attrs(size, stride, storage_offset)
+        return _inplace_view(self, "as_strided_", attrs, ("as_strided", attrs))
 
     def transpose_(self, dim0, dim1):
         n = self.ndim
@@ -603,6 +613,8 @@ class InplaceVariantMethods(InplaceViewMethods):
             raise RuntimeError(
                 f"Trying to create tensor with negative dimension {min(sizes)}: {list(sizes)}"
             )
+        if sizes == self._data.shape:  # as PyTorch: the same sizes change nothing, not even
+            return self  # the version
         n = math.prod(sizes)
         flat = self._data.reshape(-1)  # (a copy for a tensor that is not contiguous)
         if n <= flat.size and self._data.flags.c_contiguous:  # its first elements, in place

@@ -101,11 +101,11 @@ def _format_tensor(t):
         data.size == 0 or (d is not dtypes.int64 and d is not dtypes.bool)
     ):  # an empty tensor has no elements to tell an int64 or a bool one: always named
         extras.append(f"dtype={d}")
-    if t.grad_fn is not None:
-        extras.append(f"grad_fn=<{t.grad_fn.name()}>")
-    elif hasattr(t, "_view_version") and t._view_version != t._counter()[0]:
+    if hasattr(t, "_view_version") and t._view_version != t._counter()[0]:
         # a no-grad view changed in place since: PyTorch's grad_fn of it is an error, shown so
         extras.append("grad_fn=<Invalid>")
+    elif t.grad_fn is not None:
+        extras.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t._requires_grad:
         extras.append("requires_grad=True")
     # as PyTorch's _add_suffixes: a suffix that would pass 80 columns starts a new line

@@ -11,6 +11,8 @@ import numpy as np
 from nbgrad import backend, dtypes
 from nbgrad._tensor.conversion import _arg, _tensor_arg, _wrap, tensor
 from nbgrad._tensor.dispatch import OPS, _dim, _dispatch, _expect_tensor, _op, _shape_arg, _unary
+from nbgrad._tensor.memory_formats import _storage_of
+from nbgrad._tensor.storage import TypedStorage, UntypedStorage, _warn_typed_storage_removal
 from nbgrad.backend import CPU
 
 Tensor = None  # the Tensor class: see NOTE [The Tensor class, bound late]
@@ -275,6 +277,42 @@ class ShapeMethods:
         return _dispatch(
             _op("slice"), (self,), {"dim": d, "start": start, "end": start + length, "step": 1}
         )
+
+    def as_strided(self, size, stride, storage_offset=None):
+        """A view of this tensor's memory (its storage) with the given sizes and strides, from
+        ``storage_offset`` (this tensor's own by default), as PyTorch's."""
+        return _dispatch(
+            OPS["as_strided"], (self,), self._as_strided_attrs(size, stride, storage_offset)
+        )
+
+    def _as_strided_attrs(self, size, stride, storage_offset):
+        """``as_strided``'s checked arguments, with this tensor's geometry (for the gradient)."""
+        size, stride = tuple(_shape_arg((size,))), tuple(_shape_arg((stride,)))
+        if len(size) != len(stride):
+            raise RuntimeError("mismatch in length of strides and shape")
+        if any(s < 0 for s in stride):
+            raise RuntimeError(
+                "as_strided: Negative strides are not supported at the moment, "
+                f"got strides: {list(stride)}"
+            )
+        flat, offset = _storage_of(self._data)
+        geometry = (tuple(self.shape), self.stride(), offset, flat.size)
+        attrs = {"size": size, "stride": stride, "geometry": geometry}
+        attrs["storage_offset"] = offset if storage_offset is None else storage_offset
+        return attrs
+
+    def untyped_storage(self):
+        """The bytes of this tensor's storage, shared with its views (no copy)."""
+        return UntypedStorage(_storage_of(self._data)[0], self._device)
+
+    def storage(self):
+        """The elements of this tensor's storage (deprecated, as PyTorch's TypedStorage)."""
+        _warn_typed_storage_removal()
+        return TypedStorage(_storage_of(self._data)[0], self._device)
+
+    def storage_offset(self):
+        """This tensor's first element's place in its storage, in elements."""
+        return _storage_of(self._data)[1]
 
     def diagonal(self, offset=0, dim1=0, dim2=1):
         """The diagonal of dims ``dim1`` and ``dim2`` as the last dim of a view.

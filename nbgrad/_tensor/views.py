@@ -18,6 +18,16 @@ Tensor = None  # the Tensor class: see NOTE [The Tensor class, bound late]
 
 
 def _mark_view(result, src, step):
+    if _inference_tensors.made:
+        if getattr(src, "_inference", False):
+            # a view of an inference tensor is an inference tensor that autograd does not see:
+            # no base, no history, never requiring grad (NOTE [Inference tensors])
+            result._base = result._view_chain = None
+            result._version_counter = src._counter()
+            result._no_grad_view = 0
+            _set_inference(result, True)
+            return
+        _set_inference(result, False)  # (a view of a normal tensor is normal)
     # the base is the root of the chain of views; but a leaf that requires grad is the base of
     # its views even when it is itself a view (``arange(6.).view(2, 3).requires_grad_()``), as
     # PyTorch's differentiable views: an in-place op on its views must see the leaf
@@ -29,8 +39,6 @@ def _mark_view(result, src, step):
         base, chain = src._base, src._view_chain
     result._base = base
     result._version_counter = src._counter()
-    if _inference_tensors.made:  # a view is an inference tensor when its source is one
-        _set_inference(result, getattr(src, "_inference", False))
     # NOTE [Views made in no-grad mode]: how the view was made (_NO_GRAD, _INFERENCE, or
     # _IN_CUSTOM_FUNCTION, set by Function.apply), plus 1 when made from such a view; else 0
     if not _grad_state.enabled:
@@ -76,6 +84,58 @@ _CUSTOM_FUNCTION_VIEW_ADVICE = (
     "associated with the custom Function, leading to incorrect gradients. This behavior is "
     "forbidden. You can fix this by cloning the output of the custom Function."
 )
+
+
+def _view_on_rebase_message(view):
+    """PyTorch's error for the history of a view made in no-grad or inference mode whose base,
+    or another view of its base, was modified in place since (``handle_view_on_rebase``)."""
+    if view._no_grad_view == _INFERENCE:
+        made, advice = "inference mode", _INFERENCE_VIEW_ADVICE
+    else:
+        made, advice = "no_grad mode", _NO_GRAD_VIEW_ADVICE
+    modified, _, rest = advice.partition(". ")  # ("is being modified inplace in normal mode")
+    return (
+        f"A view was created in {made} and its base or another view of its base has been "
+        f"{modified.removeprefix('is being ')}. {rest}"
+    )
+
+
+_CHANGED_BASE_VIEW = []  # the class, made once Tensor is bound
+
+
+def _made_without_grad(view):
+    """Whether ``view`` was made in no-grad or inference mode of a tensor that requires grad
+    (PyTorch's CreationMeta ``NO_GRAD_MODE``, ``INFERENCE_MODE``)."""
+    return view._no_grad_view in (_NO_GRAD, _INFERENCE) and hasattr(view, "_view_version")
+
+
+def _mark_base_changed(base, modified):
+    """After an in-place op recorded on ``base`` or on its view ``modified``: each other live
+    view of ``base`` made without grad has no history any more, only PyTorch's error, raised
+    where its ``grad_fn`` is read (and so ``is_leaf``, and any op recorded on it). See NOTE
+    [Views made in no-grad mode]."""
+    views = getattr(base, "_views", None)
+    if not views:
+        return
+    if not _CHANGED_BASE_VIEW:
+        slot = Tensor.__dict__["grad_fn"]
+
+        def raise_error(self):
+            raise RuntimeError(_view_on_rebase_message(self))
+
+        class TensorOfChangedBase(Tensor):
+            """A Tensor whose ``grad_fn`` is an error (its class: a Tensor of the same slots)."""
+
+            __slots__ = ()
+            grad_fn = property(raise_error, slot.__set__)
+
+        _CHANGED_BASE_VIEW.append(TensorOfChangedBase)
+    for ref in tuple(views):
+        view = ref()
+        # (a subclass's view keeps its class, and its old history)
+        if view is not None and view is not modified and type(view) is Tensor:
+            if _made_without_grad(view):
+                view.__class__ = _CHANGED_BASE_VIEW[0]
 
 
 def _view_node_name(node):

@@ -369,7 +369,9 @@ class Function(metaclass=_FunctionMeta):
                 o.grad_fn = None
                 non_diff_outputs.append(k)
             elif o.is_floating_point():
-                o._set_history(ctx, k) if id(original) in dirty else _set_output(o, ctx, k)
+                # (a dirty view: its base's history goes through CopySlices, as PyTorch's
+                # rebase_history; other views of what was modified see the new history)
+                o._rebase_history(ctx, k) if id(original) in dirty else _set_output(o, ctx, k)
             else:
                 non_diff_outputs.append(k)
             if o._base is not None and id(original) not in dirty:
@@ -389,6 +391,13 @@ class Function(metaclass=_FunctionMeta):
         def saved(t):
             if id(t) in out_ids and t.grad_fn is ctx:
                 return SavedTensor(t, is_output=True, grad_fn_name=name)
+            if id(t) in out_ids and id(t) in dirty and t._base is not None:
+                # a dirty view, rebased: saved as its data, standing for the view replayed on
+                # the base (see NOTE [In place on a view: the saved result]); that node is held
+                # here (the view may die first), in a cycle of nodes only, not of the tensor
+                s = SavedTensor(t, is_output=True, grad_fn_name=name)
+                s._view_grad_fn = functools.partial(_itself, t.grad_fn)
+                return s
             return SavedTensor(t)
 
         ctx._saved = tuple(None if t is None else saved(t) for t in ctx.to_save)
@@ -437,6 +446,23 @@ class Error(Node):
 
     def apply(self, grads):
         raise RuntimeError(self.msg)
+
+
+def _itself(x):
+    return x
+
+
+def _delayed_error(msg, grad):
+    """``grad`` behind an ``Error`` node that raises ``msg`` when differentiated, for a formula
+    whose result has no derivative (PyTorch's ``DelayedError``); ``grad`` itself when it does not
+    require grad."""
+    if not grad._requires_grad:
+        return grad
+    err = Error(msg, (_edge_of(grad),))
+    out = grad.detach()
+    _set_output(out, err, 0)
+    err._input_metadata_ = (out._metadata_tuple(),)
+    return out
 
 
 def once_differentiable(fn):

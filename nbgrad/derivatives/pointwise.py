@@ -52,6 +52,20 @@ def zeros_like(a):
 
 zeros_like.on_arrays = True
 
+
+def _atan2_scale(self, other):
+    """``1 / (self**2 + other**2)``, 0 where that is inf, so that atan2's gradient at (0, 0) is 0
+    as PyTorch's ``atan2_backward`` (on Tensors or arrays: NOTE [Backward on arrays])."""
+    denominator = self * self + other * other
+    if isinstance(denominator, _ON_ARRAYS):
+        recip = 1 / denominator
+        return np.where(np.isinf(recip), 0, recip)
+    recip = denominator.reciprocal()
+    return recip.masked_fill(recip.isinf(), 0)
+
+
+_atan2_scale.on_arrays = True
+
 # fmt: off
 # elementwise binary
 op("add", "AddBackward0", "self other", lambda xp, self, other, alpha: self + other if alpha == 1 else self + alpha * other,
@@ -226,8 +240,8 @@ op("lerp_tensor", "LerpBackward1", "self end weight", lambda xp, self, end, weig
    end=lambda grad, weight: grad * weight,
    weight=lambda grad, self, end: grad * (end - self))
 op("atan2", "Atan2Backward0", "self other", lambda xp, self, other: xp.arctan2(self, other), promote="float",
-   self=lambda grad, self, other: grad * other / (self * self + other * other),
-   other=lambda grad, self, other: grad * -self / (self * self + other * other))
+   self=lambda grad, self, other: grad * other * _atan2_scale(self, other),
+   other=lambda grad, self, other: grad * -self * _atan2_scale(self, other))
 op("hypot", "HypotBackward0", "self other", lambda xp, self, other: xp.hypot(self, other), promote="binary",
    self=lambda grad, self, result: grad * self / result,
    other=lambda grad, other, result: grad * other / result)

@@ -132,7 +132,10 @@ def _value_selecting_backward(grad, dim, indices, self_shape, keepdim):
 
 
 def _evenly_distribute(grad, self, result):
-    mask = self == result
+    """The gradient split among the values equal to ``result``; a NaN result (max, min, median
+    of an input with NaNs) came from the NaNs, which share it, as PyTorch's
+    ``evenly_distribute_backward``."""
+    mask = self.isnan() if bool(result.isnan()) else self == result
     return _C.where(mask, grad / mask.sum(), 0.0)
 
 

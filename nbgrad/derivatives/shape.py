@@ -33,6 +33,7 @@ from nbgrad._kernels import (
 from nbgrad._tensor import creation as _C
 from nbgrad._tensor.dispatch import OPS, _dispatch
 from nbgrad._tensor.math_methods import sum_to
+from nbgrad._tensor.memory_formats import _storage_of, _storage_places
 from nbgrad.derivatives._kernels_wider import _binomial, _poisson
 from nbgrad.derivatives.opinfo import op
 from nbgrad.derivatives.pointwise import _not_implemented
@@ -94,6 +95,12 @@ op("select_backward", "SelectBackwardBackward0", "self", lambda xp, self, shape,
    attrs="shape dim index", self=lambda grad, dim, index: _dispatch(OPS["select"], (grad,), {"dim": dim, "index": index}))
 op("slice_backward", "SliceBackwardBackward0", "self", lambda xp, self, shape, dim, start, end, step: _index_backward(xp, self, shape, (slice(None),) * dim + (slice(start, end, step),), False),
    attrs="shape dim start end step", self=lambda grad, dim, start, end, step: _dispatch(OPS["slice"], (grad,), {"dim": dim, "start": start, "end": end, "step": step}))
+# as_strided: a view of the input's memory (its storage) in any geometry; ``geometry`` is the
+# input's own (size, stride, offset, storage size), for the gradient
+op("as_strided", "AsStridedBackward0", "self", lambda xp, self, size, stride, storage_offset, geometry: _as_strided(xp, self, size, stride, storage_offset), attrs="size stride storage_offset geometry", view=True,
+   self=lambda grad, size, stride, storage_offset, geometry: _as_strided_backward(grad, size, stride, storage_offset, geometry))
+op("as_strided_", "AsStridedBackward1", "self", lambda xp, self, size, stride, storage_offset, geometry: _as_strided(xp, self, size, stride, storage_offset), attrs="size stride storage_offset geometry",
+   self=lambda grad, size, stride, storage_offset, geometry: _as_strided_backward(grad, size, stride, storage_offset, geometry))
 # diagonal: a (writable) view whose last dim is the diagonal of dims dim1 and dim2
 op("diagonal", "DiagonalBackward0", "self", lambda xp, self, offset, dim1, dim2: _diagonal(xp, self, offset, dim1, dim2), attrs="offset dim1 dim2", view=True,
    self=lambda grad, self_shape, offset, dim1, dim2: _dispatch(OPS["diagonal_backward"], (grad,), {"shape": self_shape, "offset": offset, "dim1": dim1, "dim2": dim2}))
@@ -246,3 +253,37 @@ def _unbind_backward(grads, self_shape, dim):
     shape = self_shape[:dim] + self_shape[dim + 1 :]
     zeros = lambda: _C.zeros(shape, dtype=like.dtype, device=like.device)  # noqa: E731
     return _C.stack([zeros() if g is None else g for g in grads], dim)
+
+
+def _as_strided(xp, a, size, stride, storage_offset):
+    flat, _ = _storage_of(a)
+    needed = storage_offset + sum((n - 1) * s for n, s in zip(size, stride)) + 1
+    if all(size) and needed > flat.size:
+        raise RuntimeError(
+            f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset "
+            f"{storage_offset}, and itemsize {a.itemsize} requiring a storage size of "
+            f"{needed * a.itemsize} are out of bounds for storage of size "
+            f"{flat.size * a.itemsize}"
+        )
+    item = a.itemsize
+    strides = tuple(s * item for s in stride)
+    if not all(size):  # (no element to reach: the strides as given)
+        return xp.lib.stride_tricks.as_strided(xp.empty(1, a.dtype), size, strides)
+    # (an ndarray over the storage: its base chain leads back there)
+    return xp.ndarray(size, a.dtype, flat.data, storage_offset * item, strides)
+
+
+def _as_strided_backward(grad, size, stride, storage_offset, geometry):
+    """PyTorch's as_strided_backward: the gradient summed into the storage's places (an output
+    place seen twice gets both), then read at the input's places (an input place seen twice
+    shares it)."""
+    in_size, in_stride, in_offset, storage_size = geometry
+    out_places = _C.tensor(_storage_places(size, stride, storage_offset).reshape(-1))
+    in_places = _storage_places(in_size, in_stride, in_offset)
+    storage = _C.zeros(storage_size, dtype=grad.dtype, device=grad.device)
+    storage = storage.index_add(0, out_places.to(grad.device), grad.reshape(-1))
+    result = storage[_C.tensor(in_places).to(grad.device)]
+    counts = np.bincount(in_places.reshape(-1), minlength=storage_size)[in_places]
+    if counts.size and counts.max() > 1:
+        result = result / _C.tensor(counts.astype(np.float64)).to(grad.device, grad.dtype)
+    return result

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+import nbgrad
 from nbgrad._kernels import _contiguous, _floor_divide, _split
 from nbgrad._tensor import creation as _C
 from nbgrad._tensor.dispatch import OPS, _dispatch
@@ -230,8 +231,8 @@ op("scatter_reduce", "ScatterReduceBackward0", "self index src", lambda xp, self
 # index_reduce: scatter_reduce with the index vector spread over source's other dims
 op("index_reduce", "IndexReduceBackward0", "self index source", lambda xp, self, index, source, dim, reduce, include_self: _scatter_reduce(xp, self, dim, xp.broadcast_to(index.reshape(_along(source.ndim, dim)), source.shape), source, reduce, include_self),
    attrs="dim reduce include_self", nondiff=("index",), quiet=True,
-   self=lambda grad, self, index, source, result, dim, reduce, include_self: _scatter_reduce_backward(grad, self, _spread_index(index, source, dim), source, result, dim, reduce, include_self)[0],
-   source=lambda grad, self, index, source, result, dim, reduce, include_self: _scatter_reduce_backward(grad, self, _spread_index(index, source, dim), source, result, dim, reduce, include_self)[1])
+   self=lambda grad, self, index, source, result, dim, reduce, include_self: _index_reduce_backward(grad, self, index, source, result, dim, reduce, include_self)[0],
+   source=lambda grad, self, index, source, result, dim, reduce, include_self: _index_reduce_backward(grad, self, index, source, result, dim, reduce, include_self)[1])
 op("masked_scatter", "MaskedScatterBackward0", "self mask source", lambda xp, self, mask, source: _masked_scatter(xp, self, mask, source), nondiff=("mask",),
    self=lambda grad, mask: grad.masked_fill(mask, 0),
    source=lambda grad, mask, source_shape: _masked_scatter_source_backward(grad, mask, source_shape))
@@ -361,8 +362,19 @@ def _spread_index(index, source, dim):
     return index.reshape(_along(source.dim(), dim)).expand(source.shape)
 
 
-def _scatter_reduce_backward(grad, self, index, src, result, dim, reduce, include_self):
-    """PyTorch's scatter_reduce_backward: the gradients for ``self`` and ``src``."""
+def _index_reduce_backward(grad, self, index, source, result, dim, reduce, include_self):
+    """PyTorch's index_reduce_backward: scatter_reduce's, the index spread over source."""
+    index = _spread_index(index, source, dim)
+    return _scatter_reduce_backward(
+        grad, self, index, source, result, dim, reduce, include_self, "index_reduce", "source"
+    )
+
+
+def _scatter_reduce_backward(
+    grad, self, index, src, result, dim, reduce, include_self, name="scatter_reduce", src_name="src"
+):
+    """PyTorch's scatter_reduce_backward (and index_reduce_backward, ``name``, whose ``src`` is
+    called ``source``): the gradients for ``self`` and ``src``."""
     if reduce == "sum":
         grad_self, grad_src = grad, grad.gather(dim, index)
     elif reduce == "mean":
@@ -398,6 +410,13 @@ def _scatter_reduce_backward(grad, self, index, src, result, dim, reduce, includ
             (grad * masked_src_result).gather(dim, index),
             (grad * result).gather(dim, index) / src.masked_fill(src_zero, 1),
         )
+        if grad_src._requires_grad and bool((src_num_zeros > 1).any()):
+            # (two zeros in one place: the formula has no derivative there)
+            grad_src = nbgrad.autograd.function._delayed_error(
+                f"{name}(): Double backward is unsupported for {src_name} when >1 zeros in "
+                f"{src_name} are scattered to the same position in self",
+                grad_src,
+            )
     if not include_self:
         grad_self = grad_self.scatter(dim, index, 0.0)
     return grad_self, grad_src

@@ -494,6 +494,27 @@ def test_misuse_raises_like_pytorch(scenario, phrases):
         assert _contains(phrase, str(n_err)), f"{phrase!r} not in {n_err}"
 
 
+def test_grad_assignment_checks_as_pytorch():
+    """``t.grad = v``: PyTorch's checks in its order (type, the tensor itself, dtype, size),
+    each with its exception type and message; an alias of ``t`` is accepted."""
+
+    def run(lib):
+        x = lib.randn(5, 5, requires_grad=True)
+        seen = []
+        wrong = [0, "a", lib.randn(2, 2), lib.ones(5, 5, dtype=lib.long), x]
+        wrong.append(lib.ones(2, 2, dtype=lib.double))  # (the dtype is checked first)
+        for v in wrong:
+            with pytest.raises((TypeError, RuntimeError)) as info:
+                x.grad = v
+            seen.append((info.type.__name__, str(info.value)))
+        for v in [x.detach(), x.detach().view(5, 5), None]:
+            x.grad = v
+            seen.append(x.grad is v)
+        return seen
+
+    assert run(ng) == run(torch)
+
+
 def test_views_made_in_no_grad_mode_allow_what_pytorch_allows():
     """In place inside no_grad, on the base, or with nothing that requires grad: allowed; and
     a refused in-place op changes nothing."""

@@ -5,6 +5,7 @@ runs the same program in nbgrad and in torch and compares what a user would see.
 """
 
 import warnings
+import weakref
 
 import numpy as np
 import pytest
@@ -438,3 +439,144 @@ def test_a_gradient_of_another_dtype_is_cast_to_its_inputs(live):
     assert [str(d).split(".")[-1] for d, _ in theirs] == ["float64"] * live
     for (_, m), (_, t) in zip(mine, theirs):
         np.testing.assert_allclose(m, t, rtol=1e-7)
+
+
+@pytest.mark.parametrize("marked", ["view", "base"])
+def test_custom_function_marking_a_view_dirty_keeps_every_gradient(marked):
+    """A Function that modifies in place (``mark_dirty``) a view rebases the view's base on
+    CopySlices around its node, as PyTorch's rebase_history: the other input's gradient reaches
+    it, first and second order. Marking the base dirty gives its live views the new history."""
+
+    def run(lib):
+        class PyAdd(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, y):
+                ctx.mark_dirty(x)
+                x.add_(y)
+                return x
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad, grad * 2
+
+        a = lib.arange(16, dtype=lib.float64).reshape(4, 4).requires_grad_()
+        b = lib.tensor([[1.0, -2.0], [0.5, 3.0]], dtype=lib.float64, requires_grad=True)
+        x = a.clone()
+        if marked == "view":
+            PyAdd.apply(x.narrow(1, 2, 2).narrow(0, 1, 2), b)
+            PyAdd.apply(x.narrow(1, 0, 2).narrow(0, 1, 2), b)
+            out = x
+        else:
+            out = x[1:3, :2]
+            PyAdd.apply(x, b.repeat(2, 2))
+        w = lib.linspace(-1, 1, out.numel(), dtype=lib.float64).reshape(out.shape)
+        ga, gb = lib.autograd.grad((out * out * w).sum(), (a, b), create_graph=True)
+        gga, ggb = lib.autograd.grad(ga.sum() + gb.sum(), (a, b))
+        return out, ga, gb, gga, ggb
+
+    for mine, theirs in zip(run(ng), run(torch)):
+        _close(mine, theirs)
+
+
+INFERENCE_VIEWS = {
+    "view": lambda c: c.view(-1),
+    "x[0]": lambda c: c[0],
+    "t": lambda c: c.t(),
+    "narrow of a view": lambda c: c.view(3, 2).narrow(0, 1, 2),
+    "unbind": lambda c: c.unbind()[1],
+    "expand": lambda c: c[:1].expand(4, 3),
+}
+
+
+@pytest.mark.parametrize("mode", ["inference_mode", "no_grad", "normal"])
+@pytest.mark.parametrize("view", INFERENCE_VIEWS)
+def test_a_view_of_an_inference_tensor_never_requires_grad(view, mode):
+    """As PyTorch's: a view of an inference tensor (one that requires grad included), made in
+    any mode, is an inference tensor with no history that autograd does not see as a view."""
+
+    def run(lib):
+        seen = []
+        for requires_grad in (True, False):
+            with lib.inference_mode():
+                c = lib.ones(2, 3, requires_grad=requires_grad)
+            with getattr(lib, mode)() if mode != "normal" else lib.enable_grad():
+                out = INFERENCE_VIEWS[view](c)
+            seen.append(
+                (out.requires_grad, out.grad_fn, out.is_inference(), out._base, out.is_leaf)
+            )
+        return seen
+
+    assert run(ng) == run(torch)
+
+
+VIEW_BASE_CHANGES = {
+    "add_": lambda a: a.add_(2),
+    "transpose_": lambda a: a.transpose_(0, 1),
+    "a view's mul_": lambda a: a[0].mul_(2),
+    "unsqueeze_": lambda a: a.unsqueeze_(0),
+}
+
+
+@pytest.mark.parametrize("mode", ["no_grad", "inference_mode"])
+@pytest.mark.parametrize("change", VIEW_BASE_CHANGES)
+def test_a_view_made_without_grad_after_its_base_changed_raises_as_pytorch(change, mode):
+    """A view made in no-grad or inference mode of a tensor that requires grad, after its base
+    (or another view of it) is modified in place with grad mode on: reading its grad_fn, is_leaf,
+    or an op that records on it raises PyTorch's error; what needs no history still works."""
+
+    def run(lib):
+        seen = []
+        for requires_grad in (True, False):
+            a = lib.ones(2, 3, requires_grad=requires_grad).clone()
+            with getattr(lib, mode)():
+                view = a.view(-1)
+            VIEW_BASE_CHANGES[change](a)
+            for use in (
+                lambda v: v.grad_fn,
+                lambda v: v.is_leaf,
+                lambda v: (v * 2).requires_grad,
+                lambda v: v.requires_grad,
+                lambda v: repr(v).replace("torch.", "").replace("nbgrad.", ""),
+                lambda v: (isinstance(v, lib.Tensor), v.tolist()),
+            ):
+                try:
+                    seen.append(use(view))
+                except RuntimeError as e:
+                    seen.append(str(e))
+        return seen
+
+    assert run(ng) == run(torch)
+
+
+def test_a_dirty_view_a_function_saves_is_freed_and_differentiable():
+    """A Function that marks a view dirty and saves it: the saved view holds no cycle that
+    keeps it alive (as PyTorch's), and its gradient, first and second order, is PyTorch's."""
+
+    def run(lib):
+        class Square(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.mark_dirty(x)
+                ctx.save_for_backward(x)
+                return x
+
+            @staticmethod
+            def backward(ctx, grad):
+                (x,) = ctx.saved_tensors
+                return grad * x
+
+        def scope():
+            x = lib.tensor(1.0, requires_grad=True).clone()
+            x = x.view_as(x)
+            Square.apply(x)
+            return weakref.ref(x)
+
+        ref = scope()
+        a = lib.tensor([2.0, 3.0], dtype=lib.float64, requires_grad=True)
+        b = a.clone()
+        Square.apply(b[1:])
+        (g,) = lib.autograd.grad((b * b).sum(), a, create_graph=True)
+        (gg,) = lib.autograd.grad(g.sum(), a)
+        return ref() is None, g.tolist(), gg.tolist()
+
+    assert run(ng) == run(torch)
