@@ -11,7 +11,8 @@ the engine, goes through the root package at call time (``nbgrad.autograd.backwa
 0 arrays        backend.py          Device, the array module ``xp`` of each; the only cupy import
                 dtypes.py           dtypes, promotion, the default dtype
                 return_types.py     the named tuples of ``max(dim)``, ``sort``, ``topk``...
-1 graph         _graph/graph.py     Node, Edge, GraphRoot, AccumulateGrad, SavedTensor, hooks
+1 graph         _graph/graph.py     Node, Edge, GraphRoot, AccumulateGrad, SavedTensor, saved-tensor hooks
+                _graph/hooks.py     RemovableHandle and the hook lists of nodes and tensors
                 _graph/grad_mode.py no_grad, enable_grad, inference_mode (thread-local state)
                 _graph/anomaly_mode.py  detect_anomaly and the forward tracebacks of nodes
                 _graph/table_node.py    the node generator: an op-table row -> a Node class

@@ -51,6 +51,7 @@ E = "nbgrad/autograd/engine.py"
 GT = "nbgrad/autograd/graph_task.py"
 IB = "nbgrad/autograd/input_buffer.py"
 G = "nbgrad/_graph/graph.py"
+GH = "nbgrad/_graph/hooks.py"
 F = "nbgrad/autograd/function.py"
 M = "nbgrad/_graph/grad_mode.py"
 B = "nbgrad/backend.py"
@@ -88,7 +89,7 @@ TESTS = {
     + [
         "tests/notebook/test_recorder.py::test_a_fan_in_buffer_shows_the_sum_of_what_reached_it_so_far"
     ],
-    G: AUTOGRAD_TESTS,
+    **dict.fromkeys((G, GH), AUTOGRAD_TESTS),
     B: AUTOGRAD_TESTS,
     F: AUTOGRAD_TESTS,
     M: AUTOGRAD_TESTS,
@@ -318,7 +319,7 @@ MUTANTS = [
     m(G, "if not var._data.flags.c_contiguous and _dense(var._data):", "if False:", ".grad of a transposed leaf in C order"),
     m(G, "if self._counter[0] != self._version:\n            self._raise_version_error()", "if False:\n            self._raise_version_error()", "in-place changes to saved tensors not detected"),
     m(G, "if self._counter[0] != self._version:\n            raise RuntimeError(ERR_PACK_INPLACE)", "if False:\n            raise RuntimeError(ERR_PACK_INPLACE)", "a pack hook may change its input in place"),
-    m(G, "            hooks.remove(self)\n", "            pass\n", "handle.remove() keeps the hook"),
+    m(GH, "            hooks.remove(self)\n", "            pass\n", "handle.remove() keeps the hook"),
     m(G, "_saved_hooks.stack = _saved_hooks.stack[:-1]", "pass", "saved_tensors_hooks stay after the block"),
     m(G, "                if observer is None:\n                    out = h.fn(var)\n", "                if observer is None:\n                    out = None\n", "post-accumulate-grad hooks never called"),
     m(G, "self._retains_grad_hooks[output_nr] = weakref.ref(tensor)", "self._retains_grad_hooks[0] = weakref.ref(tensor)", "retain_grad on the wrong output"),

@@ -15,9 +15,10 @@ neither, and the widget classes load them on first use (``pip install nbgrad[not
 from __future__ import annotations
 
 from .recorder import Recorder, record
-from .snapshot import build_snapshot, trace_snapshot
+from .snapshot import build_snapshot
 from .sources import register_source
 from .torch_source import TORCH
+from .trace import trace_snapshot
 
 register_source(TORCH)  # torch's graphs read as nbgrad's (it never imports torch itself)
 

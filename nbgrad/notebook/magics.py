@@ -38,9 +38,10 @@ from .hook_editor import HookEditor
 from .png import png_b64
 from .recorder import Recorder
 from .sessions import SESSIONS, current_cell
-from .snapshot import MAX_NODES, build_snapshot, cut_note, trace_snapshot
+from .snapshot import MAX_NODES, build_snapshot, cut_note
 from .stepper import BackwardStepper
 from .svg import snapshot_svg, trace_svg
+from .trace import trace_snapshot
 
 __all__ = ["AutogradMagics", "Session", "parse_options", "USAGE", "empty_body_to_line_magic"]
 

@@ -24,8 +24,9 @@ import traitlets as t
 from ._widget import StillWidget, asset, dumps, esm
 from .layout import default_collapsed, layout
 from .recorder import BackwardTrace, Recorder
-from .snapshot import MAX_NODES, IdMap, trace_snapshot, trace_state
+from .snapshot import MAX_NODES, IdMap
 from .svg import trace_svg
+from .trace import trace_snapshot, trace_state
 
 __all__ = ["BackwardStepper"]
 
@@ -150,7 +151,7 @@ class BackwardStepper(StillWidget):
         """The engine's state at ``position`` (default: the current one), rebuilt from the
         trace: ``running`` node id, ``done`` ids, ``ready`` per device, ``dependencies`` and
         ``buffers`` of the nodes not yet ready, the running node's ``inputs``, ``outputs``,
-        ``hooks``, ``made_ready`` and ``accumulated`` (``snapshot.trace_state``, which the still
+        ``hooks``, ``made_ready`` and ``accumulated`` (``trace.trace_state``, which the still
         picture draws too: NOTE [Made ready, not waiting])."""
         return trace_state(self.trace, self.position if position is None else position)
 

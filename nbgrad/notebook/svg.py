@@ -13,7 +13,8 @@ from xml.sax.saxutils import escape
 
 from .layout import default_collapsed
 from .layout import layout as _layout
-from .snapshot import cut_note, trace_state
+from .snapshot import cut_note
+from .trace import trace_state
 
 __all__ = ["graph_svg", "trace_svg", "hooks_svg", "snapshot_svg", "edge_path", "with_note"]
 

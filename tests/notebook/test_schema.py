@@ -17,7 +17,8 @@ from nbgrad.notebook import layout as layout_mod
 from nbgrad.notebook import record
 from nbgrad.notebook import snapshot as snapshot_mod
 from nbgrad.notebook.layout import layout
-from nbgrad.notebook.snapshot import build_snapshot, trace_snapshot
+from nbgrad.notebook.snapshot import build_snapshot
+from nbgrad.notebook.trace import trace_snapshot
 
 WIDGETS = Path(__file__).resolve().parents[2] / "widgets"
 PY_TYPES = {t.__name__: t for t in snapshot_mod.SCHEMA_TYPES + layout_mod.SCHEMA_TYPES}
