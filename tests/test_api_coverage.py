@@ -4,7 +4,8 @@ name is either out of nbgrad's scope (a rule below says why), known to be missin
 that the list shrinks as gaps close), or present in nbgrad's module of the same place.
 
 Data-driven: a module is one ``Scope``: also ``torch.nn``, ``torch.nn.functional``,
-``torch.optim`` and ``torch.optim.lr_scheduler``; and one class, ``torch.Tensor``, whose public
+``torch.optim``, ``torch.optim.lr_scheduler``, ``torch.utils.data``, ``torch.utils.hooks`` and
+``torch.functional``; and one class, ``torch.Tensor``, whose public
 methods and attributes are checked against ``nbgrad.Tensor``'s under the ``torch`` scope's rules
 and a few of its own.
 
@@ -197,6 +198,30 @@ OPTIM_MISSING = ""
 SCHED_OUT = [(r"^Tensor$", "torch.Tensor, re-exported")]
 SCHED_MISSING = ""
 
+# ---- torch.utils.data, torch.utils.hooks, torch.functional -------------------------------------
+DATA_OUT = [
+    (
+        r"DataPipe|^DataChunk$|datapipe|^argument_validation$|^runtime_validation"
+        r"|^non_deterministic$",
+        "DataPipes: PyTorch's deprecated torchdata graph of iterables",
+    ),
+    (r"^DistributedSampler$", "distributed training over several processes"),
+]
+DATA_MISSING = ""
+HOOKS_OUT = []
+# warns on saving a tensor whose register_hook hooks are not marked unserializable: nbgrad
+# keeps those hooks on the graph's nodes, not in the tensor's ``_backward_hooks`` dict it reads
+HOOKS_MISSING = "warn_if_has_hooks"
+FUNCTIONAL_OUT = [
+    (r"^chain_matmul$|^lu$|lowrank$", "linear algebra: torch.linalg is out of scope"),
+    (r"stft$", "spectral ops: torch.fft is out of scope"),
+    (
+        r"^boolean_dispatch$|^overload$|torch_function",
+        "TorchScript's typing helpers and __torch_function__ overrides",
+    ),
+]
+FUNCTIONAL_MISSING = "cdist"
+
 SCOPES = [
     Scope("torch", "nbgrad", TORCH_OUT, TORCH_MISSING),
     Scope("torch.Tensor", "nbgrad.Tensor", TENSOR_OUT, TENSOR_MISSING),
@@ -206,6 +231,9 @@ SCOPES = [
     Scope("torch.nn.functional", "nbgrad.nn.functional", F_OUT, F_MISSING),
     Scope("torch.optim", "nbgrad.optim", OPTIM_OUT, OPTIM_MISSING),
     Scope("torch.optim.lr_scheduler", "nbgrad.optim.lr_scheduler", SCHED_OUT, SCHED_MISSING),
+    Scope("torch.utils.data", "nbgrad.utils.data", DATA_OUT, DATA_MISSING),
+    Scope("torch.utils.hooks", "nbgrad.utils.hooks", HOOKS_OUT, HOOKS_MISSING),
+    Scope("torch.functional", "nbgrad.functional", FUNCTIONAL_OUT, FUNCTIONAL_MISSING),
 ]
 
 
