@@ -110,6 +110,7 @@ from .autograd import (
     set_grad_enabled,
 )
 from .backend import Device as device
+from .backend import get_default_device, set_default_device
 from .dtypes import (
     bool,
     double,

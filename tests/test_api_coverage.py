@@ -66,7 +66,7 @@ TORCH_OUT = [
     (
         r"cuda|cudnn|miopen|mkldnn|fbgemm|mps|xpu|vulkan|^Stream$|^Event$|AcceleratorError"
         r"|OutOfMemoryError|autocast|GradScaler|^has_|compiled_with|get_device_module"
-        r"|default_device|flush_denormal|num_threads|num_interop|matmul_precision|deterministic"
+        r"|flush_denormal|num_threads|num_interop|matmul_precision|deterministic"
         r"|warn_always|thread_safe|multiprocessing|^profiler_|distributed",
         "accelerators, backends, threads, distributed",
     ),

@@ -37,7 +37,7 @@ def _size_keyword(size, kwargs, fname):
 def _factory(fill, size, dtype, device, requires_grad, default=None):
     shape = _creation_shape(size)
     d = dtypes.as_dtype(dtype) if dtype is not None else (default or dtypes.get_default_dtype())
-    dev = backend.as_device(device)
+    dev = backend.factory_device(device)
     xp = backend.get_xp(dev)
     arr = fill(xp, shape, d.np)
     t = _wrap(arr, dev)
