@@ -167,7 +167,7 @@ GRAPH_MISSING = ""
 # ---- torch.nn, torch.nn.functional ----------------------------------------------------------
 NN_OUT = [
     (r"^Lazy|^Uninitialized", "lazy modules: an nbgrad module knows its shapes when it is made"),
-    (r"^DataParallel$|^SyncBatchNorm$", "data parallelism over several processes or GPUs"),
+    (r"^SyncBatchNorm$", "data parallelism over several processes or GPUs"),
     (
         r"^Container$|^NLLLoss2d$|^CrossMapLRN2d$",
         "deprecated or legacy (torch keeps them for old code)",
