@@ -338,3 +338,35 @@ def test_a_training_loop_over_a_dataloader_as_torch():
 
     ours, theirs = both(run)
     assert ours == theirs
+
+
+def test_typed_subclasses_as_torch():
+    """Tutorials subclass ``Dataset[...]`` and ``Sampler[int]``; both are generic, as torch's."""
+
+    def run(L, D):
+        class Squares(D.Dataset[tuple]):
+            def __len__(self):
+                return 4
+
+            def __getitem__(self, i):
+                return L.tensor(float(i)), i * i
+
+        class Backwards(D.Sampler[int]):
+            def __init__(self, n):
+                self.n = n
+
+            def __iter__(self):
+                return iter(range(self.n - 1, -1, -1))
+
+            def __len__(self):
+                return self.n
+
+        class Count(D.IterableDataset[int]):
+            def __iter__(self):
+                return iter(range(3))
+
+        loader: D.DataLoader[tuple] = D.DataLoader(Squares(), batch_size=3, sampler=Backwards(4))
+        return list(loader), list(D.DataLoader(Count(), batch_size=2))
+
+    ours, theirs = both(run)
+    assert ours == theirs

@@ -15,6 +15,7 @@ copy, ``get_worker_info`` telling it which), a ``worker_init_fn`` (it runs in ea
 from __future__ import annotations
 
 import itertools
+from typing import Generic, TypeVar
 
 from ._collate import default_collate, default_convert
 from .dataset import IterableDataset
@@ -37,7 +38,10 @@ class _InfiniteConstantSampler(Sampler):
             yield None
 
 
-class DataLoader:
+_T_co = TypeVar("_T_co", covariant=True)
+
+
+class DataLoader(Generic[_T_co]):
     """Batches of ``dataset``: ``batch_size`` samples each (``None``: samples one by one, not
     collated), in order, shuffled (``shuffle=True``, drawn from ``generator``), or as ``sampler``
     or ``batch_sampler`` give the indices, joined by ``collate_fn`` (``default_collate``)."""

@@ -10,6 +10,7 @@ import bisect
 import itertools
 import math
 import warnings
+from typing import Generic, TypeVar
 
 from nbgrad import _random
 from nbgrad._tensor.creation import randperm
@@ -26,9 +27,12 @@ __all__ = [
 ]
 
 
-class Dataset:
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Dataset(Generic[T_co]):
     """A map-style dataset: ``dataset[i]`` is a sample; ``len(dataset)`` is expected by the
-    default samplers. ``a + b`` concatenates."""
+    default samplers. ``a + b`` concatenates. Generic, as PyTorch's (``Dataset[int]``)."""
 
     def __getitem__(self, index):
         raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
@@ -37,7 +41,7 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset):
+class IterableDataset(Dataset[T_co]):
     """A dataset that is a stream of samples (``__iter__``); ``a + b`` chains."""
 
     def __iter__(self):

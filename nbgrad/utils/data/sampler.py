@@ -10,6 +10,7 @@ gives the same order every time in nbgrad, but not the order PyTorch gives.
 from __future__ import annotations
 
 import itertools
+from typing import Generic, TypeVar
 
 from nbgrad import _random, dtypes
 from nbgrad._tensor.conversion import as_tensor
@@ -25,8 +26,12 @@ __all__ = [
 ]
 
 
-class Sampler:
-    """The base of samplers: ``__iter__`` yields indices; ``__len__`` is optional."""
+_T_co = TypeVar("_T_co", covariant=True)
+
+
+class Sampler(Generic[_T_co]):
+    """The base of samplers: ``__iter__`` yields indices; ``__len__`` is optional. Generic, as
+    PyTorch's (``Sampler[int]``)."""
 
     def __init__(self, data_source=None):
         if data_source is not None:
