@@ -291,6 +291,10 @@ ERRORS = {
     "too many without replacement": lambda L, D: list(
         D.WeightedRandomSampler([1.0, 2.0], 3, replacement=False)
     ),
+    "negative weight": lambda L, D: list(D.WeightedRandomSampler([1.0, -1.0], 2)),
+    "zero weights": lambda L, D: list(D.WeightedRandomSampler([0.0, 0.0], 2)),
+    "nan weight": lambda L, D: list(D.WeightedRandomSampler([1.0, float("nan")], 2)),
+    "inf weight": lambda L, D: list(D.WeightedRandomSampler([1.0, float("inf")], 2)),
     "split lengths": lambda L, D: D.random_split(range(5), [2, 2]),
     "concat empty": lambda L, D: D.ConcatDataset([]),
     "concat iterable": lambda L, D: D.ConcatDataset([Stream(2, D.IterableDataset).make()]),
@@ -370,3 +374,34 @@ def test_typed_subclasses_as_torch():
 
     ours, theirs = both(run)
     assert ours == theirs
+
+
+@pytest.mark.parametrize("L", [ng, torch], ids=["nbgrad", "torch"])
+def test_multinomial_draws_from_its_generator(L):
+    """WeightedRandomSampler's draw: ``multinomial(..., generator=)``, repeated by the seed and
+    leaving the default generator alone."""
+    w = L.tensor([1.0, 2.0, 3.0, 4.0])
+    L.manual_seed(3)
+    before = L.rand(3).tolist()
+    L.manual_seed(3)
+    runs = [
+        w.multinomial(50, True, generator=L.Generator().manual_seed(s)).tolist() for s in (7, 7, 8)
+    ]
+    assert runs[0] == runs[1] != runs[2]
+    assert L.rand(3).tolist() == before
+    assert L.multinomial(w, 4, generator=L.Generator().manual_seed(7)).sort().values.tolist() == [
+        0,
+        1,
+        2,
+        3,
+    ]
+
+
+@pytest.mark.parametrize("L", [ng, torch], ids=["nbgrad", "torch"])
+def test_zero_weights_come_last_without_replacement(L):
+    """PyTorch's CPU draw without replacement takes the weighted categories first, then those
+    of weight zero (it does not raise)."""
+    for seed in range(5):
+        g = L.Generator().manual_seed(seed)
+        drawn = L.tensor([0.0, 2.0, 0.0, 1.0]).multinomial(4, generator=g).tolist()
+        assert sorted(drawn[:2]) == [1, 3] and sorted(drawn[2:]) == [0, 2]

@@ -148,14 +148,10 @@ class WeightedRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        # multinomial's draw, from the sampler's generator
-        if not self.replacement and self.num_samples > len(self.weights):
-            raise RuntimeError(
-                "cannot sample n_sample > prob_dist.size(-1) samples without replacement"
-            )
-        rng = _random.default_generator._rng if self.generator is None else self.generator._rng
-        p = self.weights.numpy()
-        yield from rng.choice(len(p), self.num_samples, self.replacement, p / p.sum()).tolist()
+        draws = self.weights.multinomial(
+            self.num_samples, self.replacement, generator=self.generator
+        )
+        yield from draws.tolist()
 
     def __len__(self):
         return self.num_samples
