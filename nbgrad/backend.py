@@ -139,6 +139,15 @@ class Device:
     def __str__(self):
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
+    def __enter__(self):
+        """``with device(...)``: the default device inside (NOTE [Default device])."""
+        _default.__dict__.setdefault("outer", []).append(getattr(_default, "device", None))
+        _default.device = self
+        return self
+
+    def __exit__(self, *exc):
+        _default.device = _default.outer.pop()
+
     @property
     def _normalized(self):
         """The device with a concrete index (``cuda`` -> ``cuda:0``)."""
@@ -172,6 +181,7 @@ def as_device(device) -> Device:
 # (``tensor``, ``zeros``, ``randn``, ``arange``...) make tensors on when given no ``device``;
 # per thread, as PyTorch's. ``as_device(None)`` stays the CPU: the factories ask
 # ``factory_device``, so that a ``None`` elsewhere (``to()``, ``*_like``) keeps its meaning.
+# ``with device(...)`` sets it for a block and then puts back the one outside.
 _default = threading.local()
 
 

@@ -1,6 +1,7 @@
 """``set_default_device`` / ``get_default_device`` against PyTorch's: the factory functions make
 their tensors on the default device when given none; an explicit ``device``, ``*_like`` and
-``to()`` are not affected; ``None`` resets; the setting is per thread."""
+``to()`` are not affected; ``None`` resets; the setting is per thread; ``with device(...)`` sets
+it for a block."""
 
 from __future__ import annotations
 
@@ -95,3 +96,19 @@ def test_bad_devices_raise_as_torch(reset):
                 L.set_default_device(bad)
             errors.append(type(info.value))
         assert errors[0] == errors[1]
+
+
+def test_a_device_is_a_context_manager_as_torch(other_device):
+    ng.set_default_device(other_device)
+    with ng.device("cpu") as d:
+        assert repr(d) == "device(type='cpu')"
+        assert ng.zeros(1).device.type == "cpu" and ng.get_default_device().type == "cpu"
+        with ng.device(other_device):
+            assert ng.zeros(1).device.type == other_device
+        assert ng.zeros(1).device.type == "cpu"
+    assert ng.zeros(1).device.type == other_device
+    ng.set_default_device(None)
+    for L in (ng, torch):
+        with L.device("cpu") as d:
+            assert str(L.get_default_device()) == "cpu" and str(L.zeros(1).device) == "cpu"
+        assert str(L.get_default_device()) == "cpu"
