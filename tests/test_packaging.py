@@ -34,3 +34,9 @@ def test_the_missing_cuda_error_names_both_extras():
     for extra in ("cuda12", "cuda13"):
         assert f"nbgrad[{extra}]" in str(info.value)
         assert extra in EXTRAS
+
+
+def test_the_readme_says_which_cuda_extra_to_install():
+    readme = (ROOT / "README.md").read_text()
+    for extra in ("cuda12", "cuda13"):
+        assert f".[{extra}]" in readme

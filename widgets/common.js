@@ -49,7 +49,8 @@
  * @typedef {{schema: "nbgrad.snapshot", version: 1, nodes: SnapNode[], edges: SnapEdge[],
  *            groups: SnapGroup[], records: SnapRecord[], hooks: SnapHook[], passes: Pass[],
  *            roots: string[], pass: (number|null), truncated: boolean, max_nodes: number,
- *            left_out: number, backward_ops: number, failure: (Failure|null)}} Snapshot
+ *            left_out: number, cut_nodes: number, stubs: number, backward_ops: number,
+ *            failure: (Failure|null)}} Snapshot
  * @typedef {{node: string, grad: (GradSummary|null), before: (GradSummary|null),
  *            after: (GradSummary|null)}} Accumulated
  * @typedef {{index: number, node: string, device: string, inputs: (GradSummary|null)[],
@@ -80,7 +81,7 @@
  * @typedef {{schema: "nbgrad.view", version: 1, nodes: ViewNode[], edges: number,
  *            groups: SnapGroup[], hooks: SnapHook[], passes: Pass[], roots: string[],
  *            pass: (number|null), truncated: boolean, max_nodes: number, left_out: number,
- *            failure: (Failure|null)}} ViewSnapshot
+ *            cut_nodes: number, stubs: number, failure: (Failure|null)}} ViewSnapshot
  * @typedef {{id: string, node: (SnapNode|null), record: (SnapRecord|null),
  *            incoming: SnapEdge[], edges: SnapEdge[]}} Details
  */

@@ -562,7 +562,9 @@ function render({ model, el }) {
     status.textContent = `${live}${(snap.nodes || []).length} nodes, ${snap.edges ?? 0} edges` +
       (folded ? `; ${folded} series folded` : "") +
       (snap.truncated ? `; cut at ${snap.max_nodes.toLocaleString("en")} nodes (--max-nodes)` +
-        (snap.left_out ? `: the first ${snap.left_out.toLocaleString("en")} recorded calls are left out` : "")
+        (snap.left_out ? `: the first ${snap.left_out.toLocaleString("en")} recorded calls are left out` : "") +
+        (snap.cut_nodes ? `; ${snap.cut_nodes.toLocaleString("en")} nodes left out` : "") +
+        (snap.stubs ? `; ${snap.stubs.toLocaleString("en")} ${snap.stubs === 1 ? "leaf" : "leaves"} beyond the cut drawn without their edges` : "")
         : "") +
       (snap.pass !== null && snap.pass !== undefined ? `; gradients of pass ${snap.pass}` : "");
     sizeCanvas();

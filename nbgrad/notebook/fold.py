@@ -7,28 +7,56 @@ visible graph (nodes and collapsed groups, see ``layout.py``), so that the layou
 series box for each (``MulBackward0 → AddBackward0 → TanhBackward0 ×300``) that expands in place
 on a click.
 
+Beyond chains, the same search finds the repeats of a fan (``sum(f(x, w) for w in ws)``: an
+``Add`` chain with a branch and a weight of its own at each link), of an RNN step (the
+``U @ x[t]`` branch beside ``W @ h``), of residual blocks, of a ``stack`` of identical
+branches and of the steps of a training loop (one graph per step, sharing the parameters).
+
 NOTE [Series]
-Only chains are folded: a run of units ``u1 → u2 → ... → un`` in which each link is the only
-edge out of its upper end and the only edge into its lower end, not counting the edges into
-sinks (leaves and other units with no edges out: the weights a loop reuses hang off every step,
-and stay outside the series box, which takes over the edges to them). Along each maximal chain
-the units' kinds (a node's name, a collapsed group's module type) are searched for the period
-``p`` (1 to ``MAX_PERIOD``) and start that cover the most units with at least ``MIN_REPEATS``
-whole repeats; the parts of the chain before and after the run are searched again. The first
-repeat (the one nearest the root) stays drawn as it is, so that the reader sees one whole
-iteration, with its edges to the leaves, above the box that stands for the others. The result
-depends only on the units, their order and their edges, so the same snapshot always folds the
-same way (nbval compares the still pictures).
+Sinks (leaves, and units with no edges out) are set aside: the weights a loop reuses hang off
+every step and stay outside the series box, which takes over the edges to them. The other
+units form a dominator tree (a unit's dominator: the nearest unit every path from the top
+to it passes through; ``ROOT`` for a top, and for a unit with an edge in from another module
+group, so that a series never crosses a group's border), computed in one pass in
+topological order; each walk up the tree is bounded (``WALK_BUDGET`` steps a unit in all;
+past it the remaining units count as tops), so that the search is linear however the graph
+is tangled. From each top the heaviest path down the tree (the child with the largest
+subtree; where two tie, the spine ends) is a spine; a spine unit and the lighter subtrees
+hanging from it are a cluster, named by a signature (its units' kinds, a node's name or a collapsed
+group's module type, and the edges between them). Along the spine the signatures are
+searched for the period ``p`` (1 to ``MAX_PERIOD``) and start that cover the most clusters
+with at least ``MIN_REPEATS`` whole repeats, then the parts before and after the run. The
+first repeat (the one nearest the root) stays drawn, so that the reader sees one whole
+iteration, with its edges to the leaves, above the box that stands for the others. The
+clusters left drawn have their light subtrees searched in turn: identical sibling subtrees
+(the same signature, ``MIN_REPEATS`` or more: the tops of a training loop's steps, the
+branches of a ``stack``) fold but for the last one made, and each drawn subtree is a spine
+of its own. A unit is searched once per light edge above it: n log n in all. Sinks that only
+a series' units lead to fold into it when there are as many as its repeats (a fan's weights,
+one a branch), not otherwise (a loop's first input stays drawn). The result depends only on
+the units, their order and their edges, so the same snapshot always folds the same way
+(nbval compares the still pictures).
+
+NOTE [Splitting a long series]
+Opening a series of 2,000 repeats at once would draw 8,000 boxes, which neither reads nor
+lays out fast. A series of more than ``SPLIT`` repeats holds ``parts``: at most ``SPLIT``
+series of consecutive repeats (their ids ``series:<first unit>~<repeats>``), each split in
+turn, so that opening one shows at most ``SPLIT`` boxes more and any repeat is a few clicks
+away (the search opens the path to it), as Model Explorer splits groups of over 1,000
+children. :func:`shown_series` lists what shows for a set of opened series.
 """
 
 from __future__ import annotations
 
 from typing import TypedDict
 
-__all__ = ["Series", "find_series", "MIN_REPEATS", "MAX_PERIOD"]
+__all__ = ["Series", "find_series", "MIN_REPEATS", "MAX_PERIOD", "SPLIT", "shown_series"]
 
 MIN_REPEATS = 3  # fewer repeats are drawn as they are (a series box holds the last ones)
-MAX_PERIOD = 12  # the longest repeated block searched for, in units
+MAX_PERIOD = 12  # the longest repeated block searched for, in clusters
+SPLIT = 10  # a series of more repeats opens as at most this many parts (NOTE [Splitting ...])
+WALK_BUDGET = 16  # steps up the dominator tree per unit, at most (NOTE [Series])
+ROOT = -1  # the dominator of the units nothing else dominates
 
 
 class Series(TypedDict):
@@ -40,60 +68,310 @@ class Series(TypedDict):
     period: int
     count: int
     kinds: list[str]  # the block's kinds in forward (execution) order: the reverse of units
+    parts: list[Series]  # what it opens as when it has over SPLIT repeats (else [])
 
 
 def find_series(order, kind, succ, pred, group=None) -> list[Series]:
     """The series of the visible graph: ``order`` its unit ids (in snapshot order), ``kind``
     each unit's kind, ``succ`` / ``pred`` each unit's edges out (towards the leaves) and in;
-    ``group`` each unit's enclosing module group (a series never crosses a group's border)."""
-    sink = {u for u in order if not succ[u]}
-    out_core = {u: [v for v in succ[u] if v not in sink] for u in order}
-    in_core = {u: [v for v in pred[u] if v not in sink] for u in order}
+    ``group`` each unit's enclosing module group (a series never crosses a group's border).
+    A series of many repeats holds its ``parts`` (NOTE [Splitting a long series]).
 
-    def linked(u):  # the unit below u in a chain, if the link u -> v is a chain link
-        if u in sink or len(out_core[u]) != 1:
-            return None
-        v = out_core[u][0]
-        if group is not None and group[u] != group[v]:
-            return None
-        return v if len(in_core[v]) == 1 and v != u else None
-
-    has_above = {linked(u) for u in order} - {None}
-    series = []
-    seen = set()
-    for u in order:  # each maximal chain from its top unit
-        if u in has_above or u in sink or u in seen:
-            continue
-        chain = [u]
-        seen.add(u)
-        v = linked(u)
-        while v is not None and v not in seen:
-            chain.append(v)
-            seen.add(v)
-            v = linked(v)
-        series.extend(_fold_chain(chain, [kind[c] for c in chain]))
-    return series
+    The last two graphs searched are remembered (NOTE [Series found once]); what it returns is
+    shared, not to be changed."""
+    key = (
+        tuple(order),
+        tuple(kind[u] for u in order),
+        tuple(tuple(succ[u]) for u in order),
+        tuple(group[u] for u in order) if group is not None else None,
+    )
+    found = _FOUND.pop(key, None)
+    if found is None:
+        found = _Folder(order, kind, succ, group).run()
+        if len(_FOUND) >= 2:
+            del _FOUND[next(iter(_FOUND))]
+    _FOUND[key] = found  # (the last used comes last)
+    return found
 
 
-def _fold_chain(chain, kinds):
-    """The series of one chain: the best run, then the parts before and after it."""
-    best = _best_run(kinds)
-    if best is None:
-        return []
-    start, period, count = best
-    end = start + period * count
-    start, count = start + period, count - 1  # the first repeat stays drawn (NOTE [Series])
-    block = chain[start:end]
-    found = [
-        Series(
-            id="series:" + block[0],
-            units=block,
+# NOTE [Series found once]
+# Each click on a series or a group lays the graph out again, and the search for series went
+# with it: over a second for 100,000 units, for the same graph each time while no group
+# opens or closes. So the last two graphs searched (their units, kinds, edges and groups,
+# compared whole: a tuple of them, hashed at C speed, costs a tenth of a search) keep what
+# was found.
+_FOUND: dict = {}
+
+
+class _Folder:
+    """One search for series (NOTE [Series]); units are numbered by their place in ``order``."""
+
+    def __init__(self, order, kind, succ, group):
+        self.order = order
+        n = len(order)
+        index = {u: i for i, u in enumerate(order)}
+        self.kind = [kind[u] for u in order]
+        self.group = [group[u] for u in order] if group is not None else [None] * n
+        self.succ = [[index[v] for v in succ[u]] for u in order]
+        self.sink = [not s for s in self.succ]
+        self.series = []  # the series found, each with its parts
+        self.every = []  # and each part, every series before its parts
+        self.parent = {}  # id(series) -> the series it is a part of
+        self._interned = {}
+
+    # -- the dominator tree of the units that are not sinks ---------------------------------
+    def dominators(self):
+        """``idom`` (ROOT for a top, a unit whose edge in crosses a group's border, and a
+        unit the search gave up on), the units in topological order, and each one's place."""
+        n, succ, sink, group = len(self.order), self.succ, self.sink, self.group
+        preds = [[] for _ in range(n)]
+        indeg = [0] * n
+        for u in range(n):
+            if sink[u]:
+                continue
+            for v in succ[u]:
+                if not sink[v]:
+                    preds[v].append(u)
+                    indeg[v] += 1
+        topo = [u for u in range(n) if not sink[u] and not indeg[u]]
+        for u in topo:  # (Kahn's algorithm: the list grows as it is read)
+            for v in succ[u]:
+                if not sink[v]:
+                    indeg[v] -= 1
+                    if not indeg[v]:
+                        topo.append(v)
+        place = [-1] * n
+        for k, u in enumerate(topo):
+            place[u] = k
+        idom = [ROOT] * n
+        budget = WALK_BUDGET * (n + 100)  # NOTE [Series]: the walks up are bounded
+        for v in topo:
+            ps = preds[v]
+            if not ps or budget <= 0 or any(group[p] != group[v] for p in ps):
+                continue
+            a = ps[0]
+            for b in ps[1:]:
+                while a != b and a != ROOT and b != ROOT and budget > 0:
+                    budget -= 1
+                    if place[a] > place[b]:
+                        a = idom[a]
+                    else:
+                        b = idom[b]
+                if a != b:
+                    a = ROOT
+                    break
+            idom[v] = a
+        return idom, topo
+
+    def run(self):
+        idom, topo = self.dominators()
+        n = len(self.order)
+        kids = [[] for _ in range(n)]
+        tops = []
+        for v in sorted(topo):  # each unit's dominator-tree children in snapshot order
+            (tops if idom[v] == ROOT else kids[idom[v]]).append(v)
+        size = [1] * n
+        for v in reversed(topo):
+            if idom[v] != ROOT:
+                size[idom[v]] += size[v]
+        self.kids, self.size = kids, size
+        self.fold_siblings(tops)
+        self.absorb_sinks()
+        for s in self.every:
+            s["units"] = [self.order[u] for u in s["units"]]
+        return self.series
+
+    # -- sibling subtrees ----------------------------------------------------------------
+    def fold_siblings(self, children):
+        """Fold the identical dominator subtrees among ``children`` (all but the last made of
+        each kind), then search what stays drawn."""
+        buckets = {}
+        for c in children:
+            buckets.setdefault((self.group[c], self.kind[c], self.size[c]), []).append(c)
+        folded = set()
+        for bucket in buckets.values():
+            if len(bucket) < MIN_REPEATS:
+                continue
+            same = {}
+            for c in bucket:
+                same.setdefault(self.signature(self.subtree(c)), []).append(c)
+            for copies in same.values():
+                if len(copies) < MIN_REPEATS:
+                    continue
+                rest = copies[:-1]
+                repeats = [self.subtree(c) for c in rest]
+                kinds = [self.kind[u] for u in repeats[0]]
+                self.add_series(repeats, 1, kinds)
+                folded.update(rest)
+        for c in children:
+            if c not in folded:
+                self.fold_spine(c)
+
+    def subtree(self, c):
+        """The units of ``c``'s dominator subtree, ``c`` first, in depth-first order."""
+        out, stack, kids = [], [c], self.kids
+        while stack:
+            u = stack.pop()
+            out.append(u)
+            stack.extend(reversed(kids[u]))
+        return out
+
+    def signature(self, units):
+        """An int that is the same for two lists of units exactly when their kinds and the
+        edges between them are (edges that leave the list do not count: the last step of a
+        loop leads to a leaf where the others lead to the next step)."""
+        kind, succ = self.kind, self.succ
+        if len(units) == 1:  # (most clusters: one unit, no edge to itself)
+            u = units[0]
+            key = ((kind[u], (0,) if u in succ[u] else ()),)
+        else:
+            local = {u: k for k, u in enumerate(units)}
+            key = tuple((kind[u], tuple(local[v] for v in succ[u] if v in local)) for u in units)
+        got = self._interned.get(key)
+        if got is None:
+            got = self._interned[key] = len(self._interned)
+        return got
+
+    # -- chains of clusters ----------------------------------------------------------------
+    def fold_spine(self, top):
+        """Follow the heaviest dominator-tree child down from ``top``: each unit on that path
+        and the lighter subtrees hanging from it are one cluster; runs of clusters that repeat
+        fold (NOTE [Series]); the light subtrees of the clusters left drawn are searched."""
+        spine, u, kids, size = [top], top, self.kids, self.size
+        while kids[u]:
+            below = kids[u]
+            if len(below) > 1:
+                heavy = sorted((size[c] for c in below), reverse=True)
+                if heavy[0] == heavy[1]:
+                    break  # no heaviest (a stack of equal branches): all searched as siblings
+                u = max(below, key=size.__getitem__)
+            else:
+                u = below[0]
+            spine.append(u)
+        clusters = []
+        sigs = []
+        signature = self.signature
+        for k, s in enumerate(spine):
+            if len(kids[s]) <= 1:  # (a plain chain: the unit alone)
+                units = [s]
+            else:
+                nxt = spine[k + 1] if k + 1 < len(spine) else None
+                units = [s]
+                for c in kids[s]:
+                    if c != nxt:
+                        units += self.subtree(c)
+            clusters.append(units)
+            sigs.append(signature(units))
+        drawn = []
+        self.fold_runs(clusters, sigs, drawn)
+        for k in drawn:
+            nxt = spine[k + 1] if k + 1 < len(spine) else None
+            light = [c for c in kids[spine[k]] if c != nxt]
+            if light:
+                self.fold_siblings(light)
+
+    def fold_runs(self, clusters, sigs, drawn):
+        """Fold the runs of repeating clusters along a spine (the best run, then the parts
+        before and after it); ``drawn`` gets the places of the clusters left drawn."""
+        todo = [(0, len(sigs))]
+        while todo:
+            lo, hi = todo.pop()
+            best = _best_run(sigs[lo:hi])
+            if best is None:
+                drawn.extend(range(lo, hi))
+                continue
+            start, period, count = best
+            start += lo
+            end = start + period * count
+            drawn.extend(range(start, start + period))  # the first repeat stays drawn
+            repeats = [
+                [u for c in clusters[k : k + period] for u in c]
+                for k in range(start + period, end, period)
+            ]
+            self.add_series(repeats, period, [self.kind[u] for u in repeats[0]])
+            todo += [(end, hi), (lo, start)]
+        drawn.sort()
+
+    # -- the series found -----------------------------------------------------------------
+    def add_series(self, repeats, period, kinds, parent=None, part=False):
+        """Record a series of ``repeats`` (lists of units), its parts first when it has too many
+        to open at once (NOTE [Splitting a long series])."""
+        units = [u for r in repeats for u in r]
+        first = self.order[units[0]]
+        entry = Series(
+            id=f"series:{first}~{len(repeats)}" if part else f"series:{first}",
+            units=units,
             period=period,
-            count=count,
-            kinds=list(reversed(kinds[start : start + period])),
+            count=len(repeats),
+            kinds=list(reversed(kinds)),
+            parts=[],
         )
-    ]
-    return _fold_chain(chain[:start], kinds[:start]) + found + _fold_chain(chain[end:], kinds[end:])
+        self.parent[id(entry)] = parent
+        self.every.append(entry)
+        if parent is None:
+            self.series.append(entry)
+        if len(repeats) > SPLIT:
+            step = -(-len(repeats) // SPLIT)
+            for k in range(0, len(repeats), step):
+                if len(repeats[k : k + step]) > 1:
+                    part = self.add_series(repeats[k : k + step], period, kinds, entry, True)
+                    entry["parts"].append(part)
+        return entry
+
+    def absorb_sinks(self):
+        """Put each sink (a leaf) that only units of one series lead to into that series (the
+        innermost part that holds them all), so that a fan's 2,000 weights fold with it."""
+        owner = {}
+        for s in self.every:  # a series comes before its parts: the innermost wins
+            for u in s["units"]:
+                owner[u] = s
+        preds = {}
+        for u, out in enumerate(self.succ):
+            for v in out:
+                if self.sink[v]:
+                    preds.setdefault(v, []).append(u)
+        found = {}  # id(top series) -> [(sink, the innermost series holding its preds)]
+        for v in sorted(preds):
+            holders = {id(owner.get(u)): owner.get(u) for u in preds[v]}
+            if None in holders.values():
+                continue
+            s = self.common(list(holders.values()))
+            if s is not None:
+                top = s
+                while self.parent[id(top)] is not None:
+                    top = self.parent[id(top)]
+                found.setdefault(id(top), (top, []))[1].append((v, s))
+        for top, sinks in found.values():
+            if len(sinks) < top["count"]:  # not one a repeat: a loop's first input stays out
+                continue
+            for v, s in sinks:
+                while s is not None:
+                    s["units"].append(v)
+                    s = self.parent[id(s)]
+
+    def common(self, holders):
+        """The innermost series that is or holds each of ``holders``."""
+        chains = []
+        for s in holders:
+            chain = []
+            while s is not None:
+                chain.append(s)
+                s = self.parent[id(s)]
+            chains.append(chain)
+        outer = [{id(s) for s in c} for c in chains[1:]]
+        return next((s for s in chains[0] if all(id(s) in o for o in outer)), None)
+
+
+def shown_series(found, expanded):
+    """The series of ``found`` that show with the series ``expanded``: each series, and the
+    parts of an expanded one (recursively), its parts before it, so that a caller that lets a
+    later series take over the units of an earlier one folds what the user sees."""
+    out = []
+    for s in found:
+        if s["id"] in expanded:
+            out += shown_series(s["parts"], expanded)
+        out.append(s)
+    return out
 
 
 def _best_run(kinds):

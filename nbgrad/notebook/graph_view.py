@@ -8,7 +8,8 @@ same snapshot.
 
 Built from a recorder (``GraphView(recorder=rec, live=True)``) it grows while the recorded code
 runs: each change of the recorder asks for a refresh, done at most every ``interval`` seconds
-and never more often than four times the cost of the last one; the recorder's end always
+and only while the live refreshes have taken at most ``LIVE_SHARE`` of the time since the view
+began (a training cell's live view costs it under a tenth); the recorder's end always
 refreshes, so the final state is always shown. Built from tensors or nodes
 (``GraphView(loss)``) it shows everything below them.
 
@@ -33,6 +34,8 @@ from .layout import default_collapsed, layout
 from .snapshot import MAX_NODES, IdMap, build_snapshot, cut_note, details, view_snapshot
 from .sources import source_for
 from .svg import snapshot_svg
+
+LIVE_SHARE = 0.08  # the most of a cell's time its live refreshes may take
 
 __all__ = ["GraphView"]
 
@@ -101,6 +104,8 @@ class GraphView(StillWidget):
         self._objects = {}
         self._last = 0.0
         self._cost = 0.0
+        self._spent = 0.0  # seconds of live refreshes
+        self._born = time.perf_counter()
         if collapsed is not None:
             self.collapsed = list(collapsed)
         self.refresh()
@@ -160,9 +165,10 @@ class GraphView(StillWidget):
             self.refresh()
             return
         now = time.perf_counter()
-        if now - self._last >= max(self.interval, 4 * self._cost):
+        if now - self._last >= self.interval and self._spent <= LIVE_SHARE * (now - self._born):
             self.live = True
             self.refresh()
+            self._spent += self._cost
 
     def stop_live(self):
         """Stop following the recorder (the magic calls this when the cell ends)."""

@@ -20,7 +20,8 @@ backward makes that backward fail, as in PyTorch, and the editor shows the error
 no other hook is lost. "Run backward" runs ``root.backward(retain_graph=..., create_graph=...)``
 with a recorder listening to the engine and shows which hooks fired, with the gradient before
 and after each; while it runs, ``running`` says which hook or node runs, and an interrupt says
-where it landed (NOTE [A backward that runs long]).
+where it landed (NOTE [A backward that runs long]). On a graph already freed, "Run backward" and
+"Zero .grad" change nothing and say how to get a graph that runs (NOTE [A freed graph]).
 
 Messages from the browser: ``add {kind, source}``, ``edit {id, source}``, ``enable {id,
 enabled}``, ``remove {id}``, ``run_backward {retain_graph, create_graph}``, ``zero_grad``.
@@ -313,6 +314,43 @@ def _format_hook_error(e, filename):
     frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == filename]
     lines = traceback.format_list(frames) if frames else []
     return ("".join(lines) + "".join(traceback.format_exception_only(type(e), e))).strip()
+
+
+# NOTE [A freed graph]
+# A backward without retain_graph frees the saved tensors of the graph it ran (PyTorch's
+# ``release_variables``); running it again fails at the first node that needs one, after the
+# nodes before it ran: their hooks fired, leaves reached by then accumulated. An editor whose
+# graph was freed (the user's own ``loss.backward()`` in a later cell, or a run here with
+# retain_graph unticked) therefore looks before it acts: "Run backward" and "Zero .grad" walk
+# the root's graph first and, finding a freed node, change nothing (no hook fires, no .grad is
+# wiped) and say what to do. An ``%%autograd`` cell's editor keeps its graph (See NOTE [The
+# editor keeps the cell's graph] in magics.py), so running the cell again is a hint that works.
+_FREED_HINT = (
+    "Run the cell that built the graph again: an %%autograd cell's editor keeps its graph (keep "
+    "retain_graph ticked here to run it as often as you like). From Python, build the graph "
+    "again and pass retain_graph=True to its backward."
+)
+
+
+def _graph_nodes(source, root):
+    """The nodes of ``root``'s graph (its grad_fn and every node behind it), each once."""
+    start = source.tensor_facts(root).grad_fn
+    seen, stack = set(), [start] if start is not None else []
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        yield node
+        stack.extend(fn for fn, _ in source.next_edges(node))
+
+
+def _freed_node(source, root):
+    """A node of ``root``'s graph whose saved tensors were freed, or None."""
+    for node in _graph_nodes(source, root):
+        if any(saved.kind == "freed" for saved in source.saved(node)):
+            return node
+    return None
 
 
 class HookEditor(StillWidget):
@@ -617,10 +655,13 @@ class HookEditor(StillWidget):
         """``root.backward(retain_graph=..., create_graph=...)``, recording which hooks fired.
 
         The graph is retained by default, so that the editor's graph can be run again after
-        each change of a hook (as many times as the user likes)."""
+        each change of a hook (as many times as the user likes). A freed graph is reported and
+        nothing runs (NOTE [A freed graph])."""
         root = self._root()
         if root is None:
             self.error = "no tensor to run backward from: give HookEditor(root=...)"
+            return
+        if self._refuse_freed(root, "backward not run"):
             return
         view = self.graph
         recorder = view.recorder if view is not None and view.recorder is not None else None
@@ -676,7 +717,9 @@ class HookEditor(StillWidget):
             else:
                 self.error = ""
                 ran = sum(len(p.steps) for p in passes)
-                self.status = f"backward ran {ran} nodes; {len(fired)} hooks fired"
+                self.status = (
+                    f"backward ran {_count(ran, 'node')}; {_count(len(fired), 'hook')} fired"
+                )
         self._update()
         if view is not None:
             view.refresh()
@@ -700,19 +743,15 @@ class HookEditor(StillWidget):
         if root is None:
             self.error = "no tensor to run backward from: give HookEditor(root=...)"
             return
+        if self._refuse_freed(root, ".grad not zeroed"):
+            return
         source = source_for(root)
-        start = source.tensor_facts(root).grad_fn
-        seen, stack, leaves = set(), [start] if start is not None else [], 0
-        while stack:
-            node = stack.pop()
-            if node is None or id(node) in seen:
-                continue
-            seen.add(id(node))
+        leaves = 0
+        for node in _graph_nodes(source, root):
             var = source.variable(node)
             if var is not None:
                 var.grad = None
                 leaves += 1
-            stack.extend(fn for fn, _ in source.next_edges(node))
         self.status = f"zeroed the .grad of {leaves} leaves"
         self._update()
         if self.graph is not None:
@@ -726,11 +765,24 @@ class HookEditor(StillWidget):
                 if wrapper.kind in ("node_prehook", "node_hook"):
                     return _signature_hint(wrapper.kind, text)
         if "backward through the graph a second time" in text:
-            return (
-                "The graph was freed by an earlier backward run without retain_graph: run the "
-                "cell again to record a new graph (the editor retains it by default)."
-            )
+            return _FREED_HINT
         return ""
+
+    def _refuse_freed(self, root, what):
+        """Say so and return True when ``root``'s graph was freed (NOTE [A freed graph])."""
+        source = source_for(root)
+        freed = _freed_node(source, root)
+        if freed is None:
+            return False
+        with self.hold_sync():
+            self.error = (
+                f"The graph of {self._root_name(root) or 'the root'} was freed by a backward "
+                f"without retain_graph ({self._node_label(freed)} has no saved tensors left), "
+                "so backward cannot run through it again. Nothing was run or changed.\n\n"
+                + _FREED_HINT
+            )
+            self.status = f"{what}: the graph was freed"
+        return True
 
     def _hook_failed(self, wrapper):
         self._failed = wrapper
@@ -771,3 +823,8 @@ class HookEditor(StillWidget):
 
     def _msg_target(self, content):
         self.set_target(content.get("id") or None)
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 hook``, ``2 hooks``: a count with its noun in the right number."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

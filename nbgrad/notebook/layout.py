@@ -87,7 +87,7 @@ from __future__ import annotations
 
 from typing import Literal, TypedDict
 
-from .fold import find_series
+from .fold import find_series, shown_series
 from .labels import place_labels
 
 __all__ = ["layout", "node_size", "default_collapsed", "shape_text", "grad_label", "Layout"]
@@ -536,7 +536,7 @@ def _fold_series(snapshot, vis, vnodes, groups, fold, expanded, members_out=None
         for u, b in vnodes.items()
     }
     group = {u: b["group"] for u, b in vnodes.items()}
-    found = find_series(order, kind, succ, pred, group)
+    found = shown_series(find_series(order, kind, succ, pred, group), expanded)
     members = {}
     for n in snapshot["nodes"]:
         members[vis[n["id"]]] = members.get(vis[n["id"]], 0) + 1

@@ -50,9 +50,11 @@ USAGE = f"""\
 
 Run the cell as usual, record every forward call, and show the grad_fn graph it built.
 
-  --backward EXPR   after the cell, run EXPR.backward() (gradients then show on the edges)
+  --backward EXPR   after the cell, run EXPR.backward() (gradients then show on the edges);
+                    the graph is kept for the hook editor's Run backward (with --static it
+                    is freed, as by EXPR.backward(), unless --retain-graph)
   --step            open the backward stepper on the (last) backward pass
-  --retain-graph    pass retain_graph=True to that backward
+  --retain-graph    pass retain_graph=True to that backward (the live editor implies it)
   --create-graph    pass create_graph=True to that backward
   --static          show still pictures (SVG) only, no live widgets
   --max-nodes N     draw at most N nodes (default {MAX_NODES:,}): the end of the cell, walked back
@@ -249,8 +251,11 @@ class AutogradMagics(Magics):
                             TypeError(f"{where}: that is {article} {name}, not a tensor")
                         )
                     target = found
+                    # the live hook editor runs backward on this graph again: See NOTE [The
+                    # editor keeps the cell's graph]
+                    keep = opts.retain_graph or not opts.static
                     target.backward(
-                        retain_graph=True if opts.retain_graph else None,
+                        retain_graph=True if keep else None,
                         create_graph=opts.create_graph,
                     )
             except BaseException as e:  # noqa: BLE001 - re-raised below, after the displays
@@ -418,8 +423,21 @@ def empty_body_to_line_magic(lines):
 # that imports torch itself would run its torch code unwatched the first time, so a cell that
 # names torch has it imported first, when it is installed: the cell was going to import it.
 # nbgrad's own modules still never import torch (NOTE [torch stays optional]).
+#
+# That import is nearly all of the first torch cell's time (2 to 4 s here, where the same cell
+# runs in 0.3 s once torch is in; nbgrad's own torch adapter takes under 0.05 s), and it
+# happens before the cell shows anything, so the cell first says what it is doing: one line on
+# stdout, the same on every run (nbval compares it). Importing torch sooner, when the
+# extension loads, would cost every kernel that never uses torch its seconds and memory, and
+# would have every nbgrad cell watch torch too.
+IMPORTING_TORCH = (
+    "%%autograd: importing torch for this cell (its first use in this kernel takes a few seconds)"
+)
+
+
 def _import_frameworks(cell):
     if "torch" in cell and "torch" not in sys.modules and importlib.util.find_spec("torch"):
+        print(IMPORTING_TORCH, flush=True)
         importlib.import_module("torch")
 
 
@@ -455,6 +473,18 @@ def _compile(shell, source, filename):
     body = compile(tree, filename, "exec", flags, True)
     expr = compile(last, filename, "eval", flags, True) if last is not None else None
     return body, expr, assigned
+
+
+# NOTE [The editor keeps the cell's graph]
+# A cell's hook editor is there to change hooks and run backward again on the cell's graph, as
+# many times as the user likes. ``EXPR.backward()`` alone frees the graph's saved tensors, so
+# the editor's first Run backward would fail ("Trying to backward through the graph a second
+# time"), and so would re-running the cell the same way. So ``--backward`` retains the graph
+# whenever the cell shows the live editor (it holds the graph's nodes anyway, until the cell
+# runs again and closes it); ``--static`` shows no editor and frees the graph as
+# ``EXPR.backward()`` does, unless ``--retain-graph``. A graph freed otherwise (the user's own
+# ``loss.backward()`` in a later cell, or the editor's run with retain_graph unticked) is
+# found by the editor before it changes anything (See NOTE [A freed graph] in hook_editor.py).
 
 
 # NOTE [Failed forward]

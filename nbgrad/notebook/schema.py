@@ -216,6 +216,8 @@ Snapshot = TypedDict(
         "truncated": bool,  # the graph had more than max_nodes nodes
         "max_nodes": int,  # where the walk from the last calls stops
         "left_out": int,  # recorded calls not in the snapshot (a graph cut at max_nodes)
+        "cut_nodes": int,  # nodes of the graph not in the snapshot (NOTE [A graph cut ...])
+        "stubs": int,  # leaves beyond the cut in the snapshot without the edges into them
         "backward_ops": int,  # ops run by derivative formulas during the passes
         "failure": "Failure | None",  # the forward raised: the graph is what it built so far
     },
@@ -318,6 +320,8 @@ ViewSnapshot = TypedDict(
         "truncated": bool,
         "max_nodes": int,
         "left_out": int,
+        "cut_nodes": int,
+        "stubs": int,
         "failure": "Failure | None",
     },
 )

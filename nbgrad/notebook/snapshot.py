@@ -90,6 +90,8 @@ def view_snapshot(snap: Snapshot) -> ViewSnapshot:
         "truncated": snap["truncated"],
         "max_nodes": snap["max_nodes"],
         "left_out": snap["left_out"],
+        "cut_nodes": snap.get("cut_nodes", 0),
+        "stubs": snap.get("stubs", 0),
         "failure": snap.get("failure"),
     }
 
@@ -124,6 +126,11 @@ def cut_note(snap) -> str:
     note = f"cut at {snap['max_nodes']:,} nodes (--max-nodes)"
     if snap.get("left_out"):
         note += f": the first {snap['left_out']:,} recorded calls are left out"
+    if snap.get("cut_nodes"):
+        note += f"; {snap['cut_nodes']:,} nodes left out"
+    if snap.get("stubs"):
+        n = snap["stubs"]
+        note += f"; {n:,} lea{'ves' if n != 1 else 'f'} beyond the cut drawn without their edges"
     return note
 
 
@@ -336,13 +343,18 @@ class IdMap:
 # -- extracting the graph ----------------------------------------------------------------------
 
 
-def collect_graph(starts, expand=None, max_nodes=MAX_NODES, source=None):
+def collect_graph(starts, expand=None, max_nodes=MAX_NODES, source=None, cut=None):
     """The nodes reachable from ``starts`` (Nodes), in first-met order (depth-first, following
     ``next_functions`` in order); ``expand(node)`` says whether to walk below a node.
 
+    A graph of more than ``max_nodes`` nodes is cut as NOTE [A graph cut at max_nodes] says:
+    breadth-first from ``starts``, with the leaves beyond the cut kept; ``cut`` (a dict) gets
+    ``nodes``, how many were left out, and ``stubs``, the leaves kept beyond the cut.
+
     Returns ``(nodes, unexpanded, truncated)``.
     """
-    next_edges = (source or source_for(starts)).next_edges
+    source = source or source_for(starts)
+    next_edges = source.next_edges
     seen = set()
     order = []
     unexpanded = set()
@@ -368,7 +380,64 @@ def collect_graph(starts, expand=None, max_nodes=MAX_NODES, source=None):
                     stack.append(child)
         if truncated:
             break
+    if truncated:
+        order, unexpanded, left_out, stubs = _cut_graph(starts, expand, max_nodes, source)
+        if cut is not None:
+            cut.update(nodes=left_out, stubs=stubs)
     return order, unexpanded, truncated
+
+
+# NOTE [A graph cut at max_nodes]
+# A graph of more than max_nodes nodes keeps the nodes nearest the calls the walk starts from
+# (the end of the cell): breadth-first, so that every branch is cut at the same depth (cut
+# depth-first, a 50,000-node RNN kept 20,000 nodes of its ``W @ h`` chain and none of its
+# ``U @ x[t]`` branches, nor ``U``). The walk then goes on to the end, only counting, and the
+# leaves it meets beyond the cut (the parameters, the inputs that need a gradient: what a user
+# looks for) are kept too, without the nodes between them and the cut (stubs: a node with no
+# edge in), those with a gradient first, up to half of max_nodes; the nodes nearest the start
+# fill the rest. So a cut graph still shows, and its search finds, every leaf that received
+# a gradient; the note of every output says how many nodes were left out and how many leaves
+# are drawn without their edges. The calls before the first one drawn (and any whose node was
+# cut off) are left out of the snapshot too, and counted, so that a huge cell costs what its
+# drawing costs.
+def _cut_graph(starts, expand, max_nodes, source):
+    """``(nodes, unexpanded, left out, stubs)`` of a graph cut at ``max_nodes`` (NOTE [A graph
+    cut at max_nodes])."""
+    next_edges, is_leaf = source.next_edges, source.is_accumulator
+    seen = set()
+    met = []  # every node, breadth-first
+    for start in starts:
+        if start is not None and start not in seen:
+            seen.add(start)
+            met.append(start)
+    unexpanded = set()
+    leaves, with_grad = [], []
+    for node in met:  # (the list grows as it is read)
+        if is_leaf(node):
+            (with_grad if source.grad(source.variable(node)) is not None else leaves).append(node)
+        if expand is not None and not expand(node):
+            unexpanded.add(node)
+            continue
+        for fn, _ in next_edges(node):
+            if fn is not None and fn not in seen:
+                seen.add(fn)
+                met.append(fn)
+    kept_leaves = (with_grad + leaves)[: max_nodes // 2]
+    keep = set(kept_leaves)
+    room = max_nodes - len(keep)
+    for node in met:  # the nodes nearest the start fill the rest
+        if room <= 0:
+            break
+        if node not in keep:
+            keep.add(node)
+            room -= 1
+    order = [n for n in met if n in keep]
+    reached = set()
+    for node in order:
+        if node not in unexpanded:
+            reached.update(fn for fn, _ in next_edges(node) if fn is not None)
+    stubs = sum(1 for n in kept_leaves if n not in reached)
+    return order, unexpanded & keep, len(met) - len(order), stubs
 
 
 def _superseded(record, source):
@@ -564,7 +633,10 @@ def build_snapshot(
 
     # parameters of the recorded modules: names for leaves, and their group
     param_group = {}
+    calls = {}  # id(module) -> its calls: only the first names the parameters (a loop's 60)
     for g in groups:
+        calls[id(g.module)] = calls.get(id(g.module), 0) + 1
+    for g in _first_calls(groups):
         module = g.module
         named = getattr(module, "named_parameters", None)
         if named is None:
@@ -581,7 +653,7 @@ def build_snapshot(
                 names.setdefault(id(p), f"{paths[g]}.{pname}")
     # a parameter of a submodule that is never called (attention's ``out_proj``, used through
     # its weight): named by the path from the innermost called module that holds it
-    for g in sorted(groups, key=lambda g: -g.depth):
+    for g in _first_calls(sorted(groups, key=lambda g: -g.depth)):
         named = getattr(g.module, "named_parameters", None)
         try:
             params = list(named()) if named is not None else []
@@ -591,25 +663,29 @@ def build_snapshot(
             if id(p) not in param_group:
                 param_group[id(p)] = g
                 names.setdefault(id(p), f"{paths[g]}.{pname}")
+    # a module called more than once (each step of a training loop, each step of an RNN cell)
+    # holds its parameters in none of its calls: they are drawn once, outside, and the calls
+    # read alike (so that they fold, NOTE [Series] in fold.py)
+    param_group = {k: g for k, g in param_group.items() if calls[id(g.module)] == 1}
     for key, name in weak_names.items():
         names.setdefault(key, name)
 
     # which nodes
+    cut = {"nodes": 0, "stubs": 0}
     if recorder is not None and not roots:
         starts = [r.node for r in records if r.node is not None and not _superseded(r, source)]
         starts.reverse()  # walk from the last op: the drawing's first-met order is top-down
-        nodes, unexpanded, truncated = collect_graph(starts, recorder.in_scope, max_nodes, source)
+        nodes, unexpanded, truncated = collect_graph(
+            starts, recorder.in_scope, max_nodes, source, cut
+        )
     else:
         start_nodes = _roots_to_nodes(roots, source)
-        nodes, unexpanded, truncated = collect_graph(start_nodes, None, max_nodes, source)
+        nodes, unexpanded, truncated = collect_graph(start_nodes, None, max_nodes, source, cut)
     node_set = set(nodes)
     left_out = 0
     first_kept = 0
     if truncated and records:
-        # NOTE [A graph cut at max_nodes]: the walk from the last calls stops at max_nodes, so
-        # what is drawn is the end of the cell; the calls before the first one drawn (and any
-        # whose node was cut off) are left out of the snapshot too, and counted, so that every
-        # output can say what it does not show, and a huge cell costs what its drawing costs
+        # the calls of the nodes cut off are left out: See NOTE [A graph cut at max_nodes]
         kept = [r for r in records if r.node is None or r.node in node_set]
         first = next((k for k, r in enumerate(kept) if r.node is not None), len(kept))
         kept = kept[first:]
@@ -806,9 +882,22 @@ def build_snapshot(
         "truncated": truncated,
         "max_nodes": max_nodes,
         "left_out": left_out,
+        "cut_nodes": cut["nodes"],
+        "stubs": cut["stubs"],
         "backward_ops": recorder.backward_ops if recorder is not None else 0,
         "failure": getattr(recorder, "failure", None),  # set by the magic (NOTE [Failed forward])
     }
+
+
+def _first_calls(groups):
+    """The first of ``groups`` (ModuleCalls) of each module."""
+    seen = set()
+    out = []
+    for g in groups:
+        if id(g.module) not in seen:
+            seen.add(id(g.module))
+            out.append(g)
+    return out
 
 
 def _max_values(recorder):

@@ -193,9 +193,10 @@ class TorchSource(GraphSource):
 
     def saved(self, node) -> list:
         out = []
-        for attr in dir(node):
-            if not attr.startswith("_saved_"):
-                continue
+        attrs = _SAVED_ATTRS.get(type(node))
+        if attrs is None:  # (a node's saved values are its type's attributes: listed once)
+            attrs = _SAVED_ATTRS[type(node)] = [a for a in dir(node) if a.startswith("_saved_")]
+        for attr in attrs:
             name = attr[len("_saved_") :]
             try:
                 value = getattr(node, attr)
@@ -781,6 +782,7 @@ def _watch_mode(torch):
     return WatchMode
 
 
+_SAVED_ATTRS: dict = {}  # node type -> the names of its saved values' attributes
 _BACKWARD = "\0backward"  # the name of the functions that run a backward pass (not an op's)
 _MODE: dict = {}
 

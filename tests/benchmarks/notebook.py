@@ -36,6 +36,12 @@
    (RSS after a collection) and the bytes a saved notebook keeps of its outputs (each output's
    mime bundle, and the state of each widget shown, as "Save Widget State" stores it); the graph
    is cut at ``--max-nodes`` (NOTE [A graph cut at max_nodes] in snapshot.py).
+5. The first cell that uses torch (``--only first-torch``): in a fresh IPython shell each time
+   (3 times, medians), a plain cell that imports torch and runs a small MLP's forward and
+   backward (the baseline: the import is most of it), then the same cell under ``%%autograd
+   --backward loss``: its time, the time to its first output (the line saying torch is being
+   imported, NOTE [A cell that imports torch] in magics.py), and the time of the same cell run
+   again. ``NBGRAD_ROOT=DIR`` measures the nbgrad in DIR (say, an export of another commit).
 """
 
 from __future__ import annotations
@@ -421,11 +427,88 @@ def huge_cell(calls=100_000):
     )
 
 
+FIRST_TORCH = """
+import json, sys, time
+from IPython.testing.globalipapp import get_ipython
+
+ip = get_ipython()
+ip.run_line_magic("load_ext", "nbgrad")
+cell = sys.argv[1]
+
+
+class FirstWrite:  # stdout that keeps the time of the first thing written
+    at = None
+
+    def write(self, text):
+        if FirstWrite.at is None and text.strip():
+            FirstWrite.at = time.perf_counter()
+        return len(text)
+
+    def flush(self):
+        pass
+
+
+real, sys.stdout = sys.stdout, FirstWrite()
+t0 = time.perf_counter()
+ok = ip.run_cell(cell).success
+t1 = time.perf_counter()
+ip.run_cell(cell)
+t2 = time.perf_counter()
+sys.stdout = real
+first = (FirstWrite.at or t1) - t0
+print(json.dumps({"ok": ok, "first": t1 - t0, "output": first, "again": t2 - t1}))
+"""
+
+TORCH_CELL = (
+    "import torch\n"
+    "torch.manual_seed(0)\n"
+    "m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))\n"
+    "loss = m(torch.randn(4, 8)).pow(2).mean()\n"
+)
+
+
+def first_torch_cell(repeats=3):
+    """Section 5: the first ``%%autograd`` cell that uses torch, in fresh processes."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    root = os.environ.get("NBGRAD_ROOT") or str(Path(__file__).resolve().parents[2])
+    runs = {"plain": [], "autograd": []}
+    for _ in range(repeats):
+        for kind, cell in (
+            ("plain", TORCH_CELL + "loss.backward()\n"),
+            ("autograd", "%%autograd --backward loss\n" + TORCH_CELL),
+        ):
+            out = subprocess.run(
+                [sys.executable, "-c", FIRST_TORCH, cell],
+                cwd=root,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            result = json.loads(out.stdout.strip().splitlines()[-1])
+            assert result["ok"], out.stdout
+            runs[kind].append(result)
+
+    def med(kind, key):
+        return statistics.median(r[key] for r in runs[kind])
+
+    print(f"The first cell that uses torch (nbgrad in {root}; fresh shells, medians of {repeats})")
+    print(f"  plain cell (import torch, forward, backward): {med('plain', 'first'):5.2f} s")
+    print(
+        f"  %%autograd --backward loss, same code:        {med('autograd', 'first'):5.2f} s, "
+        f"first output after {med('autograd', 'output'):5.2f} s; run again "
+        f"{med('autograd', 'again'):5.2f} s (plain again {med('plain', 'again'):5.2f} s)"
+    )
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument(
-        "--only", choices=("overhead", "training", "torch", "graphs", "sent", "huge")
+        "--only",
+        choices=("overhead", "training", "torch", "graphs", "sent", "huge", "first-torch"),
     )
     args = parser.parse_args(argv)
     repeats = 5 if args.quick else 15
@@ -443,6 +526,8 @@ def main(argv=None):
         sent(repeats)
     if args.only in (None, "huge"):
         huge_cell()
+    if args.only in (None, "first-torch"):
+        first_torch_cell()
 
 
 if __name__ == "__main__":

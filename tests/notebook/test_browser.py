@@ -41,6 +41,9 @@ if not Path(CHROMIUM).is_file():
     )
 
 REPO = Path(__file__).resolve().parents[2]
+# the Python that runs the server and its kernels: NBGRAD_LAB_PYTHON=.venv/bin/python tries the
+# environment the README's tutorials command made (in a fresh clone), this one by default
+LAB_PYTHON = os.environ.get("NBGRAD_LAB_PYTHON") or sys.executable
 TUTORIAL = REPO / "notebooks" / "00_first_graph.ipynb"
 
 CELLS = [
@@ -157,7 +160,7 @@ def run_lab(tmp_path_factory, notebooks, app="jupyterlab", user_settings=()):
     log = open(private / "server.log", "w")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
         [
-            sys.executable,
+            LAB_PYTHON,
             "-m",
             app,
             "--no-browser",

@@ -8,9 +8,9 @@ import pytest
 import nbgrad as ng
 from nbgrad import nn
 from nbgrad.notebook import GraphView, build_snapshot, record
-from nbgrad.notebook.fold import MIN_REPEATS, find_series
+from nbgrad.notebook.fold import MIN_REPEATS, SPLIT, find_series
 from nbgrad.notebook.layout import FIT, default_collapsed, layout
-from nbgrad.notebook.snapshot import view_snapshot
+from nbgrad.notebook.snapshot import cut_note, view_snapshot
 from nbgrad.notebook.svg import snapshot_svg
 
 
@@ -75,9 +75,20 @@ def test_layout_folds_a_big_loop_and_expands_it_on_request():
     (series,) = folded["series"]
     assert series["count"] == 299 and series["nodes"] == 897 and not series["expanded"]
     assert [b["kind"] for b in folded["nodes"]].count("series") == 1
-    shown = layout(snap, expanded=[series["id"]])
-    assert len(shown["nodes"]) == len(snap["nodes"])
-    assert shown["expanded"] == [series["id"]]
+    # it opens as SPLIT parts of 30 repeats (NOTE [Splitting a long series] in fold.py) ...
+    opened = layout(snap, expanded=[series["id"]])
+    parts = [b for b in opened["nodes"] if b["kind"] == "series"]
+    assert len(parts) == SPLIT and len(opened["nodes"]) < FIT
+    assert sorted(x["count"] for x in opened["series"] if x["id"] != series["id"]) == [29] + [
+        30
+    ] * (SPLIT - 1)
+    assert opened["expanded"] == [series["id"]]
+    # ... and so on, down to every node
+    shown, levels = opened, 1
+    while not all(x["expanded"] for x in shown["series"]):
+        shown = layout(snap, expanded=[x["id"] for x in shown["series"]])
+        levels += 1
+    assert len(shown["nodes"]) == len(snap["nodes"]) and levels == 3  # 299, 30, 3 repeats
     # the same snapshot always folds the same way
     assert json.dumps(layout(snap)) == json.dumps(folded)
 
@@ -152,3 +163,165 @@ def test_stacked_identical_layers_fold_into_one_series():
     series = [b for b in lay["nodes"] if b["kind"] == "series"]
     assert len(series) == 1 and series[0]["label"] == "Linear → ReLU", lay["nodes"]
     assert len(lay["nodes"]) < 10
+
+
+# -- shapes beyond chains (NOTE [Series] in fold.py) -------------------------------------------
+
+
+def _open(snap):
+    """The layout a graph opens with, and its series."""
+    lay = layout(snap, default_collapsed(snap))
+    return lay, {x["id"]: x for x in lay["series"]}
+
+
+def _fan(n, stacked=False):
+    x = ng.randn(8, requires_grad=True)
+    ws = [ng.randn(8, requires_grad=True) for _ in range(n)]
+    with record() as rec:
+        if stacked:
+            loss = ng.stack([(x * w).tanh().sum() for w in ws]).sum()
+        else:
+            loss = sum(((x * w).tanh()).sum() for w in ws)
+        loss.backward()
+    return build_snapshot(rec, names={id(x): "x"}), ws
+
+
+@pytest.mark.parametrize("stacked", [False, True])
+def test_a_fan_of_distinct_leaves_folds_with_its_leaves(stacked):
+    snap, ws = _fan(400, stacked)
+    lay, series = _open(snap)
+    assert len(lay["nodes"]) < FIT
+    (fan,) = series.values()
+    assert fan["count"] == (399 if stacked else 398)  # (the first Add of sum() adds to 0)
+    assert fan["label"] == "MulBackward0 → TanhBackward0 → SumBackward0" + (
+        "" if stacked else " → AddBackward0"
+    )
+    labels = [b["label"] for b in lay["nodes"]]
+    assert labels.count("x") == 1  # the shared input stays drawn, the weights fold
+    leaves = sum(b["label"] == "AccumulateGrad" for b in lay["nodes"] if b["kind"] == "node")
+    assert leaves <= 2
+    assert fan["nodes"] == fan["count"] * (4 if stacked else 5)  # each repeat with its weight
+
+
+def _rnn(steps):
+    ng.manual_seed(0)
+    W = ng.randn(8, 8, requires_grad=True)
+    U = ng.randn(8, 4, requires_grad=True)
+    xs = ng.randn(steps, 4)
+    h = ng.zeros(8)
+    with record() as rec:
+        for t in range(steps):
+            h = (W @ h * 0.1 + U @ xs[t]).tanh()
+        h.sum().backward()
+    return build_snapshot(rec, names={id(W): "W", id(U): "U"}, max_nodes=10**6)
+
+
+def test_an_rnn_step_with_its_input_branch_folds():
+    snap = _rnn(1000)
+    lay, series = _open(snap)
+    assert len(lay["nodes"]) < FIT
+    (step,) = series.values()
+    assert step["count"] == 999 and step["period"] == 4
+    assert step["nodes"] == 999 * 5
+    labels = {b["label"] for b in lay["nodes"]}
+    assert {"W", "U"} <= labels  # the weights stay drawn, beside the step drawn in full
+    box = next(b for b in lay["nodes"] if b["id"] == step["id"])
+    into = {e["to"] for e in lay["edges"] if e["from"] == box["id"]}
+    refs = {b["id"]: b["label"] for b in lay["nodes"]}
+    assert {"W", "U"} <= {refs[t] for t in into}
+
+
+def test_the_steps_of_a_training_loop_fold_but_the_last():
+    ng.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+    x, y = ng.randn(16, 4), ng.randn(16, 1)
+    with record() as rec:
+        for _ in range(20):
+            loss = ((model(x) - y) ** 2).mean()
+            model.zero_grad()
+            loss.backward()
+    snap = build_snapshot(rec, names={id(model): "model"})
+    lay, series = _open(snap)
+    (steps,) = series.values()
+    assert steps["count"] == 19
+    last = max(n["seq"] for n in snap["nodes"] if n["seq"] is not None)
+    drawn = {b["ref"] for b in lay["nodes"]}
+    assert f"n{last}" in drawn  # the last step's loss is drawn, the earlier ones fold
+    assert len(lay["nodes"]) < 15
+
+
+def test_a_long_series_opens_in_parts_down_to_any_repeat():
+    snap = _rnn(1000)
+    lay, series = _open(snap)
+    (step,) = series.values()
+    opened = layout(snap, default_collapsed(snap), expanded=[step["id"]])
+    parts = [x for x in opened["series"] if x["id"] != step["id"]]
+    assert len(parts) == SPLIT and sum(x["count"] for x in parts) == 999
+    assert len(opened["nodes"]) < FIT + SPLIT
+
+
+# -- a cut graph keeps what matters (NOTE [A graph cut at max_nodes] in snapshot.py) ----------
+
+
+def _rnn_cell(steps, max_nodes):
+    ng.manual_seed(0)
+    W = ng.randn(8, 8, requires_grad=True)
+    U = ng.randn(8, 4, requires_grad=True)
+    h0 = ng.randn(8, requires_grad=True)
+    xs = ng.randn(steps, 4)
+    h = h0
+    with record() as rec:
+        for t in range(steps):
+            h = (W @ h * 0.1 + U @ xs[t]).tanh()
+        h.sum().backward()
+    names = {id(W): "W", id(U): "U", id(h0): "h0"}
+    return build_snapshot(rec, names=names, max_nodes=max_nodes), (W, U, h0)
+
+
+def test_a_cut_rnn_still_shows_U_and_every_leaf_with_a_gradient():
+    snap, (W, U, h0) = _rnn_cell(2000, 1000)  # 10,004 nodes, cut at 1,000
+    assert snap["truncated"] and len(snap["nodes"]) <= 1000
+    labels = {n["label"]: n for n in snap["nodes"] if n["kind"] == "leaf"}
+    assert {"W", "U", "h0"} <= set(labels)  # h0: 10,000 nodes below the cut, kept as a stub
+    assert U.grad is not None and labels["U"]["tensor"]["grad"]["norm"] > 0
+    # U is drawn with its edges (every step's U @ x[t] is cut at the same depth as W @ h) ...
+    into = {e["to"] for e in snap["edges"]}
+    assert labels["U"]["id"] in into and labels["W"]["id"] in into
+    # ... h0 beyond the cut without them, and the note says so
+    assert labels["h0"]["id"] not in into and snap["stubs"] == 1
+    assert snap["cut_nodes"] == 5 * 2000 + 4 - len(snap["nodes"])  # 5 a step, sum, 3 leaves
+    note = cut_note(snap)
+    assert f"{snap['cut_nodes']:,} nodes left out" in note
+    assert "1 leaf beyond the cut drawn without their edges" in note
+    # the view the widget is sent says it too, and search (over its nodes) finds U and h0
+    view = view_snapshot(snap)
+    assert view["cut_nodes"] == snap["cut_nodes"] and view["stubs"] == 1
+    assert {"U", "h0"} <= {n.get("label") for n in view["nodes"]}
+    # both branches are cut at the same depth: as many steps use U as use W
+    uses = [sum(e["to"] == labels[k]["id"] for e in snap["edges"]) for k in ("U", "W")]
+    assert abs(uses[0] - uses[1]) <= 1 and uses[0] > 100, uses
+
+
+def test_a_graph_that_fits_is_walked_as_before():
+    snap, _ = _rnn_cell(20, 10**6)
+    assert not snap["truncated"] and snap["cut_nodes"] == 0 and snap["stubs"] == 0
+    assert cut_note(snap) == ""
+
+
+def test_reveal_opens_only_the_parts_on_the_way_to_a_node():
+    ng.manual_seed(0)
+    W = ng.randn(8, 8, requires_grad=True)
+    U = ng.randn(8, 4, requires_grad=True)
+    xs = ng.randn(1000, 4)
+    h = ng.zeros(8)
+    for t in range(1000):
+        h = (W @ h * 0.1 + U @ xs[t]).tanh()
+    view = GraphView(h.sum(), max_nodes=10**6)
+    ids = [n["id"] for n in view.snapshot["nodes"] if n["name"] == "AddBackward0"]
+    hidden = ids[len(ids) // 3]
+    assert hidden not in {b["ref"] for b in view.graph_layout["nodes"]}
+    view.reveal(hidden)
+    assert hidden in {b["ref"] for b in view.graph_layout["nodes"]}
+    assert len(view.expanded) == 3  # 999 repeats, a part of 100, a part of 10
+    # the first step, two levels of at most SPLIT parts, and the 10 steps of the part opened
+    assert len(view.graph_layout["nodes"]) <= 10 + 2 * SPLIT + 10 * 5

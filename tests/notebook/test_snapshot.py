@@ -61,6 +61,8 @@ def test_schema_and_json():
         "truncated",
         "max_nodes",
         "left_out",
+        "cut_nodes",
+        "stubs",
         "backward_ops",
         "failure",
     }

@@ -196,7 +196,7 @@ def test_hooks_on_torch_objects_from_the_editor(ip):
     assert [h["id"] for h in session.graph.snapshot["hooks"]] == [hid]
     editor.zero_grad()
     editor.run_backward()
-    assert editor.error == "" and editor.status.endswith("1 hooks fired")
+    assert editor.error == "" and editor.status.endswith("; 1 hook fired")
     want = _plain_grads(lambda go: (go[0] * 2,))
     # bits: the same seed, model and hook: torch runs the same kernels on the same values
     assert all(torch.equal(p.grad, w) for p, w in zip(model.parameters(), want))
