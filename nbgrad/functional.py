@@ -3,7 +3,7 @@ functions are written in Python; here the same functions as ``nbgrad``'s own, re
 
 from nbgrad._functions import broadcast_shapes, broadcast_tensors, norm, split, unique
 from nbgrad._functions_shapes import atleast_1d, atleast_2d, atleast_3d, unravel_index
-from nbgrad._functions_wider import block_diag, cartesian_prod, unique_consecutive
+from nbgrad._functions_wider import block_diag, cartesian_prod, cdist, unique_consecutive
 from nbgrad._tensor.linalg_methods import einsum, meshgrid, tensordot
 from nbgrad.tensor import Tensor
 
@@ -16,6 +16,7 @@ __all__ = [
     "broadcast_shapes",
     "broadcast_tensors",
     "cartesian_prod",
+    "cdist",
     "einsum",
     "meshgrid",
     "norm",

@@ -220,7 +220,7 @@ FUNCTIONAL_OUT = [
         "TorchScript's typing helpers and __torch_function__ overrides",
     ),
 ]
-FUNCTIONAL_MISSING = "cdist"
+FUNCTIONAL_MISSING = ""
 
 SCOPES = [
     Scope("torch", "nbgrad", TORCH_OUT, TORCH_MISSING),

@@ -1,6 +1,6 @@
 """``nbgrad.utils.hooks`` and ``nbgrad.functional`` against ``torch.utils.hooks`` and
 ``torch.functional``: the same objects as nbgrad's own (one RemovableHandle, one BackwardHook),
-and the functions giving PyTorch's results."""
+and the functions giving PyTorch's results (``cdist`` with its gradients too)."""
 
 from __future__ import annotations
 
@@ -56,6 +56,7 @@ CALLS = {
     "broadcast_shapes": lambda F, L: tuple(F.broadcast_shapes((2, 1), (1, 3))),
     "broadcast_tensors": lambda F, L: F.broadcast_tensors(a(L, 2, 1), a(L, 3)),
     "cartesian_prod": lambda F, L: F.cartesian_prod(a(L, 2), a(L, 3)),
+    "cdist": lambda F, L: F.cdist(a(L, 2, 3), a(L, 4, 3)),
     "einsum": lambda F, L: F.einsum("ij,jk->ik", a(L, 2, 3), a(L, 3, 2)),
     "meshgrid": lambda F, L: F.meshgrid(a(L, 2), a(L, 3), indexing="ij"),
     "norm": lambda F, L: F.norm(a(L, 2, 3), p=1, dim=1),
@@ -87,3 +88,44 @@ def test_functional_as_torch(call):
 def test_functional_is_nbgrads_own():
     assert ngf.Tensor is ng.Tensor
     assert all(getattr(ngf, n) is getattr(ng, n) for n in ngf.__all__)
+
+
+P_VALUES = [2.0, 1.0, 0.5, 3.0, float("inf"), 0.0]
+SHAPES = [((4, 3), (5, 3)), ((2, 4, 3), (5, 3)), ((2, 1, 4, 3), (3, 5, 3))]
+
+
+@pytest.mark.parametrize("shapes", SHAPES, ids=[f"{a}-{b}" for a, b in SHAPES])
+@pytest.mark.parametrize("p", P_VALUES)
+def test_cdist_values_and_gradients_as_torch(p, shapes):
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal(shapes[0]), rng.standard_normal(shapes[1])
+    if a.ndim == b.ndim == 2:
+        b[0] = a[0]  # a zero distance: PyTorch's gradient there is zero
+    weights = None
+    got = []
+    for L, F in ((ng, ngf), (torch, tf)):
+        x, y = L.tensor(a, requires_grad=True), L.tensor(b, requires_grad=True)
+        d = F.cdist(x, y, p=p)
+        weights = rng.standard_normal(tuple(d.shape)) if weights is None else weights
+        (d * L.tensor(weights)).sum().backward()
+        got.append((type(d.grad_fn).__name__, d.detach().numpy(), x.grad.numpy(), y.grad.numpy()))
+    assert got[0][0] == got[1][0] == "CdistBackward0"
+    for ours, theirs in zip(got[0][1:], got[1][1:], strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-9)
+
+
+CDIST_ERRORS = {
+    "1-d": lambda L: L.cdist(L.ones(3), L.ones(2, 3)),
+    "columns": lambda L: L.cdist(L.ones(2, 3), L.ones(2, 4)),
+    "negative p": lambda L: L.cdist(L.ones(2, 3), L.ones(2, 3), p=-1.0),
+}
+
+
+@pytest.mark.parametrize("call", CDIST_ERRORS.values(), ids=CDIST_ERRORS.keys())
+def test_cdist_errors_as_torch(call):
+    errors = []
+    for L in (ng, torch):
+        with pytest.raises(RuntimeError) as info:
+            call(L)
+        errors.append(str(info.value))
+    assert errors[0] == errors[1]
