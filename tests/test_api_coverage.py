@@ -105,7 +105,7 @@ TORCH_OUT = [
         r"^conv|^dropout_?$|^alpha_dropout|^feature_|^batch_norm$|^instance_norm$|^layer_norm$"
         r"|^group_norm$|^rms_norm$|^lstm|^gru|^rnn_|^embedding|_loss$|^kl_div$|pool\dd$"
         r"|^pixel_|^prelu$|^rrelu|^selu|^celu|^hardshrink$|^threshold_?$|^bilinear$"
-        r"|^cosine_similarity$|^pairwise_distance$|^pdist$|^cdist$|^binary_cross_entropy",
+        r"|^cosine_similarity$|^pairwise_distance$|^pdist$|^binary_cross_entropy",
         "nn's functions: checked under torch.nn.functional, when it is",
     ),
 ]
