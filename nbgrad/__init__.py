@@ -32,6 +32,7 @@ the engine, goes through the root package at call time (``nbgrad.autograd.backwa
                 _functions_wider.py PyTorch's wider surface: aliases, math, scans, products...
                 _functions_shapes.py    its stacks, splits, flips; _functions_types.py: finfo...
                 _random.py          Generator, default_generator, get/set_rng_state, seed
+                functional.py       ``torch.functional``: its functions, nbgrad's, re-exported
 3 op table      _kernels.py         the rows' array kernels, functions of ``xp`` and arrays
                 derivatives/        the rows by family (opinfo, pointwise, reductions, shape, nn)
 4 autograd      autograd/engine.py  the Engine; graph_task.py, input_buffer.py: what it runs on
@@ -42,6 +43,8 @@ the engine, goes through the root package at call time (``nbgrad.autograd.backwa
                                     functional, init; optim/: optimizers, lr_scheduler
                 serialization.py    save and load
                 utils/checkpoint.py activation checkpointing (``torch.utils.checkpoint``)
+                utils/data/         datasets, samplers, the DataLoader (``torch.utils.data``)
+                utils/hooks.py      RemovableHandle, BackwardHook (``torch.utils.hooks``)
 6 notebook      notebook/sources.py how a graph is read and watched (nbgrad's)
                 notebook/torch_source.py  the same for PyTorch's graph (never imports torch)
                 notebook/records.py     Record, ModuleCall, BackwardTrace, Step: what is kept
@@ -69,6 +72,7 @@ from . import (  # noqa: E402
     cuda,  # noqa: E402
     derivatives,
     dtypes,
+    functional,
     nn,
     optim,
     utils,
@@ -115,6 +119,7 @@ from .autograd import (
     set_grad_enabled,
 )
 from .backend import Device as device
+from .backend import get_default_device, set_default_device
 from .dtypes import (
     bool,
     double,

@@ -813,8 +813,8 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     return input.baddbmm(batch1, batch2, beta=beta, alpha=alpha)
 
 
-def multinomial(input, num_samples, replacement=False):
-    return input.multinomial(num_samples, replacement)
+def multinomial(input, num_samples, replacement=False, *, generator=None):
+    return input.multinomial(num_samples, replacement, generator=generator)
 
 
 def nonzero(input, *, as_tuple=False):

@@ -12,13 +12,14 @@ import warnings
 import numpy as np
 
 from . import dtypes, return_types
-from ._functions import _out_variant, _t
+from ._functions import _out_variant, _t, broadcast_shapes
 from ._tensor.conversion import _arg, _scalar
 from ._tensor.dispatch import OPS, _dim, _dispatch, _expect_tensor
 from ._tensor.linalg_methods import meshgrid
 from .tensor import Tensor, as_tensor, cat, linspace, ones, stack, tensor
 
 __all__ = [
+    "cdist",
     # aliases
     "absolute",
     "arccos",
@@ -884,3 +885,25 @@ def masked_scatter(input, mask, source):
 
 def put(input, index, source, accumulate=False):
     return input.put(index, source, accumulate)
+
+
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """The ``p``-norm distance between each row of ``x1`` (``B x P x M``) and each row of
+    ``x2`` (``B x R x M``): ``B x P x R``; batch dimensions broadcast. ``compute_mode`` is
+    accepted (nbgrad always takes the differences, PyTorch's exact mode)."""
+    if x1.dim() < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.dim()}D")
+    if x2.dim() < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X2 got: {x2.dim()}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(
+            f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}"
+        )
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    batch = tuple(broadcast_shapes(x1.shape[:-2], x2.shape[:-2]))
+    if tuple(x1.shape[:-2]) != batch:
+        x1 = x1.expand(*batch, *x1.shape[-2:])
+    if tuple(x2.shape[:-2]) != batch:
+        x2 = x2.expand(*batch, *x2.shape[-2:])
+    return _dispatch(OPS["_cdist_forward"], (x1, x2), {"p": float(p)})

@@ -739,20 +739,34 @@ def _normal(xp, mean, std, shape):
     return (draws * std + mean).astype(dtype, copy=False)
 
 
-def _multinomial(xp, probs, num_samples, replacement):
-    """``num_samples`` category indices per row of ``probs`` (PyTorch's ``multinomial``)."""
+def _multinomial(xp, probs, num_samples, replacement, generator=None):
+    """``num_samples`` category indices per row of ``probs`` (PyTorch's ``multinomial``), drawn
+    from ``generator`` (else nbgrad's)."""
+    rng = _C._rng if generator is None else generator._rng
     host = np.asarray(probs.get() if hasattr(probs, "get") else probs, dtype=np.float64)
     rows = host.reshape(-1, host.shape[-1])
     out = np.empty((rows.shape[0], num_samples), dtype=np.int64)
     for i, p in enumerate(rows):
-        if not np.isfinite(p).all() or (p < 0).any():
+        # PyTorch's checks: one for its exponential draw (without replacement, or one sample),
+        # else its CPU sampler's, in their order (a NaN fails ``p >= 0``)
+        if (not replacement or num_samples == 1) and not (np.isfinite(p).all() and (p >= 0).all()):
             raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        if not (p >= 0).all():
+            raise RuntimeError(
+                "invalid multinomial distribution (encountering probability entry < 0)"
+            )
+        if not np.isfinite(p).all():
+            raise RuntimeError(
+                "invalid multinomial distribution "
+                "(encountering probability entry = infinity or NaN)"
+            )
         if p.sum() <= 0:
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-        if not replacement and num_samples > np.count_nonzero(p):
-            raise RuntimeError(
-                "invalid multinomial distribution (with replacement=False, not enough non-negative "
-                "category to sample)"
-            )
-        out[i] = _C._rng.choice(p.size, num_samples, replace=replacement, p=p / p.sum())
+        nonzero = np.count_nonzero(p)
+        if replacement or num_samples <= nonzero:
+            out[i] = rng.choice(p.size, num_samples, replace=replacement, p=p / p.sum())
+        else:  # as PyTorch's CPU draw: the weighted categories first, then zero-weight ones
+            first = rng.choice(p.size, nonzero, replace=False, p=p / p.sum())
+            rest = rng.permutation(np.flatnonzero(p == 0))[: num_samples - nonzero]
+            out[i] = np.concatenate([first, rest])
     return xp.asarray(out.reshape(host.shape[:-1] + (num_samples,)))

@@ -9,6 +9,7 @@ multi-device engine on machines without a GPU.
 
 from __future__ import annotations
 
+import threading
 import types
 
 import numpy as np
@@ -26,6 +27,8 @@ __all__ = [
     "cuda_is_available",
     "cuda_device_count",
     "cuda_synchronize",
+    "set_default_device",
+    "get_default_device",
 ]
 
 
@@ -136,6 +139,15 @@ class Device:
     def __str__(self):
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
+    def __enter__(self):
+        """``with device(...)``: the default device inside (NOTE [Default device])."""
+        _default.__dict__.setdefault("outer", []).append(getattr(_default, "device", None))
+        _default.device = self
+        return self
+
+    def __exit__(self, *exc):
+        _default.device = _default.outer.pop()
+
     @property
     def _normalized(self):
         """The device with a concrete index (``cuda`` -> ``cuda:0``)."""
@@ -163,6 +175,34 @@ def as_device(device) -> Device:
     if dev.type != "cpu":
         _check_available(dev)
     return dev
+
+
+# NOTE [Default device]: ``set_default_device`` sets the device that the factory functions
+# (``tensor``, ``zeros``, ``randn``, ``arange``...) make tensors on when given no ``device``;
+# per thread, as PyTorch's. ``as_device(None)`` stays the CPU: the factories ask
+# ``factory_device``, so that a ``None`` elsewhere (``to()``, ``*_like``) keeps its meaning.
+# ``with device(...)`` sets it for a block and then puts back the one outside.
+_default = threading.local()
+
+
+def set_default_device(device):
+    """The device factory functions use when given none (``None``: back to the CPU)."""
+    if isinstance(device, bool) or not isinstance(device, (type(None), str, Device, int)):
+        raise TypeError(f"expected a device such as 'cpu' or 'cuda:0', got {type(device).__name__}")
+    _default.device = Device(device) if isinstance(device, str) else device  # (checks the name)
+
+
+def get_default_device() -> Device:
+    """The device factory functions use when given none: the CPU unless set."""
+    device = getattr(_default, "device", None)
+    return CPU if device is None else as_device(device)
+
+
+def factory_device(device) -> Device:
+    """The device a factory function makes its tensor on. See NOTE [Default device]."""
+    if device is None:
+        device = getattr(_default, "device", None)
+    return as_device(device)
 
 
 def _device_type(device: Device) -> _DeviceType:

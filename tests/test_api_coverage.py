@@ -4,7 +4,8 @@ name is either out of nbgrad's scope (a rule below says why), known to be missin
 that the list shrinks as gaps close), or present in nbgrad's module of the same place.
 
 Data-driven: a module is one ``Scope``: also ``torch.nn``, ``torch.nn.functional``,
-``torch.optim`` and ``torch.optim.lr_scheduler``; and one class, ``torch.Tensor``, whose public
+``torch.optim``, ``torch.optim.lr_scheduler``, ``torch.utils.data``, ``torch.utils.hooks`` and
+``torch.functional``; and one class, ``torch.Tensor``, whose public
 methods and attributes are checked against ``nbgrad.Tensor``'s under the ``torch`` scope's rules
 and a few of its own.
 
@@ -65,7 +66,7 @@ TORCH_OUT = [
     (
         r"cuda|cudnn|miopen|mkldnn|fbgemm|mps|xpu|vulkan|^Stream$|^Event$|AcceleratorError"
         r"|OutOfMemoryError|autocast|GradScaler|^has_|compiled_with|get_device_module"
-        r"|default_device|flush_denormal|num_threads|num_interop|matmul_precision|deterministic"
+        r"|flush_denormal|num_threads|num_interop|matmul_precision|deterministic"
         r"|warn_always|thread_safe|multiprocessing|^profiler_|distributed",
         "accelerators, backends, threads, distributed",
     ),
@@ -104,7 +105,7 @@ TORCH_OUT = [
         r"^conv|^dropout_?$|^alpha_dropout|^feature_|^batch_norm$|^instance_norm$|^layer_norm$"
         r"|^group_norm$|^rms_norm$|^lstm|^gru|^rnn_|^embedding|_loss$|^kl_div$|pool\dd$"
         r"|^pixel_|^prelu$|^rrelu|^selu|^celu|^hardshrink$|^threshold_?$|^bilinear$"
-        r"|^cosine_similarity$|^pairwise_distance$|^pdist$|^cdist$|^binary_cross_entropy",
+        r"|^cosine_similarity$|^pairwise_distance$|^pdist$|^binary_cross_entropy",
         "nn's functions: checked under torch.nn.functional, when it is",
     ),
 ]
@@ -166,7 +167,7 @@ GRAPH_MISSING = ""
 # ---- torch.nn, torch.nn.functional ----------------------------------------------------------
 NN_OUT = [
     (r"^Lazy|^Uninitialized", "lazy modules: an nbgrad module knows its shapes when it is made"),
-    (r"^DataParallel$|^SyncBatchNorm$", "data parallelism over several processes or GPUs"),
+    (r"^SyncBatchNorm$", "data parallelism over several processes or GPUs"),
     (
         r"^Container$|^NLLLoss2d$|^CrossMapLRN2d$",
         "deprecated or legacy (torch keeps them for old code)",
@@ -197,6 +198,30 @@ OPTIM_MISSING = ""
 SCHED_OUT = [(r"^Tensor$", "torch.Tensor, re-exported")]
 SCHED_MISSING = ""
 
+# ---- torch.utils.data, torch.utils.hooks, torch.functional -------------------------------------
+DATA_OUT = [
+    (
+        r"DataPipe|^DataChunk$|datapipe|^argument_validation$|^runtime_validation"
+        r"|^non_deterministic$",
+        "DataPipes: PyTorch's deprecated torchdata graph of iterables",
+    ),
+    (r"^DistributedSampler$", "distributed training over several processes"),
+]
+DATA_MISSING = ""
+HOOKS_OUT = []
+# warns on saving a tensor whose register_hook hooks are not marked unserializable: nbgrad
+# keeps those hooks on the graph's nodes, not in the tensor's ``_backward_hooks`` dict it reads
+HOOKS_MISSING = "warn_if_has_hooks"
+FUNCTIONAL_OUT = [
+    (r"^chain_matmul$|^lu$|lowrank$", "linear algebra: torch.linalg is out of scope"),
+    (r"stft$", "spectral ops: torch.fft is out of scope"),
+    (
+        r"^boolean_dispatch$|^overload$|torch_function",
+        "TorchScript's typing helpers and __torch_function__ overrides",
+    ),
+]
+FUNCTIONAL_MISSING = ""
+
 SCOPES = [
     Scope("torch", "nbgrad", TORCH_OUT, TORCH_MISSING),
     Scope("torch.Tensor", "nbgrad.Tensor", TENSOR_OUT, TENSOR_MISSING),
@@ -206,6 +231,9 @@ SCOPES = [
     Scope("torch.nn.functional", "nbgrad.nn.functional", F_OUT, F_MISSING),
     Scope("torch.optim", "nbgrad.optim", OPTIM_OUT, OPTIM_MISSING),
     Scope("torch.optim.lr_scheduler", "nbgrad.optim.lr_scheduler", SCHED_OUT, SCHED_MISSING),
+    Scope("torch.utils.data", "nbgrad.utils.data", DATA_OUT, DATA_MISSING),
+    Scope("torch.utils.hooks", "nbgrad.utils.hooks", HOOKS_OUT, HOOKS_MISSING),
+    Scope("torch.functional", "nbgrad.functional", FUNCTIONAL_OUT, FUNCTIONAL_MISSING),
 ]
 
 

@@ -1476,6 +1476,13 @@ CASES += [
     _case("native_group_norm", lambda x: nnf(x).group_norm(x, 1), [((2, 3, 2, 2),)]),
     _case("_pdist_forward", lambda x: nnf(x).pdist(x), [((4, 3),), ((1, 2),)]),
     _case("_pdist_forward", lambda x: nnf(x).pdist(x, 1.5), [((3, 2),)]),
+    # (PyTorch's double backward of cdist is not implemented)
+    _case("_cdist_forward", lambda x, y: lib(x).cdist(x, y),
+          [((3, 2), (4, 2)), ((2, 3, 2), (4, 2))], gradgrad=False),
+    _case("_cdist_forward", lambda x, y: lib(x).cdist(x, y, 1.5), [((3, 2), (2, 2))],
+          gradgrad=False),
+    _case("_cdist_forward", lambda x, y: lib(x).cdist(x, y, float("inf")), [((3, 2), (2, 2))],
+          gradgrad=False),
 ]
 CASES += [_case("col2im", lambda x: nnf(x).fold(x, (3, 2), 2, padding=(0, 1)),
                 [((1, 8, 6),), ((4, 6),)])]

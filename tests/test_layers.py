@@ -26,6 +26,7 @@ LAYERS = [
         "nbgrad._functions_shapes",
         "nbgrad._functions_types",
         "nbgrad._random",
+        "nbgrad.functional",
     ),
     ("nbgrad._kernels", "nbgrad.derivatives"),
     ("nbgrad.autograd",),

@@ -1010,7 +1010,7 @@ NOT_DRAWN = {
         for end in ("", "_backward")
     ],  # fmt: skip
     *"pixel_shuffle pixel_shuffle_backward pixel_unshuffle pixel_unshuffle_backward".split(),
-    *"im2col col2im native_group_norm _pdist_forward _embedding_bag".split(),
+    *"im2col col2im native_group_norm _pdist_forward _cdist_forward _embedding_bag".split(),
     *"fractional_max_pool2d fractional_max_pool2d_backward fractional_max_pool3d".split(),
     "fractional_max_pool3d_backward",
     "elu_",  # (elu, out of place, is drawn)

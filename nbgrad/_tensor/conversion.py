@@ -106,7 +106,7 @@ def _nested_tolist(data):
 
 
 def _place(arr, device, requires_grad):
-    device = backend.as_device(device)
+    device = backend.factory_device(device)
     if device is not CPU and device != CPU:
         arr = backend.transfer(arr, CPU, device)
     else:

@@ -37,7 +37,7 @@ def _size_keyword(size, kwargs, fname):
 def _factory(fill, size, dtype, device, requires_grad, default=None):
     shape = _creation_shape(size)
     d = dtypes.as_dtype(dtype) if dtype is not None else (default or dtypes.get_default_dtype())
-    dev = backend.as_device(device)
+    dev = backend.factory_device(device)
     xp = backend.get_xp(dev)
     arr = fill(xp, shape, d.np)
     t = _wrap(arr, dev)
@@ -138,8 +138,12 @@ def randn_like(input, dtype=None, device=None, requires_grad=False):
     return randn(input.shape, dtype=d, device=dev, requires_grad=requires_grad)
 
 
-def randint(low=0, high=None, size=None, dtype=None, device=None, requires_grad=False):
-    """``randint(high, size)`` or ``randint(low, high, size)``, as PyTorch's overloads."""
+def randint(
+    low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False
+):
+    """``randint(high, size)`` or ``randint(low, high, size)``, as PyTorch's overloads; drawn
+    from ``generator`` (else nbgrad's)."""
+    rng = _rng if generator is None else generator._rng
     if size is None and isinstance(high, (tuple, list, Size)):  # randint(high, size)
         low, high, size = 0, low, high
     if high is None:
@@ -151,7 +155,7 @@ def randint(low=0, high=None, size=None, dtype=None, device=None, requires_grad=
             f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
         )
     return _host_random(
-        lambda s: _rng.integers(low, high, s),
+        lambda s: rng.integers(low, high, s),
         (tuple(size),),
         dtype,
         device,
@@ -160,9 +164,11 @@ def randint(low=0, high=None, size=None, dtype=None, device=None, requires_grad=
     )
 
 
-def randperm(n, dtype=None, device=None):
+def randperm(n, *, generator=None, dtype=None, device=None):
+    """A random permutation of ``range(n)``, drawn from ``generator`` (else nbgrad's)."""
+    rng = _rng if generator is None else generator._rng
     return _place(
-        _rng.permutation(n).astype((dtypes.as_dtype(dtype) if dtype else dtypes.int64).np),
+        rng.permutation(n).astype((dtypes.as_dtype(dtype) if dtype else dtypes.int64).np),
         device,
         False,
     )

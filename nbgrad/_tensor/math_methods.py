@@ -466,8 +466,9 @@ class MathMethods:
         )
         return out[0] if len(out) == 1 else out
 
-    def multinomial(self, num_samples, replacement=False):
-        """``num_samples`` category indices drawn per row with the weights in ``self``."""
+    def multinomial(self, num_samples, replacement=False, *, generator=None):
+        """``num_samples`` category indices drawn per row with the weights in ``self``, from
+        ``generator`` (else nbgrad's)."""
         if self.ndim not in (1, 2):
             raise RuntimeError("prob_dist must be 1 or 2 dim")
         if not self.is_floating_point():
@@ -478,7 +479,11 @@ class MathMethods:
             raise RuntimeError(
                 "cannot sample n_sample > prob_dist.size(-1) samples without replacement"
             )
-        attrs = {"num_samples": int(num_samples), "replacement": replacement}
+        attrs = {
+            "num_samples": int(num_samples),
+            "replacement": replacement,
+            "generator": generator,
+        }
         return _dispatch(_op("multinomial"), (self,), attrs)
 
     # -- new tensors like this one ----------------------------------------------------------

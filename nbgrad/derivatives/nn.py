@@ -119,6 +119,11 @@ op("native_group_norm", "NativeGroupNormBackward0", "input weight bias", lambda 
 op("_pdist_forward", "PdistBackward0", "self", lambda xp, self, p: _pdist(xp, self, p),
    attrs="p",
    self=lambda grad, self, p, result: _pdist_backward(grad, self, p, result))
+# cdist: the norms of the differences of every row of x1 with every row of x2 (batched)
+op("_cdist_forward", "CdistBackward0", "x1 x2", lambda xp, x1, x2, p: _cdist(xp, x1, x2, p),
+   attrs="p",
+   x1=lambda grad, x1, x2, p, result: _cdist_backward(grad, x1, x2, p, result)[0],
+   x2=lambda grad, x1, x2, p, result: _cdist_backward(grad, x1, x2, p, result)[1])
 # running_mean / running_var are attributes (tensors that no gradient reaches); in eval mode
 # ``F.batch_norm`` passes copies, so that a later training step cannot change what backward uses
 op("batch_norm", "NativeBatchNormBackward0", "input weight bias", lambda xp, input, weight, bias, running_mean, running_var, training, momentum, eps: _batch_norm(xp, input, weight, bias, running_mean, running_var, training, momentum, eps),
@@ -401,6 +406,28 @@ def _pdist_backward(grad, self, p, result):
     diff = self.index_select(0, i) - self.index_select(0, j)
     g = _norm_backward(grad, diff, result, p, (1,), False)
     return _zeros_like_shape(grad, self.shape).index_add(0, i, g).index_add(0, j, -g)
+
+
+def _cdist(xp, x1, x2, p):
+    diff = x1[..., :, None, :] - x2[..., None, :, :]
+    if p == 0:  # the count of entries that differ (gradient zero)
+        return (diff != 0).sum(-1).astype(x1.dtype)
+    return _vector_norm(xp, diff, p, (-1,), False)
+
+
+def _cdist_backward(grad, x1, x2, p, result):
+    """``(grad x1, grad x2)`` as PyTorch's ``_cdist_backward``: zero where a distance is zero,
+    and for ``p = inf`` the sign at every entry that reaches the maximum (no share of ties)."""
+    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    if p == 0:
+        g = _zeros_like_shape(grad, diff.shape)
+    elif p == float("inf"):
+        g = grad.unsqueeze(-1) * diff.sign() * (diff.abs() == result.unsqueeze(-1))
+    else:
+        g = _norm_backward(grad, diff, result, p, (-1,), False)
+        if p < 1:
+            g = g.masked_fill(diff == 0, 0)
+    return g.sum(-2), -g.sum(-3)
 
 
 def _batch_norm_x_hat(input, running_var, running_mean, training, eps):

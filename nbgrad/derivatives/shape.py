@@ -187,7 +187,7 @@ op("normal_float_tensor", "NormalBackward2", "std", lambda xp, std, mean: _norma
    std=lambda grad: _C.zeros_like(grad))
 op("normal_tensor_tensor", "NormalBackward3", "mean std", lambda xp, mean, std: _normal(xp, mean, std, _broadcast(mean.shape, std.shape)), promote="binary",
    mean=lambda grad: _C.zeros_like(grad), std=lambda grad: _C.zeros_like(grad))
-op("multinomial", None, "self", lambda xp, self, num_samples, replacement: _multinomial(xp, self, num_samples, replacement), attrs="num_samples replacement",
+op("multinomial", None, "self", lambda xp, self, num_samples, replacement, generator: _multinomial(xp, self, num_samples, replacement, generator), attrs="num_samples replacement generator",
    differentiable=False)
 # fmt: on
 
