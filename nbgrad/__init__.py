@@ -27,11 +27,8 @@ the engine, goes through the root package at call time (``nbgrad.autograd.backwa
                 _tensor/inplace.py      add_, copy_, setitem: versions, CopySlices, rebase
                 _tensor/linalg_methods.py  addmm, cross, kron; einsum, tensordot, meshgrid
                 tensor.py           the Tensor class: metadata, grad, hooks, backward, to()
-                _tensor_types.py    legacy ``FloatTensor``-style constructors; cuda.py: their cuda
-                _functions.py       the module-level ops: ``nbgrad.exp``, ``nbgrad.matmul``...
-                _functions_wider.py PyTorch's wider surface: aliases, math, scans, products...
-                _functions_shapes.py    its stacks, splits, flips; _functions_types.py: finfo...
-                _random.py          Generator, default_generator, get/set_rng_state, seed
+                _tensor/legacy_types.py  ``FloatTensor``-style constructors; cuda.py: their cuda
+                _functions/         the module-level ops by job (``nbgrad.exp``, ``nbgrad.cat``...)
                 functional.py       ``torch.functional``: its functions, nbgrad's, re-exported
 3 op table      _kernels.py         the rows' array kernels, functions of ``xp`` and arrays
                 derivatives/        the rows by family (opinfo, pointwise, reductions, shape, nn)
@@ -78,10 +75,7 @@ from . import (  # noqa: E402
     utils,
 )
 from ._functions import *  # noqa: E402,F401,F403
-from ._functions_shapes import *  # noqa: E402,F401,F403
-from ._functions_types import *  # noqa: E402,F401,F403
-from ._functions_wider import *  # noqa: E402,F401,F403
-from ._random import (
+from ._functions.random import (
     Generator,
     default_generator,
     get_rng_state,
@@ -100,6 +94,7 @@ from ._tensor.creation import (
     tril_indices,
     triu_indices,
 )
+from ._tensor.legacy_types import TENSOR_TYPES as _TENSOR_TYPES
 from ._tensor.memory_formats import (
     channels_last,
     channels_last_3d,
@@ -109,7 +104,6 @@ from ._tensor.memory_formats import (
 )
 from ._tensor.printing import set_printoptions
 from ._tensor.storage import TypedStorage, UntypedStorage
-from ._tensor_types import TENSOR_TYPES as _TENSOR_TYPES
 from .autograd import (
     enable_grad,
     inference_mode,
@@ -174,7 +168,7 @@ e = _math.e
 pi = _math.pi
 newaxis = None
 
-# PyTorch's legacy tensor types: ``FloatTensor``, ``LongTensor``, ... (nbgrad/_tensor_types.py)
+# PyTorch's legacy tensor types: ``FloatTensor``, ``LongTensor``... (_tensor/legacy_types.py)
 globals().update(_TENSOR_TYPES)
 
 __version__ = "0.1.0"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import backend
-from ._tensor_types import CUDA_TENSOR_TYPES as _CUDA_TENSOR_TYPES
+from ._tensor.legacy_types import CUDA_TENSOR_TYPES as _CUDA_TENSOR_TYPES
 
 __all__ = ["is_available", "device_count", "synchronize"]
 

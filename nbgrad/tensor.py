@@ -15,11 +15,12 @@ from weakref import ref as _weakref
 
 import nbgrad
 import nbgrad._tensor as _parts
-from nbgrad import _tensor_types, backend, dtypes
+from nbgrad import backend, dtypes
 from nbgrad._graph import graph as _graph
 from nbgrad._graph.grad_mode import _inference_tensors
 from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad._graph.graph import AccumulateGrad, HookList, InputMetadata, RemovableHandle
+from nbgrad._tensor import legacy_types as _tensor_types
 from nbgrad._tensor.conversion import (
     _is_inference,
     _set_inference,
@@ -61,6 +62,7 @@ from nbgrad._tensor.dispatch import (
 )
 from nbgrad._tensor.inplace import _PRESERVE, InplaceMethods
 from nbgrad._tensor.inplace_variants import InplaceVariantMethods
+from nbgrad._tensor.legacy_types import legacy_new
 from nbgrad._tensor.linalg_methods import LinalgMethods
 from nbgrad._tensor.math_methods import MathMethods
 from nbgrad._tensor.memory_formats import (
@@ -73,7 +75,6 @@ from nbgrad._tensor.printing import _format_tensor
 from nbgrad._tensor.shape_methods import ShapeMethods
 from nbgrad._tensor.views import _INFERENCE, _NO_GRAD, _check_no_internal_overlap, _track_view
 from nbgrad._tensor.wider_methods import WiderMethods
-from nbgrad._tensor_types import legacy_new
 from nbgrad.backend import CPU, Device
 
 __all__ = [
@@ -163,7 +164,7 @@ class Tensor(
     def __init__(self, *args, **kwargs):
         """PyTorch's legacy constructor, of the default dtype on the CPU: ``Tensor(2, 3)``
         (uninitialised), ``Tensor([1, 2])`` (data), ``Tensor()`` (empty); see NOTE [Legacy
-        constructors] in ``nbgrad/_tensor_types.py``. New code uses ``nbgrad.tensor`` and the
+        constructors] in ``nbgrad/_tensor/legacy_types.py``. New code uses ``nbgrad.tensor`` and the
         creation functions."""
         made = legacy_new(dtypes.get_default_dtype(), CPU, args, kwargs)
         for slot in _TENSOR_SLOTS:

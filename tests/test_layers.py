@@ -19,13 +19,8 @@ LAYERS = [
     (
         "nbgrad._tensor",
         "nbgrad.tensor",
-        "nbgrad._tensor_types",
         "nbgrad.cuda",
         "nbgrad._functions",
-        "nbgrad._functions_wider",
-        "nbgrad._functions_shapes",
-        "nbgrad._functions_types",
-        "nbgrad._random",
         "nbgrad.functional",
     ),
     ("nbgrad._kernels", "nbgrad.derivatives"),

@@ -26,7 +26,7 @@ import warnings
 import weakref
 from collections import defaultdict
 
-from nbgrad import _random
+from nbgrad._functions import random as _random
 from nbgrad._graph.grad_mode import enable_grad, is_grad_enabled, no_grad
 from nbgrad._graph.graph import UINT64_MAX, next_sequence_nr
 from nbgrad._graph.observer import GraphObserver, backward_observer, forward_observer, observe

@@ -12,7 +12,7 @@ import math
 import warnings
 from typing import Generic, TypeVar
 
-from nbgrad import _random
+from nbgrad._functions import random as _random
 from nbgrad._tensor.creation import randperm
 
 __all__ = [

@@ -12,7 +12,8 @@ from __future__ import annotations
 import itertools
 from typing import Generic, TypeVar
 
-from nbgrad import _random, dtypes
+from nbgrad import dtypes
+from nbgrad._functions import random as _random
 from nbgrad._tensor.conversion import as_tensor
 from nbgrad._tensor.creation import empty, randint, randperm
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import math
 
-from . import backend
-from ._functions import _out_variant
-from .tensor import Tensor, cat, tensor
+from .. import backend
+from ..tensor import Tensor, cat, tensor
+from .math import _out_variant
 
 __all__ = [
     "atleast_1d",

@@ -11,12 +11,12 @@ import warnings
 
 import numpy as np
 
-from . import dtypes, return_types
-from ._functions import _out_variant, _t, broadcast_shapes
-from ._tensor.conversion import _arg, _scalar
-from ._tensor.dispatch import OPS, _dim, _dispatch, _expect_tensor
-from ._tensor.linalg_methods import meshgrid
-from .tensor import Tensor, as_tensor, cat, linspace, ones, stack, tensor
+from .. import dtypes, return_types
+from .._tensor.conversion import _arg, _scalar
+from .._tensor.dispatch import OPS, _dim, _dispatch, _expect_tensor
+from .._tensor.linalg_methods import meshgrid
+from ..tensor import Tensor, as_tensor, cat, linspace, ones, stack, tensor
+from .math import _out_variant, _t, broadcast_shapes
 
 __all__ = [
     "cdist",

@@ -6,14 +6,14 @@ import functools
 import inspect
 import warnings
 
-from . import backend
-from ._graph.grad_mode import _inference_tensors, is_grad_enabled, no_grad
-from ._graph.grad_mode import _state as _grad_state
-from ._tensor.conversion import _tensor_arg
-from ._tensor.inplace import _check_not_inference
-from ._tensor.linalg_methods import einsum, meshgrid, tensordot
-from ._tensor.memory_formats import preserve_format
-from .tensor import Size, Tensor, as_tensor
+from .. import backend
+from .._graph.grad_mode import _inference_tensors, is_grad_enabled, no_grad
+from .._graph.grad_mode import _state as _grad_state
+from .._tensor.conversion import _tensor_arg
+from .._tensor.inplace import _check_not_inference
+from .._tensor.linalg_methods import einsum, meshgrid, tensordot
+from .._tensor.memory_formats import preserve_format
+from ..tensor import Size, Tensor, as_tensor
 
 __all__ = [
     "add",
