@@ -1,9 +1,17 @@
 """``nbgrad.functional``: PyTorch's ``torch.functional``, the module where a few of ``torch``'s
 functions are written in Python; here the same functions as ``nbgrad``'s own, re-exported."""
 
-from nbgrad._functions.math import broadcast_shapes, broadcast_tensors, norm, split, unique
-from nbgrad._functions.shapes import atleast_1d, atleast_2d, atleast_3d, unravel_index
-from nbgrad._functions.wider import block_diag, cartesian_prod, cdist, unique_consecutive
+from nbgrad._functions.linalg import block_diag, cartesian_prod, cdist
+from nbgrad._functions.reductions import norm, unique, unique_consecutive
+from nbgrad._functions.shapes import (
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    broadcast_shapes,
+    broadcast_tensors,
+    split,
+    unravel_index,
+)
 from nbgrad._tensor.linalg_methods import einsum, meshgrid, tensordot
 from nbgrad.tensor import Tensor
 

@@ -13,6 +13,7 @@ import numpy as np
 from nbgrad import dtypes
 from nbgrad._tensor import creation as _creation
 from nbgrad._tensor.conversion import tensor
+from nbgrad._tensor.dispatch import OPS, _dispatch, _expect_tensor
 from nbgrad.backend import Device
 from nbgrad.tensor import Tensor
 
@@ -24,6 +25,10 @@ __all__ = [
     "manual_seed",
     "seed",
     "initial_seed",
+    "bernoulli",
+    "multinomial",
+    "poisson",
+    "binomial",
 ]
 
 _DEFAULT_SEED = 67280421310721  # PyTorch's seed of a new Generator
@@ -141,3 +146,32 @@ def get_rng_state():
 def set_rng_state(new_state):
     """Restore a state from ``get_rng_state``: the same draws follow."""
     default_generator.set_state(new_state)
+
+
+# ---- sampling from a tensor's values
+def bernoulli(input, p=None):
+    return input.bernoulli(p)
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None):
+    return input.multinomial(num_samples, replacement, generator=generator)
+
+
+def poisson(input, generator=None):
+    """Poisson counts of the rates ``input`` (``PoissonBackward0``: a zero gradient)."""
+    _expect_tensor(input, "poisson", "input", 1)
+    return _dispatch(OPS["poisson"], (input,), {"generator": generator})
+
+
+def binomial(count, prob, generator=None):
+    """Binomial counts of ``count`` trials, each of probability ``prob`` (no derivative)."""
+    _expect_tensor(count, "binomial", "count", 1)
+    _expect_tensor(prob, "binomial", "prob", 2)
+    if not count.dtype.is_floating_point:
+        name = count.dtype._legacy[:-6]
+        raise ValueError(f"binomial only supports floating-point dtypes for count, got: {name}")
+    if prob.dtype is not count.dtype:
+        raise RuntimeError(
+            f"Found dtype {prob.dtype._legacy[:-6]} but expected {count.dtype._legacy[:-6]}"
+        )
+    return _dispatch(OPS["binomial"], (count, prob), {"generator": generator})

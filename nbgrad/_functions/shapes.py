@@ -1,17 +1,51 @@
-"""Module-level shape functions of PyTorch's wider surface: ``atleast_1d``..``atleast_3d``, the
-stacks (``hstack``, ``vstack``, ``dstack``, ``column_stack``), the splits (``tensor_split``,
-``hsplit``...), flips and rotations, ``unflatten``, ``ravel``, ``take_along_dim`` and
-``unravel_index``; each made of the ops PyTorch's composite uses, so the graph shows its nodes."""
+"""Shape functions: views and their copies (``reshape``, ``transpose``, ``permute``, ``squeeze``,
+``movedim``, ``broadcast_to``...), ``atleast_1d``..``atleast_3d``, the stacks (``hstack``,
+``vstack``, ``dstack``, ``column_stack``), the splits (``split``, ``chunk``, ``tensor_split``,
+``hsplit``...), flips and rotations, diagonals, ``tril``/``triu``, ``unflatten``, ``ravel``,
+``take_along_dim`` and ``unravel_index``; a composite is made of the ops PyTorch's uses, so the
+graph shows its nodes."""
 
 from __future__ import annotations
 
 import math
 
 from .. import backend
-from ..tensor import Tensor, cat, tensor
-from .math import _out_variant
+from .._tensor.linalg_methods import meshgrid
+from ..tensor import Size, Tensor, cat, tensor
+from .out import _out_variant
 
 __all__ = [
+    "as_strided",
+    "flip",
+    "roll",
+    "tril",
+    "triu",
+    "t",
+    "transpose",
+    "permute",
+    "reshape",
+    "squeeze",
+    "unsqueeze",
+    "flatten",
+    "split",
+    "chunk",
+    "unbind",
+    "narrow",
+    "select",
+    "diagonal",
+    "expand_copy",
+    "diag",
+    "diag_embed",
+    "meshgrid",
+    "repeat_interleave",
+    "tile",
+    "broadcast_to",
+    "broadcast_tensors",
+    "broadcast_shapes",
+    "movedim",
+    "moveaxis",
+    "swapaxes",
+    "swapdims",
     "atleast_1d",
     "atleast_2d",
     "atleast_3d",
@@ -36,10 +70,151 @@ __all__ = [
     "adjoint",
     "take_along_dim",
     "unravel_index",
+    "concat",
+    "concatenate",
+    "diagflat",
 ]
 
 
-# ---- shapes --------------------------------------------------------------------------------
+def flip(input, dims):
+    return input.flip(dims)
+
+
+def roll(input, shifts, dims=None):
+    return input.roll(shifts, dims)
+
+
+@_out_variant
+def tril(input, diagonal=0):
+    return input.tril(diagonal)
+
+
+@_out_variant
+def triu(input, diagonal=0):
+    return input.triu(diagonal)
+
+
+def t(input):
+    return input.t()
+
+
+def transpose(input, dim0, dim1):
+    return input.transpose(dim0, dim1)
+
+
+def permute(input, dims):
+    return input.permute(dims)
+
+
+def reshape(input, shape):
+    return input.reshape(shape)
+
+
+def squeeze(input, dim=None):
+    return input.squeeze(dim)
+
+
+def unsqueeze(input, dim):
+    return input.unsqueeze(dim)
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    return input.flatten(start_dim, end_dim)
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    return tensor.split(split_size_or_sections, dim)
+
+
+def chunk(input, chunks, dim=0):
+    return input.chunk(chunks, dim)
+
+
+def unbind(input, dim=0):
+    return input.unbind(dim)
+
+
+def narrow(input, dim, start, length):
+    return input.narrow(dim, start, length)
+
+
+def select(input, dim, index):
+    return input.select(dim, index)
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    return input.diagonal(offset, dim1, dim2)
+
+
+def as_strided(input, size, stride, storage_offset=None):
+    return input.as_strided(size, stride, storage_offset)
+
+
+def expand_copy(input, size):
+    return input.expand(size).clone()
+
+
+def diag(input, diagonal=0):
+    return input.diag(diagonal)
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    return input.diag_embed(offset, dim1, dim2)
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    return input.repeat_interleave(repeats, dim, output_size=output_size)
+
+
+def tile(input, dims):
+    return input.tile(dims)
+
+
+def broadcast_to(input, size):
+    return input.broadcast_to(size)
+
+
+def broadcast_shapes(*shapes):
+    """The shape that ``shapes`` broadcast to (PyTorch's RuntimeError when they do not)."""
+    shapes = [(s,) if isinstance(s, int) else tuple(s) for s in shapes]
+    ndims = sorted(len(s) for s in shapes)  # (``max`` here is nbgrad's)
+    result = [1] * (ndims[-1] if ndims else 0)
+    for k, shape in enumerate(shapes):
+        for i in range(1, len(shape) + 1):
+            have, new = result[-i], shape[-i]
+            if new == 1 or have == new:
+                continue
+            if have != 1:
+                raise RuntimeError(
+                    f"Attempting to broadcast a dimension of length {new} at {-i}! Mismatching "
+                    f"argument at index {k} had {shape}; but expected shape should be "
+                    f"broadcastable to {result}"
+                )
+            result[-i] = new
+    return Size(result)
+
+
+def broadcast_tensors(*tensors):
+    """The tensors expanded to one shape (views, ``ExpandBackward0``)."""
+    shape = broadcast_shapes(*(t.shape for t in tensors))
+    return tuple(t.expand(shape) for t in tensors)
+
+
+def movedim(input, source, destination):
+    return input.movedim(source, destination)
+
+
+moveaxis = movedim
+
+
+def swapaxes(input, axis0, axis1):
+    return input.swapaxes(axis0, axis1)
+
+
+def swapdims(input, dim0, dim1):
+    return input.swapdims(dim0, dim1)
+
+
 def _each(tensors, fn):
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         return tuple(fn(t) for t in tensors[0])
@@ -197,3 +372,17 @@ def unravel_index(indices, shape):
     xp = backend.get_xp(indices.device)
     coords = xp.unravel_index(xp.where(flat < 0, flat + n, flat), shape)
     return tuple(tensor(c.astype("int64"), device=indices.device) for c in coords)
+
+
+@_out_variant
+def concat(tensors, dim=0):
+    return cat(tensors, dim)
+
+
+@_out_variant
+def concatenate(tensors, axis=0):
+    return cat(tensors, axis)
+
+
+def diagflat(input, offset=0):
+    return input.diagflat(offset)

@@ -1,7 +1,6 @@
-"""Module-level dtype and tensor helpers of PyTorch's wider surface: ``asarray``,
-``scalar_tensor``, ``range``; ``finfo``, ``iinfo``, ``promote_types``, ``result_type``,
-``can_cast``; the predicates (``is_floating_point``, ``is_nonzero``...) and anomaly-mode
-switches."""
+"""Creation, dtype and tensor helpers: ``asarray``, ``scalar_tensor``, ``range``, ``clone``,
+``detach``; ``finfo``, ``iinfo``, ``promote_types``, ``result_type``, ``can_cast``; the predicates
+(``is_tensor``, ``is_floating_point``, ``is_nonzero``...) and anomaly-mode switches."""
 
 from __future__ import annotations
 
@@ -15,9 +14,14 @@ from .. import backend, dtypes
 from .._graph.anomaly_mode import _state as _anomaly_state
 from .._graph.anomaly_mode import is_anomaly_enabled, set_detect_anomaly
 from .._tensor.conversion import _scalar
+from .._tensor.memory_formats import preserve_format
 from ..tensor import Tensor, as_tensor, full, tensor
 
 __all__ = [
+    "clone",
+    "detach",
+    "numel",
+    "is_tensor",
     "asarray",
     "scalar_tensor",
     "range",
@@ -40,7 +44,22 @@ __all__ = [
 ]
 
 
-# ---- creation, dtypes, predicates ----------------------------------------------------------
+def clone(input, *, memory_format=preserve_format):
+    return input.clone(memory_format=memory_format)
+
+
+def detach(input):
+    return input.detach()
+
+
+def numel(input):
+    return input.numel()
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     """``obj`` as a tensor, sharing its memory where it can (a tensor of the same dtype and
     device comes back as it is), or a copy with ``copy=True``."""
