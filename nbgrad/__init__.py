@@ -25,7 +25,9 @@ the engine, goes through the root package at call time (``nbgrad.autograd.backwa
                 _tensor/math_methods.py   operators, pointwise math, reductions, matmul
                 _tensor/shape_methods.py  view, reshape, permute, expand, indexing
                 _tensor/inplace.py      add_, copy_, setitem: versions, CopySlices, rebase
-                _tensor/linalg_methods.py  addmm, cross, kron; einsum, tensordot, meshgrid
+                _tensor/linalg_methods.py  addmm, addmv, cross, kron; einsum, tensordot, meshgrid
+                _tensor/reduction_methods.py  scans, nan-reductions, diff, histograms
+                _tensor/index_methods.py  index_copy, index_put, scatter_reduce, put...
                 tensor.py           the Tensor class: metadata, grad, hooks, backward, to()
                 _tensor/legacy_types.py  ``FloatTensor``-style constructors; cuda.py: their cuda
                 _functions/         the module-level ops by job (``nbgrad.exp``, ``nbgrad.cat``...)

@@ -60,6 +60,7 @@ from nbgrad._tensor.dispatch import (
     _weakref_type,
     _wrap,
 )
+from nbgrad._tensor.index_methods import IndexMethods
 from nbgrad._tensor.inplace import _PRESERVE, InplaceMethods
 from nbgrad._tensor.inplace_variants import InplaceVariantMethods
 from nbgrad._tensor.legacy_types import legacy_new
@@ -72,9 +73,9 @@ from nbgrad._tensor.memory_formats import (
     preserve_format,
 )
 from nbgrad._tensor.printing import _format_tensor
+from nbgrad._tensor.reduction_methods import ReductionMethods
 from nbgrad._tensor.shape_methods import ShapeMethods
 from nbgrad._tensor.views import _INFERENCE, _NO_GRAD, _check_no_internal_overlap, _track_view
-from nbgrad._tensor.wider_methods import WiderMethods
 from nbgrad.backend import CPU, Device
 
 __all__ = [
@@ -124,7 +125,13 @@ _SAME_DEVICE = "Please ensure that the gradient and the tensor are on the same d
 
 # ---- Tensor -----------------------------------------------------------------------------------
 class Tensor(
-    MathMethods, ShapeMethods, LinalgMethods, WiderMethods, InplaceMethods, InplaceVariantMethods
+    MathMethods,
+    ShapeMethods,
+    LinalgMethods,
+    ReductionMethods,
+    IndexMethods,
+    InplaceMethods,
+    InplaceVariantMethods,
 ):
     """A multi-dimensional array that can record the operations applied to it.
 
@@ -878,7 +885,8 @@ for _module in (
     _parts.math_methods,
     _parts.shape_methods,
     _parts.linalg_methods,
-    _parts.wider_methods,
+    _parts.reduction_methods,
+    _parts.index_methods,
     _parts.inplace,
     _parts.printing,
     _parts.creation,

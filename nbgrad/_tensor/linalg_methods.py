@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import warnings
 
+from nbgrad._tensor.conversion import _scalar
 from nbgrad._tensor.dispatch import OPS, _dim, _dispatch, _expect_tensor, _op
 
 Tensor = None  # the Tensor class: see NOTE [The Tensor class, bound late]
@@ -124,6 +125,100 @@ class LinalgMethods:
         a = _dispatch(_op("unsafe_view"), (self,), {"shape": tuple(a_view)})
         b = _dispatch(_op("unsafe_view"), (other,), {"shape": tuple(b_view)})
         return _dispatch(_op("unsafe_view"), (a * b,), {"shape": out_shape})
+
+    # -- products ----------------------------------------------------------------------------
+    def addmv(self, mat, vec, *, beta=1, alpha=1):
+        """``beta * self + alpha * (mat @ vec)`` (``AddmvBackward0``)."""
+        _expect_tensor(mat, "addmv", "mat", 1)
+        _expect_tensor(vec, "addmv", "vec", 2)
+        if mat.ndim != 2 or vec.ndim != 1:
+            raise RuntimeError(
+                f"vector + matrix @ vector expected, got {self.ndim}, {mat.ndim}, {vec.ndim}"
+            )
+        if mat.shape[1] != vec.shape[0]:
+            raise RuntimeError(
+                f"size mismatch, got input ({self.shape[0] if self.ndim else 1}), mat "
+                f"({mat.shape[0]}x{mat.shape[1]}), vec ({vec.shape[0]})"
+            )
+        attrs = {"beta": _scalar(beta), "alpha": _scalar(alpha)}
+        return _dispatch(_op("addmv"), (self, mat, vec), attrs)
+
+    def addr(self, vec1, vec2, *, beta=1, alpha=1):
+        """``beta * self + alpha * outer(vec1, vec2)`` (``AddrBackward0``)."""
+        _expect_tensor(vec1, "addr", "vec1", 1)
+        _expect_tensor(vec2, "addr", "vec2", 2)
+        if vec1.ndim != 1 or vec2.ndim != 1:
+            raise RuntimeError(
+                "addr: Expected 1-D argument vec1, but got " + f"{vec1.ndim}-D"
+                if vec1.ndim != 1
+                else f"addr: Expected 1-D argument vec2, but got {vec2.ndim}-D"
+            )
+        attrs = {"beta": _scalar(beta), "alpha": _scalar(alpha)}
+        return _dispatch(_op("addr"), (self, vec1, vec2), attrs)
+
+    def addbmm(self, batch1, batch2, *, beta=1, alpha=1):
+        """``beta * self + alpha * sum_b(batch1[b] @ batch2[b])`` (``AddbmmBackward0``)."""
+        _expect_tensor(batch1, "addbmm", "batch1", 1)
+        _expect_tensor(batch2, "addbmm", "batch2", 2)
+        if batch1.ndim != 3:
+            raise RuntimeError("batch1 must be a 3D tensor")
+        if batch2.ndim != 3:
+            raise RuntimeError("batch2 must be a 3D tensor")
+        if batch1.shape[0] != batch2.shape[0] or batch1.shape[2] != batch2.shape[1]:
+            raise RuntimeError(
+                f"Expected size for first two dimensions of batch2 tensor to be: "
+                f"[{batch1.shape[0]}, {batch1.shape[2]}] but got: [{batch2.shape[0]}, "
+                f"{batch2.shape[1]}]."
+            )
+        attrs = {"beta": _scalar(beta), "alpha": _scalar(alpha)}
+        return _dispatch(_op("addbmm"), (self, batch1, batch2), attrs)
+
+    def inner(self, other):
+        """The sum of products over the last dims: ``tensordot`` on them (a product, for a
+        0-d operand), as PyTorch's composite."""
+        _expect_tensor(other, "inner", "other", 1)
+        if self.ndim == 0 or other.ndim == 0:
+            return self * other
+        if self.shape[-1] != other.shape[-1]:
+            raise RuntimeError(
+                f"inner() the last dimension must match on both input tensors but got shapes "
+                f"{list(self.shape)} and {list(other.shape)}"
+            )
+        return tensordot(self, other, ([-1], [-1]))
+
+    def vdot(self, other):
+        """The dot product of two vectors (``VdotBackward0``)."""
+        _expect_tensor(other, "vdot", "other", 1)
+        if self.ndim != 1 or other.ndim != 1:
+            raise RuntimeError(
+                f"1D tensors expected, but got {self.ndim}D and {other.ndim}D tensors"
+            )
+        if self._data.dtype != other._data.dtype:
+            raise RuntimeError(
+                "vdot : expected both vectors to have same dtype, but found "
+                f"{self.dtype._legacy[:-6]} and {other.dtype._legacy[:-6]}"
+            )
+        if self.shape[0] != other.shape[0]:
+            raise RuntimeError(
+                "inconsistent tensor size, expected tensor [" + f"{self.shape[0]}] and src "
+                f"[{other.shape[0]}] to have the same number of elements, but got "
+                f"{self.shape[0]} and {other.shape[0]} elements respectively"
+            )
+        return _dispatch(_op("vdot"), (self, other))
+
+    def dist(self, other, p=2):
+        """``(self - other).norm(p)`` (``DistBackward0``)."""
+        _expect_tensor(other, "dist", "other", 1)
+        return _dispatch(_op("dist"), (self, other), {"p": float(_scalar(p))})
+
+    def renorm(self, p, dim, maxnorm):
+        """Each sub-tensor along ``dim`` scaled down to a ``p``-norm of at most ``maxnorm``."""
+        if p <= 0:
+            raise RuntimeError("renorm: non-positive-norm not supported")
+        if maxnorm < 0:
+            raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+        attrs = {"p": float(p), "dim": _dim(dim, self.ndim), "maxnorm": float(maxnorm)}
+        return _dispatch(_op("renorm"), (self,), attrs)
 
 
 # ---- the composites of torch/functional.py ---------------------------------------------------

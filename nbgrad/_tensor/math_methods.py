@@ -169,7 +169,7 @@ class MathMethods:
         return _dispatch(OPS["mul"], (self, _arg(other)))
 
     def div(self, other, *, rounding_mode=None):
-        if rounding_mode is not None:  # (floor or trunc: DivBackward2, see wider_methods.py)
+        if rounding_mode is not None:  # (floor or trunc: DivBackward2, see divide)
             return self.divide(other, rounding_mode=rounding_mode)
         return _dispatch(OPS["div"], (self, _arg(other)))
 
@@ -746,6 +746,230 @@ class MathMethods:
             raise RuntimeError(f"batch1 must be a 3D tensor, got {self.ndim}D and {mat2.ndim}D")
         _same_dtype("bmm", self, mat2)
         return _dispatch(_op("bmm"), (self, mat2))
+
+    # -- aliases: the same op under PyTorch's second (NumPy) name ---------------------------
+    def absolute(self):
+        return self.abs()
+
+    def arccos(self):
+        return self.acos()
+
+    def arcsin(self):
+        return self.asin()
+
+    def arctan(self):
+        return self.atan()
+
+    def arccosh(self):
+        return self.acosh()
+
+    def arcsinh(self):
+        return self.asinh()
+
+    def arctanh(self):
+        return self.atanh()
+
+    def negative(self):
+        return self.neg()
+
+    def positive(self):
+        """``self`` itself (PyTorch refuses a bool tensor)."""
+        if self._data.dtype.kind == "b":
+            raise RuntimeError(
+                "The `+` operator, on a bool tensor is not supported. If you are trying to "
+                "invert a mask, use the `~` or `logical_not()` operator instead."
+            )
+        return self
+
+    def multiply(self, other):
+        return self.mul(other)
+
+    def subtract(self, other, *, alpha=1):
+        return self.sub(other, alpha=alpha)
+
+    def divide(self, other, *, rounding_mode=None):
+        """``self / other``; with ``rounding_mode`` ``"floor"`` or ``"trunc"``, rounded
+        (``DivBackward2``, whose gradient is zero)."""
+        if rounding_mode is None:
+            return self.div(other)
+        if rounding_mode not in ("floor", "trunc"):
+            raise RuntimeError(
+                "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                f"'{rounding_mode}'"
+            )
+        attrs = {"rounding_mode": rounding_mode}
+        return _dispatch(_op("div_rounding"), (self, _arg(other)), attrs)
+
+    def true_divide(self, other):
+        return self.div(other)
+
+    def greater(self, other):
+        return self.gt(other)
+
+    def greater_equal(self, other):
+        return self.ge(other)
+
+    def less(self, other):
+        return self.lt(other)
+
+    def less_equal(self, other):
+        return self.le(other)
+
+    def not_equal(self, other):
+        return self.ne(other)
+
+    def fix(self):
+        return self.trunc()
+
+    # -- pointwise ---------------------------------------------------------------------------
+    def acosh(self):
+        return _dispatch(_op("acosh"), (self,))
+
+    def asinh(self):
+        return _dispatch(_op("asinh"), (self,))
+
+    def atanh(self):
+        return _dispatch(_op("atanh"), (self,))
+
+    def erfc(self):
+        return _dispatch(_op("erfc"), (self,))
+
+    def deg2rad(self):
+        return _dispatch(_op("deg2rad"), (self,))
+
+    def rad2deg(self):
+        return _dispatch(_op("rad2deg"), (self,))
+
+    def logit(self, eps=None):
+        """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is
+        given."""
+        return _dispatch(_op("logit"), (self,), {"eps": None if eps is None else float(eps)})
+
+    def sinc(self):
+        """``sin(pi x) / (pi x)``, 1 at 0."""
+        return _dispatch(_op("sinc"), (self,))
+
+    def xlogy(self, other):
+        """``self * log(other)``, 0 where ``self`` is 0 (unless ``other`` is NaN)."""
+        other = _arg(other)
+        if isinstance(other, Tensor):
+            return _dispatch(_op("xlogy"), (self, other))
+        return _dispatch(_op("xlogy_other_scalar"), (self,), {"other": other})
+
+    def fmax(self, other):
+        """The elementwise maximum, ignoring a NaN where the other value is a number."""
+        return _dispatch(_op("fmax"), (self, _expect_tensor(other, "fmax", "other", 1)))
+
+    def fmin(self, other):
+        """The elementwise minimum, ignoring a NaN where the other value is a number."""
+        return _dispatch(_op("fmin"), (self, _expect_tensor(other, "fmin", "other", 1)))
+
+    def copysign(self, other):
+        """The magnitude of ``self`` with the sign of ``other``."""
+        other = _arg(other)
+        if isinstance(other, Tensor):
+            return _dispatch(_op("copysign"), (self, other))
+        return _dispatch(_op("copysign_scalar"), (self,), {"other": other})
+
+    def logaddexp2(self, other):
+        """``log2(2 ** self + 2 ** other)``, computed without overflow."""
+        return _dispatch(_op("logaddexp2"), (self, _tensor_arg(other, self)))
+
+    def ldexp(self, other):
+        """``self * 2 ** other``."""
+        return _dispatch(_op("ldexp"), (self, _expect_tensor(other, "ldexp", "other", 1)))
+
+    def nextafter(self, other):
+        """The next floating-point value after ``self`` toward ``other``."""
+        return _dispatch(_op("nextafter"), (self, _expect_tensor(other, "nextafter", "other", 1)))
+
+    def heaviside(self, values):
+        """0 where ``self < 0``, 1 where ``self > 0``, ``values`` where ``self == 0``."""
+        values = _expect_tensor(values, "heaviside", "values", 1)
+        return _dispatch(_op("heaviside"), (self, values))
+
+    def frexp(self):
+        """``(mantissa, exponent)`` with ``self == mantissa * 2 ** exponent``."""
+        if not self.is_floating_point():
+            raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+        return return_types.frexp(*_dispatch(_op("frexp"), (self,)))
+
+    def float_power(self, exponent):
+        """``self ** exponent`` computed in float64, as PyTorch's (a copy to double first)."""
+        base = self.double()
+        if isinstance(exponent, Tensor):
+            return base.pow(exponent.double())
+        return base.pow(float(_scalar(exponent)))
+
+    def addcmul(self, tensor1, tensor2, *, value=1):
+        """``self + value * tensor1 * tensor2`` (``AddcmulBackward0``)."""
+        _expect_tensor(tensor1, "addcmul", "tensor1", 1)
+        _expect_tensor(tensor2, "addcmul", "tensor2", 2)
+        return _dispatch(_op("addcmul"), (self, tensor1, tensor2), {"value": _scalar(value)})
+
+    def addcdiv(self, tensor1, tensor2, *, value=1):
+        """``self + value * tensor1 / tensor2`` (``AddcdivBackward0``)."""
+        _expect_tensor(tensor1, "addcdiv", "tensor1", 1)
+        _expect_tensor(tensor2, "addcdiv", "tensor2", 2)
+        if tensor1._data.dtype.kind in "iub" and tensor2._data.dtype.kind in "iub":
+            raise RuntimeError(
+                "Integer division with addcdiv is no longer supported, and in a future release "
+                "addcdiv will perform a true division of tensor1 and tensor2. The historic "
+                "addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / "
+                "tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / "
+                "tensor2) for float inputs. The future addcdiv behavior is just the latter "
+                "implementation: (input + value * tensor1 / tensor2), for all dtypes."
+            )
+        return _dispatch(_op("addcdiv"), (self, tensor1, tensor2), {"value": _scalar(value)})
+
+    def signbit(self):
+        return _dispatch(_op("signbit"), (self,))
+
+    def isposinf(self):
+        return _dispatch(_op("isposinf"), (self,))
+
+    def isneginf(self):
+        return _dispatch(_op("isneginf"), (self,))
+
+    def gcd(self, other):
+        return _dispatch(_op("gcd"), (self, _expect_tensor(other, "gcd", "other", 1)))
+
+    def lcm(self, other):
+        return _dispatch(_op("lcm"), (self, _expect_tensor(other, "lcm", "other", 1)))
+
+    def bitwise_and(self, other):
+        return _dispatch(_op("bitwise_and"), (self, _arg(other)))
+
+    def bitwise_or(self, other):
+        return _dispatch(_op("bitwise_or"), (self, _arg(other)))
+
+    def bitwise_xor(self, other):
+        return _dispatch(_op("bitwise_xor"), (self, _arg(other)))
+
+    def bitwise_not(self):
+        return _dispatch(_op("bitwise_not"), (self,))
+
+    def bitwise_left_shift(self, other):
+        return _dispatch(_op("bitwise_left_shift"), (self, _arg(other)))
+
+    def bitwise_right_shift(self, other):
+        return _dispatch(_op("bitwise_right_shift"), (self, _arg(other)))
+
+    # -- predicates --------------------------------------------------------------------------
+    def is_signed(self):
+        return self._data.dtype.kind in "if"
+
+    def is_nonzero(self):
+        """The truth of a one-element tensor (PyTorch's errors otherwise)."""
+        n = self.numel()
+        if n == 0:
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+        if n > 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def is_same_size(self, other):
+        return tuple(self.shape) == tuple(other.shape)
 
 
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")

@@ -10,7 +10,15 @@ import numpy as np
 
 from nbgrad import backend, dtypes
 from nbgrad._tensor.conversion import _arg, _tensor_arg, _wrap, tensor
-from nbgrad._tensor.dispatch import OPS, _dim, _dispatch, _expect_tensor, _op, _shape_arg, _unary
+from nbgrad._tensor.dispatch import (
+    OPS,
+    _dim,
+    _dispatch,
+    _expect_tensor,
+    _op,
+    _shape_arg,
+    _unary,
+)
 from nbgrad._tensor.memory_formats import _storage_of
 from nbgrad._tensor.storage import TypedStorage, UntypedStorage, _warn_typed_storage_removal
 from nbgrad.backend import CPU
@@ -543,6 +551,198 @@ class ShapeMethods:
             for k in keys
         )
         self._inplace(_op("index_put"), (_arg(value),), {"indices": indices})
+
+    # -- shapes: rotations, flips, splits -----------------------------------------------------
+    def rot90(self, k=1, dims=(0, 1)):
+        """A rotation by 90 degrees ``k`` times, from dim ``dims[0]`` toward ``dims[1]``."""
+        dims = tuple(dims)
+        if len(dims) != 2:
+            raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+        if self.ndim < 2:
+            raise RuntimeError(f"expected total dims >= 2, but got total dims = {self.ndim}")
+        d0, d1 = _dim(dims[0], self.ndim), _dim(dims[1], self.ndim)
+        if d0 == d1:
+            raise RuntimeError(
+                f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}"
+            )
+        return _dispatch(_op("rot90"), (self,), {"k": int(k) % 4, "dims": (d0, d1)})
+
+    def fliplr(self):
+        if self.ndim < 2:
+            raise RuntimeError("Input must be >= 2-d.")
+        return self.flip(1)
+
+    def flipud(self):
+        if self.ndim < 1:
+            raise RuntimeError("Input must be >= 1-d.")
+        return self.flip(0)
+
+    def unflatten(self, dim, sizes):
+        """Dim ``dim`` viewed as ``sizes`` (one of them may be -1)."""
+        d = _dim(dim, self.ndim)
+        sizes = [int(s) for s in sizes]
+        if not sizes:
+            raise RuntimeError("unflatten: sizes must be non-empty")
+        shape = list(self.shape[:d]) + sizes + list(self.shape[d + 1 :])
+        if -1 not in sizes and int(np.prod(sizes)) != self.shape[d]:
+            raise RuntimeError(
+                f"unflatten: Provided sizes {sizes} don't multiply up to the size of dim {dim} "
+                f"({self.shape[d]}) in the input tensor"
+            )
+        return self.view(shape)
+
+    def ravel(self):
+        """The elements as a 1-d view (of a contiguous copy where they are not in order)."""
+        return self.contiguous().view(-1)
+
+    def adjoint(self):
+        """The last two dims swapped (the conjugate is the tensor itself: dtypes are real)."""
+        if self.ndim < 2:
+            raise RuntimeError(
+                "tensor.adjoint() is only supported on matrices or batches of matrices. Got "
+                f"{self.ndim}-D tensor."
+            )
+        return self.transpose(-2, -1)
+
+    def take_along_dim(self, indices, dim=None):
+        """The values at ``indices`` along ``dim`` (``gather``, with the two broadcast to each
+        other elsewhere), or of the flattened tensor."""
+        indices = _expect_tensor(indices, "take_along_dim", "indices", 1)
+        if indices._data.dtype.kind not in "iu":
+            raise RuntimeError(
+                f"torch.take_along_dim(): dtype of indices should be int64 but got "
+                f"{indices.dtype._legacy[:-6]} instead"
+            )
+        if dim is None:
+            return self.reshape(-1).gather(0, indices.reshape(-1))
+        d = _dim(dim, self.ndim)
+        if self.ndim != indices.ndim:
+            raise RuntimeError(
+                "torch.take_along_dim(): input and indices should have the same number of "
+                f"dimensions, but got {self.ndim} dimensions for input, and {indices.ndim} "
+                "dimensions for indices"
+            )
+        self_shape, index_shape = list(self.shape), list(indices.shape)
+        self_shape[d], index_shape[d] = 1, 1
+        shape = list(np.broadcast_shapes(tuple(self_shape), tuple(index_shape)))
+        self_size, index_size = list(shape), list(shape)
+        self_size[d], index_size[d] = self.shape[d], indices.shape[d]
+        source = self if list(self.shape) == self_size else self.expand(self_size)
+        index = indices if list(indices.shape) == index_size else indices.expand(index_size)
+        return source.gather(d, index)
+
+    def tensor_split(self, indices_or_sections, dim=0):
+        """Slices along ``dim``: ``n`` nearly equal ones (the first ``size % n`` one longer),
+        or cut at the given indices (``SliceBackward0`` each)."""
+        if self.ndim == 0:
+            raise RuntimeError(
+                "tensor_split expected at least a 1-dimensional tensor, but got a tensor with "
+                "0 dims"
+            )
+        d = _dim(dim, self.ndim)
+        n = self.shape[d]
+        if isinstance(indices_or_sections, Tensor):
+            if indices_or_sections.ndim == 0:
+                indices_or_sections = int(indices_or_sections.item())
+            else:
+                indices_or_sections = indices_or_sections.tolist()
+        if isinstance(indices_or_sections, (int, np.integer)):
+            sections = int(indices_or_sections)
+            if sections <= 0:
+                raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
+            size, extra = divmod(n, sections)
+            bounds, start = [], 0
+            for i in range(sections):
+                stop = start + size + (1 if i < extra else 0)
+                bounds.append((start, stop))
+                start = stop
+        else:
+            cuts = [int(i) for i in indices_or_sections]
+            edges = [0] + cuts + [n]
+            bounds = list(zip(edges[:-1], edges[1:]))
+        return tuple(self._slice_of(d, start, stop) for start, stop in bounds)
+
+    def _slice_of(self, dim, start, stop):
+        """``self[..., start:stop]`` along ``dim`` (indices clamped to the size, as Python's)."""
+        n = self.shape[dim]
+        start = min(max(start + n if start < 0 else start, 0), n)
+        stop = min(max(stop + n if stop < 0 else stop, start), n)
+        return self.narrow(dim, start, stop - start)
+
+    def hsplit(self, indices_or_sections):
+        if self.ndim < 1:
+            raise RuntimeError(
+                "torch.hsplit requires a tensor with at least 1 dimension, but got a tensor "
+                f"with {self.ndim} dimensions!"
+            )
+        return self._split_for("hsplit", 1 if self.ndim > 1 else 0, indices_or_sections)
+
+    def vsplit(self, indices_or_sections):
+        if self.ndim < 2:
+            raise RuntimeError(
+                "torch.vsplit requires a tensor with at least 2 dimension, but got a tensor "
+                f"with {self.ndim} dimensions!"
+            )
+        return self._split_for("vsplit", 0, indices_or_sections)
+
+    def dsplit(self, indices_or_sections):
+        if self.ndim < 3:
+            raise RuntimeError(
+                "torch.dsplit requires a tensor with at least 3 dimension, but got a tensor "
+                f"with {self.ndim} dimensions!"
+            )
+        return self._split_for("dsplit", 2, indices_or_sections)
+
+    def _split_for(self, name, dim, indices_or_sections):
+        if isinstance(indices_or_sections, (int, np.integer)):
+            n = self.shape[dim]
+            if indices_or_sections <= 0 or n % indices_or_sections:
+                raise RuntimeError(
+                    f"torch.{name} attempted to split along dimension {dim}, but the size of "
+                    f"the dimension {n} is not divisible by the split_size "
+                    f"{indices_or_sections}!"
+                )
+        return self.tensor_split(indices_or_sections, dim)
+
+    def unsafe_split(self, split_size, dim=0):
+        """``split`` whose pieces are not views (``UnsafeSplitBackward0``)."""
+        pieces = self.split(split_size, dim)  # (its checks and sizes)
+        sizes = tuple(p.shape[_dim(dim, self.ndim)] for p in pieces)
+        attrs = {"sizes": sizes, "dim": _dim(dim, self.ndim)}
+        return _dispatch(_op("unsafe_split"), (self,), attrs)
+
+    def unsafe_chunk(self, chunks, dim=0):
+        if chunks <= 0:
+            raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+        n = self.shape[_dim(dim, self.ndim)]
+        return self.unsafe_split(max(-(-n // chunks), 1), dim)
+
+    def unsafe_split_with_sizes(self, split_sizes, dim=0):
+        """``split_with_sizes`` whose pieces are not views."""
+        self.split(list(split_sizes), dim)  # (its checks)
+        attrs = {"sizes": tuple(int(s) for s in split_sizes), "dim": _dim(dim, self.ndim)}
+        return _dispatch(_op("unsafe_split_with_sizes"), (self,), attrs)
+
+    def diagflat(self, offset=0):
+        """The flattened tensor on the ``offset``-th diagonal of a square matrix
+        (``DiagEmbedBackward0``)."""
+        return _dispatch(_op("diag_embed"), (self.contiguous().view(-1),), {"offset": int(offset)})
+
+    def unfold(self, dimension, size, step):
+        """A view of the windows of ``size`` elements every ``step`` along ``dimension``, the
+        window as a new last dim (``UnfoldBackward0``)."""
+        d = _dim(dimension, self.ndim)
+        n = self.shape[d] if self.ndim else 1
+        if size > n:
+            raise RuntimeError(
+                f"maximum size for tensor at dimension {d} is {n} but size is {size}"
+            )
+        if size < 0:
+            raise RuntimeError(f"size is {size} but must be >= 0")
+        if step <= 0:
+            raise RuntimeError(f"step is {step} but must be > 0")
+        attrs = {"dim": d, "size": int(size), "step": int(step)}
+        return _dispatch(_op("unfold"), (self,), attrs)
 
 
 def _scalar_tensor_indices(keys):

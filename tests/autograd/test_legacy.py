@@ -1,7 +1,7 @@
 """The legacy spellings that old tutorials use: ``Variable``, ``volatile``, ``FloatTensor`` and
 friends, ``Tensor(...)``, ``Tensor.new``, ``Tensor.type``, instantiated Functions,
 ``saved_variables``, ``InplaceFunction`` (``nbgrad/autograd/variable.py``,
-``nbgrad/_tensor_types.py``, ``nbgrad/autograd/function.py``).
+``nbgrad/_tensor/legacy_types.py``, ``nbgrad/autograd/function.py``).
 
 Each scenario runs with nbgrad and with PyTorch; what it records must be equal, and errors must
 have the same type (and the key words of PyTorch's message).
