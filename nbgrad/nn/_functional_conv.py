@@ -1,13 +1,19 @@
-"""The 1-d and transposed convolutions, 1-d and adaptive max pooling, ``pad``, ``unfold`` and
-``fold`` of ``nbgrad.nn.functional`` (kept here so that ``functional.py`` stays small).
+"""The 1-d, 3-d and transposed convolutions, ``bilinear``, ``pad``, ``unfold`` and ``fold`` of
+``nbgrad.nn.functional`` (``functional.py`` holds ``linear`` and ``conv2d``), and the helpers
+the other ``_functional_*`` modules share.
 
-As PyTorch: ``conv1d`` and the transposed convolutions are ``ConvolutionBackward0`` rows,
-``pad``'s constant mode is ``ConstantPadNdBackward0`` and ``adaptive_max_pool2d`` is
-``AdaptiveMaxPool2DBackward0``; the 1-d poolings are the 2-d ones over a height of 1
-(``SqueezeBackward1``, as PyTorch's). The reflect and replicate paddings, ``unfold`` and
-``fold`` are the index-map rows of PyTorch's names (``ReflectionPad2DBackward0``,
+As PyTorch: ``conv1d`` and the transposed convolutions are ``ConvolutionBackward0`` rows and
+``pad``'s constant mode is ``ConstantPadNdBackward0``. The reflect and replicate paddings,
+``unfold`` and ``fold`` are the index-map rows of PyTorch's names (``ReflectionPad2DBackward0``,
 ``Im2ColBackward0``, ``Col2ImBackward0``: NOTE [Index-map rows]); the circular padding is
-PyTorch's chain of slice copies (``CopySlices``).
+PyTorch's chain of slice copies (``CopySlices``). ``bilinear`` is composed (NOTE [Composed gaps]):
+its ``grad_fn`` is the last op composed where PyTorch's is ``TrilinearBackward0``.
+
+NOTE [Composed gaps]: a function of these modules that PyTorch runs as one ATen node and nbgrad
+composes from table ops (``index_select``, ``scatter``, ``norm``, ``matmul``, ``avg_pool2d``...),
+with index arrays computed once in NumPy, has the table's gradients, to any order; its
+``grad_fn`` is the last op composed (PyTorch's: ``PdistBackward0``, ``MaxUnpool2DBackward0``,
+``RreluWithNoiseBackward0``, ``MultilabelMarginLossBackward0``, ``TrilinearBackward0``).
 """
 
 from __future__ import annotations
@@ -15,7 +21,12 @@ from __future__ import annotations
 import nbgrad  # nbgrad.nn.functional, read at call time: that module imports this one
 from nbgrad._tensor.dispatch import _dispatch
 from nbgrad.derivatives import OPS
-from nbgrad.nn._index_maps import apply_map, pad_index, separable_map, unfold_index
+from nbgrad.nn._index_maps import (
+    apply_map,
+    pad_index,
+    separable_map,
+    unfold_index,
+)
 from nbgrad.tensor import Tensor
 
 __all__ = [
@@ -24,24 +35,10 @@ __all__ = [
     "conv_transpose1d",
     "conv_transpose2d",
     "conv_transpose3d",
-    "max_pool1d",
-    "avg_pool1d",
-    "adaptive_avg_pool1d",
-    "adaptive_max_pool1d",
-    "adaptive_max_pool2d",
-    "max_pool3d",
-    "max_pool3d_with_indices",
-    "avg_pool3d",
-    "adaptive_avg_pool3d",
-    "adaptive_max_pool3d",
-    "adaptive_max_pool3d_with_indices",
-    "fractional_max_pool2d",
-    "fractional_max_pool2d_with_indices",
-    "fractional_max_pool3d",
-    "fractional_max_pool3d_with_indices",
     "pad",
     "unfold",
     "fold",
+    "bilinear",
 ]
 
 
@@ -195,176 +192,6 @@ def conv_transpose3d(
     )
 
 
-# ---- pooling ----------------------------------------------------------------------------------
-def _check_pool1d_input(input, name):
-    if input.dim() not in (2, 3):
-        raise RuntimeError(f"{name}: Expected 2D or 3D (batch mode) tensor, got {input.dim()}D")
-
-
-def max_pool1d(
-    input: Tensor,
-    kernel_size,
-    stride=None,
-    padding=0,
-    dilation=1,
-    ceil_mode: bool = False,
-    return_indices: bool = False,
-):
-    """The maximum of each window of an ``(N, C, L)`` or ``(C, L)`` input (and its index)."""
-    _check_pool1d_input(input, "max_pool1d")
-    (k,) = _tuple(kernel_size, 1, "kernel_size")
-    (s,) = _tuple(k if stride is None or stride == [] else stride, 1, "stride")
-    (p,), (d,) = _tuple(padding, 1, "padding"), _tuple(dilation, 1, "dilation")
-    out = nbgrad.nn.functional.max_pool2d(
-        input.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), ceil_mode, True
-    )
-    values, indices = out[0].squeeze(-2), out[1].squeeze(-2)
-    return (values, indices) if return_indices else values
-
-
-def avg_pool1d(
-    input: Tensor,
-    kernel_size,
-    stride=None,
-    padding=0,
-    ceil_mode: bool = False,
-    count_include_pad: bool = True,
-) -> Tensor:
-    """The mean of each window of an ``(N, C, L)`` or ``(C, L)`` input."""
-    _check_pool1d_input(input, "avg_pool1d")
-    (k,) = _tuple(kernel_size, 1, "kernel_size")
-    (s,) = _tuple(k if stride is None or stride == [] else stride, 1, "stride")
-    (p,) = _tuple(padding, 1, "padding")
-    out = nbgrad.nn.functional.avg_pool2d(
-        input.unsqueeze(-2), (1, k), (1, s), (0, p), ceil_mode, count_include_pad
-    )
-    return out.squeeze(-2)
-
-
-def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
-    """The mean over ``output_size`` windows that tile the last dim."""
-    _check_pool1d_input(input, "adaptive_avg_pool1d")
-    (size,) = _tuple(output_size, 1, "output_size")
-    return nbgrad.nn.functional.adaptive_avg_pool2d(input.unsqueeze(-2), (1, size)).squeeze(-2)
-
-
-def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
-    """The maximum over ``output_size`` windows that tile the last two dims (and its flat
-    index in its plane) (``AdaptiveMaxPool2DBackward0``)."""
-    if input.dim() not in (3, 4):
-        raise RuntimeError(
-            f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got {input.dim()}D"
-        )
-    size = output_size if isinstance(output_size, (list, tuple)) else (output_size, output_size)
-    size = tuple(input.shape[-2 + i] if s is None else int(s) for i, s in enumerate(size))
-    values, indices = _dispatch(OPS["adaptive_max_pool2d"], (input,), {"output_size": size})
-    return (values, indices) if return_indices else values
-
-
-def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False):
-    """The maximum over ``output_size`` windows that tile the last dim (and its index)."""
-    _check_pool1d_input(input, "adaptive_max_pool1d")
-    (size,) = _tuple(output_size, 1, "output_size")
-    values, indices = adaptive_max_pool2d(input.unsqueeze(-2), (1, size), True)
-    values, indices = values.squeeze(-2), indices.squeeze(-2)
-    return (values, indices) if return_indices else values
-
-
-def _pool_attrs(kernel_size, stride, padding, n):
-    kernel_size = _tuple(kernel_size, n, "kernel_size")
-    no_stride = stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0)
-    stride = kernel_size if no_stride else _tuple(stride, n, "stride")
-    return {"kernel_size": kernel_size, "stride": stride, "padding": _tuple(padding, n, "padding")}
-
-
-def _check_pool3d_input(input, name):
-    if input.dim() not in (4, 5):
-        raise RuntimeError(
-            f"{name}: non-empty 4D or 5D (batch mode) tensor expected for input, got {input.dim()}D"
-        )
-
-
-def max_pool3d(
-    input: Tensor,
-    kernel_size,
-    stride=None,
-    padding=0,
-    dilation=1,
-    ceil_mode: bool = False,
-    return_indices: bool = False,
-):
-    """The maximum of each window of an ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input
-    (``MaxPool3DWithIndicesBackward0``); with ``return_indices``, also the flat index of each
-    maximum in its ``D x H x W`` volume."""
-    _check_pool3d_input(input, "max_pool3d")
-    attrs = _pool_attrs(kernel_size, stride, padding, 3)
-    attrs.update(dilation=_tuple(dilation, 3, "dilation"), ceil_mode=bool(ceil_mode))
-    values, indices = _dispatch(OPS["max_pool3d"], (input,), attrs)
-    return (values, indices) if return_indices else values
-
-
-def max_pool3d_with_indices(
-    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=True
-):
-    """``max_pool3d``'s values and indices (always both)."""
-    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
-
-
-def avg_pool3d(
-    input: Tensor,
-    kernel_size,
-    stride=None,
-    padding=0,
-    ceil_mode: bool = False,
-    count_include_pad: bool = True,
-    divisor_override=None,
-) -> Tensor:
-    """The mean of each window of an ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input
-    (``AvgPool3DBackward0``)."""
-    _check_pool3d_input(input, "avg_pool3d")
-    if divisor_override is not None and divisor_override == 0:
-        raise RuntimeError("divisor must be not zero")
-    attrs = _pool_attrs(kernel_size, stride, padding, 3)
-    attrs.update(
-        ceil_mode=bool(ceil_mode),
-        count_include_pad=bool(count_include_pad),
-        divisor_override=divisor_override,
-    )
-    return _dispatch(OPS["avg_pool3d"], (input,), attrs)
-
-
-def _adaptive_size(input, output_size, n):
-    """``output_size`` as ``n`` ints (``None``: the input's size)."""
-    size = tuple(output_size) if isinstance(output_size, (list, tuple)) else (output_size,) * n
-    return tuple(input.shape[-n + i] if s is None else int(s) for i, s in enumerate(size))
-
-
-def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
-    """The mean over ``output_size`` windows that tile the last three dims (as PyTorch: a
-    mean, ``MeanBackward1``, for a 1 x 1 x 1 output; ``AdaptiveAvgPool3DBackward0``
-    otherwise)."""
-    _check_pool3d_input(input, "adaptive_avg_pool3d")
-    size = _adaptive_size(input, output_size, 3)
-    if size == (1, 1, 1):
-        return input.mean((-1, -2, -3), keepdim=True)
-    return _dispatch(OPS["adaptive_avg_pool3d"], (input,), {"output_size": size})
-
-
-def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False):
-    """The maximum over ``output_size`` windows that tile the last three dims (and its flat
-    index in its volume) (``AdaptiveMaxPool3DBackward0``)."""
-    _check_pool3d_input(input, "adaptive_max_pool3d")
-    size = _adaptive_size(input, output_size, 3)
-    values, indices = _dispatch(OPS["adaptive_max_pool3d"], (input,), {"output_size": size})
-    return (values, indices) if return_indices else values
-
-
-def adaptive_max_pool3d_with_indices(input: Tensor, output_size, return_indices: bool = True):
-    """``adaptive_max_pool3d``'s values and indices (always both)."""
-    return adaptive_max_pool3d(input, output_size, True)
-
-
-# ---- padding ----------------------------------------------------------------------------------
 _PAD_MODES = ("constant", "reflect", "replicate", "circular")
 
 
@@ -442,7 +269,6 @@ def _circular_pad(input, pad, n):
     return out
 
 
-# ---- unfold / fold ----------------------------------------------------------------------------
 def _fold_args(kernel_size, dilation, padding, stride):
     return (
         nbgrad.nn.functional._pair(kernel_size, "kernel_size"),
@@ -493,66 +319,33 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
     return apply_map(input, "col2im", index, None, (c, h, w))
 
 
-# ---- fractional max pooling -------------------------------------------------------------------
-def _fractional_max_pool(n, input, kernel_size, output_size, output_ratio, _random_samples):
-    name = f"fractional_max_pool{n}d"
-    if output_size is None and output_ratio is None:
-        raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
-    kernel_size = _tuple(kernel_size, n, "kernel_size")
-    if output_size is None:
-        ratio = output_ratio if isinstance(output_ratio, (list, tuple)) else (output_ratio,) * n
-        output_size = tuple(int(input.shape[-n + d] * ratio[d]) for d in range(n))
-    output_size = _tuple(output_size, n, "output_size")
-    if input.dim() not in (n + 1, n + 2):
+def _F():  # noqa: N802
+    return nbgrad.nn.functional
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None):
+    """``y[..., o] = sum_ij x1[..., i] W[o, i, j] x2[..., j] + b[o]``."""
+    if input1.dim() != input2.dim():
         raise RuntimeError(
-            f"{name}(): Expected {n + 1}D or {n + 2}D tensor, but got: {list(input.shape)}"
+            f"bilinear(): input dimensions do not match: got {input1.dim()} and {input2.dim()}"
         )
-    if _random_samples is None:
-        batch = 1 if input.dim() == n + 1 else input.shape[0]
-        _random_samples = nbgrad.rand(
-            batch, input.shape[-n - 1], n, dtype=input.dtype, device=input.device
+    if tuple(input1.shape[:-1]) != tuple(input2.shape[:-1]):
+        raise RuntimeError(
+            "bilinear(): input batch dimensions do not match: got "
+            f"{list(input1.shape)} and {list(input2.shape)}"
         )
-    for d, dim in enumerate(("time", "height", "width")[3 - n :]):
-        size = input.shape[-n + d]
-        if output_size[d] + kernel_size[d] - 1 > size - (n == 3):  # ATen's checks
-            raise RuntimeError(
-                f"{name}_out(): pool {dim} {kernel_size[d]} too large relative to input "
-                f"{dim} {size}"
-            )
-    attrs = {"kernel_size": kernel_size, "output_size": output_size}
-    return _dispatch(OPS[name], (input, _random_samples), attrs)
-
-
-def fractional_max_pool2d_with_indices(
-    input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
-    _random_samples=None,
-):  # fmt: skip
-    """The maximum of each of ``output_size`` windows of ``kernel_size`` at pseudo-random
-    starts (``FractionalMaxPool2DBackward0``), and its flat index in its plane."""
-    return _fractional_max_pool(2, input, kernel_size, output_size, output_ratio, _random_samples)
-
-
-def fractional_max_pool2d(
-    input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
-    _random_samples=None,
-):  # fmt: skip
-    """``fractional_max_pool2d_with_indices``'s values (and indices with ``return_indices``)."""
-    out = _fractional_max_pool(2, input, kernel_size, output_size, output_ratio, _random_samples)
-    return out if return_indices else out[0]
-
-
-def fractional_max_pool3d_with_indices(
-    input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
-    _random_samples=None,
-):  # fmt: skip
-    """The 3-d ``fractional_max_pool2d_with_indices`` (``FractionalMaxPool3DBackward0``)."""
-    return _fractional_max_pool(3, input, kernel_size, output_size, output_ratio, _random_samples)
-
-
-def fractional_max_pool3d(
-    input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
-    _random_samples=None,
-):  # fmt: skip
-    """``fractional_max_pool3d_with_indices``'s values (and indices with ``return_indices``)."""
-    out = _fractional_max_pool(3, input, kernel_size, output_size, output_ratio, _random_samples)
-    return out if return_indices else out[0]
+    if weight.dim() != 3:
+        raise RuntimeError(f"bilinear(): weight must be three-dimensional, got {weight.dim()}")
+    n_out, n1, n2 = weight.shape
+    if input1.shape[-1] != n1 or input2.shape[-1] != n2:
+        raise RuntimeError(
+            f"bilinear(): input sizes do not match weight: got {list(input1.shape)}, "
+            f"{list(input2.shape)} and weight {list(weight.shape)}"
+        )
+    lead = tuple(input1.shape[:-1])
+    x1, x2 = input1.reshape(-1, n1), input2.reshape(-1, n2)
+    left = x1.matmul(weight.permute(1, 0, 2).reshape(n1, n_out * n2)).view(-1, n_out, n2)
+    out = (left * x2.unsqueeze(1)).sum(-1)
+    if bias is not None:
+        out = out + bias
+    return out.view(*lead, n_out)

@@ -851,109 +851,75 @@ def cross_entropy(
 
 
 # ---- attention (in nbgrad/nn/_attention.py, which uses the functions above) --------------------
-from nbgrad.nn._activations import (  # noqa: E402
-    celu,
-    glu,
-    hardshrink,
-    hardsigmoid,
-    hardswish,
-    mish,
-    prelu,
-    selu,
-    softmin,
-    softshrink,
-    softsign,
-    tanhshrink,
-)
 from nbgrad.nn._attention import (  # noqa: E402
     multi_head_attention_forward,
     scaled_dot_product_attention,
 )
 
-# ---- 1-d and transposed convolution, more pooling, padding, fold (in _functional_conv.py) -----
+# ---- more activations and their in-place forms (in _functional_activations.py) -------------------
+from nbgrad.nn._functional_activations import (  # noqa: E402
+    celu,
+    celu_,
+    elu_,
+    glu,
+    gumbel_softmax,
+    hardshrink,
+    hardsigmoid,
+    hardswish,
+    hardtanh_,
+    leaky_relu_,
+    mish,
+    prelu,
+    relu_,
+    rrelu,
+    rrelu_,
+    selu,
+    selu_,
+    softmin,
+    softshrink,
+    softsign,
+    tanhshrink,
+    threshold_,
+)
+
+# ---- 1-d, 3-d and transposed convolution, bilinear, padding, fold (in _functional_conv.py) -------
 from nbgrad.nn._functional_conv import (  # noqa: E402
-    adaptive_avg_pool1d,
-    adaptive_avg_pool3d,
-    adaptive_max_pool1d,
-    adaptive_max_pool2d,
-    adaptive_max_pool3d,
-    adaptive_max_pool3d_with_indices,
-    avg_pool1d,
-    avg_pool3d,
+    bilinear,
     conv1d,
     conv3d,
     conv_transpose1d,
     conv_transpose2d,
     conv_transpose3d,
     fold,
-    fractional_max_pool2d,
-    fractional_max_pool2d_with_indices,
-    fractional_max_pool3d,
-    fractional_max_pool3d_with_indices,
-    max_pool1d,
-    max_pool3d,
-    max_pool3d_with_indices,
     pad,
     unfold,
 )
 
-# ---- in-place forms, normalize, one_hot, pdist, unpooling, more (in _functional_gaps.py) ------
-from nbgrad.nn._functional_gaps import (  # noqa: E402
-    adaptive_max_pool1d_with_indices,
-    adaptive_max_pool2d_with_indices,
-    bilinear,
-    celu_,
-    channel_shuffle,
-    elu_,
-    gumbel_softmax,
-    hardtanh_,
-    leaky_relu_,
-    lp_pool1d,
-    lp_pool2d,
-    lp_pool3d,
-    max_pool1d_with_indices,
-    max_pool2d_with_indices,
-    max_unpool1d,
-    max_unpool2d,
-    max_unpool3d,
-    multilabel_margin_loss,
-    normalize,
-    one_hot,
+# ---- distances (in _functional_distance.py) ------------------------------------------------------
+from nbgrad.nn._functional_distance import (  # noqa: E402
+    cosine_similarity,
+    pairwise_distance,
     pdist,
-    relu_,
-    rrelu,
-    rrelu_,
-    selu_,
-    threshold_,
-    triplet_margin_with_distance_loss,
 )
 
-# ---- spatial transformers (in _functional_grid.py) ---------------------------------------------
-from nbgrad.nn._functional_grid import affine_grid, grid_sample  # noqa: E402
-
-# ---- more normalisation, embedding bags, dropout, interpolation (in _functional_more.py) -----
-from nbgrad.nn._functional_more import (  # noqa: E402
+# ---- feature and alpha dropouts (in _functional_dropout.py) --------------------------------------
+from nbgrad.nn._functional_dropout import (  # noqa: E402
     alpha_dropout,
     dropout1d,
     dropout2d,
     dropout3d,
-    embedding_bag,
     feature_alpha_dropout,
-    group_norm,
-    interpolate,
-    local_response_norm,
-    pixel_shuffle,
-    pixel_unshuffle,
-    rms_norm,
-    upsample,
-    upsample_bilinear,
-    upsample_nearest,
 )
 
-# ---- more losses, distances (in _losses.py) ---------------------------------------------------
-from nbgrad.nn._losses import (  # noqa: E402
+# ---- embedding bags, one_hot (in _functional_embedding.py) ---------------------------------------
+from nbgrad.nn._functional_embedding import (  # noqa: E402
+    embedding_bag,
+    one_hot,
+)
+
+# ---- more losses (in _functional_losses.py) ------------------------------------------------------
+from nbgrad.nn._functional_losses import (  # noqa: E402
     cosine_embedding_loss,
-    cosine_similarity,
     ctc_loss,
     gaussian_nll_loss,
     hinge_embedding_loss,
@@ -961,9 +927,60 @@ from nbgrad.nn._losses import (  # noqa: E402
     linear_cross_entropy,
     margin_ranking_loss,
     multi_margin_loss,
+    multilabel_margin_loss,
     multilabel_soft_margin_loss,
-    pairwise_distance,
     poisson_nll_loss,
     soft_margin_loss,
     triplet_margin_loss,
+    triplet_margin_with_distance_loss,
+)
+
+# ---- more normalisation (in _functional_norm.py) -------------------------------------------------
+from nbgrad.nn._functional_norm import (  # noqa: E402
+    group_norm,
+    local_response_norm,
+    normalize,
+    rms_norm,
+)
+
+# ---- more pooling: 1-d, 3-d, adaptive, fractional, lp, unpooling (in _functional_pooling.py) ---
+from nbgrad.nn._functional_pooling import (  # noqa: E402
+    adaptive_avg_pool1d,
+    adaptive_avg_pool3d,
+    adaptive_max_pool1d,
+    adaptive_max_pool1d_with_indices,
+    adaptive_max_pool2d,
+    adaptive_max_pool2d_with_indices,
+    adaptive_max_pool3d,
+    adaptive_max_pool3d_with_indices,
+    avg_pool1d,
+    avg_pool3d,
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+    lp_pool1d,
+    lp_pool2d,
+    lp_pool3d,
+    max_pool1d,
+    max_pool1d_with_indices,
+    max_pool2d_with_indices,
+    max_pool3d,
+    max_pool3d_with_indices,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
+)
+
+# ---- interpolation, shuffles, spatial transformers (in _functional_vision.py) --------------------
+from nbgrad.nn._functional_vision import (  # noqa: E402
+    affine_grid,
+    channel_shuffle,
+    grid_sample,
+    interpolate,
+    pixel_shuffle,
+    pixel_unshuffle,
+    upsample,
+    upsample_bilinear,
+    upsample_nearest,
 )

@@ -1,4 +1,4 @@
-"""The functions of ``nbgrad/nn/_functional_gaps.py`` (in-place activations, ``normalize``,
+"""Functions of ``nbgrad.nn.functional`` (in-place activations, ``normalize``,
 ``one_hot``, ``pdist``, ``gumbel_softmax``, the ``*_with_indices`` poolings,
 ``channel_shuffle``, ``bilinear``, ``lp_pool*``, ``rrelu``, ``max_unpool*``,
 ``multilabel_margin_loss``, ``triplet_margin_with_distance_loss``) against PyTorch: values

@@ -1,20 +1,29 @@
-"""More activations of ``nbgrad.nn.functional`` (kept here so that ``functional.py`` stays
-small): ``prelu``, ``glu``, ``mish``, ``hardswish``, ``hardsigmoid``, ``selu``, ``celu``,
-``softmin``, ``softsign``, ``softshrink``, ``hardshrink``, ``tanhshrink``.
+"""More activations of ``nbgrad.nn.functional`` (``functional.py`` holds the common ones):
+``prelu``, ``glu``, ``mish``, ``hardswish``, ``hardsigmoid``, ``selu``, ``celu``, ``softmin``,
+``softsign``, ``softshrink``, ``hardshrink``, ``tanhshrink``, ``rrelu``, ``gumbel_softmax``, and
+the in-place forms (``relu_``, ``elu_``...).
 
 NOTE [One op or composed]: where PyTorch runs one ATen op with its own backward node
 (``MishBackward0``, ``GluBackward0``, ``PreluKernelBackward0``...), nbgrad has a row of the op
 table (``nbgrad/derivatives/activation.py``) with that node name; where PyTorch composes
 (``softsign``, ``tanhshrink``, ``softmin``), nbgrad composes the same ops, so the graphs match.
+``rrelu`` is composed from table ops where PyTorch has ``RreluWithNoiseBackward0``: its
+``grad_fn`` is the last op composed (NOTE [Composed gaps]).
 """
 
 from __future__ import annotations
 
-import nbgrad
+import warnings
+
+import numpy as np
+
+import nbgrad  # nbgrad.nn.functional, read at call time: that module imports this one
 from nbgrad import dtypes
+from nbgrad._tensor import creation as _creation
 from nbgrad._tensor.dispatch import _dispatch
 from nbgrad.derivatives import OPS
-from nbgrad.tensor import Tensor
+from nbgrad.nn._functional_conv import _F
+from nbgrad.tensor import Tensor, tensor
 
 __all__ = [
     "prelu",
@@ -29,6 +38,16 @@ __all__ = [
     "softshrink",
     "hardshrink",
     "tanhshrink",
+    "relu_",
+    "elu_",
+    "celu_",
+    "selu_",
+    "leaky_relu_",
+    "hardtanh_",
+    "threshold_",
+    "rrelu",
+    "rrelu_",
+    "gumbel_softmax",
 ]
 
 
@@ -150,3 +169,84 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 def tanhshrink(input: Tensor) -> Tensor:
     """``x - tanh(x)``."""
     return input - input.tanh()
+
+
+def relu_(input: Tensor) -> Tensor:
+    """``relu`` in place."""
+    return _F().relu(input, inplace=True)
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """``elu`` in place (``EluBackward1``)."""
+    return _F().elu(input, alpha, inplace=True)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """``celu`` in place (``CeluBackward1``)."""
+    return _F().celu(input, alpha, inplace=True)
+
+
+def selu_(input: Tensor) -> Tensor:
+    """``selu`` in place (``EluBackward1``)."""
+    return _F().selu(input, inplace=True)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """``leaky_relu`` in place (``LeakyReluBackward1``)."""
+    return _F().leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """``hardtanh`` in place."""
+    return _F().hardtanh(input, min_val, max_val, inplace=True)
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    """``threshold`` in place (``ThresholdBackward1``)."""
+    return _F().threshold(input, threshold, value, inplace=True)
+
+
+def rrelu(
+    input: Tensor,
+    lower: float = 1.0 / 8,
+    upper: float = 1.0 / 3,
+    training: bool = False,
+    inplace: bool = False,
+) -> Tensor:
+    """Randomised leaky ReLU: in training, each non-positive entry times a slope drawn
+    uniformly from ``[lower, upper]``; in evaluation, ``leaky_relu`` with the mean slope.
+
+    NOTE [RReLU as leaky ReLU or a product]: PyTorch's one node is ``RreluWithNoiseBackward0``;
+    here evaluation is the ``leaky_relu`` row and training ``input * noise`` with the noise
+    (the slopes, and 1 where positive) drawn in NumPy: the gradients are the same.
+    """
+    if not training:
+        return _F().leaky_relu(input, (lower + upper) / 2, inplace)
+    x = np.asarray(input.detach())
+    slopes = _creation._rng.uniform(lower, upper, size=x.shape)
+    noise = tensor(np.where(x <= 0, slopes, 1.0).astype(input.dtype.np), device=input.device)
+    return input.mul_(noise) if inplace else input * noise
+
+
+def rrelu_(
+    input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False
+) -> Tensor:
+    """``rrelu`` in place."""
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+def gumbel_softmax(
+    logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10, dim: int = -1
+) -> Tensor:
+    """A sample of the Gumbel-softmax distribution: ``softmax((logits + g) / tau)`` for Gumbel
+    noise ``g``; with ``hard``, the one-hot of its argmax, with the soft sample's gradient."""
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    draws = _creation._rng.exponential(size=tuple(logits.shape)).astype(logits.dtype.np)
+    gumbels = -tensor(draws, device=logits.device).log()
+    y_soft = ((logits + gumbels) / tau).softmax(dim)
+    if not hard:
+        return y_soft
+    index = y_soft.max(dim, keepdim=True)[1]
+    y_hard = _creation.zeros_like(logits).scatter(dim, index, value=1.0)
+    return y_hard - y_soft.detach() + y_soft

@@ -1,10 +1,10 @@
-"""More losses and distances of ``nbgrad.nn.functional`` (kept here so that ``functional.py``
-stays small).
+"""More losses of ``nbgrad.nn.functional`` (``functional.py`` holds ``mse_loss``, ``l1_loss``,
+the smooth and Huber losses, the binary cross entropies, ``nll_loss`` and ``cross_entropy``).
 
 As PyTorch, ``soft_margin_loss``, ``multi_margin_loss`` and ``ctc_loss`` are one op each (rows of
 ``nbgrad/derivatives/losses.py``); the rest are composed from Tensor ops in the order ATen's
-composite implementations (``Loss.cpp``, ``Distance.cpp``) or ``torch/nn/functional.py`` use, so
-their ``grad_fn`` names match PyTorch's.
+composite implementations (``Loss.cpp``) or ``torch/nn/functional.py`` use, so their ``grad_fn``
+names match PyTorch's (``multilabel_margin_loss``: NOTE [Composed gaps]).
 """
 
 from __future__ import annotations
@@ -14,15 +14,19 @@ import warnings
 
 import numpy as np
 
-import nbgrad
+import nbgrad  # nbgrad.nn.functional, read at call time: that module imports this one
 from nbgrad import dtypes
 from nbgrad._tensor.creation import ones_like, where, zeros_like
 from nbgrad._tensor.dispatch import _dispatch
 from nbgrad.autograd.grad_mode import is_grad_enabled, no_grad
 from nbgrad.derivatives import OPS
+from nbgrad.nn._functional_conv import _F
+from nbgrad.nn._functional_distance import pairwise_distance
 from nbgrad.tensor import Tensor, tensor
 
 __all__ = [
+    "multilabel_margin_loss",
+    "triplet_margin_with_distance_loss",
     "kl_div",
     "cosine_embedding_loss",
     "margin_ranking_loss",
@@ -34,10 +38,79 @@ __all__ = [
     "multilabel_soft_margin_loss",
     "multi_margin_loss",
     "ctc_loss",
-    "cosine_similarity",
-    "pairwise_distance",
     "linear_cross_entropy",
 ]
+
+
+def multilabel_margin_loss(
+    input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean"
+) -> Tensor:
+    """``sum over target classes j and non-target classes i of max(0, 1 - (x[j] - x[i])) / C``
+    per sample; ``target`` lists each sample's classes, ended by the first ``-1``."""
+    F = _F()  # noqa: N806
+    reduction = F._legacy_reduction(size_average, reduce, reduction)
+    F._check_reduction(reduction)
+    if target.dtype != dtypes.int64:
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype._legacy[:-6]}")
+    one = input.dim() <= 1
+    if input.dim() > 2 or tuple(target.shape) != tuple(input.shape):
+        raise RuntimeError(
+            f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}"
+        )
+    x = input.reshape(1, -1) if one else input
+    t = np.asarray(target).reshape(x.shape)
+    c = x.shape[1]
+    # valid[n, k]: position k of the target list is before its first -1
+    valid = np.cumprod(t != -1, axis=1).astype(bool)
+    if np.any(valid & ((t < 0) | (t >= c))):
+        raise RuntimeError(f"multilabel_margin_loss: target out of range for {c} classes")
+    is_target = np.zeros(x.shape, dtype=bool)
+    rows = np.nonzero(valid)
+    is_target[rows[0], t[valid]] = True
+    weight = (valid[:, :, None] & ~is_target[:, None, :]).astype(input.dtype.np)
+    picked = x.gather(1, tensor(np.where(valid, t, 0)))  # x[n, y_k]
+    margins = (1 - picked.unsqueeze(2) + x.unsqueeze(1)).relu()
+    losses = (margins * tensor(weight, device=input.device)).sum((1, 2)) / c
+    if one:
+        losses = losses.squeeze(0)
+    if reduction == "none":
+        return losses
+    return losses.sum() if reduction == "sum" else losses.mean()
+
+
+def triplet_margin_with_distance_loss(
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    *,
+    distance_function=None,
+    margin: float = 1.0,
+    swap: bool = False,
+    reduction: str = "mean",
+) -> Tensor:
+    """``max(d(a, p) - d(a, n) + margin, 0)`` for a distance ``d`` (default:
+    ``pairwise_distance``); with ``swap``, ``d(a, n)`` is ``min(d(a, n), d(p, n))``."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    a_dim, p_dim, n_dim = anchor.dim(), positive.dim(), negative.dim()
+    if not (a_dim == p_dim and p_dim == n_dim):
+        raise RuntimeError(
+            "The anchor, positive, and negative tensors are expected to have the same number "
+            f"of dimensions, but got: anchor {a_dim}D, positive {p_dim}D, and negative "
+            f"{n_dim}D inputs"
+        )
+    if distance_function is None:
+        distance_function = _F().pairwise_distance
+    dist_pos = distance_function(anchor, positive)
+    dist_neg = distance_function(anchor, negative)
+    if swap:
+        dist_neg = nbgrad.minimum(dist_neg, distance_function(positive, negative))
+    loss = (margin + dist_pos - dist_neg).clamp_min(0)
+    if reduction == "sum":
+        return loss.sum()
+    return loss.mean() if reduction == "mean" else loss
 
 
 def _reduction(size_average, reduce, reduction):
@@ -148,35 +221,6 @@ def margin_ranking_loss(
             f"input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} "
         )
     return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
-
-
-def pairwise_distance(
-    x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False
-) -> Tensor:
-    """The ``p``-norm of ``x1 - x2 + eps`` along the last dim."""
-    dim = max(x1.dim(), x2.dim()) - 1
-    if dim < 0:  # two scalars: the norm of a 0-d tensor is its absolute value
-        return (x1 - x2 + eps).abs()
-    attrs = {"ord": p, "dim": (dim,), "keepdim": keepdim}
-    return _dispatch(OPS["norm_scalar_dim"], (x1 - x2 + eps,), attrs)
-
-
-def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
-    """``sum(x1 * x2, dim) / (|x1| |x2|)``, each norm at least ``eps``.
-
-    NOTE [cosine_similarity's clamp]: PyTorch clamps the norms in place under no_grad, so that
-    the clamp does not enter the gradient; nbgrad clamps them with ``where`` on a constant mask,
-    which gives the same values and, above ``eps``, the same gradient."""
-    shape = tuple(np.broadcast_shapes(tuple(x1.shape), tuple(x2.shape)))
-    x1 = x1 if tuple(x1.shape) == shape else x1.expand(shape)
-    x2 = x2 if tuple(x2.shape) == shape else x2.expand(shape)
-    n1 = x1.norm(2, dim, True)
-    n2 = x2.norm(2, dim, True)
-    with no_grad():
-        small1, small2 = n1 < eps, n2 < eps
-    n1 = where(small1, eps, n1)
-    n2 = where(small2, eps, n2)
-    return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
 def triplet_margin_loss(
