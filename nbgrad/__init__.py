@@ -5,8 +5,8 @@ signatures, gradients, ``grad_fn`` names, hook order and errors. In a notebook,
 ``%load_ext nbgrad`` adds the ``%%autograd`` cell magic (``pip install nbgrad[notebook]``).
 
 The layers, bottom up. A module imports, at module level, only from its own layer or those below
-it (``tests/test_layers.py`` checks this); a call that must go up, as ``Tensor.backward`` into
-the engine, goes through the root package at call time (``nbgrad.autograd.backward``).
+it (``tests/test_import_layers.py`` checks this); a call that must go up, as ``Tensor.backward``
+into the engine, goes through the root package at call time (``nbgrad.autograd.backward``).
 
 0 arrays        backend.py          Device, the array module ``xp`` of each; the only cupy import
                 dtypes.py           dtypes, promotion, the default dtype

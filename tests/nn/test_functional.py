@@ -1,5 +1,5 @@
 """``nbgrad.nn.functional`` (``nbgrad/nn/functional.py``): the graph it builds and the errors
-and warnings it gives, against ``torch.nn.functional`` (values are covered by test_layers)."""
+and warnings it gives, against ``torch.nn.functional`` (values are covered by test_layer_parity)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import nbgrad as ng
-from tests.nn.test_layers import check_parity
+from tests.nn.test_layer_parity import check_parity
 
 torch = pytest.importorskip("torch")
 

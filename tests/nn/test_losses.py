@@ -1,7 +1,8 @@
 """KLDivLoss, CosineEmbeddingLoss, MarginRankingLoss, TripletMarginLoss, HingeEmbeddingLoss,
 GaussianNLLLoss, PoissonNLLLoss, SoftMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss,
-CTCLoss, CosineSimilarity, PairwiseDistance (``nbgrad/nn/_losses.py``) against PyTorch:
-values, gradients (float64, 1e-6), second order, ``grad_fn`` names, reprs and errors."""
+CTCLoss, CosineSimilarity, PairwiseDistance (``nbgrad/nn/_functional_losses.py`` and
+``_functional_distance.py``) against PyTorch: values, gradients (float64, 1e-6), second order,
+``grad_fn`` names, reprs and errors."""
 
 from __future__ import annotations
 

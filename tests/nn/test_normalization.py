@@ -9,7 +9,7 @@ import pytest
 
 import nbgrad as ng
 from tests.nn import test_layer_init
-from tests.nn.test_layers import Const, check_parity
+from tests.nn.test_layer_parity import Const, check_parity
 
 torch = pytest.importorskip("torch")
 

@@ -1,5 +1,5 @@
 """PReLU, GLU, Mish, Hardswish, Hardsigmoid, SELU, CELU, Softmin, Softsign, Softshrink,
-Hardshrink, Tanhshrink, Threshold (``nbgrad/nn/_activations.py``, rows in
+Hardshrink, Tanhshrink, Threshold (``nbgrad/nn/_functional_activations.py``, rows in
 ``nbgrad/derivatives/activation.py``) against PyTorch: values, gradients, second derivatives,
 ``grad_fn`` names, in-place forms, reprs and errors."""
 

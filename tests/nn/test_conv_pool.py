@@ -11,7 +11,7 @@ import pytest
 
 import nbgrad as ng
 from tests.nn import test_layer_init
-from tests.nn.test_layers import check_parity
+from tests.nn.test_layer_parity import check_parity
 
 torch = pytest.importorskip("torch")
 

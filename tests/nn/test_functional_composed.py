@@ -1,6 +1,6 @@
-"""Functions of ``nbgrad.nn.functional`` (in-place activations, ``normalize``,
-``one_hot``, ``pdist``, ``gumbel_softmax``, the ``*_with_indices`` poolings,
-``channel_shuffle``, ``bilinear``, ``lp_pool*``, ``rrelu``, ``max_unpool*``,
+"""Functions of ``nbgrad.nn.functional`` composed from table ops (NOTE [Composed gaps]: in-place
+activations, ``normalize``, ``one_hot``, ``pdist``, ``gumbel_softmax``, the ``*_with_indices``
+poolings, ``channel_shuffle``, ``bilinear``, ``lp_pool*``, ``rrelu``, ``max_unpool*``,
 ``multilabel_margin_loss``, ``triplet_margin_with_distance_loss``) against PyTorch: values
 and gradients in float64, gradcheck, errors; for the random ones, their deterministic forms
 and the structure or statistics of their draws."""

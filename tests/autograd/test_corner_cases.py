@@ -1,4 +1,6 @@
-"""Gradients and errors that once came out silently wrong, each compared with PyTorch.
+"""Corner cases of autograd where a gradient or an error could silently differ from PyTorch's
+(zero bases, create_graph, custom Functions, views made without grad...), each compared with
+PyTorch.
 
 Found by PyTorch's own TestAutograd run against nbgrad and by differential testing; each test
 runs the same program in nbgrad and in torch and compares what a user would see.
