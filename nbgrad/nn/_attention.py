@@ -245,20 +245,9 @@ def multi_head_attention_forward(
         if key_padding_mask is not None:
             key_padding_mask = key_padding_mask.unsqueeze(0)
     tgt_len, bsz, embed_dim = query.shape
-    key_padding_mask = _canonical_mask(
-        key_padding_mask, "key_padding_mask", _none_or_dtype(attn_mask), "attn_mask", query.dtype
+    key_padding_mask, attn_mask, is_causal = _mha_masks(
+        query, key_padding_mask, attn_mask, is_causal, need_weights
     )
-    if is_causal and attn_mask is None:
-        raise RuntimeError(
-            "Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
-            "method `generate_square_subsequent_mask` to create this mask."
-        )
-    if is_causal and key_padding_mask is None and not need_weights:
-        attn_mask = None  # the mask is the causal one: scaled_dot_product_attention makes it
-    else:
-        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, False)
-        if key_padding_mask is not None:
-            is_causal = False
     if embed_dim != embed_dim_to_check:
         raise AssertionError(
             f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}"
@@ -281,89 +270,27 @@ def multi_head_attention_forward(
             raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
         q, k, v = _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
     if attn_mask is not None:
-        if attn_mask.dim() == 2:
-            if tuple(attn_mask.shape) != (tgt_len, key.shape[0]):
-                raise RuntimeError(
-                    f"The shape of the 2D attn_mask is {attn_mask.shape}, but should be "
-                    f"{(tgt_len, key.shape[0])}."
-                )
-            attn_mask = attn_mask.unsqueeze(0)
-        elif attn_mask.dim() == 3:
-            want = (bsz * num_heads, tgt_len, key.shape[0])
-            if tuple(attn_mask.shape) != want:
-                raise RuntimeError(
-                    f"The shape of the 3D attn_mask is {attn_mask.shape}, but should be {want}."
-                )
-        else:
-            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
-    if bias_k is not None and bias_v is not None:
-        if static_k is not None or static_v is not None:
-            raise AssertionError("bias cannot be added to static key.")
-        k = cat([k, bias_k.repeat(1, bsz, 1)])
-        v = cat([v, bias_v.repeat(1, bsz, 1)])
-        if attn_mask is not None:
-            attn_mask = _pad_last(attn_mask)
-        if key_padding_mask is not None:
-            key_padding_mask = _pad_last(key_padding_mask)
-    elif bias_k is not None or bias_v is not None:
-        raise AssertionError(
-            "bias_k is set but bias_v is None"
-            if bias_k is not None
-            else "bias_v is set but bias_k is None"
-        )
-    q = q.view(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
-    k = (
-        k.view(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
-        if static_k is None
-        else static_k
+        attn_mask = _check_attn_mask(attn_mask, (tgt_len, key.shape[0]), bsz * num_heads)
+    q, k, v, attn_mask, key_padding_mask = _mha_heads(
+        q,
+        k,
+        v,
+        (bsz, num_heads, head_dim),
+        bias_k,
+        bias_v,
+        static_k,
+        static_v,
+        add_zero_attn,
+        attn_mask,
+        key_padding_mask,
     )
-    v = (
-        v.view(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
-        if static_v is None
-        else static_v
-    )
-    if add_zero_attn:
-        zero = (bsz * num_heads, 1, head_dim)
-        k = cat([k, zeros(zero, dtype=k.dtype, device=k.device)], 1)
-        v = cat([v, zeros(zero, dtype=v.dtype, device=v.device)], 1)
-        if attn_mask is not None:
-            attn_mask = _pad_last(attn_mask)
-        if key_padding_mask is not None:
-            key_padding_mask = _pad_last(key_padding_mask)
     src_len = k.shape[1]
     if key_padding_mask is not None:
-        if key_padding_mask.shape[0] != bsz:
-            raise AssertionError(
-                f"Expected key_padded_mask.shape[0] to be {bsz}, but got "
-                f"{key_padding_mask.shape[0]}"
-            )
-        if key_padding_mask.shape[1] != src_len:
-            raise AssertionError(
-                f"Expected key_padded_mask.shape[1] to be {src_len}, but got "
-                f"{key_padding_mask.shape[1]}"
-            )
-        key_padding_mask = (
-            key_padding_mask.view(bsz, 1, 1, src_len)
-            .expand(-1, num_heads, -1, -1)
-            .reshape(bsz * num_heads, 1, src_len)
-        )
-        attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
+        attn_mask = _merge_key_padding_mask(key_padding_mask, attn_mask, bsz, num_heads, src_len)
     if not training:
         dropout_p = 0.0
     if need_weights:
-        E = q.shape[-1]
-        q_scaled = q * math.sqrt(1.0 / float(E))
-        if is_causal and attn_mask is None:
-            raise AssertionError("FIXME: is_causal not implemented for need_weights")
-        k_t = k.transpose(-2, -1)
-        if attn_mask is not None:
-            weights = attn_mask.baddbmm(q_scaled, k_t)
-        else:
-            weights = q_scaled.bmm(k_t)
-        weights = weights.softmax(-1)
-        if dropout_p > 0.0:
-            weights = nbgrad.nn.functional.dropout(weights, p=dropout_p)
-        out = weights.bmm(v)
+        out, weights = _attention_with_weights(q, k, v, attn_mask, dropout_p, is_causal)
         out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
         out = nbgrad.nn.functional.linear(out, out_proj_weight, out_proj_bias)
         out = out.view(tgt_len, bsz, out.shape[1])
@@ -388,3 +315,122 @@ def multi_head_attention_forward(
     if not is_batched:
         out = out.squeeze(1)
     return out, None
+
+
+def _mha_masks(query, key_padding_mask, attn_mask, is_causal, need_weights):
+    """The two masks in the query's dtype, and whether the causal hint still holds."""
+    key_padding_mask = _canonical_mask(
+        key_padding_mask, "key_padding_mask", _none_or_dtype(attn_mask), "attn_mask", query.dtype
+    )
+    if is_causal and attn_mask is None:
+        raise RuntimeError(
+            "Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+            "method `generate_square_subsequent_mask` to create this mask."
+        )
+    if is_causal and key_padding_mask is None and not need_weights:
+        attn_mask = None  # the mask is the causal one: scaled_dot_product_attention makes it
+    else:
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, False)
+        if key_padding_mask is not None:
+            is_causal = False
+    return key_padding_mask, attn_mask, is_causal
+
+
+def _check_attn_mask(attn_mask, lengths, batch_heads):
+    """A 2-D ``(L, S)`` mask made 3-D, or a 3-D ``(N * heads, L, S)`` one, checked."""
+    tgt_len, src_len = lengths
+    if attn_mask.dim() == 2:
+        if tuple(attn_mask.shape) != (tgt_len, src_len):
+            raise RuntimeError(
+                f"The shape of the 2D attn_mask is {attn_mask.shape}, but should be "
+                f"{(tgt_len, src_len)}."
+            )
+        return attn_mask.unsqueeze(0)
+    if attn_mask.dim() == 3:
+        want = (batch_heads, tgt_len, src_len)
+        if tuple(attn_mask.shape) != want:
+            raise RuntimeError(
+                f"The shape of the 3D attn_mask is {attn_mask.shape}, but should be {want}."
+            )
+        return attn_mask
+    raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+
+
+def _mha_heads(
+    q, k, v, sizes, bias_k, bias_v, static_k, static_v, add_zero_attn, attn_mask, key_padding_mask
+):
+    """``bias_k``/``bias_v`` appended, q, k, v split into ``(N * heads, L, head_dim)``, and a
+    zero key and value appended with ``add_zero_attn``; the masks padded to match."""
+    bsz, num_heads, head_dim = sizes
+    if bias_k is not None and bias_v is not None:
+        if static_k is not None or static_v is not None:
+            raise AssertionError("bias cannot be added to static key.")
+        k = cat([k, bias_k.repeat(1, bsz, 1)])
+        v = cat([v, bias_v.repeat(1, bsz, 1)])
+        if attn_mask is not None:
+            attn_mask = _pad_last(attn_mask)
+        if key_padding_mask is not None:
+            key_padding_mask = _pad_last(key_padding_mask)
+    elif bias_k is not None or bias_v is not None:
+        raise AssertionError(
+            "bias_k is set but bias_v is None"
+            if bias_k is not None
+            else "bias_v is set but bias_k is None"
+        )
+    q = q.view(q.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    k = (
+        k.view(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+        if static_k is None
+        else static_k
+    )
+    v = (
+        v.view(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+        if static_v is None
+        else static_v
+    )
+    if add_zero_attn:
+        zero = (bsz * num_heads, 1, head_dim)
+        k = cat([k, zeros(zero, dtype=k.dtype, device=k.device)], 1)
+        v = cat([v, zeros(zero, dtype=v.dtype, device=v.device)], 1)
+        if attn_mask is not None:
+            attn_mask = _pad_last(attn_mask)
+        if key_padding_mask is not None:
+            key_padding_mask = _pad_last(key_padding_mask)
+    return q, k, v, attn_mask, key_padding_mask
+
+
+def _merge_key_padding_mask(key_padding_mask, attn_mask, bsz, num_heads, src_len):
+    """The key padding mask, checked, spread over the heads and added to ``attn_mask``."""
+    if key_padding_mask.shape[0] != bsz:
+        raise AssertionError(
+            f"Expected key_padded_mask.shape[0] to be {bsz}, but got {key_padding_mask.shape[0]}"
+        )
+    if key_padding_mask.shape[1] != src_len:
+        raise AssertionError(
+            f"Expected key_padded_mask.shape[1] to be {src_len}, but got "
+            f"{key_padding_mask.shape[1]}"
+        )
+    key_padding_mask = (
+        key_padding_mask.view(bsz, 1, 1, src_len)
+        .expand(-1, num_heads, -1, -1)
+        .reshape(bsz * num_heads, 1, src_len)
+    )
+    return key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
+
+
+def _attention_with_weights(q, k, v, attn_mask, dropout_p, is_causal):
+    """Attention spelled out, as PyTorch's ``need_weights`` path: the output per head
+    ``(N * heads, L, head_dim)`` and the weights ``(N * heads, L, S)``."""
+    E = q.shape[-1]
+    q_scaled = q * math.sqrt(1.0 / float(E))
+    if is_causal and attn_mask is None:
+        raise AssertionError("FIXME: is_causal not implemented for need_weights")
+    k_t = k.transpose(-2, -1)
+    if attn_mask is not None:
+        weights = attn_mask.baddbmm(q_scaled, k_t)
+    else:
+        weights = q_scaled.bmm(k_t)
+    weights = weights.softmax(-1)
+    if dropout_p > 0.0:
+        weights = nbgrad.nn.functional.dropout(weights, p=dropout_p)
+    return weights.bmm(v), weights
