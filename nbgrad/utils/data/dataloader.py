@@ -38,6 +38,65 @@ class _InfiniteConstantSampler(Sampler):
             yield None
 
 
+def _check_worker_options(
+    dataset, num_workers, timeout, prefetch_factor, persistent_workers, worker_init_fn, in_order
+):
+    """PyTorch's checks of the worker options; the ``prefetch_factor`` to keep (2 by default
+    with workers)."""
+    if num_workers < 0:
+        raise ValueError(
+            "num_workers option should be non-negative; "
+            "use num_workers=0 to disable multiprocessing."
+        )
+    if timeout < 0:
+        raise ValueError("timeout option should be non-negative")
+    if num_workers == 0 and prefetch_factor is not None:
+        raise ValueError(
+            "prefetch_factor option could only be specified in multiprocessing."
+            "let num_workers > 0 to enable multiprocessing, otherwise set "
+            "prefetch_factor to None."
+        )
+    if num_workers > 0 and prefetch_factor is None:
+        prefetch_factor = 2
+    elif prefetch_factor is not None and prefetch_factor < 0:
+        raise ValueError("prefetch_factor option should be non-negative")
+    if persistent_workers and num_workers == 0:
+        raise ValueError("persistent_workers option needs num_workers > 0")
+    if num_workers > 0:  # See NOTE [DataLoader workers]
+        if isinstance(dataset, IterableDataset):
+            raise NotImplementedError(
+                "nbgrad's DataLoader fetches in the main process: an IterableDataset with "
+                "num_workers > 0 (each worker iterating its own copy) is not supported; "
+                "use num_workers=0"
+            )
+        if worker_init_fn is not None or not in_order:
+            raise NotImplementedError(
+                "nbgrad's DataLoader fetches in the main process: worker_init_fn and "
+                "in_order=False need worker processes, which are not supported; "
+                "use num_workers=0"
+            )
+    return prefetch_factor
+
+
+def _check_iterable_options(shuffle, sampler, batch_sampler):
+    """An iterable dataset picks its own samples: no shuffle, sampler or batch sampler."""
+    if shuffle not in {False, None}:
+        raise ValueError(
+            "DataLoader with IterableDataset: expected unspecified shuffle option, "
+            f"but got shuffle={shuffle}"
+        )
+    if sampler is not None:
+        raise ValueError(
+            "DataLoader with IterableDataset: expected unspecified sampler option, "
+            f"but got sampler={sampler}"
+        )
+    if batch_sampler is not None:
+        raise ValueError(
+            "DataLoader with IterableDataset: expected unspecified batch_sampler "
+            f"option, but got batch_sampler={batch_sampler}"
+        )
+
+
 _T_co = TypeVar("_T_co", covariant=True)
 
 
@@ -67,38 +126,15 @@ class DataLoader(Generic[_T_co]):
         pin_memory_device="",
         in_order=True,
     ):
-        if num_workers < 0:
-            raise ValueError(
-                "num_workers option should be non-negative; "
-                "use num_workers=0 to disable multiprocessing."
-            )
-        if timeout < 0:
-            raise ValueError("timeout option should be non-negative")
-        if num_workers == 0 and prefetch_factor is not None:
-            raise ValueError(
-                "prefetch_factor option could only be specified in multiprocessing."
-                "let num_workers > 0 to enable multiprocessing, otherwise set "
-                "prefetch_factor to None."
-            )
-        if num_workers > 0 and prefetch_factor is None:
-            prefetch_factor = 2
-        elif prefetch_factor is not None and prefetch_factor < 0:
-            raise ValueError("prefetch_factor option should be non-negative")
-        if persistent_workers and num_workers == 0:
-            raise ValueError("persistent_workers option needs num_workers > 0")
-        if num_workers > 0:  # See NOTE [DataLoader workers]
-            if isinstance(dataset, IterableDataset):
-                raise NotImplementedError(
-                    "nbgrad's DataLoader fetches in the main process: an IterableDataset with "
-                    "num_workers > 0 (each worker iterating its own copy) is not supported; "
-                    "use num_workers=0"
-                )
-            if worker_init_fn is not None or not in_order:
-                raise NotImplementedError(
-                    "nbgrad's DataLoader fetches in the main process: worker_init_fn and "
-                    "in_order=False need worker processes, which are not supported; "
-                    "use num_workers=0"
-                )
+        prefetch_factor = _check_worker_options(
+            dataset,
+            num_workers,
+            timeout,
+            prefetch_factor,
+            persistent_workers,
+            worker_init_fn,
+            in_order,
+        )
 
         self.dataset = dataset
         self.num_workers = num_workers
@@ -112,21 +148,7 @@ class DataLoader(Generic[_T_co]):
 
         if isinstance(dataset, IterableDataset):
             self._dataset_kind = "iterable"
-            if shuffle not in {False, None}:
-                raise ValueError(
-                    "DataLoader with IterableDataset: expected unspecified shuffle option, "
-                    f"but got shuffle={shuffle}"
-                )
-            if sampler is not None:
-                raise ValueError(
-                    "DataLoader with IterableDataset: expected unspecified sampler option, "
-                    f"but got sampler={sampler}"
-                )
-            if batch_sampler is not None:
-                raise ValueError(
-                    "DataLoader with IterableDataset: expected unspecified batch_sampler "
-                    f"option, but got batch_sampler={batch_sampler}"
-                )
+            _check_iterable_options(shuffle, sampler, batch_sampler)
         else:
             shuffle = bool(shuffle)
             self._dataset_kind = "map"
