@@ -80,7 +80,7 @@ TESTS = {
     DW: ["tests/test_index_reduce_and_sampling.py", *DERIVATIVE_TESTS],
     TV: ["tests/test_tensor_inplace_variants.py"],
     T: AUTOGRAD_TESTS,
-    FN: ["tests/test_parity_gaps.py"],
+    FN: ["tests/autograd/test_inference_tensors.py"],
     MF: ["tests/test_tensor.py"],
     E: ENGINE_TESTS,
     GT: ENGINE_TESTS,

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import nbgrad as ng
+from tests.torch_oracle import same
 
 torch = pytest.importorskip("torch")
 
@@ -1218,3 +1219,102 @@ def test_indexing_as_torch(name, key):
         # bits: whole numbers 1..24, whose squares and gradients 2 * y are exact
         np.testing.assert_array_equal(a, b)
     assert got[2] == want[2]
+
+
+# ---- creation functions: their overloads, as PyTorch's -------------------------------------------
+CREATION = [
+    "L.zeros(2, 3)",
+    "L.zeros((2, 3))",
+    "L.zeros([2, 3])",
+    "L.zeros(size=(2, 3))",
+    "L.zeros(L.Size([2, 3]))",
+    "L.zeros(())",
+    "L.ones(size=[2])",
+    "L.empty(size=(2,)).shape",
+    "L.empty(2, 3).shape",
+    "L.rand(size=(2,)).shape",
+    "L.randn(size=(2, 1)).shape",
+    "L.rand(2, dtype=L.float64).dtype",
+    "L.randint(5, (3,)).shape",
+    "L.randint(1, 5, (3,)).shape",
+    "L.randint(5, size=(3,)).shape",
+    "L.randint(1, 5, size=(3,)).shape",
+    "L.randint(low=1, high=5, size=(3,)).shape",
+    "L.randint(high=5, size=(3,)).shape",
+    "L.randint(5, [2, 2]).dtype",
+    "L.randint(2, 5, L.Size([2]), dtype=L.float32).dtype",
+    "L.randint(3, (2,)).min() >= 0",
+    "L.randint(5, 3, (2,))",
+    "L.arange(5)",
+    "L.arange(5.0)",
+    "L.arange(1, 5)",
+    "L.arange(1, 5, 2)",
+    "L.arange(end=5)",
+    "L.arange(start=1, end=5)",
+    "L.arange(0, 1, 0.25)",
+    "L.linspace(0, 1, steps=5)",
+    "L.linspace(start=0, end=1, steps=3)",
+    "L.full((2,), True)",
+    "L.full((2,), 3)",
+    "L.full(size=(2,), fill_value=2.5)",
+    "L.eye(n=2, m=3)",
+    "L.full_like(L.ones(2), 7)",
+    "L.zeros_like(L.ones(2, dtype=L.int64))",
+    "L.rand_like(L.ones(2, dtype=L.float64)).dtype",
+    "L.randn_like(L.ones(2, 3)).shape",
+    "L.zeros(2, sizes=3)",
+]
+
+
+def _plain(value):
+    if hasattr(value, "tolist") and hasattr(value, "dtype"):
+        return value.tolist(), str(value.dtype).rsplit(".", 1)[-1]
+    if isinstance(value, tuple):  # a Size
+        return tuple(value)
+    return str(value).rsplit(".", 1)[-1]
+
+
+@pytest.mark.parametrize("expr", CREATION)
+def test_creation_overloads(expr):
+    same(lambda L: _plain(eval(expr)))
+
+
+# ---- transpose and swapaxes of a 0-d tensor ------------------------------------------------------
+@pytest.mark.parametrize("dims", [(0, 0), (0, -1), (-1, -1), (0, 1), (1, 0)])
+@pytest.mark.parametrize("name", ["transpose", "swapaxes", "swapdims"])
+def test_transpose_of_a_0d_tensor(name, dims):
+    def run(lib):
+        x = lib.tensor(2.5, requires_grad=True)
+        y = getattr(x, name)(*dims)
+        (g,) = lib.autograd.grad(y * 3, x)
+        return y.item(), y.shape == (), y.grad_fn.name(), g.item(), y._base is x
+
+    same(run)
+    same(lambda lib: getattr(lib, name)(lib.tensor(1.0), *dims).item())
+
+
+# ---- in-place ops on expanded tensors ------------------------------------------------------------
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda lib: lib.ones(3, 4).expand(3, 4),  # no stride 0: allowed
+        lambda lib: lib.ones(3, 4).expand(-1, 4),
+        lambda lib: lib.ones(2, 1, 4).expand(2, 1, 4),
+        lambda lib: lib.ones(1, 4).expand(3, 4),  # a real overlap: PyTorch's error
+        lambda lib: lib.ones(4).expand(3, 4),
+        lambda lib: lib.ones(3, 1).expand(3, 4),
+        lambda lib: lib.ones(1, 4).expand(1, 4),
+        lambda lib: lib.ones(1).expand(1),
+        lambda lib: lib.ones(()).expand(2),
+    ],
+)
+@pytest.mark.parametrize(
+    "change", [lambda t: t.add_(1), lambda t: t.mul_(2), lambda t: t.zero_(), lambda t: t.fill_(3)]
+)
+def test_in_place_on_an_expanded_tensor(make, change):
+    def run(lib):
+        t = make(lib)
+        change(t)
+        return t.tolist()
+
+    same(run)

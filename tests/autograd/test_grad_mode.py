@@ -10,6 +10,7 @@ import warnings
 import pytest
 
 import nbgrad as ng
+from tests.torch_oracle import same
 
 torch = pytest.importorskip("torch")
 
@@ -274,3 +275,22 @@ def test_function_decoration_does_not_warn():
             return ng.is_grad_enabled()
 
         assert f() is False
+
+
+# ---- @no_grad and @enable_grad without parentheses -----------------------------------------------
+def test_bare_no_grad_decorator():
+    def run(lib):
+        @lib.no_grad
+        def double(x):
+            return x * 2
+
+        @lib.enable_grad
+        def triple(x):
+            return x * 3
+
+        x = lib.ones(2, requires_grad=True)
+        with lib.no_grad():
+            inner = triple(x)
+        return double(x).requires_grad, inner.requires_grad, double.__name__
+
+    assert same(run) == ("ok", (False, True, "double"))
