@@ -20,7 +20,7 @@ from nbgrad._graph import graph as _graph
 from nbgrad._graph.grad_mode import _inference_tensors
 from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad._graph.graph import AccumulateGrad, HookList, InputMetadata, RemovableHandle
-from nbgrad._tensor import legacy_types as _tensor_types
+from nbgrad._tensor import legacy_types as _legacy_types
 from nbgrad._tensor.conversion import (
     _is_inference,
     _set_inference,
@@ -731,10 +731,10 @@ class Tensor(
         converted to a type (``nbgrad.DoubleTensor`` or its name) or a dtype (self if it is
         already that type)."""
         if dtype is None:
-            return _tensor_types.type_name(self)
+            return _legacy_types.type_name(self)
         if isinstance(dtype, str):
-            dtype = _tensor_types.type_from_name(dtype)
-        if isinstance(dtype, _tensor_types.tensortype):
+            dtype = _legacy_types.type_from_name(dtype)
+        if isinstance(dtype, _legacy_types.tensortype):
             device = self.device if dtype._device_type == self.device.type else dtype._device_type
             return self.to(device=device, dtype=dtype.dtype)
         if not isinstance(dtype, dtypes.dtype):
@@ -890,7 +890,7 @@ for _module in (
     _parts.inplace,
     _parts.printing,
     _parts.creation,
-    _tensor_types,
+    _legacy_types,
 ):
     _module.Tensor = Tensor
 del _module
