@@ -4,6 +4,9 @@ nbgrad draws on the host from a NumPy ``Generator`` (PCG64) that ``manual_seed``
 (``nbgrad._tensor.creation._rng``); ``default_generator`` is the :class:`Generator` over that
 one. A state is a uint8 tensor (``get_rng_state``), as PyTorch's: here the PCG64 state and
 increment (16 bytes each, little-endian) and the buffered 32-bit draw (5 bytes).
+
+Also the functions that draw from a tensor's values: ``bernoulli``, ``multinomial``, ``poisson``
+and ``binomial``.
 """
 
 from __future__ import annotations
@@ -148,7 +151,7 @@ def set_rng_state(new_state):
     default_generator.set_state(new_state)
 
 
-# ---- sampling from a tensor's values
+# ---- sampling from a tensor's values -------------------------------------------------------------
 def bernoulli(input, p=None):
     return input.bernoulli(p)
 
