@@ -22,11 +22,11 @@ into the engine, goes through the root package at call time (``nbgrad.autograd.b
                 _tensor/dispatch.py     method -> op-table row -> kernel, and the Node recording it
                 _tensor/creation.py     zeros, randn, arange, cat, stack, where...
                 _tensor/printing.py     how a tensor prints (PyTorch's ``_tensor_str.py``)
-                _tensor/math_methods.py   operators, pointwise math, reductions, matmul
+                _tensor/math_methods.py   operators, pointwise math, comparisons, predicates
                 _tensor/shape_methods.py  view, reshape, permute, expand, indexing
                 _tensor/inplace.py      add_, copy_, setitem: versions, CopySlices, rebase
-                _tensor/linalg_methods.py  addmm, addmv, cross, kron; einsum, tensordot, meshgrid
-                _tensor/reduction_methods.py  scans, nan-reductions, diff, histograms
+                _tensor/linalg_methods.py  matmul, mm, bmm, addmm, cross, kron; einsum, meshgrid...
+                _tensor/reduction_methods.py  sum, mean, max...; scans, nan-reductions, histograms
                 _tensor/index_methods.py  index_copy, index_put, scatter_reduce, put...
                 tensor.py           the Tensor class: metadata, grad, hooks, backward, to()
                 _tensor/legacy_types.py  ``FloatTensor``-style constructors; cuda.py: their cuda

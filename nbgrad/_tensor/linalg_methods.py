@@ -1,6 +1,7 @@
-"""Linear algebra beyond the matrix product: ``addmm``, ``baddbmm``, ``outer``, ``cross``,
-``diag``, ``trace``, ``kron``, and the composites of ``torch/functional.py``: ``einsum``,
-``tensordot``, ``meshgrid``. :class:`nbgrad.Tensor` inherits the methods.
+"""Linear algebra: the matrix products (``matmul``, ``mm``, ``bmm``, ``mv``, ``dot``), ``addmm``,
+``baddbmm``, ``outer``, ``cross``, ``diag``, ``trace``, ``kron``, and the composites of
+``torch/functional.py``: ``einsum``, ``tensordot``, ``meshgrid``. :class:`nbgrad.Tensor` inherits
+the methods.
 
 As in PyTorch, ``outer``, ``kron``, ``einsum``, ``tensordot`` and ``meshgrid`` have no node of
 their own: they are made of views, products and sums, whose nodes their graphs show.
@@ -11,7 +12,9 @@ from __future__ import annotations
 import math
 import warnings
 
-from nbgrad._tensor.conversion import _scalar
+import numpy as np
+
+from nbgrad._tensor.conversion import _scalar, _tensor_arg
 from nbgrad._tensor.dispatch import OPS, _dim, _dispatch, _expect_tensor, _op
 
 Tensor = None  # the Tensor class: see NOTE [The Tensor class, bound late]
@@ -21,6 +24,75 @@ class LinalgMethods:
     """Mixed into :class:`nbgrad.Tensor`."""
 
     __slots__ = ()
+
+    # -- linear algebra ---------------------------------------------------------------------
+    def matmul(self, other):
+        """Matrix product with PyTorch's dispatch: dot, mv, mm, bmm, or broadcast matmul."""
+        other = _tensor_arg(other, self)
+        a, b = self.ndim, other.ndim
+        if a == 0 or b == 0:
+            raise RuntimeError(
+                f"both arguments to matmul need to be at least 1D, but they are {a}D and {b}D"
+            )
+        if a == 1 and b == 1:
+            return self.dot(other)
+        if a == 2 and b == 1:
+            return self.mv(other)
+        if a == 1 and b == 2:
+            out = self.unsqueeze(0).mm(other)
+            return _dispatch(_op("squeeze_dim_"), (out,), {"dim": 0})
+        if a == 2 and b == 2:
+            return self.mm(other)
+        if a == 3 and b == 3 and self.shape[0] != other.shape[0]:
+            # a batch of one that requires grad is squeezed, so that the product folds into
+            # one mm and its gradient is not expanded over the other's batch (as ATen)
+            if self.shape[0] == 1 and self._requires_grad:
+                return self.squeeze(0).matmul(other)
+            if other.shape[0] == 1 and other._requires_grad:
+                return self.matmul(other.squeeze(0))
+        if _should_fold(self, other):
+            return _matmul_folded(self, other)
+        return _matmul_batched(self, other)
+
+    def mm(self, mat2):
+        _expect_tensor(mat2, "mm", "mat2", 1)
+        if self.ndim != 2 or mat2.ndim != 2:
+            raise RuntimeError(f"mm(): expected 2-D tensors, got {self.ndim}-D and {mat2.ndim}-D")
+        if self._data.dtype != mat2._data.dtype:
+            _same_dtype("mm", self, mat2)
+        return _dispatch(OPS["mm"], (self, mat2))
+
+    def mv(self, vec):
+        _expect_tensor(vec, "mv", "vec", 1)
+        if self.ndim != 2 or vec.ndim != 1:
+            raise RuntimeError(
+                f"vector + matrix @ vector expected, got 1, {self.ndim}, {vec.ndim} (shapes "
+                f"{list(self.shape)} and {list(vec.shape)})"
+            )
+        _same_dtype("mv", self, vec)
+        return _dispatch(_op("mv"), (self, vec))
+
+    def dot(self, tensor):
+        _expect_tensor(tensor, "dot", "tensor", 1)
+        _same_dtype("dot", self, tensor)
+        if self.ndim != 1 or tensor.ndim != 1:
+            raise RuntimeError(
+                f"1D tensors expected, but got {self.ndim}D and {tensor.ndim}D tensors"
+            )
+        if self.shape[0] != tensor.shape[0]:
+            raise RuntimeError(
+                f"inconsistent tensor size, expected tensor [{self.shape[0]}] and src "
+                f"[{tensor.shape[0]}] to have the same number of elements, but got "
+                f"{self.shape[0]} and {tensor.shape[0]} elements respectively"
+            )
+        return _dispatch(_op("dot"), (self, tensor))
+
+    def bmm(self, mat2):
+        _expect_tensor(mat2, "bmm", "mat2", 1)
+        if self.ndim != 3 or mat2.ndim != 3:
+            raise RuntimeError(f"batch1 must be a 3D tensor, got {self.ndim}D and {mat2.ndim}D")
+        _same_dtype("bmm", self, mat2)
+        return _dispatch(_op("bmm"), (self, mat2))
 
     def addmm(self, mat1, mat2, *, beta=1, alpha=1):
         """``beta * self + alpha * (mat1 @ mat2)`` (``AddmmBackward0``)."""
@@ -416,3 +488,75 @@ def _sumproduct_pair(left, right, sum_dims):
     out_shape += [right.shape[d] for d in ronly]
     inverse = [out_dims.index(d) for d in range(left.ndim)]
     return lhs.bmm(rhs).view(out_shape).permute(inverse)
+
+
+def _should_fold(tensor1, tensor2):
+    """Whether matmul folds the batch of the larger operand into mm/mv (ATen's should_fold)."""
+    larger = tensor1.ndim >= tensor2.ndim
+    t1 = tensor1._data if larger else np.swapaxes(tensor2._data, -1, -2)
+    dim_t2 = tensor2.ndim if larger else tensor1.ndim
+    if not (t1.ndim >= 3 and dim_t2 <= 2):
+        return False
+    if (tensor2 if larger else tensor1)._requires_grad:
+        # folding avoids a batched gradient for the small operand (not grad-mode aware, as ATen)
+        return True
+    if tensor1.ndim == 2:
+        return False
+    if t1.size == 0:
+        return True
+    shape, strides = t1.shape, t1.strides
+    return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(t1.ndim - 2))
+
+
+def _matmul_folded(tensor1, tensor2):
+    """N-d @ 1-d/2-d (or the transpose) as one mm/mv, as ATen's ``_matmul_impl``."""
+    transpose = tensor2.ndim > tensor1.ndim
+    t1 = tensor2.mT if transpose else tensor1
+    t2 = (tensor1.t() if tensor1.ndim == 2 else tensor1) if transpose else tensor2
+    output_shape = tuple(t1.shape[:-1])
+    folded = t1.reshape(math.prod(output_shape), t1.shape[-1])
+    if t2.ndim == 2:
+        output = _dispatch(
+            _op("unsafe_view"), (folded.mm(t2),), {"shape": output_shape + (t2.shape[1],)}
+        )
+        return output.mT.contiguous() if transpose else output
+    return _dispatch(_op("unsafe_view"), (folded.mv(t2),), {"shape": output_shape})
+
+
+def _matmul_batched(tensor1, tensor2):
+    """Broadcast batched matmul through bmm, as ATen's ``_matmul_impl``."""
+    d1, d2 = tensor1.ndim, tensor2.ndim
+    n = tensor1.shape[-2] if d1 > 1 else 1
+    m1 = tensor1.shape[-1]
+    m2 = tensor2.shape[-2] if d2 > 1 else tensor2.shape[0]
+    p = tensor2.shape[-1] if d2 > 1 else 1
+    try:
+        batch = tuple(
+            np.broadcast_shapes(tensor1.shape[: max(d1 - 2, 0)], tensor2.shape[: max(d2 - 2, 0)])
+        )
+    except ValueError:
+        raise RuntimeError(
+            f"The size of tensor a ({list(tensor1.shape[:-2])}) must match the size of tensor b "
+            f"({list(tensor2.shape[:-2])}) at a non-singleton batch dimension"
+        ) from None
+    b = math.prod(batch)
+    expanded1 = tensor1.expand(batch + (n, m1)).reshape(b, n, m1)
+    if d2 == 1:
+        expanded2 = tensor2.expand(batch + (m2,)).reshape(b, m2).unsqueeze(2)
+    else:
+        expanded2 = tensor2.expand(batch + (m2, p)).reshape(b, m2, p)
+    if m1 != m2:
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: [{b}, {m1}] but got: "
+            f"[{b}, {m2}]."
+        )
+    output_shape = batch + ((n,) if d1 > 1 else ()) + ((p,) if d2 > 1 else ())
+    return _dispatch(_op("unsafe_view"), (expanded1.bmm(expanded2),), {"shape": output_shape})
+
+
+def _same_dtype(fname, a, b):
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(
+            f"{fname}(): expected both tensors to have the same dtype, but got {a.dtype} != "
+            f"{b.dtype} (shapes {list(a.shape)} and {list(b.shape)})"
+        )

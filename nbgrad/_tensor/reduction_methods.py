@@ -1,7 +1,7 @@
-"""Tensor methods that scan and reduce beyond ``sum`` and ``max``: the running extremes and
-``logcumsumexp``, the nan-aware reductions (``nansum``, ``nanmean``, ``nanmedian``,
-``nanquantile``), ``kthvalue``, ``mode``, ``aminmax``, ``msort``, ``diff``, and the counts
-(``histc``, ``histogram``, ``bincount``). :class:`nbgrad.Tensor` inherits them.
+"""Tensor methods that reduce and scan: ``sum``, ``mean``, ``max`` and the other reductions, the
+running extremes and ``logcumsumexp``, the nan-aware reductions (``nansum``, ``nanmean``,
+``nanmedian``, ``nanquantile``), ``kthvalue``, ``mode``, ``aminmax``, ``msort``, ``diff``, and the
+counts (``histc``, ``histogram``, ``bincount``). :class:`nbgrad.Tensor` inherits them.
 
 Where PyTorch's op is composite (``diff``, ``nanmean``...) the method is made of the same ops,
 so the graph shows PyTorch's nodes; otherwise it is one row of the op table.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from nbgrad import return_types
 from nbgrad._tensor.conversion import _scalar, tensor
 from nbgrad._tensor.creation import cat
-from nbgrad._tensor.dispatch import _dim, _dims, _dispatch, _op
+from nbgrad._tensor.dispatch import OPS, _dim, _dims, _dispatch, _op, _unary
 from nbgrad._tensor.math_methods import _quantile
 
 Tensor = None  # the Tensor class: see NOTE [The Tensor class, bound late]
@@ -22,6 +22,102 @@ class ReductionMethods:
     """Mixed into :class:`nbgrad.Tensor`."""
 
     __slots__ = ()
+
+    # -- reductions -------------------------------------------------------------------------
+    def sum(self, dim=None, keepdim=False, *, dtype=None):
+        if dim is None:
+            if dtype is None:  # (a float tensor's sum keeps its dtype)
+                return _unary(OPS["sum"], self, {"dtype": None})
+            return _dispatch(_op("sum"), (self,), {"dtype": dtype})
+        dims = _dims(dim, self.ndim)
+        return _dispatch(_op("sum_dim"), (self,), {"dim": dims, "keepdim": keepdim, "dtype": dtype})
+
+    def mean(self, dim=None, keepdim=False, *, dtype=None):
+        if dtype is not None:
+            return self.to(dtype).mean(dim, keepdim)
+        if not self.is_floating_point():
+            raise RuntimeError(
+                "mean(): could not infer output dtype. Input dtype must be either a floating "
+                f"point or complex dtype. Got: {self.dtype._legacy[:-6]}"
+            )
+        if dim is None:
+            return _unary(OPS["mean"], self)
+        return _dispatch(
+            _op("mean_dim"), (self,), {"dim": _dims(dim, self.ndim), "keepdim": keepdim}
+        )
+
+    def prod(self, dim=None, keepdim=False):
+        if dim is None:
+            return _dispatch(_op("prod"), (self,))
+        return _dispatch(
+            _op("prod_dim"), (self,), {"dim": _dims(dim, self.ndim), "keepdim": keepdim}
+        )
+
+    def _minmax(self, name, dim, keepdim):
+        if dim is None:
+            return _dispatch(_op(name), (self,))
+        if isinstance(dim, Tensor):
+            return self.maximum(dim) if name == "max" else self.minimum(dim)
+        values, indices = _dispatch(
+            _op(name + "_dim"), (self,), {"dim": _dim(dim, self.ndim), "keepdim": keepdim}
+        )
+        return getattr(return_types, name)(values, indices)
+
+    def max(self, dim=None, keepdim=False):
+        return self._minmax("max", dim, keepdim)
+
+    def min(self, dim=None, keepdim=False):
+        return self._minmax("min", dim, keepdim)
+
+    def amax(self, dim=(), keepdim=False):
+        dims = _dims(dim, self.ndim) if dim not in ((), None) else None
+        return _dispatch(_op("amax"), (self,), {"dim": dims, "keepdim": keepdim})
+
+    def amin(self, dim=(), keepdim=False):
+        dims = _dims(dim, self.ndim) if dim not in ((), None) else None
+        return _dispatch(_op("amin"), (self,), {"dim": dims, "keepdim": keepdim})
+
+    def argmax(self, dim=None, keepdim=False):
+        d = None if dim is None else _dim(dim, self.ndim)
+        return _dispatch(_op("argmax"), (self,), {"dim": d, "keepdim": keepdim})
+
+    def argmin(self, dim=None, keepdim=False):
+        d = None if dim is None else _dim(dim, self.ndim)
+        return _dispatch(_op("argmin"), (self,), {"dim": d, "keepdim": keepdim})
+
+    def _var_args(self, dim, unbiased, keepdim, correction):
+        if correction is None:
+            correction = 1 if unbiased in (None, True) else 0
+        dims = None if dim is None else _dims(dim, self.ndim)
+        return {"dim": dims, "correction": correction, "keepdim": keepdim}
+
+    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        return _dispatch(_op("var"), (self,), self._var_args(dim, unbiased, keepdim, correction))
+
+    def _spread_mean(self, name, dim, unbiased, keepdim, correction):
+        """``var_mean`` / ``std_mean`` (functions only in PyTorch): one node, two outputs."""
+        return _dispatch(_op(name), (self,), self._var_args(dim, unbiased, keepdim, correction))
+
+    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        return _dispatch(_op("std"), (self,), self._var_args(dim, unbiased, keepdim, correction))
+
+    def norm(self, p="fro", dim=None, keepdim=False):
+        ord = 2 if p in ("fro", None) else p
+        if not isinstance(ord, (int, float)):  # (a RuntimeError in PyTorch too)
+            raise RuntimeError(f"norm(): order {p!r} not supported: p must be a number or 'fro'")
+        dims = None if dim is None else _dims(dim, self.ndim)
+        return _dispatch(_op("norm"), (self,), {"ord": ord, "dim": dims, "keepdim": keepdim})
+
+    def logsumexp(self, dim, keepdim=False):
+        return _dispatch(
+            _op("logsumexp"), (self,), {"dim": _dims(dim, self.ndim), "keepdim": keepdim}
+        )
+
+    def softmax(self, dim):
+        return _dispatch(_op("softmax"), (self,), {"dim": _dim(dim, self.ndim)})
+
+    def log_softmax(self, dim):
+        return _dispatch(_op("log_softmax"), (self,), {"dim": _dim(dim, self.ndim)})
 
     # -- scans and reductions ---------------------------------------------------------------
     def cummax(self, dim):
