@@ -33,6 +33,7 @@ from IPython.display import display
 
 from nbgrad.tensor import Tensor
 
+from .answers_memory import saved_bytes
 from .graph_view import GraphView
 from .hook_editor import HookEditor
 from .png import png_b64
@@ -140,6 +141,10 @@ class Session:
 
     def to_svg(self):
         return snapshot_svg(self.snapshot(timings=False))
+
+    def saved_bytes(self):
+        """The bytes the graph's saved tensors hold (``answers_memory.saved_bytes``)."""
+        return saved_bytes(self.record)
 
     def __repr__(self):
         return f"<autograd session: {self.record.summary()}>"

@@ -206,6 +206,21 @@ class TorchSource(GraphSource):
             out.append(self._saved_value(name, value))
         return out
 
+    def saved_tensors(self, node) -> list:
+        out = []
+        for value in self.saved(node):
+            if value.kind not in ("tensor", "tensors"):
+                continue
+            got = getattr(node, "_saved_" + value.name)
+            for t in got if isinstance(got, (list, tuple)) else (got,):
+                out.append((value.name, t))
+        return out
+
+    def storage(self, tensor) -> tuple:
+        block = tensor.untyped_storage()
+        key = block.data_ptr() if tensor.is_cpu else (str(tensor.device), block.data_ptr())
+        return key, block.nbytes()
+
     def _saved_value(self, name, value) -> SavedValue:
         if value is None:
             return SavedValue(name, "none")
