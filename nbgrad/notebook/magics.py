@@ -34,6 +34,7 @@ from IPython.display import display
 from nbgrad.tensor import Tensor
 
 from .answers_memory import saved_bytes
+from .answers_versions import explain
 from .graph_view import GraphView
 from .hook_editor import HookEditor
 from .png import png_b64
@@ -141,6 +142,11 @@ class Session:
 
     def to_svg(self):
         return snapshot_svg(self.snapshot(timings=False))
+
+    def explain(self, err=None):
+        """The version error ``err`` (default: the cell's) explained
+        (``answers_versions.explain``)."""
+        return explain(self.record, err)
 
     def saved_bytes(self):
         """The bytes the graph's saved tensors hold (``answers_memory.saved_bytes``)."""

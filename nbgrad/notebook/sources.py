@@ -194,6 +194,11 @@ class GraphSource(abc.ABC):
         freed), for the saved-memory answers (``answers_memory.py``)."""
         return []
 
+    def stale_saved(self, node) -> list:
+        """``(name, expected version, actual version)`` for each tensor ``node`` saved that an
+        in-place op changed since (backward would refuse it), for ``answers_versions.py``."""
+        return []
+
     def storage(self, tensor) -> tuple:
         """``(key, nbytes)`` of the memory block under ``tensor``: views of one block share
         the key (PyTorch's ``untyped_storage()``)."""
@@ -357,6 +362,15 @@ class NbgradSource(GraphSource):
                 if isinstance(v, SavedTensor) and not v.is_freed and v.version is not None:
                     if self.is_tensor(v.data):  # (not a pack hook's own object)
                         out.append((name, v.data))
+        return out
+
+    def stale_saved(self, node) -> list:
+        out = []
+        for name, value in node.saved_values().items():
+            for v in value if isinstance(value, list) else (value,):
+                if isinstance(v, SavedTensor) and not v.is_freed and v.version is not None:
+                    if v.unpack_hook is None and self.version(v.data) != v.version:
+                        out.append((name, v.version, self.version(v.data)))
         return out
 
     def storage(self, tensor) -> tuple:
