@@ -37,6 +37,7 @@ from .answers_memory import saved_bytes
 from .answers_versions import explain
 from .graph_view import GraphView
 from .hook_editor import HookEditor
+from .overlays import KINDS, overlay_svg
 from .png import png_b64
 from .recorder import Recorder
 from .sessions import SESSIONS, current_cell
@@ -49,7 +50,7 @@ __all__ = ["AutogradMagics", "Session", "parse_options", "USAGE", "empty_body_to
 
 USAGE = f"""\
 %%autograd [--backward EXPR] [--step] [--retain-graph] [--create-graph] [--static] \
-[--max-nodes N] [-o NAME]
+[--max-nodes N] [--color KIND] [-o NAME]
 
 Run the cell as usual, record every forward call, and show the grad_fn graph it built.
 
@@ -62,6 +63,9 @@ Run the cell as usual, record every forward call, and show the grad_fn graph it 
   --static          show still pictures (SVG) only, no live widgets
   --max-nodes N     draw at most N nodes (default {MAX_NODES:,}): the end of the cell, walked back
                     from its last calls; every output says what was left out
+  --color KIND      colour the still pictures' nodes by norm (gradient norm, log scale),
+                    saved (bytes saved for backward), nonfinite (NaN/Inf) or order
+                    (execution order in backward), with a legend (with --static)
   -o NAME           store the session (record, graph, hooks, stepper) in NAME
   --help            show this message
 
@@ -85,6 +89,7 @@ def _parser():
     p.add_argument("--create-graph", action="store_true")
     p.add_argument("--static", action="store_true")
     p.add_argument("--max-nodes", type=_node_count, default=MAX_NODES, metavar="N")
+    p.add_argument("--color", choices=KINDS, metavar="KIND")
     p.add_argument("-o", dest="output", metavar="NAME")
     p.add_argument("--help", action="store_true")
     return p
@@ -140,8 +145,11 @@ class Session:
         kwargs.setdefault("weak_names", self.weak_names)
         return build_snapshot(self.record, **kwargs)
 
-    def to_svg(self):
-        return snapshot_svg(self.snapshot(timings=False))
+    def to_svg(self, color=None):
+        """The still picture; ``color``: an overlay (``norm``, ``saved``, ``nonfinite``,
+        ``order``)."""
+        snap = self.snapshot(timings=False)
+        return overlay_svg(self.record, snap, color) if color else snapshot_svg(snap)
 
     def explain(self, err=None):
         """The version error ``err`` (default: the cell's) explained
@@ -348,7 +356,7 @@ class AutogradMagics(Magics):
                 timings=False,
                 max_nodes=opts.max_nodes,
             )
-            svg = snapshot_svg(snap)
+            svg = overlay_svg(rec, snap, opts.color) if opts.color else snapshot_svg(snap)
             cut = f"; {cut_note(snap)}" if snap["truncated"] else ""
             display(
                 {
