@@ -62,10 +62,12 @@ def has_nonfinite(node) -> bool:
 
 
 def _norm(node):
-    grads = list(node.get("grad") or ())
+    """The norm of what reached the node in the pass shown (of all its gradients together);
+    for a leaf no pass reached, its ``.grad``."""
+    grads = [g for g in node.get("grad") or () if g is not None]
     tensor = node.get("tensor")
-    if tensor and tensor.get("grad"):
-        grads.append(tensor["grad"])
+    if not grads and tensor and tensor.get("grad"):
+        grads = [tensor["grad"]]
     norms = [g["norm"] for g in grads if g and isinstance(g.get("norm"), (int, float))]
     return math.sqrt(sum(n * n for n in norms)) if norms else None
 
