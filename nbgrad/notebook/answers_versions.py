@@ -83,6 +83,10 @@ class VersionError:
     def _repr_pretty_(self, p, cycle):
         p.text(str(self))
 
+    def to_widget(self) -> dict:
+        """What the graph view marks (``widgets/answers.js``, ``VersionAnswer``)."""
+        return {"kind": "version", "node": self.node_id, "bumped": self.ids, "text": str(self)}
+
 
 def explain(recorder, err=None) -> VersionError:
     """Explain backward's version error ``err`` raised in a pass ``recorder`` recorded

@@ -21,6 +21,7 @@ import argparse
 import ast
 import importlib
 import importlib.util
+import json
 import keyword
 import re
 import shlex
@@ -34,7 +35,7 @@ from IPython.display import display
 from nbgrad.tensor import Tensor
 
 from .answers_memory import saved_bytes
-from .answers_versions import explain
+from .answers_versions import explain, is_version_error
 from .graph_view import GraphView
 from .hook_editor import HookEditor
 from .overlays import KINDS, overlay_svg
@@ -298,6 +299,8 @@ class AutogradMagics(Magics):
         session.value, session.root, session.options = value, target, opts
         if opts.output:
             ns[opts.output] = session
+        if view is not None and is_version_error(error):  # marked in the graph (answers.js)
+            view._answer_json = json.dumps(explain(rec, error).to_widget())
         try:
             self._show(session, handle, show_widget)
         except KeyboardInterrupt:  # NOTE [Interrupted drawing]

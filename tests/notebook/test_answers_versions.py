@@ -153,3 +153,35 @@ def test_session_explain(ip, framework):
     for got in (s.explain(), s.explain(result.error_in_exec), s.explain(sys.last_value)):
         assert (got.node, got.saved, got.expected, got.actual) == ("TanhBackward0", "result", 0, 1)
         assert got.bumped_by == ["h.mul_(2)"] and got.lines == [4]
+
+
+@pytest.mark.parametrize("framework", ["nbgrad", "torch"])
+def test_the_graph_view_gets_the_answer(ip, framework):
+    """A live cell whose backward fails so: its graph view is sent the nodes to mark."""
+    import json
+
+    lib = "ng" if framework == "nbgrad" else "torch"
+    ip.run_cell("import torch")
+    result = ip.run_cell(
+        f"%%autograd -o s\n"
+        f"w = {lib}.ones(3, requires_grad=True)\n"
+        "h = (w * 2).tanh()\n"
+        "h.mul_(2)\n"
+        "h.sum().backward()\n"
+    )
+    assert isinstance(result.error_in_exec, RuntimeError)
+    s = ip.user_ns["s"]
+    got = json.loads(s.graph._answer_json)
+    answer = s.explain()
+    assert got == {
+        "kind": "version",
+        "node": answer.node_id,
+        "bumped": answer.ids,
+        "text": str(answer),
+    }
+    names = {n["id"]: n["name"] for n in s.snapshot()["nodes"]}
+    assert names[got["node"]] == "TanhBackward0" and [names[i] for i in got["bumped"]] == [
+        "MulBackward0"
+    ]
+    ip.run_cell(f"%%autograd -o s\ny = ({lib}.ones(2, requires_grad=True) * 2).sum()")
+    assert ip.user_ns["s"].graph._answer_json == "{}"
