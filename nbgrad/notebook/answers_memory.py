@@ -87,6 +87,11 @@ class SavedBytes:
         return {n.id: n.bytes for n in self.nodes}
 
     def __str__(self):
+        if not self.nodes and self.retained is False:
+            return (
+                "saved for backward: nothing now: the backward freed the graph's saved tensors "
+                "(run it with retain_graph=True, or %%autograd --retain-graph, to keep them)"
+            )
         lines = [f"saved for backward: {format_bytes(self.total)} in {len(self.storages)} blocks"]
         for n in self.largest():
             freed = f", freed at step {n.freed_at}" if n.freed_at is not None else ""

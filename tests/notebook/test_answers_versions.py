@@ -2,6 +2,7 @@
 the node that saved the tensor, which saved tensor, the versions, and the cell lines of the
 in-place ops that bumped it, for nbgrad code and for PyTorch code."""
 
+import json
 import sys
 
 import pytest
@@ -137,20 +138,25 @@ def test_explain_refuses_another_error():
         explain(rec, RuntimeError("something else"))
 
 
-@pytest.mark.parametrize("framework", ["nbgrad", "torch"])
-def test_session_explain(ip, framework):
+def _failing_cell(ip, framework, options):
+    """Run a cell whose backward meets ``h`` changed in place; returns (session, the error)."""
     lib = "ng" if framework == "nbgrad" else "torch"
     ip.run_cell("import torch")
     result = ip.run_cell(
-        f"%%autograd --static -o s\n"
+        f"%%autograd {options} -o s\n"
         f"w = {lib}.ones(3, requires_grad=True)\n"
         "h = (w * 2).tanh()\n"
         "h.mul_(2)\n"
         "h.sum().backward()\n"
     )
     assert isinstance(result.error_in_exec, RuntimeError)
-    s = ip.user_ns["s"]
-    for got in (s.explain(), s.explain(result.error_in_exec), s.explain(sys.last_value)):
+    return ip.user_ns["s"], result.error_in_exec
+
+
+@pytest.mark.parametrize("framework", ["nbgrad", "torch"])
+def test_session_explain(ip, framework):
+    s, error = _failing_cell(ip, framework, "--static")
+    for got in (s.explain(), s.explain(error), s.explain(sys.last_value)):
         assert (got.node, got.saved, got.expected, got.actual) == ("TanhBackward0", "result", 0, 1)
         assert got.bumped_by == ["h.mul_(2)"] and got.lines == [4]
 
@@ -158,19 +164,7 @@ def test_session_explain(ip, framework):
 @pytest.mark.parametrize("framework", ["nbgrad", "torch"])
 def test_the_graph_view_gets_the_answer(ip, framework):
     """A live cell whose backward fails so: its graph view is sent the nodes to mark."""
-    import json
-
-    lib = "ng" if framework == "nbgrad" else "torch"
-    ip.run_cell("import torch")
-    result = ip.run_cell(
-        f"%%autograd -o s\n"
-        f"w = {lib}.ones(3, requires_grad=True)\n"
-        "h = (w * 2).tanh()\n"
-        "h.mul_(2)\n"
-        "h.sum().backward()\n"
-    )
-    assert isinstance(result.error_in_exec, RuntimeError)
-    s = ip.user_ns["s"]
+    s, _ = _failing_cell(ip, framework, "")
     got = json.loads(s.graph._answer_json)
     answer = s.explain()
     assert got == {
@@ -183,5 +177,6 @@ def test_the_graph_view_gets_the_answer(ip, framework):
     assert names[got["node"]] == "TanhBackward0" and [names[i] for i in got["bumped"]] == [
         "MulBackward0"
     ]
+    lib = "ng" if framework == "nbgrad" else "torch"
     ip.run_cell(f"%%autograd -o s\ny = ({lib}.ones(2, requires_grad=True) * 2).sum()")
     assert ip.user_ns["s"].graph._answer_json == "{}"
