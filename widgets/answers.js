@@ -41,7 +41,7 @@ function markAnswer(model, boxEls, banner) {
     h("b", {}, "In-place change: "),
     h("span", {}, answer.text),
     h("div", { class: "nbg-muted" },
-      "saved here: red border · changed here: dashed orange border"),
+      "saved here: purple border · changed here: dashed orange border"),
   );
   banner.style.display = "";
 }

@@ -38,13 +38,13 @@ from .answers_memory import saved_bytes
 from .answers_versions import explain, is_version_error
 from .graph_view import GraphView
 from .hook_editor import HookEditor
-from .overlays import KINDS, overlay_svg
+from .overlays import KINDS, still_svg
 from .png import png_b64
 from .recorder import Recorder
 from .sessions import SESSIONS, current_cell
 from .snapshot import MAX_NODES, build_snapshot, cut_note
 from .stepper import BackwardStepper
-from .svg import snapshot_svg, trace_svg
+from .svg import trace_svg
 from .trace import trace_snapshot
 
 __all__ = ["AutogradMagics", "Session", "parse_options", "USAGE", "empty_body_to_line_magic"]
@@ -138,6 +138,7 @@ class Session:
         self.names = names or {}
         self.weak_names = weak_names or {}
         self.value = None
+        self.error = None  # the cell's exception (a version error is marked in the pictures)
         self.root = None  # the tensor of --backward
         self.options = parse_options("")  # the cell's options, which say how it is drawn
 
@@ -149,8 +150,7 @@ class Session:
     def to_svg(self, color=None):
         """The still picture; ``color``: an overlay (``norm``, ``saved``, ``nonfinite``,
         ``order``)."""
-        snap = self.snapshot(timings=False)
-        return overlay_svg(self.record, snap, color) if color else snapshot_svg(snap)
+        return still_svg(self.record, self.snapshot(timings=False), color, self.error)
 
     def explain(self, err=None):
         """The version error ``err`` (default: the cell's) explained
@@ -297,6 +297,7 @@ class AutogradMagics(Magics):
         names = _names(ns, assigned)
         session = Session(rec, graph=view, names=names[0], weak_names=names[1])
         session.value, session.root, session.options = value, target, opts
+        session.error = error
         if opts.output:
             ns[opts.output] = session
         if view is not None and is_version_error(error):  # marked in the graph (answers.js)
@@ -359,7 +360,7 @@ class AutogradMagics(Magics):
                 timings=False,
                 max_nodes=opts.max_nodes,
             )
-            svg = overlay_svg(rec, snap, opts.color) if opts.color else snapshot_svg(snap)
+            svg = still_svg(rec, snap, opts.color, session.error)
             cut = f"; {cut_note(snap)}" if snap["truncated"] else ""
             display(
                 {

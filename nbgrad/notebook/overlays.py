@@ -23,22 +23,41 @@ from __future__ import annotations
 
 import math
 import re
+import textwrap
 from dataclasses import dataclass, field
 from xml.sax.saxutils import escape
 
-__all__ = ["KINDS", "Overlay", "overlay", "has_nonfinite", "node_values", "with_legend"]
+from .answers_memory import format_bytes, saved_bytes
+from .answers_versions import explain, is_version_error
+from .layout import default_collapsed
+from .svg import FOOTER_CHAR, snapshot_svg
+
+__all__ = [
+    "KINDS",
+    "Overlay",
+    "overlay",
+    "has_nonfinite",
+    "node_values",
+    "with_legend",
+    "overlay_svg",
+    "version_overlay",
+    "still_svg",
+]
 
 KINDS = ("norm", "saved", "nonfinite", "order")
 TITLES = {
-    "norm": "gradient norm (log scale)",
-    "saved": "bytes saved for backward (log scale)",
-    "nonfinite": "non-finite values (NaN, +Inf, -Inf)",
-    "order": "execution order in backward",
+    "norm": "colour: gradient norm (log scale)",
+    "saved": "colour: bytes saved for backward (log scale)",
+    "nonfinite": "colour: non-finite values (NaN, +Inf, -Inf)",
+    "order": "colour: execution order in backward",
+    "version": "the backward failed: a saved tensor was changed in place",
 }
 RAMP = ("#eef5fc", "#c6dcf2", "#f7e3a1", "#f4b26c", "#e8735a")  # low -> high
 NONE_FILL = "#ffffff"
 BAD_FILL, BAD_STROKE = "#ffd6d6", "#8b0000"
 FINITE_FILL = "#e9f5ea"
+# as widgets/answers.js marks them (not the dark red of a failed line, NOTE [Failed forward])
+SAVED_STROKE, BUMPED_STROKE = "#7b1fa2", "#e07b00"
 LEGEND_LINE = 16
 
 
@@ -104,8 +123,6 @@ def _fmt(kind, v) -> str:
     if v is None:
         return "-"
     if kind == "saved":
-        from .answers_memory import format_bytes  # (a sibling: no cycle at import)
-
         return format_bytes(int(v))
     if kind == "order":
         return str(int(v)) if float(v).is_integer() else f"{v:.1f}"
@@ -129,9 +146,15 @@ class Overlay:
     folded: list = field(default_factory=list)
     low: float | None = None
     high: float | None = None
+    notes: list = field(default_factory=list)  # lines of text under the swatches
 
     def legend(self) -> list:
-        """``[(fill, text)]``: the swatches, in words."""
+        """``[(fill, text)]``, or ``(fill, text, stroke, dash)``: the swatches, in words."""
+        if self.kind == "version":
+            return [
+                (NONE_FILL, "saved the tensor", SAVED_STROKE, ""),
+                (NONE_FILL, "changed it in place", BUMPED_STROKE, "6 3"),
+            ]
         if self.kind == "nonfinite":
             return [(FINITE_FILL, "all finite"), (BAD_FILL, "! holds NaN or Inf")]
         if self.low is None:
@@ -224,19 +247,21 @@ def with_legend(svg: str, ov: Overlay) -> str:
     size = re.search(r'width="([\d.]+)" height="([\d.]+)" viewBox="[^"]*"', head)
     width, height = float(size[1]), float(size[2])
     stats = [
-        (gid, ov.groups[gid]) for gid in ov.folded if gid in ov.groups and ov.kind != "nonfinite"
+        (gid, ov.groups[gid]) for gid in ov.folded if gid in ov.groups and ov.kind in KINDS[:2]
     ][:6]
+    chars = max(60, int((width - 20) / FOOTER_CHAR))  # the notes, wrapped to the picture
+    stats += [(None, line) for note in ov.notes for line in textwrap.wrap(note, chars)]
     band = LEGEND_LINE * (2 + len(stats)) + 10
     parts = [
         f'<g class="nbg-legend" transform="translate(0,{height:g})">',
         f'<rect x="0" y="0" width="{width:g}" height="{band}" fill="#fafafa" stroke="#dddddd"/>',
-        f'<text x="10" y="14" font-weight="bold" fill="#222222">colour: {escape(ov.title)}</text>',
+        f'<text x="10" y="14" font-weight="bold" fill="#222222">{escape(ov.title)}</text>',
     ]
     x = 10.0
-    for fill, text in ov.legend():
-        bold = text.startswith("!")
-        stroke = BAD_STROKE if bold else "#888888"
-        dash = ' stroke-dasharray="6 3"' if bold else ""
+    for fill, text, *border in ov.legend():
+        bold = text.startswith("!") or bool(border)
+        stroke, dash = border or ((BAD_STROKE, "6 3") if bold else ("#888888", ""))
+        dash = f' stroke-dasharray="{dash}"' if dash else ""
         parts.append(
             f'<rect x="{x:g}" y="{LEGEND_LINE + 4}" width="18" height="12" rx="2" fill="{fill}" '
             f'stroke="{stroke}" stroke-width="{2 if bold else 1}"{dash}/>'
@@ -247,9 +272,13 @@ def with_legend(svg: str, ov: Overlay) -> str:
         x += 24 + 7.3 * len(text) + 16
     for k, (gid, s) in enumerate(stats):
         line = (
-            f"folded {gid}: min {_fmt(ov.kind, s['min'])}, max {_fmt(ov.kind, s['max'])}, "
-            f"sum {_fmt(ov.kind, s['sum'])}, mean {_fmt(ov.kind, s['mean'])} "
-            f"({s['count']} nodes)"
+            s
+            if gid is None
+            else (
+                f"folded {gid}: min {_fmt(ov.kind, s['min'])}, max {_fmt(ov.kind, s['max'])}, "
+                f"sum {_fmt(ov.kind, s['sum'])}, mean {_fmt(ov.kind, s['mean'])} "
+                f"({s['count']} nodes)"
+            )
         )
         y = LEGEND_LINE * (k + 2) + 16
         parts.append(f'<text x="10" y="{y}" fill="#444444">{escape(line)}</text>')
@@ -267,10 +296,6 @@ def with_legend(svg: str, ov: Overlay) -> str:
 def overlay_svg(recorder, snapshot, kind) -> str:
     """The still picture of ``snapshot`` (recorded by ``recorder``) coloured by ``kind``, with
     its legend: what ``%%autograd --static --color KIND`` shows."""
-    from .answers_memory import saved_bytes  # (siblings, imported when drawn)
-    from .layout import default_collapsed
-    from .svg import snapshot_svg
-
     collapsed = default_collapsed(snapshot)
     saved = group_saved = None
     if kind == "saved":
@@ -278,3 +303,25 @@ def overlay_svg(recorder, snapshot, kind) -> str:
         saved, group_saved = got.by_node(), got.groups
     ov = overlay(snapshot, kind, saved, collapsed=collapsed, group_saved=group_saved)
     return with_legend(snapshot_svg(snapshot, collapsed, overlay=ov), ov)
+
+
+def version_overlay(snapshot, answer) -> Overlay:
+    """The marks of a version error explained (``answers_versions.VersionError``): the node
+    that saved the tensor and the nodes of the in-place ops that changed it, as the graph view
+    marks them (``widgets/answers.js``), and the answer in words under the swatches."""
+    ov = Overlay("version", TITLES["version"], {})
+    if answer.node_id is not None:
+        ov.strokes[answer.node_id] = (SAVED_STROKE, "3.5", "none")
+    for nid in answer.ids:
+        ov.strokes[nid] = (BUMPED_STROKE, "3.5", "7 3")
+    ov.notes = [str(answer)]
+    return ov
+
+
+def still_svg(recorder, snapshot, color=None, error=None) -> str:
+    """A session's still picture: marked with the version error ``error`` explained, when it
+    is one; else coloured by ``color`` when given; else plain."""
+    if is_version_error(error):
+        ov = version_overlay(snapshot, explain(recorder, error))
+        return with_legend(snapshot_svg(snapshot, overlay=ov), ov)
+    return overlay_svg(recorder, snapshot, color) if color else snapshot_svg(snapshot)

@@ -180,3 +180,21 @@ def test_the_graph_view_gets_the_answer(ip, framework):
     lib = "ng" if framework == "nbgrad" else "torch"
     ip.run_cell(f"%%autograd -o s\ny = ({lib}.ones(2, requires_grad=True) * 2).sum()")
     assert ip.user_ns["s"].graph._answer_json == "{}"
+
+
+@pytest.mark.parametrize("framework", ["nbgrad", "torch"])
+def test_the_still_picture_marks_the_answer(ip, framework):
+    """``--static``: the picture marks the saving node and the in-place op's node, with the
+    answer in words under the swatches."""
+    from IPython.utils.capture import capture_output
+
+    from nbgrad.notebook.overlays import BUMPED_STROKE, SAVED_STROKE
+
+    with capture_output() as cap:
+        s, _ = _failing_cell(ip, framework, "--static")
+    (svg,) = [o.data["image/svg+xml"] for o in cap.outputs if "image/svg+xml" in o.data]
+    assert "a saved tensor was changed in place" in svg
+    assert "line 4: h.mul_(2)" in svg
+    assert f'stroke="{SAVED_STROKE}" stroke-width="3.5"' in svg
+    assert f'stroke="{BUMPED_STROKE}" stroke-width="3.5" stroke-dasharray="7 3"' in svg
+    assert s.to_svg() == svg

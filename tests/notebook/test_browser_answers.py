@@ -48,7 +48,7 @@ def test_version_error_is_marked_in_the_graph(book, cell, framework):
     assert saved.count() == 1 and "TanhBackward0" in saved.text_content()
     assert bumped.count() == 1 and "MulBackward0" in bumped.text_content()
     stroke = saved.locator("rect").first.evaluate("r => getComputedStyle(r).stroke")
-    assert stroke == "rgb(176, 0, 32)"
+    assert stroke == "rgb(123, 31, 162)"
     book.shot(f"answers-version-error-{framework}", book.cell(cell))
     assert not book.errors
 
