@@ -25,6 +25,7 @@ nothing is released: ``freed_at`` then says when it would be, and ``retained`` i
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 from .snapshot import build_snapshot
@@ -112,7 +113,9 @@ def saved_bytes(recorder, trace=None, snapshot=None, objects=None) -> SavedBytes
     source = recorder.graph_source
     if snapshot is None or objects is None:
         objects = {}
-        snapshot = build_snapshot(recorder, timings=False, objects=objects)
+        # every node, however many: the totals are the graph's, not those of a drawing cut
+        # at ``max_nodes`` (NOTE [A graph cut at max_nodes])
+        snapshot = build_snapshot(recorder, timings=False, objects=objects, max_nodes=sys.maxsize)
     if trace is None and recorder.passes:
         trace = recorder.passes[-1]
     steps = {}

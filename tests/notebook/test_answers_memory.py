@@ -201,3 +201,16 @@ def test_session_saved_bytes(ip):
     assert got.total == 3 * 4 * 4 + 3 * 8 * 4
     assert {n.node for n in got.nodes} == {"AddmmBackward0", "TanhBackward0"}
     assert next(n for n in got.nodes if n.node == "TanhBackward0").source.startswith("out =")
+
+
+def test_a_drawing_cut_at_max_nodes_still_counts_every_node(ip):
+    ip.run_cell(
+        "%%autograd --static --retain-graph --max-nodes 5 -o s --backward y.sum()\n"
+        "y = ng.ones(6, requires_grad=True)\n"
+        "for _ in range(30):\n"
+        "    y = y.exp() * 0.1\n"
+    )
+    got = ip.user_ns["s"].saved_bytes()
+    # each exp saves its result (6 floats); each mul by a number saves nothing
+    assert sum(n.node == "ExpBackward0" for n in got.nodes) == 30
+    assert got.total == 30 * 6 * 4
