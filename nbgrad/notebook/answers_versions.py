@@ -69,7 +69,12 @@ class VersionError:
     complete: bool = False
 
     def __str__(self):
-        what = f"{self.saved!r} of {self.node}" if self.saved else f"a tensor saved by {self.node}"
+        if self.node is None:
+            what = "a saved tensor (the backward that failed was not recorded here)"
+        elif self.saved:
+            what = f"{self.saved!r} of {self.node}"
+        else:
+            what = f"a tensor saved by {self.node}"
         head = (
             f"{what} (shape {self.shape}) was saved at version {self.expected} and is at "
             f"version {self.actual} now"
@@ -156,13 +161,9 @@ def _writes_in_place(record) -> bool:
 
 
 def _failing_node(recorder, err):
-    """The node the backward was running when ``err`` was raised: the last step of the pass
-    that failed with it (of the last pass that failed, if none holds that very error)."""
-    failed = [t for t in recorder.passes if t.error is not None]
-    for trace in reversed(failed):
-        if str(err) in trace.error and trace.steps:  # (the trace keeps its text)
-            return trace.steps[-1].node
-    for trace in reversed(failed):
-        if trace.steps:
-            return trace.steps[-1].node
+    """The node the backward was running when ``err`` was raised: the last step of the last
+    pass that failed with it (None when no recorded pass did: an error of another cell's)."""
+    for trace in reversed(recorder.passes):
+        if trace.error is not None and str(err) in trace.error and trace.steps:
+            return trace.steps[-1].node  # (a trace keeps the error's text)
     return None

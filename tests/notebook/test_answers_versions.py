@@ -131,6 +131,18 @@ def test_setitem_torch_is_not_guessed():
     assert "no recorded in-place op" in str(got)
 
 
+def test_an_error_of_a_pass_not_recorded_names_no_node():
+    _, err = _failing(
+        ["x = lib.ones(2, requires_grad=True)", "y = x.exp()", "y.add_(1)", "y.sum().backward()"],
+        ng,
+    )
+    with record() as rec:
+        pass
+    got = explain(rec, err)
+    assert (got.node, got.expected, got.actual, got.bumped_by) == (None, 0, 1, [])
+    assert str(got).startswith("a saved tensor (the backward that failed was not recorded")
+
+
 def test_explain_refuses_another_error():
     with record() as rec:
         pass
