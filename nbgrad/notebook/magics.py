@@ -138,7 +138,9 @@ class Session:
         self.names = names or {}
         self.weak_names = weak_names or {}
         self.value = None
-        self.error = None  # the cell's exception (a version error is marked in the pictures)
+        # the text of the cell's version error, if its backward raised one (marked in the
+        # pictures); the text only: the exception's traceback would hold the magic's frames
+        self.version_error = None
         self.root = None  # the tensor of --backward
         self.options = parse_options("")  # the cell's options, which say how it is drawn
 
@@ -150,7 +152,7 @@ class Session:
     def to_svg(self, color=None):
         """The still picture; ``color``: an overlay (``norm``, ``saved``, ``nonfinite``,
         ``order``)."""
-        return still_svg(self.record, self.snapshot(timings=False), color, self.error)
+        return still_svg(self.record, self.snapshot(timings=False), color, self.version_error)
 
     def explain(self, err=None):
         """The version error ``err`` (default: the cell's) explained
@@ -297,11 +299,12 @@ class AutogradMagics(Magics):
         names = _names(ns, assigned)
         session = Session(rec, graph=view, names=names[0], weak_names=names[1])
         session.value, session.root, session.options = value, target, opts
-        session.error = error
         if opts.output:
             ns[opts.output] = session
-        if view is not None and is_version_error(error):  # marked in the graph (answers.js)
-            view._answer_json = json.dumps(explain(rec, error).to_widget())
+        if is_version_error(error):  # marked in the graph (answers.js) and the pictures
+            session.version_error = str(error)
+            if view is not None:
+                view._answer_json = json.dumps(explain(rec, error).to_widget())
         try:
             self._show(session, handle, show_widget)
         except KeyboardInterrupt:  # NOTE [Interrupted drawing]
@@ -360,7 +363,7 @@ class AutogradMagics(Magics):
                 timings=False,
                 max_nodes=opts.max_nodes,
             )
-            svg = still_svg(rec, snap, opts.color, session.error)
+            svg = still_svg(rec, snap, opts.color, session.version_error)
             cut = f"; {cut_note(snap)}" if snap["truncated"] else ""
             display(
                 {

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from xml.sax.saxutils import escape
 
 from .answers_memory import format_bytes, saved_bytes
-from .answers_versions import explain, is_version_error
+from .answers_versions import explain
 from .layout import default_collapsed
 from .svg import FOOTER_CHAR, snapshot_svg
 
@@ -318,10 +318,10 @@ def version_overlay(snapshot, answer) -> Overlay:
     return ov
 
 
-def still_svg(recorder, snapshot, color=None, error=None) -> str:
-    """A session's still picture: marked with the version error ``error`` explained, when it
-    is one; else coloured by ``color`` when given; else plain."""
-    if is_version_error(error):
-        ov = version_overlay(snapshot, explain(recorder, error))
+def still_svg(recorder, snapshot, color=None, version_error=None) -> str:
+    """A session's still picture: marked with ``version_error`` (a version error, or its text)
+    explained, when given; else coloured by ``color`` when given; else plain."""
+    if version_error:
+        ov = version_overlay(snapshot, explain(recorder, version_error))
         return with_legend(snapshot_svg(snapshot, overlay=ov), ov)
     return overlay_svg(recorder, snapshot, color) if color else snapshot_svg(snapshot)
