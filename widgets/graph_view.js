@@ -153,7 +153,8 @@ function render({ model, el }) {
   const main = h("div", { class: "nbg-main" }, stage, side);
   const errorBox = h("pre", { class: "nbg-error" });
   const failureBox = h("div", { class: "nbg-failure" }); // NOTE [Failed forward] in magics.py
-  el.append(toolbar, failureBox, main, errorBox);
+  const answerBox = answerBanner(); // a version error explained (answers.js)
+  el.append(toolbar, failureBox, answerBox, main, errorBox);
 
   let view = { x: 0, y: 0, k: 1 };
   let opened = false; // the first view was set (after that the user's view is kept)
@@ -743,7 +744,8 @@ function render({ model, el }) {
     errorBox.style.display = model.get("error") ? "" : "none";
   }
 
-  const onChange = () => draw();
+  const showAnswer = () => markAnswer(model, boxEls, answerBox);
+  const onChange = () => { draw(); showAnswer(); };
   model.on("change:_snapshot_json", onChange);
   model.on("change:_layout_json", onChange);
   const onSelected = () => { highlight(); showPanel(); };
@@ -751,8 +753,9 @@ function render({ model, el }) {
   model.on("change:_details_json", onSelected);
   model.on("change:live", onChange);
   model.on("change:error", showError);
+  model.on("change:_answer_json", showAnswer);
   showError();
-  draw();
+  onChange();
   // the element has no size until it is attached: open the view once it has one (a resize
   // by the user, with the handle at the bottom right, keeps the view and stops the height
   // following the graph: see sizeCanvas)
@@ -783,6 +786,7 @@ function render({ model, el }) {
     model.off("change:selected", onSelected);
     model.off("change:_details_json", onSelected);
     model.off("change:error", showError);
+    model.off("change:_answer_json", showAnswer);
   };
 }
 

@@ -68,13 +68,14 @@ def asset(name: str) -> Path:
     return widgets_dir() / name
 
 
-def esm(name: str) -> str:
-    """A widget's ES module: ``widgets/common.js`` (what the widgets share), then its own file.
+def esm(name: str, *helpers: str) -> str:
+    """A widget's ES module: ``widgets/common.js`` (what the widgets share), the ``helpers``
+    (more shared files), then its own file.
 
     anywidget loads one module per widget and nbgrad has no bundler, so the shared helpers are
     prepended here rather than imported in the browser.
     """
-    return asset("common.js").read_text() + "\n" + asset(name).read_text()
+    return "\n".join(asset(f).read_text() for f in ("common.js", *helpers, name))
 
 
 class _Message(dict):

@@ -51,7 +51,7 @@ class GraphView(StillWidget):
         GraphView(3 nodes, 2 edges, 0 groups, 0 backward passes)
     """
 
-    _esm = esm("graph_view.js")
+    _esm = esm("graph_view.js", "answers.js")
     _css = asset("graph_view.css")
 
     snapshot = t.Dict()  # sent to the browser as _snapshot_json, in its compact view form
@@ -59,6 +59,7 @@ class GraphView(StillWidget):
     _snapshot_json = t.Unicode("{}").tag(sync=True)
     _layout_json = t.Unicode("{}").tag(sync=True)
     _details_json = t.Unicode("{}").tag(sync=True)  # the Details of what is selected
+    _answer_json = t.Unicode("{}").tag(sync=True)  # a version error explained (answers.js)
     collapsed = t.List(t.Unicode()).tag(sync=True)
     expanded = t.List(t.Unicode()).tag(sync=True)  # series shown unfolded
     selected = t.Unicode("").tag(sync=True)

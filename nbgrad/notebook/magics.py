@@ -21,6 +21,7 @@ import argparse
 import ast
 import importlib
 import importlib.util
+import json
 import keyword
 import re
 import shlex
@@ -33,21 +34,24 @@ from IPython.display import display
 
 from nbgrad.tensor import Tensor
 
+from .answers_memory import saved_bytes
+from .answers_versions import explain, is_version_error
 from .graph_view import GraphView
 from .hook_editor import HookEditor
+from .overlays import KINDS, still_svg
 from .png import png_b64
 from .recorder import Recorder
 from .sessions import SESSIONS, current_cell
 from .snapshot import MAX_NODES, build_snapshot, cut_note
 from .stepper import BackwardStepper
-from .svg import snapshot_svg, trace_svg
+from .svg import trace_svg
 from .trace import trace_snapshot
 
 __all__ = ["AutogradMagics", "Session", "parse_options", "USAGE", "empty_body_to_line_magic"]
 
 USAGE = f"""\
 %%autograd [--backward EXPR] [--step] [--retain-graph] [--create-graph] [--static] \
-[--max-nodes N] [-o NAME]
+[--max-nodes N] [--color KIND] [-o NAME]
 
 Run the cell as usual, record every forward call, and show the grad_fn graph it built.
 
@@ -60,6 +64,9 @@ Run the cell as usual, record every forward call, and show the grad_fn graph it 
   --static          show still pictures (SVG) only, no live widgets
   --max-nodes N     draw at most N nodes (default {MAX_NODES:,}): the end of the cell, walked back
                     from its last calls; every output says what was left out
+  --color KIND      colour the still pictures' nodes by norm (gradient norm, log scale),
+                    saved (bytes saved for backward), nonfinite (NaN/Inf) or order
+                    (execution order in backward), with a legend (with --static)
   -o NAME           store the session (record, graph, hooks, stepper) in NAME
   --help            show this message
 
@@ -83,6 +90,7 @@ def _parser():
     p.add_argument("--create-graph", action="store_true")
     p.add_argument("--static", action="store_true")
     p.add_argument("--max-nodes", type=_node_count, default=MAX_NODES, metavar="N")
+    p.add_argument("--color", choices=KINDS, metavar="KIND")
     p.add_argument("-o", dest="output", metavar="NAME")
     p.add_argument("--help", action="store_true")
     return p
@@ -130,6 +138,9 @@ class Session:
         self.names = names or {}
         self.weak_names = weak_names or {}
         self.value = None
+        # the text of the cell's version error, if its backward raised one (marked in the
+        # pictures); the text only: the exception's traceback would hold the magic's frames
+        self.version_error = None
         self.root = None  # the tensor of --backward
         self.options = parse_options("")  # the cell's options, which say how it is drawn
 
@@ -138,8 +149,19 @@ class Session:
         kwargs.setdefault("weak_names", self.weak_names)
         return build_snapshot(self.record, **kwargs)
 
-    def to_svg(self):
-        return snapshot_svg(self.snapshot(timings=False))
+    def to_svg(self, color=None):
+        """The still picture; ``color``: an overlay (``norm``, ``saved``, ``nonfinite``,
+        ``order``)."""
+        return still_svg(self.record, self.snapshot(timings=False), color, self.version_error)
+
+    def explain(self, err=None):
+        """The version error ``err`` (default: the cell's) explained
+        (``answers_versions.explain``)."""
+        return explain(self.record, err)
+
+    def saved_bytes(self):
+        """The bytes the graph's saved tensors hold (``answers_memory.saved_bytes``)."""
+        return saved_bytes(self.record)
 
     def __repr__(self):
         return f"<autograd session: {self.record.summary()}>"
@@ -279,6 +301,10 @@ class AutogradMagics(Magics):
         session.value, session.root, session.options = value, target, opts
         if opts.output:
             ns[opts.output] = session
+        if is_version_error(error):  # marked in the graph (answers.js) and the pictures
+            session.version_error = str(error)
+            if view is not None:
+                view._answer_json = json.dumps(explain(rec, error).to_widget())
         try:
             self._show(session, handle, show_widget)
         except KeyboardInterrupt:  # NOTE [Interrupted drawing]
@@ -337,7 +363,7 @@ class AutogradMagics(Magics):
                 timings=False,
                 max_nodes=opts.max_nodes,
             )
-            svg = snapshot_svg(snap)
+            svg = still_svg(rec, snap, opts.color, session.version_error)
             cut = f"; {cut_note(snap)}" if snap["truncated"] else ""
             display(
                 {

@@ -339,6 +339,17 @@ class Details(TypedDict):
     edges: list[SnapEdge]
 
 
+class VersionAnswer(TypedDict):
+    """A backward's version error explained (``answers_versions.py``), as the graph view marks
+    it: ``node`` the id of the node that saved the tensor, ``bumped`` the ids of the in-place
+    ops' nodes, ``text`` the answer in words."""
+
+    kind: Literal["version"]
+    node: str | None
+    bumped: list[str]
+    text: str
+
+
 SCHEMA_TYPES = (
     GradSummary,
     TensorSummary,
@@ -363,4 +374,5 @@ SCHEMA_TYPES = (
     ViewNode,
     ViewSnapshot,
     Details,
+    VersionAnswer,
 )

@@ -189,6 +189,22 @@ class GraphSource(abc.ABC):
         """The hooks registered on ``node`` (for an accumulator, with its leaf's
         post-accumulate-grad hooks)."""
 
+    def saved_tensors(self, node) -> list:
+        """``(name, tensor)`` for each tensor ``node`` keeps alive for backward (none once
+        freed), for the saved-memory answers (``answers_memory.py``)."""
+        return []
+
+    def stale_saved(self, node) -> list:
+        """``(name, expected version, actual version)`` for each tensor ``node`` saved that an
+        in-place op changed since (backward would refuse it), for ``answers_versions.py``."""
+        return []
+
+    def storage(self, tensor) -> tuple:
+        """``(key, nbytes)`` of the memory block under ``tensor``: views of one block share
+        the key (PyTorch's ``untyped_storage()``)."""
+        array = self.to_numpy(tensor)
+        return self.address(tensor, array), array.nbytes
+
     def hooks(self, node) -> list:
         """:class:`HookInfo` entries for the hooks on ``node``: tensor hooks of its outputs,
         its pre-hooks and hooks, then its leaf's post-accumulate-grad hooks."""
@@ -338,6 +354,30 @@ class NbgradSource(GraphSource):
             retains_grad=tuple(sorted(node.retains_grad_hooks())),
             post_accumulate_grad=post_acc,
         )
+
+    def saved_tensors(self, node) -> list:
+        out = []
+        for name, value in node.saved_values().items():
+            for v in value if isinstance(value, list) else (value,):
+                if isinstance(v, SavedTensor) and not v.is_freed and v.version is not None:
+                    if self.is_tensor(v.data):  # (not a pack hook's own object)
+                        out.append((name, v.data))
+        return out
+
+    def stale_saved(self, node) -> list:
+        out = []
+        for name, value in node.saved_values().items():
+            for v in value if isinstance(value, list) else (value,):
+                if isinstance(v, SavedTensor) and not v.is_freed and v.version is not None:
+                    if v.unpack_hook is None and self.version(v.data) != v.version:
+                        out.append((name, v.version, self.version(v.data)))
+        return out
+
+    def storage(self, tensor) -> tuple:
+        array = self.to_numpy(tensor)
+        while isinstance(array.base, np.ndarray):  # a view: the array that owns the memory
+            array = array.base
+        return array.__array_interface__["data"][0], array.nbytes
 
     def module_hooks(self, module) -> list:
         nn = sys.modules.get("nbgrad.nn")

@@ -178,14 +178,17 @@ def _left_out(snapshot, lay, boxes, edges, width, height, capped=0):
     return note + "; the live widget pans to them"
 
 
-def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None, footer=()):
+def graph_svg(
+    snapshot, lay=None, *, title=None, marks=None, highlight=None, footer=(), overlay=None
+):
     """The graph of ``snapshot`` as an SVG string, at most STILL_W x STILL_H px (NOTE [Still
     pictures are overviews]).
 
     ``lay``: a layout (computed with no group collapsed when omitted); ``marks``:
     ``{snapshot node id: short text}`` drawn in a corner badge (the stepper's execution order);
     ``highlight``: a snapshot node id drawn with a thick border; ``footer``: lines of text
-    ``(text, bold)`` below the graph (the stepper's state).
+    ``(text, bold)`` below the graph (the stepper's state); ``overlay``: an
+    ``overlays.Overlay`` whose fills, borders and badges replace the boxes' own.
     """
     if lay is None:
         lay = _layout(snapshot)
@@ -256,12 +259,14 @@ def graph_svg(snapshot, lay=None, *, title=None, marks=None, highlight=None, foo
         )
     else:
         parts.append(f'<g transform="translate(0,{top})">')
-    _draw(parts, nodes, roots, failure, boxes, edges, groups, marks, highlight)
+    if overlay is not None:
+        marks = {**overlay.marks, **(marks or {})}
+    _draw(parts, nodes, roots, failure, boxes, edges, groups, marks, highlight, overlay)
     parts.append("</svg></svg>" if windowed else "</g></svg>")
     return "\n".join(parts)
 
 
-def _draw(parts, nodes, roots, failure, boxes, edges, groups, marks, highlight):
+def _draw(parts, nodes, roots, failure, boxes, edges, groups, marks, highlight, overlay=None):
     """The group frames, edges (with their labels) and boxes of a picture, as SVG elements."""
     for g in groups:
         parts.append(
@@ -302,6 +307,11 @@ def _draw(parts, nodes, roots, failure, boxes, edges, groups, marks, highlight):
             if nodes[b["ref"]].get("line") == failure["line"]:  # made on the line that raised
                 stroke, width = "#b00020", "2.5"
         dash = ' stroke-dasharray="4 3"' if kind in ("external", "group") else ""
+        if overlay is not None:  # See NOTE [Overlay scales] in overlays.py
+            fill = overlay.fills.get(b["ref"], fill)
+            if b["ref"] in overlay.strokes:
+                stroke, width, pattern = overlay.strokes[b["ref"]]
+                dash = f' stroke-dasharray="{pattern}"'
         if kind == "series":  # a stack: the repeats behind the first
             for k in (2, 1):
                 parts.append(
@@ -339,9 +349,10 @@ def _draw(parts, nodes, roots, failure, boxes, edges, groups, marks, highlight):
             )
 
 
-def snapshot_svg(snapshot, collapsed=None, lay=None):
+def snapshot_svg(snapshot, collapsed=None, lay=None, overlay=None):
     """The still form of a GraphView: graph, gradient norms on the edges, a one-line title
-    (``lay``: the layout for ``collapsed``, when already computed)."""
+    (``lay``: the layout for ``collapsed``, when already computed; ``overlay``: see
+    ``graph_svg``)."""
     if collapsed is None:
         collapsed = default_collapsed(snapshot)
     if lay is None or lay.get("collapsed") != sorted(collapsed, key=_group_number):
@@ -352,7 +363,7 @@ def snapshot_svg(snapshot, collapsed=None, lay=None):
         title += f"; gradients of backward pass {snapshot['pass']}"
     if snapshot.get("truncated"):
         title += f"; {cut_note(snapshot)}"
-    return graph_svg(snapshot, lay, title=title)
+    return graph_svg(snapshot, lay, title=title, overlay=overlay)
 
 
 def _group_number(gid):

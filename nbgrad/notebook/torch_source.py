@@ -15,6 +15,7 @@ is one of its tensors, modules or nodes (whose Python types live in ``builtins``
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 
@@ -205,6 +206,33 @@ class TorchSource(GraphSource):
                 continue
             out.append(self._saved_value(name, value))
         return out
+
+    def saved_tensors(self, node) -> list:
+        out = []
+        for value in self.saved(node):
+            if value.kind not in ("tensor", "tensors"):
+                continue
+            got = getattr(node, "_saved_" + value.name)
+            for t in got if isinstance(got, (list, tuple)) else (got,):
+                out.append((value.name, t))
+        return out
+
+    def stale_saved(self, node) -> list:
+        out = []
+        attrs = _SAVED_ATTRS.get(type(node)) or [a for a in dir(node) if a.startswith("_saved_")]
+        for attr in attrs:
+            try:
+                getattr(node, attr)
+            except RuntimeError as e:  # torch unpacks it, and checks the version as backward
+                found = _VERSIONS.search(str(e))
+                if found:
+                    out.append((attr[len("_saved_") :], int(found[2]), int(found[1])))
+        return out
+
+    def storage(self, tensor) -> tuple:
+        block = tensor.untyped_storage()
+        key = block.data_ptr() if tensor.is_cpu else (str(tensor.device), block.data_ptr())
+        return key, block.nbytes()
 
     def _saved_value(self, name, value) -> SavedValue:
         if value is None:
@@ -782,6 +810,7 @@ def _watch_mode(torch):
     return WatchMode
 
 
+_VERSIONS = re.compile(r"is at version (\d+); expected version (\d+) instead")
 _SAVED_ATTRS: dict = {}  # node type -> the names of its saved values' attributes
 _BACKWARD = "\0backward"  # the name of the functions that run a backward pass (not an op's)
 _MODE: dict = {}
