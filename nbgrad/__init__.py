@@ -16,6 +16,7 @@ the engine, goes through the root package at call time (``nbgrad.autograd.backwa
                 _graph/grad_mode.py no_grad, enable_grad, inference_mode (thread-local state)
                 _graph/anomaly_mode.py  detect_anomaly and the forward tracebacks of nodes
                 _graph/table_node.py    the node generator: an op-table row -> a Node class
+                _graph/array_formulas.py    which formulas run on arrays, traced on probes
                 _graph/observer.py  GraphObserver: forward calls and backward passes, watched
 2 tensor        _tensor/views.py    views of a base, and the checks of in-place ops on them
                 _tensor/conversion.py   Python data and arrays -> tensors (``tensor``, ``_wrap``)

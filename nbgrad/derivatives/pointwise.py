@@ -69,20 +69,20 @@ _atan2_scale.on_arrays = True
 # fmt: off
 # elementwise binary
 op("add", "AddBackward0", "self other", lambda xp, self, other, alpha: self + other if alpha == 1 else self + alpha * other,
-   attrs="alpha", promote="binary", ufunc=np.add,
+   on_arrays=True, attrs="alpha", promote="binary", ufunc=np.add,
    self=lambda grad: grad,
    other=lambda grad, alpha: grad if alpha == 1 else grad * alpha)
 op("sub", "SubBackward0", "self other", lambda xp, self, other, alpha: self - other if alpha == 1 else self - alpha * other,
-   attrs="alpha", promote="binary", ufunc=np.subtract,
+   on_arrays=True, attrs="alpha", promote="binary", ufunc=np.subtract,
    self=lambda grad: grad,
    other=lambda grad, alpha: -grad if alpha == 1 else grad * -alpha)
 op("rsub", "RsubBackward1", "self", lambda xp, self, other, alpha: other - self if alpha == 1 else other - alpha * self,
-   attrs="other alpha", promote="binary", promote_attrs=("other",),
+   on_arrays=True, attrs="other alpha", promote="binary", promote_attrs=("other",),
    self=lambda grad, alpha: -grad if alpha == 1 else grad * -alpha)
-op("mul", "MulBackward0", "self other", lambda xp, self, other: self * other, promote="binary", ufunc=np.multiply,
+op("mul", "MulBackward0", "self other", lambda xp, self, other: self * other, on_arrays=True, promote="binary", ufunc=np.multiply,
    self=lambda grad, other: grad * other,
    other=lambda grad, self: grad * self)
-op("div", "DivBackward0", "self other", lambda xp, self, other: self / other, promote="float", ufunc=np.true_divide,
+op("div", "DivBackward0", "self other", lambda xp, self, other: self / other, on_arrays=True, promote="float", ufunc=np.true_divide,
    self=lambda grad, other: grad / other,
    other=lambda grad, self, other: -grad * ((self / other) / other))
 # ``//`` has no derivative in PyTorch either: its node is "NotImplemented", whose backward raises
@@ -91,7 +91,7 @@ op("floor_divide", "NotImplemented", "self other", lambda xp, self, other: _floo
    other=lambda grad: _not_implemented("floor_divide"))
 # ``%``: PyTorch's remainder, whose node depends on the overload (a number as ``other``:
 # RemainderBackward0; a tensor: RemainderBackward1; a number ``% tensor``: NotImplemented)
-op("remainder_scalar", "RemainderBackward0", "self", lambda xp, self, other: _remainder(xp, self, other), attrs="other", promote="binary", promote_attrs=("other",), quiet=True,
+op("remainder_scalar", "RemainderBackward0", "self", lambda xp, self, other: _remainder(xp, self, other), on_arrays=True, attrs="other", promote="binary", promote_attrs=("other",), quiet=True,
    self=lambda grad: grad)
 op("remainder", "RemainderBackward1", "self other", lambda xp, self, other: _remainder(xp, self, other), promote="binary", quiet=True,
    self=lambda grad: grad,
@@ -101,7 +101,7 @@ op("rremainder", "NotImplemented", "other", lambda xp, other, self: _remainder(x
 # (NumPy computes bool ** bool in int8; the operands are already promoted, so keep their dtype;
 # the gradient of ``x ** 0`` is 0, as PyTorch's ``pow_backward``, not 0 * x ** -1, nan at 0)
 op("pow", "PowBackward0", "self", lambda xp, self, exponent: _pow_scalar(xp, self, exponent),
-   attrs="exponent", promote="binary", promote_attrs=("exponent",),
+   on_arrays=True, attrs="exponent", promote="binary", promote_attrs=("exponent",),
    self=lambda grad, self, exponent: zeros_like(grad) if exponent == 0 else grad * exponent * power(self, exponent=exponent - 1))
 op("pow_tensor", "PowBackward1", "self exponent", lambda xp, self, exponent: (self ** exponent).astype(self.dtype, copy=False),
    promote="binary",
@@ -141,23 +141,23 @@ op("argmax", None, "self", lambda xp, self, dim, keepdim: _argreduce(xp.argmax, 
 op("argmin", None, "self", lambda xp, self, dim, keepdim: _argreduce(xp.argmin, xp, self, dim, keepdim), attrs="dim keepdim", differentiable=False)
 
 # elementwise unary
-op("neg", "NegBackward0", "self", lambda xp, self: -self, self=lambda grad: -grad)
+op("neg", "NegBackward0", "self", lambda xp, self: -self, on_arrays=True, self=lambda grad: -grad)
 op("abs", "AbsBackward0", "self", lambda xp, self: xp.abs(self), ufunc=np.abs, self=lambda grad, self: grad * self.sign())
 op("sign", "SignBackward0", "self", lambda xp, self: _sign(xp, self), self=lambda grad: _C.zeros_like(grad))
-op("exp", "ExpBackward0", "self", lambda xp, self: xp.exp(self), ufunc=np.exp, promote="float", self=lambda grad, result: grad * result)
-op("log", "LogBackward0", "self", lambda xp, self: xp.log(self), ufunc=np.log, promote="float", self=lambda grad, self: grad / self)
-op("log1p", "Log1PBackward0", "self", lambda xp, self: xp.log1p(self), ufunc=np.log1p, promote="float", self=lambda grad, self: grad / (self + 1))
-op("sqrt", "SqrtBackward0", "self", lambda xp, self: xp.sqrt(self), ufunc=np.sqrt, promote="float", self=lambda grad, result: grad / (2 * result))
+op("exp", "ExpBackward0", "self", lambda xp, self: xp.exp(self), on_arrays=True, ufunc=np.exp, promote="float", self=lambda grad, result: grad * result)
+op("log", "LogBackward0", "self", lambda xp, self: xp.log(self), on_arrays=True, ufunc=np.log, promote="float", self=lambda grad, self: grad / self)
+op("log1p", "Log1PBackward0", "self", lambda xp, self: xp.log1p(self), on_arrays=True, ufunc=np.log1p, promote="float", self=lambda grad, self: grad / (self + 1))
+op("sqrt", "SqrtBackward0", "self", lambda xp, self: xp.sqrt(self), on_arrays=True, ufunc=np.sqrt, promote="float", self=lambda grad, result: grad / (2 * result))
 op("rsqrt", "RsqrtBackward0", "self", lambda xp, self: 1 / xp.sqrt(self), promote="float", self=lambda grad, result: -0.5 * grad * result ** 3)
-op("reciprocal", "ReciprocalBackward0", "self", lambda xp, self: 1 / self, promote="float", self=lambda grad, result: -grad * (result * result))
-op("expm1", "Expm1Backward0", "self", lambda xp, self: xp.expm1(self), ufunc=np.expm1, promote="float", self=lambda grad, result: grad * (result + 1))
+op("reciprocal", "ReciprocalBackward0", "self", lambda xp, self: 1 / self, on_arrays=True, promote="float", self=lambda grad, result: -grad * (result * result))
+op("expm1", "Expm1Backward0", "self", lambda xp, self: xp.expm1(self), on_arrays=True, ufunc=np.expm1, promote="float", self=lambda grad, result: grad * (result + 1))
 op("exp2", "Exp2Backward0", "self", lambda xp, self: xp.exp2(self), promote="float", self=lambda grad, result: grad * result * math.log(2))
 op("log2", "Log2Backward0", "self", lambda xp, self: xp.log2(self), promote="float", self=lambda grad, self: grad / (self * math.log(2)))
 op("log10", "Log10Backward0", "self", lambda xp, self: xp.log10(self), promote="float", self=lambda grad, self: grad / (self * math.log(10)))
-op("tan", "TanBackward0", "self", lambda xp, self: xp.tan(self), ufunc=np.tan, promote="float", self=lambda grad, result: grad * (1 + result * result))
+op("tan", "TanBackward0", "self", lambda xp, self: xp.tan(self), on_arrays=True, ufunc=np.tan, promote="float", self=lambda grad, result: grad * (1 + result * result))
 op("asin", "AsinBackward0", "self", lambda xp, self: xp.arcsin(self), promote="float", self=lambda grad, self: grad * (1 - self * self).rsqrt())
 op("acos", "AcosBackward0", "self", lambda xp, self: xp.arccos(self), promote="float", self=lambda grad, self: -grad * (1 - self * self).rsqrt())
-op("atan", "AtanBackward0", "self", lambda xp, self: xp.arctan(self), ufunc=np.arctan, promote="float", self=lambda grad, self: grad / (1 + self * self))
+op("atan", "AtanBackward0", "self", lambda xp, self: xp.arctan(self), on_arrays=True, ufunc=np.arctan, promote="float", self=lambda grad, self: grad / (1 + self * self))
 op("sinh", "SinhBackward0", "self", lambda xp, self: xp.sinh(self), promote="float", self=lambda grad, self: grad * self.cosh())
 op("cosh", "CoshBackward0", "self", lambda xp, self: xp.cosh(self), promote="float", self=lambda grad, self: grad * self.sinh())
 # rounding: integer tensors come back as they are (a copy); the derivative is zero, as PyTorch's
@@ -165,24 +165,24 @@ op("floor", "FloorBackward0", "self", lambda xp, self: _rounded(xp, xp.floor, se
 op("ceil", "CeilBackward0", "self", lambda xp, self: _rounded(xp, xp.ceil, self), self=lambda grad: _C.zeros_like(grad))
 op("round", "RoundBackward0", "self", lambda xp, self: _rounded(xp, xp.round, self), self=lambda grad: _C.zeros_like(grad))
 op("trunc", "TruncBackward0", "self", lambda xp, self: _rounded(xp, xp.trunc, self), self=lambda grad: _C.zeros_like(grad))
-op("frac", "FracBackward0", "self", lambda xp, self: self - xp.trunc(self), promote="float", self=lambda grad: grad)
-op("sin", "SinBackward0", "self", lambda xp, self: xp.sin(self), ufunc=np.sin, promote="float", self=lambda grad, self: grad * cos(self))
-op("cos", "CosBackward0", "self", lambda xp, self: xp.cos(self), ufunc=np.cos, promote="float", self=lambda grad, self: grad * -sin(self))
-op("tanh", "TanhBackward0", "self", lambda xp, self: xp.tanh(self), ufunc=np.tanh, promote="float", self=lambda grad, result: tanh_backward(grad, result))
-op("sigmoid", "SigmoidBackward0", "self", lambda xp, self: _sigmoid(xp, self), promote="float", self=lambda grad, result: sigmoid_backward(grad, result))
-op("relu", "ReluBackward0", "self", lambda xp, self: xp.maximum(self, 0), self=lambda grad, result: threshold_backward(grad, result, threshold=0))
+op("frac", "FracBackward0", "self", lambda xp, self: self - xp.trunc(self), on_arrays=True, promote="float", self=lambda grad: grad)
+op("sin", "SinBackward0", "self", lambda xp, self: xp.sin(self), on_arrays=True, ufunc=np.sin, promote="float", self=lambda grad, self: grad * cos(self))
+op("cos", "CosBackward0", "self", lambda xp, self: xp.cos(self), on_arrays=True, ufunc=np.cos, promote="float", self=lambda grad, self: grad * -sin(self))
+op("tanh", "TanhBackward0", "self", lambda xp, self: xp.tanh(self), on_arrays=True, ufunc=np.tanh, promote="float", self=lambda grad, result: tanh_backward(grad, result))
+op("sigmoid", "SigmoidBackward0", "self", lambda xp, self: _sigmoid(xp, self), on_arrays=True, promote="float", self=lambda grad, result: sigmoid_backward(grad, result))
+op("relu", "ReluBackward0", "self", lambda xp, self: xp.maximum(self, 0), on_arrays=True, self=lambda grad, result: threshold_backward(grad, result, threshold=0))
 # their backward formulas, as ops of their own as in PyTorch: one fused pass and one array,
 # not three (see NOTE [Fused backward kernels]); differentiable for double backward
-op("tanh_backward", "TanhBackwardBackward0", "grad_output output", lambda xp, grad_output, output: _tanh_backward(xp, grad_output, output), promote="binary",
+op("tanh_backward", "TanhBackwardBackward0", "grad_output output", lambda xp, grad_output, output: _tanh_backward(xp, grad_output, output), on_arrays=True, promote="binary",
    grad_output=lambda grad, output: tanh_backward(grad, output),
    output=lambda grad, grad_output, output: grad * (-2 * output * grad_output))
-op("sigmoid_backward", "SigmoidBackwardBackward0", "grad_output output", lambda xp, grad_output, output: _sigmoid_backward(xp, grad_output, output), promote="binary",
+op("sigmoid_backward", "SigmoidBackwardBackward0", "grad_output output", lambda xp, grad_output, output: _sigmoid_backward(xp, grad_output, output), on_arrays=True, promote="binary",
    grad_output=lambda grad, output: sigmoid_backward(grad, output),
    output=lambda grad, grad_output, output: grad * grad_output * (1 - 2 * output))
-op("leaky_relu", "LeakyReluBackward0", "self", lambda xp, self, negative_slope: xp.where(self > 0, self, self * negative_slope), attrs="negative_slope",
+op("leaky_relu", "LeakyReluBackward0", "self", lambda xp, self, negative_slope: xp.where(self > 0, self, self * negative_slope), on_arrays=True, attrs="negative_slope",
    self=lambda grad, self, negative_slope: leaky_relu_backward(grad, self, negative_slope=negative_slope))
 # leaky_relu_ (in place) saves its result instead, as PyTorch's LeakyReluBackward1
-op("leaky_relu_", "LeakyReluBackward1", "self", lambda xp, self, negative_slope: xp.where(self > 0, self, self * negative_slope), attrs="negative_slope",
+op("leaky_relu_", "LeakyReluBackward1", "self", lambda xp, self, negative_slope: xp.where(self > 0, self, self * negative_slope), on_arrays=True, attrs="negative_slope",
    self=lambda grad, result, negative_slope: leaky_relu_backward(grad, result, negative_slope=negative_slope))
 # NOTE [Piecewise-linear backwards are ops]: as in PyTorch, the backwards of relu, leaky_relu and
 # hardtanh are ops of their own, whose derivative for ``self`` is zero. So under create_graph
@@ -190,9 +190,9 @@ op("leaky_relu_", "LeakyReluBackward1", "self", lambda xp, self, negative_slope:
 # grad gives zeros, not an error), and a NaN input takes PyTorch's branch.
 # threshold: ``value`` where ``self <= threshold``; in place (ThresholdBackward1) the formula
 # reads the result, as PyTorch's (whose saved self is the modified tensor)
-op("threshold", "ThresholdBackward0", "self", lambda xp, self, threshold, value: _threshold(xp, self, threshold, value), attrs="threshold value",
+op("threshold", "ThresholdBackward0", "self", lambda xp, self, threshold, value: _threshold(xp, self, threshold, value), on_arrays=True, attrs="threshold value",
    self=lambda grad, self, threshold: threshold_backward(grad, self, threshold=threshold))
-op("threshold_", "ThresholdBackward1", "self", lambda xp, self, threshold, value: _threshold(xp, self, threshold, value), attrs="threshold value",
+op("threshold_", "ThresholdBackward1", "self", lambda xp, self, threshold, value: _threshold(xp, self, threshold, value), on_arrays=True, attrs="threshold value",
    self=lambda grad, result, threshold: threshold_backward(grad, result, threshold=threshold))
 op("threshold_backward", "ThresholdBackwardBackward0", "grad_output self", lambda xp, grad_output, self, threshold: _contiguous(xp, xp.where(self <= threshold, 0, grad_output)),
    attrs="threshold", promote="binary",
@@ -215,7 +215,7 @@ op("elu_", "EluBackward1", "self", lambda xp, self, alpha: _elu(xp, self, alpha)
    self=lambda grad, result, alpha: _C.where(result > 0, grad, grad * (_below(result, 0.0) + alpha)))
 op("softplus", "SoftplusBackward0", "self", lambda xp, self, beta, threshold: _softplus(xp, self, beta, threshold), attrs="beta threshold", promote="float",
    self=lambda grad, self, beta, threshold: _C.where(self * beta > threshold, grad, grad * _below(self * beta, threshold).sigmoid()))
-op("hardtanh", "HardtanhBackward0", "self", lambda xp, self, min_val, max_val: xp.clip(self, min_val, max_val), attrs="min_val max_val",
+op("hardtanh", "HardtanhBackward0", "self", lambda xp, self, min_val, max_val: xp.clip(self, min_val, max_val), on_arrays=True, attrs="min_val max_val",
    self=lambda grad, self, min_val, max_val: hardtanh_backward(grad, self, min_val=min_val, max_val=max_val))
 op("log_sigmoid", "LogSigmoidBackward0", "self", lambda xp, self: -_softplus(xp, -self, 1.0, 20.0), promote="float",
    self=lambda grad, self: grad * (-self).sigmoid())
@@ -232,21 +232,21 @@ op("clamp_max", "ClampMaxBackward0", "self", lambda xp, self, max: xp.minimum(se
 op("logaddexp", "LogaddexpBackward0", "self other", lambda xp, self, other: xp.logaddexp(self, other), promote="float",
    self=lambda grad, self, other: grad / (1 + (other - self).exp()),
    other=lambda grad, self, other: grad / (1 + (self - other).exp()))
-op("lerp", "LerpBackward0", "self end", lambda xp, self, end, weight: _lerp(xp, self, end, weight), attrs="weight", promote="binary",
+op("lerp", "LerpBackward0", "self end", lambda xp, self, end, weight: _lerp(xp, self, end, weight), on_arrays=True, attrs="weight", promote="binary",
    self=lambda grad, weight: grad * (1 - weight),
    end=lambda grad, weight: grad * weight)
-op("lerp_tensor", "LerpBackward1", "self end weight", lambda xp, self, end, weight: _lerp(xp, self, end, weight), promote="binary",
+op("lerp_tensor", "LerpBackward1", "self end weight", lambda xp, self, end, weight: _lerp(xp, self, end, weight), on_arrays=True, promote="binary",
    self=lambda grad, weight: grad * (1 - weight),
    end=lambda grad, weight: grad * weight,
    weight=lambda grad, self, end: grad * (end - self))
-op("atan2", "Atan2Backward0", "self other", lambda xp, self, other: xp.arctan2(self, other), promote="float",
+op("atan2", "Atan2Backward0", "self other", lambda xp, self, other: xp.arctan2(self, other), on_arrays=True, promote="float",
    self=lambda grad, self, other: grad * other * _atan2_scale(self, other),
    other=lambda grad, self, other: grad * -self * _atan2_scale(self, other))
-op("hypot", "HypotBackward0", "self other", lambda xp, self, other: xp.hypot(self, other), promote="binary",
+op("hypot", "HypotBackward0", "self other", lambda xp, self, other: xp.hypot(self, other), on_arrays=True, promote="binary",
    self=lambda grad, self, result: grad * self / result,
    other=lambda grad, other, result: grad * other / result)
 # fmod: the remainder of C's truncating division (a number as ``other``: FmodBackward0)
-op("fmod_scalar", "FmodBackward0", "self", lambda xp, self, other: _fmod(xp, self, other), attrs="other", promote="binary", promote_attrs=("other",), quiet=True,
+op("fmod_scalar", "FmodBackward0", "self", lambda xp, self, other: _fmod(xp, self, other), on_arrays=True, attrs="other", promote="binary", promote_attrs=("other",), quiet=True,
    self=lambda grad: grad)
 op("fmod", "FmodBackward1", "self other", lambda xp, self, other: _fmod(xp, self, other), promote="binary", quiet=True,
    self=lambda grad: grad,
@@ -257,8 +257,8 @@ op("erfinv", "ErfinvBackward0", "self", lambda xp, self: _erfinv(xp, self), prom
    self=lambda grad, result: grad * (0.5 * math.sqrt(math.pi)) * (result * result).exp())
 op("isclose", None, "self other", lambda xp, self, other, rtol, atol, equal_nan: xp.isclose(self, other, rtol=rtol, atol=atol, equal_nan=equal_nan),
    attrs="rtol atol equal_nan", differentiable=False)
-op("to_dtype", "ToCopyBackward0", "self", lambda xp, self, dtype: self.astype(dtype.np), attrs="dtype", self=lambda grad: grad)
-op("clone", "CloneBackward0", "self", lambda xp, self, memory_format: _clone(xp, self, memory_format), attrs="memory_format", self=lambda grad: grad)
+op("to_dtype", "ToCopyBackward0", "self", lambda xp, self, dtype: self.astype(dtype.np), on_arrays=True, attrs="dtype", self=lambda grad: grad)
+op("clone", "CloneBackward0", "self", lambda xp, self, memory_format: _clone(xp, self, memory_format), on_arrays=True, attrs="memory_format", self=lambda grad: grad)
 # fmt: on
 
 

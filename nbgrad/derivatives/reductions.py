@@ -27,7 +27,7 @@ expand = row_function("expand")  # for formulas that run on arrays (NOTE [Backwa
 
 # fmt: off
 # reductions
-op("sum", "SumBackward0", "self", lambda xp, self, dtype: _sum(xp, self, None, False, dtype), attrs="dtype",
+op("sum", "SumBackward0", "self", lambda xp, self, dtype: _sum(xp, self, None, False, dtype), on_arrays=True, attrs="dtype",
    self=lambda grad, self_shape: expand(grad, size=self_shape))
 op("sum_dim", "SumBackward1", "self", lambda xp, self, dim, keepdim, dtype: _sum(xp, self, dim, keepdim, dtype), attrs="dim keepdim dtype",
    self=lambda grad, self_shape, dim, keepdim: _expand_reduced(grad, self_shape, dim, keepdim))
@@ -85,7 +85,7 @@ op("mm", "MmBackward0", "self mat2", _mm_check,
    self=lambda grad, mat2: grad.mm(mat2.t()),
    mat2=lambda grad, self: self.t().mm(grad))
 op("dot", "DotBackward0", "self tensor", lambda xp, self, tensor: xp.dot(self, tensor),
-   self=lambda grad, tensor: grad * tensor,
+   on_arrays=True, self=lambda grad, tensor: grad * tensor,
    tensor=lambda grad, self: grad * self)
 op("mv", "MvBackward0", "self vec", _mm_check,
    self=lambda grad, vec: grad.unsqueeze(1) * vec.unsqueeze(0),

@@ -43,7 +43,7 @@ from nbgrad.derivatives.pointwise import _not_implemented
 op("view", "ViewBackward0", "self", lambda xp, self, shape: _view(xp, self, shape), attrs="shape", view=True,
    self=lambda grad, self_shape: grad.reshape(self_shape))
 # the legacy constructor's alias of a tensor of its own type (``FloatTensor(t)``)
-op("alias", "AliasBackward0", "self", lambda xp, self: self.view(), view=True, self=lambda grad: grad)
+op("alias", "AliasBackward0", "self", lambda xp, self: self.view(), on_arrays=True, view=True, self=lambda grad: grad)
 # reshape of a viewable but non-contiguous tensor (PyTorch's _reshape_alias)
 op("reshape_alias", "ReshapeAliasBackward0", "self", lambda xp, self, shape: _view(xp, self, shape), attrs="shape", view=True,
    self=lambda grad, self_shape: grad.reshape(self_shape))

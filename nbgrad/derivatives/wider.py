@@ -100,7 +100,7 @@ op("sinc", "SincBackward0", "self", lambda xp, self: xp.sinc(self), promote="flo
 op("xlogy", "XlogyBackward0", "self other", lambda xp, self, other: _xlogy(xp, self, other), promote="float", quiet=True,
    self=lambda grad, self, other: grad * _xlogy_of_nonzero(self, other),
    other=lambda grad, self, other: grad * self / other)
-op("xlogy_self_scalar", "XlogyBackward1", "other", lambda xp, other, self: _xlogy(xp, xp.asarray(self, other.dtype), other), attrs="self", promote="float", promote_attrs=("self",), quiet=True,
+op("xlogy_self_scalar", "XlogyBackward1", "other", lambda xp, other, self: _xlogy(xp, xp.asarray(self, other.dtype), other), on_arrays=True, attrs="self", promote="float", promote_attrs=("self",), quiet=True,
    other=lambda grad, self, other: grad * self / other)
 op("xlogy_other_scalar", "XlogyBackward2", "self", lambda xp, self, other: _xlogy(xp, self, xp.asarray(other, self.dtype)), attrs="other", promote="float", promote_attrs=("other",), quiet=True,
    self=lambda grad, self, other: grad * _xlogy_of_nonzero(self, other))
@@ -130,15 +130,15 @@ op("heaviside", "NotImplemented", "self values", lambda xp, self, values: _heavi
 # (the exponent, an integer output, is detached: a saved output comes back attached to its node)
 op("frexp", "FrexpBackward0", "self", lambda xp, self: _frexp(xp, self), outputs=2, diff_outputs=(0,),
    self=lambda grad, result1: grad / result1.detach().exp2())
-op("addcmul", "AddcmulBackward0", "self tensor1 tensor2", lambda xp, self, tensor1, tensor2, value: self + value * tensor1 * tensor2, attrs="value", promote="binary",
+op("addcmul", "AddcmulBackward0", "self tensor1 tensor2", lambda xp, self, tensor1, tensor2, value: self + value * tensor1 * tensor2, on_arrays=True, attrs="value", promote="binary",
    self=lambda grad: grad,
    tensor1=lambda grad, tensor2, value: grad * tensor2 * value,
    tensor2=lambda grad, tensor1, value: grad * tensor1 * value)
-op("addcdiv", "AddcdivBackward0", "self tensor1 tensor2", lambda xp, self, tensor1, tensor2, value: self + value * tensor1 / tensor2, attrs="value", promote="binary", quiet=True,
+op("addcdiv", "AddcdivBackward0", "self tensor1 tensor2", lambda xp, self, tensor1, tensor2, value: self + value * tensor1 / tensor2, on_arrays=True, attrs="value", promote="binary", quiet=True,
    self=lambda grad: grad,
    tensor1=lambda grad, tensor2, value: grad * value / tensor2,
    tensor2=lambda grad, tensor1, tensor2, value: -grad * value * tensor1 / (tensor2 * tensor2))
-op("rsub_tensor", "RsubBackward0", "self other", lambda xp, self, other, alpha: other - self if alpha == 1 else other - alpha * self, attrs="alpha", promote="binary",
+op("rsub_tensor", "RsubBackward0", "self other", lambda xp, self, other, alpha: other - self if alpha == 1 else other - alpha * self, on_arrays=True, attrs="alpha", promote="binary",
    self=lambda grad, alpha: -grad if alpha == 1 else grad * -alpha,
    other=lambda grad: grad)
 op("div_rounding", "DivBackward2", "self other", lambda xp, self, other, rounding_mode: _rounded_quotient(xp, self, other, rounding_mode), attrs="rounding_mode", promote="binary", quiet=True,
@@ -146,9 +146,9 @@ op("div_rounding", "DivBackward2", "self other", lambda xp, self, other, roundin
    other=lambda grad, self: _C.zeros_like(grad))
 # a tensor times (or over) a number inside a composite (``trapezoid``): ATen's mul.Scalar and
 # div.Scalar, whose nodes are MulBackward1 and DivBackward1
-op("mul_scalar", "MulBackward1", "self", lambda xp, self, other: self * other, attrs="other", promote="binary", promote_attrs=("other",),
+op("mul_scalar", "MulBackward1", "self", lambda xp, self, other: self * other, on_arrays=True, attrs="other", promote="binary", promote_attrs=("other",),
    self=lambda grad, other: grad * other)
-op("div_scalar", "DivBackward1", "self", lambda xp, self, other: self / other, attrs="other", promote="float", promote_attrs=("other",), quiet=True,
+op("div_scalar", "DivBackward1", "self", lambda xp, self, other: self / other, on_arrays=True, attrs="other", promote="float", promote_attrs=("other",), quiet=True,
    self=lambda grad, other: grad / other)
 # fill out of place (``nbgrad.fill``): FillBackward0
 op("fill_new", "FillBackward0", "self", lambda xp, self, value: xp.full(self.shape, value, dtype=self.dtype), attrs="value",
@@ -197,7 +197,7 @@ op("addbmm", "AddbmmBackward0", "self batch1 batch2", lambda xp, self, batch1, b
    batch1=lambda grad, batch1, batch2, alpha: grad.expand((batch1.shape[0],) + tuple(grad.shape)).bmm(batch2.transpose(1, 2)) * alpha,
    batch2=lambda grad, batch1, alpha: batch1.transpose(1, 2).bmm(grad.expand((batch1.shape[0],) + tuple(grad.shape))) * alpha)
 op("vdot", "VdotBackward0", "self other", lambda xp, self, other: xp.asarray(xp.vdot(self, other)),
-   self=lambda grad, other: grad * other,
+   on_arrays=True, self=lambda grad, other: grad * other,
    other=lambda grad, self: grad * self)
 op("dist", "DistBackward0", "self other", lambda xp, self, other, p: _dist(xp, self, other, p), attrs="p", promote="float",
    self=lambda grad, self, other, result, p: _norm_backward(grad, self - other, result, p, None, False),
