@@ -11,6 +11,7 @@ the engine, goes through the root package at call time (``nbgrad.autograd.backwa
 0 arrays        backend.py          Device, the array module ``xp`` of each; the only cupy import
                 dtypes.py           dtypes, promotion, the default dtype
                 return_types.py     the named tuples of ``max(dim)``, ``sort``, ``topk``...
+                _testing/strict_device.py   the strict test device (tests' stand-in for CUDA)
 1 graph         _graph/graph.py     Node, Edge, GraphRoot, AccumulateGrad, SavedTensor, saved hooks
                 _graph/hooks.py     RemovableHandle and the hook lists of nodes and tensors
                 _graph/grad_mode.py no_grad, enable_grad, inference_mode (thread-local state)

@@ -14,7 +14,7 @@ import numpy as np
 
 from nbgrad._tensor import creation as _C
 from nbgrad._tensor import dispatch as _D
-from nbgrad.backend import erf, erfinv
+from nbgrad.backend import erf, erfinv, to_host
 
 _ndarray = np.ndarray
 _add_reduce = np.add.reduce
@@ -743,7 +743,7 @@ def _multinomial(xp, probs, num_samples, replacement, generator=None):
     """``num_samples`` category indices per row of ``probs`` (PyTorch's ``multinomial``), drawn
     from ``generator`` (else nbgrad's)."""
     rng = _C._rng if generator is None else generator._rng
-    host = np.asarray(probs.get() if hasattr(probs, "get") else probs, dtype=np.float64)
+    host = np.asarray(to_host(probs), dtype=np.float64)
     rows = host.reshape(-1, host.shape[-1])
     out = np.empty((rows.shape[0], num_samples), dtype=np.int64)
     for i, p in enumerate(rows):

@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 
-from nbgrad._kernels import _along_axis_key, _contiguous, _gather, _vector_norm
+from nbgrad._kernels import _along_axis_key, _contiguous, _vector_norm
 from nbgrad._tensor import creation as _C
-from nbgrad.backend import erf
+from nbgrad.backend import erf, to_host
 
 
 # ---- pointwise -----------------------------------------------------------------------------
@@ -275,10 +275,6 @@ def _put(xp, a, index, source, accumulate):
     return out.reshape(a.shape)
 
 
-def _take_along_dim(xp, a, index, dim):
-    return _gather(xp, a, index, dim)
-
-
 # ---- counting and searching (no gradient) --------------------------------------------------
 def _histc(xp, a, bins, min, max):
     lo, hi = float(min), float(max)
@@ -381,7 +377,7 @@ def _poisson(xp, rate, generator):
     if rate.dtype.kind != "f":
         name = {"i": "Long", "u": "Byte", "b": "Bool"}.get(rate.dtype.kind, str(rate.dtype))
         raise NotImplementedError(f"\"poisson_cpu\" not implemented for '{name}'")
-    host = np.asarray(rate.get() if hasattr(rate, "get") else rate)
+    host = to_host(rate)
     if host.size and not bool((host >= 0).all()):
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
     return xp.asarray(np.asarray(_host_rng(generator).poisson(host), dtype=rate.dtype))
@@ -390,7 +386,7 @@ def _poisson(xp, rate, generator):
 def _binomial(xp, count, prob, generator):
     """Binomial counts of ``count`` trials of probability ``prob``, drawn on the host; as
     PyTorch's sampler, a negative count gives 0 and ``prob`` is clipped to [0, 1]."""
-    n, p = (np.asarray(a.get() if hasattr(a, "get") else a) for a in (count, prob))
+    n, p = to_host(count), to_host(prob)
     n, p = np.broadcast_arrays(np.maximum(np.floor(n), 0), np.clip(p, 0, 1))
     draws = _host_rng(generator).binomial(n.astype(np.int64), p)
     return xp.asarray(np.asarray(draws, dtype=count.dtype))

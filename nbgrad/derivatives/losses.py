@@ -8,6 +8,7 @@ import numpy as np
 
 from nbgrad._tensor import creation as _C
 from nbgrad._tensor.dispatch import OPS, _dispatch
+from nbgrad.backend import to_host
 from nbgrad.derivatives.nn import _loss_grad, _loss_reduction
 from nbgrad.derivatives.opinfo import op
 from nbgrad.derivatives.reductions import _norm_backward, _vector_norm
@@ -111,22 +112,18 @@ def _ctc_beta(lp, ext, t_len, skip):
     return lb
 
 
-def _host(a):
-    return np.asarray(a.get() if hasattr(a, "get") else a)
-
-
 def _ctc(xp, log_probs, targets, input_lengths, target_lengths, blank, zero_infinity, grad=None):
     """The negative log likelihood of each sample, and (given ``grad``) PyTorch's gradient.
 
     ``log_probs`` is ``(T, N, C)``; ``targets`` ``(N, S)`` padded or the labels of
     all samples one after another; the lengths are tuples of ints."""
-    lp_all = _host(log_probs).astype(np.float64)
-    tg = _host(targets).astype(np.int64)
+    lp_all = to_host(log_probs).astype(np.float64)
+    tg = to_host(targets).astype(np.int64)
     n = lp_all.shape[1]
     nll = np.zeros(n)
     gout = np.zeros_like(lp_all) if grad is not None else None
     if grad is not None:
-        gr = np.broadcast_to(_host(grad).reshape(-1), (n,))
+        gr = np.broadcast_to(to_host(grad).reshape(-1), (n,))
     offset = 0
     for b in range(n):
         tl, il = target_lengths[b], input_lengths[b]

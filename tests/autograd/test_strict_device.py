@@ -7,7 +7,7 @@ import pytest
 
 import nbgrad as ng
 from nbgrad import backend
-from nbgrad.backend import STRICT_XP, StrictArray
+from nbgrad._testing.strict_device import STRICT_XP, StrictArray
 from nbgrad.derivatives import OPS
 
 DEV = "strictdev"
