@@ -17,7 +17,7 @@ def _uniform(xp, self, low, high, generator):
     return _drawn(xp, self, _host_rng(generator).uniform(low, high, self.shape))
 
 
-def _normal(xp, self, mean, std, generator):
+def _normal_fill(xp, self, mean, std, generator):
     return _drawn(xp, self, _host_rng(generator).normal(mean, std, self.shape))
 
 

@@ -22,7 +22,7 @@ from nbgrad.derivatives._kernels_fills import (
     _exponential,
     _geometric,
     _log_normal,
-    _normal,
+    _normal_fill,
     _random,
     _uniform,
 )
@@ -438,7 +438,7 @@ for _name, _np_name in (("eq", "equal"), ("ne", "not_equal"), ("lt", "less"), ("
 # the random fills (``normal_``...): the drawn values do not depend on the old ones
 op("uniform_", "UniformBackward0", "self", lambda xp, self, low, high, generator: _uniform(xp, self, low, high, generator),
    attrs="low high generator", self=lambda grad: _C.zeros_like(grad))
-op("normal_", "NormalBackward0", "self", lambda xp, self, mean, std, generator: _normal(xp, self, mean, std, generator),
+op("normal_", "NormalBackward0", "self", lambda xp, self, mean, std, generator: _normal_fill(xp, self, mean, std, generator),
    attrs="mean std generator", self=lambda grad: _C.zeros_like(grad))
 op("exponential_", "ExponentialBackward0", "self", lambda xp, self, lambd, generator: _exponential(xp, self, lambd, generator),
    attrs="lambd generator", self=lambda grad: _C.zeros_like(grad))
