@@ -36,7 +36,7 @@ DP = "nbgrad/derivatives/pointwise.py"
 DR = "nbgrad/derivatives/reductions.py"
 DS = "nbgrad/derivatives/shape.py"
 DN = "nbgrad/derivatives/nn.py"
-DW = "nbgrad/derivatives/wider.py"
+DI = "nbgrad/derivatives/indexing.py"
 K = "nbgrad/_kernels.py"
 TN = "nbgrad/_graph/table_node.py"
 TD = "nbgrad/_tensor/dispatch.py"
@@ -77,7 +77,7 @@ TESTS = {
     ],
     **dict.fromkeys((TD, TI), AUTOGRAD_TESTS),
     TS: ["tests/test_tensor.py", "tests/test_inplace_view_ops.py"],
-    DW: ["tests/test_index_reduce_and_sampling.py", *DERIVATIVE_TESTS],
+    DI: ["tests/test_index_reduce_and_sampling.py", *DERIVATIVE_TESTS],
     TV: ["tests/test_tensor_inplace_variants.py"],
     T: AUTOGRAD_TESTS,
     FN: ["tests/test_parity_gaps.py"],
@@ -374,7 +374,7 @@ MUTANTS = [
     m(DR, "mask = self.isnan() if bool(result.isnan()) else self == result", "mask = self == result", "max/min/median: a NaN result gives the NaNs no gradient"),
     m(DP, "        return np.where(np.isinf(recip), 0, recip)\n", "        return recip\n", "atan2 on arrays: nan gradient at (0, 0)"),
     m(DP, "    return recip.masked_fill(recip.isinf(), 0)\n", "    return recip\n", "atan2: nan gradient at (0, 0)"),
-    m(DW, "if grad_src._requires_grad and bool((src_num_zeros > 1).any()):", "if False:", "scatter_reduce/index_reduce prod: double backward through two zeros in one place gives 0, not an error"),
+    m(DI, "if grad_src._requires_grad and bool((src_num_zeros > 1).any()):", "if False:", "scatter_reduce/index_reduce prod: double backward through two zeros in one place gives 0, not an error"),
     m(TD, "        requires_grad = False  # NOTE [Inference tensors]\n", "        pass\n", "a generated view of an inference tensor that requires grad requires grad"),
     m(TV, "        if sizes == self._data.shape:  # as PyTorch", "        if False:  # as PyTorch", "resize_ to the same sizes bumps the version (and copies a transposed tensor)"),
     m(T, "            if value is self:\n", "            if False:\n", "x.grad = x accepted"),

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from nbgrad._kernels import _vector_norm
 from nbgrad._tensor import creation as _C
 from nbgrad._tensor.dispatch import OPS, _dispatch
 from nbgrad.backend import to_host
 from nbgrad.derivatives.nn import _loss_grad, _loss_reduction
 from nbgrad.derivatives.opinfo import op
-from nbgrad.derivatives.reductions import _norm_backward, _vector_norm
+from nbgrad.derivatives.reductions import _norm_backward
 
 _CTC_ATTRS = "targets input_lengths target_lengths blank zero_infinity"
 

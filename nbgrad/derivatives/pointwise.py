@@ -32,6 +32,18 @@ from nbgrad._kernels import (
 from nbgrad._tensor import creation as _C
 from nbgrad._tensor import dispatch as _D
 from nbgrad._tensor.views import _NoGrad
+from nbgrad.derivatives._kernels_fills import _compared
+from nbgrad.derivatives._kernels_wider import (
+    _bitwise,
+    _copysign,
+    _erfc,
+    _frexp,
+    _gcd_lcm,
+    _heaviside,
+    _ldexp,
+    _logit,
+    _xlogy,
+)
 from nbgrad.derivatives.opinfo import _ON_ARRAYS, op, row_function
 
 # rows that formulas below call as functions (on Tensors or arrays: NOTE [Backward on arrays])
@@ -337,3 +349,174 @@ def _rpow_backward_exponent(grad, base, exponent, result):
     if base == 0:
         return grad * _C.where(exponent >= 0, 0.0, result * log_base)
     return grad * (result * log_base)
+
+
+# fmt: off
+# pointwise
+op("acosh", "AcoshBackward0", "self", lambda xp, self: xp.arccosh(self), promote="float", quiet=True,
+   self=lambda grad, self: grad * (self * self - 1).rsqrt())
+op("asinh", "AsinhBackward0", "self", lambda xp, self: xp.arcsinh(self), promote="float",
+   self=lambda grad, self: grad * (self * self + 1).rsqrt())
+op("atanh", "AtanhBackward0", "self", lambda xp, self: xp.arctanh(self), promote="float", quiet=True,
+   self=lambda grad, self: grad * (1 - self * self).reciprocal())
+op("erfc", "ErfcBackward0", "self", lambda xp, self: _erfc(xp, self), promote="float",
+   self=lambda grad, self: grad * (-2 / math.sqrt(_PI)) * (-self * self).exp())
+op("deg2rad", "Deg2RadBackward0", "self", lambda xp, self: self * (_PI / 180), promote="float",
+   self=lambda grad: grad * (_PI / 180))
+op("rad2deg", "Rad2DegBackward0", "self", lambda xp, self: self * (180 / _PI), promote="float",
+   self=lambda grad: grad * (180 / _PI))
+op("logit", "LogitBackward0", "self", lambda xp, self, eps: _logit(xp, self, eps), attrs="eps", promote="float", quiet=True,
+   self=lambda grad, self, eps: _logit_backward(grad, self, eps))
+op("sinc", "SincBackward0", "self", lambda xp, self: xp.sinc(self), promote="float", quiet=True,
+   self=lambda grad, self: grad * _sinc_derivative(self))
+op("xlogy", "XlogyBackward0", "self other", lambda xp, self, other: _xlogy(xp, self, other), promote="float", quiet=True,
+   self=lambda grad, self, other: grad * _xlogy_of_nonzero(self, other),
+   other=lambda grad, self, other: grad * self / other)
+op("xlogy_self_scalar", "XlogyBackward1", "other", lambda xp, other, self: _xlogy(xp, xp.asarray(self, other.dtype), other), on_arrays=True, attrs="self", promote="float", promote_attrs=("self",), quiet=True,
+   other=lambda grad, self, other: grad * self / other)
+op("xlogy_other_scalar", "XlogyBackward2", "self", lambda xp, self, other: _xlogy(xp, self, xp.asarray(other, self.dtype)), attrs="other", promote="float", promote_attrs=("other",), quiet=True,
+   self=lambda grad, self, other: grad * _xlogy_of_nonzero(self, other))
+op("fmax", "FmaxBackward0", "self other", lambda xp, self, other: xp.fmax(self, other), promote="binary",
+   self=lambda grad, self, other: grad.masked_fill((self >= other).logical_or(other.isnan()).logical_not(), 0),
+   other=lambda grad, self, other: grad.masked_fill((self >= other).logical_or(other.isnan()), 0))
+op("fmin", "FminBackward0", "self other", lambda xp, self, other: xp.fmin(self, other), promote="binary",
+   self=lambda grad, self, other: grad.masked_fill((self <= other).logical_or(other.isnan()).logical_not(), 0),
+   other=lambda grad, self, other: grad.masked_fill((self <= other).logical_or(other.isnan()), 0))
+op("copysign", "CopysignBackward0", "self other", lambda xp, self, other: _copysign(xp, self, other), promote="float",
+   self=lambda grad, self, result: grad * _copysign_ratio(self, result),
+   other=lambda grad, other: _C.zeros_like(other))
+op("copysign_scalar", "CopysignBackward1", "self", lambda xp, self, other: _copysign(xp, self, other), attrs="other", promote="float", promote_attrs=("other",),
+   self=lambda grad, self, result: grad * _copysign_ratio(self, result))
+op("logaddexp2", "Logaddexp2Backward0", "self other", lambda xp, self, other: xp.logaddexp2(self, other), promote="float",
+   self=lambda grad, self, other: grad / (1 + (other - self).exp2()),
+   other=lambda grad, self, other: grad / (1 + (self - other).exp2()))
+op("ldexp", "LdexpBackward0", "self other", lambda xp, self, other: _ldexp(xp, self, other), promote="float", quiet=True,
+   self=lambda grad, other: grad * other.exp2(),
+   other=lambda grad, result: grad * result * math.log(2))
+op("nextafter", "NextafterBackward0", "self other", lambda xp, self, other: xp.nextafter(self, other), promote="binary",
+   self=lambda grad: grad,
+   other=lambda grad, other: _C.zeros_like(other))
+op("heaviside", "NotImplemented", "self values", lambda xp, self, values: _heaviside(xp, self, values),
+   self=lambda grad: _not_implemented("heaviside"),
+   values=lambda grad: _not_implemented("heaviside"))
+# (the exponent, an integer output, is detached: a saved output comes back attached to its node)
+op("frexp", "FrexpBackward0", "self", lambda xp, self: _frexp(xp, self), outputs=2, diff_outputs=(0,),
+   self=lambda grad, result1: grad / result1.detach().exp2())
+op("addcmul", "AddcmulBackward0", "self tensor1 tensor2", lambda xp, self, tensor1, tensor2, value: self + value * tensor1 * tensor2, on_arrays=True, attrs="value", promote="binary",
+   self=lambda grad: grad,
+   tensor1=lambda grad, tensor2, value: grad * tensor2 * value,
+   tensor2=lambda grad, tensor1, value: grad * tensor1 * value)
+op("addcdiv", "AddcdivBackward0", "self tensor1 tensor2", lambda xp, self, tensor1, tensor2, value: self + value * tensor1 / tensor2, on_arrays=True, attrs="value", promote="binary", quiet=True,
+   self=lambda grad: grad,
+   tensor1=lambda grad, tensor2, value: grad * value / tensor2,
+   tensor2=lambda grad, tensor1, tensor2, value: -grad * value * tensor1 / (tensor2 * tensor2))
+op("rsub_tensor", "RsubBackward0", "self other", lambda xp, self, other, alpha: other - self if alpha == 1 else other - alpha * self, on_arrays=True, attrs="alpha", promote="binary",
+   self=lambda grad, alpha: -grad if alpha == 1 else grad * -alpha,
+   other=lambda grad: grad)
+op("div_rounding", "DivBackward2", "self other", lambda xp, self, other, rounding_mode: _rounded_quotient(xp, self, other, rounding_mode), attrs="rounding_mode", promote="binary", quiet=True,
+   self=lambda grad, other: _C.zeros_like(grad),
+   other=lambda grad, self: _C.zeros_like(grad))
+# a tensor times (or over) a number inside a composite (``trapezoid``): ATen's mul.Scalar and
+# div.Scalar, whose nodes are MulBackward1 and DivBackward1
+op("mul_scalar", "MulBackward1", "self", lambda xp, self, other: self * other, on_arrays=True, attrs="other", promote="binary", promote_attrs=("other",),
+   self=lambda grad, other: grad * other)
+op("div_scalar", "DivBackward1", "self", lambda xp, self, other: self / other, on_arrays=True, attrs="other", promote="float", promote_attrs=("other",), quiet=True,
+   self=lambda grad, other: grad / other)
+# fill out of place (``nbgrad.fill``): FillBackward0
+op("fill_new", "FillBackward0", "self", lambda xp, self, value: xp.full(self.shape, value, dtype=self.dtype), attrs="value",
+   self=lambda grad: _C.zeros_like(grad))
+op("signbit", None, "self", lambda xp, self: xp.signbit(self), differentiable=False)
+op("isposinf", None, "self", lambda xp, self: xp.isposinf(self) if self.dtype.kind == "f" else xp.zeros(self.shape, bool), differentiable=False)
+op("isneginf", None, "self", lambda xp, self: xp.isneginf(self) if self.dtype.kind == "f" else xp.zeros(self.shape, bool), differentiable=False)
+op("gcd", None, "self other", lambda xp, self, other: _gcd_lcm(xp, "gcd", self, other), promote="binary", differentiable=False)
+op("lcm", None, "self other", lambda xp, self, other: _gcd_lcm(xp, "lcm", self, other), promote="binary", differentiable=False)
+# fmt: on
+
+
+for _name, _np_name in (
+    ("bitwise_and", "bitwise_and"),
+    ("bitwise_or", "bitwise_or"),
+    ("bitwise_xor", "bitwise_xor"),
+    ("bitwise_left_shift", "left_shift"),
+    ("bitwise_right_shift", "right_shift"),
+):
+    op(
+        _name,
+        None,
+        "self other",
+        (lambda n: lambda xp, self, other: _bitwise(xp, n, self, other))(_np_name),
+        promote="binary",
+        differentiable=False,
+    )
+
+
+# fmt: off
+op("bitwise_not", None, "self", lambda xp, self: _bitwise(xp, "invert", self, self), differentiable=False)
+# fmt: on
+
+
+# the in-place comparisons (``y.eq_(0)``): 0/1 in self's dtype, and a node whose gradients are
+# zeros, as PyTorch's (``EqBackward0`` for a number, ``EqBackward1`` for a tensor)
+for _name, _np_name in (
+    ("eq", "equal"),
+    ("ne", "not_equal"),
+    ("lt", "less"),
+    ("le", "less_equal"),
+    ("gt", "greater"),
+    ("ge", "greater_equal"),
+):
+    op(
+        f"{_name}_",
+        f"{_name.capitalize()}Backward1",
+        "self other",
+        (lambda n: lambda xp, self, other: _compared(xp, n, self, other))(_np_name),
+        self=lambda grad: _C.zeros_like(grad),
+        other=lambda grad, other_shape: _C.zeros(other_shape, dtype=grad.dtype, device=grad.device),
+    )
+    op(
+        f"{_name}_scalar_",
+        f"{_name.capitalize()}Backward0",
+        "self",
+        (lambda n: lambda xp, self, other: _compared(xp, n, self, other))(_np_name),
+        attrs="other",
+        self=lambda grad: _C.zeros_like(grad),
+    )
+
+
+def _logit_backward(grad, self, eps):
+    """As PyTorch's (differentiable) logit backward: 0 outside ``[eps, 1 - eps]``, or NaN
+    outside ``[0, 1]`` without ``eps``."""
+    lo, hi = (0.0, 1.0) if eps is None else (eps, 1 - eps)
+    inside = (self >= lo).logical_and(self <= hi)
+    return _C.where(inside, grad / (self * (1 - self)), math.nan if eps is None else 0.0)
+
+
+def _sinc_derivative(x):
+    """d sinc(x)/dx = (pi x cos(pi x) - sin(pi x)) / (pi x^2), 0 at x = 0."""
+    zero = x == 0
+    safe = _C.where(zero, 1.0, x)
+    spx = safe * _PI
+    return _C.where(zero, 0.0, (spx * spx.cos() - spx.sin()) / (spx * safe))
+
+
+def _xlogy_of_nonzero(self, other):
+    """``xlogy(self != 0, other)``: ``log(other)`` where ``self`` is not 0, else 0."""
+    return (self != 0).to(self.dtype).xlogy(other)
+
+
+def _copysign_ratio(self, result):
+    """``result / self``, 0 where ``self`` is 0 (PyTorch's copysign_tensor_self_backward)."""
+    return (result / self).masked_fill(self == 0, 0)
+
+
+def _rounded_quotient(xp, self, other, rounding_mode):
+    """``self / other`` rounded down (``"floor"``) or toward zero (``"trunc"``)."""
+    if rounding_mode == "floor":
+        return _floor_divide(xp, self, other)
+    if self.dtype.kind in "iub":  # (integers: the floor of the magnitudes, signed)
+        floor = _floor_divide(xp, xp.abs(self), abs(other))
+        return floor * (xp.sign(self) * xp.sign(other)).astype(self.dtype)
+    return xp.trunc(self / other).astype(self.dtype, copy=False)
+
+
+_PI = math.pi

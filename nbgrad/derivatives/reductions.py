@@ -21,6 +21,16 @@ from nbgrad._kernels import (
     _vector_norm,
 )
 from nbgrad._tensor import creation as _C
+from nbgrad.derivatives._kernels_wider import (
+    _aminmax,
+    _dist,
+    _kthvalue,
+    _mode,
+    _nanmedian,
+    _nanmedian_all,
+    _nansum,
+    _renorm,
+)
 from nbgrad.derivatives.opinfo import op, row_function
 
 expand = row_function("expand")  # for formulas that run on arrays (NOTE [Backward on arrays])
@@ -231,3 +241,49 @@ def _norm_backward(grad, self, result, ord, dim, keepdim):
     if ord < 2:
         return self.sign() * self.abs() ** (ord - 1) * scale
     return self * self.abs() ** (ord - 2) * scale
+
+
+# fmt: off
+op("nansum", "NansumBackward0", "self", lambda xp, self, dim, keepdim, dtype: _nansum(xp, self, dim, keepdim, dtype), attrs="dim keepdim dtype",
+   self=lambda grad, self, dim, keepdim: _expand_reduced(grad, self.shape, dim, keepdim) * self.isnan().logical_not())
+op("nanmedian", "NanmedianBackward0", "self", lambda xp, self: _nanmedian_all(xp, self),
+   self=lambda grad, self, result: _evenly_distribute(grad, self, result))
+op("nanmedian_dim", "NanmedianBackward1", "self", lambda xp, self, dim, keepdim: _nanmedian(xp, self, dim, keepdim), attrs="dim keepdim",
+   outputs=2, diff_outputs=(0,), self=lambda grad, result1, self_shape, dim, keepdim: _value_selecting_backward(grad, dim, result1, self_shape, keepdim))
+op("kthvalue", "KthvalueBackward0", "self", lambda xp, self, k, dim, keepdim: _kthvalue(xp, self, k, dim, keepdim), attrs="k dim keepdim",
+   outputs=2, diff_outputs=(0,), self=lambda grad, result1, self_shape, dim, keepdim: _value_selecting_backward(grad, dim, result1, self_shape, keepdim))
+op("mode", "ModeBackward0", "self", lambda xp, self, dim, keepdim: _mode(xp, self, dim, keepdim), attrs="dim keepdim",
+   outputs=2, diff_outputs=(0,), self=lambda grad, result1, self_shape, dim, keepdim: _value_selecting_backward(grad, dim, result1, self_shape, keepdim))
+op("aminmax", "AminmaxBackward0", "self", lambda xp, self, dim, keepdim: _aminmax(xp, self, dim, keepdim), attrs="dim keepdim",
+   outputs=2, self=lambda grads, self, result0, result1, dim, keepdim: _aminmax_backward(grads, self, result0, result1, dim, keepdim))
+op("dist", "DistBackward0", "self other", lambda xp, self, other, p: _dist(xp, self, other, p), attrs="p", promote="float",
+   self=lambda grad, self, other, result, p: _norm_backward(grad, self - other, result, p, None, False),
+   other=lambda grad, self, other, result, p: -_norm_backward(grad, self - other, result, p, None, False))
+op("renorm", "RenormBackward0", "self", lambda xp, self, p, dim, maxnorm: _renorm(xp, self, p, dim, maxnorm), attrs="p dim maxnorm", quiet=True,
+   self=lambda grad, self, p, dim, maxnorm: _renorm_backward(grad, self, p, dim, maxnorm))
+# fmt: on
+
+
+def _aminmax_backward(grads, self, result0, result1, dim, keepdim):
+    g_min, g_max = grads
+    dims = None if dim is None else (dim,)
+    out = None
+    for g, r in ((g_min, result0), (g_max, result1)):
+        if g is None:
+            continue
+        part = _scale_grad_by_count(g, self, r, dims, keepdim)
+        out = part if out is None else out + part
+    return out
+
+
+def _renorm_backward(grad, self, p, dim, maxnorm):
+    """The gradient of ``self * factor`` with ``factor = maxnorm / (norm + 1e-7)`` where a
+    sub-tensor's ``p``-norm is above ``maxnorm`` (else 1), the norms over every dim but
+    ``dim``."""
+    dims = tuple(d for d in range(self.ndim) if d != dim)
+    norm = self.norm(p, dims, keepdim=True)
+    over = norm > maxnorm
+    factor = _C.where(over, maxnorm / (norm + 1e-7), 1.0)
+    dfactor = _C.where(over, -maxnorm / ((norm + 1e-7) * (norm + 1e-7)), 0.0)
+    dnorm = _norm_backward((grad * self).sum(dims, keepdim=True), self, norm, p, dims, True)
+    return grad * factor + dfactor * dnorm

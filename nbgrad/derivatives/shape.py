@@ -34,7 +34,7 @@ from nbgrad._tensor import creation as _C
 from nbgrad._tensor.dispatch import OPS, _dispatch
 from nbgrad._tensor.math_methods import sum_to
 from nbgrad._tensor.memory_formats import _storage_of, _storage_places
-from nbgrad.derivatives._kernels_wider import _binomial, _poisson
+from nbgrad.derivatives._kernels_wider import _binomial, _poisson, _unfold, _unfold_backward
 from nbgrad.derivatives.opinfo import op
 from nbgrad.derivatives.pointwise import _not_implemented
 
@@ -287,3 +287,41 @@ def _as_strided_backward(grad, size, stride, storage_offset, geometry):
     if counts.size and counts.max() > 1:
         result = result / _C.tensor(counts.astype(np.float64)).to(grad.device, grad.dtype)
     return result
+
+
+# fmt: off
+op("rot90", "Rot90Backward0", "self", lambda xp, self, k, dims: _contiguous(xp, xp.rot90(self, k, dims)), attrs="k dims",
+   self=lambda grad, k, dims: grad.rot90(-k, dims))
+op("unsafe_split", "UnsafeSplitBackward0", "self", lambda xp, self, sizes, dim: tuple(_contiguous(xp, p.copy()) for p in _split(xp, self, sizes, dim)), attrs="sizes dim", outputs=-1,
+   self=lambda grads, self_shape, sizes, dim: _cat_grads(grads, self_shape, sizes, dim))
+op("unsafe_split_with_sizes", "UnsafeSplitWithSizesBackward0", "self", lambda xp, self, sizes, dim: tuple(_contiguous(xp, p.copy()) for p in _split(xp, self, sizes, dim)), attrs="sizes dim", outputs=-1,
+   self=lambda grads, self_shape, sizes, dim: _cat_grads(grads, self_shape, sizes, dim))
+# Tensor.unfold: a (writable) view of sliding windows; its backward sums them back
+op("unfold", "UnfoldBackward0", "self", lambda xp, self, dim, size, step: _unfold(xp, self, dim, size, step),
+   attrs="dim size step", view=True,
+   self=lambda grad, self_shape, dim, size, step: _unfold_backward_op(grad, self_shape, dim, size, step))
+op("unfold_backward", "UnfoldBackwardBackward0", "self",
+   lambda xp, self, shape, dim, size, step: _unfold_backward(xp, self, shape, dim, size, step),
+   attrs="shape dim size step", self=lambda grad, dim, size, step: grad.unfold(dim, size, step))
+# squeeze of several dims, and the in-place view ops' own nodes (NOTE [In-place view ops] in
+# nbgrad/_tensor/inplace_variants.py; transpose_, unsqueeze_ and squeeze_(dim) are in shape.py)
+op("squeeze_dims", "SqueezeBackward2", "self", lambda xp, self, dims: _squeezed(xp, self, dims), attrs="dims", view=True,
+   self=lambda grad, self_shape: grad.reshape(self_shape))
+op("squeeze_dims_", "SqueezeBackward5", "self", lambda xp, self, dims: _squeezed(xp, self, dims), attrs="dims",
+   self=lambda grad, self_shape: grad.reshape(self_shape))
+op("squeeze_", "SqueezeBackward3", "self", lambda xp, self: xp.squeeze(self), self=lambda grad, self_shape: grad.reshape(self_shape))
+op("t_", "TBackward1", "self", lambda xp, self: self.T, self=lambda grad: grad.t())
+# fmt: on
+
+
+def _unfold_backward_op(grad, shape, dim, size, step):
+    return _dispatch(
+        OPS["unfold_backward"],
+        (grad,),
+        {"shape": tuple(shape), "dim": dim, "size": size, "step": step},
+    )
+
+
+def _squeezed(xp, a, dims):
+    """``a`` without those of ``dims`` that have size 1 (a view)."""
+    return xp.squeeze(a, tuple(d for d in dims if a.shape[d] == 1)) if a.ndim else a[...]

@@ -1,0 +1,31 @@
+"""Op table rows: counting and searching, none with a gradient (``histc``, ``bincount``,
+``searchsorted``, ``isin``, ``unique``...)."""
+
+from __future__ import annotations
+
+from nbgrad.derivatives._kernels_wider import (
+    _bincount,
+    _histc,
+    _histogram,
+    _histogramdd,
+    _isin,
+    _searchsorted,
+    _unique_consecutive,
+)
+from nbgrad.derivatives.opinfo import op
+from nbgrad.derivatives.pointwise import _not_implemented
+
+# fmt: off
+# counting and searching: no gradient
+op("histc", None, "self", lambda xp, self, bins, min, max: _histc(xp, self, bins, min, max), attrs="bins min max", differentiable=False)
+op("histogram", None, "self weight", lambda xp, self, weight, bins, range, density: _histogram(xp, self, bins, range, weight, density),
+   attrs="bins range density", outputs=2, differentiable=False)
+# histogramdd: PyTorch's hist requires grad, through a node whose backward raises
+op("histogramdd", "NotImplemented", "self weight", lambda xp, self, weight, edges, density, aten: _histogramdd(xp, self, weight, edges, density),
+   attrs="edges density aten", nondiff=("weight",), self=lambda grad, aten: _not_implemented(aten))
+op("bincount", None, "self weights", lambda xp, self, weights, minlength: _bincount(xp, self, weights, minlength), attrs="minlength", differentiable=False)
+op("searchsorted", None, "sorted_sequence self", lambda xp, sorted_sequence, self, right, out_int32: _searchsorted(xp, sorted_sequence, self, right, out_int32),
+   attrs="right out_int32", differentiable=False)
+op("isin", None, "elements test_elements", lambda xp, elements, test_elements, invert: _isin(xp, elements, test_elements, invert), attrs="invert", differentiable=False)
+op("unique_consecutive", None, "self", lambda xp, self, dim: _unique_consecutive(xp, self, dim), attrs="dim", outputs=3, differentiable=False)
+# fmt: on
