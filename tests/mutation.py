@@ -37,6 +37,9 @@ DR = "nbgrad/derivatives/reductions.py"
 DS = "nbgrad/derivatives/shape.py"
 DN = "nbgrad/derivatives/nn.py"
 DI = "nbgrad/derivatives/indexing.py"
+DSC = "nbgrad/derivatives/scans.py"
+DL = "nbgrad/derivatives/linalg.py"
+DLO = "nbgrad/derivatives/losses.py"
 K = "nbgrad/_kernels.py"
 TN = "nbgrad/_graph/table_node.py"
 TD = "nbgrad/_tensor/dispatch.py"
@@ -67,7 +70,7 @@ DERIVATIVE_TESTS = [
 # the engine's order is also checked hook by hook on random graphs against torch
 ENGINE_TESTS = AUTOGRAD_TESTS + ["tests/test_random_graphs.py::test_random_programs_hook_order"]
 TESTS = {
-    **dict.fromkeys((D, DO, DP, DR, DS, DN, TM), DERIVATIVE_TESTS),
+    **dict.fromkeys((D, DO, DP, DR, DS, DN, DSC, DL, DLO, TM), DERIVATIVE_TESTS),
     K: DERIVATIVE_TESTS + ["tests/test_tensor.py::test_small_whole_powers_are_torchs_bit_for_bit"],
     # (formulas run on arrays: NOTE [Backward on arrays], checked in float32 and mixed dtypes)
     TN: [
@@ -188,22 +191,22 @@ MUTANTS = [
     m(DR, "* (self - _expand_reduced(result, self.shape, dim, keepdim)).exp())", "* self.exp())", "logsumexp: not normalised"),
     m(DR, "(grad - (grad * result).sum(dim, keepdim=True)) * result)", "(grad - grad.sum(dim, keepdim=True)) * result)", "softmax: inner product dropped"),
     m(DR, "grad - result.exp() * grad.sum(dim, keepdim=True))", "grad - result * grad.sum(dim, keepdim=True))", "log_softmax: exp dropped"),
-    m(DR, "self=lambda grad, mat2: grad.mm(mat2.t()),", "self=lambda grad, mat2: grad.mm(mat2.t()) * 2,", "mm: self's gradient doubled"),
-    m(DR, "vec=lambda grad, self: self.t().mv(grad))", "vec=lambda grad, self: self.t().mv(grad) * 0)", "mv: vec's gradient zero"),
-    m(DR, "self=lambda grad, mat2: grad.bmm(mat2.transpose(1, 2)),", "self=lambda grad, mat2: grad.bmm(mat2.transpose(1, 2)) * 2,", "bmm: self's gradient doubled"),
+    m(DL, "self=lambda grad, mat2: grad.mm(mat2.t()),", "self=lambda grad, mat2: grad.mm(mat2.t()) * 2,", "mm: self's gradient doubled"),
+    m(DL, "vec=lambda grad, self: self.t().mv(grad))", "vec=lambda grad, self: self.t().mv(grad) * 0)", "mv: vec's gradient zero"),
+    m(DL, "self=lambda grad, mat2: grad.bmm(mat2.transpose(1, 2)),", "self=lambda grad, mat2: grad.bmm(mat2.transpose(1, 2)) * 2,", "bmm: self's gradient doubled"),
     m(DS, "grad.permute(tuple(np.argsort(dims))))", "grad.permute(tuple(dims)))", "permute: not inverted"),
     m(DS, "grad.roll(-shifts if dims is None else tuple(-k for k in shifts), dims))", "grad.roll(shifts, dims))", "roll: rolled forward"),
-    m(DS, "grad.flip((dim,)).cumsum(dim).flip((dim,)))", "grad.cumsum(dim))", "cumsum: forward cumsum"),
+    m(DSC, "grad.flip((dim,)).cumsum(dim).flip((dim,)))", "grad.cumsum(dim))", "cumsum: forward cumsum"),
     m(DS, "self=lambda grad, diagonal: grad.tril(diagonal))", "self=lambda grad, diagonal: grad.tril(diagonal + 1))", "tril: off by one diagonal"),
-    m(DS, "src=lambda grad, dim, index: grad.gather(dim, index))", "src=lambda grad, dim, index: grad.gather(dim, index) * 2)", "scatter_add: src's gradient doubled"),
-    m(DS, "self=lambda grad, indices: grad._index_put(indices, 0.0),", "self=lambda grad, indices: grad,", "index_put: overwritten places pass the gradient"),
-    m(DS, "self=lambda grad, self_shape, indices: grad._index_backward(self_shape, indices, True))", "self=lambda grad, self_shape, indices: grad._index_backward(self_shape, indices, False))", "index: repeated indices do not accumulate"),
+    m(DI, "src=lambda grad, dim, index: grad.gather(dim, index))", "src=lambda grad, dim, index: grad.gather(dim, index) * 2)", "scatter_add: src's gradient doubled"),
+    m(DI, "self=lambda grad, indices: grad._index_put(indices, 0.0),", "self=lambda grad, indices: grad,", "index_put: overwritten places pass the gradient"),
+    m(DI, "self=lambda grad, self_shape, indices: grad._index_backward(self_shape, indices, True))", "self=lambda grad, self_shape, indices: grad._index_backward(self_shape, indices, False))", "index: repeated indices do not accumulate"),
     m(DS, "self=lambda grad: _C.zeros_like(grad), src=lambda grad: grad)", "self=lambda grad: grad, src=lambda grad: grad)", "copy_: the overwritten tensor gets the gradient"),
     m(DS, "[grad.select(dim, i) for i in range(len(tensors_shape))]", "[grad.select(dim, 0) for i in range(len(tensors_shape))]", "stack: every input gets the first slice"),
     m(DS, "self=lambda grad, dims: grad.flip(dims))", "self=lambda grad, dims: grad)", "flip: not flipped back"),
-    m(DN, "grad.mm(mat2.t()) if alpha == 1 else grad.mm(mat2.t()) * alpha,", "grad.mm(mat2.t()) if alpha == 1 else grad.mm(mat2.t()),", "addmm: alpha ignored"),
-    m(DN, "self=lambda grad, beta: grad if beta == 1 else grad * beta,", "self=lambda grad, beta: grad,", "addmm: beta ignored"),
-    m(DN, "target=lambda grad, self, target, reduction: -_mse_loss_backward(", "target=lambda grad, self, target, reduction: _mse_loss_backward(", "mse_loss: target's gradient sign"),
+    m(DL, "grad.mm(mat2.t()) if alpha == 1 else grad.mm(mat2.t()) * alpha,", "grad.mm(mat2.t()) if alpha == 1 else grad.mm(mat2.t()),", "addmm: alpha ignored"),
+    m(DL, "self=lambda grad, beta: grad if beta == 1 else grad * beta,", "self=lambda grad, beta: grad,", "addmm: beta ignored", nth=5),
+    m(DLO, "target=lambda grad, self, target, reduction: -_mse_loss_backward(", "target=lambda grad, self, target, reduction: _mse_loss_backward(", "mse_loss: target's gradient sign"),
     m(DP, "grad * exponent * power(self, exponent=exponent - 1))", "grad * exponent * power(self, exponent=exponent))", "pow: wrong power"),
     m(DP, "zeros_like(grad) if exponent == 0 else", "zeros_like(grad) if exponent == 12345 else", "pow: x ** 0 at x = 0 gives nan (kink)"),
     m(DP, "return np.zeros_like(a) if isinstance(a, _ON_ARRAYS) else _C.zeros_like(a)", "return np.ones_like(a) if isinstance(a, _ON_ARRAYS) else _C.zeros_like(a)", "backward on arrays: zeros_like on arrays gives ones"),
@@ -222,10 +225,10 @@ MUTANTS = [
     m(DP, "return grad * (cdf + x * pdf)", "return grad * cdf", "gelu: pdf term dropped"),
     m(DP, "d_inner = k * (1 + 3 * 0.044715 * x * x)", "d_inner = k * (1 + 0.044715 * x * x)", "gelu(tanh): factor 3 dropped"),
     m(DP, "self=lambda grad, self: grad * (-self).sigmoid())", "self=lambda grad, self: grad * self.sigmoid())", "log_sigmoid: sign inside sigmoid"),
-    m(DN, "_C.where(d.abs() < beta, d / beta, d.sign())", "_C.where(d.abs() <= beta, d / beta, d.sign())", "smooth_l1: quadratic side at the threshold (kink)"),
-    m(DN, "_C.where(d.abs() < beta, d / beta, d.sign())", "_C.where(d.abs() < beta, d, d.sign())", "smooth_l1: beta dropped"),
+    m(DLO, "_C.where(d.abs() < beta, d / beta, d.sign())", "_C.where(d.abs() <= beta, d / beta, d.sign())", "smooth_l1: quadratic side at the threshold (kink)"),
+    m(DLO, "_C.where(d.abs() < beta, d / beta, d.sign())", "_C.where(d.abs() < beta, d, d.sign())", "smooth_l1: beta dropped"),
     m(TM, "r = t.sum(kept, keepdim=True) if kept else t", "r = t.mean(kept, keepdim=True) if kept else t", "sum_to: means broadcast dims"),
-    m(DN, "_smooth_l1_backward(grad, self - target, reduction, delta) * delta,", "_smooth_l1_backward(grad, self - target, reduction, delta),", "huber_loss: delta dropped"),
+    m(DLO, "_smooth_l1_backward(grad, self - target, reduction, delta) * delta,", "_smooth_l1_backward(grad, self - target, reduction, delta),", "huber_loss: delta dropped"),
     m(DN, "    return grad.sum((0,) + tuple(range(2, grad.dim())))", "    return grad.mean((0,) + tuple(range(2, grad.dim())))", "conv2d: bias gradient averaged"),
     m(DN, "bias=lambda grad, normalized_shape: _sum_leading(grad, len(normalized_shape)))", "bias=lambda grad, normalized_shape: _sum_leading(grad, len(normalized_shape)) * 2)", "layer_norm: bias gradient doubled"),
     m(DN, "bias=lambda grad, input: grad.sum((0,) + tuple(range(2, input.dim()))))", "bias=lambda grad, input: grad.mean((0,) + tuple(range(2, input.dim()))))", "batch_norm: bias gradient averaged"),

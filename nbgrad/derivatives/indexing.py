@@ -6,6 +6,18 @@ from __future__ import annotations
 import math
 
 import nbgrad
+from nbgrad._kernels import (
+    _contiguous,
+    _gather,
+    _index_add,
+    _index_backward,
+    _index_put,
+    _masked_select,
+    _nonzero,
+    _scatter,
+    _scatter_add,
+    _take,
+)
 from nbgrad._tensor import creation as _C
 from nbgrad.derivatives._kernels_wider import (
     _index_copy,
@@ -16,6 +28,7 @@ from nbgrad.derivatives._kernels_wider import (
     _scatter_reduce,
 )
 from nbgrad.derivatives.opinfo import op
+from nbgrad.derivatives.shape import _broadcast
 
 # fmt: off
 # indexing
@@ -122,3 +135,52 @@ def _scatter_reduce_backward(
     if not include_self:
         grad_self = grad_self.scatter(dim, index, 0.0)
     return grad_self, grad_src
+
+
+# fmt: off
+op("index", "IndexBackward0", "self", lambda xp, self, indices: _contiguous(xp, self[indices]), attrs="indices",
+   self=lambda grad, self_shape, indices: grad._index_backward(self_shape, indices, True))
+# PyTorch's index backward is _index_put_impl_(zeros, indices, grad, accumulate=True)
+op("index_backward", "IndexPutImplBackward0", "self", lambda xp, self, shape, indices, accumulate: _index_backward(xp, self, shape, indices, accumulate),
+   attrs="shape indices accumulate", self=lambda grad, indices: grad[indices])
+op("index_put", "IndexPutBackward0", "self values", lambda xp, self, values, indices: _index_put(xp, self, values, indices),
+   attrs="indices", promote="binary",
+   self=lambda grad, indices: grad._index_put(indices, 0.0),
+   values=lambda grad, indices: grad[indices])
+op("gather", "GatherBackward0", "self index", lambda xp, self, index, dim: _gather(xp, self, index, dim), attrs="dim", nondiff=("index",),
+   self=lambda grad, self_shape, dim, index: _C.zeros(self_shape, dtype=grad.dtype, device=grad.device).scatter_add(dim, index, grad))
+op("scatter_add", "ScatterAddBackward0", "self index src", lambda xp, self, index, src, dim: _scatter_add(xp, self, dim, index, src), attrs="dim",
+   nondiff=("index",), promote="binary",
+   self=lambda grad: grad,
+   src=lambda grad, dim, index: grad.gather(dim, index))
+op("index_select", "IndexSelectBackward0", "self index", lambda xp, self, index, dim: xp.take(self, index, axis=dim), attrs="dim", nondiff=("index",),
+   self=lambda grad, self_shape, dim, index: _C.zeros(self_shape, dtype=grad.dtype, device=grad.device).index_add(dim, index, grad))
+op("index_add", "IndexAddBackward0", "self index source", lambda xp, self, index, source, dim: _index_add(xp, self, dim, index, source), attrs="dim",
+   nondiff=("index",), promote="binary",
+   self=lambda grad: grad,
+   source=lambda grad, dim, index: grad.index_select(dim, index))
+op("scatter", "ScatterBackward0", "self index src", lambda xp, self, index, src, dim: _scatter(xp, self, dim, index, src), attrs="dim", nondiff=("index",),
+   self=lambda grad, dim, index: grad.scatter(dim, index, 0.0),
+   src=lambda grad, index, dim: grad.gather(dim, index))
+op("scatter_value", "ScatterBackward1", "self index", lambda xp, self, index, dim, value: _scatter(xp, self, dim, index, value), attrs="dim value", nondiff=("index",),
+   self=lambda grad, dim, index: grad.scatter(dim, index, 0.0))
+op("masked_select", "MaskedSelectBackward0", "self mask", lambda xp, self, mask: _masked_select(xp, self, mask), nondiff=("mask",),
+   self=lambda grad, self_shape, mask: _masked_select_backward(grad, self_shape, mask))
+op("take", "TakeBackward0", "self index", lambda xp, self, index: _take(xp, self, index), nondiff=("index",),
+   self=lambda grad, self_shape, index: _put_flat(grad.reshape(-1), math.prod(self_shape), index.reshape(-1)).reshape(self_shape))
+op("nonzero", None, "self", lambda xp, self: _nonzero(xp, self), differentiable=False)
+# fmt: on
+
+
+def _masked_select_backward(grad, self_shape, mask):
+    """``grad`` put back where the (broadcast) mask is True; the engine sums it to self's
+    shape where the mask broadcast it."""
+    shape = _broadcast(self_shape, mask.shape)
+    positions = mask.expand(shape).reshape(-1).nonzero().reshape(-1)
+    return _put_flat(grad, math.prod(shape), positions).reshape(shape)
+
+
+def _put_flat(values, numel, positions):
+    """A flat tensor of ``numel`` zeros with ``values`` added at ``positions`` (index_add)."""
+    zeros = _C.zeros(numel, dtype=values.dtype, device=values.device)
+    return zeros.index_add(0, positions, values)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from nbgrad._kernels import _addmm, _cross
+from nbgrad._kernels import _addmm, _cross, _mm_check
 from nbgrad._tensor import creation as _C
 from nbgrad.derivatives._kernels_wider import _addbmm, _addmv, _addr, _block_diag
 from nbgrad.derivatives.opinfo import op
@@ -58,3 +58,30 @@ def _block_diag_backward(grad, tensors_shape):
         grads.append(block.reshape(shape))
         r, c = r + rows, c + cols
     return grads
+
+
+# fmt: off
+# nn: linear, convolution, losses, normalisation, embedding (reached through nbgrad.nn.functional)
+op("addmm", "AddmmBackward0", "self mat1 mat2", lambda xp, self, mat1, mat2, beta, alpha: _addmm(xp, self, mat1, mat2, beta, alpha),
+   attrs="beta alpha",
+   self=lambda grad, beta: grad if beta == 1 else grad * beta,
+   mat1=lambda grad, mat2, alpha: grad.mm(mat2.t()) if alpha == 1 else grad.mm(mat2.t()) * alpha,
+   mat2=lambda grad, mat1, alpha: mat1.t().mm(grad) if alpha == 1 else mat1.t().mm(grad) * alpha)
+# fmt: on
+
+
+# fmt: off
+# linear algebra
+op("mm", "MmBackward0", "self mat2", _mm_check,
+   self=lambda grad, mat2: grad.mm(mat2.t()),
+   mat2=lambda grad, self: self.t().mm(grad))
+op("dot", "DotBackward0", "self tensor", lambda xp, self, tensor: xp.dot(self, tensor),
+   on_arrays=True, self=lambda grad, tensor: grad * tensor,
+   tensor=lambda grad, self: grad * self)
+op("mv", "MvBackward0", "self vec", _mm_check,
+   self=lambda grad, vec: grad.unsqueeze(1) * vec.unsqueeze(0),
+   vec=lambda grad, self: self.t().mv(grad))
+op("bmm", "BmmBackward0", "self mat2", lambda xp, self, mat2: xp.matmul(self, mat2),
+   self=lambda grad, mat2: grad.bmm(mat2.transpose(1, 2)),
+   mat2=lambda grad, self: self.transpose(1, 2).bmm(grad))
+# fmt: on

@@ -6,21 +6,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from nbgrad._kernels import _vector_norm
+from nbgrad._kernels import _bce, _bce_logits, _nll_loss, _nll_loss2d, _smooth_l1
 from nbgrad._tensor import creation as _C
 from nbgrad._tensor.dispatch import OPS, _dispatch
 from nbgrad.backend import to_host
-from nbgrad.derivatives.nn import _loss_grad, _loss_reduction
 from nbgrad.derivatives.opinfo import op
-from nbgrad.derivatives.reductions import _norm_backward
 
 _CTC_ATTRS = "targets input_lengths target_lengths blank zero_infinity"
 
 # fmt: off
-# at::norm(self, p, dim, keepdim), which pairwise_distance calls: the vector norm's kernel and
-# formula under PyTorch's node name for this overload
-op("norm_scalar_dim", "NormBackward1", "self", lambda xp, self, ord, dim, keepdim: _vector_norm(xp, self, ord, dim, keepdim), attrs="ord dim keepdim", promote="float",
-   self=lambda grad, self, result, ord, dim, keepdim: _norm_backward(grad, self, result, ord, dim, keepdim))
 op("soft_margin_loss", "SoftMarginLossBackward0", "self target", lambda xp, self, target, reduction: _loss_reduction(xp.logaddexp(0, -self * target), reduction),
    attrs="reduction", promote="binary", nondiff=("target",),
    self=lambda grad, self, target, reduction: _loss_grad(grad, self, reduction) * -target * (-target * self).sigmoid())
@@ -156,3 +150,104 @@ def _ctc(xp, log_probs, targets, input_lengths, target_lengths, blank, zero_infi
     dtype = log_probs.dtype
     out = xp.asarray(nll.astype(dtype))
     return out, (None if gout is None else xp.asarray(gout.astype(dtype)))
+
+
+# fmt: off
+op("mse_loss", "MseLossBackward0", "self target", lambda xp, self, target, reduction: _loss_reduction((self - target) ** 2, reduction),
+   attrs="reduction", promote="binary",
+   self=lambda grad, self, target, reduction: _mse_loss_backward(grad, self, target, reduction),
+   target=lambda grad, self, target, reduction: -_mse_loss_backward(grad, self, target, reduction))
+op("smooth_l1_loss", "SmoothL1LossBackward0", "self target", lambda xp, self, target, reduction, beta: _loss_reduction(_smooth_l1(xp, self - target, beta), reduction),
+   attrs="reduction beta", promote="binary",
+   self=lambda grad, self, target, reduction, beta: _smooth_l1_backward(grad, self - target, reduction, beta),
+   target=lambda grad, self, target, reduction, beta: -_smooth_l1_backward(grad, self - target, reduction, beta))
+op("huber_loss", "HuberLossBackward0", "self target", lambda xp, self, target, reduction, delta: _loss_reduction(_smooth_l1(xp, self - target, delta) * delta, reduction),
+   attrs="reduction delta", promote="binary",
+   self=lambda grad, self, target, reduction, delta: _smooth_l1_backward(grad, self - target, reduction, delta) * delta,
+   target=lambda grad, self, target, reduction, delta: -_smooth_l1_backward(grad, self - target, reduction, delta) * delta)
+# weight: a constant (PyTorch gives it no gradient either)
+op("binary_cross_entropy", "BinaryCrossEntropyBackward0", "self target weight", lambda xp, self, target, weight, reduction: _loss_reduction(_bce(xp, self, target, weight), reduction),
+   attrs="reduction", promote="binary", nondiff=("weight",),
+   self=lambda grad, self, target, weight, reduction: _loss_grad(grad, self, reduction) * (self - target) / ((1 - self) * self).clamp(min=1e-12) * _weight_or_1(weight),
+   target=lambda grad, self, weight, reduction: _loss_grad(grad, self, reduction) * (_clamped_log(1 - self) - _clamped_log(self)) * _weight_or_1(weight))
+op("binary_cross_entropy_with_logits", "BinaryCrossEntropyWithLogitsBackward0", "self target weight pos_weight",
+   lambda xp, self, target, weight, pos_weight, reduction: _loss_reduction(_bce_logits(xp, self, target, weight, pos_weight), reduction),
+   attrs="reduction", promote="binary", nondiff=("weight", "pos_weight"),
+   self=lambda grad, self, target, weight, pos_weight, reduction: _loss_grad(grad, self, reduction) * _bce_logits_self_grad(self, target, pos_weight) * _weight_or_1(weight),
+   target=lambda grad, self, weight, pos_weight, reduction: _loss_grad(grad, self, reduction) * _bce_logits_target_grad(self, pos_weight) * _weight_or_1(weight))
+op("nll_loss", "NllLossBackward0", "self target weight", lambda xp, self, target, weight, reduction, ignore_index: _nll_loss(xp, self, target, weight, reduction, ignore_index),
+   attrs="reduction ignore_index", nondiff=("target", "weight"), quiet=True,
+   self=lambda grad, self_shape, target, weight, reduction, ignore_index: _nll_loss_backward(grad, self_shape, target, weight, reduction, ignore_index))
+# (N, C, H, W) log-probabilities and (N, H, W) targets
+op("nll_loss2d", "NllLoss2DBackward0", "self target weight", lambda xp, self, target, weight, reduction, ignore_index: _nll_loss2d(xp, self, target, weight, reduction, ignore_index),
+   attrs="reduction ignore_index", nondiff=("target", "weight"), quiet=True,
+   self=lambda grad, self_shape, target, weight, reduction, ignore_index: _nll_loss2d_backward(grad, self_shape, target, weight, reduction, ignore_index))
+# fmt: on
+
+
+def _loss_reduction(losses, reduction):
+    if reduction == "mean":
+        return losses.mean()
+    if reduction == "sum":
+        return losses.sum()
+    return losses
+
+
+def _weight_or_1(weight):
+    return 1.0 if weight is None else weight
+
+
+def _smooth_l1_backward(grad, d, reduction, beta):
+    return _loss_grad(grad, d, reduction) * _C.where(d.abs() < beta, d / beta, d.sign())
+
+
+def _loss_grad(grad, self, reduction):
+    """The upstream gradient of a reduced loss, per element: divided by the count for "mean"."""
+    return grad / max(self.numel(), 1) if reduction == "mean" else grad
+
+
+def _clamped_log(t):
+    """``log`` clamped below at -100, as PyTorch's binary cross entropy does."""
+    return t.log().clamp(min=-100.0)
+
+
+def _bce_logits_self_grad(x, t, pos_weight):
+    if pos_weight is None:
+        return x.sigmoid() - t
+    return (1 - t) - ((pos_weight - 1) * t + 1) * (-x).sigmoid()
+
+
+def _bce_logits_target_grad(x, pos_weight):
+    if pos_weight is None:
+        return -x
+    softplus_neg = (-x).relu() + (-x.abs()).exp().log1p()  # log(1 + exp(-x)), stably
+    return -x + (pos_weight - 1) * softplus_neg
+
+
+def _mse_loss_backward(grad, self, target, reduction):
+    diff = self - target
+    if reduction == "mean":
+        return grad * diff * (2 / max(diff.numel(), 1))
+    return grad * diff * 2
+
+
+def _nll_loss2d_backward(grad, self_shape, target, weight, reduction, ignore_index):
+    n, c, h, w = self_shape
+    flat = _nll_loss_backward(grad, (n * h * w, c), target, weight, reduction, ignore_index)
+    return flat.reshape(n, h, w, c).permute(0, 3, 1, 2)
+
+
+def _nll_loss_backward(grad, self_shape, target, weight, reduction, ignore_index):
+    t = target.reshape(-1)
+    valid = t != ignore_index
+    safe = _C.where(valid, t, 0)
+    if weight is not None:
+        w = weight.index_select(0, safe).to(grad.dtype) * valid
+    else:
+        w = valid.to(grad.dtype)
+    if reduction == "mean":
+        w = w / w.sum()
+    g = grad.reshape(-1) if reduction == "none" else grad
+    n_classes = self_shape[-1] if self_shape else 1
+    out = _C.zeros((t.shape[0], n_classes), dtype=grad.dtype, device=grad.device)
+    return out.scatter_add(1, safe.unsqueeze(1), (-w * g).unsqueeze(1)).reshape(self_shape)

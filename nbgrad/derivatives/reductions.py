@@ -5,13 +5,11 @@ from __future__ import annotations
 import math
 
 from nbgrad._kernels import (
-    _cumprod,
     _log_softmax,
     _logsumexp,
     _mean,
     _median,
     _median_all,
-    _mm_check,
     _softmax,
     _sort,
     _sum,
@@ -81,8 +79,6 @@ op("softmax", "SoftmaxBackward0", "self", lambda xp, self, dim: _softmax(xp, sel
 op("log_softmax", "LogSoftmaxBackward0", "self", lambda xp, self, dim: _log_softmax(xp, self, dim), attrs="dim", promote="float",
    self=lambda grad, result, dim: grad - result.exp() * grad.sum(dim, keepdim=True))
 
-op("cumprod", "CumprodBackward0", "self", lambda xp, self, dim, dtype: _cumprod(xp, self, dim, dtype), attrs="dim dtype", quiet=True,
-   self=lambda grad, self, result, dim: _cumprod_backward(grad, self, result, dim))
 # median: the lower of the two middle values (no dim: MedianBackward0, the gradient split among
 # equal values as max's; with dim: MedianBackward1, to the index it returns)
 op("median", "MedianBackward0", "self", lambda xp, self: _median_all(xp, self), self=lambda grad, self, result: _evenly_distribute(grad, self, result))
@@ -90,19 +86,6 @@ op("median_dim", "MedianBackward1", "self", lambda xp, self, dim, keepdim: _medi
    outputs=2, diff_outputs=(0,), self=lambda grad, result1, self_shape, dim, keepdim: _value_selecting_backward(grad, dim, result1, self_shape, keepdim))
 op("count_nonzero", None, "self", lambda xp, self, dim: xp.asarray(xp.count_nonzero(self, axis=dim)).astype("int64"), attrs="dim", differentiable=False)
 
-# linear algebra
-op("mm", "MmBackward0", "self mat2", _mm_check,
-   self=lambda grad, mat2: grad.mm(mat2.t()),
-   mat2=lambda grad, self: self.t().mm(grad))
-op("dot", "DotBackward0", "self tensor", lambda xp, self, tensor: xp.dot(self, tensor),
-   on_arrays=True, self=lambda grad, tensor: grad * tensor,
-   tensor=lambda grad, self: grad * self)
-op("mv", "MvBackward0", "self vec", _mm_check,
-   self=lambda grad, vec: grad.unsqueeze(1) * vec.unsqueeze(0),
-   vec=lambda grad, self: self.t().mv(grad))
-op("bmm", "BmmBackward0", "self mat2", lambda xp, self, mat2: xp.matmul(self, mat2),
-   self=lambda grad, mat2: grad.bmm(mat2.transpose(1, 2)),
-   mat2=lambda grad, self: self.transpose(1, 2).bmm(grad))
 # matmul has no row: as in PyTorch it is composite (dot, mv, mm, or bmm/mm plus _unsafe_view)
 # fmt: on
 
@@ -174,23 +157,6 @@ def _prod_backward(grad, self, result, dim, keepdim):
             others.append(_C.ones_like(x.narrow(d, 0, 1)))
     excl = _C.cat(others, d).reshape(self.shape)
     return g * excl
-
-
-def _cumprod_backward(grad, self, result, dim):
-    """The gradient of ``cumprod`` along ``dim``: at ``i``, the sum over ``k >= i`` of
-    ``grad[k]`` times the product of ``self[:k + 1]`` without ``self[i]``."""
-    if self.ndim == 0 or self.shape[dim] == 0:
-        return grad
-    if bool((self != 0).all()):  # each such product is result[k] / self[i]
-        return (grad * result).flip((dim,)).cumsum(dim).flip((dim,)) / self
-    # with zeros: the products, computed without dividing (one cumprod per position)
-    n = self.shape[dim]
-    parts = []
-    for i in range(n):
-        one = _C.ones_like(self.narrow(dim, i, 1))
-        others = _C.cat([self.narrow(dim, 0, i), one, self.narrow(dim, i + 1, n - i - 1)], dim)
-        parts.append((grad * others.cumprod(dim)).narrow(dim, i, n - i).sum(dim, keepdim=True))
-    return _C.cat(parts, dim)
 
 
 def _var_backward(grad, self, dim, correction, keepdim):
@@ -287,3 +253,11 @@ def _renorm_backward(grad, self, p, dim, maxnorm):
     dfactor = _C.where(over, -maxnorm / ((norm + 1e-7) * (norm + 1e-7)), 0.0)
     dnorm = _norm_backward((grad * self).sum(dims, keepdim=True), self, norm, p, dims, True)
     return grad * factor + dfactor * dnorm
+
+
+# fmt: off
+# at::norm(self, p, dim, keepdim), which pairwise_distance calls: the vector norm's kernel and
+# formula under PyTorch's node name for this overload
+op("norm_scalar_dim", "NormBackward1", "self", lambda xp, self, ord, dim, keepdim: _vector_norm(xp, self, ord, dim, keepdim), attrs="ord dim keepdim", promote="float",
+   self=lambda grad, self, result, ord, dim, keepdim: _norm_backward(grad, self, result, ord, dim, keepdim))
+# fmt: on

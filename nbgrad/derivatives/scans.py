@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from nbgrad._kernels import _cumprod, _cumsum
 from nbgrad._tensor import creation as _C
 from nbgrad.derivatives._kernels_wider import _cumextreme, _logcumsumexp
 from nbgrad.derivatives.opinfo import op
@@ -35,3 +36,32 @@ def _logcumsumexp_backward(grad, self, result, dim):
     first = result.narrow(dim, 0, 1)
     tail = (grad * (first - result).exp()).flip((dim,)).cumsum(dim).flip((dim,))
     return tail * (self - first).exp()
+
+
+# fmt: off
+op("cumsum", "CumsumBackward0", "self", lambda xp, self, dim, dtype: _cumsum(xp, self, dim, dtype), attrs="dim dtype",
+   self=lambda grad, dim: grad.flip((dim,)).cumsum(dim).flip((dim,)))
+# fmt: on
+
+
+# fmt: off
+op("cumprod", "CumprodBackward0", "self", lambda xp, self, dim, dtype: _cumprod(xp, self, dim, dtype), attrs="dim dtype", quiet=True,
+   self=lambda grad, self, result, dim: _cumprod_backward(grad, self, result, dim))
+# fmt: on
+
+
+def _cumprod_backward(grad, self, result, dim):
+    """The gradient of ``cumprod`` along ``dim``: at ``i``, the sum over ``k >= i`` of
+    ``grad[k]`` times the product of ``self[:k + 1]`` without ``self[i]``."""
+    if self.ndim == 0 or self.shape[dim] == 0:
+        return grad
+    if bool((self != 0).all()):  # each such product is result[k] / self[i]
+        return (grad * result).flip((dim,)).cumsum(dim).flip((dim,)) / self
+    # with zeros: the products, computed without dividing (one cumprod per position)
+    n = self.shape[dim]
+    parts = []
+    for i in range(n):
+        one = _C.ones_like(self.narrow(dim, i, 1))
+        others = _C.cat([self.narrow(dim, 0, i), one, self.narrow(dim, i + 1, n - i - 1)], dim)
+        parts.append((grad * others.cumprod(dim)).narrow(dim, i, n - i).sum(dim, keepdim=True))
+    return _C.cat(parts, dim)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from nbgrad._kernels import _unique
 from nbgrad.derivatives._kernels_wider import (
     _bincount,
     _histc,
@@ -29,3 +30,16 @@ op("searchsorted", None, "sorted_sequence self", lambda xp, sorted_sequence, sel
 op("isin", None, "elements test_elements", lambda xp, elements, test_elements, invert: _isin(xp, elements, test_elements, invert), attrs="invert", differentiable=False)
 op("unique_consecutive", None, "self", lambda xp, self, dim: _unique_consecutive(xp, self, dim), attrs="dim", outputs=3, differentiable=False)
 # fmt: on
+
+
+# fmt: off
+# unique has no derivative in PyTorch: its nodes' backward raises
+op("unique", "Unique2Backward0", "self", lambda xp, self, sorted: _unique(xp, self, sorted, None), attrs="sorted",
+   outputs=3, diff_outputs=(0,), self=lambda grads: _no_derivative("_unique2"))
+op("unique_dim", "UniqueDimBackward0", "self", lambda xp, self, sorted, dim: _unique(xp, self, sorted, dim), attrs="sorted dim",
+   outputs=3, diff_outputs=(0,), self=lambda grads: _no_derivative("unique_dim"))
+# fmt: on
+
+
+def _no_derivative(name):
+    raise RuntimeError(f"the derivative for '{name}' is not implemented.")
