@@ -35,8 +35,12 @@ the engine, goes through the root package at call time (``nbgrad.autograd.backwa
                 _functions_shapes.py    its stacks, splits, flips; _functions_types.py: finfo...
                 _random.py          Generator, default_generator, get/set_rng_state, seed
                 functional.py       ``torch.functional``: its functions, nbgrad's, re-exported
-3 op table      _kernels.py         the rows' array kernels, functions of ``xp`` and arrays
-                derivatives/        the rows by family (opinfo, pointwise, reductions, shape, nn)
+3 op table      derivatives/        the rows, one file per family: pointwise, activation,
+                                    reductions, scans, shape, indexing, linalg, random,
+                                    searching, nn, losses... (opinfo.py: the row itself)
+                kernels/            their array kernels (functions of ``xp`` and arrays), one
+                                    module per family, named as its rows' file; common.py:
+                                    those several families share
 4 autograd      autograd/engine.py  the Engine; graph_task.py, input_buffer.py: what it runs on
                 autograd/__init__.py  backward, grad; function.py: custom Functions;
                 functional.py (jacobian, hessian...); gradcheck.py; variable.py; and the

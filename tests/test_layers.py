@@ -28,7 +28,7 @@ LAYERS = [
         "nbgrad._random",
         "nbgrad.functional",
     ),
-    ("nbgrad._kernels", "nbgrad.derivatives"),
+    ("nbgrad.kernels", "nbgrad.derivatives"),
     ("nbgrad.autograd",),
     ("nbgrad.nn", "nbgrad.optim", "nbgrad.serialization", "nbgrad.utils"),
     ("nbgrad.notebook",),

@@ -95,8 +95,8 @@ def unpack_input(tensor, saved_version, node):
 # same: a NumPy scalar has its array's dtype and promotion (NEP 50), the operators of these
 # formulas (``+ - * /``, comparisons) round as the ufuncs do, row functions call the same
 # kernels on it (``pow``'s computes on a 0-d array of it: See NOTE [pow of a NumPy scalar] in
-# nbgrad/_kernels.py), and ``np.errstate`` governs both. Each result is wrapped back into a 0-d
-# array (``wrap``).
+# nbgrad/kernels/pointwise.py), and ``np.errstate`` governs both. Each result is wrapped back
+# into a 0-d array (``wrap``).
 # NOTE [Gradients carried as arrays]
 # In a pass that nothing watches (no observer, anomaly mode or create_graph) and that runs on one
 # thread, the engine calls a row's ``_apply_arrays`` instead of ``apply`` on a node without hooks

@@ -6,7 +6,7 @@ them.
 
 Where PyTorch's op is composite (``diff``, ``tensor_split``, ``ravel``, ``nanmean``...) the
 method is made of the same ops, so the graph shows PyTorch's nodes; otherwise it is one row of
-:mod:`nbgrad.derivatives.wider`. An alias is the same method under a second name, as in
+the op table (:mod:`nbgrad.derivatives`). An alias is the same method under a second name, as in
 PyTorch (``Tensor.absolute`` is ``Tensor.abs``'s twin, and records ``AbsBackward0``).
 """
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from nbgrad._kernels import _elu, _sigmoid
 from nbgrad._tensor import creation as _C
 from nbgrad._tensor.dispatch import OPS, _dispatch
 from nbgrad.derivatives.opinfo import op
 from nbgrad.derivatives.pointwise import _below
+from nbgrad.kernels.activation import _glu, _mish
+from nbgrad.kernels.common import _elu
 
 # torch.nn.functional.selu's constants (``SELU``: Klambauer et al., 2017)
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -53,19 +54,9 @@ op("prelu", "PreluKernelBackward0", "self weight", lambda xp, self, weight: xp.w
 # fmt: on
 
 
-def _mish(xp, a):
-    with np.errstate(over="ignore"):
-        return a * xp.tanh(xp.logaddexp(0, a))
-
-
 def _mish_backward(grad, x):
     t = _dispatch(OPS["softplus"], (x,), {"beta": 1.0, "threshold": 20.0}).tanh()
     return grad * (t + x * x.sigmoid() * (1 - t * t))
-
-
-def _glu(xp, a, dim):
-    first, second = xp.split(a, 2, axis=dim)
-    return first * _sigmoid(xp, second)
 
 
 def _glu_backward(grad, x, dim):

@@ -6,29 +6,26 @@ from __future__ import annotations
 import math
 
 import nbgrad
-from nbgrad._kernels import (
-    _contiguous,
-    _gather,
-    _index_add,
-    _index_backward,
-    _index_put,
-    _masked_select,
-    _nonzero,
-    _scatter,
-    _scatter_add,
-    _take,
-)
 from nbgrad._tensor import creation as _C
-from nbgrad.derivatives._kernels_wider import (
-    _index_copy,
-    _index_fill,
-    _index_put_accumulate,
-    _masked_scatter,
-    _put,
-    _scatter_reduce,
-)
 from nbgrad.derivatives.opinfo import op
 from nbgrad.derivatives.shape import _broadcast
+from nbgrad.kernels.common import _contiguous, _index_backward
+from nbgrad.kernels.indexing import (
+    _gather,
+    _index_add,
+    _index_copy,
+    _index_fill,
+    _index_put,
+    _index_put_accumulate,
+    _masked_scatter,
+    _masked_select,
+    _nonzero,
+    _put,
+    _scatter,
+    _scatter_add,
+    _scatter_reduce,
+    _take,
+)
 
 # fmt: off
 # indexing

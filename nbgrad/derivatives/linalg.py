@@ -3,10 +3,18 @@
 
 from __future__ import annotations
 
-from nbgrad._kernels import _addmm, _cross, _mm_check
 from nbgrad._tensor import creation as _C
-from nbgrad.derivatives._kernels_wider import _addbmm, _addmv, _addr, _block_diag
 from nbgrad.derivatives.opinfo import op
+from nbgrad.kernels.linalg import (
+    _addbmm,
+    _addmm,
+    _addmv,
+    _addr,
+    _block_diag,
+    _cross,
+    _mm_check,
+    _trace,
+)
 
 # fmt: off
 op("cross", "LinalgCrossBackward0", "self other", lambda xp, self, other, dim: _cross(xp, self, other, dim), attrs="dim", promote="binary",
@@ -20,12 +28,6 @@ op("baddbmm", "BaddbmmBackward0", "self batch1 batch2", lambda xp, self, batch1,
    batch1=lambda grad, batch2, alpha: grad.bmm(batch2.transpose(1, 2)) * alpha,
    batch2=lambda grad, batch1, alpha: batch1.transpose(1, 2).bmm(grad) * alpha)
 # fmt: on
-
-
-def _trace(xp, a):
-    """The sum of the main diagonal; integer tensors sum in int64, as PyTorch's."""
-    out = xp.trace(a)
-    return out.astype(a.dtype) if a.dtype.kind == "f" else out.astype("int64")
 
 
 # fmt: off

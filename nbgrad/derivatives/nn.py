@@ -3,12 +3,11 @@ normalisation, losses, embedding)."""
 
 from __future__ import annotations
 
-import numpy as np
-
-from nbgrad._kernels import _batch_norm, _channel_shape, _layer_norm, _vector_norm
 from nbgrad._tensor import creation as _C
 from nbgrad._tensor.dispatch import OPS, _dispatch
-from nbgrad.derivatives._kernels_nn import (
+from nbgrad.derivatives.opinfo import op
+from nbgrad.derivatives.reductions import _norm_backward
+from nbgrad.kernels.nn import (
     _adaptive_avg_pool,
     _adaptive_avg_pool_backward,
     _adaptive_max_pool,
@@ -16,6 +15,9 @@ from nbgrad.derivatives._kernels_nn import (
     _affine_grid,
     _avg_pool,
     _avg_pool_backward,
+    _batch_norm,
+    _cdist,
+    _channel_shape,
     _constant_pad,
     _conv,
     _conv_input_grad,
@@ -23,12 +25,14 @@ from nbgrad.derivatives._kernels_nn import (
     _conv_weight_grad,
     _embedding_bag,
     _fractional_max_pool,
+    _group_norm,
+    _layer_norm,
     _max_pool,
     _max_pool_backward,
     _max_unpool,
+    _pdist,
+    _pdist_pairs,
 )
-from nbgrad.derivatives.opinfo import op
-from nbgrad.derivatives.reductions import _norm_backward
 
 # fmt: off
 # padding is ((top, bottom), (left, right)); see NOTE [Convolution's double backward] and, for
@@ -103,7 +107,7 @@ op("_embedding_bag", "EmbeddingBagBackward0", "weight per_sample_weights indices
 # second, non-differentiable output). Each backward is an op of its own, as in PyTorch: linear
 # in the gradient (its derivative is the forward again, or a gather), and with ``self`` as an
 # input whose derivative is zero. One set of rows per number of spatial dims (2 and 3; the 1-d
-# poolings are the 2-d ones over a height of 1), all on the N-d kernels of ``_kernels_nn.py``.
+# poolings are the 2-d ones over a height of 1), all on the N-d kernels of ``nbgrad/kernels/nn.py``.
 _POOL_ATTRS = (
     "kernel_size",
     "stride",
@@ -247,18 +251,6 @@ def _layer_norm_input_grad(grad, input, weight, normalized_shape, eps):
     return _normalized_input_grad(grad, input, weight, dims, eps)
 
 
-def _group_norm(xp, input, weight, bias, num_groups, eps):
-    n, c = input.shape[:2]
-    shape = _channel_shape(input.ndim, c)
-    out = _layer_norm(xp, input.reshape(n, num_groups, -1), None, None, (1,), eps)
-    out = out.reshape(input.shape)
-    if weight is not None:
-        out = out * weight.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
-    return out.astype(input.dtype, copy=False)
-
-
 def _group_norm_x_hat(input, num_groups, eps):
     grouped = input.reshape(input.shape[0], num_groups, -1)
     return _normalized(grouped, (2,), eps)[0].reshape(input.shape)
@@ -272,19 +264,6 @@ def _group_norm_input_grad(grad, input, weight, num_groups, eps):
     return _normalized_input_grad(g, grouped, None, (2,), eps).reshape(input.shape)
 
 
-def _pdist_pairs(n):
-    i, j = np.triu_indices(n, 1)
-    return i.astype(np.int64), j.astype(np.int64)
-
-
-def _pdist(xp, self, p):
-    i, j = (xp.asarray(k) for k in _pdist_pairs(self.shape[0]))
-    diff = self[i] - self[j]
-    if p == 0:  # the count of entries that differ (gradient zero)
-        return (diff != 0).sum(1).astype(self.dtype)
-    return _vector_norm(xp, diff, p, (1,), False)
-
-
 def _pdist_backward(grad, self, p, result):
     if p == 0:
         return _zeros_like_shape(grad, self.shape)
@@ -292,13 +271,6 @@ def _pdist_backward(grad, self, p, result):
     diff = self.index_select(0, i) - self.index_select(0, j)
     g = _norm_backward(grad, diff, result, p, (1,), False)
     return _zeros_like_shape(grad, self.shape).index_add(0, i, g).index_add(0, j, -g)
-
-
-def _cdist(xp, x1, x2, p):
-    diff = x1[..., :, None, :] - x2[..., None, :, :]
-    if p == 0:  # the count of entries that differ (gradient zero)
-        return (diff != 0).sum(-1).astype(x1.dtype)
-    return _vector_norm(xp, diff, p, (-1,), False)
 
 
 def _cdist_backward(grad, x1, x2, p, result):

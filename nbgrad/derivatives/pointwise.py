@@ -6,45 +6,42 @@ import math
 
 import numpy as np
 
-from nbgrad._kernels import (
+from nbgrad._tensor import creation as _C
+from nbgrad._tensor import dispatch as _D
+from nbgrad._tensor.views import _NoGrad
+from nbgrad.derivatives.opinfo import _ON_ARRAYS, op, row_function
+from nbgrad.kernels.common import _contiguous, _elu, _sigmoid
+from nbgrad.kernels.pointwise import (
     _argreduce,
+    _bitwise,
     _clamp,
     _clone,
-    _contiguous,
-    _elu,
+    _compared,
+    _copysign,
     _erf,
+    _erfc,
     _erfinv,
     _floor_divide,
     _fmod,
+    _frexp,
+    _gcd_lcm,
     _gelu,
+    _heaviside,
+    _ldexp,
     _lerp,
+    _logit,
     _nan_to_num,
     _pow_scalar,
     _remainder,
     _rounded,
-    _sigmoid,
+    _rounded_quotient,
     _sigmoid_backward,
     _sign,
     _softplus,
     _tanh_backward,
     _threshold,
-)
-from nbgrad._tensor import creation as _C
-from nbgrad._tensor import dispatch as _D
-from nbgrad._tensor.views import _NoGrad
-from nbgrad.derivatives._kernels_fills import _compared
-from nbgrad.derivatives._kernels_wider import (
-    _bitwise,
-    _copysign,
-    _erfc,
-    _frexp,
-    _gcd_lcm,
-    _heaviside,
-    _ldexp,
-    _logit,
     _xlogy,
 )
-from nbgrad.derivatives.opinfo import _ON_ARRAYS, op, row_function
 
 # rows that formulas below call as functions (on Tensors or arrays: NOTE [Backward on arrays])
 sin, cos = row_function("sin"), row_function("cos")
@@ -507,16 +504,6 @@ def _xlogy_of_nonzero(self, other):
 def _copysign_ratio(self, result):
     """``result / self``, 0 where ``self`` is 0 (PyTorch's copysign_tensor_self_backward)."""
     return (result / self).masked_fill(self == 0, 0)
-
-
-def _rounded_quotient(xp, self, other, rounding_mode):
-    """``self / other`` rounded down (``"floor"``) or toward zero (``"trunc"``)."""
-    if rounding_mode == "floor":
-        return _floor_divide(xp, self, other)
-    if self.dtype.kind in "iub":  # (integers: the floor of the magnitudes, signed)
-        floor = _floor_divide(xp, xp.abs(self), abs(other))
-        return floor * (xp.sign(self) * xp.sign(other)).astype(self.dtype)
-    return xp.trunc(self / other).astype(self.dtype, copy=False)
 
 
 _PI = math.pi

@@ -3,21 +3,24 @@ random fills (``normal_``, ``uniform_``, ``random_``...)."""
 
 from __future__ import annotations
 
-from nbgrad._kernels import _bernoulli, _multinomial, _normal
 from nbgrad._tensor import creation as _C
-from nbgrad.derivatives._kernels_fills import (
+from nbgrad.derivatives.opinfo import op
+from nbgrad.derivatives.pointwise import _not_implemented
+from nbgrad.derivatives.shape import _broadcast
+from nbgrad.kernels.random import (
+    _bernoulli,
+    _binomial,
     _cauchy,
     _exponential,
     _geometric,
     _log_normal,
+    _multinomial,
+    _normal,
     _normal_fill,
+    _poisson,
     _random,
     _uniform,
 )
-from nbgrad.derivatives._kernels_wider import _binomial, _poisson
-from nbgrad.derivatives.opinfo import op
-from nbgrad.derivatives.pointwise import _not_implemented
-from nbgrad.derivatives.shape import _broadcast
 
 # fmt: off
 # the random fills (``normal_``...): the drawn values do not depend on the old ones

@@ -4,32 +4,30 @@ from __future__ import annotations
 
 import math
 
-from nbgrad._kernels import (
+from nbgrad._tensor import creation as _C
+from nbgrad.derivatives.opinfo import op, row_function
+from nbgrad.kernels.common import _vector_norm
+from nbgrad.kernels.reductions import (
+    _aminmax,
+    _dist,
+    _kthvalue,
     _log_softmax,
     _logsumexp,
     _mean,
     _median,
     _median_all,
+    _mode,
+    _nanmedian,
+    _nanmedian_all,
+    _nansum,
+    _renorm,
     _softmax,
     _sort,
     _sum,
     _topk,
     _value_and_index,
     _var_std,
-    _vector_norm,
 )
-from nbgrad._tensor import creation as _C
-from nbgrad.derivatives._kernels_wider import (
-    _aminmax,
-    _dist,
-    _kthvalue,
-    _mode,
-    _nanmedian,
-    _nanmedian_all,
-    _nansum,
-    _renorm,
-)
-from nbgrad.derivatives.opinfo import op, row_function
 
 expand = row_function("expand")  # for formulas that run on arrays (NOTE [Backward on arrays])
 

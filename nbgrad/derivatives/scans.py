@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-from nbgrad._kernels import _cumprod, _cumsum
 from nbgrad._tensor import creation as _C
-from nbgrad.derivatives._kernels_wider import _cumextreme, _logcumsumexp
 from nbgrad.derivatives.opinfo import op
+from nbgrad.kernels.scans import _cumextreme, _cumprod, _cumsum, _logcumsumexp
 
 # fmt: off
 # scans and reductions

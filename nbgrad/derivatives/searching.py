@@ -3,18 +3,18 @@
 
 from __future__ import annotations
 
-from nbgrad._kernels import _unique
-from nbgrad.derivatives._kernels_wider import (
+from nbgrad.derivatives.opinfo import op
+from nbgrad.derivatives.pointwise import _not_implemented
+from nbgrad.kernels.searching import (
     _bincount,
     _histc,
     _histogram,
     _histogramdd,
     _isin,
     _searchsorted,
+    _unique,
     _unique_consecutive,
 )
-from nbgrad.derivatives.opinfo import op
-from nbgrad.derivatives.pointwise import _not_implemented
 
 # fmt: off
 # counting and searching: no gradient

@@ -4,23 +4,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from nbgrad._kernels import (
-    _contiguous,
+from nbgrad._tensor import creation as _C
+from nbgrad._tensor.dispatch import OPS, _dispatch
+from nbgrad._tensor.math_methods import sum_to
+from nbgrad._tensor.memory_formats import _storage_places
+from nbgrad.derivatives.opinfo import op
+from nbgrad.kernels.common import _contiguous, _index_backward
+from nbgrad.kernels.shape import (
+    _as_strided,
     _diag_embed,
     _diagonal,
     _diagonal_backward,
     _expand,
-    _index_backward,
     _split,
+    _squeezed,
+    _unfold,
+    _unfold_backward,
     _unsqueeze,
     _view,
 )
-from nbgrad._tensor import creation as _C
-from nbgrad._tensor.dispatch import OPS, _dispatch
-from nbgrad._tensor.math_methods import sum_to
-from nbgrad._tensor.memory_formats import _storage_of, _storage_places
-from nbgrad.derivatives._kernels_wider import _unfold, _unfold_backward
-from nbgrad.derivatives.opinfo import op
 
 # fmt: off
 # views (share memory with their base) and shape ops
@@ -160,24 +162,6 @@ def _unbind_backward(grads, self_shape, dim):
     return _C.stack([zeros() if g is None else g for g in grads], dim)
 
 
-def _as_strided(xp, a, size, stride, storage_offset):
-    flat, _ = _storage_of(a)
-    needed = storage_offset + sum((n - 1) * s for n, s in zip(size, stride)) + 1
-    if all(size) and needed > flat.size:
-        raise RuntimeError(
-            f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset "
-            f"{storage_offset}, and itemsize {a.itemsize} requiring a storage size of "
-            f"{needed * a.itemsize} are out of bounds for storage of size "
-            f"{flat.size * a.itemsize}"
-        )
-    item = a.itemsize
-    strides = tuple(s * item for s in stride)
-    if not all(size):  # (no element to reach: the strides as given)
-        return xp.lib.stride_tricks.as_strided(xp.empty(1, a.dtype), size, strides)
-    # (an ndarray over the storage: its base chain leads back there)
-    return xp.ndarray(size, a.dtype, flat.data, storage_offset * item, strides)
-
-
 def _as_strided_backward(grad, size, stride, storage_offset, geometry):
     """PyTorch's as_strided_backward: the gradient summed into the storage's places (an output
     place seen twice gets both), then read at the input's places (an input place seen twice
@@ -225,8 +209,3 @@ def _unfold_backward_op(grad, shape, dim, size, step):
         (grad,),
         {"shape": tuple(shape), "dim": dim, "size": size, "step": step},
     )
-
-
-def _squeezed(xp, a, dims):
-    """``a`` without those of ``dims`` that have size 1 (a view)."""
-    return xp.squeeze(a, tuple(d for d in dims if a.shape[d] == 1)) if a.ndim else a[...]
