@@ -60,45 +60,30 @@ class _Probe:
     __hash__ = None
 
 
-def _binary(symbol):
-    def method(self, other):
+def _operator(symbol, allowed):
+    def method(self, other=None):
+        if not allowed:
+            raise _NotOnArrays(f"'{symbol}'")
         return self._op(other, f"'{symbol}'")
 
     return method
 
 
-for _name, _symbol in [
-    ("add", "+"),
-    ("sub", "-"),
-    ("mul", "*"),
-    ("truediv", "/"),
-]:
-    setattr(_Probe, f"__{_name}__", _binary(_symbol))
-    setattr(_Probe, f"__r{_name}__", _binary(_symbol))
-for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
-    setattr(_Probe, f"__{_name}__", _binary(_name))
-
-
-def _refused(symbol):
-    def method(self, *args):
-        raise _NotOnArrays(f"'{symbol}'")
-
-    return method
-
-
-for _name, _symbol in [
-    ("pow", "**"),
-    ("matmul", "@"),
-    ("floordiv", "//"),
-    ("mod", "%"),
-    ("and", "&"),
-    ("or", "|"),
-    ("xor", "^"),
-]:
-    setattr(_Probe, f"__{_name}__", _refused(_symbol))
-    setattr(_Probe, f"__r{_name}__", _refused(_symbol))
-for _name, _symbol in [("pos", "unary +"), ("invert", "~"), ("abs", "abs")]:
-    setattr(_Probe, f"__{_name}__", _refused(_symbol))
+# (method names, the operator, whether a formula on arrays may use it)
+_OPERATORS = [
+    *[(f"__{n}__ __r{n}__", s, True) for n, s in [("add", "+"), ("sub", "-"), ("mul", "*")]],
+    ("__truediv__ __rtruediv__", "/", True),
+    *[(f"__{n}__", n, True) for n in ("eq", "ne", "lt", "le", "gt", "ge")],
+    *[(f"__{n}__ __r{n}__", s, False) for n, s in [("pow", "**"), ("matmul", "@"), ("mod", "%")]],
+    *[(f"__{n}__ __r{n}__", s, False) for n, s in [("and", "&"), ("or", "|"), ("xor", "^")]],
+    ("__floordiv__ __rfloordiv__", "//", False),
+    ("__pos__", "unary +", False),
+    ("__invert__", "~", False),
+    ("__abs__", "abs", False),
+]
+for _names, _symbol, _allowed in _OPERATORS:
+    for _name in _names.split():
+        setattr(_Probe, _name, _operator(_symbol, _allowed))
 
 
 class _Trace:
