@@ -40,6 +40,7 @@ DI = "nbgrad/derivatives/indexing.py"
 DSC = "nbgrad/derivatives/scans.py"
 DL = "nbgrad/derivatives/linalg.py"
 DLO = "nbgrad/derivatives/losses.py"
+DA = "nbgrad/derivatives/activation.py"
 K = "nbgrad/kernels/pointwise.py"
 TN = "nbgrad/_graph/table_node.py"
 TD = "nbgrad/_tensor/dispatch.py"
@@ -70,7 +71,7 @@ DERIVATIVE_TESTS = [
 # the engine's order is also checked hook by hook on random graphs against torch
 ENGINE_TESTS = AUTOGRAD_TESTS + ["tests/test_random_graphs.py::test_random_programs_hook_order"]
 TESTS = {
-    **dict.fromkeys((D, DO, DP, DR, DS, DN, DSC, DL, DLO, TM), DERIVATIVE_TESTS),
+    **dict.fromkeys((D, DO, DP, DR, DS, DN, DSC, DL, DLO, DA, TM), DERIVATIVE_TESTS),
     K: DERIVATIVE_TESTS + ["tests/test_tensor.py::test_small_whole_powers_are_torchs_bit_for_bit"],
     # (formulas run on arrays: NOTE [Backward on arrays], checked in float32 and mixed dtypes)
     TN: [
@@ -150,16 +151,16 @@ MUTANTS = [
     m(DP, "grad * self.cosh())", "grad * self.sinh())", "sinh: sinh instead of cosh"),
     m(DP, "grad * -sin(self))", "grad * sin(self))", "cos: sign"),
     m(DP, "self - xp.trunc(self), on_arrays=True, promote=\"float\", self=lambda grad: grad)", "self - xp.trunc(self), on_arrays=True, promote=\"float\", self=lambda grad: -grad)", "frac: sign"),
-    m(DP, "xp.where(self <= threshold, 0, grad_output)", "xp.where(self < threshold, 0, grad_output)", "relu: gradient 1 at 0 (kink)"),
+    m(DA, "xp.where(self <= threshold, 0, grad_output)", "xp.where(self < threshold, 0, grad_output)", "relu: gradient 1 at 0 (kink)"),
     m(DP, "grad * (-2 * output * grad_output))", "grad * (2 * output * grad_output))", "tanh double backward: sign"),
     m(DP, "grad * grad_output * (1 - 2 * output))", "grad * grad_output * (1 - output))", "sigmoid double backward: factor 2"),
-    m(DP, "xp.where(self > 0, grad_output, grad_output * negative_slope)", "xp.where(self >= 0, grad_output, grad_output * negative_slope)", "leaky_relu: slope 1 at 0 (kink)"),
-    m(DP, "self=lambda grad, result, negative_slope: leaky_relu_backward(grad, result,", "self=lambda grad, result, negative_slope: leaky_relu_backward(grad, result * 0 + 1,", "leaky_relu_: slope of the positive side everywhere"),
-    m(DP, "grad * s * (1 + self * (1 - s))", "grad * s * (1 + self * s)", "silu: 1 - s"),
-    m(DP, "_C.where(self > 0, grad, grad * alpha * _below(self, 0.0).exp()))", "_C.where(self >= 0, grad, grad * alpha * _below(self, 0.0).exp()))", "elu: gradient 1 at 0 (kink)"),
-    m(DP, "_C.where(result > 0, grad, grad * (_below(result, 0.0) + alpha)))", "_C.where(result >= 0, grad, grad * (_below(result, 0.0) + alpha)))", "elu_: gradient 1 at 0 (kink)"),
-    m(DP, "_C.where(self * beta > threshold, grad,", "_C.where(self * beta >= threshold, grad,", "softplus: linear side at the threshold (kink)"),
-    m(DP, "xp.where((self <= min_val) | (self >= max_val), 0, grad_output)", "xp.where((self < min_val) | (self > max_val), 0, grad_output)", "hardtanh: gradient 1 on the bounds (kink)"),
+    m(DA, "xp.where(self > 0, grad_output, grad_output * negative_slope)", "xp.where(self >= 0, grad_output, grad_output * negative_slope)", "leaky_relu: slope 1 at 0 (kink)"),
+    m(DA, "self=lambda grad, result, negative_slope: leaky_relu_backward(grad, result,", "self=lambda grad, result, negative_slope: leaky_relu_backward(grad, result * 0 + 1,", "leaky_relu_: slope of the positive side everywhere"),
+    m(DA, "grad * s * (1 + self * (1 - s))", "grad * s * (1 + self * s)", "silu: 1 - s"),
+    m(DA, "_C.where(self > 0, grad, grad * alpha * _below(self, 0.0).exp()))", "_C.where(self >= 0, grad, grad * alpha * _below(self, 0.0).exp()))", "elu: gradient 1 at 0 (kink)"),
+    m(DA, "_C.where(result > 0, grad, grad * (_below(result, 0.0) + alpha)))", "_C.where(result >= 0, grad, grad * (_below(result, 0.0) + alpha)))", "elu_: gradient 1 at 0 (kink)"),
+    m(DA, "_C.where(self * beta > threshold, grad,", "_C.where(self * beta >= threshold, grad,", "softplus: linear side at the threshold (kink)"),
+    m(DA, "xp.where((self <= min_val) | (self >= max_val), 0, grad_output)", "xp.where((self < min_val) | (self > max_val), 0, grad_output)", "hardtanh: gradient 1 on the bounds (kink)"),
     m(DP, "grad * (2 / math.sqrt(math.pi))", "grad * (1 / math.sqrt(math.pi))", "erf: factor 2"),
     m(DP, "return (x >= lo).logical_and(x <= hi)", "return (x > lo).logical_and(x <= hi)", "clamp: gradient 0 on the lower bound (kink)"),
     m(DP, "return (x >= lo).logical_and(x <= hi)", "return (x >= lo).logical_and(x < hi)", "clamp: gradient 0 on the upper bound (kink)"),
@@ -185,9 +186,9 @@ MUTANTS = [
     m(DR, "return _C.where(mask, self.sign() * g / count, 0.0)", "return _C.where(mask, self.sign() * g, 0.0)", "norm(inf): ties each get the whole gradient"),
     m(DR, "scale = (g / r ** (ord - 1)).masked_fill(r == 0, 0)", "scale = (g / r ** ord).masked_fill(r == 0, 0)", "norm(p): wrong power of the norm"),
     m(DR, "return self * self.abs() ** (ord - 2) * scale", "return self * self.abs() ** (ord - 1) * scale", "norm(p > 2): wrong power of |x|"),
-    m(DP, "_below(self, 0.0).exp()", "self.exp()", "elu: second derivative at 0 (kink)"),
-    m(DP, "_below(self * beta, threshold).sigmoid()", "(self * beta).sigmoid()", "softplus: second derivative at the threshold (kink)"),
-    m(DP, "_below(result, 0.0) + alpha", "result + alpha", "elu_: second derivative at 0 (kink)"),
+    m(DA, "_below(self, 0.0).exp()", "self.exp()", "elu: second derivative at 0 (kink)", nth=2),
+    m(DA, "_below(self * beta, threshold).sigmoid()", "(self * beta).sigmoid()", "softplus: second derivative at the threshold (kink)"),
+    m(DA, "_below(result, 0.0) + alpha", "result + alpha", "elu_: second derivative at 0 (kink)"),
     m(DR, "* (self - _expand_reduced(result, self.shape, dim, keepdim)).exp())", "* self.exp())", "logsumexp: not normalised"),
     m(DR, "(grad - (grad * result).sum(dim, keepdim=True)) * result)", "(grad - grad.sum(dim, keepdim=True)) * result)", "softmax: inner product dropped"),
     m(DR, "grad - result.exp() * grad.sum(dim, keepdim=True))", "grad - result * grad.sum(dim, keepdim=True))", "log_softmax: exp dropped"),
@@ -222,9 +223,9 @@ MUTANTS = [
     m(TS, "    if type(k) is bool:\n        return 0\n", "    if type(k) is bool:\n        return 1\n", "a Python bool in a key counts as a dimension"),
     m(DP, 'power = row_function("pow")', 'power = row_function("sqrt")', "pow: the formula's power is another row"),
     m(DP, "return _C.where(exponent == 0, 0.0, grad * exponent * self ** (exponent - 1))", "return grad * exponent * self ** (exponent - 1)", "pow_tensor: base 0, exponent 0 gives nan (kink)"),
-    m(DP, "return grad * (cdf + x * pdf)", "return grad * cdf", "gelu: pdf term dropped"),
-    m(DP, "d_inner = k * (1 + 3 * 0.044715 * x * x)", "d_inner = k * (1 + 0.044715 * x * x)", "gelu(tanh): factor 3 dropped"),
-    m(DP, "self=lambda grad, self: grad * (-self).sigmoid())", "self=lambda grad, self: grad * self.sigmoid())", "log_sigmoid: sign inside sigmoid"),
+    m(DA, "return grad * (cdf + x * pdf)", "return grad * cdf", "gelu: pdf term dropped"),
+    m(DA, "d_inner = k * (1 + 3 * 0.044715 * x * x)", "d_inner = k * (1 + 0.044715 * x * x)", "gelu(tanh): factor 3 dropped"),
+    m(DA, "self=lambda grad, self: grad * (-self).sigmoid())", "self=lambda grad, self: grad * self.sigmoid())", "log_sigmoid: sign inside sigmoid"),
     m(DLO, "_C.where(d.abs() < beta, d / beta, d.sign())", "_C.where(d.abs() <= beta, d / beta, d.sign())", "smooth_l1: quadratic side at the threshold (kink)"),
     m(DLO, "_C.where(d.abs() < beta, d / beta, d.sign())", "_C.where(d.abs() < beta, d, d.sign())", "smooth_l1: beta dropped"),
     m(TM, "r = t.sum(kept, keepdim=True) if kept else t", "r = t.mean(kept, keepdim=True) if kept else t", "sum_to: means broadcast dims"),

@@ -1,4 +1,4 @@
-"""Op table rows: pointwise ops (arithmetic, comparisons, unary math, activations)."""
+"""Op table rows: pointwise ops (arithmetic, comparisons, unary math, bitwise ops)."""
 
 from __future__ import annotations
 
@@ -10,22 +10,19 @@ from nbgrad._tensor import creation as _C
 from nbgrad._tensor import dispatch as _D
 from nbgrad._tensor.views import _NoGrad
 from nbgrad.derivatives.opinfo import _ON_ARRAYS, op, row_function
-from nbgrad.kernels.common import _contiguous, _elu, _sigmoid
+from nbgrad.kernels.common import _contiguous, _erf, _sigmoid
 from nbgrad.kernels.pointwise import (
-    _argreduce,
     _bitwise,
     _clamp,
     _clone,
     _compared,
     _copysign,
-    _erf,
     _erfc,
     _erfinv,
     _floor_divide,
     _fmod,
     _frexp,
     _gcd_lcm,
-    _gelu,
     _heaviside,
     _ldexp,
     _lerp,
@@ -37,9 +34,7 @@ from nbgrad.kernels.pointwise import (
     _rounded_quotient,
     _sigmoid_backward,
     _sign,
-    _softplus,
     _tanh_backward,
-    _threshold,
     _xlogy,
 )
 
@@ -47,9 +42,6 @@ from nbgrad.kernels.pointwise import (
 sin, cos = row_function("sin"), row_function("cos")
 tanh_backward = row_function("tanh_backward")
 sigmoid_backward = row_function("sigmoid_backward")
-threshold_backward = row_function("threshold_backward")
-leaky_relu_backward = row_function("leaky_relu_backward")
-hardtanh_backward = row_function("hardtanh_backward")
 power = row_function("pow")  # (``**`` on arrays is NumPy's pow, not the row's kernel)
 
 
@@ -146,8 +138,6 @@ op("logical_not", None, "self", lambda xp, self: xp.logical_not(self), different
 op("isnan", None, "self", lambda xp, self: xp.isnan(self), differentiable=False)
 op("isinf", None, "self", lambda xp, self: xp.isinf(self), differentiable=False)
 op("isfinite", None, "self", lambda xp, self: xp.isfinite(self), differentiable=False)
-op("argmax", None, "self", lambda xp, self, dim, keepdim: _argreduce(xp.argmax, xp, self, dim, keepdim), attrs="dim keepdim", differentiable=False)
-op("argmin", None, "self", lambda xp, self, dim, keepdim: _argreduce(xp.argmin, xp, self, dim, keepdim), attrs="dim keepdim", differentiable=False)
 
 # elementwise unary
 op("neg", "NegBackward0", "self", lambda xp, self: -self, on_arrays=True, self=lambda grad: -grad)
@@ -179,7 +169,6 @@ op("sin", "SinBackward0", "self", lambda xp, self: xp.sin(self), on_arrays=True,
 op("cos", "CosBackward0", "self", lambda xp, self: xp.cos(self), on_arrays=True, ufunc=np.cos, promote="float", self=lambda grad, self: grad * -sin(self))
 op("tanh", "TanhBackward0", "self", lambda xp, self: xp.tanh(self), on_arrays=True, ufunc=np.tanh, promote="float", self=lambda grad, result: tanh_backward(grad, result))
 op("sigmoid", "SigmoidBackward0", "self", lambda xp, self: _sigmoid(xp, self), on_arrays=True, promote="float", self=lambda grad, result: sigmoid_backward(grad, result))
-op("relu", "ReluBackward0", "self", lambda xp, self: xp.maximum(self, 0), on_arrays=True, self=lambda grad, result: threshold_backward(grad, result, threshold=0))
 # their backward formulas, as ops of their own as in PyTorch: one fused pass and one array,
 # not three (see NOTE [Fused backward kernels]); differentiable for double backward
 op("tanh_backward", "TanhBackwardBackward0", "grad_output output", lambda xp, grad_output, output: _tanh_backward(xp, grad_output, output), on_arrays=True, promote="binary",
@@ -188,49 +177,7 @@ op("tanh_backward", "TanhBackwardBackward0", "grad_output output", lambda xp, gr
 op("sigmoid_backward", "SigmoidBackwardBackward0", "grad_output output", lambda xp, grad_output, output: _sigmoid_backward(xp, grad_output, output), on_arrays=True, promote="binary",
    grad_output=lambda grad, output: sigmoid_backward(grad, output),
    output=lambda grad, grad_output, output: grad * grad_output * (1 - 2 * output))
-op("leaky_relu", "LeakyReluBackward0", "self", lambda xp, self, negative_slope: xp.where(self > 0, self, self * negative_slope), on_arrays=True, attrs="negative_slope",
-   self=lambda grad, self, negative_slope: leaky_relu_backward(grad, self, negative_slope=negative_slope))
-# leaky_relu_ (in place) saves its result instead, as PyTorch's LeakyReluBackward1
-op("leaky_relu_", "LeakyReluBackward1", "self", lambda xp, self, negative_slope: xp.where(self > 0, self, self * negative_slope), on_arrays=True, attrs="negative_slope",
-   self=lambda grad, result, negative_slope: leaky_relu_backward(grad, result, negative_slope=negative_slope))
-# NOTE [Piecewise-linear backwards are ops]: as in PyTorch, the backwards of relu, leaky_relu and
-# hardtanh are ops of their own, whose derivative for ``self`` is zero. So under create_graph
-# the gradient they give requires grad even when it does not depend on ``self`` (a second
-# grad gives zeros, not an error), and a NaN input takes PyTorch's branch.
-# threshold: ``value`` where ``self <= threshold``; in place (ThresholdBackward1) the formula
-# reads the result, as PyTorch's (whose saved self is the modified tensor)
-op("threshold", "ThresholdBackward0", "self", lambda xp, self, threshold, value: _threshold(xp, self, threshold, value), on_arrays=True, attrs="threshold value",
-   self=lambda grad, self, threshold: threshold_backward(grad, self, threshold=threshold))
-op("threshold_", "ThresholdBackward1", "self", lambda xp, self, threshold, value: _threshold(xp, self, threshold, value), on_arrays=True, attrs="threshold value",
-   self=lambda grad, result, threshold: threshold_backward(grad, result, threshold=threshold))
-op("threshold_backward", "ThresholdBackwardBackward0", "grad_output self", lambda xp, grad_output, self, threshold: _contiguous(xp, xp.where(self <= threshold, 0, grad_output)),
-   attrs="threshold", promote="binary",
-   grad_output=lambda grad, self, threshold: threshold_backward(grad, self, threshold=threshold),
-   self=lambda grad: _C.zeros_like(grad))
-op("leaky_relu_backward", "LeakyReluBackwardBackward0", "grad_output self", lambda xp, grad_output, self, negative_slope: _contiguous(xp, xp.where(self > 0, grad_output, grad_output * negative_slope)),
-   attrs="negative_slope", promote="binary",
-   grad_output=lambda grad, self, negative_slope: leaky_relu_backward(grad, self, negative_slope=negative_slope),
-   self=lambda grad: _C.zeros_like(grad))
-op("hardtanh_backward", "HardtanhBackwardBackward0", "grad_output self", lambda xp, grad_output, self, min_val, max_val: _contiguous(xp, xp.where((self <= min_val) | (self >= max_val), 0, grad_output)),
-   attrs="min_val max_val", promote="binary",
-   grad_output=lambda grad, self, min_val, max_val: hardtanh_backward(grad, self, min_val=min_val, max_val=max_val),
-   self=lambda grad: _C.zeros_like(grad))
-op("silu", "SiluBackward0", "self", lambda xp, self: self * _sigmoid(xp, self), promote="float",
-   self=lambda grad, self: _silu_backward(grad, self))
-op("elu", "EluBackward0", "self", lambda xp, self, alpha: _elu(xp, self, alpha), attrs="alpha", promote="float",
-   self=lambda grad, self, alpha: _C.where(self > 0, grad, grad * alpha * _below(self, 0.0).exp()))
-# elu_ (in place) saves its result, as PyTorch's EluBackward1: exp(x) is result / alpha + 1
-op("elu_", "EluBackward1", "self", lambda xp, self, alpha: _elu(xp, self, alpha), attrs="alpha", promote="float",
-   self=lambda grad, result, alpha: _C.where(result > 0, grad, grad * (_below(result, 0.0) + alpha)))
-op("softplus", "SoftplusBackward0", "self", lambda xp, self, beta, threshold: _softplus(xp, self, beta, threshold), attrs="beta threshold", promote="float",
-   self=lambda grad, self, beta, threshold: _C.where(self * beta > threshold, grad, grad * _below(self * beta, threshold).sigmoid()))
-op("hardtanh", "HardtanhBackward0", "self", lambda xp, self, min_val, max_val: xp.clip(self, min_val, max_val), on_arrays=True, attrs="min_val max_val",
-   self=lambda grad, self, min_val, max_val: hardtanh_backward(grad, self, min_val=min_val, max_val=max_val))
-op("log_sigmoid", "LogSigmoidBackward0", "self", lambda xp, self: -_softplus(xp, -self, 1.0, 20.0), promote="float",
-   self=lambda grad, self: grad * (-self).sigmoid())
 op("erf", "ErfBackward0", "self", lambda xp, self: _erf(xp, self), promote="float", self=lambda grad, self: grad * (2 / math.sqrt(math.pi)) * (-self * self).exp())
-op("gelu", "GeluBackward0", "self", lambda xp, self, approximate: _gelu(xp, self, approximate), attrs="approximate", promote="float",
-   self=lambda grad, self, approximate: _gelu_backward(grad, self, approximate))
 op("clamp", "ClampBackward1", "self", lambda xp, self, min, max: _clamp(xp, self, min, max), attrs="min max",
    self=lambda grad, self, min, max: _C.where(_clamp_mask(self, min, max), grad, 0.0))
 op("clamp_min", "ClampMinBackward0", "self", lambda xp, self, min: xp.maximum(self, min), attrs="min",
@@ -287,30 +234,6 @@ def _trunc_quotient(self, other):
 
 def _not_implemented(name):
     raise RuntimeError(f"derivative for aten::{name} is not implemented")
-
-
-def _silu_backward(grad, self):
-    s = self.sigmoid()
-    return grad * s * (1 + self * (1 - s))
-
-
-def _gelu_backward(grad, x, approximate):
-    if approximate == "tanh":
-        k = math.sqrt(2 / math.pi)
-        inner = k * (x + 0.044715 * x**3)
-        t = inner.tanh()
-        d_inner = k * (1 + 3 * 0.044715 * x * x)
-        return grad * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner)
-    cdf = 0.5 * (1 + (x * (1 / math.sqrt(2))).erf())
-    pdf = (x * x * -0.5).exp() * (1 / math.sqrt(2 * math.pi))
-    return grad * (cdf + x * pdf)
-
-
-def _below(x, threshold):
-    """``x`` where it is below ``threshold``, else the constant ``threshold``: the same values
-    up to the threshold, but a derivative of 0 on it. PyTorch's double backward of elu and
-    softplus masks with a strict ``x < threshold``, so the second derivative on a kink is 0."""
-    return _C.where(x < threshold, x, threshold)
 
 
 def _clamp_mask(x, lo, hi):

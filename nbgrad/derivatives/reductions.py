@@ -9,6 +9,7 @@ from nbgrad.derivatives.opinfo import op, row_function
 from nbgrad.kernels.common import _vector_norm
 from nbgrad.kernels.reductions import (
     _aminmax,
+    _argreduce,
     _dist,
     _kthvalue,
     _log_softmax,
@@ -258,4 +259,10 @@ def _renorm_backward(grad, self, p, dim, maxnorm):
 # formula under PyTorch's node name for this overload
 op("norm_scalar_dim", "NormBackward1", "self", lambda xp, self, ord, dim, keepdim: _vector_norm(xp, self, ord, dim, keepdim), attrs="ord dim keepdim", promote="float",
    self=lambda grad, self, result, ord, dim, keepdim: _norm_backward(grad, self, result, ord, dim, keepdim))
+# fmt: on
+
+
+# fmt: off
+op("argmax", None, "self", lambda xp, self, dim, keepdim: _argreduce(xp.argmax, xp, self, dim, keepdim), attrs="dim keepdim", differentiable=False)
+op("argmin", None, "self", lambda xp, self, dim, keepdim: _argreduce(xp.argmin, xp, self, dim, keepdim), attrs="dim keepdim", differentiable=False)
 # fmt: on

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from nbgrad.backend import erf, erfinv
@@ -62,29 +60,8 @@ def _sigmoid_backward(xp, grad_output, output):
     return xp.multiply(grad_output, out, out=out)
 
 
-def _threshold(xp, a, threshold, value):
-    return xp.where(a <= threshold, xp.asarray(value, dtype=a.dtype), a)
-
-
-def _softplus(xp, a, beta, threshold):
-    """``log(1 + exp(beta * a)) / beta``, and ``a`` itself where ``beta * a > threshold``."""
-    scaled = a * beta
-    return xp.where(scaled > threshold, a, xp.logaddexp(0, xp.minimum(scaled, threshold)) / beta)
-
-
-def _erf(xp, a):
-    return erf(xp, a).astype(a.dtype, copy=False)
-
-
 def _erfinv(xp, a):
     return erfinv(xp, a).astype(a.dtype, copy=False)
-
-
-def _gelu(xp, a, approximate):
-    if approximate == "tanh":
-        k = math.sqrt(2 / math.pi)
-        return 0.5 * a * (1 + xp.tanh(k * (a + 0.044715 * a**3)))
-    return (a * 0.5 * (1 + _erf(xp, a / math.sqrt(2)))).astype(a.dtype, copy=False)
 
 
 def _clamp(xp, a, lo, hi):
@@ -130,14 +107,6 @@ def _pow_scalar(xp, a, exponent):
     if xp is np and type(a) is not _ndarray:  # See NOTE [pow of a NumPy scalar]
         a = np.asarray(a)
     return (a**exponent).astype(a.dtype, copy=False)  # bool ** bool is int8 in NumPy
-
-
-def _argreduce(fn, xp, a, dim, keepdim):
-    if dim is None:
-        r = fn(a)
-        return xp.reshape(r, (1,) * a.ndim) if keepdim else r
-    r = fn(a, axis=dim)
-    return xp.expand_dims(r, dim) if keepdim else r
 
 
 def _clone(xp, a, memory_format):

@@ -230,3 +230,11 @@ def _renorm_factor(xp, a, p, dim, maxnorm):
 
 def _renorm(xp, a, p, dim, maxnorm):
     return a * _renorm_factor(xp, a, p, dim, maxnorm)
+
+
+def _argreduce(fn, xp, a, dim, keepdim):
+    if dim is None:
+        r = fn(a)
+        return xp.reshape(r, (1,) * a.ndim) if keepdim else r
+    r = fn(a, axis=dim)
+    return xp.expand_dims(r, dim) if keepdim else r
