@@ -38,6 +38,8 @@ from nbgrad.kernels.pointwise import (
     _xlogy,
 )
 
+_PI = math.pi
+
 # rows that formulas below call as functions (on Tensors or arrays: NOTE [Backward on arrays])
 sin, cos = row_function("sin"), row_function("cos")
 tanh_backward = row_function("tanh_backward")
@@ -427,6 +429,3 @@ def _xlogy_of_nonzero(self, other):
 def _copysign_ratio(self, result):
     """``result / self``, 0 where ``self`` is 0 (PyTorch's copysign_tensor_self_backward)."""
     return (result / self).masked_fill(self == 0, 0)
-
-
-_PI = math.pi
