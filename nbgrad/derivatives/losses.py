@@ -1,5 +1,6 @@
-"""Op table rows: the losses PyTorch runs as one op each (``soft_margin_loss``,
-``multi_margin_loss``, ``ctc_loss``). The other losses of ``nbgrad.nn.functional`` are
+"""Op table rows: the losses PyTorch runs as one op each (``mse_loss``, ``smooth_l1_loss``,
+``huber_loss``, ``binary_cross_entropy`` and ``_with_logits``, ``nll_loss``, ``nll_loss2d``,
+``soft_margin_loss``, ``multi_margin_loss``, ``ctc_loss``). The other losses of ``nbgrad.nn.functional`` are
 composed from Tensor ops, as PyTorch composes them."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Op table rows: the ops behind ``nbgrad.nn.functional`` (linear, convolution, pooling,
-normalisation, losses, embedding)."""
+"""Op table rows: the ops behind ``nbgrad.nn.functional`` (convolution, padding, pooling,
+normalisation, distances, embedding); its losses are in ``losses.py``, ``addmm`` in ``linalg.py``."""
 
 from __future__ import annotations
 
