@@ -1,5 +1,5 @@
-"""Op table rows: linear algebra beyond the matrix products (``cross``, ``trace``,
-``baddbmm``); ``mm``, ``bmm`` and their kin are with the reductions, ``addmm`` with nn."""
+"""Op table rows: linear algebra: the products (``mm``, ``bmm``, ``mv``, ``dot``, ``vdot``,
+``addmm``, ``baddbmm``, ``addmv``, ``addr``, ``addbmm``), ``cross``, ``trace``, ``block_diag``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Op table rows: reductions, sort and topk, linear algebra."""
+"""Op table rows: reductions (sums, means, norms, extremes and their indices, medians, modes),
+sort and topk, softmax and logsumexp."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Op table rows: views and shape ops, indexing, in-place forms, random draws."""
+"""Op table rows: views and shape ops (``view``, ``permute``, ``expand``, ``select``, ``cat``,
+``split``, ``unfold``...), their in-place forms, and copies and fills."""
 
 from __future__ import annotations
 
