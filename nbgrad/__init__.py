@@ -11,11 +11,13 @@ into the engine, goes through the root package at call time (``nbgrad.autograd.b
 0 arrays        backend.py          Device, the array module ``xp`` of each; the only cupy import
                 dtypes.py           dtypes, promotion, the default dtype
                 return_types.py     the named tuples of ``max(dim)``, ``sort``, ``topk``...
+                _testing/strict_device.py   the strict test device (tests' stand-in for CUDA)
 1 graph         _graph/graph.py     Node, Edge, GraphRoot, AccumulateGrad, SavedTensor, saved hooks
                 _graph/hooks.py     RemovableHandle and the hook lists of nodes and tensors
                 _graph/grad_mode.py no_grad, enable_grad, inference_mode (thread-local state)
                 _graph/anomaly_mode.py  detect_anomaly and the forward tracebacks of nodes
                 _graph/table_node.py    the node generator: an op-table row -> a Node class
+                _graph/array_formulas.py    which formulas run on arrays, traced on probes
                 _graph/observer.py  GraphObserver: forward calls and backward passes, watched
 2 tensor        _tensor/views.py    views of a base, and the checks of in-place ops on them
                 _tensor/conversion.py   Python data and arrays -> tensors (``tensor``, ``_wrap``)
@@ -32,8 +34,12 @@ into the engine, goes through the root package at call time (``nbgrad.autograd.b
                 _tensor/legacy_types.py  ``FloatTensor``-style constructors; cuda.py: their cuda
                 _functions/         the module-level ops by job (``nbgrad.exp``, ``nbgrad.cat``...)
                 functional.py       ``torch.functional``: its functions, nbgrad's, re-exported
-3 op table      _kernels.py         the rows' array kernels, functions of ``xp`` and arrays
-                derivatives/        the rows by family (opinfo, pointwise, reductions, shape, nn)
+3 op table      derivatives/        the rows, one file per family: pointwise, activation,
+                                    reductions, scans, shape, indexing, linalg, random,
+                                    searching, nn, losses... (opinfo.py: the row itself)
+                kernels/            their array kernels (functions of ``xp`` and arrays), one
+                                    module per family, named as its rows' file; common.py:
+                                    those several families share
 4 autograd      autograd/engine.py  the Engine; graph_task.py, input_buffer.py: what it runs on
                 autograd/__init__.py  backward, grad; function.py: custom Functions;
                 functional.py (jacobian, hessian...); gradcheck.py; variable.py; and the

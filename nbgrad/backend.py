@@ -10,7 +10,6 @@ multi-device engine on machines without a GPU.
 from __future__ import annotations
 
 import threading
-import types
 
 import numpy as np
 
@@ -19,10 +18,9 @@ __all__ = [
     "as_device",
     "get_xp",
     "register_device_type",
-    "StrictArray",
     "unregister_device_type",
     "transfer",
-    "to_numpy",
+    "to_host",
     "erf",
     "cuda_is_available",
     "cuda_device_count",
@@ -35,16 +33,15 @@ __all__ = [
 class _DeviceType:
     """How arrays of one device type are made, moved and synchronised."""
 
-    __slots__ = ("name", "xp", "is_host", "count", "synchronize", "from_host", "to_host")
+    __slots__ = ("name", "xp", "is_host", "count", "synchronize", "from_host")
 
-    def __init__(self, name, xp, *, is_host, count, synchronize=None, from_host=None, to_host=None):
+    def __init__(self, name, xp, *, is_host, count, synchronize=None, from_host=None):
         self.name = name
         self.xp = xp
         self.is_host = is_host
         self.count = count
         self.synchronize = synchronize or (lambda index: None)
         self.from_host = from_host or (lambda array, index: array)
-        self.to_host = to_host or (lambda array: array)
 
 
 _DEVICE_TYPES: dict[str, _DeviceType] = {
@@ -83,8 +80,8 @@ def _get_cupy():
                 count=lambda: _cupy.cuda.runtime.getDeviceCount(),
                 synchronize=lambda index: _cupy.cuda.Device(index).synchronize(),
                 from_host=from_host,
-                to_host=lambda array: _cupy.asnumpy(array),
             )
+            _HOST_COPIES[_cupy.ndarray] = _cupy.asnumpy
     return _cupy
 
 
@@ -244,88 +241,61 @@ def transfer(array, src: Device, dst: Device):
     """Copy ``array`` from ``src`` to ``dst`` (a new array, never an alias)."""
     if src == dst:
         return array
-    host = _device_type(src).to_host(array)
-    host = np.array(host, copy=True)
+    host = np.array(to_host(array), copy=True)
     return _device_type(dst).from_host(host, dst.index or 0)
 
 
-def to_numpy(array, device: Device):
-    """A NumPy array for ``array`` (no copy on host devices)."""
-    if device.type == "cpu":
+# NOTE [Host copies by array type]
+# What it takes to read an array in host memory is decided by the array, as Chainer's
+# ``backend.to_numpy(array)`` decides it: a NumPy array (or NumPy scalar) is one already, a
+# CuPy array is copied by ``cupy.asnumpy``, and an array type a test device registers says its
+# own way. Code that needs host values (a kernel that samples on the host, a tensor's
+# ``numpy()``) calls ``to_host`` and never asks which device, nor tests for ``.get``.
+_HOST_COPIES = {}  # array type -> its host copy; NumPy's types are not in it
+
+
+def to_host(array):
+    """``array`` in host memory as a NumPy array: itself when it is a NumPy array or NumPy
+    scalar, else the copy its array type makes (``cupy.asnumpy``); Python numbers and lists
+    are made NumPy arrays. See NOTE [Host copies by array type]."""
+    t = type(array)
+    if t is np.ndarray or isinstance(array, np.generic):
         return array
-    return np.asarray(_device_type(device).to_host(array))
+    copy = _HOST_COPIES.get(t)
+    return np.asarray(array) if copy is None else copy(array)
+
+
+def special_functions(xp):
+    """The module of special functions (``erf``, ``erfinv``) for arrays of ``xp``: SciPy's
+    for NumPy, ``cupyx.scipy.special`` for CuPy, else the array module's own ``special``."""
+    if xp is np:
+        import scipy.special
+
+        return scipy.special
+    if xp is _cupy and xp is not None:
+        import cupyx.scipy.special
+
+        return cupyx.scipy.special
+    return xp.special
 
 
 def erf(xp, a):
     """The error function elementwise, for NumPy or CuPy arrays."""
-    if xp is STRICT_XP:
-        return _strict(erf(np, a.view(np.ndarray)))
-    if xp is np:
-        from scipy.special import erf as _erf
-
-        return _erf(a)
-    import cupyx.scipy.special
-
-    return cupyx.scipy.special.erf(a)
+    return special_functions(xp).erf(a)
 
 
 def erfinv(xp, a):
     """The inverse error function elementwise, for NumPy or CuPy arrays."""
-    if xp is STRICT_XP:
-        return _strict(erfinv(np, a.view(np.ndarray)))
-    if xp is np:
-        from scipy.special import erfinv as _erfinv
-
-        return _erfinv(a)
-    import cupyx.scipy.special
-
-    return cupyx.scipy.special.erfinv(a)
-
-
-# NOTE [Quiet float errors, cheaply]
-# ``np.errstate(all="ignore")`` builds NumPy's error-state object anew each time it is entered.
-# The ops that PyTorch runs silently and NumPy would warn on (``/``, ``**``, ``exp``, ``log``...)
-# enter such a context on every call, and the engine once a pass. On NumPy 2, whose error state
-# is that object in a context variable, the object that ignores everything is built once (for
-# the state it was built from, kept beside it) and set for each use: two thirds of the cost.
-# Inside a context that already ignores everything (a formula's op in a backward pass), nothing
-# is set at all: a quarter of the cost. NumPy 1.x takes ``np.errstate``.
-try:
-    from numpy._core.umath import _extobj_contextvar as _error_state
-except ImportError:  # NumPy 1.x
-    _error_state = None
-
-_quiet_state = (None, None)  # (an error state, the same ignoring all errors)
-
-
-class _QuietFloatErrors:
-    __slots__ = ("_token",)
-
-    def __enter__(self):
-        global _quiet_state
-        state = _error_state.get()
-        made_from, quiet = _quiet_state
-        if state is quiet:  # already quiet
-            self._token = None
-            return
-        if state is not made_from:
-            with np.errstate(all="ignore"):
-                quiet = _error_state.get()
-            _quiet_state = (state, quiet)
-        self._token = _error_state.set(quiet)
-
-    def __exit__(self, *exc):
-        if self._token is not None:
-            _error_state.reset(self._token)
+    return special_functions(xp).erfinv(a)
 
 
 def quiet_float_errors():
     """A context in which NumPy's floating-point warnings (``0 * inf``, ``log(0)``) are off.
 
     PyTorch never warns on IEEE special values; NumPy does, per thread. See NOTE [Quiet
-    backward] in the engine and NOTE [Quiet float errors, cheaply].
+    backward] in the engine.
     """
-    return _QuietFloatErrors() if _error_state is not None else np.errstate(all="ignore")
+    return np.errstate(all="ignore")
 
 
 def synchronize(device: Device):
@@ -346,189 +316,38 @@ def cuda_synchronize(device=None):
     synchronize(as_device(device if device is not None else "cuda"))
 
 
-# NOTE [Strict test device]
-# A test device whose arrays were plain NumPy arrays would hide every host/device mix: code
-# that builds ``np.asarray(...)`` and labels it with the tensor's device passes there and fails
-# on CUDA, where CuPy refuses NumPy operands ("Unsupported type <class 'numpy.ndarray'>"). So the
-# test device is strict, as CuPy is: its arrays are a type of their own (``StrictArray``, an
-# ndarray subclass kept in host memory), and its array module (``STRICT_XP``) and their
-# operators refuse a NumPy array operand, in functions, ufuncs, operators and item assignment.
-# Python and NumPy scalars pass, as in CuPy; ``xp.asarray(numpy_array)`` is the host-to-device
-# copy, as ``cupy.asarray``; NumPy index arrays pass in indexing, which CuPy converts too.
-class StrictArray(np.ndarray):
-    """An array of the strict test device (NOTE [Strict test device])."""
-
-    def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
-        _refuse(inputs)
-        if out is not None:
-            _refuse(out)
-            kwargs["out"] = tuple(np.asarray(o) if isinstance(o, StrictArray) else o for o in out)
-        args = [np.asarray(a) if isinstance(a, StrictArray) else a for a in inputs]
-        return _strict(getattr(ufunc, method)(*args, **kwargs))
-
-    def __array_function__(self, func, types, args, kwargs):
-        _refuse(args)
-        _refuse(kwargs.values())
-        plain = _plain(args)
-        return _strict(func(*plain, **_plain_kwargs(kwargs)))
-
-    def __setitem__(self, key, value):
-        _refuse((value,))
-        np.ndarray.__setitem__(np.asarray(self), key, value)
-
-
-def _wrap_method(name):
-    base = getattr(np.ndarray, name)
-
-    def method(self, *args, **kwargs):  # (axes, shapes and index arrays pass, as in CuPy)
-        return _strict(base(self, *_plain(args), **_plain_kwargs(kwargs)))
-
-    method.__name__ = name
-    return method
-
-
-# the methods that make a new array: theirs are StrictArrays too, as CuPy's are cupy arrays
-for _name in (
-    "argmax argmin argsort nonzero take repeat astype copy dot clip round searchsorted "
-    "cumsum cumprod max min sum prod mean std var any all flatten ravel reshape transpose "
-    "squeeze swapaxes diagonal trace compress"
-).split():
-    setattr(StrictArray, _name, _wrap_method(_name))
-
-
-class _StrictUfunc:
-    """A NumPy ufunc as the strict module hands it out: ``xp.add(...)`` and ``xp.add.at``."""
-
-    def __init__(self, ufunc):
-        self._ufunc = ufunc
-        self.__name__ = ufunc.__name__
-
-    def __call__(self, *args, **kwargs):
-        _refuse(args)
-        _refuse(kwargs.values())
-        return _strict(self._ufunc(*_plain(args), **_plain_kwargs(kwargs)))
-
-    def at(self, a, indices, b=None):
-        _refuse((b,))  # index arrays pass, as in CuPy
-        plain = a.view(np.ndarray)
-        if b is None:
-            self._ufunc.at(plain, indices)
-        else:
-            self._ufunc.at(plain, indices, b.view(np.ndarray) if isinstance(b, np.ndarray) else b)
-
-    def reduce(self, *args, **kwargs):
-        _refuse(args)
-        return _strict(self._ufunc.reduce(*_plain(args), **_plain_kwargs(kwargs)))
-
-    def accumulate(self, *args, **kwargs):
-        _refuse(args)
-        return _strict(self._ufunc.accumulate(*_plain(args), **_plain_kwargs(kwargs)))
-
-
-def _refuse(values):
-    for v in values:
-        if isinstance(v, np.ndarray) and not isinstance(v, StrictArray):
-            raise TypeError(f"Unsupported type {type(v)}")
-        if isinstance(v, (list, tuple)):
-            _refuse(v)
-
-
-def _plain(values):
-    out = []
-    for v in values:
-        if isinstance(v, StrictArray):
-            out.append(v.view(np.ndarray))
-        elif isinstance(v, (list, tuple)):
-            out.append(type(v)(_plain(v)))
-        else:
-            out.append(v)
-    return out
-
-
-def _plain_kwargs(kwargs):
-    return {k: (v.view(np.ndarray) if isinstance(v, StrictArray) else v) for k, v in kwargs.items()}
-
-
-def _strict(result):
-    if isinstance(result, np.ndarray) and not isinstance(result, StrictArray):
-        return result.view(StrictArray)
-    if isinstance(result, tuple):
-        return tuple(_strict(r) for r in result)
-    if isinstance(result, list):
-        return [_strict(r) for r in result]
-    return result
-
-
-class _StrictModule:
-    """The strict test device's array module: NumPy's functions (and submodules, as
-    ``xp.lib.stride_tricks``), refusing NumPy array operands and giving StrictArrays
-    (NOTE [Strict test device])."""
-
-    def __init__(self, module=np):
-        self._module = module
-
-    def __getattr__(self, name):
-        attr = getattr(self._module, name)
-        if isinstance(attr, types.ModuleType):
-            return _StrictModule(attr)
-        if name == "broadcast_to":  # writable where the source is, as CuPy's (NumPy's is not)
-
-            def broadcast_to(a, shape):
-                _refuse((a,))
-                plain = a.view(np.ndarray)
-                view = np.broadcast_to(plain, shape)
-                out = np.lib.stride_tricks.as_strided(
-                    plain, view.shape, view.strides, writeable=plain.flags.writeable
-                )
-                return out.view(StrictArray)
-
-            return broadcast_to
-        if name in ("asarray", "array", "ascontiguousarray", "asanyarray"):
-
-            def convert(a, *args, **kwargs):
-                if isinstance(a, StrictArray):  # already the device's: no copy (cupy.asarray)
-                    return _strict(attr(a.view(np.ndarray), *args, **kwargs))
-                # host data: the host-to-device copy
-                return _strict(np.array(attr(_plain([a])[0], *args, **kwargs), copy=True))
-
-            return convert
-        if not callable(attr) or isinstance(attr, type):
-            return attr
-        if isinstance(attr, np.ufunc):
-            return _StrictUfunc(attr)
-
-        def strict(*args, **kwargs):
-            _refuse(args)
-            _refuse(kwargs.values())
-            return _strict(attr(*_plain(args), **_plain_kwargs(kwargs)))
-
-        strict.__name__ = name
-        return strict
-
-
-STRICT_XP = _StrictModule()
-
-
-def register_device_type(name, *, xp=np, count=1, is_host=True, strict=False):
+def register_device_type(
+    name,
+    *,
+    xp=np,
+    count=1,
+    is_host=True,
+    strict=False,
+    from_host=None,
+    to_host=None,
+    array_type=None,
+):
     """Register an extra device type whose arrays live in host memory (for tests).
 
-    Its nodes run on a ready queue and worker thread of their own, like a GPU's would. With
-    ``strict`` its arrays are StrictArrays and its array module refuses NumPy operands, as
-    CuPy does (NOTE [Strict test device]).
+    Its nodes run on a ready queue and worker thread of their own, like a GPU's would.
+    ``from_host(array, index)`` makes one of its arrays from a NumPy array (default: the array
+    itself); its arrays are of ``array_type`` (default: NumPy's), which ``to_host`` turns back
+    into NumPy arrays. ``strict=True`` registers the strict test device of
+    ``nbgrad._testing.strict_device`` instead, whose array module refuses NumPy operands as CuPy
+    does.
     """
     if name in ("cpu", "cuda"):
         raise ValueError(f"cannot re-register the built-in device type '{name}'")
-    if strict:
-        _DEVICE_TYPES[name] = _DeviceType(
-            name,
-            STRICT_XP,
-            is_host=is_host,
-            count=lambda: count,
-            from_host=lambda array, index: np.array(array, copy=True).view(StrictArray),
-            to_host=lambda array: array.view(np.ndarray),
-        )
+    if strict:  # (a call-time import: the testing module builds on this one)
+        from nbgrad._testing import strict_device
+
+        strict_device.register(name, count=count, is_host=is_host)
         return
-    _DEVICE_TYPES[name] = _DeviceType(name, xp, is_host=is_host, count=lambda: count)
+    _DEVICE_TYPES[name] = _DeviceType(
+        name, xp, is_host=is_host, count=lambda: count, from_host=from_host
+    )
+    if array_type is not None and array_type is not np.ndarray:
+        _HOST_COPIES[array_type] = to_host or np.asarray
 
 
 def unregister_device_type(name):

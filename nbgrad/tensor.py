@@ -510,7 +510,7 @@ class Tensor(
                 f"can't convert {self._device} device type tensor to numpy. Use Tensor.cpu() to "
                 "copy the tensor to host memory first."
             )
-        return backend.to_numpy(self._data, self._device)
+        return backend.to_host(self._data)
 
     def __array__(self, dtype=None, copy=None):
         a = self.detach().numpy() if self._device.type == "cpu" else self.detach().cpu().numpy()
@@ -522,10 +522,10 @@ class Tensor(
             raise RuntimeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to Scalar"
             )
-        return backend.to_numpy(self._data, self._device).reshape(()).item()
+        return backend.to_host(self._data).reshape(()).item()
 
     def tolist(self):
-        return backend.to_numpy(self._data, self._device).tolist()
+        return backend.to_host(self._data).tolist()
 
     def __float__(self):
         if self._requires_grad:
@@ -847,7 +847,7 @@ class Tensor(
         return (
             _rebuild,
             (
-                backend.to_numpy(self._data, self._device).copy(),
+                backend.to_host(self._data).copy(),
                 str(self._device),
                 self._requires_grad,
             ),

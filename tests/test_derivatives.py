@@ -1489,7 +1489,7 @@ CASES += [_case("col2im", lambda x: nnf(x).fold(x, (3, 2), 2, padding=(0, 1)),
 # fmt: on
 
 
-# ---- PyTorch's wider surface (nbgrad/derivatives/wider.py and the composites of
+# ---- PyTorch's wider surface (its rows in nbgrad/derivatives/ and the composites of
 # nbgrad/_functions/; an alias or composite is listed under the node it records)
 def np_cumextreme(a, dim, fn):
     values = fn.accumulate(a, axis=dim)

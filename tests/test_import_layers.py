@@ -14,7 +14,7 @@ PKG = os.path.join(ROOT, "nbgrad")
 
 # bottom up; a module belongs to the first entry that is its name or a package above it
 LAYERS = [
-    ("nbgrad.backend", "nbgrad.dtypes", "nbgrad.return_types"),
+    ("nbgrad.backend", "nbgrad.dtypes", "nbgrad.return_types", "nbgrad._testing"),
     ("nbgrad._graph",),
     (
         "nbgrad._tensor",
@@ -23,7 +23,7 @@ LAYERS = [
         "nbgrad._functions",
         "nbgrad.functional",
     ),
-    ("nbgrad._kernels", "nbgrad.derivatives"),
+    ("nbgrad.kernels", "nbgrad.derivatives"),
     ("nbgrad.autograd",),
     ("nbgrad.nn", "nbgrad.optim", "nbgrad.serialization", "nbgrad.utils"),
     ("nbgrad.notebook",),

@@ -942,7 +942,7 @@ NOT_DRAWN = {
     *"normal_tensor_tensor scatter scatter_value take trace transpose_ unique".split(),
     *"unique_dim unsqueeze_".split(),
     "addmm",
-    # the rows of nbgrad/derivatives/wider.py (PyTorch's wider surface, second part): the op
+    # the rows of PyTorch's wider surface, second part (nbgrad/derivatives/): the op
     # table test checks each against torch; the program generator does not draw them yet
     *"acosh addbmm addcdiv addcmul addmv addr aminmax asinh atanh bincount bitwise_and".split(),
     *"bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift bitwise_xor block_diag".split(),

@@ -1110,7 +1110,7 @@ def test_small_whole_powers_are_torchs_bit_for_bit(dtype, exponent):
 
 def test_quiet_ops_warn_nothing_and_leave_numpys_error_state_as_it_was():
     """1 / 0, log(0), overflow: inf and nan silently, as PyTorch, in forward and backward, in a
-    context of the caller's or none (NOTE [Quiet float errors, cheaply]); afterwards NumPy's
+    context of the caller's or none (``backend.quiet_float_errors``); afterwards NumPy's
     error state, buffer size included, is the caller's again."""
 
     def run(lib):

@@ -8,13 +8,13 @@ import from the rows.
 
 from __future__ import annotations
 
-import dis
 import inspect
 import linecache
 
 import numpy as np
 
 from nbgrad._graph import graph as _graph
+from nbgrad._graph.array_formulas import check_on_arrays, returns_grad
 from nbgrad._graph.grad_mode import _inference_tensors
 from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad._graph.graph import (
@@ -62,16 +62,17 @@ def unpack_input(tensor, saved_version, node):
 # off while the node runs) nothing is recorded, and on CPU tensors of one dtype a Tensor op of
 # such a formula computes exactly what the same NumPy expression computes. So a generated
 # ``apply`` runs its formulas on the arrays when it can, and wraps each result once:
-# - a formula qualifies when ``runs_on_arrays`` finds nothing in its code but its parameters,
-#   numeric constants, the operators ``+ - * /`` (not ``**``: Tensor pow takes other kernels;
-#   the ``pow`` row's function ``power`` takes the same), comparisons, conditions, and calls of
-#   rows of the table made functions for formulas (``nbgrad.derivatives.opinfo.row_function``:
-#   ``tanh_backward(grad, result)``, ``cos(self)``, ``expand(grad, size=self_shape)``), which
-#   call the row's kernel on arrays and dispatch it on Tensors (or of another function marked
-#   ``on_arrays`` that does the same, ``zeros_like``). The same
-#   formula is thus the one source of both paths; a row runs on arrays when all of its
-#   formulas qualify, and one of them computes something (``returns_grad``: not
-#   ``self=lambda grad: grad``, which costs nothing on either path) for a live edge;
+# - a row declares ``on_arrays=True`` when its formulas are made of nothing but their
+#   parameters, numbers, the operators ``+ - * /`` (not ``**``: Tensor pow takes other kernels;
+#   the ``pow`` row's function ``power`` takes the same), negation, comparisons, conditions, and
+#   calls of rows of the table made functions for formulas
+#   (``nbgrad.derivatives.opinfo.row_function``: ``tanh_backward(grad, result)``, ``cos(self)``,
+#   ``expand(grad, size=self_shape)``), which call the row's kernel on arrays and dispatch it on
+#   Tensors (or of another function marked ``on_arrays`` that does the same, ``zeros_like``).
+#   The same formula is thus the one source of both paths. ``check_on_arrays`` holds the
+#   declaration to that at import (See NOTE [Formulas traced on probes]); the array path is
+#   generated for a declared row when one of its formulas computes something (``returns_grad``:
+#   not ``self=lambda grad: grad``, which costs nothing on either path) for a live edge;
 # - at run time: grad mode off, the incoming gradient a CPU NumPy array (of a tensor that does
 #   not require grad: a view of one made in no-grad mode, ``expand``'s, would require grad, see
 #   NOTE [Views made in no-grad mode]), and every saved value a formula may read a CPU array of
@@ -94,77 +95,8 @@ def unpack_input(tensor, saved_version, node):
 # same: a NumPy scalar has its array's dtype and promotion (NEP 50), the operators of these
 # formulas (``+ - * /``, comparisons) round as the ufuncs do, row functions call the same
 # kernels on it (``pow``'s computes on a 0-d array of it: See NOTE [pow of a NumPy scalar] in
-# nbgrad/_kernels.py), and ``np.errstate`` governs both. Each result is wrapped back into a 0-d
-# array (``wrap``).
-_ARRAY_OPERATORS = frozenset({"+", "-", "*", "/"})
-_PLAIN_OPCODES = frozenset(
-    {
-        "RESUME",
-        "NOP",
-        "CACHE",
-        "LOAD_FAST",
-        "LOAD_FAST_CHECK",
-        "LOAD_FAST_LOAD_FAST",
-        "LOAD_FAST_BORROW",
-        "LOAD_FAST_BORROW_LOAD_FAST_BORROW",
-        "LOAD_SMALL_INT",
-        "RETURN_VALUE",
-        "UNARY_NEGATIVE",
-        "COMPARE_OP",
-        "TO_BOOL",
-        "POP_JUMP_IF_FALSE",
-        "POP_JUMP_IF_TRUE",
-        "POP_JUMP_FORWARD_IF_FALSE",
-        "POP_JUMP_FORWARD_IF_TRUE",
-        "JUMP_FORWARD",
-        "NOT_TAKEN",
-        "PUSH_NULL",
-        "PRECALL",
-        "CALL",
-        "KW_NAMES",
-        "CALL_KW",
-    }
-)
-
-
-def runs_on_arrays(formula) -> bool:
-    """Whether ``formula`` computes the same on NumPy arrays as on Tensors (NOTE [Backward on
-    arrays]): its code reads only its parameters, numbers and row functions, and applies
-    only ``+ - * /``, negation and comparisons."""
-    code = getattr(formula, "__code__", None)
-    if code is None or code.co_freevars:
-        return False
-    for ins in dis.get_instructions(code):
-        name = ins.opname
-        if name == "BINARY_OP":
-            if ins.argrepr not in _ARRAY_OPERATORS:
-                return False
-        elif name in ("LOAD_CONST", "RETURN_CONST"):
-            if type(ins.argval) not in (int, float):
-                return False
-        elif name == "LOAD_GLOBAL":
-            if not getattr(formula.__globals__.get(ins.argval), "on_arrays", False):
-                return False
-        elif name not in _PLAIN_OPCODES:
-            return False
-    return True
-
-
-def returns_grad(formula) -> bool:
-    """Whether ``formula`` is ``lambda grad: grad`` (or names more parameters and returns
-    ``grad`` unchanged all the same): no op to run on either path."""
-    code = getattr(formula, "__code__", None)
-    if code is None:
-        return False
-    body = [i for i in dis.get_instructions(code) if i.opname not in ("RESUME", "NOP", "CACHE")]
-    return (
-        len(body) == 2
-        and body[0].opname in ("LOAD_FAST", "LOAD_FAST_BORROW")
-        and body[0].argval == "grad"
-        and body[1].opname == "RETURN_VALUE"
-    )
-
-
+# nbgrad/kernels/pointwise.py), and ``np.errstate`` governs both. Each result is wrapped back
+# into a 0-d array (``wrap``).
 # NOTE [Gradients carried as arrays]
 # In a pass that nothing watches (no observer, anomaly mode or create_graph) and that runs on one
 # thread, the engine calls a row's ``_apply_arrays`` instead of ``apply`` on a node without hooks
@@ -419,7 +351,7 @@ def _generate_apply(info, slot_plan, save_plan):
     input_slots = _input_slots(info, save_plan)
     outs = [f"out{i}" for i in range(n_edges)]
     lines = ["def apply(self, grads):", "    fns = self._next_fns"]
-    arrays = _generate_array_path(slot_plan, tensor_slots, input_slots, outs)
+    arrays = _generate_array_path(info, slot_plan, tensor_slots, input_slots, outs)
     if arrays is not None:
         lines += arrays[0]
         env.update(arrays[1])
@@ -468,7 +400,7 @@ def _generate_apply(info, slot_plan, save_plan):
     if arrays is not None:  # NOTE [Gradients carried as arrays]
         lines += ["def _apply_arrays(self, grads, release=False):", "    fns = self._next_fns"]
         lines += _generate_array_path(
-            slot_plan, tensor_slots, input_slots, outs, carry=True, release=release
+            info, slot_plan, tensor_slots, input_slots, outs, carry=True, release=release
         )[0]
         lines += [
             "    outputs = self.apply(as_tensors(grads))",
@@ -488,9 +420,9 @@ def _generate_apply(info, slot_plan, save_plan):
     return {**{fn: env[fn] for fn in made}, "_apply_source": source}
 
 
-def _generate_array_path(slot_plan, tensor_slots, input_slots, outs, carry=False, release=()):
+def _generate_array_path(info, slot_plan, tensor_slots, input_slots, outs, carry=False, release=()):
     """The lines that start ``apply`` with its formulas run on arrays, and the names they use
-    (NOTE [Backward on arrays]); None when a formula of the row does not run on arrays. With
+    (NOTE [Backward on arrays]); None when the row does not declare ``on_arrays``. With
     ``carry``, the lines of ``_apply_arrays``: its gradient may be an array already, its results
     stay arrays (NOTE [Gradients carried as arrays]), and with its ``release`` argument it runs
     the lines ``release`` (``release_variables``'s body) before it returns.
@@ -499,7 +431,7 @@ def _generate_array_path(slot_plan, tensor_slots, input_slots, outs, carry=False
     saved tensors first in the order the Tensor path unpacks them: the first that is no array
     operand leaves the array path, with nothing after it read.
     """
-    if not all(runs_on_arrays(formula) for _, _, formula, _ in slot_plan):
+    if not info.on_arrays:
         return None
     # a node whose live formulas all give ``grad`` back costs no op on the Tensor path
     computing = [i for i, _, formula, _ in slot_plan if not returns_grad(formula)]
@@ -661,6 +593,7 @@ _JOINT_FORMULAS = frozenset({"convolution", "layer_norm", "batch_norm"})
 
 def _build_node_class(info):
     """The Node class of one row (an OpInfo)."""
+    check_on_arrays(info)
     saved = []
     plan = []
     for i, inp in enumerate(info.inputs):

@@ -60,7 +60,7 @@ def _infer_np(data, dtype):
     if dtype is not None:
         dtype = dtypes.as_dtype(dtype)
     if isinstance(data, Tensor):
-        arr = backend.to_numpy(data._data, data._device)
+        arr = backend.to_host(data._data)
     elif isinstance(data, np.ndarray):
         arr = data
     else:

@@ -51,7 +51,7 @@ def set_printoptions(
 
 # ---- printing -------------------------------------------------------------------------------
 def _format_tensor(t):
-    data = backend.to_numpy(t._data, t._device)
+    data = backend.to_host(t._data)
     kind = data.dtype.kind
     if kind == "f" and data.size:
         # as PyTorch's _Formatter, from the elements that are shown (the summary of a big one):

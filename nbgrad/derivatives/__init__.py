@@ -27,13 +27,16 @@ from . import (  # noqa: F401
     activation,
     grid_sampler,
     index_maps,
+    indexing,
     linalg,
     losses,
     nn,
     pointwise,
+    random,
     reductions,
+    scans,
+    searching,
     shape,
-    wider,
 )
 from .opinfo import OpInfo, op
 

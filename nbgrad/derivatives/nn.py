@@ -1,25 +1,13 @@
-"""Op table rows: the ops behind ``nbgrad.nn.functional`` (linear, convolution, pooling,
-normalisation, losses, embedding)."""
+"""Op table rows: the ops behind ``nbgrad.nn.functional`` (convolution, padding, pooling,
+normalisation, distances, embedding); its losses are in ``losses.py``, ``addmm`` in ``linalg.py``."""
 
 from __future__ import annotations
 
-import numpy as np
-
-from nbgrad._kernels import (
-    _addmm,
-    _batch_norm,
-    _bce,
-    _bce_logits,
-    _channel_shape,
-    _layer_norm,
-    _nll_loss,
-    _nll_loss2d,
-    _smooth_l1,
-    _vector_norm,
-)
 from nbgrad._tensor import creation as _C
 from nbgrad._tensor.dispatch import OPS, _dispatch
-from nbgrad.derivatives._kernels_nn import (
+from nbgrad.derivatives.opinfo import op
+from nbgrad.derivatives.reductions import _norm_backward
+from nbgrad.kernels.nn import (
     _adaptive_avg_pool,
     _adaptive_avg_pool_backward,
     _adaptive_max_pool,
@@ -27,6 +15,9 @@ from nbgrad.derivatives._kernels_nn import (
     _affine_grid,
     _avg_pool,
     _avg_pool_backward,
+    _batch_norm,
+    _cdist,
+    _channel_shape,
     _constant_pad,
     _conv,
     _conv_input_grad,
@@ -34,20 +25,16 @@ from nbgrad.derivatives._kernels_nn import (
     _conv_weight_grad,
     _embedding_bag,
     _fractional_max_pool,
+    _group_norm,
+    _layer_norm,
     _max_pool,
     _max_pool_backward,
     _max_unpool,
+    _pdist,
+    _pdist_pairs,
 )
-from nbgrad.derivatives.opinfo import op
-from nbgrad.derivatives.reductions import _norm_backward
 
 # fmt: off
-# nn: linear, convolution, losses, normalisation, embedding (reached through nbgrad.nn.functional)
-op("addmm", "AddmmBackward0", "self mat1 mat2", lambda xp, self, mat1, mat2, beta, alpha: _addmm(xp, self, mat1, mat2, beta, alpha),
-   attrs="beta alpha",
-   self=lambda grad, beta: grad if beta == 1 else grad * beta,
-   mat1=lambda grad, mat2, alpha: grad.mm(mat2.t()) if alpha == 1 else grad.mm(mat2.t()) * alpha,
-   mat2=lambda grad, mat1, alpha: mat1.t().mm(grad) if alpha == 1 else mat1.t().mm(grad) * alpha)
 # padding is ((top, bottom), (left, right)); see NOTE [Convolution's double backward] and, for
 # 3-d inputs (conv1d), NOTE [1-d convolution as 2-d]
 op("convolution", "ConvolutionBackward0", "input weight bias", lambda xp, input, weight, bias, stride, padding, dilation, groups: _conv(xp, input, weight, bias, stride, padding, dilation, groups),
@@ -75,35 +62,6 @@ op("convolution_transpose", "ConvolutionBackward0", "input weight bias", lambda 
 op("constant_pad_nd", "ConstantPadNdBackward0", "self", lambda xp, self, pad, value: _constant_pad(xp, self, pad, value),
    attrs="pad value",
    self=lambda grad, pad: _dispatch(OPS["constant_pad_nd"], (grad,), {"pad": tuple(-p for p in pad), "value": 0}))
-op("mse_loss", "MseLossBackward0", "self target", lambda xp, self, target, reduction: _loss_reduction((self - target) ** 2, reduction),
-   attrs="reduction", promote="binary",
-   self=lambda grad, self, target, reduction: _mse_loss_backward(grad, self, target, reduction),
-   target=lambda grad, self, target, reduction: -_mse_loss_backward(grad, self, target, reduction))
-op("smooth_l1_loss", "SmoothL1LossBackward0", "self target", lambda xp, self, target, reduction, beta: _loss_reduction(_smooth_l1(xp, self - target, beta), reduction),
-   attrs="reduction beta", promote="binary",
-   self=lambda grad, self, target, reduction, beta: _smooth_l1_backward(grad, self - target, reduction, beta),
-   target=lambda grad, self, target, reduction, beta: -_smooth_l1_backward(grad, self - target, reduction, beta))
-op("huber_loss", "HuberLossBackward0", "self target", lambda xp, self, target, reduction, delta: _loss_reduction(_smooth_l1(xp, self - target, delta) * delta, reduction),
-   attrs="reduction delta", promote="binary",
-   self=lambda grad, self, target, reduction, delta: _smooth_l1_backward(grad, self - target, reduction, delta) * delta,
-   target=lambda grad, self, target, reduction, delta: -_smooth_l1_backward(grad, self - target, reduction, delta) * delta)
-# weight: a constant (PyTorch gives it no gradient either)
-op("binary_cross_entropy", "BinaryCrossEntropyBackward0", "self target weight", lambda xp, self, target, weight, reduction: _loss_reduction(_bce(xp, self, target, weight), reduction),
-   attrs="reduction", promote="binary", nondiff=("weight",),
-   self=lambda grad, self, target, weight, reduction: _loss_grad(grad, self, reduction) * (self - target) / ((1 - self) * self).clamp(min=1e-12) * _weight_or_1(weight),
-   target=lambda grad, self, weight, reduction: _loss_grad(grad, self, reduction) * (_clamped_log(1 - self) - _clamped_log(self)) * _weight_or_1(weight))
-op("binary_cross_entropy_with_logits", "BinaryCrossEntropyWithLogitsBackward0", "self target weight pos_weight",
-   lambda xp, self, target, weight, pos_weight, reduction: _loss_reduction(_bce_logits(xp, self, target, weight, pos_weight), reduction),
-   attrs="reduction", promote="binary", nondiff=("weight", "pos_weight"),
-   self=lambda grad, self, target, weight, pos_weight, reduction: _loss_grad(grad, self, reduction) * _bce_logits_self_grad(self, target, pos_weight) * _weight_or_1(weight),
-   target=lambda grad, self, weight, pos_weight, reduction: _loss_grad(grad, self, reduction) * _bce_logits_target_grad(self, pos_weight) * _weight_or_1(weight))
-op("nll_loss", "NllLossBackward0", "self target weight", lambda xp, self, target, weight, reduction, ignore_index: _nll_loss(xp, self, target, weight, reduction, ignore_index),
-   attrs="reduction ignore_index", nondiff=("target", "weight"), quiet=True,
-   self=lambda grad, self_shape, target, weight, reduction, ignore_index: _nll_loss_backward(grad, self_shape, target, weight, reduction, ignore_index))
-# (N, C, H, W) log-probabilities and (N, H, W) targets
-op("nll_loss2d", "NllLoss2DBackward0", "self target weight", lambda xp, self, target, weight, reduction, ignore_index: _nll_loss2d(xp, self, target, weight, reduction, ignore_index),
-   attrs="reduction ignore_index", nondiff=("target", "weight"), quiet=True,
-   self=lambda grad, self_shape, target, weight, reduction, ignore_index: _nll_loss2d_backward(grad, self_shape, target, weight, reduction, ignore_index))
 op("layer_norm", "NativeLayerNormBackward0", "input weight bias", lambda xp, input, weight, bias, normalized_shape, eps: _layer_norm(xp, input, weight, bias, normalized_shape, eps),
    attrs="normalized_shape eps",
    input=lambda grad, input, weight, normalized_shape, eps: _layer_norm_input_grad(grad, input, weight, normalized_shape, eps),
@@ -149,7 +107,7 @@ op("_embedding_bag", "EmbeddingBagBackward0", "weight per_sample_weights indices
 # second, non-differentiable output). Each backward is an op of its own, as in PyTorch: linear
 # in the gradient (its derivative is the forward again, or a gather), and with ``self`` as an
 # input whose derivative is zero. One set of rows per number of spatial dims (2 and 3; the 1-d
-# poolings are the 2-d ones over a height of 1), all on the N-d kernels of ``_kernels_nn.py``.
+# poolings are the 2-d ones over a height of 1), all on the N-d kernels of ``nbgrad/kernels/nn.py``.
 _POOL_ATTRS = (
     "kernel_size",
     "stride",
@@ -265,74 +223,6 @@ def _conv2d_weight_grad(input, grad_output, weight_shape, stride, padding, dilat
     return _dispatch(OPS["convolution_weight_grad"], (input, grad_output), attrs)
 
 
-def _loss_reduction(losses, reduction):
-    if reduction == "mean":
-        return losses.mean()
-    if reduction == "sum":
-        return losses.sum()
-    return losses
-
-
-def _loss_grad(grad, self, reduction):
-    """The upstream gradient of a reduced loss, per element: divided by the count for "mean"."""
-    return grad / max(self.numel(), 1) if reduction == "mean" else grad
-
-
-def _weight_or_1(weight):
-    return 1.0 if weight is None else weight
-
-
-def _smooth_l1_backward(grad, d, reduction, beta):
-    return _loss_grad(grad, d, reduction) * _C.where(d.abs() < beta, d / beta, d.sign())
-
-
-def _clamped_log(t):
-    """``log`` clamped below at -100, as PyTorch's binary cross entropy does."""
-    return t.log().clamp(min=-100.0)
-
-
-def _bce_logits_self_grad(x, t, pos_weight):
-    if pos_weight is None:
-        return x.sigmoid() - t
-    return (1 - t) - ((pos_weight - 1) * t + 1) * (-x).sigmoid()
-
-
-def _bce_logits_target_grad(x, pos_weight):
-    if pos_weight is None:
-        return -x
-    softplus_neg = (-x).relu() + (-x.abs()).exp().log1p()  # log(1 + exp(-x)), stably
-    return -x + (pos_weight - 1) * softplus_neg
-
-
-def _mse_loss_backward(grad, self, target, reduction):
-    diff = self - target
-    if reduction == "mean":
-        return grad * diff * (2 / max(diff.numel(), 1))
-    return grad * diff * 2
-
-
-def _nll_loss_backward(grad, self_shape, target, weight, reduction, ignore_index):
-    t = target.reshape(-1)
-    valid = t != ignore_index
-    safe = _C.where(valid, t, 0)
-    if weight is not None:
-        w = weight.index_select(0, safe).to(grad.dtype) * valid
-    else:
-        w = valid.to(grad.dtype)
-    if reduction == "mean":
-        w = w / w.sum()
-    g = grad.reshape(-1) if reduction == "none" else grad
-    n_classes = self_shape[-1] if self_shape else 1
-    out = _C.zeros((t.shape[0], n_classes), dtype=grad.dtype, device=grad.device)
-    return out.scatter_add(1, safe.unsqueeze(1), (-w * g).unsqueeze(1)).reshape(self_shape)
-
-
-def _nll_loss2d_backward(grad, self_shape, target, weight, reduction, ignore_index):
-    n, c, h, w = self_shape
-    flat = _nll_loss_backward(grad, (n * h * w, c), target, weight, reduction, ignore_index)
-    return flat.reshape(n, h, w, c).permute(0, 3, 1, 2)
-
-
 def _normalized(input, dims, eps):
     """``(x_hat, rstd)`` of ``input`` normalised over ``dims``, recomputed with Tensor ops (so
     that they are differentiable): layer norm's trailing dims, batch norm's all but 1."""
@@ -361,18 +251,6 @@ def _layer_norm_input_grad(grad, input, weight, normalized_shape, eps):
     return _normalized_input_grad(grad, input, weight, dims, eps)
 
 
-def _group_norm(xp, input, weight, bias, num_groups, eps):
-    n, c = input.shape[:2]
-    shape = _channel_shape(input.ndim, c)
-    out = _layer_norm(xp, input.reshape(n, num_groups, -1), None, None, (1,), eps)
-    out = out.reshape(input.shape)
-    if weight is not None:
-        out = out * weight.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
-    return out.astype(input.dtype, copy=False)
-
-
 def _group_norm_x_hat(input, num_groups, eps):
     grouped = input.reshape(input.shape[0], num_groups, -1)
     return _normalized(grouped, (2,), eps)[0].reshape(input.shape)
@@ -386,19 +264,6 @@ def _group_norm_input_grad(grad, input, weight, num_groups, eps):
     return _normalized_input_grad(g, grouped, None, (2,), eps).reshape(input.shape)
 
 
-def _pdist_pairs(n):
-    i, j = np.triu_indices(n, 1)
-    return i.astype(np.int64), j.astype(np.int64)
-
-
-def _pdist(xp, self, p):
-    i, j = (xp.asarray(k) for k in _pdist_pairs(self.shape[0]))
-    diff = self[i] - self[j]
-    if p == 0:  # the count of entries that differ (gradient zero)
-        return (diff != 0).sum(1).astype(self.dtype)
-    return _vector_norm(xp, diff, p, (1,), False)
-
-
 def _pdist_backward(grad, self, p, result):
     if p == 0:
         return _zeros_like_shape(grad, self.shape)
@@ -406,13 +271,6 @@ def _pdist_backward(grad, self, p, result):
     diff = self.index_select(0, i) - self.index_select(0, j)
     g = _norm_backward(grad, diff, result, p, (1,), False)
     return _zeros_like_shape(grad, self.shape).index_add(0, i, g).index_add(0, j, -g)
-
-
-def _cdist(xp, x1, x2, p):
-    diff = x1[..., :, None, :] - x2[..., None, :, :]
-    if p == 0:  # the count of entries that differ (gradient zero)
-        return (diff != 0).sum(-1).astype(x1.dtype)
-    return _vector_norm(xp, diff, p, (-1,), False)
 
 
 def _cdist_backward(grad, x1, x2, p, result):

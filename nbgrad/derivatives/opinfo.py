@@ -29,6 +29,7 @@ class OpInfo:
         promote_attrs=(),
         quiet=None,
         ufunc=None,
+        on_arrays=False,
         **formulas,
     ):
         row.name = name
@@ -52,6 +53,9 @@ class OpInfo:
         row.on_floats = _ON_FLOATS.get(ufunc)  # its operator on two Python floats, if any
         row.differentiable = differentiable and bool(formulas)
         row.formulas = formulas
+        # the formulas run on NumPy arrays as on Tensors: checked when the table is complete
+        # (NOTE [Backward on arrays] in nbgrad/_graph/table_node.py)
+        row.on_arrays = on_arrays
         row.node_class = None
         # ``_binary``'s and ``_unary``'s end, made on first use (NOTE [Generated forward
         # result] in nbgrad/_tensor/dispatch.py)

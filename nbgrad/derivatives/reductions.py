@@ -1,33 +1,41 @@
-"""Op table rows: reductions, sort and topk, linear algebra."""
+"""Op table rows: reductions (sums, means, norms, extremes and their indices, medians, modes),
+sort and topk, softmax and logsumexp."""
 
 from __future__ import annotations
 
 import math
 
-from nbgrad._kernels import (
-    _cumprod,
+from nbgrad._tensor import creation as _C
+from nbgrad.derivatives.opinfo import op, row_function
+from nbgrad.kernels.common import _vector_norm
+from nbgrad.kernels.reductions import (
+    _aminmax,
+    _argreduce,
+    _dist,
+    _kthvalue,
     _log_softmax,
     _logsumexp,
     _mean,
     _median,
     _median_all,
-    _mm_check,
+    _mode,
+    _nanmedian,
+    _nanmedian_all,
+    _nansum,
+    _renorm,
     _softmax,
     _sort,
     _sum,
     _topk,
     _value_and_index,
     _var_std,
-    _vector_norm,
 )
-from nbgrad._tensor import creation as _C
-from nbgrad.derivatives.opinfo import op, row_function
 
 expand = row_function("expand")  # for formulas that run on arrays (NOTE [Backward on arrays])
 
 # fmt: off
 # reductions
-op("sum", "SumBackward0", "self", lambda xp, self, dtype: _sum(xp, self, None, False, dtype), attrs="dtype",
+op("sum", "SumBackward0", "self", lambda xp, self, dtype: _sum(xp, self, None, False, dtype), on_arrays=True, attrs="dtype",
    self=lambda grad, self_shape: expand(grad, size=self_shape))
 op("sum_dim", "SumBackward1", "self", lambda xp, self, dim, keepdim, dtype: _sum(xp, self, dim, keepdim, dtype), attrs="dim keepdim dtype",
    self=lambda grad, self_shape, dim, keepdim: _expand_reduced(grad, self_shape, dim, keepdim))
@@ -71,8 +79,6 @@ op("softmax", "SoftmaxBackward0", "self", lambda xp, self, dim: _softmax(xp, sel
 op("log_softmax", "LogSoftmaxBackward0", "self", lambda xp, self, dim: _log_softmax(xp, self, dim), attrs="dim", promote="float",
    self=lambda grad, result, dim: grad - result.exp() * grad.sum(dim, keepdim=True))
 
-op("cumprod", "CumprodBackward0", "self", lambda xp, self, dim, dtype: _cumprod(xp, self, dim, dtype), attrs="dim dtype", quiet=True,
-   self=lambda grad, self, result, dim: _cumprod_backward(grad, self, result, dim))
 # median: the lower of the two middle values (no dim: MedianBackward0, the gradient split among
 # equal values as max's; with dim: MedianBackward1, to the index it returns)
 op("median", "MedianBackward0", "self", lambda xp, self: _median_all(xp, self), self=lambda grad, self, result: _evenly_distribute(grad, self, result))
@@ -80,19 +86,6 @@ op("median_dim", "MedianBackward1", "self", lambda xp, self, dim, keepdim: _medi
    outputs=2, diff_outputs=(0,), self=lambda grad, result1, self_shape, dim, keepdim: _value_selecting_backward(grad, dim, result1, self_shape, keepdim))
 op("count_nonzero", None, "self", lambda xp, self, dim: xp.asarray(xp.count_nonzero(self, axis=dim)).astype("int64"), attrs="dim", differentiable=False)
 
-# linear algebra
-op("mm", "MmBackward0", "self mat2", _mm_check,
-   self=lambda grad, mat2: grad.mm(mat2.t()),
-   mat2=lambda grad, self: self.t().mm(grad))
-op("dot", "DotBackward0", "self tensor", lambda xp, self, tensor: xp.dot(self, tensor),
-   self=lambda grad, tensor: grad * tensor,
-   tensor=lambda grad, self: grad * self)
-op("mv", "MvBackward0", "self vec", _mm_check,
-   self=lambda grad, vec: grad.unsqueeze(1) * vec.unsqueeze(0),
-   vec=lambda grad, self: self.t().mv(grad))
-op("bmm", "BmmBackward0", "self mat2", lambda xp, self, mat2: xp.matmul(self, mat2),
-   self=lambda grad, mat2: grad.bmm(mat2.transpose(1, 2)),
-   mat2=lambda grad, self: self.transpose(1, 2).bmm(grad))
 # matmul has no row: as in PyTorch it is composite (dot, mv, mm, or bmm/mm plus _unsafe_view)
 # fmt: on
 
@@ -166,23 +159,6 @@ def _prod_backward(grad, self, result, dim, keepdim):
     return g * excl
 
 
-def _cumprod_backward(grad, self, result, dim):
-    """The gradient of ``cumprod`` along ``dim``: at ``i``, the sum over ``k >= i`` of
-    ``grad[k]`` times the product of ``self[:k + 1]`` without ``self[i]``."""
-    if self.ndim == 0 or self.shape[dim] == 0:
-        return grad
-    if bool((self != 0).all()):  # each such product is result[k] / self[i]
-        return (grad * result).flip((dim,)).cumsum(dim).flip((dim,)) / self
-    # with zeros: the products, computed without dividing (one cumprod per position)
-    n = self.shape[dim]
-    parts = []
-    for i in range(n):
-        one = _C.ones_like(self.narrow(dim, i, 1))
-        others = _C.cat([self.narrow(dim, 0, i), one, self.narrow(dim, i + 1, n - i - 1)], dim)
-        parts.append((grad * others.cumprod(dim)).narrow(dim, i, n - i).sum(dim, keepdim=True))
-    return _C.cat(parts, dim)
-
-
 def _var_backward(grad, self, dim, correction, keepdim):
     n = _count(self.shape, dim)
     return (
@@ -231,3 +207,63 @@ def _norm_backward(grad, self, result, ord, dim, keepdim):
     if ord < 2:
         return self.sign() * self.abs() ** (ord - 1) * scale
     return self * self.abs() ** (ord - 2) * scale
+
+
+# fmt: off
+op("nansum", "NansumBackward0", "self", lambda xp, self, dim, keepdim, dtype: _nansum(xp, self, dim, keepdim, dtype), attrs="dim keepdim dtype",
+   self=lambda grad, self, dim, keepdim: _expand_reduced(grad, self.shape, dim, keepdim) * self.isnan().logical_not())
+op("nanmedian", "NanmedianBackward0", "self", lambda xp, self: _nanmedian_all(xp, self),
+   self=lambda grad, self, result: _evenly_distribute(grad, self, result))
+op("nanmedian_dim", "NanmedianBackward1", "self", lambda xp, self, dim, keepdim: _nanmedian(xp, self, dim, keepdim), attrs="dim keepdim",
+   outputs=2, diff_outputs=(0,), self=lambda grad, result1, self_shape, dim, keepdim: _value_selecting_backward(grad, dim, result1, self_shape, keepdim))
+op("kthvalue", "KthvalueBackward0", "self", lambda xp, self, k, dim, keepdim: _kthvalue(xp, self, k, dim, keepdim), attrs="k dim keepdim",
+   outputs=2, diff_outputs=(0,), self=lambda grad, result1, self_shape, dim, keepdim: _value_selecting_backward(grad, dim, result1, self_shape, keepdim))
+op("mode", "ModeBackward0", "self", lambda xp, self, dim, keepdim: _mode(xp, self, dim, keepdim), attrs="dim keepdim",
+   outputs=2, diff_outputs=(0,), self=lambda grad, result1, self_shape, dim, keepdim: _value_selecting_backward(grad, dim, result1, self_shape, keepdim))
+op("aminmax", "AminmaxBackward0", "self", lambda xp, self, dim, keepdim: _aminmax(xp, self, dim, keepdim), attrs="dim keepdim",
+   outputs=2, self=lambda grads, self, result0, result1, dim, keepdim: _aminmax_backward(grads, self, result0, result1, dim, keepdim))
+op("dist", "DistBackward0", "self other", lambda xp, self, other, p: _dist(xp, self, other, p), attrs="p", promote="float",
+   self=lambda grad, self, other, result, p: _norm_backward(grad, self - other, result, p, None, False),
+   other=lambda grad, self, other, result, p: -_norm_backward(grad, self - other, result, p, None, False))
+op("renorm", "RenormBackward0", "self", lambda xp, self, p, dim, maxnorm: _renorm(xp, self, p, dim, maxnorm), attrs="p dim maxnorm", quiet=True,
+   self=lambda grad, self, p, dim, maxnorm: _renorm_backward(grad, self, p, dim, maxnorm))
+# fmt: on
+
+
+def _aminmax_backward(grads, self, result0, result1, dim, keepdim):
+    g_min, g_max = grads
+    dims = None if dim is None else (dim,)
+    out = None
+    for g, r in ((g_min, result0), (g_max, result1)):
+        if g is None:
+            continue
+        part = _scale_grad_by_count(g, self, r, dims, keepdim)
+        out = part if out is None else out + part
+    return out
+
+
+def _renorm_backward(grad, self, p, dim, maxnorm):
+    """The gradient of ``self * factor`` with ``factor = maxnorm / (norm + 1e-7)`` where a
+    sub-tensor's ``p``-norm is above ``maxnorm`` (else 1), the norms over every dim but
+    ``dim``."""
+    dims = tuple(d for d in range(self.ndim) if d != dim)
+    norm = self.norm(p, dims, keepdim=True)
+    over = norm > maxnorm
+    factor = _C.where(over, maxnorm / (norm + 1e-7), 1.0)
+    dfactor = _C.where(over, -maxnorm / ((norm + 1e-7) * (norm + 1e-7)), 0.0)
+    dnorm = _norm_backward((grad * self).sum(dims, keepdim=True), self, norm, p, dims, True)
+    return grad * factor + dfactor * dnorm
+
+
+# fmt: off
+# at::norm(self, p, dim, keepdim), which pairwise_distance calls: the vector norm's kernel and
+# formula under PyTorch's node name for this overload
+op("norm_scalar_dim", "NormBackward1", "self", lambda xp, self, ord, dim, keepdim: _vector_norm(xp, self, ord, dim, keepdim), attrs="ord dim keepdim", promote="float",
+   self=lambda grad, self, result, ord, dim, keepdim: _norm_backward(grad, self, result, ord, dim, keepdim))
+# fmt: on
+
+
+# fmt: off
+op("argmax", None, "self", lambda xp, self, dim, keepdim: _argreduce(xp.argmax, xp, self, dim, keepdim), attrs="dim keepdim", differentiable=False)
+op("argmin", None, "self", lambda xp, self, dim, keepdim: _argreduce(xp.argmin, xp, self, dim, keepdim), attrs="dim keepdim", differentiable=False)
+# fmt: on

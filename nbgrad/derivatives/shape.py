@@ -1,49 +1,36 @@
-"""Op table rows: views and shape ops, indexing, in-place forms, random draws."""
+"""Op table rows: views and shape ops (``view``, ``permute``, ``expand``, ``select``, ``cat``,
+``split``, ``unfold``...), their in-place forms, and copies and fills."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from nbgrad._kernels import (
-    _bernoulli,
-    _contiguous,
-    _cumsum,
+from nbgrad._tensor import creation as _C
+from nbgrad._tensor.dispatch import OPS, _dispatch
+from nbgrad._tensor.math_methods import sum_to
+from nbgrad._tensor.memory_formats import _storage_places
+from nbgrad.derivatives.opinfo import op
+from nbgrad.kernels.common import _contiguous, _index_backward
+from nbgrad.kernels.shape import (
+    _as_strided,
     _diag_embed,
     _diagonal,
     _diagonal_backward,
     _expand,
-    _gather,
-    _index_add,
-    _index_backward,
-    _index_put,
-    _masked_select,
-    _multinomial,
-    _nonzero,
-    _normal,
-    _scatter,
-    _scatter_add,
     _split,
-    _take,
-    _unique,
+    _squeezed,
+    _unfold,
+    _unfold_backward,
     _unsqueeze,
     _view,
 )
-from nbgrad._tensor import creation as _C
-from nbgrad._tensor.dispatch import OPS, _dispatch
-from nbgrad._tensor.math_methods import sum_to
-from nbgrad._tensor.memory_formats import _storage_of, _storage_places
-from nbgrad.derivatives._kernels_wider import _binomial, _poisson
-from nbgrad.derivatives.opinfo import op
-from nbgrad.derivatives.pointwise import _not_implemented
 
 # fmt: off
 # views (share memory with their base) and shape ops
 op("view", "ViewBackward0", "self", lambda xp, self, shape: _view(xp, self, shape), attrs="shape", view=True,
    self=lambda grad, self_shape: grad.reshape(self_shape))
 # the legacy constructor's alias of a tensor of its own type (``FloatTensor(t)``)
-op("alias", "AliasBackward0", "self", lambda xp, self: self.view(), view=True, self=lambda grad: grad)
+op("alias", "AliasBackward0", "self", lambda xp, self: self.view(), on_arrays=True, view=True, self=lambda grad: grad)
 # reshape of a viewable but non-contiguous tensor (PyTorch's _reshape_alias)
 op("reshape_alias", "ReshapeAliasBackward0", "self", lambda xp, self, shape: _view(xp, self, shape), attrs="shape", view=True,
    self=lambda grad, self_shape: grad.reshape(self_shape))
@@ -68,8 +55,6 @@ op("flip", "FlipBackward0", "self", lambda xp, self, dims: _contiguous(xp, xp.fl
    self=lambda grad, dims: grad.flip(dims))
 op("roll", "RollBackward0", "self", lambda xp, self, shifts, dims: xp.roll(self, shifts, dims), attrs="shifts dims",
    self=lambda grad, shifts, dims: grad.roll(-shifts if dims is None else tuple(-k for k in shifts), dims))
-op("cumsum", "CumsumBackward0", "self", lambda xp, self, dim, dtype: _cumsum(xp, self, dim, dtype), attrs="dim dtype",
-   self=lambda grad, dim: grad.flip((dim,)).cumsum(dim).flip((dim,)))
 op("tril", "TrilBackward0", "self", lambda xp, self, diagonal: xp.tril(self, diagonal), attrs="diagonal",
    self=lambda grad, diagonal: grad.tril(diagonal))
 op("triu", "TriuBackward0", "self", lambda xp, self, diagonal: xp.triu(self, diagonal), attrs="diagonal",
@@ -88,8 +73,6 @@ op("select", "SelectBackward0", "self", lambda xp, self, dim, index: self[(slice
 op("slice", "SliceBackward0", "self", lambda xp, self, dim, start, end, step: self[(slice(None),) * dim + (slice(start, end, step),)],
    attrs="dim start end step", view=True,
    self=lambda grad, self_shape, dim, start, end, step: _dispatch(OPS["slice_backward"], (grad,), {"shape": self_shape, "dim": dim, "start": start, "end": end, "step": step}))
-op("index", "IndexBackward0", "self", lambda xp, self, indices: _contiguous(xp, self[indices]), attrs="indices",
-   self=lambda grad, self_shape, indices: grad._index_backward(self_shape, indices, True))
 # the backward formulas of select, slice and index, as ops of their own (double backward)
 op("select_backward", "SelectBackwardBackward0", "self", lambda xp, self, shape, dim, index: _index_backward(xp, self, shape, (slice(None),) * dim + (index,), False),
    attrs="shape dim index", self=lambda grad, dim, index: _dispatch(OPS["select"], (grad,), {"dim": dim, "index": index}))
@@ -111,13 +94,6 @@ op("diag_embed", "DiagEmbedBackward0", "self", lambda xp, self, offset: _diag_em
    self=lambda grad, offset: grad.diagonal(offset, -2, -1))
 op("diagonal_copy", "DiagonalBackward0_copy", "self", lambda xp, self, offset, dim1, dim2: _diagonal(xp, self, offset, dim1, dim2).copy(), attrs="offset dim1 dim2",
    self=lambda grad, self_shape, offset, dim1, dim2: _dispatch(OPS["diagonal_backward"], (grad,), {"shape": self_shape, "offset": offset, "dim1": dim1, "dim2": dim2}))
-# PyTorch's index backward is _index_put_impl_(zeros, indices, grad, accumulate=True)
-op("index_backward", "IndexPutImplBackward0", "self", lambda xp, self, shape, indices, accumulate: _index_backward(xp, self, shape, indices, accumulate),
-   attrs="shape indices accumulate", self=lambda grad, indices: grad[indices])
-op("index_put", "IndexPutBackward0", "self values", lambda xp, self, values, indices: _index_put(xp, self, values, indices),
-   attrs="indices", promote="binary",
-   self=lambda grad, indices: grad._index_put(indices, 0.0),
-   values=lambda grad, indices: grad[indices])
 op("cat", "CatBackward0", "tensors*", lambda xp, tensors, dim: _contiguous(xp, xp.concatenate(tensors, axis=dim)), attrs="dim", promote="binary",
    tensors=lambda grad, tensors_shape, dim: _split_like(grad, [s[dim] for s in tensors_shape], dim))
 op("stack", "StackBackward0", "tensors*", lambda xp, tensors, dim: _contiguous(xp, xp.stack(tensors, axis=dim)), attrs="dim", promote="binary",
@@ -130,34 +106,7 @@ op("unbind", "UnbindBackward0", "self", lambda xp, self, dim: tuple(xp.moveaxis(
    self=lambda grads, self_shape, dim: _unbind_backward(grads, self_shape, dim))
 op("repeat", "RepeatBackward0", "self", lambda xp, self, repeats: _contiguous(xp, xp.tile(self, repeats)), attrs="repeats",
    self=lambda grad, self_shape, repeats: _repeat_backward(grad, self_shape, repeats))
-op("gather", "GatherBackward0", "self index", lambda xp, self, index, dim: _gather(xp, self, index, dim), attrs="dim", nondiff=("index",),
-   self=lambda grad, self_shape, dim, index: _C.zeros(self_shape, dtype=grad.dtype, device=grad.device).scatter_add(dim, index, grad))
-op("scatter_add", "ScatterAddBackward0", "self index src", lambda xp, self, index, src, dim: _scatter_add(xp, self, dim, index, src), attrs="dim",
-   nondiff=("index",), promote="binary",
-   self=lambda grad: grad,
-   src=lambda grad, dim, index: grad.gather(dim, index))
-op("index_select", "IndexSelectBackward0", "self index", lambda xp, self, index, dim: xp.take(self, index, axis=dim), attrs="dim", nondiff=("index",),
-   self=lambda grad, self_shape, dim, index: _C.zeros(self_shape, dtype=grad.dtype, device=grad.device).index_add(dim, index, grad))
-op("index_add", "IndexAddBackward0", "self index source", lambda xp, self, index, source, dim: _index_add(xp, self, dim, index, source), attrs="dim",
-   nondiff=("index",), promote="binary",
-   self=lambda grad: grad,
-   source=lambda grad, dim, index: grad.index_select(dim, index))
 
-op("scatter", "ScatterBackward0", "self index src", lambda xp, self, index, src, dim: _scatter(xp, self, dim, index, src), attrs="dim", nondiff=("index",),
-   self=lambda grad, dim, index: grad.scatter(dim, index, 0.0),
-   src=lambda grad, index, dim: grad.gather(dim, index))
-op("scatter_value", "ScatterBackward1", "self index", lambda xp, self, index, dim, value: _scatter(xp, self, dim, index, value), attrs="dim value", nondiff=("index",),
-   self=lambda grad, dim, index: grad.scatter(dim, index, 0.0))
-op("masked_select", "MaskedSelectBackward0", "self mask", lambda xp, self, mask: _masked_select(xp, self, mask), nondiff=("mask",),
-   self=lambda grad, self_shape, mask: _masked_select_backward(grad, self_shape, mask))
-op("take", "TakeBackward0", "self index", lambda xp, self, index: _take(xp, self, index), nondiff=("index",),
-   self=lambda grad, self_shape, index: _put_flat(grad.reshape(-1), math.prod(self_shape), index.reshape(-1)).reshape(self_shape))
-op("nonzero", None, "self", lambda xp, self: _nonzero(xp, self), differentiable=False)
-# unique has no derivative in PyTorch: its nodes' backward raises
-op("unique", "Unique2Backward0", "self", lambda xp, self, sorted: _unique(xp, self, sorted, None), attrs="sorted",
-   outputs=3, diff_outputs=(0,), self=lambda grads: _no_derivative("_unique2"))
-op("unique_dim", "UniqueDimBackward0", "self", lambda xp, self, sorted, dim: _unique(xp, self, sorted, dim), attrs="sorted dim",
-   outputs=3, diff_outputs=(0,), self=lambda grads: _no_derivative("unique_dim"))
 
 # in-place forms (their out-of-place kernels; see Tensor._inplace)
 op("copy", "CopyBackwards", "self src", lambda xp, self, src: xp.broadcast_to(src.astype(self.dtype, copy=False), self.shape).copy(),
@@ -166,52 +115,11 @@ op("fill", "FillBackward2", "self", lambda xp, self, value: xp.full(self.shape, 
    self=lambda grad: _C.zeros_like(grad))
 op("zero", "ZeroBackward0", "self", lambda xp, self: xp.zeros_like(self), self=lambda grad: _C.zeros_like(grad))
 
-# random draws: 0s and 1s of self's dtype; the gradient is zero (or, for a float p, undefined)
-op("bernoulli", "BernoulliBackward0", "self", lambda xp, self: _bernoulli(xp, self, self),
-   self=lambda grad: _C.zeros_like(grad))
-op("bernoulli_p", "NotImplemented", "self", lambda xp, self, p: _bernoulli(xp, self, p), attrs="p",
-   self=lambda grad: _not_implemented("bernoulli"))
-op("bernoulli_tensor", "BernoulliBackward1", "self p", lambda xp, self, p: _bernoulli(xp, self, p),
-   self=lambda grad: _C.zeros_like(grad), p=lambda grad, p: _C.zeros_like(p))
-op("bernoulli_float", "BernoulliBackward2", "self", lambda xp, self, p: _bernoulli(xp, self, p), attrs="p",
-   self=lambda grad: _C.zeros_like(grad))
-# Poisson draws (the gradient is zero, as PyTorch's) and binomial ones (no derivative)
-op("poisson", "PoissonBackward0", "self", lambda xp, self, generator: _poisson(xp, self, generator), attrs="generator",
-   self=lambda grad: _C.zeros_like(grad))
-op("binomial", "NotImplemented", "count prob", lambda xp, count, prob, generator: _binomial(xp, count, prob, generator), attrs="generator",
-   count=lambda grad: _not_implemented("binomial"), prob=lambda grad: _not_implemented("binomial"))
-# normal draws (the gradient is zero) and multinomial ones (no gradient)
-op("normal_tensor_float", "NormalBackward1", "mean", lambda xp, mean, std: _normal(xp, mean, std, mean.shape), attrs="std",
-   mean=lambda grad: _C.zeros_like(grad))
-op("normal_float_tensor", "NormalBackward2", "std", lambda xp, std, mean: _normal(xp, mean, std, std.shape), attrs="mean",
-   std=lambda grad: _C.zeros_like(grad))
-op("normal_tensor_tensor", "NormalBackward3", "mean std", lambda xp, mean, std: _normal(xp, mean, std, _broadcast(mean.shape, std.shape)), promote="binary",
-   mean=lambda grad: _C.zeros_like(grad), std=lambda grad: _C.zeros_like(grad))
-op("multinomial", None, "self", lambda xp, self, num_samples, replacement, generator: _multinomial(xp, self, num_samples, replacement, generator), attrs="num_samples replacement generator",
-   differentiable=False)
 # fmt: on
 
 
 def _broadcast(*shapes):
     return tuple(np.broadcast_shapes(*shapes))
-
-
-def _put_flat(values, numel, positions):
-    """A flat tensor of ``numel`` zeros with ``values`` added at ``positions`` (index_add)."""
-    zeros = _C.zeros(numel, dtype=values.dtype, device=values.device)
-    return zeros.index_add(0, positions, values)
-
-
-def _masked_select_backward(grad, self_shape, mask):
-    """``grad`` put back where the (broadcast) mask is True; the engine sums it to self's
-    shape where the mask broadcast it."""
-    shape = _broadcast(self_shape, mask.shape)
-    positions = mask.expand(shape).reshape(-1).nonzero().reshape(-1)
-    return _put_flat(grad, math.prod(shape), positions).reshape(shape)
-
-
-def _no_derivative(name):
-    raise RuntimeError(f"the derivative for '{name}' is not implemented.")
 
 
 def _repeat_backward(grad, self_shape, repeats):
@@ -255,24 +163,6 @@ def _unbind_backward(grads, self_shape, dim):
     return _C.stack([zeros() if g is None else g for g in grads], dim)
 
 
-def _as_strided(xp, a, size, stride, storage_offset):
-    flat, _ = _storage_of(a)
-    needed = storage_offset + sum((n - 1) * s for n, s in zip(size, stride)) + 1
-    if all(size) and needed > flat.size:
-        raise RuntimeError(
-            f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset "
-            f"{storage_offset}, and itemsize {a.itemsize} requiring a storage size of "
-            f"{needed * a.itemsize} are out of bounds for storage of size "
-            f"{flat.size * a.itemsize}"
-        )
-    item = a.itemsize
-    strides = tuple(s * item for s in stride)
-    if not all(size):  # (no element to reach: the strides as given)
-        return xp.lib.stride_tricks.as_strided(xp.empty(1, a.dtype), size, strides)
-    # (an ndarray over the storage: its base chain leads back there)
-    return xp.ndarray(size, a.dtype, flat.data, storage_offset * item, strides)
-
-
 def _as_strided_backward(grad, size, stride, storage_offset, geometry):
     """PyTorch's as_strided_backward: the gradient summed into the storage's places (an output
     place seen twice gets both), then read at the input's places (an input place seen twice
@@ -287,3 +177,36 @@ def _as_strided_backward(grad, size, stride, storage_offset, geometry):
     if counts.size and counts.max() > 1:
         result = result / _C.tensor(counts.astype(np.float64)).to(grad.device, grad.dtype)
     return result
+
+
+# fmt: off
+op("rot90", "Rot90Backward0", "self", lambda xp, self, k, dims: _contiguous(xp, xp.rot90(self, k, dims)), attrs="k dims",
+   self=lambda grad, k, dims: grad.rot90(-k, dims))
+op("unsafe_split", "UnsafeSplitBackward0", "self", lambda xp, self, sizes, dim: tuple(_contiguous(xp, p.copy()) for p in _split(xp, self, sizes, dim)), attrs="sizes dim", outputs=-1,
+   self=lambda grads, self_shape, sizes, dim: _cat_grads(grads, self_shape, sizes, dim))
+op("unsafe_split_with_sizes", "UnsafeSplitWithSizesBackward0", "self", lambda xp, self, sizes, dim: tuple(_contiguous(xp, p.copy()) for p in _split(xp, self, sizes, dim)), attrs="sizes dim", outputs=-1,
+   self=lambda grads, self_shape, sizes, dim: _cat_grads(grads, self_shape, sizes, dim))
+# Tensor.unfold: a (writable) view of sliding windows; its backward sums them back
+op("unfold", "UnfoldBackward0", "self", lambda xp, self, dim, size, step: _unfold(xp, self, dim, size, step),
+   attrs="dim size step", view=True,
+   self=lambda grad, self_shape, dim, size, step: _unfold_backward_op(grad, self_shape, dim, size, step))
+op("unfold_backward", "UnfoldBackwardBackward0", "self",
+   lambda xp, self, shape, dim, size, step: _unfold_backward(xp, self, shape, dim, size, step),
+   attrs="shape dim size step", self=lambda grad, dim, size, step: grad.unfold(dim, size, step))
+# squeeze of several dims, and the in-place view ops' own nodes (NOTE [In-place view ops] in
+# nbgrad/_tensor/inplace_variants.py; transpose_, unsqueeze_ and squeeze_(dim) are in shape.py)
+op("squeeze_dims", "SqueezeBackward2", "self", lambda xp, self, dims: _squeezed(xp, self, dims), attrs="dims", view=True,
+   self=lambda grad, self_shape: grad.reshape(self_shape))
+op("squeeze_dims_", "SqueezeBackward5", "self", lambda xp, self, dims: _squeezed(xp, self, dims), attrs="dims",
+   self=lambda grad, self_shape: grad.reshape(self_shape))
+op("squeeze_", "SqueezeBackward3", "self", lambda xp, self: xp.squeeze(self), self=lambda grad, self_shape: grad.reshape(self_shape))
+op("t_", "TBackward1", "self", lambda xp, self: self.T, self=lambda grad: grad.t())
+# fmt: on
+
+
+def _unfold_backward_op(grad, shape, dim, size, step):
+    return _dispatch(
+        OPS["unfold_backward"],
+        (grad,),
+        {"shape": tuple(shape), "dim": dim, "size": size, "step": step},
+    )

@@ -14,11 +14,11 @@ import warnings
 import numpy as np
 
 from nbgrad import dtypes
-from nbgrad._kernels import _user_stacklevel
 from nbgrad._tensor import creation as _creation
 from nbgrad._tensor.dispatch import _dispatch
 from nbgrad.autograd.grad_mode import no_grad
 from nbgrad.derivatives import OPS
+from nbgrad.kernels.common import _user_stacklevel
 from nbgrad.tensor import Tensor, tensor
 
 __all__ = [

@@ -60,7 +60,7 @@ class Parameter(Tensor):
         return result
 
     def __reduce_ex__(self, protocol):
-        data = backend.to_numpy(self._data, self._device).copy()
+        data = backend.to_host(self._data).copy()
         return (_rebuild_parameter, (data, str(self._device), self._requires_grad))
 
 

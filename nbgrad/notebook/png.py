@@ -28,7 +28,6 @@ from PIL import Image, ImageDraw, ImageFont
 __all__ = ["svg_to_png", "png_b64"]
 
 _NS = "{http://www.w3.org/2000/svg}"
-_NUM = re.compile(r"-?\d+(?:\.\d+)?")
 _FONTS: dict = {}
 # characters Pillow's bundled font lacks, as what it can draw
 _PLAIN = str.maketrans({"×": "x", "→": "->", "…": "...", "‖": "|", "−": "-", "▾": "v"})

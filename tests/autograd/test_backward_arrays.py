@@ -12,7 +12,8 @@ import pytest
 import torch
 
 import nbgrad as ng
-from nbgrad._graph.table_node import TableNode, returns_grad, runs_on_arrays
+from nbgrad._graph.array_formulas import returns_grad, runs_on_arrays
+from nbgrad._graph.table_node import TableNode
 from nbgrad._tensor import creation as _C
 from nbgrad._tensor.dispatch import _dispatch
 from nbgrad.autograd.graph import GraphObserver, observe

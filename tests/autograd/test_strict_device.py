@@ -1,13 +1,13 @@
-"""The strict test device (NOTE [Strict test device] in nbgrad/backend.py): its arrays are of
-their own type and its array module refuses NumPy operands, as CuPy does, so that every
-host/device mix fails on any machine; and the mixes it found stay fixed."""
+"""The strict test device (NOTE [Strict test device] in nbgrad/_testing/strict_device.py): its
+arrays are of their own type and its array module refuses NumPy operands, as CuPy does, so that
+every host/device mix fails on any machine; and the mixes it found stay fixed."""
 
 import numpy as np
 import pytest
 
 import nbgrad as ng
 from nbgrad import backend
-from nbgrad.backend import STRICT_XP, StrictArray
+from nbgrad._testing.strict_device import STRICT_XP, StrictArray
 from nbgrad.derivatives import OPS
 
 DEV = "strictdev"

@@ -1,6 +1,7 @@
 """The layers, activations and losses added for real models run on the strict test device (NOTE
-[Strict test device] in nbgrad/backend.py: its arrays refuse plain NumPy operands, as CuPy's
-do, so any host/device mix fails here) and give the CPU's outputs and parameter gradients."""
+[Strict test device] in nbgrad/_testing/strict_device.py: its arrays refuse plain NumPy
+operands, as CuPy's do, so any host/device mix fails here) and give the CPU's outputs and
+parameter gradients."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
-"""Array kernels of the op-table rows of ``nbgrad.nn``'s convolutions, poolings and
-index-mapping layers, for any number of spatial dims (``_kernels.py`` holds the others).
+"""The array kernels of the rows in ``nbgrad/derivatives/nn.py``: convolutions, poolings,
+normalisations and index-mapping layers, for any number of spatial dims.
 
 NOTE [N-d convolution and pooling kernels]: one kernel serves 1-, 2- and 3-d inputs. The
 spatial dims are those after ``(N, C)``; attributes are tuples with one entry per spatial dim
 (convolution padding: one ``(before, after)`` pair per dim), and each kernel reads the number
 of spatial dims from them. im2col is a strided view ``(groups, C / groups, *k, N, *out)``
-reshaped to one matrix per group, as the 2-d kernels of ``_kernels.py`` did.
+reshaped to one matrix per group.
 """
 
 from __future__ import annotations
@@ -15,10 +15,75 @@ from functools import reduce
 
 import numpy as np
 
-from nbgrad._kernels import _adaptive_ranges, _contiguous, _pool_size
+from nbgrad.kernels.common import _contiguous, _vector_norm
+
+# NOTE [Convolution's double backward]
+# conv2d C(x, w) is bilinear, so with F(x, w, gy) = <gy, C(x, w)> its input gradient
+# T(gy, w) = dF/dx and weight gradient W(x, gy) = dF/dw are bilinear too, and the derivatives
+# of T and W are again C, T and W: the backward of T(gy, w) sends C(g, w) to gy and W(g, gy) to
+# w; the backward of W(x, gy) sends T(gy, g) to x and C(x, g) to gy. Three rows (convolution,
+# convolution_input_grad, convolution_weight_grad) with NumPy kernels (im2col through a strided
+# view and one matmul per group) are thus differentiable to any order. PyTorch has one
+# ConvolutionBackwardBackward0 node for both gradients; nbgrad has one of that name for each.
+# The N-d kernels are below.
 
 
-# ---- convolution (NOTE [Convolution's double backward] in nbgrad/_kernels.py) -----------------
+def _pool_size(size, k, s, p, d, ceil_mode):
+    """PyTorch's ``pooling_output_shape``: floor or ceil, and with ceil no window that starts
+    in the right padding."""
+    num = size + 2 * p - d * (k - 1) - 1
+    out = (num + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+
+
+def _adaptive_ranges(size, out):
+    """PyTorch's adaptive windows: ``[floor(i * size / out), ceil((i + 1) * size / out))``."""
+    return [((i * size) // out, -((-(i + 1) * size) // out)) for i in range(out)]
+
+
+def _layer_norm(xp, x, weight, bias, normalized_shape, eps):
+    axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
+    mean = x.mean(axis=axes, keepdims=True)
+    var = x.var(axis=axes, keepdims=True)
+    y = (x - mean) / xp.sqrt(var + eps)
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y.astype(x.dtype, copy=False)
+
+
+def _channel_shape(ndim, c):
+    """A per-channel vector's shape for broadcasting over ``(N, C, *)``: ``(1, C, 1, ...)``."""
+    return (1, c) + (1,) * (ndim - 2)
+
+
+def _batch_norm(xp, x, weight, bias, running_mean, running_var, training, momentum, eps):
+    """Batch norm's forward; in training, also the in-place update of the running stats."""
+    dims = (0,) + tuple(range(2, x.ndim))
+    shape = _channel_shape(x.ndim, x.shape[1])
+    if training:
+        mean = x.mean(axis=dims)
+        var = x.var(axis=dims)
+        if running_mean is not None:  # as PyTorch: the running variance is the unbiased one
+            n = x.size // x.shape[1]
+            for buf, batch in ((running_mean, mean), (running_var, var * (n / max(n - 1, 1)))):
+                buf._data *= 1 - momentum
+                buf._data += (momentum * batch).astype(buf._data.dtype, copy=False)
+                buf._counter()[0] += 1
+    else:
+        mean, var = running_mean._data, running_var._data
+    y = (x - mean.reshape(shape)) / xp.sqrt(var.reshape(shape) + eps)
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y.astype(x.dtype, copy=False)
+
+
+# ---- convolution (NOTE [Convolution's double backward]) ----------------------------------------
 def _conv_columns(xp, x, kernel, stride, padding, dilation, groups):
     """im2col: the padded input's sliding windows as one ``(C / groups * prod(k), N *
     prod(out))`` matrix per group; returns ``(columns, out)``."""
@@ -380,3 +445,35 @@ def _fractional_max_pool(xp, x, samples, kernel_size, output_size):
     values = values.reshape(flat.shape)
     at = values.argmax(-1)[..., None]
     return xp.take_along_axis(values, at, -1)[..., 0], xp.take_along_axis(flat, at, -1)[..., 0]
+
+
+def _group_norm(xp, input, weight, bias, num_groups, eps):
+    n, c = input.shape[:2]
+    shape = _channel_shape(input.ndim, c)
+    out = _layer_norm(xp, input.reshape(n, num_groups, -1), None, None, (1,), eps)
+    out = out.reshape(input.shape)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out.astype(input.dtype, copy=False)
+
+
+def _pdist_pairs(n):
+    i, j = np.triu_indices(n, 1)
+    return i.astype(np.int64), j.astype(np.int64)
+
+
+def _pdist(xp, self, p):
+    i, j = (xp.asarray(k) for k in _pdist_pairs(self.shape[0]))
+    diff = self[i] - self[j]
+    if p == 0:  # the count of entries that differ (gradient zero)
+        return (diff != 0).sum(1).astype(self.dtype)
+    return _vector_norm(xp, diff, p, (1,), False)
+
+
+def _cdist(xp, x1, x2, p):
+    diff = x1[..., :, None, :] - x2[..., None, :, :]
+    if p == 0:  # the count of entries that differ (gradient zero)
+        return (diff != 0).sum(-1).astype(x1.dtype)
+    return _vector_norm(xp, diff, p, (-1,), False)
