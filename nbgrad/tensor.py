@@ -16,6 +16,7 @@ from weakref import ref as _weakref
 import nbgrad
 import nbgrad._tensor as _parts
 from nbgrad import _tensor_types, backend, dtypes
+from nbgrad._graph import forward_grad as _forward_grad
 from nbgrad._graph import graph as _graph
 from nbgrad._graph.grad_mode import _inference_tensors
 from nbgrad._graph.grad_mode import _state as _grad_state
@@ -71,6 +72,7 @@ from nbgrad._tensor.memory_formats import (
 )
 from nbgrad._tensor.printing import _format_tensor
 from nbgrad._tensor.shape_methods import ShapeMethods
+from nbgrad._tensor.tangents import propagate as _propagate_tangents  # noqa: F401 (binds them)
 from nbgrad._tensor.views import _INFERENCE, _NO_GRAD, _check_no_internal_overlap, _track_view
 from nbgrad._tensor.wider_methods import WiderMethods
 from nbgrad._tensor_types import legacy_new
@@ -155,6 +157,7 @@ class Tensor(
         "_view_version",  # on a no-grad view that requires grad: the version it was made at
         "_inference",  # set on an inference tensor only (see NOTE [Inference tensors])
         "_grad_dtype",  # on a leaf whose grad_dtype was set (see NOTE [grad_dtype])
+        "_fw_grad",  # set on a dual tensor only: its tangent (see NOTE [Forward-mode AD])
         "__weakref__",
     )
 
@@ -580,6 +583,7 @@ class Tensor(
         self.grad_fn = None
         self._requires_grad = False
         self._output_nr = 0
+        _forward_grad.set_tangent(self, None)  # as PyTorch, detach_ drops the tangent too
         return self
 
     def set_(self, source=None):

@@ -1,0 +1,92 @@
+"""Forward-mode AD state: the dual level and the tangents it holds (PyTorch's
+``torch/csrc/autograd/forward_grad.h``: ``ForwardADLevel``, ``ForwardGrad``).
+
+Knows no Tensor class: a tangent lives in a tensor's ``_fw_grad`` slot (unset on every tensor
+that has none), and the level keeps weak references to the tensors it gave one, so that
+leaving the level deletes them all. The rules that compute tangents live in
+``nbgrad/_tensor/tangents.py``; the public API in ``nbgrad/autograd/forward_ad.py``.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+
+class _ForwardADState:
+    """The one forward-AD level (PyTorch supports a single level, 0) and its switch.
+
+    ``active`` is what dispatch checks, once per op: a level is entered, forward grad is on
+    (off inside a tangent rule and a custom Function's forward), and the level holds at least
+    one tangent.
+    """
+
+    __slots__ = ("level", "enabled", "active", "duals", "propagate", "inplace")
+
+    def __init__(self):
+        self.level = -1
+        self.enabled = True
+        self.active = False
+        self.duals = []  # weak references to the tensors given a tangent at this level
+        self.propagate = None  # bound by nbgrad._tensor.tangents: (op, args, attrs, results)
+        self.inplace = None  # bound by nbgrad._tensor.tangents: (self, result)
+
+    def refresh(self):
+        self.active = self.level >= 0 and self.enabled and bool(self.duals)
+
+
+_state = _ForwardADState()
+
+
+def enter_level():
+    """``ForwardADLevel::get_next_idx``: level 0, or PyTorch's error for a nested one."""
+    if _state.level >= 0:
+        raise RuntimeError("Nested forward mode AD is not supported at the moment")
+    _state.level = 0
+    _state.refresh()
+    return 0
+
+
+def exit_level(level):
+    """Delete every tangent of ``level`` and leave it."""
+    if level < 0:
+        raise RuntimeError("Dual level must be a positive number.")
+    duals, _state.duals = _state.duals, []
+    for ref in duals:
+        t = ref()
+        if t is not None and hasattr(t, "_fw_grad"):
+            del t._fw_grad
+    _state.level = level - 1
+    _state.refresh()
+
+
+def get_tangent(t):
+    """The tangent of ``t`` at the current level, or None."""
+    return getattr(t, "_fw_grad", None)
+
+
+def set_tangent(t, tangent):
+    """Give ``t`` a tangent at the current level (None deletes it)."""
+    if tangent is None:
+        if hasattr(t, "_fw_grad"):
+            del t._fw_grad
+        return
+    if not hasattr(t, "_fw_grad"):
+        _state.duals.append(weakref.ref(t))
+    t._fw_grad = tangent
+    _state.refresh()
+
+
+class suspended:
+    """No tangents are computed inside (a tangent rule's own ops; a custom Function's forward,
+    as PyTorch's ``AutoFwGradMode(false)``)."""
+
+    __slots__ = ("prev",)
+
+    def __enter__(self):
+        self.prev = _state.enabled
+        _state.enabled = False
+        _state.active = False
+
+    def __exit__(self, *exc):
+        _state.enabled = self.prev
+        _state.refresh()

@@ -1,0 +1,157 @@
+"""Forward-mode AD: dual tensors that carry a tangent through every op (mirrors
+``torch/autograd/forward_ad.py``).
+
+Example:
+    >>> import nbgrad as ng
+    >>> import nbgrad.autograd.forward_ad as fwAD
+    >>> x = ng.tensor([1.0, 2.0])
+    >>> with fwAD.dual_level():
+    ...     y = fwAD.make_dual(x, ng.ones(2)) ** 2
+    ...     fwAD.unpack_dual(y).tangent
+    tensor([2., 4.])
+
+How tangents are computed: see NOTE [Forward-mode AD] in ``nbgrad/_tensor/tangents.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from nbgrad._graph import forward_grad as _fg
+from nbgrad._graph.grad_mode import _DecoratorContextManager
+from nbgrad._tensor.conversion import _wrap
+from nbgrad._tensor.dispatch import OPS, _dispatch
+from nbgrad.tensor import Tensor
+
+__all__ = [
+    "UnpackedDualTensor",
+    "enter_dual_level",
+    "exit_dual_level",
+    "make_dual",
+    "unpack_dual",
+    "dual_level",
+]
+
+
+def enter_dual_level():
+    """Enter a new forward grad level (only level 0 exists, as in PyTorch); returns it."""
+    return _fg.enter_level()
+
+
+def exit_dual_level(*, level=None):
+    """Exit the current forward grad level, deleting every tangent it holds."""
+    current = _fg._state.level
+    if level is None:
+        level = current
+    if level != current:
+        raise RuntimeError(
+            "Trying to exit a forward AD level that was not the last one that was created. This "
+            "is not supported."
+        )
+    _fg.exit_level(level)
+
+
+def _check_level(level, fn_name):
+    if level != _fg._state.level:
+        raise RuntimeError(f"Invalid level given to {fn_name}")
+
+
+def _storage_layout(data):
+    """(strides, bytes of the whole allocation, offset into it) of an array."""
+    root = data
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    offset = data.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    return data.strides, root.nbytes, offset if data.size else 0
+
+
+def make_dual(tensor, tangent, *, level=None):
+    """A new tensor aliasing ``tensor`` (a view of it) with ``tangent`` as its forward grad:
+    ``tangent`` itself when its storage layout is ``tensor``'s, else a copy laid out as it."""
+    if level is None:
+        level = _fg._state.level
+    if level < 0:
+        raise RuntimeError(
+            "Trying to create a dual Tensor for forward AD but no level exists, make sure to "
+            "enter_dual_level() first."
+        )
+    if not tensor.is_floating_point():
+        raise ValueError(
+            f"Expected primal to be floating point or complex, but got: {tensor.dtype}"
+        )
+    if not tangent.is_floating_point():
+        raise ValueError(
+            f"Expected tangent to be floating point or complex, but got: {tangent.dtype}"
+        )
+    _check_level(level, "_make_dual")
+    if _fg.get_tangent(tensor) is not None:
+        raise RuntimeError(
+            "Making a dual Tensor based on a Tensor that already has a forward gradient at the "
+            f"same level {level} is not supported."
+        )
+    if _fg.get_tangent(tangent) is not None:
+        raise RuntimeError(
+            "Trying to set a forward gradient that has a forward gradient at the same level "
+            f"{level}. This is not supported."
+        )
+    if tuple(tangent.shape) != tuple(tensor.shape):
+        raise RuntimeError(
+            "Trying to set a forward gradient that has a different size than that of the "
+            f"original Tensor, this is not supported. Tensor is of size {list(tensor.shape)} "
+            f"while the given forward gradient is of size {list(tangent.shape)}."
+        )
+    if tangent._device != tensor._device:
+        raise RuntimeError(
+            "Trying to set a forward gradient that has a different device than that of the "
+            "original Tensor, this is not supported."
+        )
+    with _fg.suspended():
+        if _storage_layout(tangent._data) != _storage_layout(tensor._data):
+            laid_out = _wrap(np.zeros_like(tensor._data, dtype=tangent._data.dtype))
+            if tensor._device != laid_out._device:
+                laid_out = laid_out.to(tensor._device)
+            tangent = laid_out.copy_(tangent)
+        dual = tensor.view(tuple(tensor.shape))
+    _fg.set_tangent(dual, tangent)
+    return dual
+
+
+class UnpackedDualTensor(NamedTuple):
+    """What :func:`unpack_dual` returns: the primal and the tangent (or None) of a tensor."""
+
+    primal: Tensor
+    tangent: Tensor | None
+
+
+def unpack_dual(tensor, *, level=None):
+    """``(primal, tangent)``: a new view of ``tensor`` without tangent, and its tangent as-is
+    (None outside a level or for a tensor without one)."""
+    if level is None:
+        level = _fg._state.level
+    if level < 0:
+        return UnpackedDualTensor(tensor, None)
+    _check_level(level, "_fw_primal")
+    with _fg.suspended():
+        primal = _dispatch(OPS["alias"], (tensor,), {})
+    return UnpackedDualTensor(primal, _fg.get_tangent(tensor))
+
+
+class dual_level(_DecoratorContextManager):
+    """Context manager for forward AD: enters level 0 and exits it, deleting its tangents.
+
+    Example:
+        >>> import nbgrad as ng
+        >>> import nbgrad.autograd.forward_ad as fwAD
+        >>> with fwAD.dual_level():
+        ...     x = fwAD.make_dual(ng.tensor(3.0), ng.tensor(1.0))
+        ...     fwAD.unpack_dual(x.sin()).tangent
+        tensor(-0.9900)
+    """
+
+    def __enter__(self):
+        return enter_dual_level()
+
+    def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> None:
+        exit_dual_level()
