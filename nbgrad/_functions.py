@@ -13,6 +13,7 @@ from ._tensor.conversion import _tensor_arg
 from ._tensor.inplace import _check_not_inference
 from ._tensor.linalg_methods import einsum, meshgrid, tensordot
 from ._tensor.memory_formats import preserve_format
+from ._tensor.tangents import check_out
 from .tensor import Size, Tensor, as_tensor
 
 __all__ = [
@@ -208,6 +209,7 @@ def _out_variant(fn):
 def _into_out(name, fn, args, kwargs, out):
     if not isinstance(out, Tensor):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    check_out(name, args, out)  # see NOTE [Forward-mode AD]
     # (an op whose result is not differentiable, as a comparison, may take inputs that do)
     result = fn(*args, **kwargs)
     if is_grad_enabled() and (out.requires_grad or result.requires_grad):

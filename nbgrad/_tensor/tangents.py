@@ -96,6 +96,15 @@ def propagate(op, args, attrs, results):
                 set_tangent(o, _fit(t, o))
 
 
+def check_out(name, args, out):
+    """PyTorch's error for an ``out=`` function given a dual tensor: no tangent goes through."""
+    if _fw.active and _tangents_of((*args, out))[1]:
+        raise NotImplementedError(
+            f"Trying to use forward AD with {name}_out that does not support it because it is "
+            "an out= function"
+        )
+
+
 def _fit(t, o):
     """``t`` with the shape of ``o`` (a rule may leave a broadcast one)."""
     if tuple(t.shape) != tuple(o.shape):

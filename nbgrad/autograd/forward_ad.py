@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-import numpy as np
-
+from nbgrad import backend
 from nbgrad._graph import forward_grad as _fg
 from nbgrad._graph.grad_mode import _DecoratorContextManager
 from nbgrad._tensor.conversion import _wrap
 from nbgrad._tensor.dispatch import OPS, _dispatch
+from nbgrad._tensor.memory_formats import _storage_of
 from nbgrad.tensor import Tensor
 
 __all__ = [
@@ -59,12 +59,23 @@ def _check_level(level, fn_name):
 
 
 def _storage_layout(data):
-    """(strides, bytes of the whole allocation, offset into it) of an array."""
-    root = data
-    while isinstance(root.base, np.ndarray):
-        root = root.base
-    offset = data.__array_interface__["data"][0] - root.__array_interface__["data"][0]
-    return data.strides, root.nbytes, offset if data.size else 0
+    """(strides, storage size, offset), in elements: PyTorch's "same layout" of a tangent."""
+    flat, offset = _storage_of(data)
+    strides = tuple(s // data.itemsize for s in data.strides)
+    return strides, flat.size, offset if data.size else 0
+
+
+def _laid_out_as(primal, tangent):
+    """A copy of ``tangent`` (recorded, so that gradients reach it) in a fresh storage laid out
+    as ``primal``'s: its size, offset and strides."""
+    data = primal._data
+    strides, size, offset = _storage_layout(data)
+    xp = backend.get_xp(primal._device)
+    dtype = tangent._data.dtype
+    storage = xp.zeros(size, dtype)
+    item = storage.itemsize
+    view = xp.ndarray(data.shape, dtype, storage.data, offset * item, [s * item for s in strides])
+    return _wrap(view, primal._device).copy_(tangent)
 
 
 def make_dual(tensor, tangent, *, level=None):
@@ -109,10 +120,7 @@ def make_dual(tensor, tangent, *, level=None):
         )
     with _fg.suspended():
         if _storage_layout(tangent._data) != _storage_layout(tensor._data):
-            laid_out = _wrap(np.zeros_like(tensor._data, dtype=tangent._data.dtype))
-            if tensor._device != laid_out._device:
-                laid_out = laid_out.to(tensor._device)
-            tangent = laid_out.copy_(tangent)
+            tangent = _laid_out_as(tensor, tangent)
         dual = tensor.view(tuple(tensor.shape))
     _fg.set_tangent(dual, tangent)
     return dual
