@@ -807,6 +807,8 @@ class Tensor(
         t.grad_fn = node
         t._output_nr = output_nr
         t._version_counter = counter
+        if _forward_grad._state.active:  # the output's tangent too (NOTE [Forward-mode AD])
+            _forward_grad.restore_saved_tangent(t)
         return t
 
     def _alias_with_grad_fn(self, node, output_nr):

@@ -20,13 +20,14 @@ class _ForwardADState:
     one tangent.
     """
 
-    __slots__ = ("level", "enabled", "active", "duals", "propagate", "inplace")
+    __slots__ = ("level", "enabled", "active", "duals", "saved", "propagate", "inplace")
 
     def __init__(self):
         self.level = -1
         self.enabled = True
         self.active = False
         self.duals = []  # weak references to the tensors given a tangent at this level
+        self.saved = {}  # id(array) -> (array, tangent): recorded outputs, see remember_saved
         self.propagate = None  # bound by nbgrad._tensor.tangents: (op, args, attrs, results)
         self.inplace = None  # bound by nbgrad._tensor.tangents: (self, result)
 
@@ -51,6 +52,7 @@ def exit_level(level):
     if level < 0:
         raise RuntimeError("Dual level must be a positive number.")
     duals, _state.duals = _state.duals, []
+    _state.saved = {}
     for ref in duals:
         t = ref()
         if t is not None and hasattr(t, "_fw_grad"):
@@ -74,6 +76,20 @@ def set_tangent(t, tangent):
         _state.duals.append(weakref.ref(t))
     t._fw_grad = tangent
     _state.refresh()
+
+
+def remember_saved(t, tangent):
+    """Keep the tangent of a recorded output ``t``: its node may save it as its data only (no
+    tensor), and a backward run under this level (forward over reverse) needs the tangent of
+    the tensor it unpacks from that data (``SavedVariable``'s ``fw_grad_``)."""
+    _state.saved[id(t._data)] = (t._data, tangent)
+
+
+def restore_saved_tangent(t):
+    """Give ``t``, unpacked from a saved output's data, that output's tangent."""
+    entry = _state.saved.get(id(t._data))
+    if entry is not None and entry[0] is t._data:
+        set_tangent(t, entry[1])
 
 
 class suspended:

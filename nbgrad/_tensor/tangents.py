@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import nbgrad
 from nbgrad._graph.forward_grad import _state as _fw
-from nbgrad._graph.forward_grad import get_tangent, set_tangent, suspended
+from nbgrad._graph.forward_grad import get_tangent, remember_saved, set_tangent, suspended
 from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad._tensor import dispatch as _d
 from nbgrad._tensor.conversion import _wrap
@@ -93,7 +93,10 @@ def propagate(op, args, attrs, results):
             if op.diff_outputs is not None and k not in op.diff_outputs:
                 continue
             if t is not None and o._data.dtype.kind == "f":
-                set_tangent(o, _fit(t, o))
+                t = _fit(t, o)
+                set_tangent(o, t)
+                if o.grad_fn is not None:
+                    remember_saved(o, t)
 
 
 def check_out(name, args, out):
