@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import nbgrad
 from nbgrad import backend
 from nbgrad._graph import forward_grad as _fg
 from nbgrad._graph.grad_mode import _DecoratorContextManager
@@ -141,9 +142,10 @@ def unpack_dual(tensor, *, level=None):
     if level < 0:
         return UnpackedDualTensor(tensor, None)
     _check_level(level, "_fw_primal")
+    enabled = _fg._state.enabled  # (off in a custom Function's forward: no tangent there)
     with _fg.suspended():
         primal = _dispatch(OPS["alias"], (tensor,), {})
-    return UnpackedDualTensor(primal, _fg.get_tangent(tensor))
+    return UnpackedDualTensor(primal, _fg.get_tangent(tensor) if enabled else None)
 
 
 class dual_level(_DecoratorContextManager):
@@ -163,3 +165,56 @@ class dual_level(_DecoratorContextManager):
 
     def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> None:
         exit_dual_level()
+
+
+# NOTE [A custom Function's forward mode]
+# As PyTorch's: ``forward`` runs with forward AD off (its inputs show no tangent), then
+# ``jvp(ctx, *tangents)`` gives the outputs' tangents from the inputs': one per ``forward``
+# argument, zeros for a tensor without one (None for any other argument), and
+# ``ctx.saved_tensors`` gives what ``ctx.save_for_forward`` kept. A Function without ``jvp``
+# raises NotImplementedError; a ``jvp`` giving the wrong number of tangents, or one of the wrong
+# shape, raises as PyTorch's.
+def _function_input_tangents(args):
+    """The tangents ``jvp`` takes for ``args`` (None when no argument has one)."""
+    found = False
+    tangents = []
+    for a in args:
+        t = _fg.get_tangent(a) if isinstance(a, Tensor) else None
+        found = found or t is not None
+        tangents.append(t)
+    if not found:
+        return None
+    return [
+        nbgrad.zeros_like(a) if t is None and isinstance(a, Tensor) else t
+        for a, t in zip(args, tangents)
+    ]
+
+
+def _function_output_tangents(cls, ctx, tangents, outputs):
+    """Give the tensor outputs of ``cls.apply`` the tangents ``cls.jvp`` computes."""
+    single = not isinstance(outputs, tuple)
+    outs = (outputs,) if single else outputs
+    saved, to_save = ctx._saved, ctx.to_save
+    ctx._saved, ctx.to_save = None, getattr(ctx, "saved_for_forward", None) or ()
+    try:
+        with _fg.suspended():
+            result = cls.jvp(ctx, *tangents)
+    finally:
+        ctx._saved, ctx.to_save = saved, to_save
+    result = result if isinstance(result, tuple) else (result,)
+    if len(result) != len(outs):
+        raise RuntimeError(
+            "Function's jvp returned an invalid number of forward gradients (expected "
+            f"{len(outs)} but got {len(result)})"
+        )
+    for o, t in zip(outs, result):
+        if not isinstance(o, Tensor) or t is None or not o.is_floating_point():
+            continue
+        if tuple(t.shape) != tuple(o.shape):
+            raise RuntimeError(
+                "Trying to set a forward gradient that has a different size than that of the "
+                f"original Tensor, this is not supported. Tensor is of size {list(o.shape)} "
+                f"while the given forward gradient is of size {list(t.shape)}."
+            )
+        _fg.set_tangent(o, t)
+    return outputs

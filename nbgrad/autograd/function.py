@@ -14,6 +14,7 @@ import math
 import warnings
 
 from nbgrad._graph import anomaly_mode as _anomaly
+from nbgrad._graph.forward_grad import _state as _fw
 from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad._graph.graph import (
     ERR_FREED,
@@ -27,6 +28,7 @@ from nbgrad._graph.graph import (
 from nbgrad._tensor.dispatch import _edge_of
 from nbgrad._tensor.inplace import CopySlices  # (re-exported: PyTorch lists it here)
 from nbgrad._tensor.views import _IN_CUSTOM_FUNCTION, _multiple_views_message
+from nbgrad.autograd.forward_ad import _function_input_tangents, _function_output_tangents
 from nbgrad.backend import CPU
 from nbgrad.dtypes import float32
 from nbgrad.tensor import Tensor, zeros
@@ -260,6 +262,15 @@ class Function(metaclass=_FunctionMeta):
 
     vjp = backward
 
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        """The tangents of the outputs from those of the inputs (forward-mode AD); see NOTE
+        [A custom Function's forward mode]."""
+        raise NotImplementedError(
+            "You must implement the jvp function for custom autograd.Function to use it with "
+            "forward mode AD."
+        )
+
     # True: ``ctx.saved_tensors`` releases them when read, so that backward can free each
     # tensor as soon as it is done with it; a second read raises
     clear_saved_tensors_on_access = False
@@ -285,8 +296,11 @@ class Function(metaclass=_FunctionMeta):
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
         ctx._n_args = len(args)
         ctx._input_positions = tuple(tensor_positions)
+        # see NOTE [A custom Function's forward mode]
+        tangents = _function_input_tangents(args) if _fw.active else None
         prev = _grad_state.enabled
         _grad_state.enabled = False
+        _fw.enabled = tangents is None and _fw.enabled
         try:
             if setup_style:
                 # PyTorch 2's style: a forward without ctx, then setup_context fills it
@@ -296,12 +310,16 @@ class Function(metaclass=_FunctionMeta):
                 outputs = cls.forward(ctx, *args, **kwargs)
         finally:
             _grad_state.enabled = prev
+            _fw.enabled = _fw.enabled or tangents is not None
+            _fw.refresh()
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
         if not is_executable:
             for o in outs:  # see NOTE [Views made in no-grad mode]
                 if isinstance(o, Tensor) and o._base is not None and all(o is not a for a in args):
                     o._no_grad_view = _IN_CUSTOM_FUNCTION
+            if tangents is not None:
+                _function_output_tangents(cls, ctx, tangents, outputs)
             return outputs
         ctx._next_edges = tuple(_edge_of(args[i]) for i in tensor_positions)
         if _anomaly._state.enabled:
@@ -406,7 +424,10 @@ class Function(metaclass=_FunctionMeta):
         ctx.to_save = ctx.dirty_tensors = ctx.non_differentiable = None
         if getattr(cls.backward, "_once_differentiable", False):
             pass
-        return new_outs[0] if single else tuple(new_outs)
+        outputs = new_outs[0] if single else tuple(new_outs)
+        if tangents is not None:
+            _function_output_tangents(cls, ctx, tangents, outputs)
+        return outputs
 
 
 class InplaceFunction(Function):
