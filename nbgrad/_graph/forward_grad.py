@@ -20,7 +20,16 @@ class _ForwardADState:
     one tangent.
     """
 
-    __slots__ = ("level", "enabled", "active", "duals", "saved", "propagate", "inplace")
+    __slots__ = (
+        "level",
+        "enabled",
+        "active",
+        "duals",
+        "saved",
+        "propagate",
+        "inplace",
+        "view_tangent",
+    )
 
     def __init__(self):
         self.level = -1
@@ -30,6 +39,7 @@ class _ForwardADState:
         self.saved = {}  # id(array) -> (array, tangent): recorded outputs, see remember_saved
         self.propagate = None  # bound by nbgrad._tensor.tangents: (op, args, attrs, results)
         self.inplace = None  # bound by nbgrad._tensor.tangents: (self, result)
+        self.view_tangent = None  # bound by nbgrad._tensor.tangents: (view) -> its tangent
 
     def refresh(self):
         self.active = self.level >= 0 and self.enabled and bool(self.duals)
@@ -62,8 +72,14 @@ def exit_level(level):
 
 
 def get_tangent(t):
-    """The tangent of ``t`` at the current level, or None."""
-    return getattr(t, "_fw_grad", None)
+    """The tangent of ``t`` at the current level, or None; a view of a base that has one
+    has (from now on) that tangent's same view, as PyTorch's forward grad of a view."""
+    tangent = getattr(t, "_fw_grad", None)
+    if tangent is None and _state.level >= 0:
+        base = t._base
+        if base is not None and t._view_chain is not None and hasattr(base, "_fw_grad"):
+            tangent = _state.view_tangent(t)
+    return tangent
 
 
 def set_tangent(t, tangent):

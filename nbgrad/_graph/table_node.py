@@ -14,6 +14,7 @@ import linecache
 
 import numpy as np
 
+from nbgrad._graph import forward_grad as _forward_grad
 from nbgrad._graph import graph as _graph
 from nbgrad._graph.grad_mode import _inference_tensors
 from nbgrad._graph.grad_mode import _state as _grad_state
@@ -506,6 +507,7 @@ def _generate_array_path(slot_plan, tensor_slots, input_slots, outs, carry=False
     if not computing:
         return None
     env = {"ndarray": np.ndarray, "CPU": CPU, "grad_mode": _grad_state, "wrap": _graph._wrap}
+    env["fw"] = _forward_grad._state  # tangents ride on Tensors: NOTE [Forward-mode AD]
     env.update(saved_array=saved_array, input_array=input_array, NOT_ARRAY=_NOT_ARRAY)
     named = [slot for _, _, _, slots in slot_plan for slot in slots if slot != "grad"]
     operands = [s for s in tensor_slots if s in named]
@@ -515,7 +517,7 @@ def _generate_array_path(slot_plan, tensor_slots, input_slots, outs, carry=False
         live = " or ".join(f"fns[{i}] is not None" for i, _, _, _ in slot_plan)
         lines = [
             "    grad = grads[0]",
-            f"    if ({live}) and grad is not None and not grad_mode.enabled:",
+            f"    if ({live}) and grad is not None and not grad_mode.enabled and not fw.active:",
             "        g = grad if type(grad) is not Tensor else grad._data if grad._device is CPU"
             " and not grad._requires_grad else None",
             "        if type(g) in RAW_GRADS:  # an array or NumPy scalar on the CPU",
@@ -525,7 +527,7 @@ def _generate_array_path(slot_plan, tensor_slots, input_slots, outs, carry=False
         lines = [
             "    grad = grads[0]",
             f"    if ({live}) and grad is not None and grad._device is CPU"
-            " and not grad_mode.enabled and not grad._requires_grad:",
+            " and not grad_mode.enabled and not grad._requires_grad and not fw.active:",
             "        g = grad._data",
             "        if type(g) is ndarray:  # NOTE [Backward on arrays]",
             "            dtype = g.dtype",

@@ -329,16 +329,21 @@ def _new_tangent(self):
     base, chain = self._base, self._view_chain
     if base is None or chain is None:
         return None
-    base_tangent = get_tangent(base)
-    if base_tangent is None:
-        base_tangent = nbgrad.zeros_like(base)
-        set_tangent(base, base_tangent)
-    tangent = base_tangent
-    for view_op, attrs in chain:
-        tangent = _d._dispatch(_d.OPS[view_op], (tangent,), attrs)
-    set_tangent(self, tangent)
+    if get_tangent(base) is None:
+        set_tangent(base, nbgrad.zeros_like(base))
+    return _view_tangent(self)
+
+
+def _view_tangent(view):
+    """The tangent of ``view``: its chain of views replayed on its base's tangent."""
+    with suspended():
+        tangent = view._base._fw_grad
+        for view_op, attrs in view._view_chain:
+            tangent = _d._dispatch(_d.OPS[view_op], (tangent,), attrs)
+    set_tangent(view, tangent)
     return tangent
 
 
 _fw.propagate = propagate
 _fw.inplace = inplace
+_fw.view_tangent = _view_tangent

@@ -141,7 +141,8 @@ def unpack_dual(tensor, *, level=None):
         level = _fg._state.level
     if level < 0:
         return UnpackedDualTensor(tensor, None)
-    _check_level(level, "_fw_primal")
+    if _fg.get_tangent(tensor) is not None:
+        _check_level(level, "_fw_primal")
     enabled = _fg._state.enabled  # (off in a custom Function's forward: no tangent there)
     with _fg.suspended():
         primal = _dispatch(OPS["alias"], (tensor,), {})
