@@ -36,9 +36,14 @@ __all__ = [
 ]
 
 
+_current_level = -1  # as PyTorch's module global: the level entered, or -1
+
+
 def enter_dual_level():
     """Enter a new forward grad level (only level 0 exists, as in PyTorch); returns it."""
-    return _fg.enter_level()
+    global _current_level
+    _current_level = _fg.enter_level()
+    return _current_level
 
 
 def exit_dual_level(*, level=None):
@@ -51,7 +56,9 @@ def exit_dual_level(*, level=None):
             "Trying to exit a forward AD level that was not the last one that was created. This "
             "is not supported."
         )
+    global _current_level
     _fg.exit_level(level)
+    _current_level = _fg._state.level
 
 
 def _check_level(level, fn_name):
@@ -186,7 +193,7 @@ def _function_input_tangents(args):
     if not found:
         return None
     return [
-        nbgrad.zeros_like(a) if t is None and isinstance(a, Tensor) else t
+        nbgrad.zeros_like(a) if t is None and isinstance(a, Tensor) and a.is_floating_point() else t
         for a, t in zip(args, tangents)
     ]
 
@@ -208,8 +215,11 @@ def _function_output_tangents(cls, ctx, tangents, outputs):
             "Function's jvp returned an invalid number of forward gradients (expected "
             f"{len(outs)} but got {len(result)})"
         )
-    for o, t in zip(outs, result):
+    non_diff = {id(t) for t in ctx.non_differentiable or ()}
+    for k, (o, t) in enumerate(zip(outs, result)):
         if not isinstance(o, Tensor) or t is None or not o.is_floating_point():
+            continue
+        if id(o) in non_diff or k in ctx._non_diff_outputs:  # (marked non-differentiable)
             continue
         if tuple(t.shape) != tuple(o.shape):
             raise RuntimeError(

@@ -165,7 +165,7 @@ class BackwardCFunction(Node, FunctionCtx):
                 else g
                 for k, (g, m) in enumerate(zip(grads, self._input_metadata_))
             ]
-        results = cls.backward(self, *grads)
+        results = _backward_or_vjp(cls)(self, *grads)
         if not isinstance(results, tuple):
             results = (results,)
 
@@ -194,6 +194,18 @@ class BackwardCFunction(Node, FunctionCtx):
                     f"{pos + 1}, but the corresponding forward input was not a Variable"
                 )
         return out
+
+
+def _backward_or_vjp(cls):
+    """The backward formula a Function defines, as ``backward`` or as ``vjp`` (PyTorch's
+    ``BackwardCFunction._get_user_fn``)."""
+    backward, vjp = cls.backward, cls.vjp
+    if backward is not Function.backward and vjp is not Function.vjp:
+        raise RuntimeError(
+            "Implementing both 'backward' and 'vjp' for a custom Function is not allowed. You "
+            "should only implement one of them."
+        )
+    return vjp if vjp is not Function.vjp else backward
 
 
 class _FunctionMeta(type):
@@ -257,10 +269,11 @@ class Function(metaclass=_FunctionMeta):
     @staticmethod
     def backward(ctx, *grad_outputs):
         raise NotImplementedError(
-            "You must implement the backward function for custom autograd.Function."
+            "You must implement either the backward or vjp method for your custom "
+            "autograd.Function to use it with backward mode AD."
         )
 
-    vjp = backward
+    vjp = backward  # an alias: a Function defines one or the other (``_backward_or_vjp``)
 
     @staticmethod
     def jvp(ctx, *grad_inputs):
