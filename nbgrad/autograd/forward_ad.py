@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import numpy as np
+
 import nbgrad
 from nbgrad import backend
 from nbgrad._graph import forward_grad as _fg
@@ -198,10 +200,9 @@ def _function_input_tangents(args):
     ]
 
 
-def _function_output_tangents(cls, ctx, tangents, outputs):
-    """Give the tensor outputs of ``cls.apply`` the tangents ``cls.jvp`` computes."""
-    single = not isinstance(outputs, tuple)
-    outs = (outputs,) if single else outputs
+def _function_output_tangents(cls, ctx, args, tangents, outs):
+    """Give the tensor outputs ``outs`` of ``cls.apply(*args)`` the tangents ``cls.jvp``
+    computes from ``tangents``, with PyTorch's checks of what it returns."""
     saved, to_save = ctx._saved, ctx.to_save
     ctx._saved, ctx.to_save = None, getattr(ctx, "saved_for_forward", None) or ()
     try:
@@ -216,10 +217,17 @@ def _function_output_tangents(cls, ctx, tangents, outputs):
             f"{len(outs)} but got {len(result)})"
         )
     non_diff = {id(t) for t in ctx.non_differentiable or ()}
+    dirty = {id(t) for t in ctx.dirty_tensors or ()}
     for k, (o, t) in enumerate(zip(outs, result)):
-        if not isinstance(o, Tensor) or t is None or not o.is_floating_point():
+        if not isinstance(o, Tensor) or t is None:
             continue
-        if id(o) in non_diff or k in ctx._non_diff_outputs:  # (marked non-differentiable)
+        if id(o) in non_diff or k in ctx._non_diff_outputs:
+            raise RuntimeError(
+                f"Function {cls.__name__} returned a tangent at position {k} for an output that "
+                "was marked as non-differentiable in forward. You should return None at that "
+                "position instead."
+            )
+        if not o.is_floating_point():
             continue
         if tuple(t.shape) != tuple(o.shape):
             raise RuntimeError(
@@ -227,5 +235,37 @@ def _function_output_tangents(cls, ctx, tangents, outputs):
                 f"original Tensor, this is not supported. Tensor is of size {list(o.shape)} "
                 f"while the given forward gradient is of size {list(t.shape)}."
             )
+        source = _aliased_input(o, args)
+        if id(o) in dirty:
+            if source is not None and t is not tangents[source]:
+                raise RuntimeError(
+                    "inplace custom Function is not modifying the forward mode gradients "
+                    "inplace. If the forward is modifying an input inplace, then the jvp "
+                    "function must modify the corresponding gradient inplace."
+                )
+        elif source is not None:
+            _check_view_tangent(t, tangents[source])
         _fg.set_tangent(o, t)
-    return outputs
+
+
+def _aliased_input(output, args):
+    """The position of the tensor argument ``output`` is, or is a view of, or None."""
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor) and (a is output or np.may_share_memory(a._data, output._data)):
+            return i
+    return None
+
+
+def _check_view_tangent(t, input_tangent):
+    """PyTorch's checks on the tangent of an output that is an input, or a view of one: the
+    same view of the input's tangent."""
+    message = "A custom Function's forward is returning a view (or an input as-is) but the jvp "
+    if t._base is None:
+        raise RuntimeError(message + "is not returning a view.")
+    if input_tangent._base is not None:
+        if t._base is not input_tangent._base:
+            raise RuntimeError(
+                message + "is not returning a view of the same base as the given grad input."
+            )
+    elif t._base is not input_tangent:
+        raise RuntimeError(message + "is not returning a view of the given grad input.")

@@ -314,6 +314,7 @@ class Function(metaclass=_FunctionMeta):
         prev = _grad_state.enabled
         _grad_state.enabled = False
         _fw.enabled = tangents is None and _fw.enabled
+        _fw.refresh()
         try:
             if setup_style:
                 # PyTorch 2's style: a forward without ctx, then setup_context fills it
@@ -332,7 +333,7 @@ class Function(metaclass=_FunctionMeta):
                 if isinstance(o, Tensor) and o._base is not None and all(o is not a for a in args):
                     o._no_grad_view = _IN_CUSTOM_FUNCTION
             if tangents is not None:
-                _function_output_tangents(cls, ctx, tangents, outputs)
+                _function_output_tangents(cls, ctx, args, tangents, outs)
             return outputs
         ctx._next_edges = tuple(_edge_of(args[i]) for i in tensor_positions)
         if _anomaly._state.enabled:
@@ -414,6 +415,8 @@ class Function(metaclass=_FunctionMeta):
         ctx._input_metadata_ = tuple(meta)
         ctx._tensor_outputs = frozenset(positions)
         ctx._non_diff_outputs = tuple(non_diff_outputs)
+        if tangents is not None:  # (while ctx still knows what forward marked)
+            _function_output_tangents(cls, ctx, args, tangents, tuple(new_outs))
         out_ids = {id(o) for o in new_outs if isinstance(o, Tensor)}
         # a saved output is named in a version error as PyTorch names it: by the Function
         # (``Exp``), not its node (``ExpBackward``)
@@ -437,10 +440,7 @@ class Function(metaclass=_FunctionMeta):
         ctx.to_save = ctx.dirty_tensors = ctx.non_differentiable = None
         if getattr(cls.backward, "_once_differentiable", False):
             pass
-        outputs = new_outs[0] if single else tuple(new_outs)
-        if tangents is not None:
-            _function_output_tangents(cls, ctx, tangents, outputs)
-        return outputs
+        return new_outs[0] if single else tuple(new_outs)
 
 
 class InplaceFunction(Function):

@@ -510,3 +510,80 @@ def test_jvp_and_hvp_agree_with_forward_mode():
         d = ng_fwAD.make_dual(x.clone().requires_grad_(), v)
         (grad,) = ng.autograd.grad(g(d), d, create_graph=True)
         np.testing.assert_allclose(_np(hv), _np(ng_fwAD.unpack_dual(grad).tangent), rtol=1e-12)
+
+
+# ---- what a custom Function's jvp must return ------------------------------------------------
+def _jvp_function(lib, forward, jvp, mark=None, scale=1):
+    class Fn(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            out = forward(ctx, x)
+            if mark == "non_differentiable":
+                ctx.mark_non_differentiable(out)
+            elif mark == "dirty":
+                ctx.mark_dirty(out)
+            return out
+
+        @staticmethod
+        def vjp(ctx, g):
+            return g * scale
+
+        @staticmethod
+        def jvp(ctx, t):
+            return jvp(t)
+
+    return Fn
+
+
+@pytest.mark.parametrize(
+    "forward, jvp, mark, match",
+    [
+        (lambda ctx, x: x, lambda t: t.view_as(t), None, None),
+        (lambda ctx, x: x, lambda t: t * 2, None, r"is returning a view \(or an input as-is\)"),
+        (lambda ctx, x: x.narrow(0, 0, 1), lambda t: t.narrow(0, 0, 1), None, None),
+        (lambda ctx, x: x.narrow(0, 0, 1), lambda t: t.narrow(0, 0, 1).clone().view(1),
+         None, "jvp is not returning a view of the given"),
+        (lambda ctx, x: x.mul_(2), lambda t: t.mul_(2), "dirty", None),
+        (lambda ctx, x: x.mul_(2), lambda t: t * 2, "dirty",
+         "not modifying the forward mode gradients inplace"),
+        (lambda ctx, x: x * 2, lambda t: t * 2, "non_differentiable",
+         "You should return None at that position instead"),
+        (lambda ctx, x: x * 2, lambda t: None, "non_differentiable", None),
+    ],
+    ids=["input-as-is", "input-as-is-not-a-view", "view", "view-of-another", "dirty",
+         "dirty-not-in-place", "non-differentiable-with-tangent", "non-differentiable"],
+)  # fmt: skip
+def test_custom_function_jvp_checks(forward, jvp, mark, match):
+    def body(lib):
+        fn = _jvp_function(lib, forward, jvp, mark)
+        x = fw(lib).make_dual(_values(lib, 2), _values(lib, 2, seed=1)).clone()
+        out = fn.apply(x)
+        return fw(lib).unpack_dual(out).tangent, fw(lib).unpack_dual(x).tangent
+
+    if match is None:
+        _both(_in_level(body))
+    else:
+        _raises_both(_in_level(body), RuntimeError, match)
+
+
+def test_gradcheck_in_forward_mode():
+    def scenario(lib):
+        right = _jvp_function(lib, lambda ctx, x: x * 2, lambda t: t * 2, scale=2)
+        wrong = _jvp_function(lib, lambda ctx, x: x * 2, lambda t: t * 3, scale=2)
+        x = _values(lib, 3).requires_grad_()
+        ok = lib.autograd.gradcheck(right.apply, (x,), check_forward_ad=True)
+        bad = lib.autograd.gradcheck(
+            wrong.apply, (x,), check_forward_ad=True, check_backward_ad=False,
+            raise_exception=False,
+        )  # fmt: skip
+        sin = lib.autograd.gradcheck(lambda a: a.sin().cumsum(0), (x,), check_forward_ad=True)
+        return ok, bad, sin
+
+    _both(scenario)
+    wrong = _jvp_function(ng, lambda ctx, x: x * 2, lambda t: t * 3)
+    with pytest.raises(
+        RuntimeError, match="Jacobian computed with forward mode mismatch for output 0"
+    ):
+        ng.autograd.gradcheck(
+            wrong.apply, (_values(ng, 3).requires_grad_(),), check_forward_ad=True
+        )
