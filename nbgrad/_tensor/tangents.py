@@ -37,7 +37,7 @@ from nbgrad._tensor.views import _EnableGrad
 # row's tangent is right wherever its gradient is, by construction, and a new row needs
 # nothing more. It costs two tiny backward passes per op, so the rows that dominate real
 # graphs have an explicit formula in ``_RULES`` below (checked against the generic one and
-# against PyTorch by tests/autograd/test_forward_ad.py), and the rows that are linear in their
+# against PyTorch by tests/autograd/test_forward_ad_ops.py), and the rows that are linear in their
 # one tensor input (views, sums, clone ...) apply themselves to the tangent: a view's tangent
 # is then the same view of the input's tangent, so an in-place op on either updates both, as
 # PyTorch's forward grad views.
@@ -49,7 +49,20 @@ from nbgrad._tensor.views import _EnableGrad
 # In place. The row's out-of-place result carries the new tangent; ``inplace`` copies it into
 # the written tensor's tangent, in place, so that its views' tangents see it. A tensor without
 # a tangent gets one: zeros for its base (when it is a view) and the view chain replayed on
-# them, as PyTorch's forward grad of a view.
+# them. A view of a base that has a tangent has that tangent's same view, made when first
+# asked for (``forward_grad.get_tangent``), as PyTorch's forward grad of a view. ``detach()``
+# and ``make_dual``'s result are no such views: in place on them leaves the base's tangent.
+#
+# Forward over reverse. A backward pass run while a level holds tangents computes its
+# gradients with the same ops, so they get tangents (a Hessian-vector product). Three fast
+# paths of reverse mode would drop them and step aside: the array paths of the engine and of
+# the generated ``apply`` (NOTE [Gradients carried as arrays], NOTE [Backward on arrays]) and
+# the in-place sum of the input buffer; and a node that saved its own output keeps only its
+# data, so the output's tangent is remembered by that data (``remember_saved``) and given to
+# the tensor that backward unpacks from it (PyTorch's ``SavedVariable`` keeps ``fw_grad``).
+#
+# A custom Function: see NOTE [A custom Function's forward mode] in
+# nbgrad/autograd/forward_ad.py.
 
 
 def _tangents_of(args):
