@@ -171,13 +171,26 @@ def _double_vjp(op, args, attrs, outs, tangents):
                 continue  # a gradient that does not depend on u: a zero tangent
             term = (g * v).sum()
             total = term if total is None else total + term
+        # a graph for the tangent only where the caller's inputs or tangents have one
+        graph = enabled and any(
+            t._requires_grad for t in (*vs, *_flat_tensors(args)) if t is not None
+        )
         jvs = [None] * len(us)
         if total is not None:
-            jvs = nbgrad.autograd.grad(total, us, create_graph=enabled, allow_unused=True)
+            jvs = nbgrad.autograd.grad(total, us, create_graph=graph, allow_unused=True)
     result = [None] * len(outs)
     for k, jv in zip(diff, jvs):
         result[k] = jv if jv is not None else nbgrad.zeros_like(outs[k])
     return result
+
+
+def _flat_tensors(args):
+    Tensor = _d.Tensor
+    for a in args:
+        if type(a) is list:
+            yield from a
+        elif isinstance(a, Tensor):
+            yield a
 
 
 def _linear(op, args, attrs, tangents):

@@ -587,3 +587,18 @@ def test_gradcheck_in_forward_mode():
         ng.autograd.gradcheck(
             wrong.apply, (_values(ng, 3).requires_grad_(),), check_forward_ad=True
         )
+
+
+@pytest.mark.parametrize("primal_grad", [False, True])
+@pytest.mark.parametrize("tangent_grad", [False, True])
+def test_a_tangent_requires_grad_where_torchs_does(primal_grad, tangent_grad):
+    def scenario(lib):
+        x = _values(lib, 3).requires_grad_(primal_grad)
+        v = _values(lib, 3, seed=1).requires_grad_(tangent_grad)
+        with fw(lib).dual_level():
+            d = fw(lib).make_dual(x, v)
+            outs = [d.pow(3), d.atan(), d.cumprod(0), d * d, d.sum(), d[1:]]  # generic and rules
+            tangents = [fw(lib).unpack_dual(o).tangent for o in outs]
+            return [t.requires_grad for t in tangents] + tangents
+
+    _both(scenario)
