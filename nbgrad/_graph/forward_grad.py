@@ -25,6 +25,7 @@ class _ForwardADState:
         "enabled",
         "active",
         "duals",
+        "prune_at",
         "saved",
         "propagate",
         "inplace",
@@ -36,6 +37,7 @@ class _ForwardADState:
         self.enabled = True
         self.active = False
         self.duals = []  # weak references to the tensors given a tangent at this level
+        self.prune_at = 1024  # (dead references are dropped when there are this many)
         self.saved = {}  # id(array) -> (array, tangent): recorded outputs, see remember_saved
         self.propagate = None  # bound by nbgrad._tensor.tangents: (op, args, attrs, results)
         self.inplace = None  # bound by nbgrad._tensor.tangents: (self, result)
@@ -62,6 +64,7 @@ def exit_level(level):
     if level < 0:
         raise RuntimeError("Dual level must be a positive number.")
     duals, _state.duals = _state.duals, []
+    _state.prune_at = 1024
     _state.saved = {}
     for ref in duals:
         t = ref()
@@ -89,7 +92,11 @@ def set_tangent(t, tangent):
             del t._fw_grad
         return
     if not hasattr(t, "_fw_grad"):
-        _state.duals.append(weakref.ref(t))
+        duals = _state.duals
+        duals.append(weakref.ref(t))
+        if len(duals) > _state.prune_at:  # a long level (a loop in it) keeps the list short
+            _state.duals = duals = [r for r in duals if r() is not None]
+            _state.prune_at = 2 * len(duals) + 1024
     t._fw_grad = tangent
     _state.refresh()
 

@@ -602,3 +602,13 @@ def test_a_tangent_requires_grad_where_torchs_does(primal_grad, tangent_grad):
             return [t.requires_grad for t in tangents] + tangents
 
     _both(scenario)
+
+
+def test_a_long_level_keeps_no_dead_tensors():
+    with ng_fwAD.dual_level():
+        x = ng_fwAD.make_dual(_values(ng, 3), _values(ng, 3, seed=1))
+        for _ in range(5000):
+            y = (x * 2).sin()
+        assert len(forward_grad._state.duals) < 2100  # 10000 tensors had a tangent
+        assert ng_fwAD.unpack_dual(y).tangent is not None
+    assert ng_fwAD.unpack_dual(x).tangent is None and ng_fwAD.unpack_dual(y).tangent is None
