@@ -16,6 +16,7 @@ from weakref import ref as _weakref
 import nbgrad
 import nbgrad._tensor as _parts
 from nbgrad import backend, dtypes
+from nbgrad._graph import forward_grad as _forward_grad
 from nbgrad._graph import graph as _graph
 from nbgrad._graph.grad_mode import _inference_tensors
 from nbgrad._graph.grad_mode import _state as _grad_state
@@ -75,6 +76,7 @@ from nbgrad._tensor.memory_formats import (
 from nbgrad._tensor.printing import _format_tensor
 from nbgrad._tensor.reduction_methods import ReductionMethods
 from nbgrad._tensor.shape_methods import ShapeMethods
+from nbgrad._tensor.tangents import propagate as _propagate_tangents  # noqa: F401 (binds them)
 from nbgrad._tensor.views import _INFERENCE, _NO_GRAD, _check_no_internal_overlap, _track_view
 from nbgrad.backend import CPU, Device
 
@@ -163,6 +165,7 @@ class Tensor(
         "_view_version",  # on a no-grad view that requires grad: the version it was made at
         "_inference",  # set on an inference tensor only (see NOTE [Inference tensors])
         "_grad_dtype",  # on a leaf whose grad_dtype was set (see NOTE [grad_dtype])
+        "_fw_grad",  # set on a dual tensor only: its tangent (see NOTE [Forward-mode AD])
         "__weakref__",
     )
 
@@ -588,6 +591,7 @@ class Tensor(
         self.grad_fn = None
         self._requires_grad = False
         self._output_nr = 0
+        _forward_grad.set_tangent(self, None)  # as PyTorch, detach_ drops the tangent too
         return self
 
     def set_(self, source=None):
@@ -811,6 +815,8 @@ class Tensor(
         t.grad_fn = node
         t._output_nr = output_nr
         t._version_counter = counter
+        if _forward_grad._state.active:  # the output's tangent too (NOTE [Forward-mode AD])
+            _forward_grad.restore_saved_tangent(t)
         return t
 
     def _alias_with_grad_fn(self, node, output_nr):

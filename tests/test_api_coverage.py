@@ -4,8 +4,9 @@ name is either out of nbgrad's scope (a rule below says why), known to be missin
 that the list shrinks as gaps close), or present in nbgrad's module of the same place.
 
 Data-driven: a module is one ``Scope``: also ``torch.nn``, ``torch.nn.functional``,
-``torch.optim``, ``torch.optim.lr_scheduler``, ``torch.utils.data``, ``torch.utils.hooks`` and
-``torch.functional``; and one class, ``torch.Tensor``, whose public
+``torch.optim``, ``torch.optim.lr_scheduler``, ``torch.utils.data``, ``torch.utils.hooks``,
+``torch.functional``, ``torch.autograd.forward_ad`` and ``torch.autograd.functional``; and one
+class, ``torch.Tensor``, whose public
 methods and attributes are checked against ``nbgrad.Tensor``'s under the ``torch`` scope's rules
 and a few of its own.
 
@@ -163,6 +164,10 @@ GRAPH_OUT = [
     (r"stream|^region_activation_memory_budget$", "CUDA streams and activation memory budgets"),
 ]
 GRAPH_MISSING = ""
+FORWARD_AD_OUT = []
+FORWARD_AD_MISSING = ""
+AUTOGRAD_FUNCTIONAL_OUT = []
+AUTOGRAD_FUNCTIONAL_MISSING = ""
 
 # ---- torch.nn, torch.nn.functional ----------------------------------------------------------
 NN_OUT = [
@@ -227,6 +232,18 @@ SCOPES = [
     Scope("torch.Tensor", "nbgrad.Tensor", TENSOR_OUT, TENSOR_MISSING),
     Scope("torch.autograd", "nbgrad.autograd", AUTOGRAD_OUT, AUTOGRAD_MISSING),
     Scope("torch.autograd.graph", "nbgrad.autograd.graph", GRAPH_OUT, GRAPH_MISSING),
+    Scope(
+        "torch.autograd.forward_ad",
+        "nbgrad.autograd.forward_ad",
+        FORWARD_AD_OUT,
+        FORWARD_AD_MISSING,
+    ),
+    Scope(
+        "torch.autograd.functional",
+        "nbgrad.autograd.functional",
+        AUTOGRAD_FUNCTIONAL_OUT,
+        AUTOGRAD_FUNCTIONAL_MISSING,
+    ),
     Scope("torch.nn", "nbgrad.nn", NN_OUT, NN_MISSING),
     Scope("torch.nn.functional", "nbgrad.nn.functional", F_OUT, F_MISSING),
     Scope("torch.optim", "nbgrad.optim", OPTIM_OUT, OPTIM_MISSING),

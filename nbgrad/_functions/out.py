@@ -10,6 +10,7 @@ from .. import backend
 from .._graph.grad_mode import _inference_tensors, is_grad_enabled, no_grad
 from .._graph.grad_mode import _state as _grad_state
 from .._tensor.inplace import _check_not_inference
+from .._tensor.tangents import check_out
 from ..tensor import Tensor, as_tensor
 
 
@@ -44,6 +45,7 @@ def _out_variant(fn):
 def _into_out(name, fn, args, kwargs, out):
     if not isinstance(out, Tensor):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    check_out(name, args, out)  # see NOTE [Forward-mode AD]
     # (an op whose result is not differentiable, as a comparison, may take inputs that do)
     result = fn(*args, **kwargs)
     if is_grad_enabled() and (out.requires_grad or result.requires_grad):

@@ -13,6 +13,7 @@ import linecache
 
 import numpy as np
 
+from nbgrad._graph import forward_grad as _forward_grad
 from nbgrad._graph import graph as _graph
 from nbgrad._graph.array_formulas import check_on_arrays, returns_grad
 from nbgrad._graph.grad_mode import _inference_tensors
@@ -438,6 +439,7 @@ def _generate_array_path(info, slot_plan, tensor_slots, input_slots, outs, carry
     if not computing:
         return None
     env = {"ndarray": np.ndarray, "CPU": CPU, "grad_mode": _grad_state, "wrap": _graph._wrap}
+    env["fw"] = _forward_grad._state  # tangents ride on Tensors: NOTE [Forward-mode AD]
     env.update(saved_array=saved_array, input_array=input_array, NOT_ARRAY=_NOT_ARRAY)
     named = [slot for _, _, _, slots in slot_plan for slot in slots if slot != "grad"]
     operands = [s for s in tensor_slots if s in named]
@@ -447,7 +449,7 @@ def _generate_array_path(info, slot_plan, tensor_slots, input_slots, outs, carry
         live = " or ".join(f"fns[{i}] is not None" for i, _, _, _ in slot_plan)
         lines = [
             "    grad = grads[0]",
-            f"    if ({live}) and grad is not None and not grad_mode.enabled:",
+            f"    if ({live}) and grad is not None and not grad_mode.enabled and not fw.active:",
             "        g = grad if type(grad) is not Tensor else grad._data if grad._device is CPU"
             " and not grad._requires_grad else None",
             "        if type(g) in RAW_GRADS:  # an array or NumPy scalar on the CPU",
@@ -457,7 +459,7 @@ def _generate_array_path(info, slot_plan, tensor_slots, input_slots, outs, carry
         lines = [
             "    grad = grads[0]",
             f"    if ({live}) and grad is not None and grad._device is CPU"
-            " and not grad_mode.enabled and not grad._requires_grad:",
+            " and not grad_mode.enabled and not grad._requires_grad and not fw.active:",
             "        g = grad._data",
             "        if type(g) is ndarray:  # NOTE [Backward on arrays]",
             "            dtype = g.dtype",

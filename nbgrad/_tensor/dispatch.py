@@ -18,6 +18,7 @@ import numpy as np
 from nbgrad import backend, dtypes
 from nbgrad._graph import anomaly_mode as _anomaly
 from nbgrad._graph.anomaly_mode import _used as _anomaly_used
+from nbgrad._graph.forward_grad import _state as _fw
 from nbgrad._graph.grad_mode import _inference_tensors
 from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad._graph.graph import (
@@ -125,7 +126,7 @@ def _binary(op, a, b, attrs=_NO_ATTRS):
     t0 = _perf_counter() if _observed else 0.0  # see NOTE [Forward observers]
     da = a._data
     dtype = da.dtype
-    if a._device is not CPU or dtype.kind != "f":
+    if a._device is not CPU or dtype.kind != "f" or _fw.active:  # NOTE [Forward-mode AD]
         return _dispatch(op, (a, _arg(b)), attrs)
     tb = type(b)
     if tb is float or tb is int:
@@ -177,7 +178,7 @@ def _unary(op, a, attrs=_NO_ATTRS):
     """
     t0 = _perf_counter() if _observed else 0.0  # see NOTE [Forward observers]
     da = a._data
-    if a._device is not CPU or da.dtype.kind != "f":
+    if a._device is not CPU or da.dtype.kind != "f" or _fw.active:  # NOTE [Forward-mode AD]
         return _dispatch(op, (a,), attrs)
     if op.quiet:
         with quiet_float_errors():
@@ -450,6 +451,8 @@ def _dispatch(op, args, attrs=_NO_ATTRS, out=None):
             _record(op, args, attrs, results)
         if _observed:
             _observed[0].forward(op, args, attrs, results, _perf_counter() - t0)
+        if _fw.active:  # see NOTE [Forward-mode AD]
+            _fw.propagate(op, args, attrs, results)
         return results
     if type(out) is not _ndarray:
         out = (np if device is CPU else backend.get_xp(device)).asarray(out)
@@ -480,6 +483,8 @@ def _dispatch(op, args, attrs=_NO_ATTRS, out=None):
         result.grad_fn = None
     if _observed:
         _observed[0].forward(op, args, attrs, result, _perf_counter() - t0)
+    if _fw.active:  # see NOTE [Forward-mode AD]
+        _fw.propagate(op, args, attrs, result)
     return result
 
 

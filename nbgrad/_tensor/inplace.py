@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from nbgrad._graph.forward_grad import _state as _fw
+from nbgrad._graph.forward_grad import get_tangent, set_tangent
 from nbgrad._graph.grad_mode import _inference_tensors
 from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad._graph.graph import Node, SavedTensor
@@ -81,7 +83,7 @@ class InplaceMethods:
         if needs_graph and self._base is not None and self._view_chain is None:
             raise RuntimeError(_multiple_views_message(self))
         if not needs_graph:
-            ufunc = _INPLACE_UFUNCS.get(op.name)
+            ufunc = None if _fw.active else _INPLACE_UFUNCS.get(op.name)  # NOTE [Forward-mode AD]
             other = others[0] if others else None
             if (
                 ufunc is not None
@@ -197,6 +199,8 @@ class InplaceMethods:
         shadow._output_nr = self._output_nr
         if self.grad_fn is None and self._requires_grad:
             shadow._grad_accumulator = self._get_grad_accumulator()
+        if _fw.active:  # the op computes the new tangent from the old (NOTE [Forward-mode AD])
+            set_tangent(shadow, get_tangent(self))
         return shadow
 
     def _rebase_history(self, node, output_nr=0):
@@ -253,6 +257,8 @@ class InplaceMethods:
                 "clone() it first."
             ) from None
         self._counter()[0] += 1
+        if _fw.active:  # see NOTE [Forward-mode AD]
+            _fw.inplace(self, result)
 
     def _set_history(self, node, output_nr):
         retained = self._retains_grad

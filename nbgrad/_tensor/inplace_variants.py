@@ -13,6 +13,8 @@ import numpy as np
 
 import nbgrad
 from nbgrad import backend, dtypes
+from nbgrad._graph.forward_grad import _state as _fw
+from nbgrad._graph.forward_grad import get_tangent, set_tangent
 from nbgrad._tensor import conversion as _conversion
 from nbgrad._tensor.conversion import _arg, _scalar
 from nbgrad._tensor.dispatch import _NO_ATTRS, _dim, _dispatch, _op, _shape_arg
@@ -248,6 +250,8 @@ def _inplace_view(self, row, attrs, step):
         with _NoGrad():
             result = _dispatch(_op(row), (self,), attrs)
     self._data = result._data
+    if _fw.active:  # the tangent takes the same layout (NOTE [Forward-mode AD])
+        set_tangent(self, get_tangent(result))
     if record:
         self.grad_fn = result.grad_fn
         self._output_nr = 0

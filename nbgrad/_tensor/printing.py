@@ -108,6 +108,8 @@ def _format_tensor(t):
         extras.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t._requires_grad:
         extras.append("requires_grad=True")
+    if hasattr(t, "_fw_grad"):  # a dual tensor (see NOTE [Forward-mode AD])
+        extras.append(f"tangent={t._fw_grad}")
     # as PyTorch's _add_suffixes: a suffix that would pass 80 columns starts a new line
     text = "tensor(" + body
     last = len(text) - text.rfind("\n") + 1  # (PyTorch's count, one more than the length)

@@ -17,7 +17,7 @@ from nbgrad._tensor.dispatch import _edge_of
 from nbgrad._tensor.math_methods import sum_to
 from nbgrad.backend import CPU
 
-from . import functional, graph
+from . import forward_ad, functional, graph
 from .anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .engine import get_default_engine
 from .function import Function, FunctionCtx, once_differentiable
@@ -49,6 +49,7 @@ __all__ = [
     "once_differentiable",
     "gradcheck",
     "gradgradcheck",
+    "forward_ad",
     "functional",
     "graph",
     "no_grad",

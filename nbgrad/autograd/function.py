@@ -14,6 +14,7 @@ import math
 import warnings
 
 from nbgrad._graph import anomaly_mode as _anomaly
+from nbgrad._graph.forward_grad import _state as _fw
 from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad._graph.graph import (
     ERR_FREED,
@@ -27,6 +28,7 @@ from nbgrad._graph.graph import (
 from nbgrad._tensor.dispatch import _edge_of
 from nbgrad._tensor.inplace import CopySlices  # (re-exported: PyTorch lists it here)
 from nbgrad._tensor.views import _IN_CUSTOM_FUNCTION, _multiple_views_message
+from nbgrad.autograd.forward_ad import _function_input_tangents, _function_output_tangents
 from nbgrad.backend import CPU
 from nbgrad.dtypes import float32
 from nbgrad.tensor import Tensor, zeros
@@ -163,7 +165,7 @@ class BackwardCFunction(Node, FunctionCtx):
                 else g
                 for k, (g, m) in enumerate(zip(grads, self._input_metadata_))
             ]
-        results = cls.backward(self, *grads)
+        results = _backward_or_vjp(cls)(self, *grads)
         if not isinstance(results, tuple):
             results = (results,)
 
@@ -192,6 +194,18 @@ class BackwardCFunction(Node, FunctionCtx):
                     f"{pos + 1}, but the corresponding forward input was not a Variable"
                 )
         return out
+
+
+def _backward_or_vjp(cls):
+    """The backward formula a Function defines, as ``backward`` or as ``vjp`` (PyTorch's
+    ``BackwardCFunction._get_user_fn``)."""
+    backward, vjp = cls.backward, cls.vjp
+    if backward is not Function.backward and vjp is not Function.vjp:
+        raise RuntimeError(
+            "Implementing both 'backward' and 'vjp' for a custom Function is not allowed. You "
+            "should only implement one of them."
+        )
+    return vjp if vjp is not Function.vjp else backward
 
 
 class _FunctionMeta(type):
@@ -255,10 +269,20 @@ class Function(metaclass=_FunctionMeta):
     @staticmethod
     def backward(ctx, *grad_outputs):
         raise NotImplementedError(
-            "You must implement the backward function for custom autograd.Function."
+            "You must implement either the backward or vjp method for your custom "
+            "autograd.Function to use it with backward mode AD."
         )
 
-    vjp = backward
+    vjp = backward  # an alias: a Function defines one or the other (``_backward_or_vjp``)
+
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        """The tangents of the outputs from those of the inputs (forward-mode AD); see NOTE
+        [A custom Function's forward mode]."""
+        raise NotImplementedError(
+            "You must implement the jvp function for custom autograd.Function to use it with "
+            "forward mode AD."
+        )
 
     # True: ``ctx.saved_tensors`` releases them when read, so that backward can free each
     # tensor as soon as it is done with it; a second read raises
@@ -285,8 +309,12 @@ class Function(metaclass=_FunctionMeta):
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
         ctx._n_args = len(args)
         ctx._input_positions = tuple(tensor_positions)
+        # see NOTE [A custom Function's forward mode]
+        tangents = _function_input_tangents(args) if _fw.active else None
         prev = _grad_state.enabled
         _grad_state.enabled = False
+        _fw.enabled = tangents is None and _fw.enabled
+        _fw.refresh()
         try:
             if setup_style:
                 # PyTorch 2's style: a forward without ctx, then setup_context fills it
@@ -296,12 +324,16 @@ class Function(metaclass=_FunctionMeta):
                 outputs = cls.forward(ctx, *args, **kwargs)
         finally:
             _grad_state.enabled = prev
+            _fw.enabled = _fw.enabled or tangents is not None
+            _fw.refresh()
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
         if not is_executable:
             for o in outs:  # see NOTE [Views made in no-grad mode]
                 if isinstance(o, Tensor) and o._base is not None and all(o is not a for a in args):
                     o._no_grad_view = _IN_CUSTOM_FUNCTION
+            if tangents is not None:
+                _function_output_tangents(cls, ctx, args, tangents, outs)
             return outputs
         ctx._next_edges = tuple(_edge_of(args[i]) for i in tensor_positions)
         if _anomaly._state.enabled:
@@ -383,6 +415,8 @@ class Function(metaclass=_FunctionMeta):
         ctx._input_metadata_ = tuple(meta)
         ctx._tensor_outputs = frozenset(positions)
         ctx._non_diff_outputs = tuple(non_diff_outputs)
+        if tangents is not None:  # (while ctx still knows what forward marked)
+            _function_output_tangents(cls, ctx, args, tangents, tuple(new_outs))
         out_ids = {id(o) for o in new_outs if isinstance(o, Tensor)}
         # a saved output is named in a version error as PyTorch names it: by the Function
         # (``Exp``), not its node (``ExpBackward``)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import nbgrad
 from nbgrad._graph.grad_mode import enable_grad
+from nbgrad.autograd import forward_ad
 from nbgrad.tensor import Tensor, ones_like, stack, zeros, zeros_like
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
@@ -141,9 +142,23 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
 def jacobian(
     func, inputs, create_graph=False, strict=False, vectorize=False, strategy="reverse-mode"
 ):
-    """The Jacobian of ``func`` at ``inputs``: shape ``output.shape + input.shape`` per pair."""
-    if strategy != "reverse-mode":
-        raise ValueError("nbgrad's jacobian supports strategy='reverse-mode' only")
+    """The Jacobian of ``func`` at ``inputs``: shape ``output.shape + input.shape`` per pair;
+    ``strategy="forward-mode"`` (with ``vectorize=True``, as PyTorch's) takes one
+    Jacobian-vector product per input element, with dual tensors."""
+    if strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError(
+            'Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your '
+            'function has more outputs than inputs, "forward-mode" tends to be more performant. '
+            'Otherwise, prefer to use "reverse-mode".'
+        )
+    if strategy == "forward-mode":
+        if create_graph:
+            raise NotImplementedError(
+                "torch.autograd.functional.jacobian: `create_graph=True` and "
+                '`strategy="forward-mode"` are not supported together (yet). Please either set '
+                '`create_graph=False` or `strategy="reverse-mode"`.'
+            )
+        return _jacfwd(func, inputs, strict, vectorize)
     with enable_grad():
         is_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
         inputs = _prep(inputs, create_graph)
@@ -170,6 +185,57 @@ def jacobian(
     return tuple(jac) if out_tuple else jac[0]
 
 
+def _jacfwd(func, inputs, strict=False, vectorize=False):
+    """The Jacobian by forward mode (PyTorch's ``_jacfwd``): one jvp per standard basis
+    vector of the inputs, where PyTorch batches them with vmap (the same numbers)."""
+    if strict:
+        raise RuntimeError(
+            "torch.autograd.functional.jacobian: `strict=True` and "
+            '`strategy="forward-mode"` are not supported together (yet). Please either set '
+            '`strict=False` or `strategy="reverse-mode"`.'
+        )
+    is_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
+    if not vectorize:
+        raise NotImplementedError(
+            "Computing Jacobian using forward-AD or forward-over-reverse Hessian is"
+            "only implemented for `vectorize=True`."
+        )
+    columns = None  # per output: per input, the jvp of each of its elements
+    out_tuple = False
+    for j, x in enumerate(inputs):
+        for k in range(x.numel()):
+            with forward_ad.dual_level():
+                duals = []
+                for i, y in enumerate(inputs):
+                    tangent = zeros(y.numel(), dtype=y.dtype, device=y.device)
+                    if i == j:
+                        tangent._data[k] = 1
+                    duals.append(forward_ad.make_dual(y, tangent.reshape(y.shape)))
+                out_tuple, outputs = _as_tuple(func(*duals), "outputs", "jacobian")
+                if columns is None:
+                    columns = [[[] for _ in inputs] for _ in outputs]
+                for o, out in enumerate(outputs):
+                    primal, tangent = forward_ad.unpack_dual(out)
+                    columns[o][j].append(zeros_like(primal) if tangent is None else tangent)
+                shapes = [tuple(forward_ad.unpack_dual(out).primal.shape) for out in outputs]
+    if columns is None:  # (inputs with no elements: one call for the outputs' shapes)
+        out_tuple, outputs = _as_tuple(func(*inputs), "outputs", "jacobian")
+        columns = [[[] for _ in inputs] for _ in outputs]
+        shapes = [tuple(out.shape) for out in outputs]
+    jac = []  # (lists, as PyTorch's forward mode gives them: see _tuple_postprocess)
+    for o, shape in enumerate(shapes):
+        per_input = []
+        for j, x in enumerate(inputs):
+            if columns[o][j]:
+                per_input.append(stack(columns[o][j], -1).reshape(shape + tuple(x.shape)))
+            else:
+                per_input.append(zeros(shape + tuple(x.shape), dtype=x.dtype, device=x.device))
+        jac.append(per_input)
+    if not is_tuple:
+        jac = tuple(per_input[0] for per_input in jac)
+    return jac if out_tuple else jac[0]
+
+
 def hessian(
     func,
     inputs,
@@ -178,10 +244,16 @@ def hessian(
     vectorize=False,
     outer_jacobian_strategy="reverse-mode",
 ):
-    """The Hessian of a scalar function ``func`` at ``inputs``."""
+    """The Hessian of a scalar function ``func`` at ``inputs``; with
+    ``outer_jacobian_strategy="forward-mode"`` (and ``vectorize=True``, as PyTorch's), forward
+    mode over the reverse-mode gradient."""
     is_tuple, inputs_t = _as_tuple(inputs, "inputs", "hessian")
+    if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
 
     def jac_func(*inp):
+        if outer_jacobian_strategy == "forward-mode":  # (as PyTorch's: dual inputs need grad)
+            inp = tuple(t.requires_grad_(True) for t in inp)
         out = func(*inp)
         _, outs = _as_tuple(out, "outputs of the user-provided function", "hessian")
         if len(outs) != 1 or outs[0].numel() != 1:
@@ -192,7 +264,14 @@ def hessian(
         return jacobian(lambda *x: func(*x).reshape(()), inp, create_graph=True)
 
     # jac_func returns one gradient per input, so ``res[i][j]`` is d2f / dx_i dx_j
-    res = jacobian(jac_func, inputs_t, create_graph=create_graph, strict=strict)
+    res = jacobian(
+        jac_func,
+        inputs_t,
+        create_graph=create_graph,
+        strict=strict,
+        vectorize=vectorize,
+        strategy=outer_jacobian_strategy,
+    )
     return res if is_tuple else res[0][0]
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import nbgrad
 from nbgrad._graph.graph import Node
 from nbgrad._tensor.dispatch import _edge_of
+from nbgrad.autograd._gradcheck_forward import forward_ad_mismatch
 from nbgrad.tensor import Tensor, randn, tensor, zeros, zeros_like
 
 __all__ = [
@@ -159,6 +160,8 @@ def gradcheck(
     check_undefined_grad=True,
     check_grad_dtypes=False,
     check_batched_grad=False,
+    check_batched_forward_grad=False,
+    check_forward_ad=False,
     check_backward_ad=True,
     fast_mode=False,
     masked=None,
@@ -195,6 +198,12 @@ def gradcheck(
             raise GradcheckError(msg)
         return False
 
+    if check_forward_ad:  # see NOTE [gradcheck in forward mode]
+        message = forward_ad_mismatch(func, inputs, diff_idx, _numerical_jacobian, eps, rtol, atol)
+        if message is not None:
+            return fail(message)
+    if not check_backward_ad:
+        return True
     if not outputs:  # nothing to differentiate: the function must not depend on its inputs
         numerical = _numerical_jacobian(func, inputs, diff_idx, all_outputs, eps)
         if any(np.any(n != 0) for row in numerical for n in row):

@@ -13,6 +13,7 @@ import threading
 from typing import NamedTuple
 
 from nbgrad._graph import anomaly_mode as _anomaly
+from nbgrad._graph import forward_grad as _forward_grad
 from nbgrad._graph.graph import Node
 from nbgrad._graph.observer import current as _current
 
@@ -173,7 +174,11 @@ class GraphTask:
         self.threaded = False  # set once a node is sent to a device worker
         # NOTE [Gradients carried as arrays]: in a pass that nothing watches
         self.carries_arrays = (
-            CARRY_ARRAYS and observer is None and not self.anomaly and not create_graph
+            CARRY_ARRAYS
+            and observer is None
+            and not self.anomaly
+            and not create_graph
+            and not _forward_grad._state.active  # tangents ride on Tensors (NOTE [Forward-mode AD])
         )
         self._lock = threading.Lock()
         self.cond = None  # made by _push_ready when the first node goes to a device worker

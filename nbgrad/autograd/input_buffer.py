@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from nbgrad._graph.forward_grad import _state as _fw
 from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad._graph.graph import _SOLE_LOCAL, _STEAL, _getrefcount
 from nbgrad._graph.table_node import RAW_GRADS, as_tensors
@@ -62,7 +63,7 @@ def _accumulate(buffer, pos, new):
     when only the buffer holds it (NOTE [Accumulate in place])."""
     old = buffer[pos]
     buffer[pos] = None  # (so that ``old`` is the only name left when only the buffer held it)
-    if _grad_state.enabled:  # create_graph: record the sum
+    if _grad_state.enabled or _fw.active:  # create_graph: record the sum (a tangent: sum it)
         return old + new
     t = type(old)
     if t in RAW_GRADS or type(new) in RAW_GRADS:  # NOTE [Gradients carried as arrays]
