@@ -33,6 +33,8 @@ from IPython.display import display
 
 from nbgrad.tensor import Tensor
 
+from .answers_values import find_nonfinite
+from .answers_why import unused_parameters, why_no_grad
 from .graph_view import GraphView
 from .hook_editor import HookEditor
 from .png import png_b64
@@ -140,6 +142,21 @@ class Session:
 
     def to_svg(self):
         return snapshot_svg(self.snapshot(timings=False))
+
+    def nonfinite(self):
+        """The NaN/Inf findings, in execution order, the origin marked (answers_values.py)."""
+        return find_nonfinite(self.record)
+
+    def why_no_grad(self, t):
+        """Why ``t.grad`` is None: ``cause``, ``source``, the sentence (answers_why.py)."""
+        return why_no_grad(self.record, t, names=self.names, namespace=self._namespace())
+
+    def unused_parameters(self, module):
+        """``[(name, WhyNoGrad)]`` for ``module``'s parameters without a gradient."""
+        return unused_parameters(self.record, module, namespace=self._namespace())
+
+    def _namespace(self):
+        return getattr(self.hooks, "namespace", None) or sys._getframe(2).f_globals
 
     def __repr__(self):
         return f"<autograd session: {self.record.summary()}>"
