@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-__all__ = ["NonFinite", "check_forward", "find_nonfinite", "nonfinite_kinds"]
+__all__ = ["NonFinite", "check_forward", "find_nonfinite", "mark_nodes", "nonfinite_kinds"]
 
 # what these make is not yet a value (a NaN there is whatever the memory held)
 _UNINITIALISED = frozenset({"empty", "empty_like", "new_empty", "empty_strided"})
@@ -146,6 +146,7 @@ class NonFinite:
         self.values = values
         self.inputs_finite = inputs_finite
         self.origin = False
+        self._node = None  # the graph's node (None for a call that made none)
 
     def __str__(self):
         kinds = "/".join(self.kinds)
@@ -189,15 +190,18 @@ def find_nonfinite(rec) -> list:
         r = records[index]
         name = source.node_name(r.node) if r.node is not None else r.op
         found.append(
-            NonFinite(
-                name,
-                "forward",
-                ("output",),
-                values["kinds"],
-                r.source,
-                r.line,
-                values,
-                values["inputs_finite"],
+            _with_node(
+                r.node,
+                NonFinite(
+                    name,
+                    "forward",
+                    ("output",),
+                    values["kinds"],
+                    r.source,
+                    r.line,
+                    values,
+                    values["inputs_finite"],
+                ),
             )
         )
     for trace in rec.passes:
@@ -248,16 +252,46 @@ def _backward_finding(source, step, made):
         "saved": {k: _at(np.asarray(a).reshape(-1), index) for k, a in saved.items()},
     }
     name = source.node_name(step.node)
-    return NonFinite(
-        name,
-        "backward",
-        where,
-        kinds,
-        made.source if made is not None else "",
-        made.line if made is not None else None,
-        values,
-        not any(received) and saved_finite,
+    return _with_node(
+        step.node,
+        NonFinite(
+            name,
+            "backward",
+            where,
+            kinds,
+            made.source if made is not None else "",
+            made.line if made is not None else None,
+            values,
+            not any(received) and saved_finite,
+        ),
     )
+
+
+def _with_node(node, finding):
+    finding._node = node
+    return finding
+
+
+def mark_nodes(nodes, rec, ids):
+    """Mark the snapshot's ``nodes`` (SnapNode dicts) that held non-finite values: their
+    ``nonfinite`` kinds (forward and backward together), ``nonfinite_origin`` on the origin's
+    node; ``ids`` names a graph node as the snapshot does."""
+    if rec is None or not (getattr(rec, "nonfinite_found", None) or rec.passes):
+        return
+    marks = {}
+    for f in find_nonfinite(rec):
+        if f._node is None:
+            continue
+        kinds, origin = marks.get(ids(f._node), ((), False))
+        marks[ids(f._node)] = (tuple(dict.fromkeys(kinds + f.kinds)), origin or f.origin)
+    if not marks:
+        return
+    for n in nodes:
+        mark = marks.get(n["id"])
+        if mark is not None:
+            n["nonfinite"] = list(mark[0])
+            if mark[1]:
+                n["nonfinite_origin"] = True
 
 
 def _at(head, index):

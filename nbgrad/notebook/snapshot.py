@@ -25,7 +25,7 @@ import weakref
 
 import numpy as np
 
-from .answers_values import nonfinite_kinds
+from .answers_values import mark_nodes, nonfinite_kinds
 from .schema import (
     SCHEMA_TYPES,
     Details,
@@ -72,6 +72,9 @@ def view_snapshot(snap: Snapshot) -> ViewSnapshot:
             v["label"] = n["label"]
         for key in ("group", "line", "order"):
             if n[key] is not None:
+                v[key] = n[key]
+        for key in ("nonfinite", "nonfinite_origin"):
+            if key in n:
                 v[key] = n[key]
         if n["hooks"]:
             v["hooks"] = len(n["hooks"])
@@ -878,6 +881,7 @@ def build_snapshot(
             }
         )
 
+    mark_nodes(out_nodes, recorder, ids)  # NaN and Inf: answers_values.py
     return {
         "schema": "nbgrad.snapshot",
         "version": SCHEMA_VERSION,
