@@ -56,6 +56,10 @@ def _array(source, t):
     data = getattr(t, "_data", None)  # nbgrad's CPU tensor: its array, no call
     if type(data) is np.ndarray:
         return data
+    try:  # torch's CPU tensor: a view, no copy (4x cheaper than to_numpy's first try)
+        return t.detach().numpy()
+    except Exception:  # noqa: BLE001 - another device, another framework: below
+        pass
     try:
         return source.to_numpy(t)
     except Exception:  # noqa: BLE001 - a value that cannot be read is not checked
@@ -81,7 +85,7 @@ def check_forward(rec, source, args, result):
 def _check_outputs(rec, source, args, result):
     outputs = result if type(result) is tuple or type(result) is list else (result,)
     for k, t in enumerate(outputs):
-        if not source.is_tensor(t):
+        if not source.is_tensor(t) or getattr(t.dtype, "is_floating_point", True) is False:
             continue
         a = _array(source, t)
         if a is None or _finite(a):
