@@ -185,10 +185,7 @@ def find_nonfinite(rec) -> list:
     then each backward pass's steps), the origin marked; empty when all was finite."""
     source = rec.graph_source
     records = rec.records
-    made_by = {}  # node -> the record that made it
-    for r in records:
-        if r.node is not None:
-            made_by.setdefault(r.node, r)
+    made_by = {}  # node -> the record that made it (filled at the first backward finding)
     found = []
     for index, _output, values in getattr(rec, "nonfinite_found", ()):
         r = records[index]
@@ -209,9 +206,21 @@ def find_nonfinite(rec) -> list:
             )
         )
     for trace in rec.passes:
-        for step in trace.steps:
-            finding = _backward_finding(source, step, made_by.get(step.node))
+        # what the engine's events gave, in the order the nodes ran (not ``trace.steps``: a
+        # pass observed from outside would be replayed to make them, NOTE [The model run when
+        # read])
+        sent = {}
+        for (node, _), facts in trace.edge_grads.items():
+            sent.setdefault(node, []).append(facts)
+        for node, received in trace.node_inputs.items():
+            outputs = sent.get(node, ())
+            finding = _backward_finding(source, node, received, outputs)
             if finding is not None:
+                if not made_by:
+                    made_by = {r.node: r for r in reversed(records) if r.node is not None}
+                made = made_by.get(node)
+                if made is not None:
+                    finding.source, finding.line = made.source, made.line
                 found.append(finding)
     for f in found:
         if f.inputs_finite:
@@ -234,37 +243,39 @@ def _facts_kinds(facts):
     return nonfinite_kinds(facts.head) or (("nan",) if norm != norm else ("+inf",))
 
 
-def _backward_finding(source, step, made):
-    received = [_facts_kinds(g) for g in step.inputs]
-    sent = [_facts_kinds(g) for g in step.outputs]
+def _backward_finding(source, node, inputs, outputs):
+    """The finding of a node that received ``inputs`` and sent ``outputs`` (GradFacts), or
+    None when all were finite."""
+    received = [_facts_kinds(g) for g in inputs]
+    sent = [_facts_kinds(g) for g in outputs]
     if not any(received) and not any(sent):
         return None
     where = tuple(w for w, ks in (("received", received), ("sent", sent)) if any(ks))
     kinds = tuple(k for k in ("nan", "+inf", "-inf") if any(k in ks for ks in received + sent))
-    saved = _saved_values(source, step.node)
+    saved = _saved_values(source, node)
     saved_finite = all(_finite(np.asarray(a)) for a in saved.values())
     # the first position where a sent gradient is not finite, and what made it there
     index = 0
-    for g, ks in zip(step.outputs, sent):
+    for g, ks in zip(outputs, sent):
         if ks:
             bad = np.flatnonzero(~np.isfinite(np.asarray(g.head, dtype=float)))
             index = int(bad[0]) if bad.size else 0
             break
     values = {
-        "received": [_at(g.head, index) for g in step.inputs if g is not None],
-        "sent": [_at(g.head, index) for g in step.outputs if g is not None],
+        "received": [_at(g.head, index) for g in inputs if g is not None],
+        "sent": [_at(g.head, index) for g in outputs if g is not None],
         "saved": {k: _at(np.asarray(a).reshape(-1), index) for k, a in saved.items()},
     }
-    name = source.node_name(step.node)
+    name = source.node_name(node)
     return _with_node(
-        step.node,
+        node,
         NonFinite(
             name,
             "backward",
             where,
             kinds,
-            made.source if made is not None else "",
-            made.line if made is not None else None,
+            "",
+            None,
             values,
             not any(received) and saved_finite,
         ),
