@@ -52,13 +52,10 @@ def _finite(a) -> bool:
 
 
 def _array(source, t):
-    """The host values of a tensor of ``source`` (None if they cannot be read)."""
-    data = getattr(t, "_data", None)  # nbgrad's CPU tensor: its array, no call
-    if type(data) is np.ndarray:
-        return data
-    try:  # torch's CPU tensor: a view, no copy (4x cheaper than to_numpy's first try)
-        return t.detach().numpy()
-    except Exception:  # noqa: BLE001 - another device, another framework: below
+    """The host values of a tensor of ``source``, detached (None if they cannot be read)."""
+    try:  # nbgrad's and torch's alike: no copy on the host, no exception for requires_grad
+        return t.numpy(force=True)
+    except Exception:  # noqa: BLE001 - another framework: through its source
         pass
     try:
         return source.to_numpy(t)
@@ -72,12 +69,13 @@ def check_forward(rec, source, args, result):
     with the inputs' values where it first is (NOTE [Finite at a sum's cost])."""
     if rec._raw[-1][0] in _UNINITIALISED:
         return
-    if type(result) is not tuple:  # nbgrad's one CPU output, the common case, inline
-        a = getattr(result, "_data", None)
+    if type(result) is not tuple and type(result) is not list:  # one output: inline
+        try:
+            a = result.numpy(force=True)
+        except Exception:  # noqa: BLE001 - not a tensor of nbgrad or torch: below
+            a = None
         if type(a) is np.ndarray:
-            if a.dtype.kind != "f" or not a.size:
-                return
-            if _isfinite(_sum(a, axis=None)):
+            if a.dtype.kind != "f" or not a.size or _isfinite(_sum(a, axis=None)):
                 return
     _check_outputs(rec, source, args, result)
 
@@ -328,11 +326,11 @@ def _saved_values(source, node) -> dict:
                         out[name[len("_saved_") :]] = source.to_numpy(v)
         else:
             for name, sv in node.saved_values().items():
-                data = getattr(sv, "_data", None)
-                if data is None and getattr(sv, "_tensor", None) is not None:
-                    data = sv._tensor._data
-                if isinstance(data, np.ndarray) and data.dtype.kind == "f":
-                    out[name] = data
+                value = getattr(sv, "data", None)  # the saved tensor (None once freed)
+                if hasattr(value, "numpy"):
+                    data = value.numpy(force=True)
+                    if data.dtype.kind == "f":
+                        out[name] = data
     except Exception:  # noqa: BLE001 - freed or unreadable: nothing to show
         return out
     return out
