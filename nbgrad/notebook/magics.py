@@ -122,7 +122,8 @@ def parse_options(line: str):
 class Session:
     """What one ``%%autograd`` cell made (``-o NAME`` stores it): ``record`` (the Recorder),
     ``graph`` (GraphView, None with ``--static``), ``hooks`` (HookEditor), ``stepper``
-    (BackwardStepper or None), ``value`` (the cell's value)."""
+    (BackwardStepper or None), ``value`` (the cell's value). It answers ``nonfinite()``
+    (where NaN and Inf start), ``why_no_grad(t)`` and ``unused_parameters(module)``."""
 
     def __init__(self, record, graph=None, hooks=None, stepper=None, names=None, weak_names=None):
         self.record = record
