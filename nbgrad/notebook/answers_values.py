@@ -112,6 +112,12 @@ def _forward_values(source, args, out):
         elif isinstance(a, (int, float)) and not isinstance(a, bool):
             finite = finite and _isfinite(a)
             inputs.append(_num(a))
+        elif isinstance(a, (list, tuple)):  # the data of a new tensor (torch.tensor([...]))
+            try:
+                data = np.asarray(a, dtype=float)
+            except (TypeError, ValueError):
+                continue
+            finite = finite and bool(np.isfinite(data).all())
     position = tuple(int(i) for i in np.unravel_index(index, out.shape)) if out.ndim else ()
     return {
         "kinds": nonfinite_kinds(out),

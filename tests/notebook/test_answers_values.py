@@ -166,6 +166,21 @@ def test_an_inf_typed_in_is_the_first_finding(ip, fw):
 
 
 @pytest.mark.parametrize("fw", FRAMEWORKS)
+def test_the_origin_is_the_first_made_from_finite_inputs_not_the_first_found(ip, fw):
+    # an Inf typed in reaches the forward first; the first value made from finite inputs is
+    # sqrt's gradient at 0, in the backward
+    body = (
+        "inf = {fw}.tensor([float('inf')])\n"
+        "w = {fw}.tensor([0.0], requires_grad=True)\n"
+        "loss = w.sqrt().sum() + (inf * 2).sum() * 0\n"
+    )
+    found = findings(ip, fw, body)
+    assert found[0].phase == "forward" and not found[0].origin and not found[0].inputs_finite
+    first = origin(found)
+    assert (first.node, first.phase, first.kinds) == ("SqrtBackward0", "backward", ("+inf",))
+
+
+@pytest.mark.parametrize("fw", FRAMEWORKS)
 def test_a_module_output_that_overflows_in_exp(ip, fw):
     body = (
         "lin = {fw}.nn.Linear(3, 1)\n"
