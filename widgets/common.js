@@ -28,7 +28,8 @@
  *            line: (number|null), source: string, metadata: Object<string, string>,
  *            saved: Saved[], next: SnapNext[], input_metadata: SnapInputMetadata[],
  *            hooks: string[], tensor: (LeafTensor|null), grad: ((GradSummary|null)[]|null),
- *            order: (number|null)}} SnapNode
+ *            order: (number|null), nonfinite?: ("nan"|"+inf"|"-inf")[],
+ *            nonfinite_origin?: boolean}} SnapNode
  * @typedef {{id: string, from: string, to: string, index: number, input_nr: number,
  *            grad: (GradSummary|null)}} SnapEdge
  * @typedef {{id: string, name: string, type: string, path: string, parent: (string|null),
@@ -77,7 +78,8 @@
  *            groups: LayoutGroup[], collapsed: string[], series: LayoutSeries[],
  *            expanded: string[]}} Layout
  * @typedef {{id: string, kind?: ("node"|"leaf"|"external"|"root"), name: string, label?: string,
- *            group?: string, line?: number, hooks?: number, order?: number}} ViewNode
+ *            group?: string, line?: number, hooks?: number, order?: number,
+ *            nonfinite?: ("nan"|"+inf"|"-inf")[], nonfinite_origin?: boolean}} ViewNode
  * @typedef {{schema: "nbgrad.view", version: 1, nodes: ViewNode[], edges: number,
  *            groups: SnapGroup[], hooks: SnapHook[], passes: Pass[], roots: string[],
  *            pass: (number|null), truncated: boolean, max_nodes: number, left_out: number,

@@ -52,6 +52,20 @@ export function failureTitle(failure) {
  * @param {Iterable<SnapGroup>} groupList
  * @returns {{kind: ("node"|"group"), id: string, text: string, note: string}[]}
  */
+/**
+ * What of ``q`` ("nan", "inf", "+inf", "-inf", "non-finite") node ``n`` held, as a note
+ * ("nan (where it started)"), or "" (nbgrad/notebook/answers_values.py marks the nodes).
+ * @param {string} q the query, lower case
+ * @param {ViewNode} n
+ * @returns {string}
+ */
+export function heldNonfinite(q, n) {
+  const kinds = (n.nonfinite || []).filter((k) => q === "non-finite" || q === "nonfinite"
+    || k === q || (q === "inf" && k.endsWith("inf")));
+  if (!kinds.length) return "";
+  return kinds.join(", ") + (n.nonfinite_origin ? " (where it started)" : "");
+}
+
 export function rankMatches(query, nodeList, groupList) {
   const raw = query.trim();
   const q = raw.toLowerCase();
@@ -78,8 +92,10 @@ export function rankMatches(query, nodeList, groupList) {
     const path = n.group ? groupsById.get(n.group)?.path ?? "" : "";
     let r = line ? (n.line === Number(line[1]) ? 0 : Infinity) : rank([n.label, n.name]);
     if (r === Infinity && !line && q.length > 1 && path.toLowerCase().includes(q)) r = 5;
+    const bad = heldNonfinite(q, n); // "nan", "inf", "-inf": the nodes that held them
+    if (bad) r = n.nonfinite_origin ? 0 : 1;
     if (r === Infinity) continue;
-    const note = [n.name !== n.label ? n.name : null, path || null,
+    const note = [bad || null, n.name !== n.label ? n.name : null, path || null,
       n.line ? `line ${n.line}` : null].filter(Boolean).join(" · ");
     const leaf = n.kind === "leaf" ? 0 : 1; // leaves, then ops, then modules
     found.push({ r, leaf, len: n.label.length, order: order++,

@@ -35,7 +35,9 @@ from IPython.display import display
 from nbgrad.tensor import Tensor
 
 from .answers_memory import saved_bytes
+from .answers_values import find_nonfinite
 from .answers_versions import explain, is_version_error
+from .answers_why import unused_parameters, why_no_grad
 from .graph_view import GraphView
 from .hook_editor import HookEditor
 from .overlays import KINDS, still_svg
@@ -128,7 +130,8 @@ def parse_options(line: str):
 class Session:
     """What one ``%%autograd`` cell made (``-o NAME`` stores it): ``record`` (the Recorder),
     ``graph`` (GraphView, None with ``--static``), ``hooks`` (HookEditor), ``stepper``
-    (BackwardStepper or None), ``value`` (the cell's value)."""
+    (BackwardStepper or None), ``value`` (the cell's value). It answers ``nonfinite()``
+    (where NaN and Inf start), ``why_no_grad(t)`` and ``unused_parameters(module)``."""
 
     def __init__(self, record, graph=None, hooks=None, stepper=None, names=None, weak_names=None):
         self.record = record
@@ -162,6 +165,21 @@ class Session:
     def saved_bytes(self):
         """The bytes the graph's saved tensors hold (``answers_memory.saved_bytes``)."""
         return saved_bytes(self.record)
+
+    def nonfinite(self):
+        """The NaN/Inf findings, in execution order, the origin marked (answers_values.py)."""
+        return find_nonfinite(self.record)
+
+    def why_no_grad(self, t):
+        """Why ``t.grad`` is None: ``cause``, ``source``, the sentence (answers_why.py)."""
+        return why_no_grad(self.record, t, names=self.names, namespace=self._namespace())
+
+    def unused_parameters(self, module):
+        """``[(name, WhyNoGrad)]`` for ``module``'s parameters without a gradient."""
+        return unused_parameters(self.record, module, namespace=self._namespace())
+
+    def _namespace(self):
+        return getattr(self.hooks, "namespace", None) or sys._getframe(2).f_globals
 
     def __repr__(self):
         return f"<autograd session: {self.record.summary()}>"

@@ -44,6 +44,7 @@ from threading import get_ident
 from nbgrad import Tensor
 from nbgrad.autograd.graph import GraphObserver, try_get_grad_accumulator
 
+from .answers_values import check_forward
 from .records import (
     Accumulation,
     BackwardTrace,
@@ -216,6 +217,7 @@ class Recorder:
         self._watching = []  # the handles of the installed _Watchers
         self._backward_depth = 0
         self.backward_ops = 0
+        self.nonfinite_found: list = []  # see answers_values.check_forward
         self._lock = threading.RLock()
         self._busy = threading.local()
         self._quiet = False  # set while the subscribers run (see _notify)
@@ -367,6 +369,7 @@ class Recorder:
                 refs,
             )
         )
+        check_forward(self, NBGRAD, args, result)
         if self._subscribers:
             self._notify()
 
@@ -449,6 +452,7 @@ class Recorder:
                 refs,
             )
         )
+        check_forward(self, source, args, result)
         if self._subscribers:
             self._notify()
 

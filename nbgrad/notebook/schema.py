@@ -105,6 +105,8 @@ class SnapNode(TypedDict):
     tensor: LeafTensor | None
     grad: list[GradSummary | None] | None
     order: int | None
+    nonfinite: NotRequired[list[Literal["nan", "+inf", "-inf"]]]
+    nonfinite_origin: NotRequired[bool]
 
 
 # ``from`` is a keyword: the edge is declared in the functional form
@@ -303,6 +305,8 @@ class ViewNode(TypedDict):
     line: NotRequired[int]
     hooks: NotRequired[int]
     order: NotRequired[int]
+    nonfinite: NotRequired[list[Literal["nan", "+inf", "-inf"]]]
+    nonfinite_origin: NotRequired[bool]
 
 
 ViewSnapshot = TypedDict(

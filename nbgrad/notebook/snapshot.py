@@ -25,6 +25,7 @@ import weakref
 
 import numpy as np
 
+from .answers_values import mark_nodes, nonfinite_kinds
 from .schema import (
     SCHEMA_TYPES,
     Details,
@@ -71,6 +72,9 @@ def view_snapshot(snap: Snapshot) -> ViewSnapshot:
             v["label"] = n["label"]
         for key in ("group", "line", "order"):
             if n[key] is not None:
+                v[key] = n[key]
+        for key in ("nonfinite", "nonfinite_origin"):
+            if key in n:
                 v[key] = n[key]
         if n["hooks"]:
             v["hooks"] = len(n["hooks"])
@@ -165,7 +169,7 @@ class GradFacts:
     """A gradient as an engine event saw it; reads as its :class:`GradSummary` (``facts["norm"]``,
     ``facts.summary()``), which is built once, when first read."""
 
-    __slots__ = ("shape", "dtype", "numel", "norm", "head", "_summary")
+    __slots__ = ("shape", "dtype", "numel", "norm", "head", "_summary", "nonfinite")
 
     def summary(self) -> GradSummary:
         summary = self._summary
@@ -266,6 +270,8 @@ def array_facts(a, value, max_values=16, source=NBGRAD, norms=None):
     facts.norm = norm
     facts.head = head
     facts._summary = None
+    # the kinds of non-finite values, read only when the norm says there are some
+    facts.nonfinite = None if norm is None or math.isfinite(norm) else nonfinite_kinds(a)
     return facts
 
 
@@ -875,6 +881,7 @@ def build_snapshot(
             }
         )
 
+    mark_nodes(out_nodes, recorder, ids)  # NaN and Inf: answers_values.py
     return {
         "schema": "nbgrad.snapshot",
         "version": SCHEMA_VERSION,
