@@ -5,14 +5,18 @@
 // NOTE [Readable at open] (see nbgrad/notebook/layout.py): the view never opens below READ_K,
 // the zoom at which node labels are 11 px, and opens on the root end of the graph; an overview
 // (the minimap) shows the whole graph and where the view is, beside the drawing (never over
-// it), and a line under the drawing says how many boxes are out of view. "Fit" never goes
-// below READ_K either: it makes the canvas as tall as the graph (up to FIT_SCREENS window
-// heights), so that the notebook scrolls where the drawing would have shrunk.
+// it), and a line under the drawing says how many boxes are out of view. A graph at most
+// OPEN_SCREENS window heights tall at READ_K (a 2-layer MLP: 17 boxes, about 1,600 px) opens
+// whole in height: the canvas grows to it past MAX_HEIGHT and the notebook scrolls (a graph
+// wider than the canvas still opens on its root); a taller one opens MAX_HEIGHT tall. "Fit" never goes below READ_K
+// either: it makes the canvas as tall as the graph (up to FIT_SCREENS window heights), so
+// that the notebook scrolls where the drawing would have shrunk.
 const READ_K = 1;
 const MAX_K = 1.25;
 const MIN_HEIGHT = 240; // px, the canvas's height bounds while it follows the graph
 const MAX_HEIGHT = 640;
 const FIT_SCREENS = 4;
+const OPEN_SCREENS = 2;
 const MINIMAP_W = 180;
 const MINIMAP_H = 120;
 const MAX_RESULTS = 20;
@@ -253,8 +257,10 @@ function render({ model, el }) {
     /** @type {Layout} */ const lay = graphLayout();
     if (!lay || !lay.height) return;
     const below = el.classList.contains("nbg-narrow") ? SIDE_BELOW : 0;
+    const need = lay.height * READ_K + 24;
+    const whole = need <= OPEN_SCREENS * (window.innerHeight || 800); // NOTE [Readable at open]
     const want = below +
-      Math.round(Math.min(MAX_HEIGHT, Math.max(MIN_HEIGHT, lay.height * READ_K + 24)));
+      Math.round(Math.max(MIN_HEIGHT, whole ? need : Math.min(MAX_HEIGHT, need)));
     setHeight = `${want}px`;
     main.style.height = setHeight;
   }
