@@ -556,7 +556,6 @@ def _shift_into_view(out_nodes, out_edges, out_groups):
             ]
         right += shift
         bottom += shift_y
-    right, bottom = round(right + MARGIN, 1), round(bottom + MARGIN, 1)
     return round(right + MARGIN, 1), round(bottom + MARGIN, 1)
 
 
