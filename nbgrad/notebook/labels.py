@@ -38,26 +38,25 @@ WALK_MAX = 4_000_000  # and in all, whatever the picture's size
 
 # NOTE [A budget for crowded pictures]
 # A walk visits every item in the cells a candidate touches, and where many edges share a
-# path (the 1,000 edges from the steps of an unrolled RNN down to its weight ``W``, drawn
-# one over another) each cell there holds hundreds of them: the 1,000-step RNN's 6,000
-# labels visited 224 million items (13 s), and the count grows as the square of the graph.
-# So the walks share a budget: WALK_PER_LABEL items a label, at most WALK_MAX in all (about
-# a second). Once it is spent, a label takes the first of its candidates whose cost is
-# known without a walk (its old place if free, else one costed in bulk, else the first):
-# placement is still linear in the picture, and pictures below the budget (all the graphs of
-# tests/notebook/test_edge_labels.py, the crowded fan of 300 edges into one box at 2,970 a
-# label) are placed as if there were none. The folded view a graph opens with is far below.
-# The grid's cells grow with the picture's mean drawn piece (CELL_PIECES): with pieces 8
-# cells long on average, a random DAG of 12,510 nodes (256,000 px wide) cut its 21,062 edges
-# into 1.1 million items in 4.4 million cells, +870 MB at the peak; with 2, +470 MB and 4.1
-# CPU seconds instead of 6.0 for the layout, 445 of its labels placed otherwise.
+# path (the edges from the steps of an unrolled RNN down to its weight ``W``, drawn one over
+# another) each cell there holds hundreds of them, so that the items visited grow as the
+# square of the graph. So the walks share a budget: WALK_PER_LABEL items a label, at most
+# WALK_MAX in all (about a second). Once it is spent, a label takes the first of its
+# candidates whose cost is known without a walk (its old place if free, else one costed in
+# bulk, else the first): placement is still linear in the picture, and pictures below the
+# budget (all the graphs of tests/notebook/test_edge_labels.py, the crowded fan of 300 edges
+# into one box included) are placed as if there were none. The folded view a graph opens
+# with is far below. The grid's cells grow with the picture's mean drawn piece
+# (CELL_PIECES), so that a wide picture of long edges is cut into a few items a piece rather
+# than many: less memory and time at the peak, for a few labels placed otherwise.
+# ``tests/benchmarks/notebook_shapes.py`` prints the layout's time and memory on such graphs.
 
 # NOTE [Label costs in bulk]
 # What a candidate meets is a sum, walked cell by cell: the cells in (cx, cy) order, each
 # cell's items in the order they were added (the picture first, then the labels as they are
 # placed), an item in several cells counted in the first; the walk stops once the sum passes
-# the best so far. Done all in Python, that was 10-20x the rest of the layout on pictures of
-# hundreds of boxes, half of it building the grid. Now NumPy builds the grid (the edges
+# the best so far. Done all in Python, that would cost many times the rest of the layout on
+# pictures of hundreds of boxes, building the grid most of all. So NumPy builds the grid (the edges
 # flattened, the long lines cut, the items bucketed) and, where there are BULK_FROM labels or
 # more, sums in batches what candidates meet of the picture, all known before any label is
 # placed: every label's old place, every label's first FEW candidates (made in NumPy too,

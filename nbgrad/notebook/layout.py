@@ -267,6 +267,69 @@ def layout(snapshot, collapsed=(), *, fold=None, expanded=(), members=None) -> L
         return rep
 
     # 1. the visible graph
+    vis, vnodes = _visible_graph(snapshot, groups, representative)
+    # 1b. repeated structure folded into series boxes (NOTE [Series] in fold.py)
+    expanded = set(expanded)
+    series = _fold_series(snapshot, vis, vnodes, groups, fold, expanded, members)
+
+    vedges = _visible_edges(snapshot, vis)
+    order = list(vnodes)
+    index = {vid: i for i, vid in enumerate(order)}
+    succ = {vid: [] for vid in order}
+    pred = {vid: [] for vid in order}
+    for u, v in vedges:
+        succ[u].append(v)
+        pred[v].append(u)
+
+    # 2. layers (longest path, Kahn's algorithm; see NOTE [Group boxes])
+    vgroup = {vid: vnodes[vid]["group"] for vid in order}
+    layer, broke = _layers(order, succ, pred, vgroup, groups, bottoms=True)
+    if broke:  # the group constraints made a cycle: the plain layering
+        layer, _ = _layers(order, succ, pred, vgroup, groups, bottoms=False)
+    nlayers = max(layer.values(), default=-1) + 1
+    layers = [[] for _ in range(nlayers)]
+
+    # 3. an edge that spans several layers gets a small dummy box in each layer it crosses
+    width = {vid: vnodes[vid]["w"] for vid in order}
+    chains = _dummy_chains(vedges, layer, succ, pred, index, width, vgroup, groups, len(order))
+    # 4. initial order, then sweeps that move each box towards its neighbours
+    x = _order_layers(order, index, layer, layers, succ, pred, width)
+
+    def top_of(li):
+        return float(MARGIN + GROUP_LABEL + li * (NODE_H + V_GAP))
+
+    # 5. group boxes, innermost first, pushing apart what would overlap (NOTE [Group boxes])
+    hidden = {gid for gid in groups if representative(gid) is not None}
+    rects = _separate_groups(x, width, layer, vgroup, groups, hidden, top_of)
+    xmin = min((x[v] - width[v] / 2 for v in x), default=0.0)
+    xmin = min([xmin] + [r[0] for r in rects.values()])
+    offset = MARGIN / 2 - xmin if rects else MARGIN - xmin
+    for vid in x:
+        x[vid] += offset
+    for gid, r in rects.items():
+        rects[gid] = (r[0] + offset, r[1], r[2] + offset, r[3])
+
+    out_nodes = _node_boxes(order, vnodes, x, layer, top_of)
+    out_edges = _edge_paths(vedges, out_nodes, chains, x, layer, top_of)
+    out_groups = _group_boxes(groups, rects)
+    right, bottom = _shift_into_view(out_nodes, out_edges, out_groups)
+    hooked = {vid for vid, box in vnodes.items() if box.get("hooked")}
+    place_labels(out_nodes, out_edges, out_groups, right, bottom, hooked)
+    return {
+        "width": right,
+        "height": bottom,
+        "nodes": out_nodes,
+        "edges": out_edges,
+        "groups": out_groups,
+        "collapsed": sorted(collapsed, key=lambda g: int(g[1:]) if g[1:].isdigit() else 0),
+        "series": series,
+        "expanded": sorted(x["id"] for x in series if x["expanded"]),
+    }
+
+
+def _visible_graph(snapshot, groups, representative):
+    """``(vis, vnodes)``: ``{snapshot node id: visible id}`` and ``{visible id: box}`` (in the
+    snapshot's order), a collapsed group being one box."""
     vis = {}  # snapshot node id -> visible id
     vnodes = {}  # visible id -> box dict (insertion order = snapshot order)
     group_sizes = {}  # collapsed group id -> count
@@ -309,11 +372,11 @@ def layout(snapshot, collapsed=(), *, fold=None, expanded=(), members=None) -> L
             box["sub"] = f"{count} node" + ("s" if count != 1 else "")
         box["w"] = node_size(box["label"], box["sub"])
         box["h"] = NODE_H
+    return vis, vnodes
 
-    # 1b. repeated structure folded into series boxes (NOTE [Series] in fold.py)
-    expanded = set(expanded)
-    series = _fold_series(snapshot, vis, vnodes, groups, fold, expanded, members)
 
+def _visible_edges(snapshot, vis):
+    """``{(from, to): entry}``: the edges between visible boxes, merged, with their labels."""
     vedges = {}
     for e in snapshot["edges"]:
         u, v = vis.get(e["from"]), vis.get(e["to"])
@@ -330,29 +393,16 @@ def layout(snapshot, collapsed=(), *, fold=None, expanded=(), members=None) -> L
         grads = entry["grads"]
         entry["grad"] = grads[0] if len(grads) == 1 else None
         entry["label"] = grad_label(grads)
+    return vedges
 
-    order = list(vnodes)
-    index = {vid: i for i, vid in enumerate(order)}
-    succ = {vid: [] for vid in order}
-    pred = {vid: [] for vid in order}
-    for u, v in vedges:
-        succ[u].append(v)
-        pred[v].append(u)
 
-    # 2. layers (longest path, Kahn's algorithm; see NOTE [Group boxes])
-    vgroup = {vid: vnodes[vid]["group"] for vid in order}
-    layer, broke = _layers(order, succ, pred, vgroup, groups, bottoms=True)
-    if broke:  # the group constraints made a cycle: the plain layering
-        layer, _ = _layers(order, succ, pred, vgroup, groups, bottoms=False)
-    nlayers = max(layer.values(), default=-1) + 1
-    layers = [[] for _ in range(nlayers)]
-
-    # 3. an edge that spans several layers gets a small dummy box in each layer it crosses,
-    # so that ordering and placement route it around the nodes there (a bend per dummy);
-    # edges longer than MAX_SPAN layers, or past the dummy budget, are drawn straight
-    width = {vid: vnodes[vid]["w"] for vid in order}
+def _dummy_chains(vedges, layer, succ, pred, index, width, vgroup, groups, n_boxes):
+    """Put a small dummy box in each layer a long edge crosses, so that ordering and placement
+    route it around the nodes there (a bend per dummy); edges longer than MAX_SPAN layers, or
+    past the dummy budget, are drawn straight. Updates the graph in place; returns
+    ``{(from, to): [dummy ids]}``."""
     chains = {}
-    budget = DUMMY_BUDGET * len(order)
+    budget = DUMMY_BUDGET * n_boxes
     for key in vedges:
         u, v = key
         span = layer[v] - layer[u]
@@ -380,8 +430,13 @@ def layout(snapshot, collapsed=(), *, fold=None, expanded=(), members=None) -> L
         succ[prev].append(v)
         pred[v].append(prev)
         chains[key] = chain
+    return chains
 
-    # 4. initial order: depth-first from the top nodes, following next_functions in order
+
+def _order_layers(order, index, layer, layers, succ, pred, width):
+    """Fill ``layers`` in order (depth-first from the top nodes, following next_functions in
+    order, then sweeps towards the neighbours' mean); returns each box's centre ``x``."""
+    nlayers = len(layers)
     seen = set()
     for top in order:
         if pred[top] or top in seen:
@@ -415,21 +470,11 @@ def layout(snapshot, collapsed=(), *, fold=None, expanded=(), members=None) -> L
                     desired[vid] = sum(x[n] for n in ns) / len(ns) if ns else x[vid]
                 row.sort(key=lambda v: (desired[v], index[v]))
                 _place(row, desired, width, x)
+    return x
 
-    def top_of(li):
-        return float(MARGIN + GROUP_LABEL + li * (NODE_H + V_GAP))
 
-    # 5. group boxes, innermost first, pushing apart what would overlap (NOTE [Group boxes])
-    hidden = {gid for gid in groups if representative(gid) is not None}
-    rects = _separate_groups(x, width, layer, vgroup, groups, hidden, top_of)
-    xmin = min((x[v] - width[v] / 2 for v in x), default=0.0)
-    xmin = min([xmin] + [r[0] for r in rects.values()])
-    offset = MARGIN / 2 - xmin if rects else MARGIN - xmin
-    for vid in x:
-        x[vid] += offset
-    for gid, r in rects.items():
-        rects[gid] = (r[0] + offset, r[1], r[2] + offset, r[3])
-
+def _node_boxes(order, vnodes, x, layer, top_of):
+    """The LayoutNode of each visible box."""
     out_nodes = []
     for vid in order:
         box = vnodes[vid]
@@ -449,8 +494,12 @@ def layout(snapshot, collapsed=(), *, fold=None, expanded=(), members=None) -> L
                 "group": box["group"],
             }
         )
-    boxes = {b["id"]: b for b in out_nodes}
+    return out_nodes
 
+
+def _edge_paths(vedges, out_nodes, chains, x, layer, top_of):
+    """The LayoutEdge of each visible edge: its points, through its dummies."""
+    boxes = {b["id"]: b for b in out_nodes}
     out_edges = []
     for (u, v), entry in vedges.items():
         a, b = boxes[u], boxes[v]
@@ -461,7 +510,11 @@ def layout(snapshot, collapsed=(), *, fold=None, expanded=(), members=None) -> L
         points += [round(b["x"] + b["w"] / 2, 1), b["y"]]
         entry["points"] = points
         out_edges.append(entry)
+    return out_edges
 
+
+def _group_boxes(groups, rects):
+    """The LayoutGroup of each group drawn, outermost first."""
     out_groups = []
     for gid, g in groups.items():
         r = rects.get(gid)
@@ -479,7 +532,12 @@ def layout(snapshot, collapsed=(), *, fold=None, expanded=(), members=None) -> L
             }
         )
     out_groups.sort(key=lambda g: (g["depth"], g["id"]))
+    return out_groups
 
+
+def _shift_into_view(out_nodes, out_edges, out_groups):
+    """Move everything right and down past any group box out at the top or left; returns the
+    drawing's ``(width, height)``."""
     right = max((b["x"] + b["w"] for b in out_nodes), default=0.0)
     bottom = max((b["y"] + b["h"] for b in out_nodes), default=0.0)
     for g in out_groups:
@@ -498,19 +556,7 @@ def layout(snapshot, collapsed=(), *, fold=None, expanded=(), members=None) -> L
             ]
         right += shift
         bottom += shift_y
-    right, bottom = round(right + MARGIN, 1), round(bottom + MARGIN, 1)
-    hooked = {vid for vid, box in vnodes.items() if box.get("hooked")}
-    place_labels(out_nodes, out_edges, out_groups, right, bottom, hooked)
-    return {
-        "width": right,
-        "height": bottom,
-        "nodes": out_nodes,
-        "edges": out_edges,
-        "groups": out_groups,
-        "collapsed": sorted(collapsed, key=lambda g: int(g[1:]) if g[1:].isdigit() else 0),
-        "series": series,
-        "expanded": sorted(x["id"] for x in series if x["expanded"]),
-    }
+    return round(right + MARGIN, 1), round(bottom + MARGIN, 1)
 
 
 def _fold_series(snapshot, vis, vnodes, groups, fold, expanded, members_out=None):

@@ -622,8 +622,65 @@ def build_snapshot(
     records = recorder.records if recorder is not None else []
     groups = list(recorder.modules) if recorder is not None else []
     group_ids = {g: f"g{g.index}" for g in groups}
+    paths = _group_paths(groups, names, weak_names)
+    param_group = _parameter_groups(groups, paths, names, weak_names)
+    cut = {"nodes": 0, "stubs": 0}
+    nodes, unexpanded, truncated, records, left_out, first_kept = _which_nodes(
+        recorder, roots, records, max_nodes, source, cut
+    )
+    node_set = set(nodes)
+    node_record, node_group = _number_leaves(
+        recorder, records, nodes, node_set, groups, ids, source
+    )
+    if passes is None:
+        passes = list(recorder.passes) if recorder is not None else []
+    shown = _shown_pass(passes, pass_index, node_set)
+    order_of = {}
+    if shown is not None:
+        for k, s in enumerate(shown.steps):
+            order_of.setdefault(s.node, k)
+    ordered = sorted(nodes, key=lambda n: _order_key(n, ids))
+    hook_entries, node_hooks = _hook_entries(ordered, groups, group_ids, ids, source)
+    drawn = {
+        "node_hooks": node_hooks,
+        "node_record": node_record,
+        "node_group": node_group,
+        "names": names,
+        "param_group": param_group,
+        "group_ids": group_ids,
+        "recorder": recorder,
+        "objects": objects,
+    }
+    out_nodes = _node_entries(ordered, ids, source, unexpanded, node_set, shown, order_of, drawn)
+    out_edges = _edge_entries(ordered, unexpanded, node_set, shown, ids, source)
+    out_groups = _group_entries(groups, group_ids, paths, out_nodes, first_kept, recorder, objects)
+    out_records = _record_entries(records, recorder, ids, node_set, group_ids, timings)
+    mark_nodes(out_nodes, recorder, ids)  # NaN and Inf: answers_values.py
 
-    # a group's path: the user's name for a top module (from ``names``), then attribute names
+    return {
+        "schema": "nbgrad.snapshot",
+        "version": SCHEMA_VERSION,
+        "nodes": out_nodes,
+        "edges": out_edges,
+        "groups": out_groups,
+        "records": out_records,
+        "hooks": hook_entries,
+        "passes": [_pass_entry(p, ids, node_set if truncated else None) for p in passes],
+        "roots": [ids(n) for n in _top_nodes(nodes, source)],
+        "pass": shown.index if shown is not None else None,
+        "truncated": truncated,
+        "max_nodes": max_nodes,
+        "left_out": left_out,
+        "cut_nodes": cut["nodes"],
+        "stubs": cut["stubs"],
+        "backward_ops": recorder.backward_ops if recorder is not None else 0,
+        "failure": getattr(recorder, "failure", None),  # set by the magic (NOTE [Failed forward])
+    }
+
+
+def _group_paths(groups, names, weak_names):
+    """``{ModuleCall: path}``: the user's name for a top module (from ``names``), then
+    attribute names."""
     paths = {}
     for g in groups:
         if g.parent is None:
@@ -634,8 +691,12 @@ def build_snapshot(
             paths[g] = top or g.path
         else:
             paths[g] = f"{paths.get(g.parent, g.parent.path)}.{g.name}"
+    return paths
 
-    # parameters of the recorded modules: names for leaves, and their group
+
+def _parameter_groups(groups, paths, names, weak_names):
+    """``{id(parameter): ModuleCall}``: the call that draws each parameter of the recorded
+    modules; names the parameters (and then the ``weak_names``) into ``names``."""
     param_group = {}
     calls = {}  # id(module) -> its calls: only the first names the parameters (a loop's 60)
     for g in groups:
@@ -673,9 +734,12 @@ def build_snapshot(
     param_group = {k: g for k, g in param_group.items() if calls[id(g.module)] == 1}
     for key, name in weak_names.items():
         names.setdefault(key, name)
+    return param_group
 
-    # which nodes
-    cut = {"nodes": 0, "stubs": 0}
+
+def _which_nodes(recorder, roots, records, max_nodes, source, cut):
+    """The nodes drawn: ``(nodes, unexpanded, truncated, records kept, left_out,
+    first_kept)``; ``cut`` counts the nodes and stubs cut off."""
     if recorder is not None and not roots:
         starts = [r.node for r in records if r.node is not None and not _superseded(r, source)]
         starts.reverse()  # walk from the last op: the drawing's first-met order is top-down
@@ -696,6 +760,12 @@ def build_snapshot(
         first_kept = kept[0].index if kept else len(records)
         left_out = len(records) - len(kept)
         records = kept
+    return nodes, unexpanded, truncated, records, left_out, first_kept
+
+
+def _number_leaves(recorder, records, nodes, node_set, groups, ids, source):
+    """Number the leaves; ``(node_record, node_group)``: each node's first record and its
+    group."""
     # number leaves in a deterministic order that only grows with the recording (so a live
     # view and a final one agree): first use by a recorded op, then as first met
     for r in records:
@@ -717,9 +787,12 @@ def build_snapshot(
         # (BackwardHookFunctionBackward) that belongs to no call; torch records composite
         # calls, each of which can make many nodes
         _group_inner_nodes(nodes, node_record, node_group, source)
+    return node_record, node_group
 
-    if passes is None:
-        passes = list(recorder.passes) if recorder is not None else []
+
+def _shown_pass(passes, pass_index, node_set):
+    """The pass whose gradients are drawn: ``pass_index``'s, else the last that ran a node of
+    this graph."""
     shown = None
     if pass_index is not None:
         shown = next((p for p in passes if p.index == pass_index), None)
@@ -728,13 +801,12 @@ def build_snapshot(
             if any(s.node in node_set for s in p.steps):
                 shown = p
                 break
-    order_of = {}
-    if shown is not None:
-        for k, s in enumerate(shown.steps):
-            order_of.setdefault(s.node, k)
+    return shown
 
-    # hooks: the hooks on each node of this graph, in the nodes' order, then module hooks
-    ordered = sorted(nodes, key=lambda n: _order_key(n, ids))
+
+def _hook_entries(ordered, groups, group_ids, ids, source):
+    """``(hook entries, {node: [hook ids]})``: the hooks on each node of this graph, in the
+    nodes' order, then module hooks."""
     hook_entries = []
     node_hooks = {}
     seen_handles = set()
@@ -754,8 +826,19 @@ def build_snapshot(
         seen_modules.add(id(module))
         for info in source.module_hooks(module):
             hook_entries.append(_hook_entry(info, group_ids[g]))
+    return hook_entries, node_hooks
 
-    # nodes
+
+def _node_entries(ordered, ids, source, unexpanded, node_set, shown, order_of, drawn):
+    """The entries of the ``ordered`` nodes; ``drawn``: what places and names them (a dict of
+    node_hooks, node_record, node_group, names, param_group, group_ids, recorder, objects)."""
+    node_hooks, node_record, node_group = (
+        drawn["node_hooks"],
+        drawn["node_record"],
+        drawn["node_group"],
+    )
+    names, param_group, group_ids = drawn["names"], drawn["param_group"], drawn["group_ids"]
+    recorder, objects = drawn["recorder"], drawn["objects"]
     out_nodes = []
     for node in ordered:
         nid = ids(node)
@@ -812,8 +895,11 @@ def build_snapshot(
         if shown is not None and node in shown.node_inputs:
             entry["grad"] = summarised(shown.node_inputs[node])
         out_nodes.append(entry)
+    return out_nodes
 
-    # edges
+
+def _edge_entries(ordered, unexpanded, node_set, shown, ids, source):
+    """The edges between the drawn nodes, with the shown pass's gradients."""
     out_edges = []
     edge_grads = shown.edge_grads if shown is not None else {}
     for entry_node in ordered:
@@ -832,7 +918,11 @@ def build_snapshot(
                     "grad": summarised(edge_grads.get((entry_node, i))),
                 }
             )
+    return out_edges
 
+
+def _group_entries(groups, group_ids, paths, out_nodes, first_kept, recorder, objects):
+    """The module groups drawn."""
     # a group whose calls were all left out stays if a kept node is in it: a parameter's leaf,
     # placed in the first call of its module, is kept while later steps use it
     needed = set()
@@ -860,7 +950,11 @@ def build_snapshot(
                 "error": g.error,
             }
         )
+    return out_groups
 
+
+def _record_entries(records, recorder, ids, node_set, group_ids, timings):
+    """The recorded calls kept."""
     out_records = []
     cell = getattr(recorder, "cell_filename", None)
     for r in records:
@@ -880,27 +974,7 @@ def build_snapshot(
                 "group": group_ids.get(r.group) if r.group is not None else None,
             }
         )
-
-    mark_nodes(out_nodes, recorder, ids)  # NaN and Inf: answers_values.py
-    return {
-        "schema": "nbgrad.snapshot",
-        "version": SCHEMA_VERSION,
-        "nodes": out_nodes,
-        "edges": out_edges,
-        "groups": out_groups,
-        "records": out_records,
-        "hooks": hook_entries,
-        "passes": [_pass_entry(p, ids, node_set if truncated else None) for p in passes],
-        "roots": [ids(n) for n in _top_nodes(nodes, source)],
-        "pass": shown.index if shown is not None else None,
-        "truncated": truncated,
-        "max_nodes": max_nodes,
-        "left_out": left_out,
-        "cut_nodes": cut["nodes"],
-        "stubs": cut["stubs"],
-        "backward_ops": recorder.backward_ops if recorder is not None else 0,
-        "failure": getattr(recorder, "failure", None),  # set by the magic (NOTE [Failed forward])
-    }
+    return out_records
 
 
 def _first_calls(groups):

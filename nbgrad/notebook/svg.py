@@ -102,6 +102,15 @@ FOOTER_CHAR = 6.7  # the width of a character at 11px
 STILL_W = 2000
 STILL_H = 2000
 STILL_EDGES = 1500  # edges drawn at most: those of the boxes drawn first, then those passing
+# NOTE [Wide still pictures fit the output]
+# JupyterLab shows an SVG output as an <img> of the SVG's own width, with no CSS that keeps it
+# inside the output area (it does for a PNG), so a picture wider than the output is cut at its
+# right edge (a 1,560 px picture in a 900 px window). The picture a cell shows is therefore
+# written, when wider than FIT_W, with ``width="100%"`` and no height: its viewBox gives the
+# ratio, and the browser scales it to the output's width, text and all. Narrower pictures keep
+# their size in px (an output is wider than FIT_W in any window but a narrow one); the PNG
+# beside it, and the still pictures of saved widgets, keep theirs.
+FIT_W = 720
 
 
 def _window(snapshot, lay, width, height):
@@ -527,3 +536,14 @@ def with_note(svg: str, text: str) -> str:
             "</g></svg>",
         ]
     )
+
+
+def fit_output(svg: str) -> str:
+    """``svg`` as a cell shows it: scaled to the output's width when wider than FIT_W px (NOTE
+    [Wide still pictures fit the output])."""
+    head = re.match(
+        r'<svg xmlns="http://www.w3.org/2000/svg" width="([\d.]+)" height="[\d.]+" ', svg
+    )
+    if head is None or float(head.group(1)) <= FIT_W:
+        return svg
+    return '<svg xmlns="http://www.w3.org/2000/svg" width="100%" ' + svg[head.end() :]

@@ -401,35 +401,24 @@ _PEEK: dict = {}  # the torch module -> torch.autograd._get_sequence_nr (False: 
 # another node than the model would (``differs``).
 #
 # NOTE [Recording torch's cost]
-# ``tests/benchmarks/notebook.py --only torch`` times a training step (784-256-10 MLP, batch
-# 64, SGD, one thread; ``gc.collect()`` before each step, so every step starts with cold
-# caches) plain and recorded: about 2.5 ms plain, 1.59x recorded (1.64x before the changes
-# of NOTE [One look-up a call] and ``TorchSource.address``), on a shared 2-core machine,
-# against a target of 1.3x. Where it goes, measured on that machine (CPU time, cold):
-# - torch's own machinery, with nothing recorded, is 1.16x-1.18x: a TorchFunctionMode that
-#   only calls the function (~1.09x: each of the ~40 calls of a step, ``.grad`` reads, the
-#   optimizer's grad-mode switches and its ``add_`` included, goes through Python), the
-#   global module hooks (~1.02x) and a no-op pre-hook and hook on each of the 11 nodes
-#   (~1.07x, the pre-hooks most of it);
-# - the facts of the pass's 11 gradients (a norm and the first values, NOTE [Summarise when
-#   shown]): NumPy after torch's kernels have emptied the caches costs ~30 us a gradient,
-#   ~0.12x; they are taken when the event happens, since the gradient may change in place or
-#   be freed later, and holding it instead would change what torch does (it steals a gradient
-#   nobody else holds, and sums a fan-in in place);
-# - the rest, ~0.3x: per call a record tuple and the walk to the user's line (NOTE
-#   [Recording cost]), per module call a group, per node a Step, start and stop.
-# A stripped-down recorder (bare tuples, no Steps or groups, no post-hooks) measured
-# 1.28x-1.31x, so 1.3x is not within reach while the snapshot keeps what it shows now. Tried
-# and left out: pausing the mode while ``optimizer.step()`` runs (torch's global optimizer
-# step hooks) saves ~0.04x but drops the step's ``add_`` calls from the records; dropping
-# the post-hooks where what a node sent can be read from what the next node received saves
-# 0.02x-0.09x, but a hook torch cannot list (a tensor hook on a non-leaf, a module's backward
-# hooks) may change the gradient between the two, and the edges would then be wrong. The
-# recorder keeps per event only what cannot wait: a record tuple per call, the facts of each
-# gradient (a ``.grad`` that took the incoming gradient's memory is not read again, NOTE [A
-# stolen gradient]) and a Step; the model of the engine runs when the trace is read (NOTE
-# [The model run when read]); the block's sequence numbers are read, not taken (NOTE [A
-# sequence number without a node]).
+# Recording a torch training step costs what torch's own machinery costs (a
+# TorchFunctionMode through which every call of the step goes in Python, the global module
+# hooks, a pre-hook and a hook on each node), the facts of each gradient, and per call a
+# record tuple and the walk to the user's line (NOTE [Recording cost]), per module call a
+# group, per node a Step. ``tests/benchmarks/notebook.py --only torch`` prints the figures
+# (a 784-256-10 MLP step, plain and recorded). The recorder keeps per event only what cannot
+# wait: a record tuple per call, the facts of each gradient (a norm and the first values,
+# NOTE [Summarise when shown]: taken when the event happens, since the gradient may change in
+# place or be freed later, and holding it instead would change what torch does: it steals a
+# gradient nobody else holds, and sums a fan-in in place; a ``.grad`` that took the incoming
+# gradient's memory is not read again, NOTE [A stolen gradient]) and a Step; the model of the
+# engine runs when the trace is read (NOTE [The model run when read]); the block's sequence
+# numbers are read, not taken (NOTE [A sequence number without a node]). Two savings are
+# left out on purpose: the mode stays on while ``optimizer.step()`` runs (pausing it would
+# drop the step's ``add_`` calls from the records), and each node keeps its post-hook even
+# where what it sent could be read from what the next node received (a hook torch cannot
+# list, a tensor hook on a non-leaf or a module's backward hooks, may change the gradient
+# between the two, and the edges would then be wrong).
 
 _SKIP = frozenset(
     {"__get__", "__set__", "__repr__", "__format__", "__str__", "__len__", "__bool__"}
