@@ -46,7 +46,7 @@ from .recorder import Recorder
 from .sessions import SESSIONS, current_cell
 from .snapshot import MAX_NODES, build_snapshot, cut_note
 from .stepper import BackwardStepper
-from .svg import fit_output, snapshot_svg, trace_svg
+from .svg import fit_output, trace_svg
 from .trace import trace_snapshot
 
 __all__ = ["AutogradMagics", "Session", "parse_options", "USAGE", "empty_body_to_line_magic"]

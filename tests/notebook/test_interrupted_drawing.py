@@ -43,7 +43,7 @@ STAGES = {
     "still svg": (GraphView, "to_svg", ""),
     "png": (widget_mod, "png_b64", ""),
     "stepper": (magics, "BackwardStepper", "--backward loss --step"),
-    "static svg": (magics, "snapshot_svg", "--static"),
+    "static svg": (magics, "still_svg", "--static"),
 }
 
 
