@@ -153,13 +153,13 @@ AUTOGRAD_OUT = [
         r"^handle_torch_function$|^has_torch_function$|^is_tensor_like$",
         "__torch_function__ overrides",
     ),
-    (r"multithreading|view_replay|grad_layout_policy", "the C++ engine's switches"),
+    (r"view_replay|grad_layout_policy", "the C++ engine's switches"),
 ]
 AUTOGRAD_MISSING = ""
 
 GRAPH_OUT = [
     (r"^Variable$", "re-exported from torch.autograd, where it is checked"),
-    (r"^TorchDispatchMode$|^allow_mutation_on_saved_tensors$", "__torch_dispatch__ modes"),
+    (r"^TorchDispatchMode$", "__torch_dispatch__ modes"),
     (r"stream|^region_activation_memory_budget$", "CUDA streams and activation memory budgets"),
 ]
 GRAPH_MISSING = ""
