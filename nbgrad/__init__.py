@@ -75,6 +75,7 @@ from . import (  # noqa: E402
     functional,
     nn,
     optim,
+    profiler,
     utils,
 )
 from ._functions import *  # noqa: E402,F401,F403

@@ -17,7 +17,7 @@ from nbgrad._tensor.dispatch import _edge_of
 from nbgrad._tensor.math_methods import sum_to
 from nbgrad.backend import CPU
 
-from . import functional, graph
+from . import functional, graph, profiler, profiler_util
 from .anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .engine import get_default_engine
 from .function import Function, FunctionCtx, once_differentiable
@@ -34,6 +34,8 @@ from .grad_mode import (
 from .gradcheck import gradcheck, gradgradcheck
 from .graph import SavedTensor
 from .graph_task import _is_checkpoint_valid as _is_checkpoint_valid
+from .profiler import _profiler_enabled as _profiler_enabled
+from .profiler import kineto_available
 from .variable import Variable
 
 # NOTE [nbgrad.autograd.torch]
@@ -53,6 +55,8 @@ __all__ = [
     "gradgradcheck",
     "functional",
     "graph",
+    "profiler",
+    "kineto_available",
     "no_grad",
     "enable_grad",
     "set_grad_enabled",
