@@ -17,7 +17,7 @@ from nbgrad._tensor.dispatch import _edge_of
 from nbgrad._tensor.math_methods import sum_to
 from nbgrad.backend import CPU
 
-from . import functional, graph, profiler, profiler_util
+from . import functional, graph, profiler
 from .anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .engine import get_default_engine
 from .function import Function, FunctionCtx, once_differentiable
