@@ -153,10 +153,10 @@ class _Recorder(GraphObserver):
 
 
 class _Profiling:
-    """The one recording profile (PyTorch allows one at a time per process)."""
+    """The recording profiles, innermost last (a profile inside another records too)."""
 
-    recorder = None
-    handle = None
+    recorders: list = []
+    handles: list = []
 
 
 _profiling = _Profiling()
@@ -164,7 +164,7 @@ _profiling = _Profiling()
 
 def _profiler_enabled() -> bool:
     """Whether a profile is recording (``torch.autograd._profiler_enabled``)."""
-    return _profiling.recorder is not None
+    return bool(_profiling.recorders)
 
 
 def kineto_available() -> bool:
@@ -174,18 +174,18 @@ def kineto_available() -> bool:
 
 
 def _start(record_shapes):
-    if _profiling.recorder is not None:
-        raise RuntimeError("Profiler is already enabled on this thread")
     recorder = _Recorder(record_shapes)
-    _profiling.recorder = recorder
-    _profiling.handle = observe(recorder)
+    _profiling.recorders = _profiling.recorders + [recorder]
+    _profiling.handles = _profiling.handles + [observe(recorder)]
     return recorder
 
 
 def _stop(recorder):
-    if _profiling.recorder is recorder:
-        _profiling.handle.remove()
-        _profiling.recorder = _profiling.handle = None
+    if recorder in _profiling.recorders:
+        i = _profiling.recorders.index(recorder)
+        _profiling.handles[i].remove()
+        _profiling.recorders = _profiling.recorders[:i] + _profiling.recorders[i + 1 :]
+        _profiling.handles = _profiling.handles[:i] + _profiling.handles[i + 1 :]
     events = EventList(sorted(recorder.events, key=lambda e: (e.time_range.start, e.id)))
     events._build_tree()
     return events
@@ -319,17 +319,19 @@ class record_function(contextlib.ContextDecorator):
         self.name = name
         self.args = args
         self._start = None
-        self._recorder = None
+        self._recorders = ()
 
     def __enter__(self):
-        self._recorder = _profiling.recorder
-        if self._recorder is not None:
+        self._recorders = _profiling.recorders
+        if self._recorders:
             self._start = _now_us()
         return self
 
     def __exit__(self, exc_type, exc_value, traceback):
-        recorder, self._recorder = self._recorder, None
-        if recorder is not None and self._start is not None:
-            recorder.add(self.name, self._start, _now_us(), is_user_annotation=True)
+        recorders, self._recorders = self._recorders, ()
+        if recorders and self._start is not None:
+            end = _now_us()
+            for recorder in recorders:
+                recorder.add(self.name, self._start, end, is_user_annotation=True)
         self._start = None
         return False
