@@ -4,6 +4,7 @@ name is either out of nbgrad's scope (a rule below says why), known to be missin
 that the list shrinks as gaps close), or present in nbgrad's module of the same place.
 
 Data-driven: a module is one ``Scope``: also ``torch.nn``, ``torch.nn.functional``,
+``torch.autograd.profiler``, ``torch.autograd.profiler_util``, ``torch.profiler``,
 ``torch.optim``, ``torch.optim.lr_scheduler``, ``torch.utils.data``, ``torch.utils.hooks`` and
 ``torch.functional``; and one class, ``torch.Tensor``, whose public
 methods and attributes are checked against ``nbgrad.Tensor``'s under the ``torch`` scope's rules
@@ -147,7 +148,10 @@ TENSOR_MISSING = ""
 
 # ---- torch.autograd ---------------------------------------------------------------------------
 AUTOGRAD_OUT = [
-    (r"^Profiler|^kineto_available$|^DeviceType$", "the profiler"),
+    (
+        r"^ProfilerConfig$|^ProfilerState$|^ProfilerEvent$",
+        "the C++ profiler's configuration and raw events (nbgrad's profiler is Python)",
+    ),
     (r"^NestedIOFunction$", "the legacy Function with nested inputs"),
     (
         r"^handle_torch_function$|^has_torch_function$|^is_tensor_like$",
@@ -163,6 +167,26 @@ GRAPH_OUT = [
     (r"stream|^region_activation_memory_budget$", "CUDA streams and activation memory budgets"),
 ]
 GRAPH_MISSING = ""
+
+# ---- torch.autograd.profiler, torch.autograd.profiler_util, torch.profiler ---------------------
+PROFILER_OUT = [
+    (
+        r"^emit_itt$|^emit_nvtx$|nvprof",
+        "vendor tracing ranges (Intel ITT, NVIDIA NVTX / nvprof): nbgrad profiles the CPU itself",
+    ),
+    (
+        r"^KinetoStepTracker$|^ProfilerConfig$|^ProfilerState$|^RecordScope$|^is_fbcode$"
+        r"|^ExecutionTraceObserver$|^register_optimizer_step_post_hook$",
+        "Kineto's and the C++ profiler's configuration, execution traces and internal hooks",
+    ),
+    (r"MemRecords|^Kernel$", "memory and device-kernel records: nbgrad records CPU time only"),
+    (
+        r"^EnforceUnique$|^StringTable$|^FormattedTimesMixin$|^EventMetadata$",
+        "internal helpers of PyTorch's tables",
+    ),
+    (r"^Future$|^Optimizer$", "re-exported (torch.futures, torch.optim)"),
+]
+PROFILER_MISSING = ""
 
 # ---- torch.nn, torch.nn.functional ----------------------------------------------------------
 NN_OUT = [
@@ -227,6 +251,14 @@ SCOPES = [
     Scope("torch.Tensor", "nbgrad.Tensor", TENSOR_OUT, TENSOR_MISSING),
     Scope("torch.autograd", "nbgrad.autograd", AUTOGRAD_OUT, AUTOGRAD_MISSING),
     Scope("torch.autograd.graph", "nbgrad.autograd.graph", GRAPH_OUT, GRAPH_MISSING),
+    Scope("torch.autograd.profiler", "nbgrad.autograd.profiler", PROFILER_OUT, PROFILER_MISSING),
+    Scope(
+        "torch.autograd.profiler_util",
+        "nbgrad.autograd.profiler_util",
+        PROFILER_OUT,
+        PROFILER_MISSING,
+    ),
+    Scope("torch.profiler", "nbgrad.profiler", PROFILER_OUT, PROFILER_MISSING),
     Scope("torch.nn", "nbgrad.nn", NN_OUT, NN_MISSING),
     Scope("torch.nn.functional", "nbgrad.nn.functional", F_OUT, F_MISSING),
     Scope("torch.optim", "nbgrad.optim", OPTIM_OUT, OPTIM_MISSING),

@@ -34,8 +34,8 @@ from .grad_mode import (
 from .gradcheck import gradcheck, gradgradcheck
 from .graph import SavedTensor
 from .graph_task import _is_checkpoint_valid as _is_checkpoint_valid
+from .profiler import DeviceType, ProfilerActivity, kineto_available
 from .profiler import _profiler_enabled as _profiler_enabled
-from .profiler import kineto_available
 from .variable import Variable
 
 # NOTE [nbgrad.autograd.torch]
@@ -57,6 +57,8 @@ __all__ = [
     "graph",
     "profiler",
     "kineto_available",
+    "DeviceType",
+    "ProfilerActivity",
     "no_grad",
     "enable_grad",
     "set_grad_enabled",

@@ -16,15 +16,18 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import enum
 import itertools
 import threading
 import time
 
 from nbgrad._graph.observer import GraphObserver, observe
 
-from .profiler_util import EventList, FunctionEvent
+from .profiler_util import DeviceType, EventList, FunctionEvent
 
 __all__ = [
+    "DeviceType",
+    "ProfilerActivity",
     "profile",
     "record_function",
     "EventList",
@@ -54,6 +57,18 @@ __all__ = [
 # ``profile.node_times()`` sums them into ``{node: microseconds}`` (the inner range, apply and
 # post hooks), which the notebook layer can read as a graph's "time in backward" overlay
 # without knowing the event list.
+class ProfilerActivity(enum.Enum):
+    """What a profile records: nbgrad records ``CPU`` (the others are accepted, with nothing
+    to record)."""
+
+    CPU = 0
+    XPU = 1
+    MTIA = 2
+    CUDA = 3
+    HPU = 4
+    PrivateUse1 = 5
+
+
 _TIDS = itertools.count(1)
 _tid_of = {}
 _tid_lock = threading.Lock()

@@ -7,9 +7,19 @@
 from __future__ import annotations
 
 import enum
+import os
+import socket
+import time
 import warnings
 
-from nbgrad.autograd.profiler import _node_times, _start, _stop, kineto_available, record_function
+from nbgrad.autograd.profiler import (
+    ProfilerActivity,
+    _node_times,
+    _start,
+    _stop,
+    kineto_available,
+    record_function,
+)
 from nbgrad.autograd.profiler_util import DeviceType
 
 __all__ = [
@@ -21,19 +31,8 @@ __all__ = [
     "record_function",
     "schedule",
     "supported_activities",
+    "tensorboard_trace_handler",
 ]
-
-
-class ProfilerActivity(enum.Enum):
-    """What a profile records: nbgrad records ``CPU`` (the others are accepted, with
-    nothing to record)."""
-
-    CPU = 0
-    XPU = 1
-    MTIA = 2
-    CUDA = 3
-    HPU = 4
-    PrivateUse1 = 5
 
 
 class ProfilerAction(enum.Enum):
@@ -83,6 +82,26 @@ def schedule(*, wait, warmup, active, repeat=0, skip_first=0, skip_first_wait=0)
             "Profiler won't be using warmup, this can skew profiler results", stacklevel=2
         )
     return schedule_fn
+
+
+def tensorboard_trace_handler(dir_name, worker_name=None, use_gzip=False):
+    """An ``on_trace_ready`` that writes each trace into ``dir_name`` as
+    ``<worker_name>.<time in ns>.pt.trace.json`` (gzipped with ``use_gzip``)."""
+
+    def handler_fn(prof) -> None:
+        os.makedirs(dir_name, exist_ok=True)
+        worker = worker_name or f"{socket.gethostname()}_{os.getpid()}"
+        file_name = f"{worker}.{time.time_ns()}.pt.trace.json"
+        path = os.path.join(dir_name, file_name)
+        prof.export_chrome_trace(path)
+        if use_gzip:
+            import gzip  # (only for this option)
+
+            with open(path, "rb") as src, gzip.open(path + ".gz", "wb") as dst:
+                dst.write(src.read())
+            os.remove(path)
+
+    return handler_fn
 
 
 def _always_record(_step):
