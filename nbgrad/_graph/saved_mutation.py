@@ -14,7 +14,7 @@ from collections import defaultdict
 
 from nbgrad._graph.graph import saved_tensors_hooks
 
-__all__ = ["allow_mutation_on_saved_tensors", "before_write"]
+__all__ = ["allow_mutation_on_saved_tensors", "before_write", "mutation_contexts"]
 
 
 # NOTE [Clone before mutate]
@@ -98,22 +98,22 @@ class _State(threading.local):
 
 
 class _Enabled:
-    """``_allow_mutation_on_saved_tensors_enabled`` (global, as PyTorch's); ``entered`` makes
-    :func:`before_write` one attribute read until a context was ever entered."""
+    """``_allow_mutation_on_saved_tensors_enabled`` (global, as PyTorch's)."""
 
     enabled = False
-    entered = False
 
 
 _state = _Enabled()
 _local = _State()
+# The contexts open on any thread: a list, so that the in-place write's check
+# (``if mutation_contexts: before_write(t)``) costs one empty-list test when none is open.
+mutation_contexts: list = []
 
 
 def before_write(tensor) -> None:
-    """Called by every in-place write of ``tensor``, before its memory changes: clone what
-    an ``allow_mutation_on_saved_tensors`` block saved of it (See NOTE [Clone before mutate])."""
-    if not _state.entered:
-        return
+    """Called by every in-place write of ``tensor`` while a context is open, before its
+    memory changes: clone what this thread's ``allow_mutation_on_saved_tensors`` block saved
+    of it (See NOTE [Clone before mutate])."""
     ctx = _local.ctx
     if ctx is None:
         return
@@ -149,7 +149,7 @@ def allow_mutation_on_saved_tensors():
     with _swap_with_cloned(ctx):
         prev = _local.ctx
         _local.ctx = ctx
-        _state.entered = True
+        mutation_contexts.append(ctx)
         try:
             if _state.enabled:
                 raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
@@ -157,5 +157,6 @@ def allow_mutation_on_saved_tensors():
             yield ctx
         finally:
             ctx.clear()
+            mutation_contexts.remove(ctx)
             _local.ctx = prev
             _state.enabled = False
