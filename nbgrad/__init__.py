@@ -92,6 +92,7 @@ from ._random import (
     set_rng_state,
 )
 from ._tensor.creation import (
+    empty_strided,
     logspace,
     normal,
     rand_like,

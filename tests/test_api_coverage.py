@@ -88,7 +88,7 @@ TORCH_OUT = [
     (
         r"^native_|_backward|_elemt$|_stats$|gather_stats|norm_except_dim|_with_indices$"
         r"|^constant_pad_nd$|^conv_tbc$|^embedding_renorm_$|affine_grid_generator|grid_sampler"
-        r"|channel_shuffle|^segment_reduce$|^nonzero_static$|^empty_permuted$|^empty_strided$",
+        r"|channel_shuffle|^segment_reduce$|^nonzero_static$|^empty_permuted$",
         "ATen's kernels behind the public functions",
     ),
     (

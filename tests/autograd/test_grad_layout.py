@@ -46,7 +46,8 @@ def test_a_dense_leaf_gets_its_own_strides(fmt_a, fmt_b):
 
 def test_a_leaf_that_is_not_dense_gets_a_row_major_gradient():
     def run(lib):
-        c = lib.ones(2, 4)[:, ::2].detach().requires_grad_()  # strides (4, 2): not dense
+        c = lib.empty_strided((2, 2), (4, 2)).copy_(lib.ones(2, 2))  # not dense
+        c.requires_grad_()
         d = lib.tensor([[1.0, 2.0], [3.0, 4.0]]).t()  # column-major gradient for c
         c.sum().backward()
         out = [c.stride(), c.grad.stride()]
@@ -55,3 +56,17 @@ def test_a_leaf_that_is_not_dense_gets_a_row_major_gradient():
         return out + [c.grad.stride()]
 
     assert run(ng) == run(torch) == [(4, 2), (2, 1), (2, 1)]
+
+
+def test_empty_strided():
+    def run(lib):
+        t = lib.empty_strided((2, 3), (1, 2), dtype=lib.float64, requires_grad=True)
+        out = [t.shape, t.stride(), t.is_contiguous(), t.requires_grad, t.is_leaf]
+        try:
+            lib.empty_strided((2,), (1, 2))
+        except RuntimeError as e:
+            out.append(str(e))
+        return out
+
+    ours, theirs = run(ng), run(torch)
+    assert ours[1:] == theirs[1:] and tuple(ours[0]) == tuple(theirs[0])
