@@ -584,6 +584,8 @@ class MathMethods:
 
     # -- reductions -------------------------------------------------------------------------
     def sum(self, dim=None, keepdim=False, *, dtype=None):
+        if dim is None and keepdim:  # as PyTorch: every dimension kept, with size 1
+            dim = tuple(range(self.ndim))
         if dim is None:
             if dtype is None:  # (a float tensor's sum keeps its dtype)
                 return _unary(OPS["sum"], self, {"dtype": None})
@@ -599,6 +601,8 @@ class MathMethods:
                 "mean(): could not infer output dtype. Input dtype must be either a floating "
                 f"point or complex dtype. Got: {self.dtype._legacy[:-6]}"
             )
+        if dim is None and keepdim:  # as PyTorch: every dimension kept, with size 1
+            dim = tuple(range(self.ndim))
         if dim is None:
             return _unary(OPS["mean"], self)
         return _dispatch(
