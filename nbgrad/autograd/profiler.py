@@ -9,8 +9,8 @@ Example::
     >>> x = nbgrad.ones(3, requires_grad=True)
     >>> with nbgrad.autograd.profiler.profile() as prof:
     ...     (x * 2).sum().backward()
-    >>> sorted({e.name for e in prof.function_events})[:3]
-    ['AccumulateGrad', 'MulBackward0', 'SumBackward0']
+    >>> sorted({e.name for e in prof.function_events})[:2]
+    ['MulBackward0', 'SumBackward0']
 """
 
 from __future__ import annotations
@@ -36,27 +36,6 @@ __all__ = [
 ]
 
 
-# NOTE [Profiler events]
-# The profiler is an observer (See NOTE [One engine path]): installed while a profile is
-# recording, it costs nothing otherwise (the engine and the dispatcher pay their one empty-list
-# check, profiled or not). It makes PyTorch's events with PyTorch's names:
-# - a forward op of the op table: ``aten::<op>`` (``aten::mul``; an in-place write ``aten::mul_``),
-#   timed by the dispatcher; its ``sequence_nr`` is the sequence number of the node it made
-#   (-1 when it made none);
-# - a backward node: ``autograd::engine::evaluate_function: MulBackward0`` and, inside it,
-#   ``MulBackward0``, both with the node's sequence number (-1 for AccumulateGrad, as
-#   PyTorch's) and ``fwd_thread`` the thread of the forward op that made the node. nbgrad's
-#   engine reports a node from the moment its pre hooks are done until its post hooks are
-#   done, so both ranges cover that span; the forward ops a formula runs (with create_graph,
-#   or on devices) are their children;
-# - a ``record_function`` block, by its name.
-# Parents and children are found from the times afterwards (``EventList._populate_cpu_children``,
-# per thread), as PyTorch does.
-#
-# Per-node times for tools: each backward event's ``node`` attribute is the Node that ran, and
-# ``profile.node_times()`` sums them into ``{node: microseconds}`` (the inner range, apply and
-# post hooks), which the notebook layer can read as a graph's "time in backward" overlay
-# without knowing the event list.
 class ProfilerActivity(enum.Enum):
     """What a profile records: nbgrad records ``CPU`` (the others are accepted, with nothing
     to record)."""
@@ -69,6 +48,12 @@ class ProfilerActivity(enum.Enum):
     PrivateUse1 = 5
 
 
+# PyTorch's nodes written in C++ appear in its events by their C++ names; nbgrad's ``name()``
+# of these is the short one (See NOTE [The name of AccumulateGrad])
+_CPP_NAMES = {
+    name: "torch::autograd::" + name
+    for name in ("AccumulateGrad", "CopySlices", "GraphRoot", "Error", "DelayedError")
+}
 _TIDS = itertools.count(1)
 _tid_of = {}
 _tid_lock = threading.Lock()
@@ -107,6 +92,28 @@ def _shape(value):
     return list(shape) if shape is not None and hasattr(value, "grad_fn") else []
 
 
+# NOTE [Profiler events]
+# The profiler is an observer (See NOTE [One engine path]): installed while a profile is
+# recording, it costs nothing otherwise (the engine and the dispatcher pay their one empty-list
+# check, profiled or not). It makes PyTorch's events with PyTorch's names:
+# - a forward op of the op table: ``aten::<op>`` (``aten::mul``; an in-place write
+#   ``aten::mul_``), timed by the dispatcher; its ``sequence_nr`` is the sequence number of the
+#   node it made (-1 when it made none);
+# - a backward node: ``autograd::engine::evaluate_function: MulBackward0`` and, inside it,
+#   ``MulBackward0``, both with the node's sequence number (-1 for AccumulateGrad, as
+#   PyTorch's) and, as ``fwd_thread``, the thread of the forward op that made the node. The
+#   nodes PyTorch writes in C++ appear by their C++ names (``torch::autograd::AccumulateGrad``),
+#   as in PyTorch's profiles. nbgrad's engine reports a node from the moment its pre hooks are
+#   done until its post hooks are done, so both ranges cover that span; the forward ops a
+#   formula runs (with create_graph, or on devices) are their children;
+# - a ``record_function`` block, by its name.
+# Parents and children are found from the times afterwards
+# (``EventList._populate_cpu_children``, per thread), as PyTorch does.
+#
+# Per-node times for tools: each backward event's ``node`` attribute is the Node that ran (the
+# profile keeps the nodes it saw alive), and ``profile.node_times()`` sums the inner ranges
+# into ``{node: microseconds}``, which the notebook layer can read as a graph's "time in
+# backward" overlay without knowing the event list.
 class _Recorder(GraphObserver):
     """The observer a recording profile installs: it turns events into FunctionEvents."""
 
@@ -159,6 +166,7 @@ class _Recorder(GraphObserver):
 
     def _node_events(self, node, start, end):
         name = node.name()
+        name = _CPP_NAMES.get(name, name)
         seq = node._sequence_nr()
         seq = seq if seq < 2**63 else -1  # AccumulateGrad: -1 in PyTorch's events
         fwd = self.fwd_threads.get(seq, 0)

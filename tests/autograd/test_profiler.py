@@ -166,7 +166,7 @@ def test_node_times_for_tools():
     prof = profiled(ng)
     times = prof.node_times()
     names = sorted(node.name() for node in times)
-    assert names == sorted(n for n in backward_events(prof) if not n.startswith(EVAL))
+    assert names == sorted(plain(n) for n in backward_events(prof) if not n.startswith(EVAL))
     assert all(t >= 0 for t in times.values())
 
 
