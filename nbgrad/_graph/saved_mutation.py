@@ -2,7 +2,7 @@
 saved value first (PyTorch's ``torch/autograd/graph.py``, ``_AllowMutationOnSavedContext``,
 ``_swap_with_cloned`` and ``_CloneArgBeforeMutateMode``).
 
-Graph layer: it knows no Tensor class; the Tensor's in-place write calls :func:`before_write`.
+Graph layer: it knows no Tensor class; the Tensor's in-place writes call :func:`before_write`.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ __all__ = ["allow_mutation_on_saved_tensors", "before_write", "mutation_contexts
 #   same address and shares the version counter finds the saved tensor too;
 # - a check before every in-place write (PyTorch's ``_CloneArgBeforeMutateMode``, a
 #   TorchDispatchMode that looks at each op's written arguments; in nbgrad, Tensor's in-place
-#   write and ``out=`` call :func:`before_write`): if the written tensor's sid is saved, the
-#   original is cloned (once per handle) and the node unpacks the clone, so backward sees the
-#   value it saved and no version error is raised.
+#   write, ``out=``, the in-place view ops and ``resize_`` call ``before_write``): if the
+#   written tensor's sid is saved, the original is cloned (once per handle) and the node
+#   unpacks the clone, so backward sees the value it saved and no version error is raised.
 # The node holds the only strong reference to its handle: once the graph is released (after a
 # backward, or when the last output dies) the handle dies and, with it, the entries of the
 # weak maps (``cloned``, ``original``, ``tid_to_weakhandle``), which is what the counts that

@@ -52,8 +52,11 @@ def cloned(ctx):
         lambda b: b.view_as(b).add_(1.0),  # a view at the same address
         lambda b: b[:1].zero_(),
         lambda b: b.copy_(b * 3),
+        lambda b: b.__setitem__(0, 5.0),
+        lambda b: b.t_(),  # an in-place view op: the saved value keeps its layout
+        lambda b: b.detach().resize_(6),
     ],
-    ids=["sin_", "mul_", "view_add_", "slice_zero_", "copy_"],
+    ids=["sin_", "mul_", "view_add_", "slice_zero_", "copy_", "setitem", "t_", "resize_"],
 )
 def test_backward_sees_the_saved_value(mutate):
     def run(lib):
