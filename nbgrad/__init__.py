@@ -80,6 +80,7 @@ from . import (  # noqa: E402
     functional,
     nn,
     optim,
+    profiler,
     utils,
 )
 from ._functions import *  # noqa: E402,F401,F403
@@ -93,6 +94,7 @@ from ._functions.random import (
     set_rng_state,
 )
 from ._tensor.creation import (
+    empty_strided,
     logspace,
     normal,
     rand_like,

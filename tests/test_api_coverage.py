@@ -5,7 +5,8 @@ that the list shrinks as gaps close), or present in nbgrad's module of the same 
 
 Data-driven: a module is one ``Scope``: also ``torch.nn``, ``torch.nn.functional``,
 ``torch.optim``, ``torch.optim.lr_scheduler``, ``torch.utils.data``, ``torch.utils.hooks``,
-``torch.functional``, ``torch.autograd.forward_ad`` and ``torch.autograd.functional``; and one
+``torch.functional``, ``torch.autograd.forward_ad``, ``torch.autograd.functional``,
+``torch.autograd.profiler``, ``torch.autograd.profiler_util`` and ``torch.profiler``; and one
 class, ``torch.Tensor``, whose public
 methods and attributes are checked against ``nbgrad.Tensor``'s under the ``torch`` scope's rules
 and a few of its own.
@@ -88,7 +89,7 @@ TORCH_OUT = [
     (
         r"^native_|_backward|_elemt$|_stats$|gather_stats|norm_except_dim|_with_indices$"
         r"|^constant_pad_nd$|^conv_tbc$|^embedding_renorm_$|affine_grid_generator|grid_sampler"
-        r"|channel_shuffle|^segment_reduce$|^nonzero_static$|^empty_permuted$|^empty_strided$",
+        r"|channel_shuffle|^segment_reduce$|^nonzero_static$|^empty_permuted$",
         "ATen's kernels behind the public functions",
     ),
     (
@@ -148,19 +149,22 @@ TENSOR_MISSING = ""
 
 # ---- torch.autograd ---------------------------------------------------------------------------
 AUTOGRAD_OUT = [
-    (r"^Profiler|^kineto_available$|^DeviceType$", "the profiler"),
+    (
+        r"^ProfilerConfig$|^ProfilerState$|^ProfilerEvent$",
+        "the C++ profiler's configuration and raw events (nbgrad's profiler is Python)",
+    ),
     (r"^NestedIOFunction$", "the legacy Function with nested inputs"),
     (
         r"^handle_torch_function$|^has_torch_function$|^is_tensor_like$",
         "__torch_function__ overrides",
     ),
-    (r"multithreading|view_replay|grad_layout_policy", "the C++ engine's switches"),
+    (r"view_replay|grad_layout_policy", "the C++ engine's switches"),
 ]
 AUTOGRAD_MISSING = ""
 
 GRAPH_OUT = [
     (r"^Variable$", "re-exported from torch.autograd, where it is checked"),
-    (r"^TorchDispatchMode$|^allow_mutation_on_saved_tensors$", "__torch_dispatch__ modes"),
+    (r"^TorchDispatchMode$", "__torch_dispatch__ modes"),
     (r"stream|^region_activation_memory_budget$", "CUDA streams and activation memory budgets"),
 ]
 GRAPH_MISSING = ""
@@ -168,6 +172,26 @@ FORWARD_AD_OUT = []
 FORWARD_AD_MISSING = ""
 AUTOGRAD_FUNCTIONAL_OUT = []
 AUTOGRAD_FUNCTIONAL_MISSING = ""
+
+# ---- torch.autograd.profiler, torch.autograd.profiler_util, torch.profiler ---------------------
+PROFILER_OUT = [
+    (
+        r"^emit_itt$|^emit_nvtx$|nvprof",
+        "vendor tracing ranges (Intel ITT, NVIDIA NVTX / nvprof): nbgrad profiles the CPU itself",
+    ),
+    (
+        r"^KinetoStepTracker$|^ProfilerConfig$|^ProfilerState$|^RecordScope$|^is_fbcode$"
+        r"|^ExecutionTraceObserver$|^register_optimizer_step_post_hook$",
+        "Kineto's and the C++ profiler's configuration, execution traces and internal hooks",
+    ),
+    (r"MemRecords|^Kernel$", "memory and device-kernel records: nbgrad records CPU time only"),
+    (
+        r"^EnforceUnique$|^StringTable$|^FormattedTimesMixin$|^EventMetadata$",
+        "internal helpers of PyTorch's tables",
+    ),
+    (r"^Future$|^Optimizer$", "re-exported (torch.futures, torch.optim)"),
+]
+PROFILER_MISSING = ""
 
 # ---- torch.nn, torch.nn.functional ----------------------------------------------------------
 NN_OUT = [
@@ -244,6 +268,14 @@ SCOPES = [
         AUTOGRAD_FUNCTIONAL_OUT,
         AUTOGRAD_FUNCTIONAL_MISSING,
     ),
+    Scope("torch.autograd.profiler", "nbgrad.autograd.profiler", PROFILER_OUT, PROFILER_MISSING),
+    Scope(
+        "torch.autograd.profiler_util",
+        "nbgrad.autograd.profiler_util",
+        PROFILER_OUT,
+        PROFILER_MISSING,
+    ),
+    Scope("torch.profiler", "nbgrad.profiler", PROFILER_OUT, PROFILER_MISSING),
     Scope("torch.nn", "nbgrad.nn", NN_OUT, NN_MISSING),
     Scope("torch.nn.functional", "nbgrad.nn.functional", F_OUT, F_MISSING),
     Scope("torch.optim", "nbgrad.optim", OPTIM_OUT, OPTIM_MISSING),

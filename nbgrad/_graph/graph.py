@@ -477,6 +477,12 @@ def _dense(a):
     return True
 
 
+# NOTE [The layout of .grad]
+# PyTorch's layout contract (``utils::obeys_layout_contract`` in AccumulateGrad): a leaf that is
+# dense gets ``.grad`` in its own strides, a leaf that is not dense a row-major ``.grad``,
+# whatever the layout of the gradient that arrives (``a * b`` hands ``a`` a gradient in ``b``'s
+# layout). A dense leaf that is not row-major gets a copy in its strides (``_in_layout_of``);
+# for the others, a stolen gradient must already be row-major (``_can_steal``), and a copy is.
 def _in_layout_of(var, grad):
     """A copy of ``grad`` laid out as ``var`` (PyTorch's layout contract for ``.grad``: a leaf
     that is dense but not contiguous, a transposed weight say, gets its gradient in its own
@@ -521,6 +527,7 @@ def _can_steal(grad):
         type(data) is np.ndarray
         and data.base is None
         and data.flags.writeable
+        and data.flags.c_contiguous  # see NOTE [The layout of .grad]
         and _getrefcount(data) == _SOLE_LOCAL + 1
         and not grad._requires_grad
     )

@@ -61,6 +61,27 @@ def empty(*size, dtype=None, device=None, requires_grad=False, **kwargs):
     return _factory(lambda xp, s, d: xp.empty(s, d), size, dtype, device, requires_grad)
 
 
+def empty_strided(
+    size, stride, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False
+):
+    """An uninitialised tensor with the given sizes and strides (in elements), on memory of its
+    own just large enough for them, as ``torch.empty_strided``."""
+    size, stride = tuple(_shape_arg((size,))), tuple(_shape_arg((stride,)))
+    if len(size) != len(stride):
+        raise RuntimeError(
+            f"dimensionality of sizes ({len(size)}) must match dimensionality of strides "
+            f"({len(stride)})"
+        )
+
+    def fill(xp, shape, np_dtype):
+        n = 0 if 0 in shape else 1 + sum((s - 1) * st for s, st in zip(shape, stride))
+        flat = xp.empty(n, np_dtype)
+        steps = tuple(st * flat.itemsize for st in stride)
+        return xp.lib.stride_tricks.as_strided(flat, shape, steps)
+
+    return _factory(fill, (size,), dtype, device, requires_grad)
+
+
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     default = dtypes.scalar_dtype(fill_value) if dtype is None else None
     return _factory(

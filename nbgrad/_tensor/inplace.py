@@ -13,6 +13,7 @@ from nbgrad._graph.grad_mode import _inference_tensors
 from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad._graph.graph import Node, SavedTensor
 from nbgrad._graph.observer import forward_observer as _observed
+from nbgrad._graph.saved_mutation import before_write, mutation_contexts
 from nbgrad._tensor.conversion import (
     _arg,
     _ndarray,
@@ -103,6 +104,8 @@ class InplaceMethods:
                 operand = other._data if type(other) is Tensor else other
                 alpha = attrs.get("alpha", 1)
                 t0 = _perf_counter() if _observed else 0.0  # NOTE [Forward observers]
+                if mutation_contexts:  # See NOTE [Clone before mutate]
+                    before_write(self)
                 try:  # NumPy checks the shapes before it writes anything
                     if op.quiet:  # 0 / 0 and the like: nan or inf quietly, as PyTorch
                         with quiet_float_errors():
@@ -246,6 +249,8 @@ class InplaceMethods:
                 f"output with shape {list(self.shape)} doesn't match the broadcast shape "
                 f"{list(data.shape)}"
             )
+        if mutation_contexts:  # See NOTE [Clone before mutate]
+            before_write(self)
         try:
             if self._data.ndim:
                 self._data[...] = data

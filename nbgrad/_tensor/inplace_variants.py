@@ -15,6 +15,7 @@ import nbgrad
 from nbgrad import backend, dtypes
 from nbgrad._graph.forward_grad import _state as _fw
 from nbgrad._graph.forward_grad import get_tangent, set_tangent
+from nbgrad._graph.saved_mutation import before_write, mutation_contexts
 from nbgrad._tensor import conversion as _conversion
 from nbgrad._tensor.conversion import _arg, _scalar
 from nbgrad._tensor.dispatch import _NO_ATTRS, _dim, _dispatch, _op, _shape_arg
@@ -249,6 +250,8 @@ def _inplace_view(self, row, attrs, step):
     else:
         with _NoGrad():
             result = _dispatch(_op(row), (self,), attrs)
+    if mutation_contexts:  # See NOTE [Clone before mutate]
+        before_write(self)
     self._data = result._data
     if _fw.active:  # the tangent takes the same layout (NOTE [Forward-mode AD])
         set_tangent(self, get_tangent(result))
@@ -619,6 +622,8 @@ class InplaceVariantMethods(InplaceViewMethods):
             )
         if sizes == self._data.shape:  # as PyTorch: the same sizes change nothing, not even
             return self  # the version
+        if mutation_contexts:  # See NOTE [Clone before mutate]
+            before_write(self)
         n = math.prod(sizes)
         flat = self._data.reshape(-1)  # (a copy for a tensor that is not contiguous)
         if n <= flat.size and self._data.flags.c_contiguous:  # its first elements, in place

@@ -25,6 +25,8 @@ class ReductionMethods:
 
     # -- reductions -------------------------------------------------------------------------
     def sum(self, dim=None, keepdim=False, *, dtype=None):
+        if dim is None and keepdim:  # as PyTorch: every dimension kept, with size 1
+            dim = tuple(range(self.ndim))
         if dim is None:
             if dtype is None:  # (a float tensor's sum keeps its dtype)
                 return _unary(OPS["sum"], self, {"dtype": None})
@@ -40,6 +42,8 @@ class ReductionMethods:
                 "mean(): could not infer output dtype. Input dtype must be either a floating "
                 f"point or complex dtype. Got: {self.dtype._legacy[:-6]}"
             )
+        if dim is None and keepdim:  # as PyTorch: every dimension kept, with size 1
+            dim = tuple(range(self.ndim))
         if dim is None:
             return _unary(OPS["mean"], self)
         return _dispatch(

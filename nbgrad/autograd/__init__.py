@@ -17,7 +17,7 @@ from nbgrad._tensor.dispatch import _edge_of
 from nbgrad._tensor.math_methods import sum_to
 from nbgrad.backend import CPU
 
-from . import forward_ad, functional, graph
+from . import forward_ad, functional, graph, profiler
 from .anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .engine import get_default_engine
 from .function import Function, FunctionCtx, once_differentiable
@@ -26,12 +26,16 @@ from .grad_mode import (
     inference_mode,
     is_grad_enabled,
     is_inference_mode_enabled,
+    is_multithreading_enabled,
     no_grad,
     set_grad_enabled,
+    set_multithreading_enabled,
 )
 from .gradcheck import gradcheck, gradgradcheck
 from .graph import SavedTensor
 from .graph_task import _is_checkpoint_valid as _is_checkpoint_valid
+from .profiler import DeviceType, ProfilerActivity, kineto_available
+from .profiler import _profiler_enabled as _profiler_enabled
 from .variable import Variable
 
 # NOTE [nbgrad.autograd.torch]
@@ -52,12 +56,18 @@ __all__ = [
     "forward_ad",
     "functional",
     "graph",
+    "profiler",
+    "kineto_available",
+    "DeviceType",
+    "ProfilerActivity",
     "no_grad",
     "enable_grad",
     "set_grad_enabled",
     "inference_mode",
     "is_grad_enabled",
     "is_inference_mode_enabled",
+    "set_multithreading_enabled",
+    "is_multithreading_enabled",
     "detect_anomaly",
     "set_detect_anomaly",
     "is_anomaly_enabled",

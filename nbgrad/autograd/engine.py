@@ -50,6 +50,7 @@ from nbgrad._graph import anomaly_mode as _anomaly
 from nbgrad._graph.grad_mode import _state as _grad_state
 from nbgrad._graph.graph import AccumulateGrad, Edge, GraphRoot, Node, _saved_hooks
 from nbgrad._graph.hooks import hook_name
+from nbgrad._graph.multithreading import is_multithreading_enabled
 from nbgrad._graph.observer import backward_observer
 from nbgrad._graph.observer import current as _current
 from nbgrad._graph.table_node import RAW_GRADS, as_tensors
@@ -404,7 +405,8 @@ class Engine:
             device = node._input_metadata_[0].device if node._input_metadata_ else CPU
         else:
             device = CPU if type(grad) in RAW_GRADS else grad._device
-        if device is CPU or device.type == "cpu":  # NOTE [CPU queue entries]
+        # NOTE [CPU queue entries]; see NOTE [Multithreading switch]
+        if device is CPU or device.type == "cpu" or not is_multithreading_enabled():
             heappush(
                 graph_task.cpu_ready_queue._heap,
                 (-node._sequence_nr_, next(_tiebreak), node, buffer),

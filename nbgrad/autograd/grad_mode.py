@@ -9,6 +9,10 @@ from nbgrad._graph.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from nbgrad._graph.multithreading import (
+    is_multithreading_enabled,
+    set_multithreading_enabled,
+)
 
 __all__ = [
     "no_grad",
@@ -17,4 +21,6 @@ __all__ = [
     "inference_mode",
     "is_grad_enabled",
     "is_inference_mode_enabled",
+    "set_multithreading_enabled",
+    "is_multithreading_enabled",
 ]

@@ -31,6 +31,7 @@ from nbgrad._graph.graph import (
     try_get_grad_accumulator,
 )
 from nbgrad._graph.observer import GraphObserver, ObserverHandle, observe
+from nbgrad._graph.saved_mutation import allow_mutation_on_saved_tensors
 
 from .graph_task import current_graph_task_id, will_engine_execute_node
 
@@ -43,6 +44,7 @@ __all__ = [
     "SavedTensor",
     "saved_tensors_hooks",
     "save_on_cpu",
+    "allow_mutation_on_saved_tensors",
     "disable_saved_tensors_hooks",
     "InputMetadata",
     "UINT64_MAX",
