@@ -44,12 +44,16 @@ into the engine, goes through the root package at call time (``nbgrad.autograd.b
                 autograd/__init__.py  backward, grad; function.py: custom Functions;
                 functional.py (jacobian, hessian...); gradcheck.py; variable.py; and the
                 public faces of the graph layer: graph.py, grad_mode.py, anomaly_mode.py
+                autograd/forward_ad.py  forward-mode AD: dual levels, tangents of the rows
+                autograd/profiler.py    the profiler (profile, record_function); profiler_util.py
 5 nn, optim     nn/                 Module, layers (RNN, LSTM, attention, transformer...),
                                     functional, init; optim/: optimizers, lr_scheduler
                 serialization.py    save and load
                 utils/checkpoint.py activation checkpointing (``torch.utils.checkpoint``)
                 utils/data/         datasets, samplers, the DataLoader (``torch.utils.data``)
                 utils/hooks.py      RemovableHandle, BackwardHook (``torch.utils.hooks``)
+                profiler/           ``torch.profiler``: autograd/profiler.py's profile, with
+                                    activities and schedules
 6 notebook      notebook/sources.py how a graph is read and watched (nbgrad's)
                 notebook/torch_source.py  the same for PyTorch's graph (never imports torch)
                 notebook/records.py     Record, ModuleCall, BackwardTrace, Step: what is kept

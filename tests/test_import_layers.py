@@ -25,7 +25,7 @@ LAYERS = [
     ),
     ("nbgrad.kernels", "nbgrad.derivatives"),
     ("nbgrad.autograd",),
-    ("nbgrad.nn", "nbgrad.optim", "nbgrad.serialization", "nbgrad.utils"),
+    ("nbgrad.nn", "nbgrad.optim", "nbgrad.serialization", "nbgrad.utils", "nbgrad.profiler"),
     ("nbgrad.notebook",),
 ]
 
