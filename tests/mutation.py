@@ -50,10 +50,12 @@ MF = "nbgrad/_tensor/memory_formats.py"
 E = "nbgrad/autograd/engine.py"
 GT = "nbgrad/autograd/graph_task.py"
 IB = "nbgrad/autograd/input_buffer.py"
-G = "nbgrad/_graph/graph.py"
+GN = "nbgrad/_graph/node.py"
+GA = "nbgrad/_graph/accumulate_grad.py"
+GS = "nbgrad/_graph/saved_tensor.py"
 GH = "nbgrad/_graph/hooks.py"
 F = "nbgrad/autograd/function.py"
-M = "nbgrad/_graph/grad_mode.py"
+M = "nbgrad/_graph/grad_state.py"
 B = "nbgrad/backend.py"
 
 # the tests that cover each mutated file (kept small: every mutant runs them)
@@ -89,7 +91,7 @@ TESTS = {
     + [
         "tests/notebook/test_recorder.py::test_a_fan_in_buffer_shows_the_sum_of_what_reached_it_so_far"
     ],
-    **dict.fromkeys((G, GH), AUTOGRAD_TESTS),
+    **dict.fromkeys((GN, GA, GS, GH), AUTOGRAD_TESTS),
     B: AUTOGRAD_TESTS,
     F: AUTOGRAD_TESTS,
     M: AUTOGRAD_TESTS,
@@ -298,32 +300,32 @@ MUTANTS = [
     m(E, "if new.shape != old.shape:", "if False:", "a hook may change the gradient's shape"),
     m(E, "if grad._device is not meta.device and grad._device != meta.device:", "if False:", "validate_outputs: device not moved"),
     # ---- the graph: nodes, AccumulateGrad, saved tensors --------------------------------------
-    m(G, "self._sequence_nr_ = next_sequence_nr() if sequence_nr is None else sequence_nr", "self._sequence_nr_ = 0 if sequence_nr is None else sequence_nr", "every node has sequence_nr 0"),
-    m(G, "super().__init__((), sequence_nr=UINT64_MAX)", "super().__init__(())", "AccumulateGrad gets an ordinary sequence_nr"),
-    m(G, "                if not h.enabled:\n", "                if False:\n", "disabled post-accumulate-grad hooks run"),
-    m(G, "            for h in tuple(hooks):\n", "            for h in tuple(hooks)[::-1]:\n", "post-accumulate-grad hooks in reverse order"),
-    m(G, "            var._grad = old + grad\n", "            var._grad = grad\n", "create_graph: .grad overwritten, not accumulated"),
-    m(G, "            var._grad = grad.new_empty(grad.shape).copy_(grad)\n", "            var._grad = grad.detach()\n", "create_graph: first .grad has no graph"),
-    m(G, "            var._grad = old + grad\n", "            var._grad = old.detach() + grad\n", "create_graph: accumulated .grad loses the old graph"),
-    m(G, "grad._detached_alias() if sole and _can_steal(grad) else grad._detached_copy()", "grad._detached_alias()", "AccumulateGrad always steals the gradient"),
-    m(G, "        old._add_inplace_data(grad)\n", "        var._grad = old + grad\n", "accumulation makes a new .grad tensor"),
-    m(G, "sole = _STEAL and _getrefcount(grad) == _SOLE_LOCAL", "sole = _STEAL and _getrefcount(grad) <= 100", "steals a gradient tensor others hold"),
-    m(G, "and _getrefcount(data) == _SOLE_LOCAL + 1", "and _getrefcount(data) <= 100", "steals a gradient array others hold"),
+    m(GN, "self._sequence_nr_ = next_sequence_nr() if sequence_nr is None else sequence_nr", "self._sequence_nr_ = 0 if sequence_nr is None else sequence_nr", "every node has sequence_nr 0"),
+    m(GA, "super().__init__((), sequence_nr=UINT64_MAX)", "super().__init__(())", "AccumulateGrad gets an ordinary sequence_nr"),
+    m(GA, "                if not h.enabled:\n", "                if False:\n", "disabled post-accumulate-grad hooks run"),
+    m(GA, "            for h in tuple(hooks):\n", "            for h in tuple(hooks)[::-1]:\n", "post-accumulate-grad hooks in reverse order"),
+    m(GA, "            var._grad = old + grad\n", "            var._grad = grad\n", "create_graph: .grad overwritten, not accumulated"),
+    m(GA, "            var._grad = grad.new_empty(grad.shape).copy_(grad)\n", "            var._grad = grad.detach()\n", "create_graph: first .grad has no graph"),
+    m(GA, "            var._grad = old + grad\n", "            var._grad = old.detach() + grad\n", "create_graph: accumulated .grad loses the old graph"),
+    m(GA, "grad._detached_alias() if sole and _can_steal(grad) else grad._detached_copy()", "grad._detached_alias()", "AccumulateGrad always steals the gradient"),
+    m(GA, "        old._add_inplace_data(grad)\n", "        var._grad = old + grad\n", "accumulation makes a new .grad tensor"),
+    m(GA, "sole = _STEAL and _getrefcount(grad) == _SOLE_LOCAL", "sole = _STEAL and _getrefcount(grad) <= 100", "steals a gradient tensor others hold"),
+    m(GA, "and _getrefcount(data) == _SOLE_LOCAL + 1", "and _getrefcount(data) <= 100", "steals a gradient array others hold"),
     # (issue 40: each count one too high, which the suite once let pass)
-    m(G, "sole = _STEAL and _getrefcount(grad) == _SOLE_LOCAL", "sole = _STEAL and _getrefcount(grad) <= _SOLE_LOCAL + 1", "steals a gradient tensor a hook kept"),
-    m(G, "and _getrefcount(data) == _SOLE_LOCAL + 1", "and _getrefcount(data) <= _SOLE_LOCAL + 2", "steals a gradient array a second leaf is fed"),
-    m(G, "sole = _STEAL and _getrefcount(grad) == _SOLE_LOCAL", "sole = False", "never steals a gradient"),
-    m(G, "        grads[0] = None\n", "        pass\n", "the input buffer's reference counts as a holder (never steals)"),
-    m(G, "and data.base is None", "and True", "steals a view's memory"),
-    m(G, "and not grad._requires_grad", "and True", "steals a gradient that requires grad"),
-    m(G, "if not var._data.flags.c_contiguous and _dense(var._data):", "if False:", ".grad of a transposed leaf in C order"),
-    m(G, "if self._counter[0] != self._version:\n            self._raise_version_error()", "if False:\n            self._raise_version_error()", "in-place changes to saved tensors not detected"),
-    m(G, "if self._counter[0] != self._version:\n            raise RuntimeError(ERR_PACK_INPLACE)", "if False:\n            raise RuntimeError(ERR_PACK_INPLACE)", "a pack hook may change its input in place"),
+    m(GA, "sole = _STEAL and _getrefcount(grad) == _SOLE_LOCAL", "sole = _STEAL and _getrefcount(grad) <= _SOLE_LOCAL + 1", "steals a gradient tensor a hook kept"),
+    m(GA, "and _getrefcount(data) == _SOLE_LOCAL + 1", "and _getrefcount(data) <= _SOLE_LOCAL + 2", "steals a gradient array a second leaf is fed"),
+    m(GA, "sole = _STEAL and _getrefcount(grad) == _SOLE_LOCAL", "sole = False", "never steals a gradient"),
+    m(GA, "        grads[0] = None\n", "        pass\n", "the input buffer's reference counts as a holder (never steals)"),
+    m(GA, "and data.base is None", "and True", "steals a view's memory"),
+    m(GA, "and not grad._requires_grad", "and True", "steals a gradient that requires grad"),
+    m(GA, "if not var._data.flags.c_contiguous and _dense(var._data):", "if False:", ".grad of a transposed leaf in C order"),
+    m(GS, "if self._counter[0] != self._version:\n            self._raise_version_error()", "if False:\n            self._raise_version_error()", "in-place changes to saved tensors not detected"),
+    m(GS, "if self._counter[0] != self._version:\n            raise RuntimeError(ERR_PACK_INPLACE)", "if False:\n            raise RuntimeError(ERR_PACK_INPLACE)", "a pack hook may change its input in place"),
     m(GH, "            hooks.remove(self)\n", "            pass\n", "handle.remove() keeps the hook"),
-    m(G, "_saved_hooks.stack = _saved_hooks.stack[:-1]", "pass", "saved_tensors_hooks stay after the block"),
-    m(G, "                if observer is None:\n                    out = h.fn(var)\n", "                if observer is None:\n                    out = None\n", "post-accumulate-grad hooks never called"),
-    m(G, "self._retains_grad_hooks[output_nr] = weakref.ref(tensor)", "self._retains_grad_hooks[0] = weakref.ref(tensor)", "retain_grad on the wrong output"),
-    m(G, "return RemovableHandle(self._pre_hooks, fn, \"node_prehook\", owner=self)", "return RemovableHandle(self._pre_hooks, fn, \"node_prehook\", owner=self) if False else None", "register_prehook does not register"),
+    m(GH, "_saved_hooks.stack = _saved_hooks.stack[:-1]", "pass", "saved_tensors_hooks stay after the block"),
+    m(GA, "                if observer is None:\n                    out = h.fn(var)\n", "                if observer is None:\n                    out = None\n", "post-accumulate-grad hooks never called"),
+    m(GN, "self._retains_grad_hooks[output_nr] = weakref.ref(tensor)", "self._retains_grad_hooks[0] = weakref.ref(tensor)", "retain_grad on the wrong output"),
+    m(GN, "return RemovableHandle(self._pre_hooks, fn, \"node_prehook\", owner=self)", "return RemovableHandle(self._pre_hooks, fn, \"node_prehook\", owner=self) if False else None", "register_prehook does not register"),
     # ---- custom Functions ----------------------------------------------------------------------
     m(F, "ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)", "ctx.needs_input_grad = tuple(isinstance(a, Tensor) for a in args)", "needs_input_grad: True for every tensor"),
     m(F, "is_executable = _grad_state.enabled and any(", "is_executable = any(", "Function records a graph under no_grad"),
@@ -356,7 +358,7 @@ MUTANTS = [
     # the bugs PyTorch's own TestAutograd found (issue 23), each a mutant now
     m(DP, "(self == 0) & (exponent >= 0)", "(self == 0) & (result >= 0)", "pow: exponent gradient at base 0 from the result's sign"),
     m(DP, 'return grad * _C.where(exponent >= 0, 0.0, result * log_base)', 'return grad * _C.where(result >= 0, 0.0, result * log_base)', "rpow: exponent gradient at base 0 from the result's sign"),
-    m(TN, '            grads[i] = _graph._wrap(g)\n', '            pass\n', "carried arrays: a node without their path is given arrays"),
+    m(TN, '            grads[i] = _tc._wrap(g)\n', '            pass\n', "carried arrays: a node without their path is given arrays"),
     m(E, "            if graph_task.carries_arrays:\n                as_tensors(inputs)\n            if node._tensor_pre_hooks", "            if node._tensor_pre_hooks", "carried arrays: hooks are given arrays"),
     m(GT, "CARRY_ARRAYS and observer is None and", "CARRY_ARRAYS and", "carried arrays in an observed pass: the observer is given arrays"),
     m(TN, '_TENSOR_ATTRS = frozenset({"indices"})', "_TENSOR_ATTRS = frozenset()", "indexing: saved indices outlive the graph"),
@@ -366,8 +368,8 @@ MUTANTS = [
     m(TN, 'lines.append(f"{indent}    g = g[()]")', 'lines.append(f"{indent}    g = g.item()")', "backward on 0-d scalars: a Python float loses the gradient's dtype"),
     m(TN, 'f"{indent}if t is ndarray and {a}.dtype is dtype or t is float', 'f"{indent}if t is ndarray or t is float', "backward on arrays: a saved array of another dtype is taken (NumPy's promotion)"),
     m(DS, "            shape[dim] = s\n", "            pass\n", "split backward: zeros of the wrong shape"),
-    m(G, "                return t._alias_with_grad_fn(self._weak_grad_fn, self._output_nr)", "                return t", "saved tensor hooks: double backward through the pack hook"),
-    m(G, "                if out is not None:\n                    raise", "                if False:\n                    raise", "a post-accumulate-grad hook may return a value"),
+    m(GS, "                return t._alias_with_grad_fn(self._weak_grad_fn, self._output_nr)", "                return t", "saved tensor hooks: double backward through the pack hook"),
+    m(GA, "                if out is not None:\n                    raise", "                if False:\n                    raise", "a post-accumulate-grad hook may return a value"),
     m(E, "new = h.fn(grad)  # hook all the same, with None", "new = h.fn(grad) if grad is not None else None", "tensor hooks skipped for outputs with no gradient"),
     m(E, "                deps[fn] = 0\n                if observer is not None:\n                    observer.node_ready(graph_task, fn, CPU)\n", "                deps[fn] = 0\n", "the single-edge shortcut does not report the node ready"),
     m(F, "if g is None and k not in keep_none", "if g is None", "_materialize_non_diff_grads ignored"),

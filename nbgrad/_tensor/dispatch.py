@@ -16,11 +16,11 @@ from weakref import ref as _weakref
 import numpy as np
 
 from nbgrad import backend, dtypes
-from nbgrad._graph import anomaly_mode as _anomaly
-from nbgrad._graph.anomaly_mode import _used as _anomaly_used
-from nbgrad._graph.grad_mode import _inference_tensors
-from nbgrad._graph.grad_mode import _state as _grad_state
-from nbgrad._graph.graph import (
+from nbgrad._graph import anomaly_state as _anomaly
+from nbgrad._graph.anomaly_state import _used as _anomaly_used
+from nbgrad._graph.grad_state import _inference_tensors
+from nbgrad._graph.grad_state import _state as _grad_state
+from nbgrad._graph.node import (
     _ZERO_NUMBERS,
     NO_EDGE,
     Edge,

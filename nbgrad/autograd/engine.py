@@ -46,10 +46,11 @@ import heapq
 import threading
 import warnings
 
-from nbgrad._graph import anomaly_mode as _anomaly
-from nbgrad._graph.grad_mode import _state as _grad_state
-from nbgrad._graph.graph import AccumulateGrad, Edge, GraphRoot, Node, _saved_hooks
-from nbgrad._graph.hooks import hook_name
+from nbgrad._graph import anomaly_state as _anomaly
+from nbgrad._graph.accumulate_grad import AccumulateGrad
+from nbgrad._graph.grad_state import _state as _grad_state
+from nbgrad._graph.hooks import _saved_hooks, hook_name
+from nbgrad._graph.node import Edge, GraphRoot, Node
 from nbgrad._graph.observer import backward_observer
 from nbgrad._graph.observer import current as _current
 from nbgrad._graph.table_node import RAW_GRADS, as_tensors

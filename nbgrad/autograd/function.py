@@ -13,17 +13,10 @@ import inspect
 import math
 import warnings
 
-from nbgrad._graph import anomaly_mode as _anomaly
-from nbgrad._graph.grad_mode import _state as _grad_state
-from nbgrad._graph.graph import (
-    ERR_FREED,
-    FREED,
-    Edge,
-    InputMetadata,
-    Node,
-    SavedTensor,
-    unpack_saved,
-)
+from nbgrad._graph import anomaly_state as _anomaly
+from nbgrad._graph.grad_state import _state as _grad_state
+from nbgrad._graph.node import Edge, InputMetadata, Node
+from nbgrad._graph.saved_tensor import ERR_FREED, FREED, SavedTensor, unpack_saved
 from nbgrad._tensor.dispatch import _edge_of
 from nbgrad._tensor.inplace import CopySlices  # (re-exported: PyTorch lists it here)
 from nbgrad._tensor.views import _IN_CUSTOM_FUNCTION, _multiple_views_message
