@@ -74,6 +74,7 @@ _new_tuple = tuple.__new__
 # changed: a node that captures, or the root, has one of its own)
 _NEEDED = _ExecInfo()
 _NEEDED.needed = True
+_SKIP = _ExecInfo()  # (what a node that leads to no input of ``grad(inputs=)`` would have)
 MAX_DEPTH = 60  # reentrant backward calls on one thread before moving to a helper thread
 
 
@@ -518,10 +519,8 @@ class Engine:
     # after it (``_dispatch_ready``). The loop is written inline, with no call per node or edge:
     # this is the engine's innermost loop.
     def _validate_and_route(self, graph_task, node, inputs, outputs):
-        """Validate and route the ``outputs`` of ``node`` (NOTE [Routing inlined]); with
-        ``outputs`` None, first run ``node`` in a plain pass (NOTE [A plain pass]). Then run
-        the nodes handed on while they qualify; return the next node to run and its inputs, or
-        None."""
+        """Validate and route ``outputs`` (None: run ``node`` first, NOTE [A plain pass]), then run
+        the nodes handed on while they qualify; return the next node to run and its inputs."""
         deps = graph_task.dependencies
         not_ready = graph_task.not_ready
         heap = graph_task.cpu_ready_queue._heap
@@ -540,20 +539,15 @@ class Engine:
                         or node._retains_grad_hooks
                         or node._pre_hooks
                         or node._post_hooks
-                        or exec_info is not None
-                        and (
-                            (info := exec_info.get(node)) is None
-                            or not info.needed
-                            or info.captures
-                        )
+                        or exec_info is not None  # (``grad(inputs=)``: the root, or a node
+                        and exec_info.get(node) is not _NEEDED  # that captures, is general)
                     ):
                         if first:
                             return self.evaluate_function(graph_task, node, inputs)
                         return node, inputs  # (the caller runs it: no recursion)
                     # (a generated apply: one output per edge; it releases the saved values)
                     outputs = apply_arrays(inputs, release)
-                fns = node._next_fns
-                nrs = node._next_nrs
+                fns, nrs = node._next_fns, node._next_nrs
                 for fn, input_nr, grad in zip(fns, nrs, outputs):
                     if grad is not None and fn is not None:
                         meta = fn._input_metadata_[input_nr]
@@ -567,7 +561,6 @@ class Engine:
                             break
                 if general:
                     outputs = self._after_validation(graph_task, node, inputs, outputs)
-                    general = False
                 threaded = graph_task.threaded
                 ready = [] if threaded else None
                 following = None
@@ -579,10 +572,8 @@ class Engine:
                             continue
                         count = deps[fn] - 1
                         deps[fn] = count
-                        if exec_info is not None:  # (``grad(inputs=)``: nodes that lead there)
-                            info = exec_info.get(fn)
-                            if info is None or not info.should_execute():
-                                continue
+                        if exec_info is not None and not exec_info.get(fn, _SKIP).should_execute():
+                            continue  # (``grad(inputs=)``: only nodes that lead to an input run)
                         buf = not_ready.get(fn) if not_ready else None
                         if buf is None:
                             n_inputs = len(fn._input_metadata_)
@@ -607,9 +598,7 @@ class Engine:
                         if threaded:  # (queued once the lock is let go)
                             ready.append((fn, buf, grad))
                             continue
-                        if grad is None or (
-                            type(grad) not in RAW_GRADS and grad._device is not CPU
-                        ):
+                        if grad is None or type(grad) not in RAW_GRADS and grad._device is not CPU:
                             self._push_ready(graph_task, fn, buf, grad)
                             continue
                         if observer is not None:
@@ -640,7 +629,7 @@ class Engine:
                 if graph_task.threaded or not graph_task.carries_arrays:
                     return following, following_buf  # (``evaluate_function`` runs it)
                 node, inputs = following, following_buf
-                first = False
+                first = general = False
                 # a gradient this frame still named would count as held elsewhere, and be
                 # neither summed into in place nor stolen by AccumulateGrad (NOTE [Accumulate
                 # in place], NOTE [Stealing the gradient])
