@@ -652,9 +652,9 @@ class Engine:
         return outputs
 
     def _dispatch_ready(self, graph_task, ready):
-        """Queue the nodes ``_route`` found ready in a pass that uses device workers, or hand
-        the only one back to run next on this worker (a pass on one thread routes inline: NOTE
-        [Routing inlined])."""
+        """Queue the nodes ``_validate_and_route`` found ready in a pass that uses device
+        workers, or hand the only one back to run next on this worker (NOTE [Routing
+        inlined])."""
         observer = graph_task.observer
         own = _current.device_queue
         if own is not None and len(ready) == 1 and not own._heap:
