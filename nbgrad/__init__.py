@@ -12,10 +12,13 @@ into the engine, goes through the root package at call time (``nbgrad.autograd.b
                 dtypes.py           dtypes, promotion, the default dtype
                 return_types.py     the named tuples of ``max(dim)``, ``sort``, ``topk``...
                 _testing/strict_device.py   the strict test device (tests' stand-in for CUDA)
-1 graph         _graph/graph.py     Node, Edge, GraphRoot, AccumulateGrad, SavedTensor, saved hooks
-                _graph/hooks.py     RemovableHandle and the hook lists of nodes and tensors
-                _graph/grad_mode.py no_grad, enable_grad, inference_mode (thread-local state)
-                _graph/anomaly_mode.py  detect_anomaly and the forward tracebacks of nodes
+1 graph         _graph/node.py      Node, Edge, GraphRoot, sequence numbers, gradient edges
+                _graph/accumulate_grad.py   AccumulateGrad: the only writer of ``.grad``
+                _graph/saved_tensor.py  SavedTensor: saved for backward, version-checked
+                _graph/hooks.py     RemovableHandle, hook lists, saved_tensors_hooks
+                _graph/tensor_class.py  the Tensor class, bound late (the graph imports no Tensor)
+                _graph/grad_state.py    no_grad, enable_grad, inference_mode (thread-local state)
+                _graph/anomaly_state.py detect_anomaly and the forward tracebacks of nodes
                 _graph/table_node.py    the node generator: an op-table row -> a Node class
                 _graph/array_formulas.py    which formulas run on arrays, traced on probes
                 _graph/observer.py  GraphObserver: forward calls and backward passes, watched

@@ -17,10 +17,12 @@ import nbgrad
 import nbgrad._tensor as _parts
 from nbgrad import backend, dtypes
 from nbgrad._graph import forward_grad as _forward_grad
-from nbgrad._graph import graph as _graph
-from nbgrad._graph.grad_mode import _inference_tensors
-from nbgrad._graph.grad_mode import _state as _grad_state
-from nbgrad._graph.graph import AccumulateGrad, HookList, InputMetadata, RemovableHandle
+from nbgrad._graph import tensor_class as _tc
+from nbgrad._graph.accumulate_grad import AccumulateGrad
+from nbgrad._graph.grad_state import _inference_tensors
+from nbgrad._graph.grad_state import _state as _grad_state
+from nbgrad._graph.hooks import HookList, RemovableHandle
+from nbgrad._graph.node import InputMetadata
 from nbgrad._tensor import legacy_types as _legacy_types
 from nbgrad._tensor.conversion import (
     _is_inference,
@@ -883,7 +885,7 @@ _TENSOR_SLOTS = tuple(s for s in Tensor.__slots__ if s != "__weakref__")
 # (``_wrap``) and ask ``isinstance(x, Tensor)``. Each names the class as a module global that is
 # bound here, once, when the class exists (as PyTorch binds ``torch.Tensor`` into its C++ core,
 # ``THPVariableClass``, at import), so that every import goes one way: down.
-_graph.bind_tensor(Tensor, _wrap, tensor)
+_tc.bind_tensor(Tensor, _wrap, tensor)
 for _module in (
     _parts.conversion,
     _parts.dispatch,

@@ -97,3 +97,14 @@ def test_the_docstring_draws_the_same_layers():
         for name in names:
             short = name.removeprefix("nbgrad.")
             assert short in doc, f"{short} is missing from nbgrad's layer picture"
+
+
+def test_the_graph_layer_names_no_module_as_the_public_autograd_does():
+    """A private graph module named as a public one (``_graph/graph.py`` beside
+    ``autograd/graph.py``) leaves a reader asking which one holds what: each is named by its
+    job."""
+
+    def stems(folder):
+        return {f[:-3] for f in os.listdir(os.path.join(PKG, folder)) if f.endswith(".py")}
+
+    assert stems("_graph") & stems("autograd") == {"__init__"}

@@ -31,8 +31,8 @@ import pytest
 
 import nbgrad as ng
 from nbgrad import backend
-from nbgrad._graph import graph
-from nbgrad._graph.grad_mode import _inference_tensors
+from nbgrad._graph import hooks
+from nbgrad._graph.grad_state import _inference_tensors
 from nbgrad.autograd import engine as engine_mod
 from nbgrad.autograd.graph import AccumulateGrad, SavedTensor
 
@@ -358,7 +358,7 @@ def test_a_graph_holds_about_two_gc_tracked_objects_per_op(monkeypatch):
     """A node and the tuple of its next functions: no Edge objects, no SavedTensor for a saved
     input (NOTE [Edges stored as two tuples], NOTE [A saved input stored as itself]), so that
     a long graph makes little work for the cyclic GC."""
-    monkeypatch.setattr(graph._saved_hooks_used, "entered", False)  # as in a fresh process
+    monkeypatch.setattr(hooks._saved_hooks_used, "entered", False)  # as in a fresh process
     monkeypatch.setattr(_inference_tensors, "made", False)
     ws = [ng.tensor(float(i), dtype=ng.float64, requires_grad=True) for i in range(10)]
     xs = [ng.tensor(float(i)) for i in range(10)]

@@ -7,8 +7,8 @@ import inspect
 import warnings
 
 from .. import backend
-from .._graph.grad_mode import _inference_tensors, is_grad_enabled, no_grad
-from .._graph.grad_mode import _state as _grad_state
+from .._graph.grad_state import _inference_tensors, is_grad_enabled, no_grad
+from .._graph.grad_state import _state as _grad_state
 from .._tensor.inplace import _check_not_inference
 from .._tensor.tangents import check_out
 from ..tensor import Tensor, as_tensor

@@ -11,8 +11,8 @@ import warnings
 import numpy as np
 
 from .. import backend, dtypes
-from .._graph.anomaly_mode import _state as _anomaly_state
-from .._graph.anomaly_mode import is_anomaly_enabled, set_detect_anomaly
+from .._graph.anomaly_state import _state as _anomaly_state
+from .._graph.anomaly_state import is_anomaly_enabled, set_detect_anomaly
 from .._tensor.conversion import _scalar
 from .._tensor.memory_formats import preserve_format
 from ..tensor import Tensor, as_tensor, full, tensor

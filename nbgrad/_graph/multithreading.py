@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 
-from nbgrad._graph.grad_mode import _DecoratorContextManager
+from nbgrad._graph.grad_state import _DecoratorContextManager
 
 __all__ = ["set_multithreading_enabled", "is_multithreading_enabled"]
 

@@ -12,7 +12,7 @@ import threading
 import weakref
 from collections import defaultdict
 
-from nbgrad._graph.graph import saved_tensors_hooks
+from nbgrad._graph.hooks import saved_tensors_hooks
 
 __all__ = ["allow_mutation_on_saved_tensors", "before_write", "mutation_contexts"]
 

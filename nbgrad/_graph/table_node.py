@@ -14,18 +14,13 @@ import linecache
 import numpy as np
 
 from nbgrad._graph import forward_grad as _forward_grad
-from nbgrad._graph import graph as _graph
+from nbgrad._graph import tensor_class as _tc
 from nbgrad._graph.array_formulas import check_on_arrays, returns_grad
-from nbgrad._graph.grad_mode import _inference_tensors
-from nbgrad._graph.grad_mode import _state as _grad_state
-from nbgrad._graph.graph import (
-    ERR_FREED,
-    FREED,
-    Node,
-    SavedTensor,
-    _saved_hooks_used,
-    unpack_saved,
-)
+from nbgrad._graph.grad_state import _inference_tensors
+from nbgrad._graph.grad_state import _state as _grad_state
+from nbgrad._graph.hooks import _saved_hooks_used
+from nbgrad._graph.node import Node
+from nbgrad._graph.saved_tensor import ERR_FREED, FREED, SavedTensor, unpack_saved
 from nbgrad.backend import CPU
 
 
@@ -124,7 +119,7 @@ def as_tensors(grads):
     [Gradients carried as arrays]); returns ``grads``."""
     for i, g in enumerate(grads):
         if type(g) in RAW_GRADS:
-            grads[i] = _graph._wrap(g)
+            grads[i] = _tc._wrap(g)
     return grads
 
 
@@ -199,7 +194,7 @@ class TableNode(Node):
                     value = getattr(self, slot, _MISSING)
                     if type(value) is SavedTensor:
                         value = value.unpack(self)
-                    elif slot in self._input_slots and isinstance(value, _graph._Tensor):
+                    elif slot in self._input_slots and isinstance(value, _tc._Tensor):
                         value = unpack_input(value, getattr(self, "_v" + slot[2:]), self)
                     elif value is FREED:
                         raise RuntimeError(ERR_FREED)
@@ -235,7 +230,7 @@ class TableNode(Node):
         """What ``slot`` holds, an input stored as itself turned into its SavedTensor (kept in
         the slot from then on; see NOTE [A saved input stored as itself])."""
         value = getattr(self, slot, None)
-        if slot in self._input_slots and isinstance(value, _graph._Tensor):
+        if slot in self._input_slots and isinstance(value, _tc._Tensor):
             value = SavedTensor._of_input(value, getattr(self, "_v" + slot[2:]))
             setattr(self, slot, value)
         return value
@@ -288,10 +283,10 @@ def _raw_saved(value):
         saved = SavedTensor(None)
         saved._free()
         return saved
-    if isinstance(value, _graph._Tensor):
+    if isinstance(value, _tc._Tensor):
         return SavedTensor(value)
     if isinstance(value, (bool, int, float, complex, np.ndarray, np.generic)):
-        return SavedTensor(_graph._tensor(value))
+        return SavedTensor(_tc._tensor(value))
     return SavedTensor(None)  # None, or an index that is no tensor (a slice, ...)
 
 
@@ -346,7 +341,7 @@ def _generate_apply(info, slot_plan, save_plan):
         "SavedTensor": SavedTensor,
         "FREED": FREED,
         "ERR_FREED": ERR_FREED,
-        "Tensor": _graph._Tensor,
+        "Tensor": _tc._Tensor,
         "unpack_input": unpack_input,
     }
     input_slots = _input_slots(info, save_plan)
@@ -438,7 +433,7 @@ def _generate_array_path(info, slot_plan, tensor_slots, input_slots, outs, carry
     computing = [i for i, _, formula, _ in slot_plan if not returns_grad(formula)]
     if not computing:
         return None
-    env = {"ndarray": np.ndarray, "CPU": CPU, "grad_mode": _grad_state, "wrap": _graph._wrap}
+    env = {"ndarray": np.ndarray, "CPU": CPU, "grad_mode": _grad_state, "wrap": _tc._wrap}
     env["fw"] = _forward_grad._state  # tangents ride on Tensors: NOTE [Forward-mode AD]
     env.update(saved_array=saved_array, input_array=input_array, NOT_ARRAY=_NOT_ARRAY)
     named = [slot for _, _, _, slots in slot_plan for slot in slots if slot != "grad"]
@@ -539,7 +534,7 @@ def _generate_save(info, save_plan):
     """
     env = {
         "SavedTensor": SavedTensor,
-        "Tensor": _graph._Tensor,
+        "Tensor": _tc._Tensor,
         "hooks_used": _saved_hooks_used,
         "inference_tensors": _inference_tensors,
         "saved_input_version": saved_input_version,

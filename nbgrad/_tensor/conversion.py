@@ -10,8 +10,8 @@ import numbers
 import numpy as np
 
 from nbgrad import backend, dtypes
-from nbgrad._graph.grad_mode import _inference_tensors
-from nbgrad._graph.grad_mode import _state as _grad_state
+from nbgrad._graph.grad_state import _inference_tensors
+from nbgrad._graph.grad_state import _state as _grad_state
 from nbgrad.backend import CPU
 
 Tensor = None  # the Tensor class: see NOTE [The Tensor class, bound late]

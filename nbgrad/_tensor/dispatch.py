@@ -16,12 +16,12 @@ from weakref import ref as _weakref
 import numpy as np
 
 from nbgrad import backend, dtypes
-from nbgrad._graph import anomaly_mode as _anomaly
-from nbgrad._graph.anomaly_mode import _used as _anomaly_used
+from nbgrad._graph import anomaly_state as _anomaly
+from nbgrad._graph.anomaly_state import _used as _anomaly_used
 from nbgrad._graph.forward_grad import _state as _fw
-from nbgrad._graph.grad_mode import _inference_tensors
-from nbgrad._graph.grad_mode import _state as _grad_state
-from nbgrad._graph.graph import (
+from nbgrad._graph.grad_state import _inference_tensors
+from nbgrad._graph.grad_state import _state as _grad_state
+from nbgrad._graph.node import (
     _ZERO_NUMBERS,
     NO_EDGE,
     Edge,
@@ -208,6 +208,62 @@ def _unary(op, a, attrs=_NO_ATTRS):
 # gets ``_generic_result`` (which marks no view: ``_unary`` and ``_binary`` serve no view row of
 # two inputs).
 # The source stays on the row to read: ``OPS["mul"].result_source``.
+# Kept generated rather than one function over every row, because it pays: W1's forward chain
+# takes about 1.4 times as long per op through ``_wrap`` then ``_record`` (``_generic_result``)
+# as through the generated result (tests/benchmarks/generated_result.py: 1.42 and 1.46 in two
+# runs). What it does is ``_generic_result``'s work, field by field:
+# tests/test_generated_result.py builds each kind of row both ways and compares every field of
+# the tensor and of the node, and checks that the source of ``neg`` (one input, nothing saved)
+# is exactly this, between the two marks:
+# --- generated source of neg ---
+#     def result(args, attrs, out, requires_grad, t0):
+#         if type(out) is not ndarray:
+#             out = asarray(out)  # NOTE [0-d results stay arrays]
+#         result = Tensor.__new__(Tensor)
+#         result._data = out
+#         result._device = CPU
+#         result._grad = None
+#         result._output_nr = 0
+#         result._retains_grad = False
+#         result._acc = None
+#         result._post_accumulate_grad_hooks = None
+#         result.grad_fn = None
+#         result._version_counter = None  # see NOTE [Lazy version counters]
+#         result._base = None
+#         result._view_chain = None
+#         if inference_tensors.entered and grad_state.inference:  # NOTE [Inference tensors]
+#             set_inference(result, True)
+#         if not (requires_grad and grad_state.enabled):
+#             result._requires_grad = False
+#         else:
+#             result._requires_grad = True  # first: a node that saves its result reads it
+#             numbered = False  # whether an input is an output other than 0 of its node
+#             first = args[0]
+#             fn0 = first.grad_fn
+#             if fn0 is None:
+#                 fn0 = first._get_grad_accumulator() if first._requires_grad else None
+#             elif first._output_nr:
+#                 numbered = True
+#             meta = CPU_METADATA.get((out.shape, out.dtype))  # NOTE [Shared input metadata]
+#             if meta is None or numbered:
+#                 record(op, args, attrs, (result,))
+#             else:
+#                 node = cls.__new__(cls)
+#                 node._next_fns = fns = (fn0,)
+#                 node._next_nrs = (0,)
+#                 node._sequence_nr_ = next_sequence_nr()
+#                 node._pre_hooks = node._post_hooks = node._tensor_pre_hooks = None
+#                 node._retains_grad_hooks = node._metadata = None
+#                 results = (result,)
+#                 pass
+#                 node._input_metadata_ = meta
+#                 result.grad_fn = node
+#                 if anomaly_used.enabled and anomaly._state.enabled:
+#                     anomaly.record_traceback(node)
+#         if observed:
+#             observed[0].forward(op, args, attrs, result, perf_counter() - t0)
+#         return result
+# --- end ---
 def _generic_result(op, args, attrs, out, requires_grad, t0):
     """``op.result`` of a row the generated one does not serve: ``_wrap``, then ``_record``."""
     result = _wrap(out)

@@ -9,11 +9,12 @@ import numpy as np
 
 from nbgrad._graph.forward_grad import _state as _fw
 from nbgrad._graph.forward_grad import get_tangent, set_tangent
-from nbgrad._graph.grad_mode import _inference_tensors
-from nbgrad._graph.grad_mode import _state as _grad_state
-from nbgrad._graph.graph import Node, SavedTensor
+from nbgrad._graph.grad_state import _inference_tensors
+from nbgrad._graph.grad_state import _state as _grad_state
+from nbgrad._graph.node import Node
 from nbgrad._graph.observer import forward_observer as _observed
 from nbgrad._graph.saved_mutation import before_write, mutation_contexts
+from nbgrad._graph.saved_tensor import SavedTensor
 from nbgrad._tensor.conversion import (
     _arg,
     _ndarray,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import nbgrad
 from nbgrad._graph.forward_grad import _state as _fw
 from nbgrad._graph.forward_grad import get_tangent, remember_saved, set_tangent, suspended
-from nbgrad._graph.grad_mode import _state as _grad_state
+from nbgrad._graph.grad_state import _state as _grad_state
 from nbgrad._tensor import dispatch as _d
 from nbgrad._tensor.conversion import _wrap
 from nbgrad._tensor.views import _EnableGrad

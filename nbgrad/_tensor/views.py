@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from weakref import ref as _weakref
 
-from nbgrad._graph.grad_mode import _inference_tensors
-from nbgrad._graph.grad_mode import _state as _grad_state
+from nbgrad._graph.grad_state import _inference_tensors
+from nbgrad._graph.grad_state import _state as _grad_state
 from nbgrad._tensor.conversion import _set_inference
 
 # NOTE [Views made in no-grad mode]: the ways a view can be made outside grad mode

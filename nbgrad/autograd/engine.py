@@ -46,11 +46,12 @@ import heapq
 import threading
 import warnings
 
-from nbgrad._graph import anomaly_mode as _anomaly
-from nbgrad._graph.grad_mode import _state as _grad_state
-from nbgrad._graph.graph import AccumulateGrad, Edge, GraphRoot, Node, _saved_hooks
-from nbgrad._graph.hooks import hook_name
+from nbgrad._graph import anomaly_state as _anomaly
+from nbgrad._graph.accumulate_grad import AccumulateGrad
+from nbgrad._graph.grad_state import _state as _grad_state
+from nbgrad._graph.hooks import _saved_hooks, hook_name
 from nbgrad._graph.multithreading import is_multithreading_enabled
+from nbgrad._graph.node import Edge, GraphRoot, Node
 from nbgrad._graph.observer import backward_observer
 from nbgrad._graph.observer import current as _current
 from nbgrad._graph.table_node import RAW_GRADS, as_tensors
@@ -74,6 +75,7 @@ _new_tuple = tuple.__new__
 # changed: a node that captures, or the root, has one of its own)
 _NEEDED = _ExecInfo()
 _NEEDED.needed = True
+_SKIP = _ExecInfo()  # (what a node that leads to no input of ``grad(inputs=)`` would have)
 MAX_DEPTH = 60  # reentrant backward calls on one thread before moving to a helper thread
 
 
@@ -441,150 +443,24 @@ class Engine:
     # NOTE [A plain pass]
     # Most passes are plain: those that carry gradients as arrays (one thread, nothing watching, no
     # create_graph: NOTE [Gradients carried as arrays]). There a node of a row without hooks (and,
-    # in ``grad(inputs=)``, one that leads to an input and captures nothing) runs by
-    # ``_evaluate_plain``: ``evaluate_function`` with only what such a node can meet, which is most
-    # of the engine's cost per node in a graph of small tensors: the node's arrays path (which also
-    # releases its saved values, one call less, before the validation rather than after: a row's
-    # gradient never needs them to be validated), validation and the routing loop
-    # (NOTE [Routing inlined]). Any other node, or a pass that turns to a device worker (which it
-    # stays), takes ``evaluate_function``. A node it hands on to run at once
-    # (NOTE [Chains skip the queue]) runs in the same call, in a loop: along a chain the engine
-    # makes one call, not one per node. Both give the same results
-    # (tests/autograd/test_carried_arrays.py runs graphs both ways).
+    # in ``grad(inputs=)``, one that leads to an input and captures nothing) runs by its arrays
+    # path alone (which also releases its saved values, before the validation rather than after:
+    # a row's gradient never needs them to be validated); ``_evaluate_plain`` checks that a node
+    # qualifies, and any other node, or a pass that turns to a device worker (which it stays),
+    # takes ``evaluate_function``. Both end in ``_validate_and_route``, which also runs the nodes
+    # handed on (NOTE [Chains skip the queue]) while they qualify, in a loop: along a chain the
+    # engine makes one call, not one per node, which is most of the engine's cost per node in a
+    # graph of small tensors. Both give the same results (tests/autograd/test_carried_arrays.py
+    # runs graphs both ways).
     def _evaluate_plain(self, graph_task, node, inputs):
         """``evaluate_function`` in a plain pass (NOTE [A plain pass]), for ``node`` and the
         nodes handed on after it (NOTE [Chains skip the queue]) while they qualify."""
-        deps = graph_task.dependencies
-        not_ready = graph_task.not_ready
-        heap = graph_task.cpu_ready_queue._heap
-        release = not graph_task.keep_graph
-        exec_info = graph_task.exec_info
-        try:
-            while True:
-                apply_arrays = node._apply_arrays
-                if (
-                    apply_arrays is None
-                    or node._tensor_pre_hooks
-                    or node._retains_grad_hooks
-                    or node._pre_hooks
-                    or node._post_hooks
-                    or exec_info is not None
-                    and ((info := exec_info.get(node)) is None or not info.needed or info.captures)
-                ):
-                    return self.evaluate_function(graph_task, node, inputs)
-                # (a generated apply: one output per edge; it releases the saved values itself)
-                outputs = apply_arrays(inputs, release)
-                fns = node._next_fns
-                nrs = node._next_nrs
-                if len(fns) == 1 or (
-                    len(fns) == 2 and fns[1] is None
-                ):  # NOTE [Single-edge fast path]
-                    fn = fns[0]
-                    grad = outputs[0]
-                    if fn is not None and grad is not None:
-                        meta = fn._input_metadata_[nrs[0]]
-                        data = grad if type(grad) in RAW_GRADS else grad._data
-                        if (
-                            data.shape != meta.shape
-                            or data.dtype is not meta.dtype.np
-                            or (CPU if data is grad else grad._device) is not meta.device
-                        ):
-                            self._validate(node, fns, nrs, as_tensors(outputs))
-                            grad = outputs[0]
-                    if fn is None:
-                        return None
-                    if (
-                        deps[fn] == 1
-                        and grad is not None
-                        and (data is grad or grad._device is CPU)
-                        and len(fn._input_metadata_) <= 1
-                        and (not not_ready or fn not in not_ready)
-                    ):
-                        deps[fn] = 0
-                        if not heap or heap[0][0] > -fn._sequence_nr_:
-                            node, inputs = fn, [grad]  # the next node of the chain, here
-                            outputs = grad = data = None  # (see below)
-                            continue
-                        heappush(heap, (-fn._sequence_nr_, next(_tiebreak), fn, [grad]))
-                        return None
-                else:
-                    for fn, input_nr, grad in zip(fns, nrs, outputs):
-                        if grad is not None and fn is not None:
-                            meta = fn._input_metadata_[input_nr]
-                            data = grad if type(grad) in RAW_GRADS else grad._data
-                            if (
-                                data.shape != meta.shape
-                                or data.dtype is not meta.dtype.np
-                                or (CPU if data is grad else grad._device) is not meta.device
-                            ):
-                                self._validate(node, fns, nrs, as_tensors(outputs))
-                                break
-                following = None
-                for fn, input_nr, grad in zip(fns, nrs, outputs):  # NOTE [Routing inlined]
-                    if fn is None:
-                        continue
-                    count = deps[fn] - 1
-                    deps[fn] = count
-                    if exec_info is not None:  # (``grad(inputs=)``: only nodes that lead there)
-                        info = exec_info.get(fn)
-                        if info is None or not info.should_execute():
-                            continue
-                    buf = not_ready.get(fn) if not_ready else None
-                    if buf is None:
-                        n_inputs = len(fn._input_metadata_)
-                        if not count and n_inputs <= 1:
-                            buf = [grad]
-                        else:
-                            buf = [None] * (n_inputs or 1)
-                            buf[input_nr] = grad
-                            if count:
-                                not_ready[fn] = buf
-                                continue
-                    else:
-                        if grad is not None:
-                            buf[input_nr] = (
-                                grad if buf[input_nr] is None else _accumulate(buf, input_nr, grad)
-                            )
-                        if count:
-                            continue
-                        del not_ready[fn]
-                    if grad is None or (type(grad) not in RAW_GRADS and grad._device is not CPU):
-                        self._push_ready(graph_task, fn, buf, grad)
-                        continue
-                    if following is None:
-                        following, following_buf = fn, buf
-                        continue
-                    seq, held = fn._sequence_nr_, following._sequence_nr_
-                    if seq > held:
-                        heappush(heap, (-held, next(_tiebreak), following, following_buf))
-                        following, following_buf = fn, buf
-                        continue
-                    if seq == held:
-                        heappush(heap, (-held, next(_tiebreak), following, following_buf))
-                        following = None
-                    heappush(heap, (-seq, next(_tiebreak), fn, buf))
-                if following is None:
-                    return None
-                if heap and heap[0][0] <= -following._sequence_nr_:
-                    heappush(
-                        heap, (-following._sequence_nr_, next(_tiebreak), following, following_buf)
-                    )
-                    return None
-                if graph_task.threaded:  # (a node went to a device worker)
-                    return following, following_buf
-                node, inputs = following, following_buf
-                # a gradient this frame still named would count as held elsewhere, and be
-                # neither summed into in place nor stolen by AccumulateGrad (NOTE [Accumulate
-                # in place], NOTE [Stealing the gradient])
-                outputs = grad = data = following_buf = None
-        except BaseException as e:  # noqa: BLE001 - the node that raised is named, then raised
-            self._fail(graph_task, e, node)
-            raise
+        return self._validate_and_route(graph_task, node, inputs, None)
 
     def evaluate_function(self, graph_task, node, inputs):
-        """Hooks, the node, validation and routing for one ready node; returns the next node
-        to run and its inputs when the caller may run it directly (NOTE [Chains skip the
-        queue]), else None.
+        """Hooks, the node, validation and routing for one ready node (PyTorch's
+        ``evaluate_function`` and ``call_function``); returns the next node to run and its
+        inputs when the caller may run it directly (NOTE [Chains skip the queue]), else None.
 
         See NOTE [Hook order].
         """
@@ -614,166 +490,201 @@ class Engine:
             _anomaly._running.node = node
         if observer is not None:
             observer.node_start(graph_task, node, list(inputs))
-        carries = graph_task.carries_arrays  # (gradients are Tensors in any other pass)
-        if carries:  # NOTE [Gradients carried as arrays]
+        if graph_task.carries_arrays:  # NOTE [Gradients carried as arrays]
             if node._apply_arrays is None or graph_task.threaded or node._post_hooks:
                 outputs = node.apply(as_tensors(inputs))
             else:
                 outputs = node._apply_arrays(inputs)
-        else:
+        else:  # (gradients are Tensors in any other pass)
             outputs = node.apply(inputs)
-        fns = node._next_fns
-        nrs = node._next_nrs
-        n_edges = len(fns)
+        n_edges = len(node._next_fns)
         if len(outputs) != n_edges:
             raise RuntimeError(
                 f"Function {node.name()} returned an invalid number of gradients - expected "
                 f"{n_edges}, but got {len(outputs)}"
             )
-        # NOTE [Single-edge fast path]
-        # Most nodes of a chain have one edge with a function (``x * 2.0`` has a second, empty
-        # edge for the number): ``live`` is its index, or None, and that one edge is validated
-        # and routed without a loop. The general loops below do the same for any node.
-        live = None
-        if n_edges == 1:
-            live = 0
-        elif n_edges == 2:
-            if fns[1] is None:
-                live = 0
-            elif fns[0] is None:
-                live = 1
-        # a gradient usually has its input's shape, dtype and device already: this check is all
-        # it costs; validate_outputs reduces or casts it (or raises) on the first mismatch
-        if live is not None:
-            fn = fns[live]
-            grad = outputs[live]
-            if grad is not None and fn is not None:
-                meta = fn._input_metadata_[nrs[live]]
-                data = grad if carries and type(grad) in RAW_GRADS else grad._data
-                if (
-                    data.shape != meta.shape
-                    or data.dtype is not meta.dtype.np
-                    or (CPU if data is grad else grad._device) is not meta.device
-                ):
-                    self._validate(node, fns, nrs, as_tensors(outputs))
-        else:
-            for fn, input_nr, grad in zip(fns, nrs, outputs):
-                if grad is not None and fn is not None:
-                    meta = fn._input_metadata_[input_nr]
-                    data = grad if carries and type(grad) in RAW_GRADS else grad._data
+        return self._validate_and_route(graph_task, node, inputs, outputs)
+
+    # NOTE [Single-edge fast path]
+    # Most nodes of a chain in a plain pass have one edge with a function (``x * 2.0`` has a
+    # second, empty edge for the number), whose next node has one input and waits for nothing
+    # else, and a gradient of the expected shape, dtype and device: that node is ready at once
+    # and, unless a queued node comes first, runs next (NOTE [Chains skip the queue]). The
+    # condition at the top of the loop is the check and the routing below for that one case,
+    # without their loops: the routing loop costs about 0.7 us more per node there (W1's
+    # backward, 1.38x in CPU time without it: tests/benchmarks/engine_ab.py).
+    # NOTE [Routing inlined]
+    # ``_validate_and_route`` is the one place where a node's outputs are checked against the
+    # inputs of the next nodes and sent to them. A gradient usually has its input's shape, dtype
+    # and device already: the check is all it costs, and ``_validate`` reduces or casts it (or
+    # raises) on the first mismatch. Then each gradient goes to its next node's input buffer (a
+    # list with one slot per input; with ``grad(inputs=)``, a node that leads to none of them is
+    # skipped); a node whose dependencies reach 0 is ready. In a pass on one thread, a ready node
+    # goes on the queue (NOTE [CPU queue entries]), except the one the queue would hand back next,
+    # which is handed back to run directly (NOTE [Chains skip the queue]): of the nodes made ready
+    # here, the one with the highest ``sequence_nr`` is held back, and run when it is higher than
+    # every queued node's. Nodes of equal ``sequence_nr`` (accumulators) all go on the queue, in
+    # the order they became ready, as the queue would order them. In a pass that uses device
+    # workers, the buffers are filled under the graph task's lock and the ready nodes are queued
+    # after it (``_dispatch_ready``). The loop is written inline, with no call per node or edge:
+    # this is the engine's innermost loop.
+    def _validate_and_route(self, graph_task, node, inputs, outputs):
+        """Validate and route ``outputs`` (None: run ``node`` first, NOTE [A plain pass]), then run
+        the nodes handed on while they qualify; return the next node to run and its inputs."""
+        deps = graph_task.dependencies
+        not_ready = graph_task.not_ready
+        heap = graph_task.cpu_ready_queue._heap
+        exec_info = graph_task.exec_info
+        observer = graph_task.observer
+        release = not graph_task.keep_graph
+        general = outputs is not None  # (``evaluate_function`` ran the node)
+        first = True
+        try:
+            while True:
+                if outputs is None:  # a node in a plain pass, not yet run
+                    apply_arrays = node._apply_arrays
                     if (
-                        data.shape != meta.shape
-                        or data.dtype is not meta.dtype.np
-                        or (CPU if data is grad else grad._device) is not meta.device
+                        apply_arrays is None
+                        or node._tensor_pre_hooks
+                        or node._retains_grad_hooks
+                        or node._pre_hooks
+                        or node._post_hooks
+                        or exec_info is not None  # (``grad(inputs=)``: the root, or a node
+                        and exec_info.get(node) is not _NEEDED  # that captures, is general)
                     ):
-                        self._validate(node, fns, nrs, as_tensors(outputs))
-                        break
+                        if first:
+                            return self.evaluate_function(graph_task, node, inputs)
+                        return node, inputs  # (the caller runs it: no recursion)
+                    # (a generated apply: one output per edge; it releases the saved values)
+                    outputs = apply_arrays(inputs, release)
+                fns, nrs = node._next_fns, node._next_nrs
+                if (  # NOTE [Single-edge fast path]
+                    not general
+                    and (len(fns) == 1 or len(fns) == 2 and fns[1] is None)
+                    and (fn := fns[0]) is not None
+                    and type(grad := outputs[0]) in RAW_GRADS
+                    and deps[fn] == 1
+                    and len(fn._input_metadata_) <= 1
+                    and (not not_ready or fn not in not_ready)
+                    and grad.shape == (meta := fn._input_metadata_[nrs[0]]).shape
+                    and grad.dtype is meta.dtype.np
+                    and meta.device is CPU
+                    and not graph_task.threaded
+                ):
+                    deps[fn] = 0
+                    if heap and heap[0][0] <= -fn._sequence_nr_:  # a queued node first
+                        heappush(heap, (-fn._sequence_nr_, next(_tiebreak), fn, [grad]))
+                        return None
+                    node, inputs, first = fn, [grad], False
+                    outputs = grad = None  # (NOTE [Stealing the gradient], as below)
+                    continue
+                for fn, input_nr, grad in zip(fns, nrs, outputs):
+                    if grad is not None and fn is not None:
+                        meta = fn._input_metadata_[input_nr]
+                        data = grad if type(grad) in RAW_GRADS else grad._data
+                        if (
+                            data.shape != meta.shape
+                            or data.dtype is not meta.dtype.np
+                            or (CPU if data is grad else grad._device) is not meta.device
+                        ):
+                            self._validate(node, fns, nrs, as_tensors(outputs))
+                            break
+                if general:
+                    outputs = self._after_validation(graph_task, node, inputs, outputs)
+                threaded = graph_task.threaded
+                ready = [] if threaded else None
+                following = None
+                if threaded:
+                    graph_task._lock.acquire()
+                try:
+                    for fn, input_nr, grad in zip(fns, nrs, outputs):
+                        if fn is None:
+                            continue
+                        count = deps[fn] - 1
+                        deps[fn] = count
+                        if exec_info is not None and not exec_info.get(fn, _SKIP).should_execute():
+                            continue  # (``grad(inputs=)``: only nodes that lead to an input run)
+                        buf = not_ready.get(fn) if not_ready else None
+                        if buf is None:
+                            n_inputs = len(fn._input_metadata_)
+                            if not count and n_inputs <= 1:
+                                buf = [grad]
+                            else:
+                                buf = [None] * (n_inputs or 1)
+                                buf[input_nr] = grad
+                                if count:
+                                    not_ready[fn] = buf
+                                    continue
+                        else:
+                            if grad is not None:  # InputBuffer.add, inlined
+                                buf[input_nr] = (
+                                    grad
+                                    if buf[input_nr] is None
+                                    else _accumulate(buf, input_nr, grad)
+                                )
+                            if count:
+                                continue
+                            del not_ready[fn]
+                        if threaded:  # (queued once the lock is let go)
+                            ready.append((fn, buf, grad))
+                            continue
+                        if grad is None or type(grad) not in RAW_GRADS and grad._device is not CPU:
+                            self._push_ready(graph_task, fn, buf, grad)
+                            continue
+                        if observer is not None:
+                            observer.node_ready(graph_task, fn, CPU)
+                        if following is None:
+                            following, following_buf = fn, buf
+                            continue
+                        seq, held = fn._sequence_nr_, following._sequence_nr_
+                        if seq > held:  # fn is held back instead
+                            heappush(heap, (-held, next(_tiebreak), following, following_buf))
+                            following, following_buf = fn, buf
+                            continue
+                        if seq == held:  # both queued, in the order they became ready
+                            heappush(heap, (-held, next(_tiebreak), following, following_buf))
+                            following = None
+                        heappush(heap, (-seq, next(_tiebreak), fn, buf))
+                finally:
+                    if threaded:
+                        graph_task._lock.release()
+                if threaded:
+                    return self._dispatch_ready(graph_task, ready)
+                if following is None:
+                    return None
+                if heap and heap[0][0] <= -following._sequence_nr_:  # a queued node first
+                    seq = following._sequence_nr_
+                    heappush(heap, (-seq, next(_tiebreak), following, following_buf))
+                    return None
+                if graph_task.threaded or not graph_task.carries_arrays:
+                    return following, following_buf  # (``evaluate_function`` runs it)
+                node, inputs = following, following_buf
+                first = general = False
+                # a gradient this frame still named would count as held elsewhere, and be
+                # neither summed into in place nor stolen by AccumulateGrad (NOTE [Accumulate
+                # in place], NOTE [Stealing the gradient])
+                outputs = grad = data = following = following_buf = buf = None
+        except BaseException as e:  # noqa: BLE001 - the node that raised is named, then raised
+            self._fail(graph_task, e, node)
+            raise
+
+    def _after_validation(self, graph_task, node, inputs, outputs):
+        """What ``evaluate_function`` does between validation and routing: the NaN check of
+        anomaly mode, post-hooks, the observer's ``node_end``, and freeing saved values."""
         if graph_task.check_nan:
             _anomaly.check_nan(node, outputs)
         if node._post_hooks:
             outputs = self.call_post_hooks(graph_task, node, outputs, inputs)
-        if observer is not None:
-            observer.node_end(graph_task, node, list(outputs))
+        if graph_task.observer is not None:
+            graph_task.observer.node_end(graph_task, node, list(outputs))
         if not graph_task.keep_graph:
             node.release_variables()
-        if not n_edges:
-            return
-        if graph_task.threaded:
-            with graph_task._lock:
-                ready = self._route(graph_task, fns, nrs, outputs)
-            return self._dispatch_ready(graph_task, ready)
-        deps = graph_task.dependencies
-        not_ready = graph_task.not_ready
-        heap = graph_task.cpu_ready_queue._heap
-        if live is not None:
-            # NOTE [Single-edge fast path]: a next node with one input that waits for nothing
-            # else is ready at once, with nothing to add; unless a queued node comes first, it
-            # runs next (NOTE [Chains skip the queue]). Anything else takes the loop below.
-            fn = fns[live]
-            if fn is None:
-                return
-            grad = outputs[live]
-            if (
-                deps[fn] == 1
-                and grad is not None
-                and (grad._device is CPU if data is not grad else True)
-                and len(fn._input_metadata_) <= 1
-                and (not not_ready or fn not in not_ready)
-            ):  # (``grad(inputs=)`` too: a node that runs leads to one, so its one edge does)
-                deps[fn] = 0
-                if observer is not None:
-                    observer.node_ready(graph_task, fn, CPU)
-                if not heap or heap[0][0] > -fn._sequence_nr_:  # no queued node comes first
-                    return fn, [grad]
-                heappush(heap, (-fn._sequence_nr_, next(_tiebreak), fn, [grad]))
-                return
-        # NOTE [Routing inlined]
-        # ``_route`` then ``_dispatch_ready``, in one loop for a pass on one thread (with
-        # ``grad(inputs=)``, a node that leads to none of them is skipped, as ``_route`` does):
-        # each gradient goes to its next node's input buffer (a list with one slot per input);
-        # a node whose dependencies reach 0 is ready and goes on the queue (NOTE
-        # [CPU queue entries]), except the one the queue would hand back next, which is handed
-        # back to run directly (NOTE [Chains skip the queue]): of the nodes made ready here, the
-        # one with the highest ``sequence_nr`` is held back, and run when it is higher than
-        # every queued node's. Nodes of equal ``sequence_nr`` (accumulators) all go on the
-        # queue, in the order they became ready, as the queue would order them.
-        following = None
-        for fn, input_nr, grad in zip(fns, nrs, outputs):
-            if fn is None:
-                continue
-            count = deps[fn] - 1
-            deps[fn] = count
-            if exec_info is not None:
-                info = exec_info.get(fn)
-                if info is None or not info.should_execute():
-                    continue
-            buf = not_ready.get(fn) if not_ready else None
-            if buf is None:
-                n_inputs = len(fn._input_metadata_)
-                if not count and n_inputs <= 1:
-                    buf = [grad]
-                else:
-                    buf = [None] * (n_inputs or 1)
-                    buf[input_nr] = grad
-                    if count:
-                        not_ready[fn] = buf
-                        continue
-            else:
-                if grad is not None:  # InputBuffer.add, inlined
-                    buf[input_nr] = (
-                        grad if buf[input_nr] is None else _accumulate(buf, input_nr, grad)
-                    )
-                if count:
-                    continue
-                del not_ready[fn]
-            if grad is None or (type(grad) not in RAW_GRADS and grad._device is not CPU):
-                self._push_ready(graph_task, fn, buf, grad)
-                continue
-            if observer is not None:
-                observer.node_ready(graph_task, fn, CPU)
-            if following is None:
-                following, following_buf = fn, buf
-                continue
-            seq, held = fn._sequence_nr_, following._sequence_nr_
-            if seq > held:  # fn is held back instead
-                heappush(heap, (-held, next(_tiebreak), following, following_buf))
-                following, following_buf = fn, buf
-                continue
-            if seq == held:  # both queued, in the order they became ready
-                heappush(heap, (-held, next(_tiebreak), following, following_buf))
-                following = None
-            heappush(heap, (-seq, next(_tiebreak), fn, buf))
-        if following is None:
-            return None
-        if heap and heap[0][0] <= -following._sequence_nr_:  # a queued node comes first
-            heappush(heap, (-following._sequence_nr_, next(_tiebreak), following, following_buf))
-            return None
-        return following, following_buf
+        return outputs
 
     def _dispatch_ready(self, graph_task, ready):
-        """Queue the nodes ``_route`` found ready in a pass that uses device workers, or hand
-        the only one back to run next on this worker (a pass on one thread routes inline: NOTE
-        [Routing inlined])."""
+        """Queue the nodes ``_validate_and_route`` found ready in a pass that uses device
+        workers, or hand the only one back to run next on this worker (NOTE [Routing
+        inlined])."""
         observer = graph_task.observer
         own = _current.device_queue
         if own is not None and len(ready) == 1 and not own._heap:
@@ -785,34 +696,6 @@ class Engine:
         for fn, buf, grad in ready:
             self._push_ready(graph_task, fn, buf, grad)
         return None
-
-    @staticmethod
-    def _route(graph_task, fns, nrs, outputs):
-        """Add each output to its next node's InputBuffer; return the nodes now ready."""
-        deps = graph_task.dependencies
-        not_ready = graph_task.not_ready
-        exec_info = graph_task.exec_info
-        ready = []
-        for fn, input_nr, grad in zip(fns, nrs, outputs):
-            if fn is None:
-                continue
-            count = deps[fn] - 1
-            deps[fn] = count
-            if exec_info is not None:
-                info = exec_info.get(fn)
-                if info is None or not info.should_execute():
-                    continue
-            buf = not_ready.get(fn)
-            if buf is None:
-                buf = InputBuffer.of_size(len(fn._input_metadata_) or 1)
-                if count:
-                    not_ready[fn] = buf
-            elif not count:
-                del not_ready[fn]
-            buf.add(input_nr, grad)
-            if not count:
-                ready.append((fn, buf, grad))
-        return ready
 
     @staticmethod
     def validate_outputs(node, edges, grads):

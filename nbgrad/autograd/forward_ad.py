@@ -22,7 +22,7 @@ import numpy as np
 import nbgrad
 from nbgrad import backend
 from nbgrad._graph import forward_grad as _fg
-from nbgrad._graph.grad_mode import _DecoratorContextManager
+from nbgrad._graph.grad_state import _DecoratorContextManager
 from nbgrad._tensor.conversion import _wrap
 from nbgrad._tensor.dispatch import OPS, _dispatch
 from nbgrad._tensor.memory_formats import _storage_of

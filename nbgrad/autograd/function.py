@@ -13,18 +13,11 @@ import inspect
 import math
 import warnings
 
-from nbgrad._graph import anomaly_mode as _anomaly
+from nbgrad._graph import anomaly_state as _anomaly
 from nbgrad._graph.forward_grad import _state as _fw
-from nbgrad._graph.grad_mode import _state as _grad_state
-from nbgrad._graph.graph import (
-    ERR_FREED,
-    FREED,
-    Edge,
-    InputMetadata,
-    Node,
-    SavedTensor,
-    unpack_saved,
-)
+from nbgrad._graph.grad_state import _state as _grad_state
+from nbgrad._graph.node import Edge, InputMetadata, Node
+from nbgrad._graph.saved_tensor import ERR_FREED, FREED, SavedTensor, unpack_saved
 from nbgrad._tensor.dispatch import _edge_of
 from nbgrad._tensor.inplace import CopySlices  # (re-exported: PyTorch lists it here)
 from nbgrad._tensor.views import _IN_CUSTOM_FUNCTION, _multiple_views_message
@@ -338,109 +331,130 @@ class Function(metaclass=_FunctionMeta):
         ctx._next_edges = tuple(_edge_of(args[i]) for i in tensor_positions)
         if _anomaly._state.enabled:
             _anomaly.record_traceback(ctx)
-        if not {id(t) for t in ctx.dirty_tensors} <= {id(o) for o in outs}:
-            raise RuntimeError(
-                "Some elements marked as dirty during the forward method were not returned as "
-                "output. The inputs that are modified inplace must all be outputs of the Function."
-            )
-        input_ids = {id(args[i]) for i in tensor_positions}
-        for t in ctx.dirty_tensors:
-            if id(t) not in input_ids:  # PyTorch warns, and refuses it only for a view
-                message = (
-                    "ctx.mark_dirty() received a tensor that was not an input. Only input Tensors "
-                    "that have been mutated should be passed to ctx.mark_dirty()."
-                )
-                warnings.warn(message, UserWarning, stacklevel=2)
-                if t._base is not None:
-                    raise RuntimeError(message)
-        dirty = {id(t) for t in ctx.dirty_tensors if id(t) in input_ids}
-        n_tensor_outputs = sum(1 for o in outs if isinstance(o, Tensor))
-        if n_tensor_outputs > 1 and any(
-            id(args[i]) in dirty and args[i]._base is not None for i in tensor_positions
-        ):
-            raise RuntimeError(
-                "If your Function modifies inplace an input that is a view of another Tensor, your "
-                "Function cannot return more than one Tensor. This is not supported by the "
-                "current autograd engine. You should either make sure the input is not a view "
-                "(using .clone() for example) or make your Function only return one Tensor "
-                "(potentially splitting it into two Functions: one doing the inplace that returns "
-                "a single Tensor and a second one that does the other operations)."
-            )
-        non_diff = {id(t) for t in ctx.non_differentiable}
-        inputs_by_id = {id(args[i]): args[i] for i in tensor_positions}
-        new_outs = []
-        meta = []
-        non_diff_outputs = []
-        positions = []  # of the tensor outputs (NOTE [Outputs that are not tensors])
-        for o in outs:
-            if not isinstance(o, Tensor):
-                meta.append(_UNDEFINED_INPUT)
-                new_outs.append(o)
-                continue
-            k = len(new_outs)
-            positions.append(k)
-            original = o
-            if id(o) in dirty:
-                if o._requires_grad and o.grad_fn is None:
-                    raise RuntimeError(
-                        "a leaf Variable that requires grad has been used in an in-place operation."
-                    )
-                base = o._base
-                if base is not None and o._view_chain is None:
-                    raise RuntimeError(_multiple_views_message(o))
-                if base is not None and base._requires_grad and base.grad_fn is None:
-                    raise RuntimeError(
-                        "a view of a leaf Variable that requires grad is being used in an in-place "
-                        "operation."
-                    )
-            elif id(o) in inputs_by_id:
-                o = o.view_as(o) if o._requires_grad else o.detach()
-                o = o.detach() if id(o) in non_diff else o
-            if id(original) in non_diff:
-                o._requires_grad = False
-                o.grad_fn = None
-                non_diff_outputs.append(k)
-            elif o.is_floating_point():
-                # (a dirty view: its base's history goes through CopySlices, as PyTorch's
-                # rebase_history; other views of what was modified see the new history)
-                o._rebase_history(ctx, k) if id(original) in dirty else _set_output(o, ctx, k)
-            else:
-                non_diff_outputs.append(k)
-            if o._base is not None and id(original) not in dirty:
-                # an in-place op may not modify it: it would bypass the custom backward (NOTE
-                # [Views made in no-grad mode])
-                o._no_grad_view = _IN_CUSTOM_FUNCTION
-            meta.append(o._metadata_tuple())
-            new_outs.append(o)
-        ctx._input_metadata_ = tuple(meta)
-        ctx._tensor_outputs = frozenset(positions)
-        ctx._non_diff_outputs = tuple(non_diff_outputs)
+        dirty = _check_dirty(ctx, args, tensor_positions, outs)
+        new_outs = _wrap_outputs(ctx, args, tensor_positions, outs, dirty)
         if tangents is not None:  # (while ctx still knows what forward marked)
             _function_output_tangents(cls, ctx, args, tangents, tuple(new_outs))
-        out_ids = {id(o) for o in new_outs if isinstance(o, Tensor)}
-        # a saved output is named in a version error as PyTorch names it: by the Function
-        # (``Exp``), not its node (``ExpBackward``)
-        name = ctx._forward_cls.__name__ if ctx._forward_cls is not None else ctx.name()
-
-        def saved(t):
-            if id(t) in out_ids and t.grad_fn is ctx:
-                return SavedTensor(t, is_output=True, grad_fn_name=name)
-            if id(t) in out_ids and id(t) in dirty and t._base is not None:
-                # a dirty view, rebased: saved as its data, standing for the view replayed on
-                # the base (see NOTE [In place on a view: the saved result]); that node is held
-                # here (the view may die first), in a cycle of nodes only, not of the tensor
-                s = SavedTensor(t, is_output=True, grad_fn_name=name)
-                s._view_grad_fn = functools.partial(_itself, t.grad_fn)
-                return s
-            return SavedTensor(t)
-
-        ctx._saved = tuple(None if t is None else saved(t) for t in ctx.to_save)
+        _save_variables(ctx, new_outs, dirty)
         # as PyTorch, the ctx keeps no reference to what forward marked or saved (a dirty input
         # is the output: ctx -> output -> ctx would be a cycle)
         ctx.to_save = ctx.dirty_tensors = ctx.non_differentiable = None
         if getattr(cls.backward, "_once_differentiable", False):
             pass
         return new_outs[0] if single else tuple(new_outs)
+
+
+def _check_dirty(ctx, args, tensor_positions, outs):
+    """The checks of ``ctx.mark_dirty`` (PyTorch's ``_process_dirty`` checks in
+    ``custom_function.cpp``); returns the ids of the inputs modified in place."""
+    if not {id(t) for t in ctx.dirty_tensors} <= {id(o) for o in outs}:
+        raise RuntimeError(
+            "Some elements marked as dirty during the forward method were not returned as "
+            "output. The inputs that are modified inplace must all be outputs of the Function."
+        )
+    input_ids = {id(args[i]) for i in tensor_positions}
+    for t in ctx.dirty_tensors:
+        if id(t) not in input_ids:  # PyTorch warns, and refuses it only for a view
+            message = (
+                "ctx.mark_dirty() received a tensor that was not an input. Only input Tensors "
+                "that have been mutated should be passed to ctx.mark_dirty()."
+            )
+            warnings.warn(message, UserWarning, stacklevel=3)  # (the caller of apply)
+            if t._base is not None:
+                raise RuntimeError(message)
+    dirty = {id(t) for t in ctx.dirty_tensors if id(t) in input_ids}
+    n_tensor_outputs = sum(1 for o in outs if isinstance(o, Tensor))
+    if n_tensor_outputs > 1 and any(
+        id(args[i]) in dirty and args[i]._base is not None for i in tensor_positions
+    ):
+        raise RuntimeError(
+            "If your Function modifies inplace an input that is a view of another Tensor, your "
+            "Function cannot return more than one Tensor. This is not supported by the "
+            "current autograd engine. You should either make sure the input is not a view "
+            "(using .clone() for example) or make your Function only return one Tensor "
+            "(potentially splitting it into two Functions: one doing the inplace that returns "
+            "a single Tensor and a second one that does the other operations)."
+        )
+    return dirty
+
+
+def _wrap_outputs(ctx, args, tensor_positions, outs, dirty):
+    """Set ``ctx`` as the ``grad_fn`` of each differentiable output (PyTorch's
+    ``_wrap_outputs``): an input returned as is becomes a view of it, a dirty one is rebased,
+    a non-differentiable one gets no history; fills the node's input metadata."""
+    non_diff = {id(t) for t in ctx.non_differentiable}
+    inputs_by_id = {id(args[i]): args[i] for i in tensor_positions}
+    new_outs = []
+    meta = []
+    non_diff_outputs = []
+    positions = []  # of the tensor outputs (NOTE [Outputs that are not tensors])
+    for o in outs:
+        if not isinstance(o, Tensor):
+            meta.append(_UNDEFINED_INPUT)
+            new_outs.append(o)
+            continue
+        k = len(new_outs)
+        positions.append(k)
+        original = o
+        if id(o) in dirty:
+            if o._requires_grad and o.grad_fn is None:
+                raise RuntimeError(
+                    "a leaf Variable that requires grad has been used in an in-place operation."
+                )
+            base = o._base
+            if base is not None and o._view_chain is None:
+                raise RuntimeError(_multiple_views_message(o))
+            if base is not None and base._requires_grad and base.grad_fn is None:
+                raise RuntimeError(
+                    "a view of a leaf Variable that requires grad is being used in an in-place "
+                    "operation."
+                )
+        elif id(o) in inputs_by_id:
+            o = o.view_as(o) if o._requires_grad else o.detach()
+            o = o.detach() if id(o) in non_diff else o
+        if id(original) in non_diff:
+            o._requires_grad = False
+            o.grad_fn = None
+            non_diff_outputs.append(k)
+        elif o.is_floating_point():
+            # (a dirty view: its base's history goes through CopySlices, as PyTorch's
+            # rebase_history; other views of what was modified see the new history)
+            o._rebase_history(ctx, k) if id(original) in dirty else _set_output(o, ctx, k)
+        else:
+            non_diff_outputs.append(k)
+        if o._base is not None and id(original) not in dirty:
+            # an in-place op may not modify it: it would bypass the custom backward (NOTE
+            # [Views made in no-grad mode])
+            o._no_grad_view = _IN_CUSTOM_FUNCTION
+        meta.append(o._metadata_tuple())
+        new_outs.append(o)
+    ctx._input_metadata_ = tuple(meta)
+    ctx._tensor_outputs = frozenset(positions)
+    ctx._non_diff_outputs = tuple(non_diff_outputs)
+    return new_outs
+
+
+def _save_variables(ctx, new_outs, dirty):
+    """Turn what forward passed to ``ctx.save_for_backward`` into SavedTensors (PyTorch's
+    ``_save_variables``)."""
+    out_ids = {id(o) for o in new_outs if isinstance(o, Tensor)}
+    # a saved output is named in a version error as PyTorch names it: by the Function
+    # (``Exp``), not its node (``ExpBackward``)
+    name = ctx._forward_cls.__name__ if ctx._forward_cls is not None else ctx.name()
+
+    def saved(t):
+        if id(t) in out_ids and t.grad_fn is ctx:
+            return SavedTensor(t, is_output=True, grad_fn_name=name)
+        if id(t) in out_ids and id(t) in dirty and t._base is not None:
+            # a dirty view, rebased: saved as its data, standing for the view replayed on
+            # the base (see NOTE [In place on a view: the saved result]); that node is held
+            # here (the view may die first), in a cycle of nodes only, not of the tensor
+            s = SavedTensor(t, is_output=True, grad_fn_name=name)
+            s._view_grad_fn = functools.partial(_itself, t.grad_fn)
+            return s
+        return SavedTensor(t)
+
+    ctx._saved = tuple(None if t is None else saved(t) for t in ctx.to_save)
 
 
 class InplaceFunction(Function):

@@ -6,7 +6,7 @@ Mirrors ``torch/autograd/functional.py`` (reverse mode; ``jvp`` by the double-vj
 from __future__ import annotations
 
 import nbgrad
-from nbgrad._graph.grad_mode import enable_grad
+from nbgrad._graph.grad_state import enable_grad
 from nbgrad.autograd import forward_ad
 from nbgrad.tensor import Tensor, ones_like, stack, zeros, zeros_like
 

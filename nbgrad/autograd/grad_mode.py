@@ -1,7 +1,7 @@
 """``nbgrad.autograd.grad_mode``: the grad modes' public names (PyTorch's
-``torch/autograd/grad_mode.py``); they live in :mod:`nbgrad._graph.grad_mode`, below the Tensor."""
+``torch/autograd/grad_mode.py``); they live in :mod:`nbgrad._graph.grad_state`, below the Tensor."""
 
-from nbgrad._graph.grad_mode import (
+from nbgrad._graph.grad_state import (
     enable_grad,
     inference_mode,
     is_grad_enabled,

@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 import nbgrad
-from nbgrad._graph.graph import Node
+from nbgrad._graph.node import Node
 from nbgrad._tensor.dispatch import _edge_of
 from nbgrad.autograd._gradcheck_forward import forward_ad_mismatch
 from nbgrad.tensor import Tensor, randn, tensor, zeros, zeros_like

@@ -1,7 +1,7 @@
 """``nbgrad.autograd.graph``: the backward graph's public names (PyTorch's
 ``torch/autograd/graph.py``).
 
-The graph itself (Node, Edge, AccumulateGrad, saved tensors) lives in :mod:`nbgrad._graph.graph`,
+The graph itself (Node, Edge, AccumulateGrad, saved tensors) lives in :mod:`nbgrad._graph`,
 below the Tensor; this module adds what needs the engine (``register_multi_grad_hook``) and
 ``save_on_cpu``, and (nbgrad's own, for tools) the typed observer of forward calls and
 backward passes, ``GraphObserver`` and ``observe`` (NOTE [One engine path]).
@@ -12,26 +12,24 @@ from __future__ import annotations
 import threading
 from typing import NamedTuple
 
-from nbgrad._graph.graph import (
+from nbgrad._graph.accumulate_grad import AccumulateGrad
+from nbgrad._graph.hooks import RemovableHandle, disable_saved_tensors_hooks, saved_tensors_hooks
+from nbgrad._graph.node import (
     UINT64_MAX,
-    AccumulateGrad,
     Edge,
     GradientEdge,
     GraphRoot,
     InputMetadata,
     Node,
-    RemovableHandle,
-    SavedTensor,
-    disable_saved_tensors_hooks,
     get_gradient_edge,
     grad_accumulator,
     increment_version,
     next_sequence_nr,
-    saved_tensors_hooks,
     try_get_grad_accumulator,
 )
 from nbgrad._graph.observer import GraphObserver, ObserverHandle, observe
 from nbgrad._graph.saved_mutation import allow_mutation_on_saved_tensors
+from nbgrad._graph.saved_tensor import SavedTensor
 
 from .graph_task import current_graph_task_id, will_engine_execute_node
 

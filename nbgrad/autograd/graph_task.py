@@ -12,9 +12,9 @@ import itertools
 import threading
 from typing import NamedTuple
 
-from nbgrad._graph import anomaly_mode as _anomaly
+from nbgrad._graph import anomaly_state as _anomaly
 from nbgrad._graph import forward_grad as _forward_grad
-from nbgrad._graph.graph import Node
+from nbgrad._graph.node import Node
 from nbgrad._graph.observer import current as _current
 
 __all__ = [

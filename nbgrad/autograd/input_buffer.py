@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from nbgrad._graph.accumulate_grad import _SOLE_LOCAL, _STEAL, _getrefcount
 from nbgrad._graph.forward_grad import _state as _fw
-from nbgrad._graph.grad_mode import _state as _grad_state
-from nbgrad._graph.graph import _SOLE_LOCAL, _STEAL, _getrefcount
+from nbgrad._graph.grad_state import _state as _grad_state
 from nbgrad._graph.table_node import RAW_GRADS, as_tensors
 from nbgrad._tensor.conversion import _wrap
 from nbgrad._tensor.dispatch import _F64

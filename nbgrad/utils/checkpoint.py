@@ -27,8 +27,8 @@ import weakref
 from collections import defaultdict
 
 from nbgrad._functions import random as _random
-from nbgrad._graph.grad_mode import enable_grad, is_grad_enabled, no_grad
-from nbgrad._graph.graph import UINT64_MAX, next_sequence_nr
+from nbgrad._graph.grad_state import enable_grad, is_grad_enabled, no_grad
+from nbgrad._graph.node import UINT64_MAX, next_sequence_nr
 from nbgrad._graph.observer import GraphObserver, backward_observer, forward_observer, observe
 from nbgrad._graph.observer import current as _current
 from nbgrad.autograd import _is_checkpoint_valid

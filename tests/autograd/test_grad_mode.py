@@ -1,4 +1,4 @@
-"""Grad modes as decorators and context managers (``nbgrad/_graph/grad_mode.py``).
+"""Grad modes as decorators and context managers (``nbgrad/_graph/grad_state.py``).
 
 Each scenario runs with nbgrad and with PyTorch and records what it sees (the grad mode at each
 point, results, warnings, errors); the two records must be equal.

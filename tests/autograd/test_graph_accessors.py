@@ -1,4 +1,4 @@
-"""The read-only accessors tools use to read a graph (``nbgrad/_graph/graph.py``): next edges,
+"""The read-only accessors tools use to read a graph (``nbgrad/_graph/node.py``): next edges,
 hooks, saved values and a leaf's AccumulateGrad, checked against what the graph does."""
 
 from __future__ import annotations

@@ -68,9 +68,9 @@ class Log(GraphObserver):
 @pytest.fixture
 def evaluated(monkeypatch):
     """The nodes the engine runs (``Engine.evaluate_function``, or a row node's arrays path),
-    in order, with their thread, and each use of the general routing and of the CPU ready
-    queue (the shortcuts of NOTE [Routing inlined] and NOTE [Chains skip the queue] use
-    neither): read from outside the engine, the same way whether an observer is installed."""
+    in order, with their thread, and each use of the CPU ready queue (NOTE [Chains skip the
+    queue] does not use it): read from outside the engine, the same way whether an observer is
+    installed."""
     calls = []
     original = Engine.evaluate_function
 
@@ -97,13 +97,6 @@ def evaluated(monkeypatch):
         calls.append(("queued", entry[2].name()))  # NOTE [CPU queue entries]
         return heapq.heappush(heap, entry)
 
-    route = Engine._route
-
-    def routed(graph_task, fns, nrs, outputs):  # the general routing, not NOTE [Routing
-        calls.append(("queued", "routed"))  # inlined]
-        return route(graph_task, fns, nrs, outputs)
-
-    monkeypatch.setattr(Engine, "_route", staticmethod(routed))
     monkeypatch.setattr(Engine, "evaluate_function", evaluate)
     monkeypatch.setattr(engine_mod, "heappush", push)
     return calls
@@ -188,7 +181,6 @@ def test_a_chain_takes_the_shortcut_and_reports_every_node_ready(evaluated):
 
     log, order = run_both(make, evaluated)
     assert ("queued", "TanhBackward0") not in order  # the chain took the shortcuts ...
-    assert order.count(("queued", "routed")) < 10
     assert _started(log) == _ran(order)  # ... observed too
     for name in set(_started(log)):
         assert sum(1 for e, n in log.events if e == "node_ready" and n == name) == sum(

@@ -6,15 +6,15 @@ import gc
 import pytest
 
 import nbgrad as ng
-from nbgrad._graph import graph
-from nbgrad._graph.grad_mode import _inference_tensors
+from nbgrad._graph import hooks
+from nbgrad._graph.grad_state import _inference_tensors
 from nbgrad.autograd.graph import SavedTensor
 
 
 @pytest.fixture(autouse=True)
 def stored_as_themselves(monkeypatch):
     """As in a fresh process: no saved-tensor hooks entered, no inference tensor made yet."""
-    monkeypatch.setattr(graph._saved_hooks_used, "entered", False)
+    monkeypatch.setattr(hooks._saved_hooks_used, "entered", False)
     monkeypatch.setattr(_inference_tensors, "made", False)
 
 

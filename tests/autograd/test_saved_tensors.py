@@ -1,4 +1,4 @@
-"""Saved tensors (``SavedTensor`` in nbgrad/_graph/graph.py): the objects behind
+"""Saved tensors (``SavedTensor`` in nbgrad/_graph/saved_tensor.py): the objects behind
 ``grad_fn._raw_saved_*``, their hooks and errors, ``clear_saved_tensors_on_access``, and
 references released as PyTorch releases them. Each scenario runs on nbgrad and on PyTorch.
 """

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import nbgrad as ng
-from nbgrad._graph.graph import _SOLE_LOCAL, _STEAL
+from nbgrad._graph.accumulate_grad import _SOLE_LOCAL, _STEAL
 
 torch = pytest.importorskip("torch")
 

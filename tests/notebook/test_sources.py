@@ -321,7 +321,7 @@ def test_the_notebook_reads_no_private_attribute_of_a_core_object():
 
 def test_the_scan_finds_private_reads():
     src = (
-        "from nbgrad._graph.graph import FREED\n"
+        "from nbgrad._graph.saved_tensor import FREED\n"
         "from nbgrad.tensor import _FROM_NP\n"
         "def f(node, t, self):\n"
         "    self._mine = node._next_edges\n"
@@ -335,7 +335,7 @@ def test_the_scan_finds_private_reads():
     found = [what for _, what in private_reads(tree, own)]
     assert sorted(found) == sorted(
         [
-            "from nbgrad._graph.graph",
+            "from nbgrad._graph.saved_tensor",
             "import _FROM_NP",
             "._next_edges",
             "getattr('_data')",

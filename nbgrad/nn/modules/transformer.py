@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Callable
 
 from nbgrad import dtypes
-from nbgrad._graph.grad_mode import is_grad_enabled
+from nbgrad._graph.grad_state import is_grad_enabled
 from nbgrad._tensor.creation import full
 from nbgrad.nn import _attention
 from nbgrad.nn import functional as F
