@@ -50,6 +50,7 @@ def switch_trace(lib):
     seen.append(ag.is_multithreading_enabled())  # a decorator's own call changes nothing
     seen.append(inside())
     seen.append(ag.is_multithreading_enabled())
+    ag.set_multithreading_enabled(True)  # (the decorator's __init__ switched it off, as torch's)
     return seen
 
 
