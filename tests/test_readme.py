@@ -135,3 +135,31 @@ def test_the_extras_the_notebooks_name_exist():
                 named += [(nb.name, e) for e in group.split(",")]
     assert named
     assert [(where, e) for where, e in named if e not in extras] == []
+
+
+# -- the Layout section is the tree ------------------------------------------------------------
+
+
+def _layout_section():
+    return PROSE.split("## Layout", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_layout_names_every_package_and_top_level_module():
+    """Every package of nbgrad (a folder with ``__init__.py``) and every module at the top of the
+    package is named in the README's Layout section, by its path; so a reader who looks for a
+    file's job finds it there."""
+    layout = _layout_section()
+    named = set(named_paths(layout))
+    package = ROOT / "nbgrad"
+    wanted = {
+        f"{p.parent.relative_to(ROOT)}/"
+        for p in package.rglob("__init__.py")
+        if p.parent != package
+    }
+    wanted |= {f"nbgrad/{p.name}" for p in package.glob("*.py") if p.name != "__init__.py"}
+    missing = sorted(
+        w for w in wanted if w not in named and w.rstrip("/") not in named and w + "*" not in named
+    )
+    assert not missing, f"the README's Layout section does not say what these hold: {missing}"
+    for top in ("widgets/", "notebooks/", "tests/", "tests/benchmarks/"):
+        assert top in named, top
