@@ -75,7 +75,8 @@ from __future__ import annotations
 
 import math as _math
 
-# NOTE [Import order]: the Tensor (through _functions), then the op table, which fills the
+# NOTE [Import order]
+# the Tensor (through _functions), then the op table, which fills the
 # Tensor's table of rows by name (NOTE [The op table, by name])
 from . import (  # noqa: E402
     _functions,  # noqa: E402

@@ -174,7 +174,8 @@ def as_device(device) -> Device:
     return dev
 
 
-# NOTE [Default device]: ``set_default_device`` sets the device that the factory functions
+# NOTE [Default device]
+# ``set_default_device`` sets the device that the factory functions
 # (``tensor``, ``zeros``, ``randn``, ``arange``...) make tensors on when given no ``device``;
 # per thread, as PyTorch's. ``as_device(None)`` stays the CPU: the factories ask
 # ``factory_device``, so that a ``None`` elsewhere (``to()``, ``*_like``) keeps its meaning.

@@ -880,8 +880,8 @@ def _zero_grads(tensors, set_to_none):
 
 _TENSOR_SLOTS = tuple(s for s in Tensor.__slots__ if s != "__weakref__")
 
-# NOTE [The Tensor class, bound late]
-# The modules under nbgrad/_tensor and nbgrad/_graph sit below this class yet make tensors
+# The Tensor class, bound late (see NOTE [The Tensor class, bound late]): the modules under
+# nbgrad/_tensor and nbgrad/_graph sit below this class yet make tensors
 # (``_wrap``) and ask ``isinstance(x, Tensor)``. Each names the class as a module global that is
 # bound here, once, when the class exists (as PyTorch binds ``torch.Tensor`` into its C++ core,
 # ``THPVariableClass``, at import), so that every import goes one way: down.

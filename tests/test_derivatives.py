@@ -2554,7 +2554,7 @@ def _reachable_nodes(outputs):
 
 @pytest.mark.parametrize("case, sample, seed", DIFF_PARAMS)
 def test_generated_apply_matches_the_table_walk(case, sample, seed):
-    """NOTE [Generated apply]: each node's generated ``apply`` returns what ``TableNode.apply``
+    """See NOTE [Generated apply]: each node's generated ``apply`` returns what ``TableNode.apply``
     (the generic walk of the row's formulas) returns, on every node the case records."""
     outputs = _as_tuple(case.fn(*_ng_inputs(sample, _sample_values(case, sample, seed))))
     nodes = [n for n in _reachable_nodes(outputs) if "_apply_source" in vars(type(n))]

@@ -506,7 +506,7 @@ def test_out_of_place_ops_do_not_bump_versions():
     assert x._version == 0
 
 
-# NOTE [Blocked scaled updates]: ``p.sub_(g, alpha=lr)`` on a large contiguous operand runs
+# See NOTE [Blocked scaled updates]: ``p.sub_(g, alpha=lr)`` on a large contiguous operand runs
 # block by block; the result must be the plain ``p - lr * g``, bit for bit, in every case
 BIG = 16384 * 3 + 5  # several blocks and a partial one
 

@@ -184,7 +184,8 @@ function jsonTrait(model, name) {
   };
 }
 
-// NOTE [Released and kernel-gone views] (see nbgrad/notebook/sessions.py)
+// NOTE [Released and kernel-gone views]
+// (see nbgrad/notebook/sessions.py)
 // When a cell runs again the kernel closes the widgets of its earlier run; ipywidgets then
 // removes their views from the page, which would leave an empty box wherever one was still
 // shown (a display in another cell). So on the model's "comm:close" a note takes the view's

@@ -20,7 +20,8 @@ const OPEN_SCREENS = 2;
 const MINIMAP_W = 180;
 const MINIMAP_H = 120;
 const MAX_RESULTS = 20;
-// NOTE [Narrow widgets]: below this width (a 900 px window with the file browser open) the
+// NOTE [Narrow widgets]
+// below this width (a 900 px window with the file browser open) the
 // details panel and the overview go below the graph, so the canvas keeps the widget's whole
 // width, and the widget grows by their height, so the canvas keeps its own; below TINY the
 // overview is left out (the line under the canvas still says what is out of view)

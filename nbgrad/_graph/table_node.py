@@ -494,7 +494,7 @@ def _generate_array_path(info, slot_plan, tensor_slots, input_slots, outs, carry
             f" or {a} is None:",
         ]
         indent += "    "
-    # NOTE [0-d gradients as NumPy scalars]
+    # see NOTE [0-d gradients as NumPy scalars]
     arrays = ["a" + s[2:] for s in operands]
     zero_d = "".join(
         f" and (type({a}) is not ndarray or not {a}.ndim)"

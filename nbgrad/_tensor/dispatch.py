@@ -148,7 +148,7 @@ def _binary(op, a, b, attrs=_NO_ATTRS):
             else:
                 out = op.forward(np, da, db, **attrs)
         elif dtype is _F64 and not da.ndim and op.on_floats is not None and tb is not int:
-            # NOTE [0-d results stay arrays]
+            # see NOTE [0-d results stay arrays]
             if tb is float:
                 out = op.on_floats(da.item(), db)
             elif not db.ndim:

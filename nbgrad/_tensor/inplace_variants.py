@@ -159,7 +159,9 @@ _NO_INPLACE_DERIVATIVE = frozenset(
 
 
 def _is_tensor(x):
-    return isinstance(x, _conversion.Tensor)  # (the class, bound late: NOTE [The Tensor class...])
+    return isinstance(
+        x, _conversion.Tensor
+    )  # (the class, bound late: NOTE [The Tensor class, bound late])
 
 
 def _variant(name, method):

@@ -11,7 +11,7 @@ from nbgrad._graph.grad_state import _inference_tensors
 from nbgrad._graph.grad_state import _state as _grad_state
 from nbgrad._tensor.conversion import _set_inference
 
-# NOTE [Views made in no-grad mode]: the ways a view can be made outside grad mode
+# the ways a view can be made outside grad mode: see NOTE [Views made in no-grad mode]
 _NO_GRAD, _INFERENCE, _IN_CUSTOM_FUNCTION = 2, 4, 6
 
 Tensor = None  # the Tensor class: see NOTE [The Tensor class, bound late]
@@ -39,7 +39,7 @@ def _mark_view(result, src, step):
         base, chain = src._base, src._view_chain
     result._base = base
     result._version_counter = src._counter()
-    # NOTE [Views made in no-grad mode]: how the view was made (_NO_GRAD, _INFERENCE, or
+    # (NOTE [Views made in no-grad mode]) how the view was made (_NO_GRAD, _INFERENCE, or
     # _IN_CUSTOM_FUNCTION, set by Function.apply), plus 1 when made from such a view; else 0
     if not _grad_state.enabled:
         result._no_grad_view = _INFERENCE if _grad_state.inference else _NO_GRAD

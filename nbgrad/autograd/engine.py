@@ -420,7 +420,8 @@ class Engine:
             task = _new_tuple(NodeTask, (graph_task, node, buffer, graph_task.reentrant_depth))
             queue = self.device_queue(device)
             if not graph_task.threaded:
-                # NOTE [Lazy graph task condition]: only a task that uses a worker waits or
+                # NOTE [Lazy graph task condition]
+                # only a task that uses a worker waits or
                 # notifies (thread_main waits only while a worker holds a node); the first node
                 # sent to a worker is sent by the task's own thread, before any other can look.
                 graph_task.cond = threading.Condition(graph_task._lock)

@@ -172,7 +172,7 @@ class GraphTask:
         self.anomaly = _anomaly._state.enabled
         self.check_nan = self.anomaly and _anomaly._state.check_nan
         self.threaded = False  # set once a node is sent to a device worker
-        # NOTE [Gradients carried as arrays]: in a pass that nothing watches
+        # in a pass that nothing watches: see NOTE [Gradients carried as arrays]
         self.carries_arrays = (
             CARRY_ARRAYS
             and observer is None

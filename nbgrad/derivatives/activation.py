@@ -84,7 +84,8 @@ op("leaky_relu", "LeakyReluBackward0", "self", lambda xp, self, negative_slope: 
 # leaky_relu_ (in place) saves its result instead, as PyTorch's LeakyReluBackward1
 op("leaky_relu_", "LeakyReluBackward1", "self", lambda xp, self, negative_slope: xp.where(self > 0, self, self * negative_slope), on_arrays=True, attrs="negative_slope",
    self=lambda grad, result, negative_slope: leaky_relu_backward(grad, result, negative_slope=negative_slope))
-# NOTE [Piecewise-linear backwards are ops]: as in PyTorch, the backwards of relu, leaky_relu and
+# NOTE [Piecewise-linear backwards are ops]
+# as in PyTorch, the backwards of relu, leaky_relu and
 # hardtanh are ops of their own, whose derivative for ``self`` is zero. So under create_graph
 # the gradient they give requires grad even when it does not depend on ``self`` (a second
 # grad gives zeros, not an error), and a NaN input takes PyTorch's branch.

@@ -1,7 +1,8 @@
 """Op table rows: ``grid_sampler_2d`` / ``grid_sampler_3d``, behind ``F.grid_sample``, under
 PyTorch's node names (``GridSampler2DBackward0``, ``GridSampler3DBackward0``).
 
-NOTE [Grid sampler rows]: each output point reads the input at ``pos``, a position in pixels
+NOTE [Grid sampler rows]
+each output point reads the input at ``pos``, a position in pixels
 along each spatial dim computed from its grid coordinate (unnormalised, then folded in by the
 padding mode), bilinearly from the ``2 ** k`` corners around it (or from the nearest pixel):
 ``out = sum_corner V_corner(input) * W_corner(pos)``, with ``W`` a product of ``frac`` or

@@ -2,7 +2,8 @@
 reflect and replicate paddings, nearest, linear and cubic upsampling, the pixel shuffles,
 ``unfold`` and ``fold``), each under the node PyTorch names it.
 
-NOTE [Index-map rows]: each of these layers is a linear map given by an index map that its
+NOTE [Index-map rows]
+each of these layers is a linear map given by an index map that its
 caller (``nbgrad.nn``) computes once in NumPy: over the input's trailing dims of sizes
 ``size``, ``index`` of shape ``(*out, K)`` holds for each output position the flat input
 positions it reads (``-1`` reads a zero), and ``weight`` (None: ``K == 1`` and weight 1) what

@@ -29,7 +29,8 @@ op("soft_margin_loss", "SoftMarginLossBackward0", "self target", lambda xp, self
 op("multi_margin_loss", "MultiMarginLossBackward0", "self target weight", lambda xp, self, target, weight, p, margin, reduction: _multi_margin(xp, self, target, weight, p, margin, reduction),
    attrs="p margin reduction", nondiff=("target", "weight"),
    self=lambda grad, self, target, weight, p, margin, reduction: _multi_margin_backward(grad, self, target, weight, p, margin, reduction))
-# NOTE [CTC as one op]: the loss of each sample is a log-space dynamic programme over time;
+# NOTE [CTC as one op]
+# the loss of each sample is a log-space dynamic programme over time;
 # composing it from Tensor ops would make T * N small nodes. As PyTorch, it is one op whose
 # backward (the alpha-beta recursion) is an op without a derivative of its own, and whose
 # gradient is PyTorch's: ``exp(log_probs) - exp(log(alpha * beta) + nll - log_probs)``, the

@@ -36,7 +36,7 @@ from nbgrad.kernels.nn import (
 
 # fmt: off
 # padding is ((top, bottom), (left, right)); see NOTE [Convolution's double backward] and, for
-# 3-d inputs (conv1d), NOTE [1-d convolution as 2-d]
+# 3-d inputs (conv1d), NOTE [N-d convolution and pooling kernels]
 op("convolution", "ConvolutionBackward0", "input weight bias", lambda xp, input, weight, bias, stride, padding, dilation, groups: _conv(xp, input, weight, bias, stride, padding, dilation, groups),
    attrs="stride padding dilation groups",
    input=lambda grad, weight, input_shape, stride, padding, dilation, groups: _conv2d_input_grad(grad, weight, input_shape, stride, padding, dilation, groups),
@@ -92,7 +92,8 @@ op("batch_norm", "NativeBatchNormBackward0", "input weight bias", lambda xp, inp
 op("embedding", "EmbeddingBackward0", "weight indices", lambda xp, weight, indices, padding_idx: xp.take(weight, indices, axis=0),
    attrs="padding_idx", nondiff=("indices",),
    weight=lambda grad, weight_shape, indices, padding_idx: _embedding_backward(grad, weight_shape, indices, padding_idx))
-# NOTE [Embedding bag row]: the caller (``F.embedding_bag``) lays the bags out in NumPy: entry
+# NOTE [Embedding bag row]
+# the caller (``F.embedding_bag``) lays the bags out in NumPy: entry
 # ``i`` reads row ``indices[i]`` into bag ``bag_of[i]`` counted ``scale[i]`` times (0 for
 # ``padding_idx``, ``1 / size`` of its bag for "mean"; times ``per_sample_weights[i]``), and
 # ``slots`` (bags, longest bag) lists each bag's entries (-1: none). "max" also returns the row
@@ -103,7 +104,8 @@ op("_embedding_bag", "EmbeddingBagBackward0", "weight per_sample_weights indices
    per_sample_weights=lambda grad, weight, indices, bag_of, scale: grad.index_select(0, bag_of).mul(weight.index_select(0, indices)).sum(1) * scale)
 # fmt: on
 
-# NOTE [Pooling rows]: max keeps the flat index of each maximum in its spatial volume (its
+# NOTE [Pooling rows]
+# max keeps the flat index of each maximum in its spatial volume (its
 # second, non-differentiable output). Each backward is an op of its own, as in PyTorch: linear
 # in the gradient (its derivative is the forward again, or a gather), and with ``self`` as an
 # input whose derivative is zero. One set of rows per number of spatial dims (2 and 3; the 1-d

@@ -1,7 +1,8 @@
 """The array kernels of the rows in ``nbgrad/derivatives/nn.py``: convolutions, poolings,
 normalisations and index-mapping layers, for any number of spatial dims.
 
-NOTE [N-d convolution and pooling kernels]: one kernel serves 1-, 2- and 3-d inputs. The
+NOTE [N-d convolution and pooling kernels]
+one kernel serves 1-, 2- and 3-d inputs. The
 spatial dims are those after ``(N, C)``; attributes are tuples with one entry per spatial dim
 (convolution padding: one ``(before, after)`` pair per dim), and each kernel reads the number
 of spatial dims from them. im2col is a strided view ``(groups, C / groups, *k, N, *out)``

@@ -14,7 +14,8 @@ def _expand(xp, a, size):
     in-place op on the whole of it is refused, see ``_check_no_internal_overlap``)."""
     if xp is np and type(a) is not _ndarray:  # a 0-d gradient as a NumPy scalar (NOTE [0-d
         a = np.array(a)  # gradients as NumPy scalars]): a view of an array of its own, writable
-    # NOTE [Expand as one ndarray call]: a contiguous array is viewed with stride 0 along its
+    # NOTE [Expand as one ndarray call]
+    # a contiguous array is viewed with stride 0 along its
     # broadcast dimensions by one ndarray constructor over its memory (what as_strided does
     # after broadcast_to, both pure-Python wrappers that cost ten times more): the backward of
     # every ``sum()`` and ``mean()`` expands its 0-d gradient this way, with stride 0 throughout

@@ -1,7 +1,8 @@
 """``scaled_dot_product_attention`` and ``multi_head_attention_forward`` of
 ``nbgrad.nn.functional`` (kept here so that ``functional.py`` stays small).
 
-NOTE [Attention from ops]: PyTorch's CPU attention is a fused kernel; here it is composed from
+NOTE [Attention from ops]
+PyTorch's CPU attention is a fused kernel; here it is composed from
 table ops as PyTorch's own reference (the math path): ``q @ k^T * scale``, plus the mask as an
 additive bias (``-inf`` where a boolean mask is False), ``softmax``, ``dropout``, ``@ v``. The
 batched ``matmul`` ends in ``UnsafeViewBackward0``, the ``grad_fn`` PyTorch's output has.
@@ -73,7 +74,8 @@ def scaled_dot_product_attention(
     weight = query.matmul(key.transpose(-2, -1)) * scale_factor
     if bias is not None:
         weight = weight + bias
-        # NOTE [Fully masked rows]: as PyTorch's ``_safe_softmax``, a query that no key may
+        # NOTE [Fully masked rows]
+        # as PyTorch's ``_safe_softmax``, a query that no key may
         # attend to gets zero weights (and zero gradients), not NaN: its logits are zeroed
         # before the softmax and its weights after.
         dead = (weight == float("-inf")).all(-1, keepdim=True)

@@ -3,7 +3,8 @@
 ``softsign``, ``softshrink``, ``hardshrink``, ``tanhshrink``, ``rrelu``, ``gumbel_softmax``, and
 the in-place forms (``relu_``, ``elu_``...).
 
-NOTE [One op or composed]: where PyTorch runs one ATen op with its own backward node
+NOTE [One op or composed]
+where PyTorch runs one ATen op with its own backward node
 (``MishBackward0``, ``GluBackward0``, ``PreluKernelBackward0``...), nbgrad has a row of the op
 table (``nbgrad/derivatives/activation.py``) with that node name; where PyTorch composes
 (``softsign``, ``tanhshrink``, ``softmin``), nbgrad composes the same ops, so the graphs match.
@@ -216,7 +217,8 @@ def rrelu(
     """Randomised leaky ReLU: in training, each non-positive entry times a slope drawn
     uniformly from ``[lower, upper]``; in evaluation, ``leaky_relu`` with the mean slope.
 
-    NOTE [RReLU as leaky ReLU or a product]: PyTorch's one node is ``RreluWithNoiseBackward0``;
+    NOTE [RReLU as leaky ReLU or a product]
+    PyTorch's one node is ``RreluWithNoiseBackward0``;
     here evaluation is the ``leaky_relu`` row and training ``input * noise`` with the noise
     (the slopes, and 1 where positive) drawn in NumPy: the gradients are the same.
     """

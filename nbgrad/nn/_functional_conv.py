@@ -9,7 +9,8 @@ As PyTorch: ``conv1d`` and the transposed convolutions are ``ConvolutionBackward
 PyTorch's chain of slice copies (``CopySlices``). ``bilinear`` is composed (NOTE [Composed gaps]):
 its ``grad_fn`` is the last op composed where PyTorch's is ``TrilinearBackward0``.
 
-NOTE [Composed gaps]: a function of these modules that PyTorch runs as one ATen node and nbgrad
+NOTE [Composed gaps]
+a function of these modules that PyTorch runs as one ATen node and nbgrad
 composes from table ops (``index_select``, ``scatter``, ``norm``, ``matmul``, ``avg_pool2d``...),
 with index arrays computed once in NumPy, has the table's gradients, to any order; its
 ``grad_fn`` is the last op composed (PyTorch's: ``PdistBackward0``, ``MaxUnpool2DBackward0``,

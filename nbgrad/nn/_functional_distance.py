@@ -44,7 +44,8 @@ def pairwise_distance(
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """``sum(x1 * x2, dim) / (|x1| |x2|)``, each norm at least ``eps``.
 
-    NOTE [cosine_similarity's clamp]: PyTorch clamps the norms in place under no_grad, so that
+    NOTE [cosine_similarity's clamp]
+    PyTorch clamps the norms in place under no_grad, so that
     the clamp does not enter the gradient; nbgrad clamps them with ``where`` on a constant mask,
     which gives the same values and, above ``eps``, the same gradient."""
     shape = tuple(np.broadcast_shapes(tuple(x1.shape), tuple(x2.shape)))

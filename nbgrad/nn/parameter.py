@@ -80,7 +80,8 @@ class Buffer(Tensor):
     """A Tensor that is module state but not a parameter: assigning one to a Module attribute
     registers it as a buffer (``persistent=False``: left out of the ``state_dict``).
 
-    NOTE [Buffer is a Tensor subclass]: PyTorch's ``Buffer(data)`` is ``data`` detached, with
+    NOTE [Buffer is a Tensor subclass]
+    PyTorch's ``Buffer(data)`` is ``data`` detached, with
     ``persistent`` and ``_is_buffer`` attributes (its ``type`` is ``torch.Tensor``); nbgrad's
     Tensor has slots, so a Buffer here is a Tensor subclass, as ``Parameter``. It keeps
     ``data``'s ``requires_grad``, and ops on it return plain Tensors.

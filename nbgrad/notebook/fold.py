@@ -54,7 +54,9 @@ __all__ = ["Series", "find_series", "MIN_REPEATS", "MAX_PERIOD", "SPLIT", "shown
 
 MIN_REPEATS = 3  # fewer repeats are drawn as they are (a series box holds the last ones)
 MAX_PERIOD = 12  # the longest repeated block searched for, in clusters
-SPLIT = 10  # a series of more repeats opens as at most this many parts (NOTE [Splitting ...])
+SPLIT = (
+    10  # a series of more repeats opens as at most this many parts (NOTE [Splitting a long series])
+)
 WALK_BUDGET = 16  # steps up the dominator tree per unit, at most (NOTE [Series])
 ROOT = -1  # the dominator of the units nothing else dominates
 

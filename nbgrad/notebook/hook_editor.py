@@ -113,7 +113,8 @@ def compile_hook(source: str, filename: str, namespace=None):
 
 
 class _HookGlobals(dict):
-    """NOTE [Hook code runs like a small cell]: a hook's code is run once, when it is added, in
+    """NOTE [Hook code runs like a small cell]
+    a hook's code is run once, when it is added, in
     a namespace of its own, whose names (its imports, constants, helper functions) the hook
     then sees when it is called; a name it does not define is looked up in the notebook's
     namespace, as it is at call time. Nothing the hook's code defines lands in the user's

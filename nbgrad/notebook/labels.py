@@ -33,7 +33,9 @@ BULK_FROM = 32  # labels from which candidates are costed in bulk (fewer: the wa
 CROWD = 64  # items near a candidate past which it is walked, not costed in bulk
 CHUNK = 8_192  # candidates costed in bulk at once (at most CROWD pairs each in memory)
 BOX = -2  # the owner of a box (of a group frame's line: -1, of an edge's line: the edge)
-WALK_PER_LABEL = 3_500  # items the walks may visit, per label (NOTE [A budget for crowded ...])
+WALK_PER_LABEL = (
+    3_500  # items the walks may visit, per label (NOTE [A budget for crowded pictures])
+)
 WALK_MAX = 4_000_000  # and in all, whatever the picture's size
 
 # NOTE [A budget for crowded pictures]
@@ -299,7 +301,9 @@ class _Picture:
         self.where = None
         self.cells = {}  # (cx, cy) -> the rows there, made as the walk reaches them
         self.labels = _Labels(cell)
-        self.spent = 0  # the items walked, and how many may be (NOTE [A budget for ...])
+        self.spent = (
+            0  # the items walked, and how many may be (NOTE [A budget for crowded pictures])
+        )
         self.budget = WALK_MAX
 
     def costs(self, left, top, right, bottom, owners):

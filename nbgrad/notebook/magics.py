@@ -247,7 +247,8 @@ class AutogradMagics(Magics):
             return self._show_again(line.split()[1:])
         opts = parse_options(line)
         if opts.help or cell is None:
-            # NOTE [Line magic]: a line has no code to record, so ``%autograd`` (and
+            # NOTE [Line magic]
+            # a line has no code to record, so ``%autograd`` (and
             # ``%%autograd`` with nothing under it) prints the usage; any other option there
             # says where the code goes (``%autograd show`` draws a recorded graph again)
             if cell is None and not opts.help and line.strip():

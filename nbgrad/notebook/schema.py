@@ -218,7 +218,7 @@ Snapshot = TypedDict(
         "truncated": bool,  # the graph had more than max_nodes nodes
         "max_nodes": int,  # where the walk from the last calls stops
         "left_out": int,  # recorded calls not in the snapshot (a graph cut at max_nodes)
-        "cut_nodes": int,  # nodes of the graph not in the snapshot (NOTE [A graph cut ...])
+        "cut_nodes": int,  # nodes not in the snapshot (NOTE [A graph cut at max_nodes])
         "stubs": int,  # leaves beyond the cut in the snapshot without the edges into them
         "backward_ops": int,  # ops run by derivative formulas during the passes
         "failure": "Failure | None",  # the forward raised: the graph is what it built so far

@@ -226,7 +226,8 @@ def array_facts(a, value, max_values=16, source=NBGRAD, norms=None):
     size = a.size
     norm = None
     if size > LARGE and a.dtype.kind == "f":
-        # NOTE [Summing a large gradient]: float32 by BLAS's dot in float32 (no float64 copy,
+        # NOTE [Summing a large gradient]
+        # float32 by BLAS's dot in float32 (no float64 copy,
         # over 16x faster; as good as the 4 to 6 digits shown), float64 by einsum: BLAS splits
         # a long float64 dot over threads, which on a busy machine (torch's threads beside
         # NumPy's) takes milliseconds; read as it lies in memory (a transposed gradient: the
@@ -234,7 +235,8 @@ def array_facts(a, value, max_values=16, source=NBGRAD, norms=None):
         mem = a.T if a.flags.f_contiguous and not a.flags.c_contiguous else a
         key = None
         if norms is not None and mem.flags.c_contiguous:
-            # NOTE [A norm read once]: a large gradient often reaches several events as other
+            # NOTE [A norm read once]
+            # a large gradient often reaches several events as other
             # tensor objects over the same memory (a transposed view, a new wrapper of the same
             # storage for each hook); the memory it spans, its dtype and version name its
             # values while the tensor first seen lives (its memory cannot be reused before)

@@ -357,7 +357,8 @@ class TorchSource(GraphSource):
         return _ModeHandle(mode)
 
     def next_sequence_nr(self) -> int:
-        # NOTE [A sequence number without a node]: torch's thread-local counter, read as
+        # NOTE [A sequence number without a node]
+        # torch's thread-local counter, read as
         # torch.fx reads it (``torch.autograd._get_sequence_nr()`` is the number the next node
         # will take); making a throwaway node instead costs tens of microseconds at each start
         # and end of a block, and shifts the numbers of the nodes made after it
@@ -408,7 +409,7 @@ _PEEK: dict = {}  # the torch module -> torch.autograd._get_sequence_nr (False: 
 # group, per node a Step. ``tests/benchmarks/notebook.py --only torch`` prints the figures
 # (a 784-256-10 MLP step, plain and recorded). The recorder keeps per event only what cannot
 # wait: a record tuple per call, the facts of each gradient (a norm and the first values,
-# NOTE [Summarise when shown]: taken when the event happens, since the gradient may change in
+# see NOTE [Summarise when shown]; taken when the event happens, since the gradient may change in
 # place or be freed later, and holding it instead would change what torch does: it steals a
 # gradient nobody else holds, and sums a fan-in in place; a ``.grad`` that took the incoming
 # gradient's memory is not read again, NOTE [A stolen gradient]) and a Step; the model of the
@@ -763,7 +764,8 @@ def _watch_mode(torch):
         return cls
     clock = time.perf_counter
     # func -> its op name ("" for those not recorded, _SKIP; _BACKWARD for a backward pass):
-    # NOTE [One look-up a call]: every call of a block comes here, most of them (``.grad``
+    # NOTE [One look-up a call]
+    # every call of a block comes here, most of them (``.grad``
     # reads, grad-mode switches) to be passed on unrecorded, so one dict look-up decides
     names: dict = {f: _BACKWARD for f in (torch.Tensor.backward, torch.autograd.backward)}
     names[torch.autograd.grad] = _BACKWARD

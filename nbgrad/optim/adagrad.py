@@ -60,7 +60,8 @@ class Adagrad(Optimizer):
             fused=fused,
         )
         super().__init__(params, defaults)
-        # NOTE [Adagrad's eager state]: unlike the other optimizers, PyTorch's Adagrad makes
+        # NOTE [Adagrad's eager state]
+        # unlike the other optimizers, PyTorch's Adagrad makes
         # the state of every parameter at construction (not at its first gradient), so a
         # state dict lists parameters that never had a gradient; nbgrad does the same.
         for group in self.param_groups:

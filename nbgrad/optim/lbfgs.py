@@ -84,7 +84,8 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
         t = _cubic_interpolate(
             bracket[0], bracket_f[0], bracket_gtd[0], bracket[1], bracket_f[1], bracket_gtd[1]
         )
-        # NOTE [LBFGS zoom safeguard]: as PyTorch (and minFunc), a point too close to an end
+        # NOTE [LBFGS zoom safeguard]
+        # as PyTorch (and minFunc), a point too close to an end
         # of the bracket is accepted once; the next time it is moved 10% of the bracket in.
         eps = 0.1 * (max(bracket) - min(bracket))
         if min(max(bracket) - t, t - min(bracket)) < eps:
@@ -209,7 +210,8 @@ class LBFGS(Optimizer):
         tolerance_grad, tolerance_change = group["tolerance_grad"], group["tolerance_change"]
         line_search_fn, history_size = group["line_search_fn"], group["history_size"]
 
-        # NOTE [LBFGS state]: PyTorch keeps the whole state (not per-parameter) in the state
+        # NOTE [LBFGS state]
+        # PyTorch keeps the whole state (not per-parameter) in the state
         # of the first parameter, so a state dict has one entry, index 0.
         state = self.state[self._params[0]]
         state.setdefault("func_evals", 0)

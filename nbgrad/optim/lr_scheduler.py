@@ -337,7 +337,8 @@ class SequentialLR(LRScheduler):
         self._milestones = milestones
         self.last_epoch = last_epoch + 1
         self.optimizer = optimizer
-        # NOTE [SequentialLR construction]: each wrapped scheduler took its first step when it
+        # NOTE [SequentialLR construction]
+        # each wrapped scheduler took its first step when it
         # was made; as PyTorch, undo them (rates back to ``initial_lr``, each ``last_epoch``
         # one back) and take the first step of the first schedule only.
         for group in optimizer.param_groups:
@@ -910,7 +911,8 @@ class CyclicLR(LRScheduler):
         else:
             scale_factor = (x - 1) / (self.step_ratio - 1)
         at = cycle if self.scale_mode == "cycle" else self.last_epoch
-        # NOTE [CyclicLR's float order]: (max - base) * factor first, then the scale, as
+        # NOTE [CyclicLR's float order]
+        # (max - base) * factor first, then the scale, as
         # PyTorch's, so that the rates agree to the last bit
         lrs = [
             base_lr + (max_lr - base_lr) * scale_factor * self.scale_fn(at)

@@ -1,7 +1,8 @@
 """``Muon``: momentum SGD whose update, for each 2-d parameter, is orthogonalised by a quintic
 Newton-Schulz iteration. Mirrors ``torch/optim/_muon.py`` (same operations in the same order).
 
-NOTE [Muon's bfloat16]: PyTorch runs the Newton-Schulz iteration in bfloat16, which nbgrad
+NOTE [Muon's bfloat16]
+PyTorch runs the Newton-Schulz iteration in bfloat16, which nbgrad
 has no dtype for. It is emulated on the host: each PyTorch bfloat16 op is computed in float32
 from bfloat16 values and rounded once to bfloat16 (round to nearest, ties to even), as
 PyTorch's CPU kernels do (``addmm``'s ``beta * C + alpha * A @ B`` rounded once), so the

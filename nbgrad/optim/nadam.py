@@ -73,7 +73,8 @@ class NAdam(Optimizer):
         for p in self._params_with_grad(group):
             state = self.state[p]
             if not state:
-                # NOTE [float32 scalar state]: as in PyTorch, ``step`` and ``mu_product`` are
+                # NOTE [float32 scalar state]
+                # as in PyTorch, ``step`` and ``mu_product`` are
                 # float32 scalars whatever the parameters' dtype; the running product is
                 # rounded to float32 at each step, and the update reads it back as a float.
                 state["step"] = tensor(0.0, dtype=dtypes.float32)

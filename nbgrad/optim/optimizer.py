@@ -27,7 +27,8 @@ def _lerp_(start, end, weight):
 def _check_plain_only(optimizer, **flags) -> None:
     """Refuse PyTorch's ``capturable``/``differentiable``/``fused`` implementations.
 
-    NOTE [Plain optimizers only]: nbgrad's optimizers accept PyTorch's keywords for the
+    NOTE [Plain optimizers only]
+    nbgrad's optimizers accept PyTorch's keywords for the
     alternative implementations but run the plain single-tensor update only (``foreach`` is
     accepted and ignored: it changes speed, not results); asking for one that changes what
     ``step`` does (a graph through the update, CUDA-graph capture, a fused kernel) raises.

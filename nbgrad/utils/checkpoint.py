@@ -419,7 +419,7 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
 # -- use_reentrant=False ----------------------------------------------------------------------
 
 # NOTE [Nestable checkpoint]
-# As PyTorch's NOTE [ Nestable Checkpoint ], whose rules this follows:
+# As PyTorch's note "Nestable Checkpoint" (torch/utils/checkpoint.py), whose rules this follows:
 # 1. A tensor saved inside nested checkpoints belongs to the innermost one only.
 # 2. The inputs of a checkpoint are saved (as SavedTensors, made while the enclosing
 #    checkpoint's hooks are on) to the enclosing checkpoint. So unpacking a tensor recomputes

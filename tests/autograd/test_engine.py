@@ -898,7 +898,7 @@ def test_input_buffer_sum_under_create_graph_is_recorded():
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_a_0d_leaf_used_many_times_sums_as_pytorch(dtype):
-    """NOTE [A 0-d sum on floats]: a 0-d leaf reached by many gradients (a micrograd-style
+    """See NOTE [A 0-d sum on floats]: a 0-d leaf reached by many gradients (a micrograd-style
     weight) gets them summed in the buffer, in place, to PyTorch's value and dtype."""
     values = np.random.default_rng(3).uniform(-2, 2, 40)
 

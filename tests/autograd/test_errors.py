@@ -134,7 +134,7 @@ def inplace_on_leaf(lib):
     x.add_(1)
 
 
-# NOTE [Views made in no-grad mode]
+# see NOTE [Views made in no-grad mode]
 NO_GRAD_VIEW = "A view was created in no_grad mode and is being modified inplace with grad mode"
 
 

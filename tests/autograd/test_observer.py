@@ -78,7 +78,7 @@ def evaluated(monkeypatch):
         calls.append((node.name(), threading.current_thread().name))
         return original(self, graph_task, node, inputs)
 
-    # NOTE [A plain pass]: ``_evaluate_plain`` runs a row node by calling its ``_apply_arrays``
+    # See NOTE [A plain pass]: ``_evaluate_plain`` runs a row node by calling its ``_apply_arrays``
     # with ``release`` (``evaluate_function`` calls it without), and hands any other node to
     # ``evaluate_function``
     def plain(apply_arrays):
@@ -240,7 +240,7 @@ def test_every_hook_kind_and_retain_grad(evaluated):
         return [x.grad, y.grad]
 
     log, _ = run_both(make, evaluated)
-    # NOTE [Hook order]: a node's tensor hooks, pre hooks, the node, its hooks; a leaf's
+    # See NOTE [Hook order]: a node's tensor hooks, pre hooks, the node, its hooks; a leaf's
     # accumulation, then its post-accumulate-grad hooks
     assert [(e, n) for e, n in log.events if e.startswith("hook:") or e == "grad_accumulated"] == [
         ("hook:prehook", "SinBackward0"),

@@ -263,7 +263,7 @@ def test_hooks_left_in_backward_leave_the_stack_as_torch(lib):
     ids=["relu_", "mul_ then relu_", "exp_"],
 )
 def test_a_saved_result_of_an_inplace_op_on_a_view_stands_for_the_view(inplace):
-    """NOTE [In place on a view: the saved result]: a double backward through the saved
+    """See NOTE [In place on a view: the saved result]: a double backward through the saved
     result goes through CopySlices, so the wrapped node runs (and is released) once."""
     results = []
     for lib in (ng, torch):

@@ -297,7 +297,7 @@ def _fan(n=300):
 
 @pytest.mark.parametrize("name", ["blocks", "loop", "torch-transformer", "fan"])
 def test_labels_go_where_the_walk_alone_puts_them(snapshots, name, monkeypatch):
-    """NOTE [Label costs in bulk]: what NumPy sums for many candidates at once is the walk's
+    """See NOTE [Label costs in bulk]: what NumPy sums for many candidates at once is the walk's
     sum to the last bit, so every label goes where the walk alone puts it, and where bulk
     costing with no crowd limit does."""
     snap = _fan() if name == "fan" else snapshots[name]

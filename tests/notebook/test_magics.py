@@ -198,7 +198,7 @@ def test_leaves_are_named_by_the_cell_then_by_module_path(ip):
 
 
 def test_a_failed_forward_marks_its_line(ip):
-    """NOTE [Failed forward]: the still picture names the line whose call raised, marks the
+    """See NOTE [Failed forward]: the still picture names the line whose call raised, marks the
     nodes made on it, and draws no node as the root."""
     cell = (
         "x = ng.ones(2, 3, requires_grad=True)\n"

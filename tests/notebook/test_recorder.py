@@ -49,7 +49,7 @@ def _expected_input(t):
 
 
 def test_record_inputs_whether_read_from_the_node_edges_or_kept_per_argument():
-    """NOTE [Recording cost]: when every argument has an edge, a record reads its inputs from
+    """See NOTE [Recording cost]: when every argument has an edge, a record reads its inputs from
     the node's edges later; otherwise it keeps them per argument. Both show the same."""
     x = ng.ones(2, 3, requires_grad=True)
     w = ng.full((3,), 2.0, requires_grad=True)

@@ -131,7 +131,7 @@ def test_the_stepper_picture_keeps_to_the_budget(tall):
 
 
 def test_label_walks_keep_to_their_budget(tall, monkeypatch):
-    """NOTE [A budget for crowded pictures]: past the budget every label still gets a place,
+    """See NOTE [A budget for crowded pictures]: past the budget every label still gets a place,
     and the walks stop (the 1,000 edges down to W made the walk grow as the square)."""
     _, snap, _ = tall
     spent = []

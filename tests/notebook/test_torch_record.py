@@ -320,7 +320,7 @@ def test_a_stepper_and_a_graph_view_of_a_torch_loss():
 
 
 def test_a_large_norm_is_read_once_per_memory_and_version():
-    """NOTE [A norm read once]: a transposed view of a large gradient reuses its norm; a change
+    """See NOTE [A norm read once]: a transposed view of a large gradient reuses its norm; a change
     in place, or another tensor in the memory of one that died, is read again."""
     import gc
 
@@ -344,7 +344,7 @@ def test_a_large_norm_is_read_once_per_memory_and_version():
 
 
 def test_a_fan_in_buffer_shows_the_sum_of_what_reached_it_so_far():
-    """NOTE [The model run when read]: the input buffer of a node that four edges reach shows,
+    """See NOTE [The model run when read]: the input buffer of a node that four edges reach shows,
     at each step while it waits, the sum of the gradients sent to it so far (the values the
     nodes before returned), and the node then receives the whole sum; the model's order is
     torch's."""

@@ -54,7 +54,7 @@ def run(lib, kwargs, steps=20, start=0, problem=None, optimizer=None):
             count[0] += 1
             optimizer.zero_grad()
             loss = problem_loss(lib, model, extra, step, x, y)
-            # NOTE [a well-posed problem]: the L2 term gives the loss a minimum; without it
+            # A well-posed problem: the L2 term gives the loss a minimum; without it
             # the logits grow without bound and round-off grows ~100x a step in both libraries
             loss = loss + L2 * sum((p * p).sum() for p in model.parameters())
             loss.backward()

@@ -1,6 +1,7 @@
 """``LinearCrossEntropyOptions``. Mirrors ``torch/nn/modules/linear_cross_entropy_options.py``.
 
-NOTE [Linear cross entropy in one piece]: PyTorch's options choose a chunked kernel that never
+NOTE [Linear cross entropy in one piece]
+PyTorch's options choose a chunked kernel that never
 holds the whole ``(N, C)`` logits, a memory saving for large vocabularies. nbgrad checks and
 keeps the options but always computes the reference composition ``cross_entropy(linear(...))``
 (the same values and gradients, to any order), so its nodes are those ops'.

@@ -1,7 +1,8 @@
 """Recurrent layers: ``RNN``, ``LSTM``, ``GRU`` and their cells. Mirrors
 ``torch/nn/modules/rnn.py`` (packed sequences aside).
 
-NOTE [Recurrent layers from ops]: no fused kernel. Each step is made of table ops (``linear``,
+NOTE [Recurrent layers from ops]
+no fused kernel. Each step is made of table ops (``linear``,
 ``sigmoid``, ``tanh``, ``chunk``, ``stack``/``cat``), laid out as ATen's CPU implementation
 (``aten/src/ATen/native/RNN.cpp``) lays them out: the input projection of a whole layer is one
 ``linear`` unbound over time, each step adds ``linear(h, w_hh, b_hh)``, a layer's outputs are
@@ -154,7 +155,8 @@ class RNNBase(Module):
                 self._all_weights.append(names)
         self.reset_parameters()
 
-    # NOTE [Flat weights by name]: PyTorch keeps a list of the parameters in sync through
+    # NOTE [Flat weights by name]
+    # PyTorch keeps a list of the parameters in sync through
     # ``__setattr__`` (for cuDNN); here the list is read by name each time, so a parameter
     # replaced or loaded is always the one used.
     @property

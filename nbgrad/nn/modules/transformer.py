@@ -1,7 +1,8 @@
 """``Transformer``, its encoder and decoder, and their layers. Mirrors
 ``torch/nn/modules/transformer.py``.
 
-NOTE [No fast path]: PyTorch's encoder layers take a fused inference kernel (and nested tensors
+NOTE [No fast path]
+PyTorch's encoder layers take a fused inference kernel (and nested tensors
 for padded batches) in eval mode without grad; it computes the same values as the general path,
 which is the only one here. ``enable_nested_tensor`` is kept, and warned about, as PyTorch does,
 but nothing is ever nested (the one visible effect, zeros at padded positions, is copied:
@@ -241,7 +242,8 @@ class TransformerEncoder(Module):
     def _nested_padding(self, src, mask, src_key_padding_mask):
         """Where PyTorch would run on nested tensors, its padded positions (else None).
 
-        NOTE [Nested padding]: in inference (eval mode, no grad needed), with a padding mask
+        NOTE [Nested padding]
+        in inference (eval mode, no grad needed), with a padding mask
         that pads the end of each sequence and no attention mask, PyTorch runs the layers on
         nested tensors and pads the result back with zeros: the values at padded positions are
         0 (before ``norm``), not those of the general path. The other values agree, so the

@@ -1,6 +1,7 @@
 """``DataParallel``, as PyTorch's ``torch/nn/parallel/data_parallel.py``, for one device.
 
-NOTE [DataParallel on one device]: PyTorch's DataParallel splits each batch over the GPUs of
+NOTE [DataParallel on one device]
+PyTorch's DataParallel splits each batch over the GPUs of
 ``device_ids``, runs a replica of the module on each and gathers the outputs on
 ``output_device``. With no GPU it is a plain wrapper (``device_ids == []``: ``forward`` calls the
 module), and with one it moves the module to that GPU and each call's tensors there. nbgrad has

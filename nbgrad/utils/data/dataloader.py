@@ -2,7 +2,8 @@
 a dataset, a sampler of its indices (or a batch sampler of lists of them) and a collate
 function, iterated into batches.
 
-NOTE [DataLoader workers]: PyTorch's ``num_workers > 0`` fetches batches in worker processes
+NOTE [DataLoader workers]
+PyTorch's ``num_workers > 0`` fetches batches in worker processes
 and, with ``in_order=True`` (the default), hands them back in the sampler's order: for a
 map-style dataset the batches are the ones ``num_workers=0`` gives. nbgrad fetches them in the
 main process (its arrays are NumPy's; a worker would only copy them back), so a map-style
