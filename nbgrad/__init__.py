@@ -64,6 +64,7 @@ into the engine, goes through the root package at call time (``nbgrad.autograd.b
                                     passes of a cell, through the sources' observers
                 notebook/schema.py  the records sent to the browser, defined once
                 notebook/snapshot.py    graph + records + hooks -> a snapshot (JSON-able)
+                notebook/summaries.py   a gradient or tensor summarised: GradFacts, summaries
                 notebook/fold.py    repeated structure -> series boxes
                 notebook/layout.py  the layered layout (the widget's and the still SVG's)
                 notebook/svg.py     the still pictures; graph_view.py, hook_editor.py,

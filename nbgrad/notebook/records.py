@@ -10,8 +10,8 @@ from __future__ import annotations
 import linecache
 import weakref
 
-from .snapshot import array_facts, grad_facts
 from .sources import NBGRAD, dtype_name
+from .summaries import array_facts, grad_facts
 
 __all__ = [
     "TensorInfo",

@@ -19,23 +19,19 @@ value that is not a tensor where a gradient is expected is ``{"repr": str}``.
 from __future__ import annotations
 
 import bisect
-import math
 import os
 import weakref
 
-import numpy as np
-
-from .answers_values import mark_nodes, nonfinite_kinds
+from .answers_values import mark_nodes
 from .schema import (
     SCHEMA_TYPES,
     Details,
-    GradSummary,
     Snapshot,
-    TensorSummary,
     Trace,
     ViewSnapshot,
 )
 from .sources import NBGRAD, UINT64_MAX, source_for
+from .summaries import grad_summary, summarised, tensor_summary
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -44,12 +40,6 @@ __all__ = [
     "Trace",
     "IdMap",
     "build_snapshot",
-    "grad_summary",
-    "grad_facts",
-    "array_facts",
-    "GradFacts",
-    "summarised",
-    "tensor_summary",
     "hooks_of",
     "collect_graph",
     "view_snapshot",
@@ -134,182 +124,6 @@ def cut_note(snap) -> str:
         n = snap["stubs"]
         note += f"; {n:,} lea{'ves' if n != 1 else 'f'} beyond the cut drawn without their edges"
     return note
-
-
-def _num(v):
-    """A JSON-safe, deterministic number: 6 significant digits; non-finite as strings."""
-    v = float(v)
-    if math.isfinite(v):
-        return float(f"{v:.6g}")
-    if v != v:
-        return "nan"
-    return "inf" if v > 0 else "-inf"
-
-
-LARGE = 8192  # elements: see NOTE [Summing a large gradient]
-
-
-def _nums(a):
-    """``_num`` of each value of a small array (the common all-finite case in one pass)."""
-    if a.dtype.kind in "fc" and not np.isfinite(a).all():
-        return [_num(v) for v in a.tolist()]
-    return [float(f"{v:.6g}") for v in a.tolist()]
-
-
-# NOTE [Summarise when shown]
-# A backward pass reports its gradients at every engine event (a node's inputs and outputs, a
-# hook's before and after, a leaf's accumulation). Formatting each as a GradSummary (six
-# significant digits per value, a dict) when it happens was most of what recording a training
-# loop cost, and most passes of a loop are never shown. So an event keeps a GradFacts: the
-# numbers, taken at once (the norm and a copy of the first values: the tensor may change in
-# place or be freed before anything is shown, and keeping it alive would change what the
-# framework does, e.g. torch steals a gradient nobody else holds), formatted into the summary
-# the first time a snapshot, a test or the user reads it.
-class GradFacts:
-    """A gradient as an engine event saw it; reads as its :class:`GradSummary` (``facts["norm"]``,
-    ``facts.summary()``), which is built once, when first read."""
-
-    __slots__ = ("shape", "dtype", "numel", "norm", "head", "_summary", "nonfinite")
-
-    def summary(self) -> GradSummary:
-        summary = self._summary
-        if summary is None:
-            norm = self.norm
-            summary = self._summary = {
-                "shape": list(self.shape),
-                "dtype": self.dtype,
-                "norm": _num(norm) if norm is not None else None,
-                "numel": self.numel,
-                "values": _nums(self.head),
-                "truncated": bool(self.numel > len(self.head)),
-            }
-        return summary
-
-    def __getitem__(self, key):
-        return self.summary()[key]
-
-    def get(self, key, default=None):
-        return self.summary().get(key, default)
-
-    def __eq__(self, other):
-        if isinstance(other, GradFacts):
-            return (
-                self.shape == other.shape
-                and self.dtype == other.dtype
-                and self.norm == other.norm
-                and np.array_equal(self.head, other.head, equal_nan=self.head.dtype.kind == "f")
-            )
-        if isinstance(other, dict):
-            return self.summary() == other
-        return NotImplemented
-
-    __hash__ = None
-
-    def __repr__(self):
-        return f"GradFacts({self.summary()})"
-
-
-def grad_facts(value, max_values=16, source=None, norms=None):
-    """What a summary of ``value`` needs, taken now (NOTE [Summarise when shown]): a
-    :class:`GradFacts` for a tensor, None for None, ``{"repr": ...}`` for another value.
-    ``norms``: a dict that remembers the norms of large gradients (NOTE [A norm read once])."""
-    if value is None:
-        return None
-    source = source or NBGRAD
-    if not source.is_tensor(value):
-        return {"repr": repr(value)[:200]}
-    return array_facts(source.to_numpy(value), value, max_values, source, norms)
-
-
-def array_facts(a, value, max_values=16, source=NBGRAD, norms=None):
-    """:func:`grad_facts` of the tensor ``value`` of ``source``, read as the array ``a``."""
-    size = a.size
-    norm = None
-    if size > LARGE and a.dtype.kind == "f":
-        # NOTE [Summing a large gradient]
-        # float32 by BLAS's dot in float32 (no float64 copy,
-        # over 16x faster; as good as the 4 to 6 digits shown), float64 by einsum: BLAS splits
-        # a long float64 dot over threads, which on a busy machine (torch's threads beside
-        # NumPy's) takes milliseconds; read as it lies in memory (a transposed gradient: the
-        # norm does not depend on the order, and a C-order copy would cost more)
-        mem = a.T if a.flags.f_contiguous and not a.flags.c_contiguous else a
-        key = None
-        if norms is not None and mem.flags.c_contiguous:
-            # NOTE [A norm read once]
-            # a large gradient often reaches several events as other
-            # tensor objects over the same memory (a transposed view, a new wrapper of the same
-            # storage for each hook); the memory it spans, its dtype and version name its
-            # values while the tensor first seen lives (its memory cannot be reused before)
-            key = (source.address(value, a), size, a.dtype.str, source.version(value))
-            hit = norms.get(key)
-            if hit is not None and hit[0]() is not None:
-                norm = hit[1]
-        if norm is None:
-            flat = mem.reshape(-1)
-            if a.dtype == np.float32:
-                sq = np.dot(flat, flat)
-            else:
-                sq = np.einsum("i,i->", flat, flat, dtype=np.float64)
-            norm = math.sqrt(float(sq))
-            if key is not None:
-                try:
-                    norms[key] = (weakref.ref(value), norm)
-                except TypeError:  # a tensor that takes no weak reference: not remembered
-                    pass
-        head = a.reshape(-1)[:max_values].copy() if mem is a else np.asarray(a.flat[:max_values])
-    else:
-        if a.dtype.kind in "fiub":
-            # np.vdot (the dot of the flattened arrays), not ``@``: with torch imported,
-            # NumPy's matmul of two vectors can take milliseconds where the dot takes
-            # microseconds; as few NumPy calls as can be (this runs inside every backward hook)
-            f64 = a.astype(np.float64, copy=False)
-            norm = math.sqrt(float(np.vdot(f64, f64))) if size else 0.0
-        head = a.flat[:max_values]  # (a copy, in C order)
-    facts = GradFacts()
-    facts.shape = a.shape
-    facts.dtype = _DTYPE_NAMES.get(a.dtype.str) or source.tensor_facts(value).dtype
-    facts.numel = int(size)
-    facts.norm = norm
-    facts.head = head
-    facts._summary = None
-    # the kinds of non-finite values, read only when the norm says there are some
-    facts.nonfinite = None if norm is None or math.isfinite(norm) else nonfinite_kinds(a)
-    return facts
-
-
-def summarised(value):
-    """``value`` with each :class:`GradFacts` in it (alone or in a list) as its summary."""
-    if type(value) is GradFacts:
-        return value.summary()
-    if type(value) is list:
-        return [v.summary() if type(v) is GradFacts else v for v in value]
-    return value
-
-
-def grad_summary(value, max_values=16, source=None):
-    """A gradient (Tensor or None) as a GradSummary dict; other values as ``{"repr": ...}``."""
-    return summarised(grad_facts(value, max_values, source))
-
-
-_DTYPE_NAMES = {
-    "<f4": "float32",
-    "<f8": "float64",
-    "<f2": "float16",
-    "<i8": "int64",
-    "<i4": "int32",
-    "|b1": "bool",
-}
-
-
-def tensor_summary(t, node_id=None, source=None) -> TensorSummary:
-    facts = (source or NBGRAD).tensor_facts(t)
-    return {
-        "shape": list(facts.shape),
-        "dtype": facts.dtype,
-        "device": facts.device,
-        "requires_grad": facts.requires_grad,
-        "node": node_id,
-    }
 
 
 class IdMap:

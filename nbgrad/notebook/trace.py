@@ -12,8 +12,8 @@ from .snapshot import (
     _accumulation,
     _hook_call,
     build_snapshot,
-    summarised,
 )
+from .summaries import summarised
 
 __all__ = ["trace_snapshot", "trace_state"]
 

@@ -8,7 +8,8 @@ import textwrap
 
 import nbgrad as ng
 from nbgrad.notebook import build_snapshot, record, trace_snapshot
-from nbgrad.notebook.snapshot import SCHEMA_VERSION, grad_summary
+from nbgrad.notebook.snapshot import SCHEMA_VERSION
+from nbgrad.notebook.summaries import grad_summary
 
 NODE_KEYS = {
     "id",

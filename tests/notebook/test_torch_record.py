@@ -324,7 +324,7 @@ def test_a_large_norm_is_read_once_per_memory_and_version():
     in place, or another tensor in the memory of one that died, is read again."""
     import gc
 
-    from nbgrad.notebook.snapshot import LARGE, grad_facts
+    from nbgrad.notebook.summaries import LARGE, grad_facts
 
     n = LARGE + 8
     norms = {}
