@@ -162,4 +162,4 @@ def test_the_layout_names_every_package_and_top_level_module():
     )
     assert not missing, f"the README's Layout section does not say what these hold: {missing}"
     for top in ("widgets/", "notebooks/", "tests/", "tests/benchmarks/"):
-        assert top in named, top
+        assert f"`{top}`" in layout, top
