@@ -79,7 +79,13 @@ from nbgrad._tensor.printing import _format_tensor
 from nbgrad._tensor.reduction_methods import ReductionMethods
 from nbgrad._tensor.shape_methods import ShapeMethods
 from nbgrad._tensor.tangents import propagate as _propagate_tangents  # noqa: F401 (binds them)
-from nbgrad._tensor.views import _INFERENCE, _NO_GRAD, _check_no_internal_overlap, _track_view
+from nbgrad._tensor.views import (
+    _INFERENCE,
+    _NO_GRAD,
+    _check_no_internal_overlap,
+    _NoGrad,
+    _track_view,
+)
 from nbgrad.backend import CPU, Device
 
 __all__ = [
@@ -700,8 +706,11 @@ class Tensor(
                 result = _to_device(result, device)
         if dtype is not None:
             dtype = dtypes.as_dtype(dtype)
-            if dtype is not result.dtype:
+            if dtype is not result.dtype and dtype.is_floating_point:
                 result = _dispatch(_op("to_dtype"), (result,), {"dtype": dtype})
+            elif dtype is not result.dtype:  # integral and bool results are not differentiable:
+                with _NoGrad():  # they never require grad, as in PyTorch
+                    result = _dispatch(_op("to_dtype"), (result,), {"dtype": dtype})
         if memory_format is not preserve_format and not result.is_contiguous(memory_format):
             result = result.clone(memory_format=memory_format)
         if copy and result is self:

@@ -1318,3 +1318,24 @@ def test_in_place_on_an_expanded_tensor(make, change):
         return t.tolist()
 
     same(run)
+
+
+@pytest.mark.parametrize(
+    "cast", ["long", "int", "bool", "to_int64", "type_int32", "double", "half"]
+)
+def test_a_cast_to_an_integral_dtype_does_not_require_grad(cast):
+    """As PyTorch's: only floating results are differentiable, so an integral or bool cast of a
+    tensor that requires grad has no history; a floating cast records ``ToCopyBackward0``."""
+    import torch
+
+    seen = []
+    for lib in (ng, torch):
+        x = lib.ones(3, requires_grad=True)
+        if cast == "to_int64":
+            y = x.to(lib.int64)
+        elif cast == "type_int32":
+            y = x.type(lib.int32)
+        else:
+            y = getattr(x, cast)()
+        seen.append((str(y.dtype).split(".")[-1], y.requires_grad, type(y.grad_fn).__name__))
+    assert seen[0] == seen[1]

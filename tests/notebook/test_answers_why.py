@@ -92,9 +92,9 @@ def test_the_sentence_says_the_cause_in_words(cell):
     assert ".item()" in item
 
 
-def test_an_integer_cast_is_non_differentiable_in_torch(ip):
-    # (nbgrad's x.long() keeps requires_grad, unlike PyTorch's: not checked here for nbgrad)
-    run(ip, "%%autograd --static -o s\nx = torch.ones(2, requires_grad=True)\nk = x.long()\n")
+@pytest.mark.parametrize("fw", FRAMEWORKS)
+def test_an_integer_cast_is_non_differentiable(ip, fw):
+    run(ip, f"%%autograd --static -o s\nx = {fw}.ones(2, requires_grad=True)\nk = x.long()\n")
     run(ip, "_why = s.why_no_grad(k)")
     why = ip.user_ns["_why"]
     assert (why.cause, why.source) == ("non_differentiable", "k = x.long()")
