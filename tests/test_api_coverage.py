@@ -4,7 +4,8 @@ name is either out of nbgrad's scope (a rule below says why), known to be missin
 that the list shrinks as gaps close), or present in nbgrad's module of the same place.
 
 Data-driven: a module is one ``Scope``: also ``torch.nn``, ``torch.nn.functional``,
-``torch.optim``, ``torch.optim.lr_scheduler``, ``torch.utils.data``, ``torch.utils.hooks``,
+``torch.optim``, ``torch.optim.lr_scheduler``, ``torch.utils.data``, ``torch.utils.checkpoint``,
+``torch.utils.hooks``,
 ``torch.functional``, ``torch.autograd.forward_ad``, ``torch.autograd.functional``,
 ``torch.autograd.profiler``, ``torch.autograd.profiler_util`` and ``torch.profiler``; and one
 class, ``torch.Tensor``, whose public
@@ -237,6 +238,16 @@ DATA_OUT = [
     (r"^DistributedSampler$", "distributed training over several processes"),
 ]
 DATA_MISSING = ""
+CHECKPOINT_OUT = [
+    (
+        r"^CheckpointPolicy$|^SelectiveCheckpointContext$|^create_selective_checkpoint_contexts$"
+        r"|^TorchDispatchMode$|^LoggingTensorMode$|^capture_logs$|^tree_map$",
+        "selective activation checkpointing: it needs PyTorch's dispatcher (TorchDispatchMode)",
+    ),
+]
+# the RNG states of the non-CPU devices a checkpointed segment touches (nbgrad restores the CPU
+# generator's state only)
+CHECKPOINT_MISSING = "DefaultDeviceType get_device_states set_device_states"
 HOOKS_OUT = []
 # warns on saving a tensor whose register_hook hooks are not marked unserializable: nbgrad
 # keeps those hooks on the graph's nodes, not in the tensor's ``_backward_hooks`` dict it reads
@@ -281,6 +292,12 @@ SCOPES = [
     Scope("torch.optim", "nbgrad.optim", OPTIM_OUT, OPTIM_MISSING),
     Scope("torch.optim.lr_scheduler", "nbgrad.optim.lr_scheduler", SCHED_OUT, SCHED_MISSING),
     Scope("torch.utils.data", "nbgrad.utils.data", DATA_OUT, DATA_MISSING),
+    Scope(
+        "torch.utils.checkpoint",
+        "nbgrad.utils.checkpoint",
+        CHECKPOINT_OUT,
+        CHECKPOINT_MISSING,
+    ),
     Scope("torch.utils.hooks", "nbgrad.utils.hooks", HOOKS_OUT, HOOKS_MISSING),
     Scope("torch.functional", "nbgrad.functional", FUNCTIONAL_OUT, FUNCTIONAL_MISSING),
 ]
