@@ -456,7 +456,62 @@ class Engine:
     def _evaluate_plain(self, graph_task, node, inputs):
         """``evaluate_function`` in a plain pass (NOTE [A plain pass]), for ``node`` and the
         nodes handed on after it (NOTE [Chains skip the queue]) while they qualify."""
-        return self._validate_and_route(graph_task, node, inputs, None)
+        deps = graph_task.dependencies
+        not_ready = graph_task.not_ready
+        heap = graph_task.cpu_ready_queue._heap
+        exec_info = graph_task.exec_info
+        release = not graph_task.keep_graph
+        route = self._validate_and_route
+        first = True
+        try:
+            while True:
+                apply_arrays = node._apply_arrays
+                if (
+                    apply_arrays is None
+                    or node._tensor_pre_hooks
+                    or node._retains_grad_hooks
+                    or node._pre_hooks
+                    or node._post_hooks
+                    or exec_info is not None  # (``grad(inputs=)``: the root, or a node
+                    and exec_info.get(node) is not _NEEDED  # that captures, is general)
+                ):
+                    if first:
+                        return self.evaluate_function(graph_task, node, inputs)
+                    return node, inputs  # (the caller runs it: no recursion)
+                # (a generated apply: one output per edge; it releases the saved values)
+                outputs = apply_arrays(inputs, release)
+                fns, nrs = node._next_fns, node._next_nrs
+                if (  # NOTE [Single-edge fast path]
+                    (len(fns) == 1 or len(fns) == 2 and fns[1] is None)
+                    and (fn := fns[0]) is not None
+                    and type(grad := outputs[0]) in RAW_GRADS
+                    and deps[fn] == 1
+                    and len(fn._input_metadata_) <= 1
+                    and (not not_ready or fn not in not_ready)
+                    and grad.shape == (meta := fn._input_metadata_[nrs[0]]).shape
+                    and grad.dtype is meta.dtype.np
+                    and meta.device is CPU
+                    and not graph_task.threaded
+                ):
+                    deps[fn] = 0
+                    if heap and heap[0][0] <= -fn._sequence_nr_:  # a queued node first
+                        heappush(heap, (-fn._sequence_nr_, next(_tiebreak), fn, [grad]))
+                        return None
+                    node, inputs, first = fn, [grad], False
+                    outputs = grad = None  # (see NOTE [Stealing the gradient], as below)
+                    continue
+                following = route(graph_task, node, inputs, outputs, False)
+                if following is None or graph_task.threaded:
+                    return following
+                node, inputs = following
+                first = False
+                # a gradient this frame still named would count as held elsewhere, and be
+                # neither summed into in place nor stolen by AccumulateGrad (NOTE [Accumulate
+                # in place], NOTE [Stealing the gradient])
+                outputs = following = None
+        except BaseException as e:  # noqa: BLE001 - the node that raised is named, then raised
+            self._fail(graph_task, e, node)
+            raise
 
     def evaluate_function(self, graph_task, node, inputs):
         """Hooks, the node, validation and routing for one ready node (PyTorch's
@@ -504,7 +559,7 @@ class Engine:
                 f"Function {node.name()} returned an invalid number of gradients - expected "
                 f"{n_edges}, but got {len(outputs)}"
             )
-        return self._validate_and_route(graph_task, node, inputs, outputs)
+        return self._validate_and_route(graph_task, node, inputs, outputs, True)
 
     # NOTE [Single-edge fast path]
     # Most nodes of a chain in a plain pass have one edge with a function (``x * 2.0`` has a
@@ -529,158 +584,99 @@ class Engine:
     # workers, the buffers are filled under the graph task's lock and the ready nodes are queued
     # after it (``_dispatch_ready``). The loop is written inline, with no call per node or edge:
     # this is the engine's innermost loop.
-    def _validate_and_route(self, graph_task, node, inputs, outputs):
-        """Validate and route ``outputs`` (None: run ``node`` first, NOTE [A plain pass]), then run
-        the nodes handed on while they qualify; return the next node to run and its inputs."""
+    def _validate_and_route(self, graph_task, node, inputs, outputs, general):
+        """Check ``node``'s ``outputs`` against the next nodes' inputs and send them there (after
+        what ``evaluate_function`` does in between when ``general``); return the next node to
+        run and its inputs when the caller may run it directly, else None."""
+        fns, nrs = node._next_fns, node._next_nrs
+        for fn, input_nr, grad in zip(fns, nrs, outputs):
+            if grad is not None and fn is not None:
+                meta = fn._input_metadata_[input_nr]
+                data = grad if type(grad) in RAW_GRADS else grad._data
+                if (
+                    data.shape != meta.shape
+                    or data.dtype is not meta.dtype.np
+                    or (CPU if data is grad else grad._device) is not meta.device
+                ):
+                    self._validate(node, fns, nrs, as_tensors(outputs))
+                    break
+        observer = graph_task.observer
+        if general:  # the NaN check of anomaly mode, post-hooks, ``node_end``, saved values
+            if graph_task.check_nan:
+                _anomaly.check_nan(node, outputs)
+            if node._post_hooks:
+                outputs = self.call_post_hooks(graph_task, node, outputs, inputs)
+            if observer is not None:
+                observer.node_end(graph_task, node, list(outputs))
+            if not graph_task.keep_graph:
+                node.release_variables()
         deps = graph_task.dependencies
         not_ready = graph_task.not_ready
         heap = graph_task.cpu_ready_queue._heap
         exec_info = graph_task.exec_info
-        observer = graph_task.observer
-        release = not graph_task.keep_graph
-        general = outputs is not None  # (``evaluate_function`` ran the node)
-        first = True
+        threaded = graph_task.threaded
+        ready = [] if threaded else None
+        following = None
+        if threaded:
+            graph_task._lock.acquire()
         try:
-            while True:
-                if outputs is None:  # a node in a plain pass, not yet run
-                    apply_arrays = node._apply_arrays
-                    if (
-                        apply_arrays is None
-                        or node._tensor_pre_hooks
-                        or node._retains_grad_hooks
-                        or node._pre_hooks
-                        or node._post_hooks
-                        or exec_info is not None  # (``grad(inputs=)``: the root, or a node
-                        and exec_info.get(node) is not _NEEDED  # that captures, is general)
-                    ):
-                        if first:
-                            return self.evaluate_function(graph_task, node, inputs)
-                        return node, inputs  # (the caller runs it: no recursion)
-                    # (a generated apply: one output per edge; it releases the saved values)
-                    outputs = apply_arrays(inputs, release)
-                fns, nrs = node._next_fns, node._next_nrs
-                if (  # NOTE [Single-edge fast path]
-                    not general
-                    and (len(fns) == 1 or len(fns) == 2 and fns[1] is None)
-                    and (fn := fns[0]) is not None
-                    and type(grad := outputs[0]) in RAW_GRADS
-                    and deps[fn] == 1
-                    and len(fn._input_metadata_) <= 1
-                    and (not not_ready or fn not in not_ready)
-                    and grad.shape == (meta := fn._input_metadata_[nrs[0]]).shape
-                    and grad.dtype is meta.dtype.np
-                    and meta.device is CPU
-                    and not graph_task.threaded
-                ):
-                    deps[fn] = 0
-                    if heap and heap[0][0] <= -fn._sequence_nr_:  # a queued node first
-                        heappush(heap, (-fn._sequence_nr_, next(_tiebreak), fn, [grad]))
-                        return None
-                    node, inputs, first = fn, [grad], False
-                    outputs = grad = None  # (NOTE [Stealing the gradient], as below)
+            for fn, input_nr, grad in zip(fns, nrs, outputs):
+                if fn is None:
                     continue
-                for fn, input_nr, grad in zip(fns, nrs, outputs):
-                    if grad is not None and fn is not None:
-                        meta = fn._input_metadata_[input_nr]
-                        data = grad if type(grad) in RAW_GRADS else grad._data
-                        if (
-                            data.shape != meta.shape
-                            or data.dtype is not meta.dtype.np
-                            or (CPU if data is grad else grad._device) is not meta.device
-                        ):
-                            self._validate(node, fns, nrs, as_tensors(outputs))
-                            break
-                if general:
-                    outputs = self._after_validation(graph_task, node, inputs, outputs)
-                threaded = graph_task.threaded
-                ready = [] if threaded else None
-                following = None
-                if threaded:
-                    graph_task._lock.acquire()
-                try:
-                    for fn, input_nr, grad in zip(fns, nrs, outputs):
-                        if fn is None:
+                count = deps[fn] - 1
+                deps[fn] = count
+                if exec_info is not None and not exec_info.get(fn, _SKIP).should_execute():
+                    continue  # (``grad(inputs=)``: only nodes that lead to an input run)
+                buf = not_ready.get(fn) if not_ready else None
+                if buf is None:
+                    n_inputs = len(fn._input_metadata_)
+                    if not count and n_inputs <= 1:
+                        buf = [grad]
+                    else:
+                        buf = [None] * (n_inputs or 1)
+                        buf[input_nr] = grad
+                        if count:
+                            not_ready[fn] = buf
                             continue
-                        count = deps[fn] - 1
-                        deps[fn] = count
-                        if exec_info is not None and not exec_info.get(fn, _SKIP).should_execute():
-                            continue  # (``grad(inputs=)``: only nodes that lead to an input run)
-                        buf = not_ready.get(fn) if not_ready else None
-                        if buf is None:
-                            n_inputs = len(fn._input_metadata_)
-                            if not count and n_inputs <= 1:
-                                buf = [grad]
-                            else:
-                                buf = [None] * (n_inputs or 1)
-                                buf[input_nr] = grad
-                                if count:
-                                    not_ready[fn] = buf
-                                    continue
-                        else:
-                            if grad is not None:  # InputBuffer.add, inlined
-                                buf[input_nr] = (
-                                    grad
-                                    if buf[input_nr] is None
-                                    else _accumulate(buf, input_nr, grad)
-                                )
-                            if count:
-                                continue
-                            del not_ready[fn]
-                        if threaded:  # (queued once the lock is let go)
-                            ready.append((fn, buf, grad))
-                            continue
-                        if grad is None or type(grad) not in RAW_GRADS and grad._device is not CPU:
-                            self._push_ready(graph_task, fn, buf, grad)
-                            continue
-                        if observer is not None:
-                            observer.node_ready(graph_task, fn, CPU)
-                        if following is None:
-                            following, following_buf = fn, buf
-                            continue
-                        seq, held = fn._sequence_nr_, following._sequence_nr_
-                        if seq > held:  # fn is held back instead
-                            heappush(heap, (-held, next(_tiebreak), following, following_buf))
-                            following, following_buf = fn, buf
-                            continue
-                        if seq == held:  # both queued, in the order they became ready
-                            heappush(heap, (-held, next(_tiebreak), following, following_buf))
-                            following = None
-                        heappush(heap, (-seq, next(_tiebreak), fn, buf))
-                finally:
-                    if threaded:
-                        graph_task._lock.release()
-                if threaded:
-                    return self._dispatch_ready(graph_task, ready)
+                else:
+                    if grad is not None:  # InputBuffer.add, inlined
+                        buf[input_nr] = (
+                            grad if buf[input_nr] is None else _accumulate(buf, input_nr, grad)
+                        )
+                    if count:
+                        continue
+                    del not_ready[fn]
+                if threaded:  # (queued once the lock is let go)
+                    ready.append((fn, buf, grad))
+                    continue
+                if grad is None or type(grad) not in RAW_GRADS and grad._device is not CPU:
+                    self._push_ready(graph_task, fn, buf, grad)
+                    continue
+                if observer is not None:
+                    observer.node_ready(graph_task, fn, CPU)
                 if following is None:
-                    return None
-                if heap and heap[0][0] <= -following._sequence_nr_:  # a queued node first
-                    seq = following._sequence_nr_
-                    heappush(heap, (-seq, next(_tiebreak), following, following_buf))
-                    return None
-                if graph_task.threaded or not graph_task.carries_arrays:
-                    return following, following_buf  # (``evaluate_function`` runs it)
-                node, inputs = following, following_buf
-                first = general = False
-                # a gradient this frame still named would count as held elsewhere, and be
-                # neither summed into in place nor stolen by AccumulateGrad (NOTE [Accumulate
-                # in place], NOTE [Stealing the gradient])
-                outputs = grad = data = following = following_buf = buf = None
-        except BaseException as e:  # noqa: BLE001 - the node that raised is named, then raised
-            self._fail(graph_task, e, node)
-            raise
-
-    def _after_validation(self, graph_task, node, inputs, outputs):
-        """What ``evaluate_function`` does between validation and routing: the NaN check of
-        anomaly mode, post-hooks, the observer's ``node_end``, and freeing saved values."""
-        if graph_task.check_nan:
-            _anomaly.check_nan(node, outputs)
-        if node._post_hooks:
-            outputs = self.call_post_hooks(graph_task, node, outputs, inputs)
-        if graph_task.observer is not None:
-            graph_task.observer.node_end(graph_task, node, list(outputs))
-        if not graph_task.keep_graph:
-            node.release_variables()
-        return outputs
+                    following, following_buf = fn, buf
+                    continue
+                seq, held = fn._sequence_nr_, following._sequence_nr_
+                if seq > held:  # fn is held back instead
+                    heappush(heap, (-held, next(_tiebreak), following, following_buf))
+                    following, following_buf = fn, buf
+                    continue
+                if seq == held:  # both queued, in the order they became ready
+                    heappush(heap, (-held, next(_tiebreak), following, following_buf))
+                    following = None
+                heappush(heap, (-seq, next(_tiebreak), fn, buf))
+        finally:
+            if threaded:
+                graph_task._lock.release()
+        if threaded:
+            return self._dispatch_ready(graph_task, ready)
+        if following is None:
+            return None
+        if heap and heap[0][0] <= -following._sequence_nr_:  # a queued node first
+            heappush(heap, (-following._sequence_nr_, next(_tiebreak), following, following_buf))
+            return None
+        return following, following_buf
 
     def _dispatch_ready(self, graph_task, ready):
         """Queue the nodes ``_validate_and_route`` found ready in a pass that uses device
