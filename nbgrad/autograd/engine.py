@@ -461,7 +461,6 @@ class Engine:
         heap = graph_task.cpu_ready_queue._heap
         exec_info = graph_task.exec_info
         release = not graph_task.keep_graph
-        route = self._validate_and_route
         first = True
         try:
             while True:
@@ -500,15 +499,73 @@ class Engine:
                     node, inputs, first = fn, [grad], False
                     outputs = grad = None  # (see NOTE [Stealing the gradient], as below)
                     continue
-                following = route(graph_task, node, inputs, outputs, False)
-                if following is None or graph_task.threaded:
-                    return following
-                node, inputs = following
-                first = False
+                for fn, input_nr, grad in zip(fns, nrs, outputs):
+                    if grad is not None and fn is not None:
+                        meta = fn._input_metadata_[input_nr]
+                        data = grad if type(grad) in RAW_GRADS else grad._data
+                        if (
+                            data.shape != meta.shape
+                            or data.dtype is not meta.dtype.np
+                            or (CPU if data is grad else grad._device) is not meta.device
+                        ):
+                            self._validate(node, fns, nrs, as_tensors(outputs))
+                            break
+                following = None
+                for fn, input_nr, grad in zip(fns, nrs, outputs):
+                    if fn is None:
+                        continue
+                    count = deps[fn] - 1
+                    deps[fn] = count
+                    if exec_info is not None and not exec_info.get(fn, _SKIP).should_execute():
+                        continue  # (``grad(inputs=)``: only nodes that lead to an input run)
+                    buf = not_ready.get(fn) if not_ready else None
+                    if buf is None:
+                        n_inputs = len(fn._input_metadata_)
+                        if not count and n_inputs <= 1:
+                            buf = [grad]
+                        else:
+                            buf = [None] * (n_inputs or 1)
+                            buf[input_nr] = grad
+                            if count:
+                                not_ready[fn] = buf
+                                continue
+                    else:
+                        if grad is not None:  # InputBuffer.add, inlined
+                            buf[input_nr] = (
+                                grad if buf[input_nr] is None else _accumulate(buf, input_nr, grad)
+                            )
+                        if count:
+                            continue
+                        del not_ready[fn]
+                    if grad is None or type(grad) not in RAW_GRADS and grad._device is not CPU:
+                        self._push_ready(graph_task, fn, buf, grad)
+                        continue
+                    if following is None:
+                        following, following_buf = fn, buf
+                        continue
+                    seq, held = fn._sequence_nr_, following._sequence_nr_
+                    if seq > held:  # fn is held back instead
+                        heappush(heap, (-held, next(_tiebreak), following, following_buf))
+                        following, following_buf = fn, buf
+                        continue
+                    if seq == held:  # both queued, in the order they became ready
+                        heappush(heap, (-held, next(_tiebreak), following, following_buf))
+                        following = None
+                    heappush(heap, (-seq, next(_tiebreak), fn, buf))
+                if following is None:
+                    return None
+                if heap and heap[0][0] <= -following._sequence_nr_:  # a queued node first
+                    heappush(
+                        heap, (-following._sequence_nr_, next(_tiebreak), following, following_buf)
+                    )
+                    return None
+                if graph_task.threaded:  # (a node went to a device worker)
+                    return following, following_buf
+                node, inputs, first = following, following_buf, False
                 # a gradient this frame still named would count as held elsewhere, and be
                 # neither summed into in place nor stolen by AccumulateGrad (NOTE [Accumulate
                 # in place], NOTE [Stealing the gradient])
-                outputs = following = None
+                outputs = grad = data = following = following_buf = buf = None
         except BaseException as e:  # noqa: BLE001 - the node that raised is named, then raised
             self._fail(graph_task, e, node)
             raise
@@ -559,7 +616,7 @@ class Engine:
                 f"Function {node.name()} returned an invalid number of gradients - expected "
                 f"{n_edges}, but got {len(outputs)}"
             )
-        return self._validate_and_route(graph_task, node, inputs, outputs, True)
+        return self._validate_and_route(graph_task, node, inputs, outputs)
 
     # NOTE [Single-edge fast path]
     # Most nodes of a chain in a plain pass have one edge with a function (``x * 2.0`` has a
@@ -584,7 +641,7 @@ class Engine:
     # workers, the buffers are filled under the graph task's lock and the ready nodes are queued
     # after it (``_dispatch_ready``). The loop is written inline, with no call per node or edge:
     # this is the engine's innermost loop.
-    def _validate_and_route(self, graph_task, node, inputs, outputs, general):
+    def _validate_and_route(self, graph_task, node, inputs, outputs):
         """Check ``node``'s ``outputs`` against the next nodes' inputs and send them there (after
         what ``evaluate_function`` does in between when ``general``); return the next node to
         run and its inputs when the caller may run it directly, else None."""
@@ -601,15 +658,14 @@ class Engine:
                     self._validate(node, fns, nrs, as_tensors(outputs))
                     break
         observer = graph_task.observer
-        if general:  # the NaN check of anomaly mode, post-hooks, ``node_end``, saved values
-            if graph_task.check_nan:
-                _anomaly.check_nan(node, outputs)
-            if node._post_hooks:
-                outputs = self.call_post_hooks(graph_task, node, outputs, inputs)
-            if observer is not None:
-                observer.node_end(graph_task, node, list(outputs))
-            if not graph_task.keep_graph:
-                node.release_variables()
+        if graph_task.check_nan:  # then anomaly mode's NaN check, post-hooks, ``node_end``
+            _anomaly.check_nan(node, outputs)
+        if node._post_hooks:
+            outputs = self.call_post_hooks(graph_task, node, outputs, inputs)
+        if observer is not None:
+            observer.node_end(graph_task, node, list(outputs))
+        if not graph_task.keep_graph:
+            node.release_variables()
         deps = graph_task.dependencies
         not_ready = graph_task.not_ready
         heap = graph_task.cpu_ready_queue._heap
