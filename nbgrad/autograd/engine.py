@@ -448,11 +448,18 @@ class Engine:
     # path alone (which also releases its saved values, before the validation rather than after:
     # a row's gradient never needs them to be validated); ``_evaluate_plain`` checks that a node
     # qualifies, and any other node, or a pass that turns to a device worker (which it stays),
-    # takes ``evaluate_function``. Both end in ``_validate_and_route``, which also runs the nodes
-    # handed on (NOTE [Chains skip the queue]) while they qualify, in a loop: along a chain the
-    # engine makes one call, not one per node, which is most of the engine's cost per node in a
-    # graph of small tensors. Both give the same results (tests/autograd/test_carried_arrays.py
-    # runs graphs both ways).
+    # takes ``evaluate_function``. ``_evaluate_plain`` also runs the nodes handed on (NOTE [Chains
+    # skip the queue]) while they qualify, in a loop: along a chain the engine makes one call, not
+    # one per node, which is most of the engine's cost per node in a graph of small tensors. Both
+    # give the same results (tests/autograd/test_carried_arrays.py runs graphs both ways).
+    # NOTE [Single-edge fast path]
+    # Most nodes of a chain in a plain pass have one edge with a function (``x * 2.0`` has a
+    # second, empty edge for the number), whose next node has one input and waits for nothing
+    # else, and a gradient of the expected shape, dtype and device: that node is ready at once
+    # and, unless a queued node comes first, runs next (NOTE [Chains skip the queue]). The
+    # condition at the top of the loop is the check and the routing below for that one case,
+    # without their loops: the routing loop costs about 0.7 us more per node there (W1's
+    # backward, 1.38x in CPU time without it: tests/benchmarks/engine_ab.py).
     def _evaluate_plain(self, graph_task, node, inputs):
         """``evaluate_function`` in a plain pass (NOTE [A plain pass]), for ``node`` and the
         nodes handed on after it (NOTE [Chains skip the queue]) while they qualify."""
@@ -499,7 +506,7 @@ class Engine:
                     node, inputs, first = fn, [grad], False
                     outputs = grad = None  # (see NOTE [Stealing the gradient], as below)
                     continue
-                for fn, input_nr, grad in zip(fns, nrs, outputs):
+                for fn, input_nr, grad in zip(fns, nrs, outputs):  # see NOTE [Routing inlined]
                     if grad is not None and fn is not None:
                         meta = fn._input_metadata_[input_nr]
                         data = grad if type(grad) in RAW_GRADS else grad._data
@@ -511,7 +518,7 @@ class Engine:
                             self._validate(node, fns, nrs, as_tensors(outputs))
                             break
                 following = None
-                for fn, input_nr, grad in zip(fns, nrs, outputs):
+                for fn, input_nr, grad in zip(fns, nrs, outputs):  # see NOTE [Routing inlined]
                     if fn is None:
                         continue
                     count = deps[fn] - 1
@@ -618,33 +625,32 @@ class Engine:
             )
         return self._validate_and_route(graph_task, node, inputs, outputs)
 
-    # NOTE [Single-edge fast path]
-    # Most nodes of a chain in a plain pass have one edge with a function (``x * 2.0`` has a
-    # second, empty edge for the number), whose next node has one input and waits for nothing
-    # else, and a gradient of the expected shape, dtype and device: that node is ready at once
-    # and, unless a queued node comes first, runs next (NOTE [Chains skip the queue]). The
-    # condition at the top of the loop is the check and the routing below for that one case,
-    # without their loops: the routing loop costs about 0.7 us more per node there (W1's
-    # backward, 1.38x in CPU time without it: tests/benchmarks/engine_ab.py).
     # NOTE [Routing inlined]
-    # ``_validate_and_route`` is the one place where a node's outputs are checked against the
-    # inputs of the next nodes and sent to them. A gradient usually has its input's shape, dtype
-    # and device already: the check is all it costs, and ``_validate`` reduces or casts it (or
-    # raises) on the first mismatch. Then each gradient goes to its next node's input buffer (a
-    # list with one slot per input; with ``grad(inputs=)``, a node that leads to none of them is
-    # skipped); a node whose dependencies reach 0 is ready. In a pass on one thread, a ready node
-    # goes on the queue (NOTE [CPU queue entries]), except the one the queue would hand back next,
-    # which is handed back to run directly (NOTE [Chains skip the queue]): of the nodes made ready
-    # here, the one with the highest ``sequence_nr`` is held back, and run when it is higher than
-    # every queued node's. Nodes of equal ``sequence_nr`` (accumulators) all go on the queue, in
-    # the order they became ready, as the queue would order them. In a pass that uses device
-    # workers, the buffers are filled under the graph task's lock and the ready nodes are queued
-    # after it (``_dispatch_ready``). The loop is written inline, with no call per node or edge:
-    # this is the engine's innermost loop.
+    # A node's outputs are checked against the inputs of the next nodes, then sent to them. A
+    # gradient usually has its input's shape, dtype and device already: the check is all it
+    # costs, and ``_validate`` reduces or casts it (or raises) on the first mismatch. Then each
+    # gradient goes to its next node's input buffer (a list with one slot per input; with
+    # ``grad(inputs=)``, a node that leads to none of them is skipped); a node whose dependencies
+    # reach 0 is ready. In a pass on one thread, a ready node goes on the queue (NOTE [CPU queue
+    # entries]), except the one the queue would hand back next, which is handed back to run
+    # directly (NOTE [Chains skip the queue]): of the nodes made ready here, the one with the
+    # highest ``sequence_nr`` is held back, and run when it is higher than every queued node's.
+    # Nodes of equal ``sequence_nr`` (accumulators) all go on the queue, in the order they became
+    # ready, as the queue would order them. In a pass that uses device workers, the buffers are
+    # filled under the graph task's lock and the ready nodes are queued after it
+    # (``_dispatch_ready``). The loops are written inline, with no call per node or edge: this is
+    # the engine's innermost loop. They are written twice: in ``_validate_and_route`` for any
+    # pass (Tensors, device workers, an observer, post-hooks), and in ``_evaluate_plain`` for a
+    # plain pass (NOTE [A plain pass]) without what it cannot meet. A call per node from the plain
+    # loop to ``_validate_and_route`` cost W9's backward (a graph of 0-d tensors where nearly
+    # every node has two edges) about 5%: 299 against 285 ms, median of 5 alternated runs
+    # against the engine without it. A change to one copy is a change to both (each has its own
+    # mutants in tests/mutation.py).
     def _validate_and_route(self, graph_task, node, inputs, outputs):
-        """Check ``node``'s ``outputs`` against the next nodes' inputs and send them there (after
-        what ``evaluate_function`` does in between when ``general``); return the next node to
-        run and its inputs when the caller may run it directly, else None."""
+        """Check ``node``'s ``outputs`` against the next nodes' inputs, then anomaly mode's NaN
+        check, post-hooks, ``node_end`` and freeing saved values, then send them to the next
+        nodes (NOTE [Routing inlined]); return the next node to run and its inputs when the
+        caller may run it directly, else None."""
         fns, nrs = node._next_fns, node._next_nrs
         for fn, input_nr, grad in zip(fns, nrs, outputs):
             if grad is not None and fn is not None:
@@ -658,7 +664,7 @@ class Engine:
                     self._validate(node, fns, nrs, as_tensors(outputs))
                     break
         observer = graph_task.observer
-        if graph_task.check_nan:  # then anomaly mode's NaN check, post-hooks, ``node_end``
+        if graph_task.check_nan:
             _anomaly.check_nan(node, outputs)
         if node._post_hooks:
             outputs = self.call_post_hooks(graph_task, node, outputs, inputs)
