@@ -448,15 +448,134 @@ class Engine:
     # path alone (which also releases its saved values, before the validation rather than after:
     # a row's gradient never needs them to be validated); ``_evaluate_plain`` checks that a node
     # qualifies, and any other node, or a pass that turns to a device worker (which it stays),
-    # takes ``evaluate_function``. Both end in ``_validate_and_route``, which also runs the nodes
-    # handed on (NOTE [Chains skip the queue]) while they qualify, in a loop: along a chain the
-    # engine makes one call, not one per node, which is most of the engine's cost per node in a
-    # graph of small tensors. Both give the same results (tests/autograd/test_carried_arrays.py
-    # runs graphs both ways).
+    # takes ``evaluate_function``. ``_evaluate_plain`` also runs the nodes handed on (NOTE [Chains
+    # skip the queue]) while they qualify, in a loop: along a chain the engine makes one call, not
+    # one per node, which is most of the engine's cost per node in a graph of small tensors. Both
+    # give the same results (tests/autograd/test_carried_arrays.py runs graphs both ways).
+    # NOTE [Single-edge fast path]
+    # Most nodes of a chain in a plain pass have one edge with a function (``x * 2.0`` has a
+    # second, empty edge for the number), whose next node has one input and waits for nothing
+    # else, and a gradient of the expected shape, dtype and device: that node is ready at once
+    # and, unless a queued node comes first, runs next (NOTE [Chains skip the queue]). The
+    # condition at the top of the loop is the check and the routing below for that one case,
+    # without their loops: the routing loop costs about 0.7 us more per node there (W1's
+    # backward, 1.38x in CPU time without it: tests/benchmarks/engine_ab.py).
     def _evaluate_plain(self, graph_task, node, inputs):
         """``evaluate_function`` in a plain pass (NOTE [A plain pass]), for ``node`` and the
         nodes handed on after it (NOTE [Chains skip the queue]) while they qualify."""
-        return self._validate_and_route(graph_task, node, inputs, None)
+        deps = graph_task.dependencies
+        not_ready = graph_task.not_ready
+        heap = graph_task.cpu_ready_queue._heap
+        exec_info = graph_task.exec_info
+        release = not graph_task.keep_graph
+        first = True
+        try:
+            while True:
+                apply_arrays = node._apply_arrays
+                if (
+                    apply_arrays is None
+                    or node._tensor_pre_hooks
+                    or node._retains_grad_hooks
+                    or node._pre_hooks
+                    or node._post_hooks
+                    or exec_info is not None  # (``grad(inputs=)``: the root, or a node
+                    and exec_info.get(node) is not _NEEDED  # that captures, is general)
+                ):
+                    if first:
+                        return self.evaluate_function(graph_task, node, inputs)
+                    return node, inputs  # (the caller runs it: no recursion)
+                # (a generated apply: one output per edge; it releases the saved values)
+                outputs = apply_arrays(inputs, release)
+                fns, nrs = node._next_fns, node._next_nrs
+                if (  # NOTE [Single-edge fast path]
+                    (len(fns) == 1 or len(fns) == 2 and fns[1] is None)
+                    and (fn := fns[0]) is not None
+                    and type(grad := outputs[0]) in RAW_GRADS
+                    and deps[fn] == 1
+                    and len(fn._input_metadata_) <= 1
+                    and (not not_ready or fn not in not_ready)
+                    and grad.shape == (meta := fn._input_metadata_[nrs[0]]).shape
+                    and grad.dtype is meta.dtype.np
+                    and meta.device is CPU
+                    and not graph_task.threaded
+                ):
+                    deps[fn] = 0
+                    if heap and heap[0][0] <= -fn._sequence_nr_:  # a queued node first
+                        heappush(heap, (-fn._sequence_nr_, next(_tiebreak), fn, [grad]))
+                        return None
+                    node, inputs, first = fn, [grad], False
+                    outputs = grad = None  # (see NOTE [Stealing the gradient], as below)
+                    continue
+                for fn, input_nr, grad in zip(fns, nrs, outputs):  # see NOTE [Routing inlined]
+                    if grad is not None and fn is not None:
+                        meta = fn._input_metadata_[input_nr]
+                        data = grad if type(grad) in RAW_GRADS else grad._data
+                        if (
+                            data.shape != meta.shape
+                            or data.dtype is not meta.dtype.np
+                            or (CPU if data is grad else grad._device) is not meta.device
+                        ):
+                            self._validate(node, fns, nrs, as_tensors(outputs))
+                            break
+                following = None
+                for fn, input_nr, grad in zip(fns, nrs, outputs):  # see NOTE [Routing inlined]
+                    if fn is None:
+                        continue
+                    count = deps[fn] - 1
+                    deps[fn] = count
+                    if exec_info is not None and not exec_info.get(fn, _SKIP).should_execute():
+                        continue  # (``grad(inputs=)``: only nodes that lead to an input run)
+                    buf = not_ready.get(fn) if not_ready else None
+                    if buf is None:
+                        n_inputs = len(fn._input_metadata_)
+                        if not count and n_inputs <= 1:
+                            buf = [grad]
+                        else:
+                            buf = [None] * (n_inputs or 1)
+                            buf[input_nr] = grad
+                            if count:
+                                not_ready[fn] = buf
+                                continue
+                    else:
+                        if grad is not None:  # InputBuffer.add, inlined
+                            buf[input_nr] = (
+                                grad if buf[input_nr] is None else _accumulate(buf, input_nr, grad)
+                            )
+                        if count:
+                            continue
+                        del not_ready[fn]
+                    if grad is None or type(grad) not in RAW_GRADS and grad._device is not CPU:
+                        self._push_ready(graph_task, fn, buf, grad)
+                        continue
+                    if following is None:
+                        following, following_buf = fn, buf
+                        continue
+                    seq, held = fn._sequence_nr_, following._sequence_nr_
+                    if seq > held:  # fn is held back instead
+                        heappush(heap, (-held, next(_tiebreak), following, following_buf))
+                        following, following_buf = fn, buf
+                        continue
+                    if seq == held:  # both queued, in the order they became ready
+                        heappush(heap, (-held, next(_tiebreak), following, following_buf))
+                        following = None
+                    heappush(heap, (-seq, next(_tiebreak), fn, buf))
+                if following is None:
+                    return None
+                if heap and heap[0][0] <= -following._sequence_nr_:  # a queued node first
+                    heappush(
+                        heap, (-following._sequence_nr_, next(_tiebreak), following, following_buf)
+                    )
+                    return None
+                if graph_task.threaded:  # (a node went to a device worker)
+                    return following, following_buf
+                node, inputs, first = following, following_buf, False
+                # a gradient this frame still named would count as held elsewhere, and be
+                # neither summed into in place nor stolen by AccumulateGrad (NOTE [Accumulate
+                # in place], NOTE [Stealing the gradient])
+                outputs = grad = data = following = following_buf = buf = None
+        except BaseException as e:  # noqa: BLE001 - the node that raised is named, then raised
+            self._fail(graph_task, e, node)
+            raise
 
     def evaluate_function(self, graph_task, node, inputs):
         """Hooks, the node, validation and routing for one ready node (PyTorch's
@@ -506,181 +625,120 @@ class Engine:
             )
         return self._validate_and_route(graph_task, node, inputs, outputs)
 
-    # NOTE [Single-edge fast path]
-    # Most nodes of a chain in a plain pass have one edge with a function (``x * 2.0`` has a
-    # second, empty edge for the number), whose next node has one input and waits for nothing
-    # else, and a gradient of the expected shape, dtype and device: that node is ready at once
-    # and, unless a queued node comes first, runs next (NOTE [Chains skip the queue]). The
-    # condition at the top of the loop is the check and the routing below for that one case,
-    # without their loops: the routing loop costs about 0.7 us more per node there (W1's
-    # backward, 1.38x in CPU time without it: tests/benchmarks/engine_ab.py).
     # NOTE [Routing inlined]
-    # ``_validate_and_route`` is the one place where a node's outputs are checked against the
-    # inputs of the next nodes and sent to them. A gradient usually has its input's shape, dtype
-    # and device already: the check is all it costs, and ``_validate`` reduces or casts it (or
-    # raises) on the first mismatch. Then each gradient goes to its next node's input buffer (a
-    # list with one slot per input; with ``grad(inputs=)``, a node that leads to none of them is
-    # skipped); a node whose dependencies reach 0 is ready. In a pass on one thread, a ready node
-    # goes on the queue (NOTE [CPU queue entries]), except the one the queue would hand back next,
-    # which is handed back to run directly (NOTE [Chains skip the queue]): of the nodes made ready
-    # here, the one with the highest ``sequence_nr`` is held back, and run when it is higher than
-    # every queued node's. Nodes of equal ``sequence_nr`` (accumulators) all go on the queue, in
-    # the order they became ready, as the queue would order them. In a pass that uses device
-    # workers, the buffers are filled under the graph task's lock and the ready nodes are queued
-    # after it (``_dispatch_ready``). The loop is written inline, with no call per node or edge:
-    # this is the engine's innermost loop.
+    # A node's outputs are checked against the inputs of the next nodes, then sent to them. A
+    # gradient usually has its input's shape, dtype and device already: the check is all it
+    # costs, and ``_validate`` reduces or casts it (or raises) on the first mismatch. Then each
+    # gradient goes to its next node's input buffer (a list with one slot per input; with
+    # ``grad(inputs=)``, a node that leads to none of them is skipped); a node whose dependencies
+    # reach 0 is ready. In a pass on one thread, a ready node goes on the queue (NOTE [CPU queue
+    # entries]), except the one the queue would hand back next, which is handed back to run
+    # directly (NOTE [Chains skip the queue]): of the nodes made ready here, the one with the
+    # highest ``sequence_nr`` is held back, and run when it is higher than every queued node's.
+    # Nodes of equal ``sequence_nr`` (accumulators) all go on the queue, in the order they became
+    # ready, as the queue would order them. In a pass that uses device workers, the buffers are
+    # filled under the graph task's lock and the ready nodes are queued after it
+    # (``_dispatch_ready``). The loops are written inline, with no call per node or edge: this is
+    # the engine's innermost loop. They are written twice: in ``_validate_and_route`` for any
+    # pass (Tensors, device workers, an observer, post-hooks), and in ``_evaluate_plain`` for a
+    # plain pass (NOTE [A plain pass]) without what it cannot meet. A call per node from the plain
+    # loop to ``_validate_and_route`` cost W9's backward (a graph of 0-d tensors where nearly
+    # every node has two edges) about 5%: 299 against 285 ms, median of 5 alternated runs
+    # against the engine without it. A change to one copy is a change to both (each has its own
+    # mutants in tests/mutation.py).
     def _validate_and_route(self, graph_task, node, inputs, outputs):
-        """Validate and route ``outputs`` (None: run ``node`` first, NOTE [A plain pass]), then run
-        the nodes handed on while they qualify; return the next node to run and its inputs."""
-        deps = graph_task.dependencies
-        not_ready = graph_task.not_ready
-        heap = graph_task.cpu_ready_queue._heap
-        exec_info = graph_task.exec_info
-        observer = graph_task.observer
-        release = not graph_task.keep_graph
-        general = outputs is not None  # (``evaluate_function`` ran the node)
-        first = True
-        try:
-            while True:
-                if outputs is None:  # a node in a plain pass, not yet run
-                    apply_arrays = node._apply_arrays
-                    if (
-                        apply_arrays is None
-                        or node._tensor_pre_hooks
-                        or node._retains_grad_hooks
-                        or node._pre_hooks
-                        or node._post_hooks
-                        or exec_info is not None  # (``grad(inputs=)``: the root, or a node
-                        and exec_info.get(node) is not _NEEDED  # that captures, is general)
-                    ):
-                        if first:
-                            return self.evaluate_function(graph_task, node, inputs)
-                        return node, inputs  # (the caller runs it: no recursion)
-                    # (a generated apply: one output per edge; it releases the saved values)
-                    outputs = apply_arrays(inputs, release)
-                fns, nrs = node._next_fns, node._next_nrs
-                if (  # NOTE [Single-edge fast path]
-                    not general
-                    and (len(fns) == 1 or len(fns) == 2 and fns[1] is None)
-                    and (fn := fns[0]) is not None
-                    and type(grad := outputs[0]) in RAW_GRADS
-                    and deps[fn] == 1
-                    and len(fn._input_metadata_) <= 1
-                    and (not not_ready or fn not in not_ready)
-                    and grad.shape == (meta := fn._input_metadata_[nrs[0]]).shape
-                    and grad.dtype is meta.dtype.np
-                    and meta.device is CPU
-                    and not graph_task.threaded
+        """Check ``node``'s ``outputs`` against the next nodes' inputs, then anomaly mode's NaN
+        check, post-hooks, ``node_end`` and freeing saved values, then send them to the next
+        nodes (NOTE [Routing inlined]); return the next node to run and its inputs when the
+        caller may run it directly, else None."""
+        fns, nrs = node._next_fns, node._next_nrs
+        for fn, input_nr, grad in zip(fns, nrs, outputs):
+            if grad is not None and fn is not None:
+                meta = fn._input_metadata_[input_nr]
+                data = grad if type(grad) in RAW_GRADS else grad._data
+                if (
+                    data.shape != meta.shape
+                    or data.dtype is not meta.dtype.np
+                    or (CPU if data is grad else grad._device) is not meta.device
                 ):
-                    deps[fn] = 0
-                    if heap and heap[0][0] <= -fn._sequence_nr_:  # a queued node first
-                        heappush(heap, (-fn._sequence_nr_, next(_tiebreak), fn, [grad]))
-                        return None
-                    node, inputs, first = fn, [grad], False
-                    outputs = grad = None  # (NOTE [Stealing the gradient], as below)
-                    continue
-                for fn, input_nr, grad in zip(fns, nrs, outputs):
-                    if grad is not None and fn is not None:
-                        meta = fn._input_metadata_[input_nr]
-                        data = grad if type(grad) in RAW_GRADS else grad._data
-                        if (
-                            data.shape != meta.shape
-                            or data.dtype is not meta.dtype.np
-                            or (CPU if data is grad else grad._device) is not meta.device
-                        ):
-                            self._validate(node, fns, nrs, as_tensors(outputs))
-                            break
-                if general:
-                    outputs = self._after_validation(graph_task, node, inputs, outputs)
-                threaded = graph_task.threaded
-                ready = [] if threaded else None
-                following = None
-                if threaded:
-                    graph_task._lock.acquire()
-                try:
-                    for fn, input_nr, grad in zip(fns, nrs, outputs):
-                        if fn is None:
-                            continue
-                        count = deps[fn] - 1
-                        deps[fn] = count
-                        if exec_info is not None and not exec_info.get(fn, _SKIP).should_execute():
-                            continue  # (``grad(inputs=)``: only nodes that lead to an input run)
-                        buf = not_ready.get(fn) if not_ready else None
-                        if buf is None:
-                            n_inputs = len(fn._input_metadata_)
-                            if not count and n_inputs <= 1:
-                                buf = [grad]
-                            else:
-                                buf = [None] * (n_inputs or 1)
-                                buf[input_nr] = grad
-                                if count:
-                                    not_ready[fn] = buf
-                                    continue
-                        else:
-                            if grad is not None:  # InputBuffer.add, inlined
-                                buf[input_nr] = (
-                                    grad
-                                    if buf[input_nr] is None
-                                    else _accumulate(buf, input_nr, grad)
-                                )
-                            if count:
-                                continue
-                            del not_ready[fn]
-                        if threaded:  # (queued once the lock is let go)
-                            ready.append((fn, buf, grad))
-                            continue
-                        if grad is None or type(grad) not in RAW_GRADS and grad._device is not CPU:
-                            self._push_ready(graph_task, fn, buf, grad)
-                            continue
-                        if observer is not None:
-                            observer.node_ready(graph_task, fn, CPU)
-                        if following is None:
-                            following, following_buf = fn, buf
-                            continue
-                        seq, held = fn._sequence_nr_, following._sequence_nr_
-                        if seq > held:  # fn is held back instead
-                            heappush(heap, (-held, next(_tiebreak), following, following_buf))
-                            following, following_buf = fn, buf
-                            continue
-                        if seq == held:  # both queued, in the order they became ready
-                            heappush(heap, (-held, next(_tiebreak), following, following_buf))
-                            following = None
-                        heappush(heap, (-seq, next(_tiebreak), fn, buf))
-                finally:
-                    if threaded:
-                        graph_task._lock.release()
-                if threaded:
-                    return self._dispatch_ready(graph_task, ready)
-                if following is None:
-                    return None
-                if heap and heap[0][0] <= -following._sequence_nr_:  # a queued node first
-                    seq = following._sequence_nr_
-                    heappush(heap, (-seq, next(_tiebreak), following, following_buf))
-                    return None
-                if graph_task.threaded or not graph_task.carries_arrays:
-                    return following, following_buf  # (``evaluate_function`` runs it)
-                node, inputs = following, following_buf
-                first = general = False
-                # a gradient this frame still named would count as held elsewhere, and be
-                # neither summed into in place nor stolen by AccumulateGrad (NOTE [Accumulate
-                # in place], NOTE [Stealing the gradient])
-                outputs = grad = data = following = following_buf = buf = None
-        except BaseException as e:  # noqa: BLE001 - the node that raised is named, then raised
-            self._fail(graph_task, e, node)
-            raise
-
-    def _after_validation(self, graph_task, node, inputs, outputs):
-        """What ``evaluate_function`` does between validation and routing: the NaN check of
-        anomaly mode, post-hooks, the observer's ``node_end``, and freeing saved values."""
+                    self._validate(node, fns, nrs, as_tensors(outputs))
+                    break
+        observer = graph_task.observer
         if graph_task.check_nan:
             _anomaly.check_nan(node, outputs)
         if node._post_hooks:
             outputs = self.call_post_hooks(graph_task, node, outputs, inputs)
-        if graph_task.observer is not None:
-            graph_task.observer.node_end(graph_task, node, list(outputs))
+        if observer is not None:
+            observer.node_end(graph_task, node, list(outputs))
         if not graph_task.keep_graph:
             node.release_variables()
-        return outputs
+        deps = graph_task.dependencies
+        not_ready = graph_task.not_ready
+        heap = graph_task.cpu_ready_queue._heap
+        exec_info = graph_task.exec_info
+        threaded = graph_task.threaded
+        ready = [] if threaded else None
+        following = None
+        if threaded:
+            graph_task._lock.acquire()
+        try:
+            for fn, input_nr, grad in zip(fns, nrs, outputs):
+                if fn is None:
+                    continue
+                count = deps[fn] - 1
+                deps[fn] = count
+                if exec_info is not None and not exec_info.get(fn, _SKIP).should_execute():
+                    continue  # (``grad(inputs=)``: only nodes that lead to an input run)
+                buf = not_ready.get(fn) if not_ready else None
+                if buf is None:
+                    n_inputs = len(fn._input_metadata_)
+                    if not count and n_inputs <= 1:
+                        buf = [grad]
+                    else:
+                        buf = [None] * (n_inputs or 1)
+                        buf[input_nr] = grad
+                        if count:
+                            not_ready[fn] = buf
+                            continue
+                else:
+                    if grad is not None:  # InputBuffer.add, inlined
+                        buf[input_nr] = (
+                            grad if buf[input_nr] is None else _accumulate(buf, input_nr, grad)
+                        )
+                    if count:
+                        continue
+                    del not_ready[fn]
+                if threaded:  # (queued once the lock is let go)
+                    ready.append((fn, buf, grad))
+                    continue
+                if grad is None or type(grad) not in RAW_GRADS and grad._device is not CPU:
+                    self._push_ready(graph_task, fn, buf, grad)
+                    continue
+                if observer is not None:
+                    observer.node_ready(graph_task, fn, CPU)
+                if following is None:
+                    following, following_buf = fn, buf
+                    continue
+                seq, held = fn._sequence_nr_, following._sequence_nr_
+                if seq > held:  # fn is held back instead
+                    heappush(heap, (-held, next(_tiebreak), following, following_buf))
+                    following, following_buf = fn, buf
+                    continue
+                if seq == held:  # both queued, in the order they became ready
+                    heappush(heap, (-held, next(_tiebreak), following, following_buf))
+                    following = None
+                heappush(heap, (-seq, next(_tiebreak), fn, buf))
+        finally:
+            if threaded:
+                graph_task._lock.release()
+        if threaded:
+            return self._dispatch_ready(graph_task, ready)
+        if following is None:
+            return None
+        if heap and heap[0][0] <= -following._sequence_nr_:  # a queued node first
+            heappush(heap, (-following._sequence_nr_, next(_tiebreak), following, following_buf))
+            return None
+        return following, following_buf
 
     def _dispatch_ready(self, graph_task, ready):
         """Queue the nodes ``_validate_and_route`` found ready in a pass that uses device
