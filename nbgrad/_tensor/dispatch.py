@@ -209,9 +209,9 @@ def _unary(op, a, attrs=_NO_ATTRS):
 # two inputs).
 # The source stays on the row to read: ``OPS["mul"].result_source``.
 # Kept generated rather than one function over every row, because it pays: W1's forward chain
-# takes about 1.4 times as long per op through ``_wrap`` then ``_record`` (``_generic_result``)
-# as through the generated result (tests/benchmarks/generated_result.py: 1.42 and 1.46 in two
-# runs). What it does is ``_generic_result``'s work, field by field:
+# is slower per op through ``_wrap`` then ``_record`` (``_generic_result``) than through the
+# generated result (``tests/benchmarks/generated_result.py`` prints the ratio). What it does
+# is ``_generic_result``'s work, field by field:
 # tests/test_generated_result.py builds each kind of row both ways and compares every field of
 # the tensor and of the node, and checks that the source of ``neg`` (one input, nothing saved)
 # is exactly this, between the two marks:

@@ -642,10 +642,9 @@ class Engine:
     # the engine's innermost loop. They are written twice: in ``_validate_and_route`` for any
     # pass (Tensors, device workers, an observer, post-hooks), and in ``_evaluate_plain`` for a
     # plain pass (NOTE [A plain pass]) without what it cannot meet. A call per node from the plain
-    # loop to ``_validate_and_route`` cost W9's backward (a graph of 0-d tensors where nearly
-    # every node has two edges) about 5%: 299 against 285 ms, median of 5 alternated runs
-    # against the engine without it. A change to one copy is a change to both (each has its own
-    # mutants in tests/mutation.py).
+    # loop to ``_validate_and_route`` is measurable on W9 (a graph of 0-d tensors where nearly
+    # every node has two edges; ``tests/benchmarks/engine_ab.py`` prints it). A change to one
+    # copy is a change to both (each has its own mutants in tests/mutation.py).
     def _validate_and_route(self, graph_task, node, inputs, outputs):
         """Check ``node``'s ``outputs`` against the next nodes' inputs, then anomaly mode's NaN
         check, post-hooks, ``node_end`` and freeing saved values, then send them to the next
