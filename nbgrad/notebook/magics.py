@@ -46,7 +46,7 @@ from .recorder import Recorder
 from .sessions import SESSIONS, current_cell
 from .snapshot import MAX_NODES, build_snapshot, cut_note
 from .stepper import BackwardStepper
-from .svg import fit_output, trace_svg
+from .svg import STILL_METADATA, trace_svg
 from .trace import trace_snapshot
 
 __all__ = ["AutogradMagics", "Session", "parse_options", "USAGE", "empty_body_to_line_magic"]
@@ -386,10 +386,11 @@ class AutogradMagics(Magics):
             cut = f"; {cut_note(snap)}" if snap["truncated"] else ""
             display(
                 {
-                    "image/svg+xml": fit_output(svg),
+                    "image/svg+xml": svg,
                     "image/png": png_b64(svg),  # an untrusted notebook's picture (png.py)
                     "text/plain": f"<autograd graph: {rec.summary()}{cut}>",
                 },
+                metadata=STILL_METADATA,  # NOTE [Still pictures keep a readable size]
                 raw=True,
             )
             if opts.step and trace is not None:
@@ -403,10 +404,11 @@ class AutogradMagics(Magics):
                 svg = trace_svg(tr)
                 display(
                     {
-                        "image/svg+xml": fit_output(svg),
+                        "image/svg+xml": svg,
                         "image/png": png_b64(svg),
                         "text/plain": f"<backward pass: {len(tr['steps'])} steps>",
                     },
+                    metadata=STILL_METADATA,
                     raw=True,
                 )
             return

@@ -102,15 +102,16 @@ FOOTER_CHAR = 6.7  # the width of a character at 11px
 STILL_W = 2000
 STILL_H = 2000
 STILL_EDGES = 1500  # edges drawn at most: those of the boxes drawn first, then those passing
-# NOTE [Wide still pictures fit the output]
-# JupyterLab shows an SVG output as an <img> of the SVG's own width, with no CSS that keeps it
-# inside the output area (it does for a PNG), so a picture wider than the output is cut at its
-# right edge (a 1,560 px picture in a 900 px window). The picture a cell shows is therefore
-# written, when wider than FIT_W, with ``width="100%"`` and no height: its viewBox gives the
-# ratio, and the browser scales it to the output's width, text and all. Narrower pictures keep
-# their size in px (an output is wider than FIT_W in any window but a narrow one); the PNG
-# beside it, and the still pictures of saved widgets, keep theirs.
-FIT_W = 720
+# NOTE [Still pictures keep a readable size]
+# JupyterLab shows an image/svg+xml or image/png output as an <img> in an output area that
+# scrolls sideways (``.jp-OutputArea-output {overflow: auto}``): the SVG's at the size the SVG
+# states, the PNG's at its own size but shrunk to the output's width (``max-width: 100%``)
+# unless the output's metadata marks it ``unconfined``. A still picture's labels are drawn at
+# 11 px, the smallest size that reads well, so no picture is scaled down to fit the output (a
+# 1,561 px picture fitted so had 6.8 px labels in a 1,400 px window, 3.3 px at 900 px): the SVG
+# keeps its size in px, and the PNG goes out with STILL_METADATA, unconfined. A picture wider
+# than the output scrolls sideways to its right edge; a narrower one shows at its own size.
+STILL_METADATA = {"image/png": {"unconfined": True}}
 
 
 def _window(snapshot, lay, width, height):
@@ -536,14 +537,3 @@ def with_note(svg: str, text: str) -> str:
             "</g></svg>",
         ]
     )
-
-
-def fit_output(svg: str) -> str:
-    """``svg`` as a cell shows it: scaled to the output's width when wider than FIT_W px (NOTE
-    [Wide still pictures fit the output])."""
-    head = re.match(
-        r'<svg xmlns="http://www.w3.org/2000/svg" width="([\d.]+)" height="[\d.]+" ', svg
-    )
-    if head is None or float(head.group(1)) <= FIT_W:
-        return svg
-    return '<svg xmlns="http://www.w3.org/2000/svg" width="100%" ' + svg[head.end() :]

@@ -2,8 +2,8 @@
 1400 and 900 px wide (issue 33): a 2-layer MLP's graph (17 boxes) opens whole and readable (labels
 of 11 px or more, every box inside the canvas, the line under it says so); a graph too tall to
 show whole opens readable on its root and says what is out of view; a ``--static`` picture
-wider than the output is scaled to fit it, never clipped. Screenshots go to
-``$NBGRAD_ARTIFACTS``.
+wider than the output keeps 11 px labels (never scaled down to fit) and the output scrolls
+sideways to its right edge, as SVG and as PNG. Screenshots go to ``$NBGRAD_ARTIFACTS``.
 """
 
 import re
@@ -90,25 +90,49 @@ def test_a_tall_graph_opens_readable_on_its_root_and_says_so(nb, px):
     assert not nb.errors, nb.errors
 
 
+# a still picture's <img> in cell 3's output: its label size on screen (the SVG's font-size
+# times the scale to the drawing's size in whole px, as an <img> is sized), and whether its
+# right edge shows once whatever scrolls it sideways (the output area) is scrolled to the end
+SHOWN = """(img) => {
+  const svg = window.jupyterapp.shell.currentWidget.content.model.cells.get(3).outputs
+    .get(0).data['image/svg+xml'];
+  const drawn = svg.match(/viewBox="0 0 ([\\d.]+) ([\\d.]+)"/).slice(1).map(Number);
+  const font = Number(svg.match(/font-size="([\\d.]+)"/)[1]);
+  let box = img.parentElement;
+  while (box && !(box.scrollWidth > box.clientWidth + 1
+                  && /auto|scroll/.test(getComputedStyle(box).overflowX))) box = box.parentElement;
+  if (box) box.scrollLeft = box.scrollWidth;
+  const r = img.getBoundingClientRect();
+  const y = Math.min(Math.max(r.top, 0) + 40, r.bottom - 5, window.innerHeight - 5);
+  const x = r.right - 3;
+  return {drawn, natural: [img.naturalWidth, img.naturalHeight], shown: [r.width, r.height],
+          label: font * r.width / Math.floor(drawn[0]), scrolls: box && box.className,
+          rightEdgeInView: x < window.innerWidth && document.elementFromPoint(x, y) === img};
+}"""
+
+
+@pytest.mark.parametrize("mime", ["svg", "png"])
 @pytest.mark.parametrize("px", WIDTHS)
-def test_a_wide_still_picture_is_scaled_to_fit(nb, px):
+def test_a_wide_still_picture_stays_readable_and_scrolls(nb, px, mime):
+    """A ``--static`` picture wider than the output keeps labels of 11 px or more, and the
+    output scrolls sideways to its right edge (NOTE [Still pictures keep a readable size]): as
+    the SVG of a trusted notebook and as the PNG an untrusted one shows."""
     _width(nb, px)
+    nb.page.evaluate(  # an untrusted output shows the PNG
+        "(t) => { window.jupyterapp.shell.currentWidget.content.model.cells.get(3).trusted = t; }",
+        mime == "svg",
+    )
     out = nb.cell(3).locator(".jp-OutputArea-output").first
-    picture = out.locator("img").first
+    picture = out.locator(f"img[src^='data:image/{mime}']").first
     picture.wait_for(timeout=30_000)
     out.scroll_into_view_if_needed()
-    nb.shot(f"first-view-{px}-static", nb.cell(3).locator(".jp-OutputArea"))
-    # the picture's own size, from its viewBox
-    size = picture.evaluate(
-        "(i) => decodeURIComponent(i.src.split(',')[1])"
-        '.match(/viewBox="0 0 ([\\d.]+) ([\\d.]+)"/).slice(1).map(Number)'
-    )
-    shown = picture.bounding_box()
-    area = out.bounding_box()
-    assert size[0] > area["width"]  # wider than the output area
-    # the whole picture is shown inside the output: scaled down to its width, never cut
-    assert shown["x"] >= area["x"] - 1, (shown, area)
-    assert shown["x"] + shown["width"] <= area["x"] + area["width"] + 1, (shown, area)
-    assert shown["width"] >= area["width"] - 2, (shown, area)
-    assert shown["height"] == pytest.approx(shown["width"] * size[1] / size[0], rel=0.02)
+    nb.page.wait_for_timeout(200)
+    shown = picture.evaluate(SHOWN)
+    nb.shot(f"first-view-{px}-static-{mime}", nb.cell(3).locator(".jp-OutputArea"))
+    assert shown["natural"] == pytest.approx(shown["drawn"], abs=1), shown  # in whole px
+    assert shown["natural"][0] > out.bounding_box()["width"], shown  # wider than the output
+    assert shown["label"] >= 11, shown
+    assert shown["shown"][0] == pytest.approx(shown["natural"][0], abs=1), shown  # not stretched
+    assert shown["shown"][1] == pytest.approx(shown["natural"][1], abs=1), shown  # nor cut
+    assert shown["rightEdgeInView"], shown  # scrolled to its right edge, it shows
     assert not nb.errors, nb.errors

@@ -1,33 +1,57 @@
-"""A cell's still picture wider than FIT_W is written to scale to the output's width (NOTE [Wide
-still pictures fit the output]); a narrower one, and the PNG beside it, keep their px size."""
+"""A cell's still picture is shown at its own size, never scaled down to the output's width
+(NOTE [Still pictures keep a readable size]): the SVG keeps its width and height in px, and the
+PNG beside it goes out marked ``unconfined``, so JupyterLab scrolls a wide one sideways instead
+of shrinking it (test_browser_first_view.py shows it in the browser)."""
 
 import xml.etree.ElementTree as ET
 
-import nbgrad as ng
-from nbgrad.notebook.recorder import Recorder
-from nbgrad.notebook.snapshot import build_snapshot
-from nbgrad.notebook.svg import FIT_W, fit_output, snapshot_svg
+import pytest
+
+from nbgrad.notebook import magics
+from nbgrad.notebook.png import svg_to_png
+from nbgrad.notebook.svg import STILL_METADATA
+
+WIDE = """\
+%%autograd --static
+ops = [ng.Tensor.tanh, ng.Tensor.sin, ng.Tensor.exp, ng.Tensor.cos, ng.Tensor.sigmoid]
+xs = [ng.ones(2, requires_grad=True) for _ in range(8)]
+total = sum(ops[i % 5](x * (i + 1)).sum() for i, x in enumerate(xs))
+"""
+NARROW = "%%autograd --static\nq = (ng.ones(2, requires_grad=True) * 3).sum()"
 
 
-def _picture(branches):
-    with Recorder() as rec:
-        xs = [ng.ones(2, requires_grad=True) for _ in range(branches)]
-        ops = [ng.Tensor.tanh, ng.Tensor.sin, ng.Tensor.exp, ng.Tensor.cos, ng.Tensor.sigmoid]
-        sum(ops[i % len(ops)](x * (i + 1)).sum() for i, x in enumerate(xs))
-    return snapshot_svg(build_snapshot(rec, timings=False))
+@pytest.fixture
+def shown(ip, monkeypatch):
+    """What the cells run give ``display``: ``(data, metadata)`` pairs."""
+    calls = []
+    monkeypatch.setattr(
+        magics, "display", lambda d, metadata=None, **_: calls.append((d, metadata))
+    )
+    return calls
 
 
-def test_a_wide_picture_scales_to_the_output():
-    svg = _picture(5)
-    root = ET.fromstring(svg)
-    assert float(root.get("width")) > FIT_W
-    fitted = ET.fromstring(fit_output(svg))
-    assert fitted.get("width") == "100%" and fitted.get("height") is None
-    assert fitted.get("viewBox") == root.get("viewBox")
-    assert fit_output(svg).endswith(svg[svg.index(" viewBox=") :])
+def _size(data):
+    """The SVG's width and height in px (None where it states no px size), and the PNG's."""
+    root = ET.fromstring(data["image/svg+xml"])
+    px = [root.get(k) for k in ("width", "height")]
+    svg = tuple(round(float(v)) for v in px) if all(v and v[-1].isdigit() for v in px) else None
+    png = svg_to_png(data["image/svg+xml"])
+    return svg, (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big"))
 
 
-def test_a_narrow_picture_keeps_its_size():
-    svg = _picture(1)
-    assert float(ET.fromstring(svg).get("width")) <= FIT_W
-    assert fit_output(svg) == svg
+@pytest.mark.parametrize("cell", [WIDE, NARROW])
+def test_a_picture_keeps_its_size_and_its_png_is_unconfined(ip, shown, cell):
+    ip.run_cell(cell)
+    [(data, metadata)] = shown
+    svg, png = _size(data)
+    assert svg == png, (svg, png)  # the SVG's own size in px, the PNG's
+    assert (svg[0] > 1000) == (cell is WIDE), svg  # WIDE: wider than a 1,400 px window's output
+    assert metadata == STILL_METADATA == {"image/png": {"unconfined": True}}
+
+
+def test_a_step_cell_s_pictures_are_unconfined_too(ip, shown):
+    ip.run_cell(
+        "%%autograd --static --step --backward y\ny = (ng.ones(2, requires_grad=True) * 3).sum()"
+    )
+    assert [m for _, m in shown] == [STILL_METADATA, STILL_METADATA]
+    assert all(_size(d)[0] is not None for d, _ in shown)
