@@ -296,8 +296,8 @@ function watchKernel(model, el) {
 // apply). Other widgets' outputs and state are left as they are. The saved picture is the
 // PNG alone: a widget's PNG has a line on top saying that running the cell again brings the
 // live widget back (StillWidget._repr_mimebundle_), which a page reloaded while its kernel
-// runs (it reads the saved file) needs to say; and JupyterLab shrinks a PNG to the output's
-// width, where it shows an SVG (an <img> too) at its own width, cut at a narrow window's edge.
+// runs (it reads the saved file) needs to say. It keeps its size, as the SVG does, and scrolls
+// sideways in a narrow output (NOTE [Still pictures keep a readable size] in svg.py).
 const WIDGET_VIEW = "application/vnd.jupyter.widget-view+json";
 const WIDGET_STATE = "application/vnd.jupyter.widget-state+json";
 const SAVED_ON = Symbol.for("nbgrad.saved-pictures"); // on the widget manager: our model ids
@@ -327,7 +327,7 @@ function savedWithPictures(nb, ids) {
       return out;
     }
     const { [WIDGET_VIEW]: _, ...picture } = data;
-    // the PNG, which says how the live widget comes back and fits the output's width
+    // the PNG, which says how the live widget comes back
     if (picture["image/png"]) delete picture["image/svg+xml"];
     return { ...out, data: picture };
   };

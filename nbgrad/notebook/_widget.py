@@ -23,7 +23,7 @@ import anywidget
 import traitlets as t
 
 from .png import png_b64
-from .svg import with_note
+from .svg import STILL_METADATA, with_note
 
 __all__ = ["asset", "esm", "widgets_dir", "StillWidget", "dumps", "STILL_NOTE"]
 
@@ -132,7 +132,7 @@ class _Still:
         self._bundle = bundle
 
     def _repr_mimebundle_(self, **kwargs):
-        return dict(self._bundle)
+        return dict(self._bundle), STILL_METADATA
 
     def __repr__(self):
         return self._bundle["text/plain"]
@@ -209,7 +209,7 @@ class StillWidget(anywidget.AnyWidget):
         data["image/svg+xml"] = svg
         # what an untrusted or reloaded notebook shows (NOTE [A picture that stands for a widget])
         data["image/png"] = png_b64(with_note(svg, STILL_NOTE))
-        return data, meta
+        return data, {**meta, **STILL_METADATA}  # NOTE [Still pictures keep a readable size]
 
     def still(self):
         """The widget as it is now, as a still picture (with its text): an output that a later

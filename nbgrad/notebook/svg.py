@@ -109,8 +109,9 @@ STILL_EDGES = 1500  # edges drawn at most: those of the boxes drawn first, then 
 # unless the output's metadata marks it ``unconfined``. A still picture's labels are drawn at
 # 11 px, the smallest size that reads well, so no picture is scaled down to fit the output (a
 # 1,561 px picture fitted so had 6.8 px labels in a 1,400 px window, 3.3 px at 900 px): the SVG
-# keeps its size in px, and the PNG goes out with STILL_METADATA, unconfined. A picture wider
-# than the output scrolls sideways to its right edge; a narrower one shows at its own size.
+# keeps its size in px, and the PNG goes out with STILL_METADATA, unconfined (a cell's
+# ``--static`` pictures, and a widget's still picture: StillWidget in _widget.py). A picture
+# wider than the output scrolls sideways to its right edge; a narrower one shows at its size.
 STILL_METADATA = {"image/png": {"unconfined": True}}
 
 

@@ -92,6 +92,28 @@ def _font_px(graph):
     )
 
 
+def scrolled_to_right_edge(img):
+    """Scroll what scrolls the picture ``img`` sideways (its output area) to the end: the
+    <img>'s natural and shown size, and whether its right edge is then in view (NOTE [Still
+    pictures keep a readable size])."""
+    return img.evaluate(
+        """(img) => {
+  let box = img.parentElement;
+  while (box && !(box.scrollWidth > box.clientWidth + 1
+                  && /auto|scroll/.test(getComputedStyle(box).overflowX))) box = box.parentElement;
+  if (box) box.scrollLeft = box.scrollWidth;
+  const r = img.getBoundingClientRect();
+  const p = img.closest('.jp-WindowedPanel-outer').getBoundingClientRect();  // the notebook's
+  const y = (Math.max(r.top, p.top) + Math.min(r.bottom, p.bottom)) / 2;  // own scrolling
+  const x = r.right - 3;
+  const at = document.elementFromPoint(x, y);
+  return {natural: [img.naturalWidth, img.naturalHeight], shown: [r.width, r.height],
+          width: (box || img.parentElement).clientWidth, at: at && at.className,
+          rightEdgeInView: at === img};
+}"""
+    )
+
+
 @pytest.mark.parametrize("px", WIDTHS)
 def test_the_mlp_graph_opens_readable_and_fit_stays_readable(nb, px):
     _width(nb, px)
@@ -257,15 +279,17 @@ def test_a_page_reloaded_while_the_kernel_runs_says_how_to_get_the_widgets_back(
     assert png.getpixel((png.size[0] - 3, 3)) == (255, 248, 225), png.getpixel((3, 3))
     assert picture.evaluate("(e) => e.naturalHeight") == png.size[1]
     nb.shot("newcomer-reloaded", nb.cell(1).locator(".jp-OutputArea"))
-    # at 900 px the pictures are shown whole (scaled to the output, not cut)
+    # at 900 px the pictures keep their size (11 px labels) and a picture wider than its output
+    # scrolls sideways to its right edge
     _width(nb, 900)
+    wider = 0
     for img in nb.panel.locator(".jp-OutputArea-output img").all():
         img.scroll_into_view_if_needed()
-        shown = img.evaluate(
-            "(e) => { const o = e.closest('.jp-OutputArea-output').getBoundingClientRect();"
-            " const r = e.getBoundingClientRect(); return [r.left, r.right, o.left, o.right]; }"
-        )
-        assert shown[0] >= shown[2] - 1 and shown[1] <= shown[3] + 1, shown
+        shown = scrolled_to_right_edge(img)
+        assert shown["shown"] == pytest.approx(shown["natural"], abs=1), shown
+        assert shown["rightEdgeInView"], shown
+        wider += shown["natural"][0] > shown["width"]
+    assert wider  # the MLP's graph is wider than a 900 px window's output (468 px)
     nb.shot("newcomer-900-reloaded", nb.panel)
     _width(nb, 1400)
     # and running the cell again does bring the live widget back

@@ -1,13 +1,17 @@
-"""A cell's still picture is shown at its own size, never scaled down to the output's width
-(NOTE [Still pictures keep a readable size]): the SVG keeps its width and height in px, and the
-PNG beside it goes out marked ``unconfined``, so JupyterLab scrolls a wide one sideways instead
-of shrinking it (test_browser_first_view.py shows it in the browser)."""
+"""A still picture (a cell's ``--static`` one, a widget's) is shown at its own size, never
+scaled down to the output's width (NOTE [Still pictures keep a readable size]): the SVG keeps
+its width and height in px, and the PNG beside it goes out marked ``unconfined``, so JupyterLab
+scrolls a wide one sideways instead of shrinking it (test_browser_first_view.py and
+test_browser_newcomer.py show it in the browser)."""
 
 import xml.etree.ElementTree as ET
 
 import pytest
 
+import nbgrad as ng
 from nbgrad.notebook import magics
+from nbgrad.notebook.graph_view import GraphView
+from nbgrad.notebook.hook_editor import HookEditor
 from nbgrad.notebook.png import svg_to_png
 from nbgrad.notebook.svg import STILL_METADATA
 
@@ -55,3 +59,11 @@ def test_a_step_cell_s_pictures_are_unconfined_too(ip, shown):
     )
     assert [m for _, m in shown] == [STILL_METADATA, STILL_METADATA]
     assert all(_size(d)[0] is not None for d, _ in shown)
+
+
+def test_a_widget_s_still_pictures_are_unconfined():
+    loss = (ng.ones(3, requires_grad=True) * 2).sum()
+    data, meta = GraphView(loss)._repr_mimebundle_()
+    assert "image/png" in data and meta["image/png"] == {"unconfined": True}
+    data, meta = HookEditor(loss).still()._repr_mimebundle_()
+    assert "image/png" in data and meta == STILL_METADATA

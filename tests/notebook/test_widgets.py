@@ -477,12 +477,12 @@ def test_a_still_keeps_the_moment():
     ed = HookEditor(y, root=loss)
     ed.add_hook("tensor_hook", "lambda grad: grad * 2")
     still = ed.still()
-    bundle = still._repr_mimebundle_()
+    bundle, _ = still._repr_mimebundle_()
     assert set(bundle) == {"text/plain", "image/svg+xml", "image/png"}  # no live view
     assert repr(still).startswith("HookEditor(") and "1 hooks" in repr(still)
     (hook,) = ed.hooks
     ed.remove_hook(hook["id"])
-    assert "1 hooks" in still._repr_mimebundle_()["text/plain"]
+    assert "1 hooks" in still._repr_mimebundle_()[0]["text/plain"]
     assert "0 hooks" in repr(ed)
 
 
