@@ -4,7 +4,9 @@ its width and height in px, and the PNG beside it goes out marked ``unconfined``
 scrolls a wide one sideways instead of shrinking it (test_browser_first_view.py and
 test_browser_newcomer.py show it in the browser)."""
 
+import json
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
@@ -67,3 +69,16 @@ def test_a_widget_s_still_pictures_are_unconfined():
     assert "image/png" in data and meta["image/png"] == {"unconfined": True}
     data, meta = HookEditor(loss).still()._repr_mimebundle_()
     assert "image/png" in data and meta == STILL_METADATA
+
+
+def test_the_tutorials_pictures_are_stored_unconfined():
+    """An untrusted tutorial shows its stored PNGs: stored with the metadata the code sends."""
+    stored = [
+        (path.name, output.get("metadata"))
+        for path in sorted((Path(__file__).parents[2] / "notebooks").glob("*.ipynb"))
+        for cell in json.loads(path.read_text())["cells"]
+        for output in cell.get("outputs", [])
+        if "image/png" in output.get("data", {})
+    ]
+    assert len(stored) > 10
+    assert [m for _, m in stored] == [STILL_METADATA] * len(stored), stored
