@@ -278,6 +278,28 @@ class Notebook:
         )
 
 
+def scrolled_to_right_edge(img):
+    """Scroll what scrolls the picture ``img`` sideways (its output area) to the end: the
+    <img>'s natural and shown size, and whether its right edge is then in view (NOTE [Still
+    pictures keep a readable size])."""
+    return img.evaluate(
+        """(img) => {
+  let box = img.parentElement;
+  while (box && !(box.scrollWidth > box.clientWidth + 1
+                  && /auto|scroll/.test(getComputedStyle(box).overflowX))) box = box.parentElement;
+  if (box) box.scrollLeft = box.scrollWidth;
+  const r = img.getBoundingClientRect();
+  const p = img.closest('.jp-WindowedPanel-outer').getBoundingClientRect();  // the notebook's
+  const y = (Math.max(r.top, p.top) + Math.min(r.bottom, p.bottom)) / 2;  // own scrolling
+  const x = r.right - 3;
+  const at = document.elementFromPoint(x, y);
+  return {natural: [img.naturalWidth, img.naturalHeight], shown: [r.width, r.height],
+          width: (box || img.parentElement).clientWidth, at: at && at.className,
+          rightEdgeInView: at === img};
+}"""
+    )
+
+
 @pytest.fixture(scope="module")
 def nb(lab, browser, artifacts):
     """The test notebook, run once; while cell 1 runs, its live graph is caught growing."""
@@ -631,6 +653,20 @@ def test_an_untrusted_tutorial_shows_its_pictures(lab, browser, artifacts):
             assert "<autograd graph" not in text and "GraphView(" not in text, (i, text)
         cells.nth(with_picture[0]).scroll_into_view_if_needed()
         book.shot("tutorial-00-untrusted", book.panel)
+        # in a 900 px window each picture keeps its size and scrolls sideways to its right edge
+        page.set_viewport_size({"width": 900, "height": 2400})
+        page.wait_for_timeout(400)
+        wider = 0
+        for img in book.panel.locator(".jp-OutputArea-output img").all():
+            img.scroll_into_view_if_needed()
+            shown = scrolled_to_right_edge(img)
+            assert shown["shown"] == pytest.approx(shown["natural"], abs=1), shown
+            assert shown["rightEdgeInView"], shown
+            wider += shown["natural"][0] > shown["width"]
+        assert wider  # the hook editor's 640 px picture is wider than the 468 px output
+        book.shot(
+            "tutorial-00-untrusted-900", cells.nth(with_picture[-1]).locator(".jp-OutputArea")
+        )
         assert not book.errors, book.errors
     except BaseException:
         book.shot("FAILED-tutorial-00-untrusted")

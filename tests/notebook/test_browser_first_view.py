@@ -6,10 +6,17 @@ wider than the output keeps 11 px labels (never scaled down to fit) and the outp
 sideways to its right edge, as SVG and as PNG. Screenshots go to ``$NBGRAD_ARTIFACTS``.
 """
 
+import math
 import re
 
 import pytest
-from test_browser import Notebook, artifacts, browser, run_lab  # noqa: F401 - fixtures
+from test_browser import (  # noqa: F401 - fixtures
+    Notebook,
+    artifacts,
+    browser,
+    run_lab,
+    scrolled_to_right_edge,
+)
 from test_browser_newcomer import MLP, _font_px, _out_of_view, _run_cell, _width
 
 OPS = (  # thirteen different ops: a chain or a fan of them folds into no series
@@ -90,24 +97,12 @@ def test_a_tall_graph_opens_readable_on_its_root_and_says_so(nb, px):
     assert not nb.errors, nb.errors
 
 
-# a still picture's <img> in cell 3's output: its label size on screen (the SVG's font-size
-# times the scale to the drawing's size in whole px, as an <img> is sized), and whether its
-# right edge shows once whatever scrolls it sideways (the output area) is scrolled to the end
-SHOWN = """(img) => {
+# the width and height cell 3's still picture is drawn at (its viewBox), and its label size
+DRAWN = """() => {
   const svg = window.jupyterapp.shell.currentWidget.content.model.cells.get(3).outputs
     .get(0).data['image/svg+xml'];
-  const drawn = svg.match(/viewBox="0 0 ([\\d.]+) ([\\d.]+)"/).slice(1).map(Number);
-  const font = Number(svg.match(/font-size="([\\d.]+)"/)[1]);
-  let box = img.parentElement;
-  while (box && !(box.scrollWidth > box.clientWidth + 1
-                  && /auto|scroll/.test(getComputedStyle(box).overflowX))) box = box.parentElement;
-  if (box) box.scrollLeft = box.scrollWidth;
-  const r = img.getBoundingClientRect();
-  const y = Math.min(Math.max(r.top, 0) + 40, r.bottom - 5, window.innerHeight - 5);
-  const x = r.right - 3;
-  return {drawn, natural: [img.naturalWidth, img.naturalHeight], shown: [r.width, r.height],
-          label: font * r.width / Math.floor(drawn[0]), scrolls: box && box.className,
-          rightEdgeInView: x < window.innerWidth && document.elementFromPoint(x, y) === img};
+  return [...svg.match(/viewBox="0 0 ([\\d.]+) ([\\d.]+)"/).slice(1),
+          svg.match(/font-size="([\\d.]+)"/)[1]].map(Number);
 }"""
 
 
@@ -127,12 +122,15 @@ def test_a_wide_still_picture_stays_readable_and_scrolls(nb, px, mime):
     picture.wait_for(timeout=30_000)
     out.scroll_into_view_if_needed()
     nb.page.wait_for_timeout(200)
-    shown = picture.evaluate(SHOWN)
+    width, height, font = nb.page.evaluate(DRAWN)
+    shown = scrolled_to_right_edge(picture)
     nb.shot(f"first-view-{px}-static-{mime}", nb.cell(3).locator(".jp-OutputArea"))
-    assert shown["natural"] == pytest.approx(shown["drawn"], abs=1), shown  # in whole px
-    assert shown["natural"][0] > out.bounding_box()["width"], shown  # wider than the output
-    assert shown["label"] >= 11, shown
-    assert shown["shown"][0] == pytest.approx(shown["natural"][0], abs=1), shown  # not stretched
-    assert shown["shown"][1] == pytest.approx(shown["natural"][1], abs=1), shown  # nor cut
+    # the labels' size on screen: the font-size times the scale to the drawing's size in whole
+    # px (as an <img> is sized)
+    label = font * shown["shown"][0] / math.floor(width)
+    assert label >= 11, (label, shown)
+    assert width > out.bounding_box()["width"], shown  # wider than the output
+    assert shown["natural"] == pytest.approx([width, height], abs=1), shown  # the drawing's size
+    assert shown["shown"] == pytest.approx(shown["natural"], abs=1), shown  # not scaled, not cut
     assert shown["rightEdgeInView"], shown  # scrolled to its right edge, it shows
     assert not nb.errors, nb.errors

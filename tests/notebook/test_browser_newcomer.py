@@ -19,7 +19,13 @@ import re
 import pytest
 from PIL import Image
 from playwright import sync_api
-from test_browser import Notebook, artifacts, browser, run_lab  # noqa: F401 - fixtures
+from test_browser import (  # noqa: F401 - fixtures
+    Notebook,
+    artifacts,
+    browser,
+    run_lab,
+    scrolled_to_right_edge,
+)
 from test_browser_rerun import run_cell
 
 MLP = (
@@ -89,28 +95,6 @@ def _font_px(graph):
     return graph.evaluate(
         "(g) => { const t = g.querySelector('.nbg-node .nbg-label');"
         " return t.getBoundingClientRect().height; }"
-    )
-
-
-def scrolled_to_right_edge(img):
-    """Scroll what scrolls the picture ``img`` sideways (its output area) to the end: the
-    <img>'s natural and shown size, and whether its right edge is then in view (NOTE [Still
-    pictures keep a readable size])."""
-    return img.evaluate(
-        """(img) => {
-  let box = img.parentElement;
-  while (box && !(box.scrollWidth > box.clientWidth + 1
-                  && /auto|scroll/.test(getComputedStyle(box).overflowX))) box = box.parentElement;
-  if (box) box.scrollLeft = box.scrollWidth;
-  const r = img.getBoundingClientRect();
-  const p = img.closest('.jp-WindowedPanel-outer').getBoundingClientRect();  // the notebook's
-  const y = (Math.max(r.top, p.top) + Math.min(r.bottom, p.bottom)) / 2;  // own scrolling
-  const x = r.right - 3;
-  const at = document.elementFromPoint(x, y);
-  return {natural: [img.naturalWidth, img.naturalHeight], shown: [r.width, r.height],
-          width: (box || img.parentElement).clientWidth, at: at && at.className,
-          rightEdgeInView: at === img};
-}"""
     )
 
 
