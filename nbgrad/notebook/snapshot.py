@@ -19,6 +19,8 @@ value that is not a tensor where a gradient is expected is ``{"repr": str}``.
 from __future__ import annotations
 
 import bisect
+import contextlib
+import gc
 import os
 import weakref
 
@@ -45,6 +47,7 @@ __all__ = [
     "view_snapshot",
     "details",
     "cut_note",
+    "no_collection",
 ]
 
 SCHEMA_VERSION = 1
@@ -157,6 +160,46 @@ class IdMap:
                 table[key] = got
             else:  # (holding the key, so that its id is not reused while the map lives)
                 table[id(key)] = (key, got)
+        return got
+
+
+# NOTE [No collection while drawing]
+# A snapshot is a tree of fresh dicts and lists (some 30 a node), made while the kernel holds
+# the graph, its records and everything else the user made. Each batch of new containers
+# wakes Python's cyclic collector, whose full passes walk that whole heap: on a 10,000-node
+# chain they took over half of the snapshot's time, and more the bigger the kernel, so the
+# snapshot cost grew faster than the graph. The drawing makes no reference cycles (JSON-like
+# data), so the collector is paused while it is made (``no_collection``), and resumes after;
+# the garbage of the drawing is counted as usual and collected by the next pass.
+@contextlib.contextmanager
+def no_collection():
+    """Pause the cyclic garbage collector for the block (NOTE [No collection while drawing])."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+class _DrawnIds:
+    """The ids of one snapshot: ``drawn``, ``{node: id}`` for the nodes drawn, made once a node
+    (not at each of its ten or so uses); called, the id of any node (else the IdMap's)."""
+
+    __slots__ = ("drawn", "_others", "_ids", "source")
+
+    def __init__(self, ids, nodes):
+        self._ids, self.source = ids, ids.source
+        self.drawn = {n: ids(n) for n in nodes}
+        self._others = {}
+
+    def __call__(self, node):
+        got = self.drawn.get(node)
+        if got is None and node is not None:
+            got = self._others.get(node)
+            if got is None:
+                got = self._others[node] = self._ids(node)
         return got
 
 
@@ -394,6 +437,7 @@ def _pass_entry(trace, ids, drawn=None):
     }
 
 
+@no_collection()
 def build_snapshot(
     recorder=None,
     roots=(),
@@ -456,6 +500,7 @@ def build_snapshot(
         for k, s in enumerate(shown.steps):
             order_of.setdefault(s.node, k)
     ordered = sorted(nodes, key=lambda n: _order_key(n, ids))
+    ids = _DrawnIds(ids, ordered)
     hook_entries, node_hooks = _hook_entries(ordered, groups, group_ids, ids, source)
     drawn = {
         "node_hooks": node_hooks,
@@ -467,10 +512,10 @@ def build_snapshot(
         "recorder": recorder,
         "objects": objects,
     }
-    out_nodes = _node_entries(ordered, ids, source, unexpanded, node_set, shown, order_of, drawn)
-    out_edges = _edge_entries(ordered, unexpanded, node_set, shown, ids, source)
+    out_nodes = _node_entries(ordered, ids, source, unexpanded, shown, order_of, drawn)
+    out_edges = _edge_entries(ordered, unexpanded, shown, ids, source)
     out_groups = _group_entries(groups, group_ids, paths, out_nodes, first_kept, recorder, objects)
-    out_records = _record_entries(records, recorder, ids, node_set, group_ids, timings)
+    out_records = _record_entries(records, recorder, ids, group_ids, timings)
     mark_nodes(out_nodes, recorder, ids)  # NaN and Inf: answers_values.py
 
     return {
@@ -645,7 +690,7 @@ def _hook_entries(ordered, groups, group_ids, ids, source):
     return hook_entries, node_hooks
 
 
-def _node_entries(ordered, ids, source, unexpanded, node_set, shown, order_of, drawn):
+def _node_entries(ordered, ids, source, unexpanded, shown, order_of, drawn):
     """The entries of the ``ordered`` nodes; ``drawn``: what places and names them (a dict of
     node_hooks, node_record, node_group, names, param_group, group_ids, recorder, objects)."""
     node_hooks, node_record, node_group = (
@@ -656,8 +701,9 @@ def _node_entries(ordered, ids, source, unexpanded, node_set, shown, order_of, d
     names, param_group, group_ids = drawn["names"], drawn["param_group"], drawn["group_ids"]
     recorder, objects = drawn["recorder"], drawn["objects"]
     out_nodes = []
+    nids = ids.drawn
     for node in ordered:
-        nid = ids(node)
+        nid = nids[node]
         kind = _node_kind(node, unexpanded, source)
         meta = source.input_metadata(node)
         name = source.node_name(node)
@@ -678,7 +724,7 @@ def _node_entries(ordered, ids, source, unexpanded, node_set, shown, order_of, d
             "metadata": _metadata_of(node, source),
             "saved": _saved_of(node, source),
             "next": [
-                {"node": ids(fn) if fn in node_set else None, "input_nr": input_nr}
+                {"node": nids.get(fn), "input_nr": input_nr}
                 for fn, input_nr in source.next_edges(node)
             ],
             "input_metadata": [
@@ -714,21 +760,23 @@ def _node_entries(ordered, ids, source, unexpanded, node_set, shown, order_of, d
     return out_nodes
 
 
-def _edge_entries(ordered, unexpanded, node_set, shown, ids, source):
+def _edge_entries(ordered, unexpanded, shown, ids, source):
     """The edges between the drawn nodes, with the shown pass's gradients."""
     out_edges = []
     edge_grads = shown.edge_grads if shown is not None else {}
+    nids = ids.drawn
     for entry_node in ordered:
         if entry_node in unexpanded:
             continue
         for i, (fn, input_nr) in enumerate(source.next_edges(entry_node)):
-            if fn is None or fn not in node_set:
+            to = nids.get(fn)
+            if to is None:
                 continue
             out_edges.append(
                 {
                     "id": f"e{len(out_edges)}",
-                    "from": ids(entry_node),
-                    "to": ids(fn),
+                    "from": nids[entry_node],
+                    "to": to,
                     "index": i,
                     "input_nr": input_nr,
                     "grad": summarised(edge_grads.get((entry_node, i))),
@@ -769,18 +817,19 @@ def _group_entries(groups, group_ids, paths, out_nodes, first_kept, recorder, ob
     return out_groups
 
 
-def _record_entries(records, recorder, ids, node_set, group_ids, timings):
+def _record_entries(records, recorder, ids, group_ids, timings):
     """The recorded calls kept."""
     out_records = []
     cell = getattr(recorder, "cell_filename", None)
+    nids = ids.drawn
     for r in records:
         out_records.append(
             {
                 "index": r.index,
                 "op": r.op,
-                "node": ids(r.node) if r.node is not None and r.node in node_set else None,
-                "inputs": [_info_summary(i, ids, node_set) for i in r.inputs],
-                "outputs": [_info_summary(i, ids, node_set) for i in r.outputs],
+                "node": nids.get(r.node),
+                "inputs": [_info_summary(i, nids) for i in r.inputs],
+                "outputs": [_info_summary(i, nids) for i in r.outputs],
                 "time_us": round(r.elapsed * 1e6, 1) if timings else None,
                 "line": r.line,
                 "file": None
@@ -826,12 +875,11 @@ def _top_nodes(nodes, source):
     return [n for n in nodes if n not in pointed]
 
 
-def _info_summary(info, ids, node_set):
-    node = info.node
+def _info_summary(info, nids):
     return {
         "shape": list(info.shape),
         "dtype": info.dtype,
         "device": info.device,
         "requires_grad": info.requires_grad,
-        "node": ids(node) if node is not None and node in node_set else None,
+        "node": nids.get(info.node),
     }

@@ -1,0 +1,84 @@
+"""What a snapshot costs, as behaviours (its speed is printed by
+``tests/benchmarks/notebook_shapes.py``): no cyclic collection while it is made (NOTE [No
+collection while drawing] in snapshot.py), each node's id made once."""
+
+import gc
+import sys
+
+import nbgrad as ng
+from nbgrad.notebook.recorder import Recorder
+from nbgrad.notebook.snapshot import IdMap, build_snapshot, no_collection
+
+
+def recorded_chain(calls):
+    rec = Recorder()
+    with rec:
+        h = ng.ones(4, requires_grad=True)
+        for _ in range(calls // 2):
+            h = (h * 1.0001).tanh()
+        loss = h.sum()
+        loss.backward(retain_graph=True)
+    return rec, loss
+
+
+def test_no_collection_while_a_snapshot_is_made():
+    rec, _loss = recorded_chain(2000)
+    starts = []
+
+    def count(phase, info):  # a collection that starts inside build_snapshot
+        frame = sys._getframe(1)
+        while (
+            frame is not None
+            and frame.f_code is not getattr(build_snapshot, "__wrapped__", build_snapshot).__code__
+        ):
+            frame = frame.f_back
+        if phase == "start" and frame is not None:
+            starts.append(info["generation"])
+
+    old = gc.get_threshold()
+    gc.set_threshold(50, 2, 2)  # a collection every 50 new containers
+    gc.callbacks.append(count)
+    try:
+        snap = build_snapshot(rec)
+    finally:
+        gc.callbacks.remove(count)
+        gc.set_threshold(*old)
+    assert len(snap["nodes"]) > 2000
+    assert starts == []
+    assert gc.isenabled()
+
+
+def test_no_collection_restores_the_collector_as_it_was():
+    assert gc.isenabled()
+    try:
+        with no_collection():
+            assert not gc.isenabled()
+            raise KeyError("inside")
+    except KeyError:
+        pass
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with no_collection():
+            pass
+        assert not gc.isenabled()  # a caller's own pause is left alone
+    finally:
+        gc.enable()
+
+
+class CountingIds(IdMap):
+    calls = 0
+
+    def __call__(self, node):
+        CountingIds.calls += 1
+        return super().__call__(node)
+
+
+def test_each_node_id_is_made_once():
+    rec, _loss = recorded_chain(1000)
+    ids = CountingIds(rec.graph_source)
+    snap = build_snapshot(rec, ids=ids)
+    plain = build_snapshot(rec, ids=IdMap(rec.graph_source))
+    assert snap == plain
+    # numbering the leaves, sorting and the table of ids: a few calls a node, not one a use
+    assert CountingIds.calls <= 3 * len(snap["nodes"])
