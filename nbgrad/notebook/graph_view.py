@@ -31,7 +31,15 @@ import traitlets as t
 
 from ._widget import StillWidget, asset, dumps, esm
 from .layout import default_collapsed, layout
-from .snapshot import MAX_NODES, IdMap, build_snapshot, cut_note, details, view_snapshot
+from .snapshot import (
+    MAX_NODES,
+    IdMap,
+    build_snapshot,
+    cut_note,
+    details,
+    no_collection,
+    view_snapshot,
+)
 from .sources import source_for
 from .svg import snapshot_svg
 
@@ -125,6 +133,7 @@ class GraphView(StillWidget):
         self._layout_json = dumps(change["new"])
 
     # -- building ----------------------------------------------------------------------------
+    @no_collection()  # NOTE [No collection while drawing] in snapshot.py
     def refresh(self):
         """Rebuild the snapshot and the layout from the recorder or the roots."""
         start = time.perf_counter()
