@@ -340,6 +340,7 @@ class BackwardTrace:
         self._pending = []  # nodes that ended and whose routing is not yet observed
         self._current = {}  # thread -> Step running
         self._pending_hooks = {}  # node -> hooks that fired before node_start
+        self.nonfinite_seen = False  # whether a gradient of the pass held NaN or Inf
         self._memo = {}  # id(tensor) -> (weak reference, version, GradFacts), for this pass
         self._norms = {}  # see NOTE [A norm read once]
 
@@ -394,6 +395,8 @@ class BackwardTrace:
         if hit is not None and hit[0]() is value and hit[1] == version:
             return hit[2]
         facts = array_facts(source.to_numpy(value), value, self.max_values, source, self._norms)
+        if facts.nonfinite is not None:
+            self.nonfinite_seen = True
         try:
             self._memo[key] = (weakref.ref(value), version, facts)
         except TypeError:  # a tensor that takes no weak reference: not remembered

@@ -310,8 +310,9 @@ def _superseded(record, source):
     becomes the Function's node, e.g. ``BackwardHookFunctionBackward``). Such a node is no part
     of the graph; it is still drawn if another node leads to it."""
     outs = record.output_tensors()
+    node = record.node  # (an op's node is never an accumulator: its grad_fn is enough)
     return len(outs) == record.n_outputs and all(
-        source.tensor_facts(t).grad_fn is not record.node for t in outs
+        source.gradient_node(t, create=False) is not node for t in outs
     )
 
 

@@ -82,3 +82,18 @@ def test_each_node_id_is_made_once():
     assert snap == plain
     # numbering the leaves, sorting and the table of ids: a few calls a node, not one a use
     assert CountingIds.calls <= 3 * len(snap["nodes"])
+
+
+def test_a_pass_says_whether_it_saw_nan_or_inf():
+    # the NaN and Inf answers skip the passes that saw none (answers_values.find_nonfinite)
+    from nbgrad.notebook.answers_values import find_nonfinite
+
+    rec, _loss = recorded_chain(200)
+    assert rec.passes[-1].nonfinite_seen is False
+    assert find_nonfinite(rec) == []
+    rec = Recorder()
+    with rec:
+        x = ng.tensor([1.0, 0.0], requires_grad=True)
+        x.sqrt().sum().backward()  # d sqrt(x) / dx at 0 is inf
+    assert rec.passes[-1].nonfinite_seen is True
+    assert [(f.node, f.phase) for f in find_nonfinite(rec)][0] == ("SqrtBackward0", "backward")
