@@ -97,3 +97,13 @@ def test_a_pass_says_whether_it_saw_nan_or_inf():
         x.sqrt().sum().backward()  # d sqrt(x) / dx at 0 is inf
     assert rec.passes[-1].nonfinite_seen is True
     assert [(f.node, f.phase) for f in find_nonfinite(rec)][0] == ("SqrtBackward0", "backward")
+
+
+def test_a_chain_steps_share_their_empty_queue_and_buffers():
+    # NOTE [Steps read alike] in records.py: the steps of a long chain hold one empty value
+    rec, _loss = recorded_chain(1000)
+    steps = rec.passes[-1].steps
+    assert len(steps) > 1000
+    assert all(s.ready == {"cpu": []} and s.buffers == {} for s in steps)
+    assert len({id(s.ready) for s in steps}) == 1
+    assert len({id(s.buffers) for s in steps}) == 1
