@@ -170,43 +170,69 @@ class RecordList:
     """The records of a recorder, in call order: a read-only sequence of :class:`Record`.
 
     The recorder appends one plain tuple per call (see NOTE [Recording cost]); the Record
-    objects are made when the list is first read past them."""
+    objects are made when the list is first read past them, or (``since``) when the calls
+    after one are read: a snapshot of a graph cut at its ``max_nodes`` keeps the last calls
+    only, and reads the others' nodes alone (``made``)."""
 
-    __slots__ = ("_raw", "_made", "_cell", "_line_offset", "graph_source")
+    __slots__ = ("_raw", "_made", "_some", "_cell", "_line_offset", "graph_source")
 
     def __init__(self, cell=None, line_offset=0, source=NBGRAD):
         self._raw = []  # (op, inputs, outputs, node, elapsed, filename, lineno, group, refs)
         self._made = []
+        self._some = {}  # index -> Record, made by ``since`` past the ones made in order
         self._cell = cell
         self._line_offset = line_offset
         self.graph_source = source
 
+    def made(self):
+        """``(node, outputs)`` of each call, in order, without making its Record: the Node it
+        created (or None) and its outputs as ``Record.output_tensors`` reads them."""
+        return [(raw[3], raw[8]) for raw in self._raw]
+
+    def since(self, first):
+        """The records from index ``first`` on (a list), the earlier ones left unmade."""
+        if first <= len(self._made):
+            return self._sync()[first:]
+        some = self._some
+        out = []
+        for k in range(first, len(self._raw)):
+            rec = some.get(k)
+            if rec is None:
+                rec = some[k] = self._make(k)
+            out.append(rec)
+        return out
+
     def _sync(self):
         made = self._made
-        raw = self._raw
+        some = self._some
+        for k in range(len(made), len(self._raw)):
+            rec = some.pop(k, None) if some else None
+            made.append(rec if rec is not None else self._make(k))
+        return made
+
+    def _make(self, k):
+        """The Record of call ``k``."""
         cell = self._cell
         source = self.graph_source
-        for k in range(len(made), len(raw)):
-            op, inputs, outputs, node, elapsed, filename, lineno, group, refs = raw[k]
-            rec = _new_record(Record)
-            rec.index = k
-            rec.op = op
-            rec.graph_source = source
-            rec._raw_inputs = inputs if inputs is not None else _edge_pairs(node, source)
-            rec._raw_outputs = (node, outputs) if type(outputs) is int else outputs
-            rec._inputs = rec._outputs = None
-            rec.node = node
-            rec.elapsed = elapsed
-            rec.filename = filename
-            rec.lineno = lineno
-            rec.line = (
-                lineno + self._line_offset if filename is not None and filename == cell else lineno
-            )
-            rec._source = None if filename is not None else ""
-            rec.group = group
-            rec._outputs_ref = refs
-            made.append(rec)
-        return made
+        op, inputs, outputs, node, elapsed, filename, lineno, group, refs = self._raw[k]
+        rec = _new_record(Record)
+        rec.index = k
+        rec.op = op
+        rec.graph_source = source
+        rec._raw_inputs = inputs if inputs is not None else _edge_pairs(node, source)
+        rec._raw_outputs = (node, outputs) if type(outputs) is int else outputs
+        rec._inputs = rec._outputs = None
+        rec.node = node
+        rec.elapsed = elapsed
+        rec.filename = filename
+        rec.lineno = lineno
+        rec.line = (
+            lineno + self._line_offset if filename is not None and filename == cell else lineno
+        )
+        rec._source = None if filename is not None else ""
+        rec.group = group
+        rec._outputs_ref = refs
+        return rec
 
     def __len__(self):
         return len(self._raw)

@@ -304,14 +304,16 @@ def _cut_graph(starts, expand, max_nodes, source):
     return order, unexpanded & keep, len(met) - len(order), stubs
 
 
-def _superseded(record, source):
-    """Whether a record's node was replaced at once: every output is alive and none has it as
-    ``grad_fn`` any more (a custom Function's identity outputs are views whose ``grad_fn``
-    becomes the Function's node, e.g. ``BackwardHookFunctionBackward``). Such a node is no part
-    of the graph; it is still drawn if another node leads to it."""
-    outs = record.output_tensors()
-    node = record.node  # (an op's node is never an accumulator: its grad_fn is enough)
-    return len(outs) == record.n_outputs and all(
+def _superseded(node, refs, source):
+    """Whether a call's ``node`` was replaced at once: every output (``refs``, its weak
+    references: ``RecordList.made``) is alive and none has it as ``grad_fn`` any more (a custom
+    Function's identity outputs are views whose ``grad_fn`` becomes the Function's node, e.g.
+    ``BackwardHookFunctionBackward``). Such a node is no part of the graph; it is still drawn
+    if another node leads to it."""
+    refs = refs if type(refs) is tuple else (refs,)
+    outs = [t for t in (ref() for ref in refs) if t is not None]
+    # (an op's node is never an accumulator: the outputs' grad_fn is enough)
+    return len(outs) == len(refs) and all(
         source.gradient_node(t, create=False) is not node for t in outs
     )
 
@@ -629,8 +631,10 @@ def _parameter_groups(groups, paths, names, weak_names):
 def _which_nodes(recorder, roots, records, max_nodes, source, cut):
     """The nodes drawn: ``(nodes, unexpanded, truncated, records kept, left_out,
     first_kept)``; ``cut`` counts the nodes and stubs cut off."""
+    made = None
     if recorder is not None and not roots:
-        starts = [r.node for r in records if r.node is not None and not _superseded(r, source)]
+        made = records.made()  # (not the Records: those of calls cut off are never made)
+        starts = [n for n, refs in made if n is not None and not _superseded(n, refs, source)]
         starts.reverse()  # walk from the last op: the drawing's first-met order is top-down
         nodes, unexpanded, truncated = collect_graph(
             starts, recorder.in_scope, max_nodes, source, cut
@@ -643,9 +647,9 @@ def _which_nodes(recorder, roots, records, max_nodes, source, cut):
     first_kept = 0
     if truncated and records:
         # the calls of the nodes cut off are left out: See NOTE [A graph cut at max_nodes]
-        kept = [r for r in records if r.node is None or r.node in node_set]
-        first = next((k for k, r in enumerate(kept) if r.node is not None), len(kept))
-        kept = kept[first:]
+        made = records.made() if made is None else made
+        first = next((k for k, (n, _) in enumerate(made) if n in node_set), len(made))
+        kept = [r for r in records.since(first) if r.node is None or r.node in node_set]
         first_kept = kept[0].index if kept else len(records)
         left_out = len(records) - len(kept)
         records = kept

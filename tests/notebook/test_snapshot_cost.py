@@ -107,3 +107,21 @@ def test_a_chain_steps_share_their_empty_queue_and_buffers():
     assert all(s.ready == {"cpu": []} and s.buffers == {} for s in steps)
     assert len({id(s.ready) for s in steps}) == 1
     assert len({id(s.buffers) for s in steps}) == 1
+
+
+def test_a_cut_snapshot_makes_the_records_it_keeps_only(monkeypatch):
+    from nbgrad.notebook import records
+
+    rec, _loss = recorded_chain(2000)
+    made = []
+    real = records._new_record
+    monkeypatch.setattr(records, "_new_record", lambda cls: made.append(1) or real(cls))
+    snap = build_snapshot(rec, max_nodes=50)
+    assert snap["truncated"] and len(snap["records"]) < 60
+    assert len(made) == len(snap["records"])
+    # read in order later, the calls kept are the same Records
+    kept = rec.records.since(snap["records"][0]["index"])
+    everything = list(rec.records)
+    assert len(everything) == 2001
+    assert everything[snap["records"][0]["index"]] is kept[0]
+    assert [r.index for r in everything] == list(range(2001))
