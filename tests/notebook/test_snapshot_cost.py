@@ -125,3 +125,25 @@ def test_a_cut_snapshot_makes_the_records_it_keeps_only(monkeypatch):
     assert len(everything) == 2001
     assert everything[snap["records"][0]["index"]] is kept[0]
     assert [r.index for r in everything] == list(range(2001))
+
+
+def test_a_live_refresh_waits_while_it_would_take_more_than_its_share(monkeypatch):
+    # GraphView's live refreshes, this one included, take at most LIVE_SHARE of the cell
+    from nbgrad.notebook import graph_view
+
+    clock = [0.0]
+    monkeypatch.setattr(graph_view.time, "perf_counter", lambda: clock[0])
+    rec = Recorder()
+    view = graph_view.GraphView(recorder=rec, live=True, interval=0.25)
+    view._per_node = 1e-3  # as if a refresh took 1 ms a node: 250 ms for 250 calls
+    refreshes = []
+    real = view.refresh
+    monkeypatch.setattr(view, "refresh", lambda: refreshes.append(clock[0]) or real())
+    with rec:
+        h = ng.ones(4, requires_grad=True)
+        for _ in range(500):
+            clock[0] += 0.002  # 1 s in all: a refresh of 500 ms would take half of it
+            h = h * 1.0001
+    view.stop_live()
+    assert refreshes == [clock[0]]  # the final one only
+    assert len(view.snapshot["nodes"]) > 500
