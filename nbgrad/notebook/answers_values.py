@@ -210,6 +210,8 @@ def find_nonfinite(rec) -> list:
             )
         )
     for trace in rec.passes:
+        if not getattr(trace, "nonfinite_seen", True):  # every gradient of it was finite
+            continue
         # what the engine's events gave, in the order the nodes ran (not ``trace.steps``: a
         # pass observed from outside would be replayed to make them, NOTE [The model run when
         # read])

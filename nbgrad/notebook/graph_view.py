@@ -8,8 +8,10 @@ same snapshot.
 
 Built from a recorder (``GraphView(recorder=rec, live=True)``) it grows while the recorded code
 runs: each change of the recorder asks for a refresh, done at most every ``interval`` seconds
-and only while the live refreshes have taken at most ``LIVE_SHARE`` of the time since the view
-began (a training cell's live view costs it under a tenth); the recorder's end always
+and only while the live refreshes, this one included (its cost foreseen from the last one's per
+node), take at most ``LIVE_SHARE`` of the time since the view began (a training cell's live
+view costs it under a tenth; a 100,000-call cell is not drawn half-way through at a cost of a
+second when 0.25 s have passed); the recorder's end always
 refreshes, so the final state is always shown. Built from tensors or nodes
 (``GraphView(loss)``) it shows everything below them.
 
@@ -31,11 +33,20 @@ import traitlets as t
 
 from ._widget import StillWidget, asset, dumps, esm
 from .layout import default_collapsed, layout
-from .snapshot import MAX_NODES, IdMap, build_snapshot, cut_note, details, view_snapshot
+from .snapshot import (
+    MAX_NODES,
+    IdMap,
+    build_snapshot,
+    cut_note,
+    details,
+    no_collection,
+    view_snapshot,
+)
 from .sources import source_for
 from .svg import snapshot_svg
 
 LIVE_SHARE = 0.08  # the most of a cell's time its live refreshes may take
+LIVE_COST = 50e-6  # seconds a refresh is foreseen to take per node, until one has run
 
 __all__ = ["GraphView"]
 
@@ -105,6 +116,7 @@ class GraphView(StillWidget):
         self._objects = {}
         self._last = 0.0
         self._cost = 0.0
+        self._per_node = LIVE_COST  # seconds the last refresh took per node drawn
         self._spent = 0.0  # seconds of live refreshes
         self._born = time.perf_counter()
         if collapsed is not None:
@@ -125,6 +137,7 @@ class GraphView(StillWidget):
         self._layout_json = dumps(change["new"])
 
     # -- building ----------------------------------------------------------------------------
+    @no_collection()  # NOTE [No collection while drawing] in snapshot.py
     def refresh(self):
         """Rebuild the snapshot and the layout from the recorder or the roots."""
         start = time.perf_counter()
@@ -152,6 +165,8 @@ class GraphView(StillWidget):
             self.graph_layout = lay
         self._cost = time.perf_counter() - start
         self._last = time.perf_counter()
+        if snap["nodes"]:
+            self._per_node = self._cost / len(snap["nodes"])
 
     def _relayout(self, members=None):
         self.graph_layout = layout(
@@ -166,7 +181,10 @@ class GraphView(StillWidget):
             self.refresh()
             return
         now = time.perf_counter()
-        if now - self._last >= self.interval and self._spent <= LIVE_SHARE * (now - self._born):
+        if now - self._last < self.interval:
+            return
+        foreseen = self._per_node * min(len(recorder.records), self.max_nodes)
+        if self._spent + foreseen <= LIVE_SHARE * (now - self._born):
             self.live = True
             self.refresh()
             self._spent += self._cost

@@ -44,7 +44,7 @@ from .overlays import KINDS, still_svg
 from .png import png_b64
 from .recorder import Recorder
 from .sessions import SESSIONS, current_cell
-from .snapshot import MAX_NODES, build_snapshot, cut_note
+from .snapshot import MAX_NODES, build_snapshot, cut_note, no_collection
 from .stepper import BackwardStepper
 from .svg import STILL_METADATA, trace_svg
 from .trace import trace_snapshot
@@ -365,6 +365,7 @@ class AutogradMagics(Magics):
                 )
         self._show(session, None, SESSIONS.start(*current_cell(self.shell)))
 
+    @no_collection()  # NOTE [No collection while drawing] in snapshot.py
     def _show(self, session, handle, show_widget):
         """Draw a session: the still pictures (``--static``), or its graph view (with the
         stepper for ``--step``) and hook editor, registered with ``show_widget``; ``handle``:

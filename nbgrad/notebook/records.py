@@ -170,43 +170,69 @@ class RecordList:
     """The records of a recorder, in call order: a read-only sequence of :class:`Record`.
 
     The recorder appends one plain tuple per call (see NOTE [Recording cost]); the Record
-    objects are made when the list is first read past them."""
+    objects are made when the list is first read past them, or (``since``) when the calls
+    after one are read: a snapshot of a graph cut at its ``max_nodes`` keeps the last calls
+    only, and reads the others' nodes alone (``made``)."""
 
-    __slots__ = ("_raw", "_made", "_cell", "_line_offset", "graph_source")
+    __slots__ = ("_raw", "_made", "_some", "_cell", "_line_offset", "graph_source")
 
     def __init__(self, cell=None, line_offset=0, source=NBGRAD):
         self._raw = []  # (op, inputs, outputs, node, elapsed, filename, lineno, group, refs)
         self._made = []
+        self._some = {}  # index -> Record, made by ``since`` past the ones made in order
         self._cell = cell
         self._line_offset = line_offset
         self.graph_source = source
 
+    def made(self):
+        """``(node, outputs)`` of each call, in order, without making its Record: the Node it
+        created (or None) and its outputs as ``Record.output_tensors`` reads them."""
+        return [(raw[3], raw[8]) for raw in self._raw]
+
+    def since(self, first):
+        """The records from index ``first`` on (a list), the earlier ones left unmade."""
+        if first <= len(self._made):
+            return self._sync()[first:]
+        some = self._some
+        out = []
+        for k in range(first, len(self._raw)):
+            rec = some.get(k)
+            if rec is None:
+                rec = some[k] = self._make(k)
+            out.append(rec)
+        return out
+
     def _sync(self):
         made = self._made
-        raw = self._raw
+        some = self._some
+        for k in range(len(made), len(self._raw)):
+            rec = some.pop(k, None) if some else None
+            made.append(rec if rec is not None else self._make(k))
+        return made
+
+    def _make(self, k):
+        """The Record of call ``k``."""
         cell = self._cell
         source = self.graph_source
-        for k in range(len(made), len(raw)):
-            op, inputs, outputs, node, elapsed, filename, lineno, group, refs = raw[k]
-            rec = _new_record(Record)
-            rec.index = k
-            rec.op = op
-            rec.graph_source = source
-            rec._raw_inputs = inputs if inputs is not None else _edge_pairs(node, source)
-            rec._raw_outputs = (node, outputs) if type(outputs) is int else outputs
-            rec._inputs = rec._outputs = None
-            rec.node = node
-            rec.elapsed = elapsed
-            rec.filename = filename
-            rec.lineno = lineno
-            rec.line = (
-                lineno + self._line_offset if filename is not None and filename == cell else lineno
-            )
-            rec._source = None if filename is not None else ""
-            rec.group = group
-            rec._outputs_ref = refs
-            made.append(rec)
-        return made
+        op, inputs, outputs, node, elapsed, filename, lineno, group, refs = self._raw[k]
+        rec = _new_record(Record)
+        rec.index = k
+        rec.op = op
+        rec.graph_source = source
+        rec._raw_inputs = inputs if inputs is not None else _edge_pairs(node, source)
+        rec._raw_outputs = (node, outputs) if type(outputs) is int else outputs
+        rec._inputs = rec._outputs = None
+        rec.node = node
+        rec.elapsed = elapsed
+        rec.filename = filename
+        rec.lineno = lineno
+        rec.line = (
+            lineno + self._line_offset if filename is not None and filename == cell else lineno
+        )
+        rec._source = None if filename is not None else ""
+        rec.group = group
+        rec._outputs_ref = refs
+        return rec
 
     def __len__(self):
         return len(self._raw)
@@ -340,6 +366,9 @@ class BackwardTrace:
         self._pending = []  # nodes that ended and whose routing is not yet observed
         self._current = {}  # thread -> Step running
         self._pending_hooks = {}  # node -> hooks that fired before node_start
+        self.nonfinite_seen = False  # whether a gradient of the pass held NaN or Inf
+        # what most steps of a long pass share: no buffer waiting, nothing else ready
+        self._no_buffers, self._none_ready = {}, {"cpu": []}
         self._memo = {}  # id(tensor) -> (weak reference, version, GradFacts), for this pass
         self._norms = {}  # see NOTE [A norm read once]
 
@@ -394,6 +423,8 @@ class BackwardTrace:
         if hit is not None and hit[0]() is value and hit[1] == version:
             return hit[2]
         facts = array_facts(source.to_numpy(value), value, self.max_values, source, self._norms)
+        if facts.nonfinite is not None:
+            self.nonfinite_seen = True
         try:
             self._memo[key] = (weakref.ref(value), version, facts)
         except TypeError:  # a tensor that takes no weak reference: not remembered
@@ -417,14 +448,24 @@ class BackwardTrace:
                 if buf is not None:
                     buffers[fn] = [self._summary(g) for g in buf]
         self._pending = []
-        return deps_changed, buffers
+        return deps_changed, buffers or self._no_buffers  # NOTE [Steps read alike]
 
+    # NOTE [Steps read alike]
+    # A step's ``ready`` and ``buffers`` are read, never changed, once made; on a chain nothing
+    # else is ready and no buffer waits at nearly every step, so those steps share one empty
+    # value (of this pass): 300,000 objects fewer (24 MB) on a 100,000-node chain.
     def _ready_now(self, graph_task, running=None):
-        ready = {"cpu": list(graph_task.cpu_ready_queue.snapshot())}
+        """device -> the nodes ready while ``running`` runs (NOTE [Steps read alike])."""
+        cpu = graph_task.cpu_ready_queue.snapshot()
         seq = self.graph_source.sequence_nr
+        ready = None
         for device, nodes in self._ready.items():
             if device != "cpu":
+                if ready is None:
+                    ready = {"cpu": list(cpu)}
                 ready[device] = sorted(
                     (n for n in nodes if n is not running), key=lambda n: -seq(n)
                 )
+        if ready is None:
+            ready = {"cpu": cpu if type(cpu) is list else list(cpu)} if cpu else self._none_ready
         return ready

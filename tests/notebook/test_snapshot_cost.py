@@ -1,0 +1,149 @@
+"""What a snapshot costs, as behaviours (its speed is printed by
+``tests/benchmarks/notebook_shapes.py``): no cyclic collection while it is made (NOTE [No
+collection while drawing] in snapshot.py), each node's id made once."""
+
+import gc
+import sys
+
+import nbgrad as ng
+from nbgrad.notebook.recorder import Recorder
+from nbgrad.notebook.snapshot import IdMap, build_snapshot, no_collection
+
+
+def recorded_chain(calls):
+    rec = Recorder()
+    with rec:
+        h = ng.ones(4, requires_grad=True)
+        for _ in range(calls // 2):
+            h = (h * 1.0001).tanh()
+        loss = h.sum()
+        loss.backward(retain_graph=True)
+    return rec, loss
+
+
+def test_no_collection_while_a_snapshot_is_made():
+    rec, _loss = recorded_chain(2000)
+    starts = []
+
+    def count(phase, info):  # a collection that starts inside build_snapshot
+        frame = sys._getframe(1)
+        while (
+            frame is not None
+            and frame.f_code is not getattr(build_snapshot, "__wrapped__", build_snapshot).__code__
+        ):
+            frame = frame.f_back
+        if phase == "start" and frame is not None:
+            starts.append(info["generation"])
+
+    old = gc.get_threshold()
+    gc.set_threshold(50, 2, 2)  # a collection every 50 new containers
+    gc.callbacks.append(count)
+    try:
+        snap = build_snapshot(rec)
+    finally:
+        gc.callbacks.remove(count)
+        gc.set_threshold(*old)
+    assert len(snap["nodes"]) > 2000
+    assert starts == []
+    assert gc.isenabled()
+
+
+def test_no_collection_restores_the_collector_as_it_was():
+    assert gc.isenabled()
+    try:
+        with no_collection():
+            assert not gc.isenabled()
+            raise KeyError("inside")
+    except KeyError:
+        pass
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with no_collection():
+            pass
+        assert not gc.isenabled()  # a caller's own pause is left alone
+    finally:
+        gc.enable()
+
+
+class CountingIds(IdMap):
+    calls = 0
+
+    def __call__(self, node):
+        CountingIds.calls += 1
+        return super().__call__(node)
+
+
+def test_each_node_id_is_made_once():
+    rec, _loss = recorded_chain(1000)
+    ids = CountingIds(rec.graph_source)
+    snap = build_snapshot(rec, ids=ids)
+    plain = build_snapshot(rec, ids=IdMap(rec.graph_source))
+    assert snap == plain
+    # numbering the leaves, sorting and the table of ids: a few calls a node, not one a use
+    assert CountingIds.calls <= 3 * len(snap["nodes"])
+
+
+def test_a_pass_says_whether_it_saw_nan_or_inf():
+    # the NaN and Inf answers skip the passes that saw none (answers_values.find_nonfinite)
+    from nbgrad.notebook.answers_values import find_nonfinite
+
+    rec, _loss = recorded_chain(200)
+    assert rec.passes[-1].nonfinite_seen is False
+    assert find_nonfinite(rec) == []
+    rec = Recorder()
+    with rec:
+        x = ng.tensor([1.0, 0.0], requires_grad=True)
+        x.sqrt().sum().backward()  # d sqrt(x) / dx at 0 is inf
+    assert rec.passes[-1].nonfinite_seen is True
+    assert [(f.node, f.phase) for f in find_nonfinite(rec)][0] == ("SqrtBackward0", "backward")
+
+
+def test_a_chain_steps_share_their_empty_queue_and_buffers():
+    # NOTE [Steps read alike] in records.py: the steps of a long chain hold one empty value
+    rec, _loss = recorded_chain(1000)
+    steps = rec.passes[-1].steps
+    assert len(steps) > 1000
+    assert all(s.ready == {"cpu": []} and s.buffers == {} for s in steps)
+    assert len({id(s.ready) for s in steps}) == 1
+    assert len({id(s.buffers) for s in steps}) == 1
+
+
+def test_a_cut_snapshot_makes_the_records_it_keeps_only(monkeypatch):
+    from nbgrad.notebook import records
+
+    rec, _loss = recorded_chain(2000)
+    made = []
+    real = records._new_record
+    monkeypatch.setattr(records, "_new_record", lambda cls: made.append(1) or real(cls))
+    snap = build_snapshot(rec, max_nodes=50)
+    assert snap["truncated"] and len(snap["records"]) < 60
+    assert len(made) == len(snap["records"])
+    # read in order later, the calls kept are the same Records
+    kept = rec.records.since(snap["records"][0]["index"])
+    everything = list(rec.records)
+    assert len(everything) == 2001
+    assert everything[snap["records"][0]["index"]] is kept[0]
+    assert [r.index for r in everything] == list(range(2001))
+
+
+def test_a_live_refresh_waits_while_it_would_take_more_than_its_share(monkeypatch):
+    # GraphView's live refreshes, this one included, take at most LIVE_SHARE of the cell
+    from nbgrad.notebook import graph_view
+
+    clock = [0.0]
+    monkeypatch.setattr(graph_view.time, "perf_counter", lambda: clock[0])
+    rec = Recorder()
+    view = graph_view.GraphView(recorder=rec, live=True, interval=0.25)
+    view._per_node = 1e-3  # as if a refresh took 1 ms a node: 250 ms for 250 calls
+    refreshes = []
+    real = view.refresh
+    monkeypatch.setattr(view, "refresh", lambda: refreshes.append(clock[0]) or real())
+    with rec:
+        h = ng.ones(4, requires_grad=True)
+        for _ in range(500):
+            clock[0] += 0.002  # 1 s in all: a refresh of 500 ms would take half of it
+            h = h * 1.0001
+    view.stop_live()
+    assert refreshes == [clock[0]]  # the final one only
+    assert len(view.snapshot["nodes"]) > 500
