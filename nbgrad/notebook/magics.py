@@ -51,6 +51,10 @@ from .trace import trace_snapshot
 
 __all__ = ["AutogradMagics", "Session", "parse_options", "USAGE", "empty_body_to_line_magic"]
 
+# the repeats of a training step a cell keeps in full, the last ones; the earlier ones are
+# counted (see NOTE [Repeated steps counted]): the first step and these three still fold
+KEEP_STEPS = 3
+
 USAGE = f"""\
 %%autograd [--backward EXPR] [--step] [--retain-graph] [--create-graph] [--static] \
 [--max-nodes N] [--color KIND] [-o NAME]
@@ -268,7 +272,7 @@ class AutogradMagics(Magics):
         body, last, assigned = _compile(shell, "\n" + transformed, filename)
 
         _import_frameworks(cell)
-        rec = Recorder(cell_filename=filename)
+        rec = Recorder(cell_filename=filename, keep_steps=KEEP_STEPS)
         view = handle = None
         if not opts.static:
             view = GraphView(recorder=rec, live=True, max_nodes=opts.max_nodes)
