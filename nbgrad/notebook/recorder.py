@@ -55,6 +55,7 @@ from .records import (
     Step,
 )
 from .sources import NBGRAD, observable_sources
+from .steps import RepeatedSteps
 
 _weakref = weakref.ref
 _getframe = sys._getframe
@@ -165,7 +166,7 @@ def _user_line(frame, cell, framework_dirs):
     return None, None
 
 
-class Recorder:
+class Recorder(RepeatedSteps):
     """Records forward calls, module calls and backward passes inside a ``with`` block.
 
     Example:
@@ -223,12 +224,7 @@ class Recorder:
         self._busy = threading.local()
         self._quiet = False  # set while the subscribers run (see _notify)
         self._ids = None  # the IdMap its snapshots share (set by build_snapshot)
-        # NOTE [Repeated steps counted]: the most repeats of a step kept (None: every step)
-        self.keep_steps = keep_steps
-        self.counted_steps = 0  # the repeats of a step dropped and counted
-        self.step_norms: list = []  # per counted step: {leaf: norm of the gradient it got}
-        self._steps: list = []  # the kept steps: (record, group, pass, signature) at their start
-        self._step_start = (0, 0, 0)
+        self._init_steps(keep_steps)  # see NOTE [Repeated steps counted] (steps.py)
         self._pass_count = 0  # passes and module calls numbered as they come
         self._group_count = 0
 
@@ -293,7 +289,7 @@ class Recorder:
                 trace._replay = task  # (over the steps recorded until now)
         self._open_traces = {}
         self._backward_depth = 0
-        self.keep_steps = None  # passes run later (the hook editor's) are kept, each one
+        self._stop_counting()  # passes run later (the hook editor's) are kept, each one
         self.seq_end = self.graph_source.next_sequence_nr()
         self._notify(final=True)
 
@@ -327,6 +323,8 @@ class Recorder:
             self.backward_ops += 1
             return
         if self._quiet or get_ident() != self._thread:
+            return
+        if self._counting and self._counted_call(op.name, result):
             return
         if type(result) is tuple:
             node = None
@@ -418,6 +416,8 @@ class Recorder:
             return
         if source is not self.graph_source and not self._claim(source):
             return
+        if self._counting and self._counted_call(op, result):
+            return
         node = None
         outputs = []
         for t in tensors:
@@ -485,7 +485,7 @@ class Recorder:
             self._module_source = "global_hooks"
 
     def _module_enter(self, module, source):
-        if not self.running or not self.forward:
+        if not self.running or not self.forward or self._counting:
             return None
         if source == "explicit" and self._module_source is not None:
             # nbgrad.nn's modules already reach us through way 1 or 3: do not count them twice
@@ -529,78 +529,6 @@ class Recorder:
                     break
                 g.error = g.error or "not closed"
 
-    # -- repeated steps ----------------------------------------------------------------------
-    # NOTE [Repeated steps counted]
-    # A training cell repeats one step (forward, backward, optimizer) tens of times, and what
-    # its graph view shows is the last step, the earlier ones folded into a series box
-    # (NOTE [Series] in fold.py). Drawing them all costs more than running them (a 60-step
-    # 784-256-10 MLP cell: the final snapshot and layout of 60 steps took as long as
-    # recording them), so a recorder made with ``keep_steps`` (the magic's) keeps at most that
-    # many repeats of a step in full and counts the earlier ones. A step is what was recorded
-    # between the ends of two backward passes that ran outside any other (the optimizer's
-    # update and the forward, then the pass); its signature is the op, file and line of each
-    # call, whether it made a node, the module paths called and the number of passes. When a
-    # step ends with the signature of the ``keep_steps`` steps before it, the oldest of them
-    # is dropped (its records, module calls and passes), ``counted_steps`` grows by one and
-    # ``step_norms`` keeps the norm of the gradient each leaf got in it (a per-step gradient
-    # flow needs no more). What is kept is recorded exactly as before: the last step always,
-    # whole, with its pass. A step is never dropped while a non-finite value found forward has
-    # not been explained (its record's index must stay valid) nor when one of its passes
-    # failed, so those stay exact too; a block that never repeats keeps everything.
-    # The cost of recording a kept or a counted step is the same (the last step is known
-    # only once the block ends); what is saved is the drawing's, which now depends on the
-    # size of one step, not on how many ran, and the memory the dropped records held.
-    def _step_ended(self):
-        """A backward pass ran outside any other: what was recorded since the last one ended
-        is a step (NOTE [Repeated steps counted])."""
-        r0, g0, p0 = self._step_start
-        raw, modules = self._raw, self.modules
-        signature = (
-            [(x[0], x[5], x[6], x[3] is None) for x in raw[r0:]],
-            [g.path for g in modules[g0:]],
-            len(self.passes) - p0,
-        )
-        steps = self._steps
-        steps.append((r0, g0, p0, signature))
-        self._step_start = (len(raw), len(modules), len(self.passes))
-        run = 0
-        for step in reversed(steps):
-            if step[3] != signature or run > self.keep_steps:
-                break
-            run += 1
-        if run > self.keep_steps and not self.nonfinite_found and not self._open_groups:
-            first = len(steps) - run
-            if all(t.error is None for t in self.passes[steps[first][2] : steps[first + 1][2]]):
-                self._drop_step(first)
-
-    def _drop_step(self, i):
-        """Drop kept step ``i``, counting it (NOTE [Repeated steps counted])."""
-        steps = self._steps
-        r0, g0, p0, _ = steps[i]
-        r1, g1, p1, _ = steps[i + 1]
-        nr, ng, np_ = r1 - r0, g1 - g0, p1 - p0
-        norms = {}
-        for trace in self.passes[p0:p1]:
-            for acc in trace.accumulations:
-                norms[acc.node] = getattr(acc.grad, "norm", None)
-        with self._lock:
-            del self._raw[r0:r1]
-            del self.records._made[r0:]
-            for g in self.modules[g1:]:
-                g.start -= nr
-                if g.end is not None:
-                    g.end -= nr
-            del self.modules[g0:g1]
-            del self.passes[p0:p1]
-            del steps[i]
-            for k in range(i, len(steps)):
-                r, g, p, signature = steps[k]
-                steps[k] = (r - nr, g - ng, p - np_, signature)
-            r, g, p = self._step_start
-            self._step_start = (r - nr, g - ng, p - np_)
-            self.counted_steps += 1
-            self.step_norms.append(norms)
-
     # -- reading -----------------------------------------------------------------------------
     def nodes(self):
         """The nodes the forward calls created, in creation order."""
@@ -614,11 +542,9 @@ class Recorder:
         return seq > self.seq_start and (self.seq_end is None or seq <= self.seq_end)
 
     def summary(self) -> str:
-        counted = self.counted_steps
         return (
             f"{len(self.records)} forward calls, {len(self.modules)} module calls, "
-            f"{len(self.passes)} backward passes"
-            + (f"; {counted} earlier repeats of the last step counted" if counted else "")
+            f"{len(self.passes)} backward passes{self._steps_note()}"
         )
 
     def __repr__(self):
@@ -660,6 +586,11 @@ class _Watcher(GraphObserver):
         elif source is rec.graph_source or rec._claim(source):
             rec._on_forward(op, args, attrs, result, elapsed)
 
+    def counting(self):
+        """Whether the step running now is only counted (NOTE [Repeated steps counted]): a
+        backward pass then needs no events but its start and end."""
+        return self.recorder._counting and self.source is self.recorder.graph_source
+
     def _trace(self, graph_task):
         return self.recorder._open_traces.get(id(graph_task))
 
@@ -667,6 +598,11 @@ class _Watcher(GraphObserver):
     def task_start(self, graph_task, root, dependencies):
         rec = self.recorder
         if self.source is not rec.graph_source and not rec._claim(self.source):
+            return
+        if rec._counting:  # NOTE [Repeated steps counted]: no trace
+            rec._counted_passes.add(id(graph_task))
+            rec._pass_count += 1  # (the passes keep the numbers they ran with)
+            rec._backward_depth += 1
             return
         with rec._lock:
             trace = BackwardTrace(
@@ -782,6 +718,13 @@ class _Watcher(GraphObserver):
         rec = self.recorder
         trace = self._trace(graph_task)
         if trace is None:
+            if id(graph_task) in rec._counted_passes:  # NOTE [Repeated steps counted]
+                rec._counted_passes.discard(id(graph_task))
+                rec._backward_depth = max(0, rec._backward_depth - 1)
+                if not rec._backward_depth and rec._counting:
+                    rec._step_ended()
+                if error is not None:
+                    rec._stop_counting()
             return
         trace._current.pop(get_ident(), None)
         if getattr(graph_task, "replay", None) is not None:  # NOTE [The model run when read]
