@@ -290,6 +290,7 @@ class Recorder(RepeatedSteps):
         self._open_traces = {}
         self._backward_depth = 0
         self._stop_counting()  # passes run later (the hook editor's) are kept, each one
+        self.keep_steps = None
         self.seq_end = self.graph_source.next_sequence_nr()
         self._notify(final=True)
 

@@ -104,6 +104,7 @@ class RepeatedSteps:
         self._steps: list = []  # the kept steps: (record, group, pass, signature) at the start
         self._step_start = (0, 0, 0)
         self._counting = False  # the step running now is counted
+        self._may_count = True  # False once something must be recorded to the end
         self._counted_ops: list = []  # the op names of the step counted now
         self._counted_passes: set = set()  # the ids of its graph tasks
         self._reference = None  # the op names of the last step recorded
@@ -114,9 +115,9 @@ class RepeatedSteps:
         return Loop(iterable, self) if self.keep_steps is not None else iterable
 
     def _stop_counting(self):
-        """The block ends, or counting would hide something: every step is recorded."""
-        self._counting = False
-        self.keep_steps = None
+        """Counting would hide something (a NaN, a failed pass): every step is recorded from
+        now on."""
+        self._counting = self._may_count = False
 
     def _counted_call(self, name, result) -> bool:
         """A forward call of a counted step: True when it is only counted (its output is
@@ -133,6 +134,7 @@ class RepeatedSteps:
         loop, self._loop = self._loop, None
         return (
             repeats
+            and self._may_count
             and loop is not None
             and loop.left >= 2
             and not self.nonfinite_found
