@@ -587,6 +587,9 @@ class _Watcher(GraphObserver):
         elif source is rec.graph_source or rec._claim(source):
             rec._on_forward(op, args, attrs, result, elapsed)
 
+    def node_events(self):
+        return not self.counting()
+
     def counting(self):
         """Whether the step running now is only counted (NOTE [Repeated steps counted]): a
         backward pass then needs no events but its start and end."""

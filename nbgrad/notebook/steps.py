@@ -79,16 +79,33 @@ class Loop:
 
 
 def _finite(result) -> bool:
-    """Whether each floating output of a call holds only finite values (or may: a sum that
-    overflowed is rechecked on the full path, NOTE [Finite at a sum's cost])."""
+    """Whether each floating output of a call holds only finite values: False also when the
+    check overflowed, and the call is then checked again on the full path (NOTE [Finite at a
+    sum's cost] in answers_values.py)."""
     for t in result if type(result) is tuple or type(result) is list else (result,):
         try:
             a = t.numpy(force=True)
         except Exception:  # noqa: BLE001 - not a tensor: nothing to check
             continue
-        if a.dtype.kind == "f" and a.size and not _isfinite(_sum(a, axis=None)):
+        if a.dtype.kind != "f" or not a.size:
+            continue
+        if a.size > _LARGE and a.dtype == np.float32:
+            # a large float32 output (a weight the optimizer updated): BLAS's dot of it with
+            # itself is 3 to 4 times faster than the sum, and overflows sooner (from about
+            # 1e19), which only sends the call to the full path
+            mem = a.T if a.flags.f_contiguous and not a.flags.c_contiguous else a
+            if mem.flags.c_contiguous:
+                flat = mem.reshape(-1)
+                with np.errstate(over="ignore", invalid="ignore"):
+                    if not _isfinite(float(np.dot(flat, flat))):
+                        return False
+                continue
+        if not _isfinite(_sum(a, axis=None)):
             return False
     return True
+
+
+_LARGE = 16384  # elements; see _finite
 
 
 class RepeatedSteps:
