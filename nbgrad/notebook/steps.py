@@ -24,7 +24,8 @@ in full only the steps it may show, and counts the others:
 - A counted step costs what watching costs (the calls still pass through the observers) and
   little more: each call's op name (to check that it repeats the step recorded before it)
   and the one sum of its output that finds a NaN or an Inf (NOTE [Finite at a sum's cost] in
-  answers_values.py); no record, no module group, no backward trace. A non-finite output
+  answers_values.py); no record, no module group (the module hooks are taken out), no backward
+  trace (the pass runs unwatched, ``GraphObserver.node_events``). A non-finite output
   ends the counting for the rest of the block: that call and everything after it are
   recorded, so the origin of a NaN is always shown; so does a failed backward pass.
   ``counted_unlike`` counts the counted steps whose calls differed from the step before.
@@ -134,7 +135,19 @@ class RepeatedSteps:
     def _stop_counting(self):
         """Counting would hide something (a NaN, a failed pass): every step is recorded from
         now on."""
-        self._counting = self._may_count = False
+        self._may_count = False
+        self._set_counting(False)
+
+    def _set_counting(self, on):
+        """Count the steps from now on, or record them; the module hooks are taken out while
+        counting (a module call makes no group then) and put back after."""
+        if on and not self._counting:
+            for h in self._module_handles:
+                h.remove()
+            self._module_handles = []
+        elif not on and self._counting and self.running and self.forward:
+            self._install_module_hooks([self.graph_source])
+        self._counting = on
 
     def _counted_call(self, name, result) -> bool:
         """A forward call of a counted step: True when it is only counted (its output is
@@ -186,7 +199,7 @@ class RepeatedSteps:
             if all(t.error is None for t in self.passes[steps[first][2] : steps[first + 1][2]]):
                 self._drop_step(first)
         self._reference = [x[0] for x in signature[0]]
-        self._counting = not failed and self._next_counted(run > 1)
+        self._set_counting(not failed and self._next_counted(run > 1))
 
     def _count_step(self):
         """A counted step ended."""
@@ -195,7 +208,7 @@ class RepeatedSteps:
         if self._counted_ops != self._reference:
             self.counted_unlike += 1
         self._counted_ops = []
-        self._counting = self._next_counted(True)
+        self._set_counting(self._next_counted(True))
 
     def _drop_step(self, i):
         """Drop kept step ``i``, counting it."""
