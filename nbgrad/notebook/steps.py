@@ -4,11 +4,12 @@ ones and the last in full, the others counted), and how it knows which step is t
 NOTE [Repeated steps counted]
 A training cell repeats one step (the optimizer's update and the forward, then the backward
 pass) tens of times. What its graph view shows is the last step, the earlier ones folded into
-one series box (NOTE [Series] in fold.py), and recording every step in full costs more than
-running it: a 60-step 784-256-10 MLP cell under ``%%autograd`` took 1.9x the plain cell with
-nbgrad's code and 2.6x with PyTorch's, a third of that the final snapshot and layout of 60
-steps, the rest the recording. So a recorder made with ``keep_steps`` (the magic's) records
-in full only the steps it may show, and counts the others:
+one series box (NOTE [Series] in fold.py), and recording every step in full, then drawing them
+all, cost about as much again as running them (``tests/benchmarks/notebook_cells.py --only
+training`` prints the figures, nbgrad's code and PyTorch's, through the magic and with
+``record()`` alone). Exact detail of every pass cannot cost little, so a recorder made with
+``keep_steps`` (the magic's) records in full the steps it may show, the last one always, and
+only counts the others:
 
 - A step is what was recorded between the ends of two backward passes that ran outside any
   other. Its signature is the op, file and line of each call, whether the call made a node,
@@ -16,23 +17,28 @@ in full only the steps it may show, and counts the others:
   one before it, is recorded in full.
 - A step that repeats the one before may be the last one, which is shown; a step known not
   to be the last is only counted. The magic wraps each ``for`` loop of the cell's own code
-  (not those inside a function) in a :class:`Loop`, which knows how many items its iterable
-  has left (``operator.length_hint``: a range, a list, a DataLoader). When a step ends, the
+  (not those inside a function; the name they call is in the namespace only while the cell
+  runs) in a :class:`Loop`, which knows how many items its iterable has left
+  (``operator.length_hint``: a range, a list, a DataLoader). When a step ends, the
   loop that yielded last during it says whether the next step is the last of that loop: if
   at least two items are left, the next step is counted, else it is recorded in full. A loop
   of unknown length (a generator, ``while``) never counts a step: every step is recorded.
 - A counted step costs what watching costs (the calls still pass through the observers) and
   little more: each call's op name (to check that it repeats the step recorded before it)
   and the one sum of its output that finds a NaN or an Inf (NOTE [Finite at a sum's cost] in
-  answers_values.py); no record, no module group (the module hooks are taken out), no backward
-  trace (the pass runs unwatched, ``GraphObserver.node_events``). A non-finite output
-  ends the counting for the rest of the block: that call and everything after it are
-  recorded, so the origin of a NaN is always shown; so does a failed backward pass.
+  answers_values.py; a dot for a large float32 output, see ``_finite``); no record, no
+  module group (the module hooks are taken out), no backward trace (the pass runs
+  unwatched, ``GraphObserver.node_events``). A non-finite output ends the counting for the
+  rest of the block: that call and everything after it are recorded, so the origin of a NaN
+  is always shown; so does a failed backward pass.
   ``counted_unlike`` counts the counted steps whose calls differed from the step before.
 - Of the steps recorded in full, at most ``keep_steps`` repeats in a row are kept (a loop of
   unknown length); the oldest is dropped and counted, and ``step_norms`` keeps the norm of
-  the gradient each leaf got in it. The first step, the repeats before the counting starts and
-  the last step stay: the series box says "×59 more (56 counted)".
+  the gradient each leaf got in it.
+- The snapshot says how many steps were kept and counted (``kept_steps``, ``counted_steps``);
+  the layout opens the graph as the whole run would open (groups collapsed and series folded
+  for that many steps) and the series box of the steps counts them all: "×59 more (56
+  counted)" for the first step, the two repeats that show the step repeats, and the last.
 - When the loop ends sooner than its length said (a ``break``, an exception), the last steps
   were counted, not recorded: ``counted_at_end`` says how many, and the summary says that
   the last step drawn is not the last one that ran.
