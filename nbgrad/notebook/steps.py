@@ -64,15 +64,18 @@ _isfinite = math.isfinite
 
 
 class Loop:
-    """The iterator of a ``for`` loop of a recorded cell: the items of ``iterable``, counting
-    how many are left (``left``: -1 when unknown) for ``recorder`` (NOTE [Repeated steps
-    counted])."""
+    """The iterator of a ``for`` loop of a recorded cell: the items of ``iterator`` (made from
+    ``iterable``), counting how many are left (``left``: -1 when unknown) for ``recorder``
+    (NOTE [Repeated steps counted])."""
 
     __slots__ = ("_next", "left", "_recorder")
 
-    def __init__(self, iterable, recorder):
-        self.left = length_hint(iterable, -1)
-        self._next = iter(iterable).__next__
+    def __init__(self, iterable, iterator, recorder):
+        self._next = iterator.__next__
+        try:
+            self.left = length_hint(iterable, -1)
+        except Exception:  # noqa: BLE001 - a length that fails to say: unknown
+            self.left = -1
         self._recorder = recorder
 
     def __iter__(self):
@@ -136,7 +139,13 @@ class RepeatedSteps:
 
     def loop(self, iterable):
         """``iterable`` as the magic runs a loop of its cell (NOTE [Repeated steps counted])."""
-        return Loop(iterable, self) if self.keep_steps is not None else iterable
+        if self.keep_steps is None:
+            return iterable
+        try:
+            iterator = iter(iterable)
+        except Exception:  # noqa: BLE001 - the for statement raises it, in the cell's frame
+            return iterable
+        return Loop(iterable, iterator, self)
 
     def _stop_counting(self):
         """Counting would hide something (a NaN, a failed pass): every step is recorded from

@@ -3,6 +3,8 @@ others (NOTE [Repeated steps counted] in nbgrad/notebook/steps.py): what is draw
 full recording of the same steps holds, the series box counts every step, and whatever must
 be exact (a NaN's origin, a loop that ends early) stops or reports the counting."""
 
+import traceback
+
 import pytest
 from IPython.utils.capture import capture_output
 
@@ -122,3 +124,29 @@ def test_a_loop_that_ends_early_says_the_last_steps_were_counted(ip):
     rec = ip.user_ns["s"].record
     assert rec.counted_at_end > 0
     assert "ran after the last step drawn" in rec.summary()
+
+
+def test_loops_of_any_iterable_run_as_in_a_plain_cell(ip):
+    """The loop wrapper changes nothing the cell sees: a length that fails to say is unknown,
+    and a loop over what is not iterable fails in the cell's own frame."""
+    _cell(
+        ip,
+        "%%autograd -o s\n"
+        "class Bad:\n"
+        "    def __iter__(self):\n"
+        "        return iter(range(3))\n"
+        "    def __len__(self):\n"
+        "        raise NotImplementedError\n"
+        "w = ng.ones(2, requires_grad=True)\n"
+        "seen = [i for i in Bad()]\n"
+        "for i in Bad():\n"
+        "    (w * i).sum().backward()\n",
+    )
+    assert ip.user_ns["seen"] == [0, 1, 2] and len(ip.user_ns["s"].record.passes) == 3
+    with capture_output():
+        result = ip.run_cell("%%autograd\nfor i in 5:\n    pass\n")
+    assert isinstance(result.error_in_exec, TypeError)
+    frames = [
+        f.f_code.co_filename for f, _ in traceback.walk_tb(result.error_in_exec.__traceback__)
+    ]
+    assert not any(name.endswith("steps.py") for name in frames)
