@@ -51,7 +51,7 @@
  *            groups: SnapGroup[], records: SnapRecord[], hooks: SnapHook[], passes: Pass[],
  *            roots: string[], pass: (number|null), truncated: boolean, max_nodes: number,
  *            left_out: number, cut_nodes: number, stubs: number, backward_ops: number,
- *            failure: (Failure|null)}} Snapshot
+ *            kept_steps: number, counted_steps: number, failure: (Failure|null)}} Snapshot
  * @typedef {{node: string, grad: (GradSummary|null), before: (GradSummary|null),
  *            after: (GradSummary|null)}} Accumulated
  * @typedef {{index: number, node: string, device: string, inputs: (GradSummary|null)[],

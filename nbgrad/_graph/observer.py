@@ -36,6 +36,12 @@ class GraphObserver:
         """A row of the op table ran forward: ``op`` (the row), its arguments and attributes,
         ``result`` (a Tensor, or a tuple of them) and its wall time in seconds."""
 
+    def node_events(self) -> bool:
+        """Whether the backward pass starting now needs its node events; False: only its
+        ``task_start`` and ``task_end`` come, and it runs as a pass nothing watches (the
+        recorder's counted steps, NOTE [Repeated steps counted] in nbgrad/notebook/steps.py)."""
+        return True
+
     def task_start(self, graph_task, root, dependencies):
         """A backward pass starts at ``root``; ``dependencies``: node -> incoming edge count."""
 
@@ -81,6 +87,9 @@ class _Fanout(GraphObserver):
     def forward(self, *args):
         for o in self.observers:
             o.forward(*args)
+
+    def node_events(self):
+        return any(o.node_events() for o in self.observers)
 
     def task_start(self, *args):
         for o in self.observers:

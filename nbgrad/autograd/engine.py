@@ -128,7 +128,10 @@ class Engine:
         roots = [r if isinstance(r, Edge) else Edge(*r) for r in roots]
         parent = _current.graph_task
         depth = parent.reentrant_depth + 1 if parent is not None else 0
-        graph_task = GraphTask(keep_graph, create_graph, depth, backward_observer())
+        observer = backward_observer()
+        # an observer that needs only the pass's start and end leaves it unwatched
+        nodes_watched = observer is not None and observer.node_events()
+        graph_task = GraphTask(keep_graph, create_graph, depth, observer if nodes_watched else None)
         if len(roots) == 1:
             root = roots[0].function
             buffer = InputBuffer.of_size(max(len(root._input_metadata_), roots[0].input_nr + 1))
@@ -140,7 +143,6 @@ class Engine:
         self.compute_dependencies(root, graph_task)
         if outputs is not None:
             self.init_to_execute(root, graph_task, outputs, accumulate_grad)
-        observer = graph_task.observer
         if observer is not None:
             observer.task_start(graph_task, root, dict(graph_task.dependencies))
         prev = _current.graph_task

@@ -215,7 +215,11 @@ def default_collapsed(snapshot):
     else every group of the deepest level at which the boxes shown still fit (the top level
     when none does)."""
     nodes, groups = snapshot["nodes"], snapshot["groups"]
-    if len(nodes) <= FIT or not groups:
+    # a recorder that counted repeats of a step (NOTE [Repeated steps counted]) opens as the
+    # whole run would, which has as many more boxes
+    kept, counted = snapshot.get("kept_steps", 0), snapshot.get("counted_steps", 0)
+    scale = (kept + counted) / kept if counted and kept else 1
+    if len(nodes) * scale <= FIT or not groups:
         return []
     parent = {g["id"]: g["parent"] for g in groups}
     depth = {}
@@ -242,7 +246,7 @@ def default_collapsed(snapshot):
 
     best = 0
     for d in range(1, max(depth.values()) + 1):
-        if shown(d) > FIT:
+        if shown(d) * scale > FIT:
             break
         best = d
     return [g["id"] for g in groups if depth[g["id"]] == best]
@@ -562,8 +566,9 @@ def _shift_into_view(out_nodes, out_edges, out_groups):
 def _fold_series(snapshot, vis, vnodes, groups, fold, expanded, members_out=None):
     """Find the series of the visible graph and, unless expanded, put one box in place of
     each (updating ``vis`` and ``vnodes`` in place); returns the LayoutSeries records."""
+    counted = snapshot.get("counted_steps", 0)  # NOTE [Repeated steps counted]: as if drawn
     if fold is None:
-        fold = len(vnodes) > FOLD_SERIES
+        fold = len(vnodes) * (1 + counted / max(1, snapshot.get("kept_steps", 1))) > FOLD_SERIES
     if not fold:
         return []
     names = {n["id"]: n["name"] for n in snapshot["nodes"]}
@@ -588,6 +593,11 @@ def _fold_series(snapshot, vis, vnodes, groups, fold, expanded, members_out=None
     for n in snapshot["nodes"]:
         members[vis[n["id"]]] = members.get(vis[n["id"]], 0) + 1
     out, owner = [], {}
+    # the repeats of a step a recorder counted (NOTE [Repeated steps counted]) belong to the
+    # series of the steps kept: the longest, holding all of them but the first and the last
+    steps = max(found, key=lambda x: x["count"], default=None) if counted else None
+    if steps is not None and steps["count"] < snapshot.get("kept_steps", 0) - 2:
+        steps = None
     for x in found:
         count = sum(members.get(u, 0) for u in x["units"])
         label = " → ".join(x["kinds"])
@@ -622,6 +632,8 @@ def _fold_series(snapshot, vis, vnodes, groups, fold, expanded, members_out=None
             count = sum(members.get(w, 0) for w in x["units"])
             label = _clip(" → ".join(x["kinds"]), 48)
             sub = f"×{x['count']} more · {count} nodes"
+            if x is steps:
+                sub = f"×{x['count'] + counted} more ({counted} counted) · {count} nodes"
             rebuilt[x["id"]] = {
                 "id": x["id"],
                 "kind": "series",

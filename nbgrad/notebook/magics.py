@@ -51,6 +51,11 @@ from .trace import trace_snapshot
 
 __all__ = ["AutogradMagics", "Session", "parse_options", "USAGE", "empty_body_to_line_magic"]
 
+# the repeats of a training step a cell keeps in full, the last ones; the earlier ones are
+# counted (see NOTE [Repeated steps counted]): the first step and these three still fold
+KEEP_STEPS = 3
+LOOP = "__nbgrad_loop__"  # what the cell's own loops are wrapped in (steps.Loop), while it runs
+
 USAGE = f"""\
 %%autograd [--backward EXPR] [--step] [--retain-graph] [--create-graph] [--static] \
 [--max-nodes N] [--color KIND] [-o NAME]
@@ -268,13 +273,14 @@ class AutogradMagics(Magics):
         body, last, assigned = _compile(shell, "\n" + transformed, filename)
 
         _import_frameworks(cell)
-        rec = Recorder(cell_filename=filename)
+        rec = Recorder(cell_filename=filename, keep_steps=KEEP_STEPS)
         view = handle = None
         if not opts.static:
             view = GraphView(recorder=rec, live=True, max_nodes=opts.max_nodes)
             show_widget(view)
             handle = display(view._widget_view_bundle(), raw=True, display_id=True)
         value = target = error = tb = None
+        ns[LOOP] = rec.loop  # see _compile
         with rec:
             try:
                 exec(body, ns)  # noqa: S102 - the user's own cell
@@ -306,6 +312,7 @@ class AutogradMagics(Magics):
                 if target is None:  # the forward raised (NOTE [Failed forward])
                     rec.failure = _failure(e, tb, filename, cell)
             finally:
+                ns.pop(LOOP, None)
                 if view is not None:
                     view.stop_live()  # the final refresh comes below, with the leaves' names
         if rec.mixed:  # see NOTE [One framework a block]
@@ -506,6 +513,24 @@ class CellSyntaxError(Exception):
 CellSyntaxError.__name__ = "SyntaxError"
 
 
+class _Loops(ast.NodeTransformer):
+    """Each ``for`` loop the cell runs itself, not those of the functions, lambdas and classes
+    it defines (which may run after it), iterates through ``LOOP(iterable)``: a
+    :class:`~nbgrad.notebook.steps.Loop`, which tells the recorder how many steps are left
+    (NOTE [Repeated steps counted])."""
+
+    def visit_For(self, node):
+        self.generic_visit(node)
+        call = ast.Call(ast.Name(LOOP, ast.Load()), [node.iter], [])
+        node.iter = ast.copy_location(call, node.iter)
+        return node
+
+    def visit_FunctionDef(self, node):
+        return node
+
+    visit_AsyncFunctionDef = visit_ClassDef = visit_Lambda = visit_FunctionDef
+
+
 def _compile(shell, source, filename):
     """The cell as (statements, last expression or None, the names it assigns), compiled with
     IPython's flags."""
@@ -515,6 +540,7 @@ def _compile(shell, source, filename):
         stb = shell.SyntaxTB.structured_traceback(type(e), e, [])
         raise CellSyntaxError(e, stb) from None
     assigned = _assigned_names(tree)
+    tree = ast.fix_missing_locations(_Loops().visit(tree))
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)

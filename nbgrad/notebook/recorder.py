@@ -55,6 +55,7 @@ from .records import (
     Step,
 )
 from .sources import NBGRAD, observable_sources
+from .steps import RepeatedSteps
 
 _weakref = weakref.ref
 _getframe = sys._getframe
@@ -165,7 +166,7 @@ def _user_line(frame, cell, framework_dirs):
     return None, None
 
 
-class Recorder:
+class Recorder(RepeatedSteps):
     """Records forward calls, module calls and backward passes inside a ``with`` block.
 
     Example:
@@ -187,6 +188,7 @@ class Recorder:
         cell_filename=None,
         line_offset=0,
         source=None,
+        keep_steps=None,
     ):
         # how records, traces and snapshots read the graph: the given source, or (None) the
         # first framework the block uses (see NOTE [One framework a block])
@@ -222,6 +224,9 @@ class Recorder:
         self._busy = threading.local()
         self._quiet = False  # set while the subscribers run (see _notify)
         self._ids = None  # the IdMap its snapshots share (set by build_snapshot)
+        self._init_steps(keep_steps)  # see NOTE [Repeated steps counted] (steps.py)
+        self._pass_count = 0  # passes and module calls numbered as they come
+        self._group_count = 0
 
     # -- the block ---------------------------------------------------------------------------
     def __enter__(self):
@@ -284,6 +289,8 @@ class Recorder:
                 trace._replay = task  # (over the steps recorded until now)
         self._open_traces = {}
         self._backward_depth = 0
+        self._stop_counting()  # passes run later (the hook editor's) are kept, each one
+        self.keep_steps = None
         self.seq_end = self.graph_source.next_sequence_nr()
         self._notify(final=True)
 
@@ -317,6 +324,8 @@ class Recorder:
             self.backward_ops += 1
             return
         if self._quiet or get_ident() != self._thread:
+            return
+        if self._counting and self._counted_call(op.name, result):
             return
         if type(result) is tuple:
             node = None
@@ -408,6 +417,8 @@ class Recorder:
             return
         if source is not self.graph_source and not self._claim(source):
             return
+        if self._counting and self._counted_call(op, result):
+            return
         node = None
         outputs = []
         for t in tensors:
@@ -475,7 +486,7 @@ class Recorder:
             self._module_source = "global_hooks"
 
     def _module_enter(self, module, source):
-        if not self.running or not self.forward:
+        if not self.running or not self.forward or self._counting:
             return None
         if source == "explicit" and self._module_source is not None:
             # nbgrad.nn's modules already reach us through way 1 or 3: do not count them twice
@@ -487,7 +498,8 @@ class Recorder:
         with self._lock:
             parent = self._open_groups[-1] if self._open_groups else None
             group = ModuleCall()
-            group.index = len(self.modules)
+            group.index = self._group_count  # (not the position: steps may be dropped)
+            self._group_count += 1
             group.type = type(module).__name__
             group.name = _child_name(parent.module if parent else None, module) or group.type
             group.path = f"{parent.path}.{group.name}" if parent is not None else group.name
@@ -533,7 +545,7 @@ class Recorder:
     def summary(self) -> str:
         return (
             f"{len(self.records)} forward calls, {len(self.modules)} module calls, "
-            f"{len(self.passes)} backward passes"
+            f"{len(self.passes)} backward passes{self._steps_note()}"
         )
 
     def __repr__(self):
@@ -575,6 +587,14 @@ class _Watcher(GraphObserver):
         elif source is rec.graph_source or rec._claim(source):
             rec._on_forward(op, args, attrs, result, elapsed)
 
+    def node_events(self):
+        return not self.counting()
+
+    def counting(self):
+        """Whether the step running now is only counted (NOTE [Repeated steps counted]): a
+        backward pass then needs no events but its start and end."""
+        return self.recorder._counting and self.source is self.recorder.graph_source
+
     def _trace(self, graph_task):
         return self.recorder._open_traces.get(id(graph_task))
 
@@ -583,15 +603,21 @@ class _Watcher(GraphObserver):
         rec = self.recorder
         if self.source is not rec.graph_source and not rec._claim(self.source):
             return
+        if rec._counting:  # NOTE [Repeated steps counted]: no trace
+            rec._counted_passes.add(id(graph_task))
+            rec._pass_count += 1  # (the passes keep the numbers they ran with)
+            rec._backward_depth += 1
+            return
         with rec._lock:
             trace = BackwardTrace(
-                len(rec.passes),
+                rec._pass_count,
                 root,
                 dependencies,
                 graph_task,
                 rec.max_values,
                 rec.graph_source,
             )
+            rec._pass_count += 1
             rec.passes.append(trace)
             rec._open_traces[id(graph_task)] = trace
             rec._backward_depth += 1
@@ -696,6 +722,13 @@ class _Watcher(GraphObserver):
         rec = self.recorder
         trace = self._trace(graph_task)
         if trace is None:
+            if id(graph_task) in rec._counted_passes:  # NOTE [Repeated steps counted]
+                rec._counted_passes.discard(id(graph_task))
+                rec._backward_depth = max(0, rec._backward_depth - 1)
+                if not rec._backward_depth and rec._counting:
+                    rec._step_ended()
+                if error is not None:
+                    rec._stop_counting()
             return
         trace._current.pop(get_ident(), None)
         if getattr(graph_task, "replay", None) is not None:  # NOTE [The model run when read]
@@ -710,6 +743,8 @@ class _Watcher(GraphObserver):
             rec._open_traces.pop(id(graph_task), None)
             rec._backward_depth = max(0, rec._backward_depth - 1)
         if not rec._backward_depth:
+            if rec.keep_steps is not None:
+                rec._step_ended()
             rec._notify()
 
 

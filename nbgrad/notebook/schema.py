@@ -221,6 +221,8 @@ Snapshot = TypedDict(
         "cut_nodes": int,  # nodes not in the snapshot (NOTE [A graph cut at max_nodes])
         "stubs": int,  # leaves beyond the cut in the snapshot without the edges into them
         "backward_ops": int,  # ops run by derivative formulas during the passes
+        "kept_steps": int,  # the steps recorded in full (NOTE [Repeated steps counted])
+        "counted_steps": int,  # the repeats of a step counted, not recorded
         "failure": "Failure | None",  # the forward raised: the graph is what it built so far
     },
 )

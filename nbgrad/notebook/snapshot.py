@@ -565,6 +565,10 @@ def build_snapshot(
         "cut_nodes": cut["nodes"],
         "stubs": cut["stubs"],
         "backward_ops": recorder.backward_ops if recorder is not None else 0,
+        # NOTE [Repeated steps counted] in recorder.py: the steps kept, and the earlier
+        # repeats of the last one, counted (layout.py draws the graph as if they were there)
+        "kept_steps": len(getattr(recorder, "_steps", ())),
+        "counted_steps": getattr(recorder, "counted_steps", 0),
         "failure": getattr(recorder, "failure", None),  # set by the magic (NOTE [Failed forward])
     }
 

@@ -654,6 +654,10 @@ class TorchPass:
         self.events = []
 
 
+class _CountedPass:
+    """The graph task of a torch backward pass that is only counted."""
+
+
 def _changed(ended, task, deps, not_ready):
     """The counts and buffers of the nodes that the nodes ``ended`` (since the last step)
     route gradients to: what their routing changed."""
@@ -703,6 +707,17 @@ def _watched_backward(source, observer, func, args, kwargs, torch):
             nodes.append(node)
     if not nodes:
         return func(*args, **kwargs)
+    counting = getattr(observer, "counting", None)
+    if counting is not None and counting():  # NOTE [Repeated steps counted]: start and end
+        task, error = _CountedPass(), None
+        observer.task_start(task, nodes[0], {})
+        try:
+            return func(*args, **kwargs)
+        except BaseException as e:
+            error = e
+            raise
+        finally:
+            observer.task_end(task, error)
     task = TorchPass(source, nodes)
     handles = []
     before = {}

@@ -336,6 +336,30 @@ def test_observers_are_combined_and_removed():
     assert _started(b) == _started(a) == ["MeanBackward0", "MulBackward0", "AccumulateGrad"]
 
 
+def test_an_observer_of_starts_and_ends_leaves_the_pass_unwatched():
+    """``node_events()`` False (the recorder's counted steps): the pass's start and end only,
+    and the pass runs as an unwatched one, with the same gradients."""
+
+    class Ends(Log):
+        def node_events(self):
+            return False
+
+    def grads():
+        ng.manual_seed(0)
+        w = ng.randn(3, 4, requires_grad=True)
+        ((w @ ng.randn(4, 2)).tanh() * 2).sum().backward()
+        return w.grad.numpy()
+
+    plain, ends, both = grads(), Ends(), Log()
+    with observe(ends):
+        seen = grads()
+        with observe(both):
+            grads()
+    np.testing.assert_array_equal(seen, plain)
+    assert ends.events[:2] == [("task_start", "SumBackward0"), ("task_end", None)]
+    assert ends.events[2:] == both.events and len(both.events) > 10  # another wants nodes
+
+
 def test_observe_refuses_what_is_not_an_observer():
     with pytest.raises(TypeError, match="GraphObserver"):
         observe(lambda event, data: None)

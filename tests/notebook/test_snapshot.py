@@ -65,6 +65,8 @@ def test_schema_and_json():
         "cut_nodes",
         "stubs",
         "backward_ops",
+        "kept_steps",
+        "counted_steps",
         "failure",
     }
     for n in snap["nodes"]:

@@ -1,0 +1,266 @@
+"""The steps of a training cell: what a recorder keeps of each repeat of a step (the first
+ones and the last in full, the others counted), and how it knows which step is the last.
+
+NOTE [Repeated steps counted]
+A training cell repeats one step (the optimizer's update and the forward, then the backward
+pass) tens of times. What its graph view shows is the last step, the earlier ones folded into
+one series box (NOTE [Series] in fold.py), and recording every step in full, then drawing them
+all, cost about as much again as running them (``tests/benchmarks/notebook_cells.py --only
+training`` prints the figures, nbgrad's code and PyTorch's, through the magic and with
+``record()`` alone). Exact detail of every pass cannot cost little, so a recorder made with
+``keep_steps`` (the magic's) records in full the steps it may show, the last one always, and
+only counts the others:
+
+- A step is what was recorded between the ends of two backward passes that ran outside any
+  other. Its signature is the op, file and line of each call, whether the call made a node,
+  the module paths called and the number of passes. The first step, and any step unlike the
+  one before it, is recorded in full.
+- A step that repeats the one before may be the last one, which is shown; a step known not
+  to be the last is only counted. The magic wraps each ``for`` loop of the cell's own code
+  (not those inside a function; the name they call is in the namespace only while the cell
+  runs) in a :class:`Loop`, which knows how many items its iterable has left
+  (``operator.length_hint``: a range, a list, a DataLoader). When a step ends, the
+  loop that yielded last during it says whether the next step is the last of that loop: if
+  at least two items are left, the next step is counted, else it is recorded in full. A loop
+  of unknown length (a generator, ``while``) never counts a step: every step is recorded.
+- A counted step costs what watching costs (the calls still pass through the observers) and
+  little more: each call's op name (to check that it repeats the step recorded before it)
+  and the one sum of its output that finds a NaN or an Inf (NOTE [Finite at a sum's cost] in
+  answers_values.py; a dot for a large float32 output, see ``_finite``); no record, no
+  module group (the module hooks are taken out), no backward trace (the pass runs
+  unwatched, ``GraphObserver.node_events``). A non-finite output ends the counting for the
+  rest of the block: that call and everything after it are recorded, so the origin of a NaN
+  is always shown; so does a failed backward pass.
+  ``counted_unlike`` counts the counted steps whose calls differed from the step before.
+- Of the steps recorded in full, at most ``keep_steps`` repeats in a row are kept (a loop of
+  unknown length); the oldest is dropped and counted, and ``step_norms`` keeps the norm of
+  the gradient each leaf got in it.
+- The snapshot says how many steps were kept and counted (``kept_steps``, ``counted_steps``);
+  the layout opens the graph as the whole run would open (groups collapsed and series folded
+  for that many steps) and the series box of the steps counts them all: "×59 more (56
+  counted)" for the first step, the two repeats that show the step repeats, and the last.
+- When the loop ends sooner than its length said (a ``break``, an exception), the last steps
+  were counted, not recorded: ``counted_at_end`` says how many, and the summary says that
+  the last step drawn is not the last one that ran.
+
+What is shown is exact: every step drawn is recorded as it was before, with its backward
+pass; what the counted steps would add is their number. A per-step gradient flow (issue 36)
+needs a gradient norm per leaf and step: ``step_norms`` has it for the steps dropped, and a
+counted step could read the leaves' ``.grad`` after its pass (the last recorded step's
+accumulations name the leaves).
+"""
+
+from __future__ import annotations
+
+import math
+from operator import length_hint
+
+import numpy as np
+
+__all__ = ["Loop", "RepeatedSteps"]
+
+_sum = np.add.reduce
+_isfinite = math.isfinite
+
+
+class Loop:
+    """The iterator of a ``for`` loop of a recorded cell: the items of ``iterator`` (made from
+    ``iterable``), counting how many are left (``left``: -1 when unknown) for ``recorder``
+    (NOTE [Repeated steps counted])."""
+
+    __slots__ = ("_next", "left", "_recorder")
+
+    def __init__(self, iterable, iterator, recorder):
+        self._next = iterator.__next__
+        try:
+            self.left = length_hint(iterable, -1)
+        except Exception:  # noqa: BLE001 - a length that fails to say: unknown
+            self.left = -1
+        self._recorder = recorder
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        item = self._next()
+        self.left -= 1
+        self._recorder._loop = self
+        return item
+
+
+def _finite(result) -> bool:
+    """Whether each floating output of a call holds only finite values: False also when the
+    check overflowed, and the call is then checked again on the full path (NOTE [Finite at a
+    sum's cost] in answers_values.py)."""
+    for t in result if type(result) is tuple or type(result) is list else (result,):
+        try:
+            a = t.numpy(force=True)
+        except Exception:  # noqa: BLE001 - not a tensor: nothing to check
+            continue
+        if a.dtype.kind != "f" or not a.size:
+            continue
+        if a.size > _LARGE and a.dtype == np.float32:
+            # a large float32 output (a weight the optimizer updated): BLAS's dot of it with
+            # itself is 3 to 4 times faster than the sum, and overflows sooner (from about
+            # 1e19), which only sends the call to the full path
+            mem = a.T if a.flags.f_contiguous and not a.flags.c_contiguous else a
+            if mem.flags.c_contiguous:
+                flat = mem.reshape(-1)
+                with np.errstate(over="ignore", invalid="ignore"):
+                    if not _isfinite(float(np.dot(flat, flat))):
+                        return False
+                continue
+        if not _isfinite(_sum(a, axis=None)):
+            return False
+    return True
+
+
+_LARGE = 16384  # elements; see _finite
+
+
+class RepeatedSteps:
+    """What a :class:`~nbgrad.notebook.recorder.Recorder` does at the end of each step
+    (NOTE [Repeated steps counted])."""
+
+    def _init_steps(self, keep_steps):
+        self.keep_steps = keep_steps  # the most repeats in a row kept in full (None: all)
+        self.counted_steps = 0  # the steps counted, not recorded (or dropped)
+        self.counted_unlike = 0  # counted steps whose calls differed from the step before
+        self.counted_at_end = 0  # the steps counted since the last one recorded
+        self.step_norms: list = []  # per dropped step: {leaf's AccumulateGrad: gradient norm}
+        self._steps: list = []  # the kept steps: (record, group, pass, signature) at the start
+        self._step_start = (0, 0, 0)
+        self._counting = False  # the step running now is counted
+        self._may_count = True  # False once something must be recorded to the end
+        self._counted_ops: list = []  # the op names of the step counted now
+        self._counted_passes: set = set()  # the ids of its graph tasks
+        self._reference = None  # the op names of the last step recorded
+        self._loop = None  # the Loop that yielded last in this step
+
+    def loop(self, iterable):
+        """``iterable`` as the magic runs a loop of its cell (NOTE [Repeated steps counted])."""
+        if self.keep_steps is None:
+            return iterable
+        try:
+            iterator = iter(iterable)
+        except Exception:  # noqa: BLE001 - the for statement raises it, in the cell's frame
+            return iterable
+        return Loop(iterable, iterator, self)
+
+    def _stop_counting(self):
+        """Counting would hide something (a NaN, a failed pass): every step is recorded from
+        now on."""
+        self._may_count = False
+        self._set_counting(False)
+
+    def _set_counting(self, on):
+        """Count the steps from now on, or record them; the module hooks are taken out while
+        counting (a module call makes no group then) and put back after."""
+        if on and not self._counting:
+            for h in self._module_handles:
+                h.remove()
+            self._module_handles = []
+        elif not on and self._counting and self.running and self.forward:
+            self._install_module_hooks([self.graph_source])
+        self._counting = on
+
+    def _counted_call(self, name, result) -> bool:
+        """A forward call of a counted step: True when it is only counted (its output is
+        finite), False when it must be recorded (and the counting stops)."""
+        if _finite(result):
+            self._counted_ops.append(name)
+            return True
+        self._stop_counting()
+        return False
+
+    def _next_counted(self, repeats) -> bool:
+        """Whether the step after the one that just ended is counted: it repeats, and the
+        loop that yielded in it has at least two items left."""
+        loop, self._loop = self._loop, None
+        return (
+            repeats
+            and self._may_count
+            and loop is not None
+            and loop.left >= 2
+            and not self.nonfinite_found
+            and not self._open_groups
+        )
+
+    def _step_ended(self):
+        """A backward pass ran outside any other: what was recorded since the last one ended
+        is a step."""
+        if self._counting:
+            self._count_step()
+            return
+        r0, g0, p0 = self._step_start
+        raw, modules = self._raw, self.modules
+        signature = (
+            [(x[0], x[5], x[6], x[3] is None) for x in raw[r0:]],
+            [g.path for g in modules[g0:]],
+            len(self.passes) - p0,
+        )
+        steps = self._steps
+        steps.append((r0, g0, p0, signature))
+        self._step_start = (len(raw), len(modules), len(self.passes))
+        self.counted_at_end = 0
+        failed = any(t.error is not None for t in self.passes[p0:])
+        run = 0
+        for step in reversed(steps):
+            if step[3] != signature or run > self.keep_steps:
+                break
+            run += 1
+        if run > self.keep_steps and not self.nonfinite_found and not self._open_groups:
+            first = len(steps) - run
+            if all(t.error is None for t in self.passes[steps[first][2] : steps[first + 1][2]]):
+                self._drop_step(first)
+        self._reference = [x[0] for x in signature[0]]
+        self._set_counting(not failed and self._next_counted(run > 1))
+
+    def _count_step(self):
+        """A counted step ended."""
+        self.counted_steps += 1
+        self.counted_at_end += 1
+        if self._counted_ops != self._reference:
+            self.counted_unlike += 1
+        self._counted_ops = []
+        self._set_counting(self._next_counted(True))
+
+    def _drop_step(self, i):
+        """Drop kept step ``i``, counting it."""
+        steps = self._steps
+        r0, g0, p0, _ = steps[i]
+        r1, g1, p1, _ = steps[i + 1]
+        nr, ng, np_ = r1 - r0, g1 - g0, p1 - p0
+        norms = {}
+        for trace in self.passes[p0:p1]:
+            for acc in trace.accumulations:
+                norms[acc.node] = getattr(acc.grad, "norm", None)
+        with self._lock:
+            del self._raw[r0:r1]
+            del self.records._made[r0:]
+            for g in self.modules[g1:]:
+                g.start -= nr
+                if g.end is not None:
+                    g.end -= nr
+            del self.modules[g0:g1]
+            del self.passes[p0:p1]
+            del steps[i]
+            for k in range(i, len(steps)):
+                r, g, p, signature = steps[k]
+                steps[k] = (r - nr, g - ng, p - np_, signature)
+            r, g, p = self._step_start
+            self._step_start = (r - nr, g - ng, p - np_)
+            self.counted_steps += 1
+            self.step_norms.append(norms)
+
+    def _steps_note(self) -> str:
+        """What the summary says of the steps counted ("" when none was)."""
+        if not self.counted_steps:
+            return ""
+        note = f"; {self.counted_steps} repeats of a step counted, not recorded"
+        if self.counted_at_end:
+            note += (
+                f" (the last {self.counted_at_end} of them ran after the last step drawn: "
+                "the loop ended before its length said)"
+            )
+        return note
