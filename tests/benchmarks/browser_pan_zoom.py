@@ -1,0 +1,250 @@
+"""Panning and zooming a graph view with ~10,000 visible nodes in a real JupyterLab (headless
+Chromium): frames per second and the tab's memory (prints figures; not a test).
+
+    flock /tmp/nbgrad-browser.lock python tests/benchmarks/browser_pan_zoom.py
+    ... browser_pan_zoom.py --branches 40 --steps 25 --seconds 2 --repeats 5
+
+A cell draws ``--branches`` chains of ``--steps`` calls ``h = (h * 1.01).tanh()`` summed into
+one loss (``branches * (2 * steps + 1) + 2`` nodes, 10,102 by default: a grid of 100 x 101
+boxes); the next cell expands it (``expand_all``: no series folded). The page then zooms out
+with Ctrl + wheel until the whole graph is in view, and each phase, ``--seconds`` long and
+``--repeats`` times (alternated), drives the view with CDP input events as a user would:
+
+- ``pan``: a drag (pointer down, moves around a circle, up);
+- ``zoom``: Ctrl + wheel at the canvas's centre, 5 steps out and 5 back in, again and again;
+- ``idle``: no input (what the page does alone).
+
+Printed per phase: frames per second (requestAnimationFrame callbacks over the phase's time,
+median and each run), the longest frame (ms) and the input events sent per second. Memory:
+the JS heap (CDP ``Performance.getMetrics``: used and total), the DOM's element count, and the
+tab's renderer process's resident memory (VmRSS of the Chromium renderer processes started
+under this script), after the open and after the phases. Needs what the browser tests need
+(tests/notebook/test_browser.py). Run it under the browser-test lock: other browsers on the
+machine change the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "notebook"))
+
+from playwright import sync_api  # noqa: E402
+from test_browser import CHROMIUM, Notebook, run_lab  # noqa: E402 - the lab and page helpers
+
+FRAMES = """() => {
+  const f = window.__nbgFrames = { n: 0, last: 0, longest: 0, start: performance.now() };
+  const tick = (t) => {
+    if (f.last) f.longest = Math.max(f.longest, t - f.last);
+    f.last = t;
+    f.n += 1;
+    if (!f.stop) requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+}"""
+STOP = """() => { const f = window.__nbgFrames; f.stop = true;
+  return { n: f.n, seconds: (performance.now() - f.start) / 1000, longest: f.longest }; }"""
+CUE = """() => { const t = document.querySelector('.nbg-graph .nbg-cue')?.textContent || '';
+  const m = /(\\d+) of (\\d+) boxes out of view/.exec(t) || /\\((\\d+) boxes\\)/.exec(t);
+  if (!m) return null;
+  return m.length === 3 ? { out: +m[1], all: +m[2] } : { out: 0, all: +m[1] }; }"""
+
+
+class _Folders:
+    """What ``run_lab`` needs of pytest's ``tmp_path_factory``."""
+
+    def __init__(self, root):
+        self.root, self.n = Path(root), 0
+
+    def mktemp(self, name):
+        self.n += 1
+        path = self.root / f"{name}{self.n}"
+        path.mkdir()
+        return path
+
+
+def cells(branches, steps):
+    return [
+        "%load_ext nbgrad\nimport nbgrad as ng",
+        "%%autograd -o s\n"
+        "hs = []\n"
+        f"for j in range({branches}):\n"
+        "    h = ng.randn(4, requires_grad=True)\n"
+        f"    for i in range({steps}):\n"
+        "        h = (h * 1.01).tanh()\n"
+        "    hs.append(h)\n"
+        "loss = ng.stack(hs).sum()",
+        "s.graph.expand_all()",
+    ]
+
+
+def renderer_rss_mb():
+    """The largest resident memory of a Chromium renderer started under this process, in MB."""
+    parents = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            parents[int(pid)] = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    ours, grew = {os.getpid()}, True
+    while grew:
+        new = {p for p, pp in parents.items() if pp in ours} - ours
+        grew = bool(new)
+        ours |= new
+    best = 0.0
+    for pid in ours:
+        try:
+            if b"--type=renderer" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+                continue
+            rss = re.search(r"VmRSS:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text())
+        except OSError:
+            continue
+        if rss:
+            best = max(best, int(rss.group(1)) / 1024)
+    return best
+
+
+def memory(page, cdp):
+    metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+    elements = page.evaluate("document.getElementsByTagName('*').length")
+    return (
+        f"JS heap {metrics['JSHeapUsedSize'] / 2**20:.0f} MB used of "
+        f"{metrics['JSHeapTotalSize'] / 2**20:.0f} MB, {elements:,} elements, "
+        f"renderer RSS {renderer_rss_mb():.0f} MB"
+    )
+
+
+def drive(page, cdp, phase, seconds, centre):
+    """One phase: input events for ``seconds``; returns (fps, longest frame ms, events/s)."""
+    x, y = centre
+    page.evaluate(FRAMES)
+    t0, events = time.perf_counter(), 0
+    if phase == "pan":
+        cdp.send(
+            "Input.dispatchMouseEvent",
+            {"type": "mousePressed", "x": x, "y": y, "button": "left", "clickCount": 1},
+        )
+    while time.perf_counter() - t0 < seconds:
+        t = time.perf_counter() - t0
+        if phase == "pan":  # around a circle of 150 px, once a second
+            a = 2 * math.pi * t
+            event = {
+                "type": "mouseMoved",
+                "x": x + 150 * math.cos(a) - 150,
+                "y": y + 150 * math.sin(a),
+                "button": "left",
+                "buttons": 1,
+            }
+            cdp.send("Input.dispatchMouseEvent", event)
+        elif phase == "zoom":  # 5 steps out, 5 back in: the whole graph stays in view
+            dy = 60 if (events // 5) % 2 == 0 else -60
+            event = {"type": "mouseWheel", "x": x, "y": y, "deltaX": 0, "deltaY": dy}
+            cdp.send("Input.dispatchMouseEvent", {**event, "modifiers": 2})  # Ctrl
+        events += phase != "idle"
+        time.sleep(max(0.0, 1 / 60 - (time.perf_counter() - t0 - t)))
+    if phase == "pan":
+        cdp.send(
+            "Input.dispatchMouseEvent",
+            {"type": "mouseReleased", "x": x, "y": y, "button": "left"},
+        )
+    f = page.evaluate(STOP)
+    return f["n"] / f["seconds"], f["longest"], events / (time.perf_counter() - t0)
+
+
+def zoom_out_to_all(page, cdp, graph, centre):
+    """Centre the graph (a click in the middle of the overview), then Ctrl + wheel out until
+    the whole graph is in view (or 60 steps)."""
+    graph.locator(".nbg-minimap").click()
+    for _ in range(60):
+        cue = page.evaluate(CUE)
+        if cue and cue["out"] == 0:
+            break
+        cdp.send(
+            "Input.dispatchMouseEvent",
+            {
+                "type": "mouseWheel",
+                "x": centre[0],
+                "y": centre[1],
+                "deltaX": 0,
+                "deltaY": 100,
+                "modifiers": 2,
+            },
+        )
+        page.wait_for_timeout(100)
+    return page.evaluate(CUE)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--branches", type=int, default=100)
+    p.add_argument("--steps", type=int, default=50)
+    p.add_argument("--seconds", type=float, default=3.0)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--shot", help="save a screenshot of the zoomed-out view here (a .png)")
+    args = p.parse_args()
+    boxes = args.branches * (2 * args.steps + 1) + 2
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        run_lab(_Folders(tmp), {"pan.ipynb": cells(args.branches, args.steps)}) as lab,
+        sync_api.sync_playwright() as pw,
+    ):
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("Performance.enable")
+        book = Notebook(page, Path(tmp))
+        t0 = time.perf_counter()
+        book.open_and_run(lab, "pan.ipynb")
+        book.wait_all_run(timeout=600_000)
+        page.wait_for_function(f"() => (({CUE})() || {{all: 0}}).all >= {boxes}", timeout=600_000)
+        print(f"{boxes:,} boxes drawn {time.perf_counter() - t0:.1f} s after the notebook opened")
+        graph = book.cell(1).locator(".nbg-graph")
+        graph.scroll_into_view_if_needed()
+        r = graph.locator(".nbg-canvas").bounding_box()
+        centre = (r["x"] + r["width"] / 2, r["y"] + r["height"] / 2)
+        cue = zoom_out_to_all(page, cdp, graph, centre)
+        print(f"zoomed out: {cue['all'] - cue['out']:,} of {cue['all']:,} boxes in view")
+        print("after the open:", memory(page, cdp))
+        if args.shot:
+            graph.screenshot(path=args.shot)
+        runs = {"pan": [], "zoom": [], "idle": []}
+        for _ in range(args.repeats):
+            for phase in runs:
+                runs[phase].append(drive(page, cdp, phase, args.seconds, centre))
+        for phase, got in runs.items():
+            fps = [f for f, _, _ in got]
+            print(
+                f"{phase:>5}: {statistics.median(fps):5.1f} fps median "
+                f"({', '.join(f'{f:.1f}' for f in fps)}); longest frame "
+                f"{max(x for _, x, _ in got):.0f} ms; {statistics.median(e for *_, e in got):.0f} "
+                "input events/s"
+            )
+        print("after the phases:", memory(page, cdp))
+        print("page errors:", book.errors or "none")
+        browser.close()
+
+
+if __name__ == "__main__":
+    main()
