@@ -15,7 +15,8 @@ with Ctrl + wheel until the whole graph is in view, and each phase, ``--seconds`
 - ``idle``: no input (what the page does alone).
 
 Printed per phase: frames per second (requestAnimationFrame callbacks over the phase's time,
-median and each run), the longest frame (ms) and the input events sent per second. Memory:
+median and each run), the longest frame (ms), the input events sent per second and the
+renderer's resident memory after each run. Memory:
 the JS heap (CDP ``Performance.getMetrics``: used and total), the DOM's element count, and the
 tab's renderer process's resident memory (VmRSS of the Chromium renderer processes started
 under this script), after the open and after the phases. Needs what the browser tests need
@@ -158,7 +159,8 @@ def drive(page, cdp, phase, seconds, centre):
             {"type": "mouseReleased", "x": x, "y": y, "button": "left"},
         )
     f = page.evaluate(STOP)
-    return f["n"] / f["seconds"], f["longest"], events / (time.perf_counter() - t0)
+    rate = events / (time.perf_counter() - t0)
+    return f["n"] / f["seconds"], f["longest"], rate, renderer_rss_mb()
 
 
 def zoom_out_to_all(page, cdp, graph, centre):
@@ -190,7 +192,7 @@ def main():
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("--seconds", type=float, default=3.0)
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--shot", help="save a screenshot of the zoomed-out view here (a .png)")
+    p.add_argument("--shots", help="save screenshots (at open, zoomed out) in this folder")
     args = p.parse_args()
     boxes = args.branches * (2 * args.steps + 1) + 2
     with (
@@ -222,24 +224,26 @@ def main():
         print(f"{boxes:,} boxes drawn {time.perf_counter() - t0:.1f} s after the notebook opened")
         graph = book.cell(1).locator(".nbg-graph")
         graph.scroll_into_view_if_needed()
+        if args.shots:
+            graph.screenshot(path=f"{args.shots}/pan-zoom-open.png")
         r = graph.locator(".nbg-canvas").bounding_box()
         centre = (r["x"] + r["width"] / 2, r["y"] + r["height"] / 2)
         cue = zoom_out_to_all(page, cdp, graph, centre)
         print(f"zoomed out: {cue['all'] - cue['out']:,} of {cue['all']:,} boxes in view")
         print("after the open:", memory(page, cdp))
-        if args.shot:
-            graph.screenshot(path=args.shot)
+        if args.shots:
+            graph.screenshot(path=f"{args.shots}/pan-zoom-out.png")
         runs = {"pan": [], "zoom": [], "idle": []}
         for _ in range(args.repeats):
             for phase in runs:
                 runs[phase].append(drive(page, cdp, phase, args.seconds, centre))
         for phase, got in runs.items():
-            fps = [f for f, _, _ in got]
+            fps = [f for f, *_ in got]
             print(
                 f"{phase:>5}: {statistics.median(fps):5.1f} fps median "
                 f"({', '.join(f'{f:.1f}' for f in fps)}); longest frame "
-                f"{max(x for _, x, _ in got):.0f} ms; {statistics.median(e for *_, e in got):.0f} "
-                "input events/s"
+                f"{max(x[1] for x in got):.0f} ms; {statistics.median(x[2] for x in got):.0f} "
+                f"input events/s; renderer RSS after it {', '.join(f'{x[3]:.0f}' for x in got)} MB"
             )
         print("after the phases:", memory(page, cdp))
         print("page errors:", book.errors or "none")
