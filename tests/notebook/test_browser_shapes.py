@@ -59,6 +59,16 @@ CELLS = [
     "for i in range(50000):\n"
     "    h = (h * 1.0001).tanh()\n"
     "loss = h.sum()" + ENDED,
+    # 7, 8: 40 chains of 50 calls, expanded: 2,042 boxes, drawn in bulk
+    "%%autograd -o grid\n"
+    "hs = []\n"
+    "for j in range(40):\n"
+    "    h = ng.randn(4, requires_grad=True)\n"
+    "    for i in range(25):\n"
+    "        h = (h * 1.01).tanh()\n"
+    "    hs.append(h)\n"
+    "loss = ng.stack(hs).sum()",
+    "grid.graph.expand_all()",
 ]
 SERIES = {
     1: ("fan-2000", "×1998 more"),
@@ -82,7 +92,7 @@ setInterval(() => {
     const graph = cell.querySelector('.nbg-graph');
     const status = graph && graph.querySelector('.nbg-status');
     if (!graph || !status || status.textContent.includes('recording')) return;
-    if (!graph.querySelector('.nbg-node, canvas.nbg-bulk')) return;
+    if (!graph.querySelector('.nbg-node')) return;
     window.__nbgShown[i] = null;
     requestAnimationFrame(() => setTimeout(() => { window.__nbgShown[i] = Date.now(); }));
   });
@@ -147,4 +157,61 @@ def test_a_cut_rnn_still_shows_U(nb):
     assert "U" in texts and "W" in texts, texts
     status = graph.locator(".nbg-status").inner_text()
     assert "cut at 1,000 nodes (--max-nodes)" in status and "nodes left out" in status, status
+    assert not nb.errors, nb.errors
+
+
+# painted pixels of the bulk drawing's canvas, and the pixel of a box's fill (#eef3fb, .nbg-node
+# rect in graph_view.css) nearest its middle
+CANVAS_PIXELS = """(canvas) => {
+  const { width, height } = canvas;
+  const data = canvas.getContext('2d').getImageData(0, 0, width, height).data;
+  let painted = 0, box = null, best = Infinity;
+  for (let i = 0; i < data.length; i += 4) {
+    if (!data[i + 3]) continue;
+    painted += 1;
+    const x = (i / 4) % width, y = Math.floor(i / 4 / width);
+    const d = Math.abs(x - width / 2) + Math.abs(y - height / 2);
+    if (data[i] === 238 && data[i + 1] === 243 && data[i + 2] === 251 && d < best) {
+      best = d;
+      box = { x: x / devicePixelRatio, y: y / devicePixelRatio };
+    }
+  }
+  return { painted, box };
+}"""
+
+
+def test_a_big_graph_is_drawn_in_bulk(nb):
+    """NOTE [Big graphs drawn in bulk] in widgets/graph_bulk.js: at open only what touches the
+    view is in the SVG, readable; zoomed out, a canvas draws the boxes and the SVG holds none;
+    a click on a box there zooms back to readable boxes."""
+    graph = nb.cell(7).locator(".nbg-graph").first
+    graph.locator(".nbg-cue", has_text="of 2042 boxes").wait_for(timeout=120_000)
+    graph.scroll_into_view_if_needed()
+    labels = graph.evaluate(VISIBLE_LABELS)
+    nb.shot("bulk-open", graph)
+    assert len(labels) >= 4 and all(x["height"] >= 11 for x in labels), labels
+    assert 4 <= graph.locator(".nbg-node").count() < 300  # all 2,042 when drawn one by one
+    page, canvas = nb.page, graph.locator(".nbg-canvas")
+    graph.locator(".nbg-minimap").click()  # the graph's middle in the middle of the view
+    r = canvas.bounding_box()
+    page.mouse.move(r["x"] + r["width"] / 2, r["y"] + r["height"] / 2)
+    page.keyboard.down("Control")
+    for _ in range(40):
+        if "whole graph is in view" in graph.locator(".nbg-cue").inner_text():
+            break
+        page.mouse.wheel(0, 100)
+        page.wait_for_timeout(50)
+    page.keyboard.up("Control")
+    page.wait_for_timeout(200)
+    nb.shot("bulk-zoomed-out", graph)
+    assert "whole graph is in view (2042 boxes)" in graph.locator(".nbg-cue").inner_text()
+    assert graph.locator(".nbg-node").count() == 0
+    pixels = graph.locator("canvas.nbg-bulk").evaluate(CANVAS_PIXELS)
+    assert pixels["painted"] > 10_000 and pixels["box"], pixels
+    c = graph.locator("canvas.nbg-bulk").bounding_box()
+    page.mouse.click(c["x"] + pixels["box"]["x"], c["y"] + pixels["box"]["y"])
+    page.wait_for_timeout(200)
+    labels = graph.evaluate(VISIBLE_LABELS)
+    nb.shot("bulk-clicked", graph)
+    assert len(labels) >= 4 and all(x["height"] >= 11 for x in labels), labels
     assert not nb.errors, nb.errors
