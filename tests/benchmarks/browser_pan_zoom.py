@@ -219,9 +219,15 @@ def main():
         book = Notebook(page, Path(tmp))
         t0 = time.perf_counter()
         book.open_and_run(lab, "pan.ipynb")
+        page.evaluate(FRAMES)
         book.wait_all_run(timeout=600_000)
         page.wait_for_function(f"() => (({CUE})() || {{all: 0}}).all >= {boxes}", timeout=600_000)
-        print(f"{boxes:,} boxes drawn {time.perf_counter() - t0:.1f} s after the notebook opened")
+        page.wait_for_timeout(500)
+        longest = page.evaluate(STOP)["longest"]
+        print(
+            f"{boxes:,} boxes drawn {time.perf_counter() - t0:.1f} s after the notebook opened; "
+            f"the page's longest frame meanwhile {longest:.0f} ms"
+        )
         graph = book.cell(1).locator(".nbg-graph")
         graph.scroll_into_view_if_needed()
         if args.shots:
