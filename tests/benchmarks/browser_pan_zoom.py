@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import re
 import statistics
 import sys
 import tempfile
@@ -41,6 +39,7 @@ sys.path.insert(0, str(ROOT / "tests" / "notebook"))
 
 from playwright import sync_api  # noqa: E402
 from test_browser import CHROMIUM, Notebook, run_lab  # noqa: E402 - the lab and page helpers
+from test_browser_shapes import renderer_rss_mb  # noqa: E402
 
 FRAMES = """() => {
   const f = window.__nbgFrames = { n: 0, last: 0, longest: 0, start: performance.now() };
@@ -86,33 +85,6 @@ def cells(branches, steps):
         "loss = ng.stack(hs).sum()",
         "s.graph.expand_all()",
     ]
-
-
-def renderer_rss_mb():
-    """The largest resident memory of a Chromium renderer started under this process, in MB."""
-    parents = {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            parents[int(pid)] = int(stat.rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-    ours, grew = {os.getpid()}, True
-    while grew:
-        new = {p for p, pp in parents.items() if pp in ours} - ours
-        grew = bool(new)
-        ours |= new
-    best = 0.0
-    for pid in ours:
-        try:
-            if b"--type=renderer" not in Path(f"/proc/{pid}/cmdline").read_bytes():
-                continue
-            rss = re.search(r"VmRSS:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text())
-        except OSError:
-            continue
-        if rss:
-            best = max(best, int(rss.group(1)) / 1024)
-    return best
 
 
 def memory(page, cdp):

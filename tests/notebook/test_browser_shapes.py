@@ -9,7 +9,9 @@ and the page notes when the cell's final drawing (not the live one) is in the DO
 of each is saved. Needs what test_browser.py needs.
 """
 
+import os
 import re
+from pathlib import Path
 
 import pytest
 from test_big_graphs import VISIBLE_LABELS, _graph
@@ -98,6 +100,33 @@ setInterval(() => {
   });
 }, 50);
 """
+
+
+def renderer_rss_mb():
+    """The largest resident memory of a Chromium renderer started under this process, in MB."""
+    parents = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            parents[int(pid)] = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    ours, grew = {os.getpid()}, True
+    while grew:
+        new = {p for p, pp in parents.items() if pp in ours} - ours
+        grew = bool(new)
+        ours |= new
+    best = 0.0
+    for pid in ours:
+        try:
+            if b"--type=renderer" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+                continue
+            rss = re.search(r"VmRSS:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text())
+        except OSError:
+            continue
+        if rss:
+            best = max(best, int(rss.group(1)) / 1024)
+    return best
 
 
 @pytest.fixture(scope="module")
@@ -215,3 +244,11 @@ def test_a_big_graph_is_drawn_in_bulk(nb):
     nb.shot("bulk-clicked", graph)
     assert len(labels) >= 4 and all(x["height"] >= 11 for x in labels), labels
     assert not nb.errors, nb.errors
+
+
+def test_the_tab_stays_under_500_mb(nb):
+    """Issue 34: the tab's memory stays under 500 MB, here with every graph above drawn (and,
+    after the tests above, the big one zoomed out and in)."""
+    rss = renderer_rss_mb()
+    print(f"the tab's renderer: {rss:.0f} MB resident")
+    assert 0 < rss < 500, rss
