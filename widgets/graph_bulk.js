@@ -2,18 +2,18 @@
 // graph_view.js (``esm`` in nbgrad/notebook/_widget.py); graph_view.js calls ``bulkDrawing``.
 
 // NOTE [Big graphs drawn in bulk]
-// A graph view with one SVG element per box and edge repaints every element on each frame of
-// a pan or zoom: at 10,000 boxes (100,000 elements) far below 30 frames a second, in a tab of
-// over a GB (tests/benchmarks/browser_pan_zoom.py prints both). So a layout of more than
-// BULK_BOXES boxes is drawn in two ways, by zoom. Where labels are readable (k >= DETAIL_K)
-// the SVG holds only the groups, edges and boxes that touch the view (and a margin of
-// MARGIN_PX): the same elements as a small graph's, made as the view reaches them and dropped
-// as it leaves, so clicks, search, highlights and what tests read work on them. Below
-// DETAIL_K the SVG holds none: a canvas under it draws what is in view as plain boxes and
-// straight lines, with no text (a label would be under 6 px), one path per kind (new Path2D
-// objects each frame instead grew the tab by hundreds of MB while panning: the benchmark
-// prints its memory after each run); its colours are read from the stylesheet (a theme's too). A click on a box there zooms to it. The overview is then
-// one picture, not one element per box. A smaller graph keeps its one SVG drawing.
+// A graph view with one SVG element per box and edge repaints every element on each frame of a pan
+// or zoom: at 10,000 boxes (100,000 elements) far below 30 frames a second, in a tab of over a GB
+// (tests/benchmarks/browser_pan_zoom.py prints both). So a layout of more than BULK_BOXES boxes is
+// drawn in two ways, by zoom. Where labels are readable (k >= DETAIL_K) the SVG holds only the
+// groups, edges and boxes that touch the view (and a margin of MARGIN_PX): the same elements as a
+// small graph's, made as the view reaches them and dropped as it leaves, so clicks, search,
+// highlights and what tests read work on them. Below DETAIL_K the SVG holds none: a canvas under
+// it draws what is in view as plain boxes and straight lines, with no text (a label would be under
+// 6 px), one path per kind (new Path2D objects each frame instead grew the tab by hundreds of MB
+// while panning: the benchmark prints its memory after each run); its colours are read from the
+// stylesheet (a theme's too). A click on a box there zooms to it. The overview is then one
+// picture, not one element per box. A smaller graph keeps its one SVG drawing.
 const BULK_BOXES = 1500;
 const DETAIL_K = 0.5;
 const MARGIN_PX = 200;

@@ -469,7 +469,7 @@ function detailsPanel({ panel, model, watch, snapshot, detailsOf, send, choose, 
       panel.replaceChildren(h("p", { class: "nbg-muted" },
         "Click a node for its details, an edge for its gradient, a folded series or module to " +
         "open it; drag to pan, Ctrl + wheel to zoom, the overview box (if shown) to move; " +
-        "search above."));
+        "search above. A big graph zoomed out is drawn as plain boxes: click one to zoom to it."));
       return;
     }
     const g = groups.get(id);

@@ -12,7 +12,10 @@ with Ctrl + wheel until the whole graph is in view, and each phase, ``--seconds`
 
 - ``pan``: a drag (pointer down, moves around a circle, up);
 - ``zoom``: Ctrl + wheel at the canvas's centre, 5 steps out and 5 back in, again and again;
-- ``idle``: no input (what the page does alone).
+- ``idle``: no input (what the page does alone);
+- ``pan near``: the drag again, zoomed in NEAR_STEPS wheel steps (x 1.15 each, from the whole
+  graph to a zoom where labels are drawn: NOTE [Big graphs drawn in bulk] in
+  widgets/graph_bulk.js).
 
 Printed per phase: frames per second (requestAnimationFrame callbacks over the phase's time,
 median and each run), the longest frame (ms), the input events sent per second and the
@@ -41,6 +44,7 @@ from playwright import sync_api  # noqa: E402
 from test_browser import CHROMIUM, Notebook, run_lab  # noqa: E402 - the lab and page helpers
 from test_browser_shapes import renderer_rss_mb  # noqa: E402
 
+NEAR_STEPS = 15
 FRAMES = """() => {
   const f = window.__nbgFrames = { n: 0, last: 0, longest: 0, start: performance.now() };
   const tick = (t) => {
@@ -215,10 +219,17 @@ def main():
         for _ in range(args.repeats):
             for phase in runs:
                 runs[phase].append(drive(page, cdp, phase, args.seconds, centre))
+        for _ in range(NEAR_STEPS):  # in, to where labels are drawn
+            wheel = {"type": "mouseWheel", "x": centre[0], "y": centre[1], "deltaX": 0}
+            cdp.send("Input.dispatchMouseEvent", {**wheel, "deltaY": -100, "modifiers": 2})
+        page.wait_for_timeout(300)
+        cue = page.evaluate(CUE)
+        near = f"pan near ({cue['all'] - cue['out']:,} boxes in view)"
+        runs[near] = [drive(page, cdp, "pan", args.seconds, centre) for _ in range(args.repeats)]
         for phase, got in runs.items():
             fps = [f for f, *_ in got]
             print(
-                f"{phase:>5}: {statistics.median(fps):5.1f} fps median "
+                f"{phase}: {statistics.median(fps):5.1f} fps median "
                 f"({', '.join(f'{f:.1f}' for f in fps)}); longest frame "
                 f"{max(x[1] for x in got):.0f} ms; {statistics.median(x[2] for x in got):.0f} "
                 f"input events/s; renderer RSS after it {', '.join(f'{x[3]:.0f}' for x in got)} MB"
