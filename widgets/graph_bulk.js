@@ -32,6 +32,7 @@ function bulkDrawing({ viewport, svg, canvas }) {
   const layers = [s("g"), s("g"), s("g")]; // groups, edges, boxes: in drawing order
   /** @type {Map<string, SVGElement>} */ const boxEls = new Map();
   let items = []; // {key, layer, x0, y0, x1, y1, item, kind}
+  let byKind = new Map(); // the items of each kind, in drawing order
   const made = new Map(); // key -> element now in the SVG
   let lay = null;
   let make = null;
@@ -69,9 +70,12 @@ function bulkDrawing({ viewport, svg, canvas }) {
       items.push({ key: `e${i}`, layer: 1, x0, y0, x1, y1, item: e, kind: "edge" });
     });
     for (const b of lay.nodes || []) {
+      const kind = make.kindOf(b);
       items.push({ key: `n${b.ref}`, layer: 2, x0: b.x, y0: b.y, x1: b.x + b.w, y1: b.y + b.h,
-        item: b, kind: b.kind });
+        item: b, kind: BULK_KINDS.includes(kind) ? kind : "node" });
     }
+    byKind = new Map([["group-frame", []], ["edge", []], ...BULK_KINDS.map((k) => [k, []])]);
+    for (const it of items) byKind.get(it.kind).push(it);
   }
 
   /** The items of ``view`` (in a canvas of size ``r``) grown by ``margin`` px. */
@@ -144,18 +148,14 @@ function bulkDrawing({ viewport, svg, canvas }) {
     colours = colours || readColours();
     ctx.setTransform(dpr * view.k, 0, 0, dpr * view.k, dpr * view.x, dpr * view.y);
     ctx.lineWidth = 1 / view.k; // 1 px whatever the zoom
-    const byKind = new Map();
-    for (const it of inView(view, r, 0)) {
-      const key = it.kind === "edge" || it.kind === "group-frame" ? it.kind
-        : colours[it.kind] ? it.kind : "node";
-      if (!byKind.has(key)) byKind.set(key, []);
-      byKind.get(key).push(it);
-    }
-    for (const key of ["group-frame", "edge", ...BULK_KINDS]) { // drawing order, a kind at once
-      const its = byKind.get(key);
-      if (!its) continue;
+    const [x0, y0] = [-view.x / view.k, -view.y / view.k]; // the view, in graph units
+    const [x1, y1] = [x0 + r.width / view.k, y0 + r.height / view.k];
+    for (const [key, its] of byKind) { // a kind at once, with no garbage made per frame
       ctx.beginPath();
+      let any = false;
       for (const it of its) {
+        if (it.x1 < x0 || it.x0 > x1 || it.y1 < y0 || it.y0 > y1) continue;
+        any = true;
         if (key !== "edge") {
           ctx.rect(it.x0, it.y0, it.x1 - it.x0, it.y1 - it.y0);
           continue;
@@ -164,6 +164,7 @@ function bulkDrawing({ viewport, svg, canvas }) {
         ctx.moveTo(p[0], p[1]);
         for (let j = 2; j < p.length; j += 2) ctx.lineTo(p[j], p[j + 1]);
       }
+      if (!any) continue;
       const c = colours[key];
       if (key !== "edge" && c.fill && c.fill !== "none") {
         ctx.fillStyle = c.fill;
@@ -197,19 +198,22 @@ function bulkDrawing({ viewport, svg, canvas }) {
   function clear() {
     lay = null;
     items = [];
+    byKind = new Map();
     made.clear();
     boxEls.clear();
     canvas.getContext("2d")?.clearRect(0, 0, canvas.width, canvas.height);
   }
 
-  /** The box at graph point (``gx``, ``gy``), or null. */
-  function boxAt(gx, gy) {
+  /** The box nearest graph point (``gx``, ``gy``) within ``tol`` of it, or null. */
+  function boxAt(gx, gy, tol) {
+    let best = null;
+    let bestD = tol;
     for (const it of items) {
-      if (it.layer === 2 && gx >= it.x0 && gx <= it.x1 && gy >= it.y0 && gy <= it.y1) {
-        return it.item;
-      }
+      if (it.layer !== 2) continue;
+      const d = Math.max(it.x0 - gx, gx - it.x1, it.y0 - gy, gy - it.y1, 0);
+      if (d <= bestD) [best, bestD] = [it.item, d];
     }
-    return null;
+    return best;
   }
 
   return { set, update, clear, boxAt, boxEls, active: () => lay !== null };
@@ -223,7 +227,7 @@ function zoomToBoxAt(e, bulk, svg, view, centreOn) {
   if (!bulk.active() || view.k >= DETAIL_K) return;
   const r = svg.getBoundingClientRect();
   const b = bulk.boxAt((e.clientX - r.left - view.x) / view.k,
-    (e.clientY - r.top - view.y) / view.k);
+    (e.clientY - r.top - view.y) / view.k, 4 / view.k); // within 4 px: small boxes
   if (b) centreOn(b.ref);
 }
 

@@ -163,15 +163,15 @@ function graphMakers(nodes, roots, failure, on) {
     });
     return grp;
   }
+  /** What a box is drawn as: a node's kind ("leaf", "root", ...), "series" or "group". */
+  function kindOf(b) {
+    if (b.kind !== "node") return b.kind;
+    const kind = nodes.get(b.ref)?.kind || "node";
+    return kind === "node" && roots.has(b.ref) ? "root" : kind;
+  }
   function box(b) {
-    let kind = b.kind;
-    let hooks = 0;
-    if (b.kind === "node") {
-      const n = nodes.get(b.ref);
-      kind = (n && n.kind) || "node";
-      if (kind === "node" && roots.has(b.ref)) kind = "root";
-      hooks = n ? n.hooks : 0;
-    }
+    const kind = kindOf(b);
+    const hooks = b.kind === "node" ? nodes.get(b.ref)?.hooks || 0 : 0;
     const failedLine = failure && failure.line && b.kind === "node" &&
       nodes.get(b.ref)?.line === failure.line;
     const grp = s("g", { class: `nbg-node nbg-${kind}${failedLine ? " nbg-failed-line" : ""}`,
@@ -212,7 +212,7 @@ function graphMakers(nodes, roots, failure, on) {
     }
     return grp;
   }
-  return { group, edge, box };
+  return { group, edge, box, kindOf };
 }
 
 /**

@@ -13,9 +13,8 @@ with Ctrl + wheel until the whole graph is in view, and each phase, ``--seconds`
 - ``pan``: a drag (pointer down, moves around a circle, up);
 - ``zoom``: Ctrl + wheel at the canvas's centre, 5 steps out and 5 back in, again and again;
 - ``idle``: no input (what the page does alone);
-- ``pan near``: the drag again, zoomed in NEAR_STEPS wheel steps (x 1.15 each, from the whole
-  graph to a zoom where labels are drawn: NOTE [Big graphs drawn in bulk] in
-  widgets/graph_bulk.js).
+- ``pan near`` (first): the drag at NEAR_STEPS wheel steps out from the open view, a zoom
+  where labels are still drawn (NOTE [Big graphs drawn in bulk] in widgets/graph_bulk.js).
 
 Printed per phase: frames per second (requestAnimationFrame callbacks over the phase's time,
 median and each run), the longest frame (ms), the input events sent per second and the
@@ -44,7 +43,7 @@ from playwright import sync_api  # noqa: E402
 from test_browser import CHROMIUM, Notebook, run_lab  # noqa: E402 - the lab and page helpers
 from test_browser_shapes import renderer_rss_mb  # noqa: E402
 
-NEAR_STEPS = 15
+NEAR_STEPS = 4  # wheel steps out from zoom 1: 1 / 1.15**4 = 0.57
 FRAMES = """() => {
   const f = window.__nbgFrames = { n: 0, last: 0, longest: 0, start: performance.now() };
   const tick = (t) => {
@@ -139,11 +138,9 @@ def drive(page, cdp, phase, seconds, centre):
     return f["n"] / f["seconds"], f["longest"], rate, renderer_rss_mb()
 
 
-def zoom_out_to_all(page, cdp, graph, centre):
-    """Centre the graph (a click in the middle of the overview), then Ctrl + wheel out until
-    the whole graph is in view (or 60 steps)."""
-    graph.locator(".nbg-minimap").click()
-    for _ in range(60):
+def zoom_out(page, cdp, centre, steps=60):
+    """Ctrl + wheel out ``steps`` times, or until the whole graph is in view."""
+    for _ in range(steps):
         cue = page.evaluate(CUE)
         if cue and cue["out"] == 0:
             break
@@ -210,22 +207,20 @@ def main():
             graph.screenshot(path=f"{args.shots}/pan-zoom-open.png")
         r = graph.locator(".nbg-canvas").bounding_box()
         centre = (r["x"] + r["width"] / 2, r["y"] + r["height"] / 2)
-        cue = zoom_out_to_all(page, cdp, graph, centre)
+        graph.locator(".nbg-minimap").click()  # the graph's middle in the view's
+        cue = zoom_out(page, cdp, centre, NEAR_STEPS)
+        near = f"pan near ({cue['all'] - cue['out']:,} boxes in view)"
+        runs = {near: [drive(page, cdp, "pan", args.seconds, centre) for _ in range(args.repeats)]}
+        cue = zoom_out(page, cdp, centre)
         print(f"zoomed out: {cue['all'] - cue['out']:,} of {cue['all']:,} boxes in view")
-        print("after the open:", memory(page, cdp))
+        print("zoomed out:", memory(page, cdp))
         if args.shots:
             graph.screenshot(path=f"{args.shots}/pan-zoom-out.png")
-        runs = {"pan": [], "zoom": [], "idle": []}
+        far = {"pan": [], "zoom": [], "idle": []}
         for _ in range(args.repeats):
-            for phase in runs:
-                runs[phase].append(drive(page, cdp, phase, args.seconds, centre))
-        for _ in range(NEAR_STEPS):  # in, to where labels are drawn
-            wheel = {"type": "mouseWheel", "x": centre[0], "y": centre[1], "deltaX": 0}
-            cdp.send("Input.dispatchMouseEvent", {**wheel, "deltaY": -100, "modifiers": 2})
-        page.wait_for_timeout(300)
-        cue = page.evaluate(CUE)
-        near = f"pan near ({cue['all'] - cue['out']:,} boxes in view)"
-        runs[near] = [drive(page, cdp, "pan", args.seconds, centre) for _ in range(args.repeats)]
+            for phase in far:
+                far[phase].append(drive(page, cdp, phase, args.seconds, centre))
+        runs.update(far)
         for phase, got in runs.items():
             fps = [f for f, *_ in got]
             print(
