@@ -6,9 +6,10 @@ Chromium): frames per second and the tab's memory (prints figures; not a test).
 
 A cell draws ``--branches`` chains of ``--steps`` calls ``h = (h * 1.01).tanh()`` summed into
 one loss (``branches * (2 * steps + 1) + 2`` nodes, 10,102 by default: a grid of 100 x 101
-boxes); the next cell expands it (``expand_all``: no series folded). The page then zooms out
-with Ctrl + wheel until the whole graph is in view, and each phase, ``--seconds`` long and
-``--repeats`` times (alternated), drives the view with CDP input events as a user would:
+boxes; ``--max-nodes`` is raised for a bigger one); the next cell expands it (``expand_all``:
+no series folded). The page then zooms out with Ctrl + wheel until the whole graph is in view,
+and each phase, ``--seconds`` long and ``--repeats`` times (alternated), drives the view with
+CDP input events as a user would:
 
 - ``pan``: a drag (pointer down, moves around a circle, up);
 - ``zoom``: Ctrl + wheel at the canvas's centre, 5 steps out and 5 back in, again and again;
@@ -78,7 +79,7 @@ class _Folders:
 def cells(branches, steps):
     return [
         "%load_ext nbgrad\nimport nbgrad as ng",
-        "%%autograd -o s\n"
+        f"%%autograd -o s --max-nodes {max(20_000, branches * (2 * steps + 1) + 2)}\n"
         "hs = []\n"
         f"for j in range({branches}):\n"
         "    h = ng.randn(4, requires_grad=True)\n"
