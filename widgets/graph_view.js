@@ -119,17 +119,15 @@ export function rankMatches(query, nodeList, groupList) {
 }
 
 /**
- * The group boxes, edges and node boxes of ``lay``, and each node box's element by its ref.
- * @param {Layout} lay
+ * The elements of one group, edge and node box of a layout (what ``drawGraph`` draws, and
+ * the bulk drawing as the view reaches them: NOTE [Big graphs drawn in bulk] in graph_bulk.js).
  * @param {Map<string, ViewNode>} nodes
  * @param {Set<string>} roots
  * @param {Failure|null} failure
  * @param {{send: Function, select: Function, edge: Function}} on what a click does
  */
-function drawGraph(lay, nodes, roots, failure, on) {
-  const boxEls = new Map();
-  const frag = document.createDocumentFragment();
-  for (const g of lay.groups || []) {
+function graphMakers(nodes, roots, failure, on) {
+  function group(g) {
     const grp = s("g", { class: "nbg-group" });
     grp.append(s("rect", { x: g.x, y: g.y, width: g.w, height: g.h, rx: 8 }));
     const label = s("text", { x: g.x + 8, y: g.y + 13, class: "nbg-group-label" });
@@ -139,9 +137,9 @@ function drawGraph(lay, nodes, roots, failure, on) {
     title.textContent = "click to collapse";
     label.append(title);
     grp.append(label);
-    frag.append(grp);
+    return grp;
   }
-  for (const e of lay.edges || []) {
+  function edge(e) {
     const grp = s("g", { class: "nbg-edge" });
     const d = edgePath(e.points);
     grp.append(s("path", { d, class: "nbg-edge-hit" }));
@@ -163,17 +161,17 @@ function drawGraph(lay, nodes, roots, failure, on) {
     grp.addEventListener("click", () => {
       on.edge(e);
     });
-    frag.append(grp);
+    return grp;
   }
-  for (const b of lay.nodes || []) {
-    let kind = b.kind;
-    let hooks = 0;
-    if (b.kind === "node") {
-      const n = nodes.get(b.ref);
-      kind = (n && n.kind) || "node";
-      if (kind === "node" && roots.has(b.ref)) kind = "root";
-      hooks = n ? n.hooks : 0;
-    }
+  /** What a box is drawn as: a node's kind ("leaf", "root", ...), "series" or "group". */
+  function kindOf(b) {
+    if (b.kind !== "node") return b.kind;
+    const kind = nodes.get(b.ref)?.kind || "node";
+    return kind === "node" && roots.has(b.ref) ? "root" : kind;
+  }
+  function box(b) {
+    const kind = kindOf(b);
+    const hooks = b.kind === "node" ? nodes.get(b.ref)?.hooks || 0 : 0;
     const failedLine = failure && failure.line && b.kind === "node" &&
       nodes.get(b.ref)?.line === failure.line;
     const grp = s("g", { class: `nbg-node nbg-${kind}${failedLine ? " nbg-failed-line" : ""}`,
@@ -212,6 +210,23 @@ function drawGraph(lay, nodes, roots, failure, on) {
     } else {
       grp.addEventListener("click", () => on.select(b.ref));
     }
+    return grp;
+  }
+  return { group, edge, box, kindOf };
+}
+
+/**
+ * The group boxes, edges and node boxes of ``lay`` (made by ``make``: ``graphMakers``), and
+ * each node box's element by its ref.
+ * @param {Layout} lay
+ */
+function drawGraph(lay, make) {
+  const boxEls = new Map();
+  const frag = document.createDocumentFragment();
+  for (const g of lay.groups || []) frag.append(make.group(g));
+  for (const e of lay.edges || []) frag.append(make.edge(e));
+  for (const b of lay.nodes || []) {
+    const grp = make.box(b);
     boxEls.set(b.ref, grp);
     frag.append(grp);
   }
@@ -384,7 +399,8 @@ const miniBoxes = s("g");
 const miniView = s("rect", { class: "nbg-minimap-view" });
 minimap.append(miniBoxes, miniView);
 const cue = h("div", { class: "nbg-cue", role: "status" }); // what is out of view
-const stage = h("div", { class: "nbg-stage" }, svg, cue);
+const bulkCanvas = h("canvas", { class: "nbg-bulk" }); // NOTE [Big graphs drawn in bulk]
+const stage = h("div", { class: "nbg-stage" }, bulkCanvas, svg, cue);
 const panel = h("div", { class: "nbg-panel" });
 const side = h("div", { class: "nbg-side" }, minimap, panel);
 const main = h("div", { class: "nbg-main" }, stage, side);
@@ -392,7 +408,7 @@ const errorBox = h("pre", { class: "nbg-error" });
 const failureBox = h("div", { class: "nbg-failure" }); // NOTE [Failed forward] in magics.py
   return {
     status, passSelect, search, results, find, expandAll, collapseAll, toolbar, svg, viewport,
-    minimap, miniBoxes, miniView, cue, panel, main, errorBox, failureBox,
+    minimap, miniBoxes, miniView, cue, panel, main, errorBox, failureBox, bulkCanvas,
   };
 }
 
@@ -453,7 +469,7 @@ function detailsPanel({ panel, model, watch, snapshot, detailsOf, send, choose, 
       panel.replaceChildren(h("p", { class: "nbg-muted" },
         "Click a node for its details, an edge for its gradient, a folded series or module to " +
         "open it; drag to pan, Ctrl + wheel to zoom, the overview box (if shown) to move; " +
-        "search above."));
+        "search above. A big graph zoomed out is drawn as plain boxes: click one to zoom to it."));
       return;
     }
     const g = groups.get(id);
@@ -491,6 +507,10 @@ svg.addEventListener("pointerdown", (e) => {
   drag = { x: e.clientX, y: e.clientY, vx: view.x, vy: view.y };
   svg.setPointerCapture?.(e.pointerId);
 });
+// a click that did not drag: on a big graph's overview drawing, zoom to the box there
+svg.addEventListener("pointerup", (e) => {
+  if (drag && Math.abs(e.clientX - drag.x) + Math.abs(e.clientY - drag.y) < 4) on.click?.(e);
+});
 svg.addEventListener("pointermove", (e) => {
   if (!drag) return;
   on.moved();
@@ -526,6 +546,10 @@ function drawMiniBoxes(miniBoxes, lay, mini) {
   Object.assign(mini, {
     k, x: (MINIMAP_W - lay.width * k) / 2, y: (MINIMAP_H - lay.height * k) / 2,
   });
+  if ((lay.nodes || []).length > BULK_BOXES) { // one picture (NOTE [Big graphs drawn in bulk])
+    miniBoxes.replaceChildren(miniPicture(lay, mini, MINIMAP_W, MINIMAP_H));
+    return;
+  }
   const frag = document.createDocumentFragment();
   for (const b of lay.nodes || []) {
     frag.append(s("rect", {
@@ -564,7 +588,7 @@ minimap.addEventListener("pointerup", () => { miniDrag = false; });
  * boxEls}); ``st.userMoved``: the user panned or zoomed (a resize then keeps their view).
  */
 function canvasView({ el, svg, main, viewport, minimap, miniBoxes, miniView, cue, snapshot,
-  graphLayout, get }) {
+  graphLayout, get, bulk }) {
   const view = { x: 0, y: 0, k: 1 }; // changed in place: the pan and zoom handlers hold it
   const mini = { k: 1, x: 0, y: 0 }; // the overview's scale and offset, changed in place
   const st = { userMoved: false };
@@ -573,6 +597,7 @@ function canvasView({ el, svg, main, viewport, minimap, miniBoxes, miniView, cue
 
   function applyView() {
     viewport.setAttribute("transform", `translate(${view.x},${view.y}) scale(${view.k})`);
+    if (bulk.active()) bulk.update(view, svg.getBoundingClientRect());
     drawMiniView();
   }
 
@@ -749,7 +774,7 @@ function render({ model, el }) {
   const detailsOf = jsonTrait(model, "_details_json");
   const {
     status, passSelect, search, results, find, expandAll, collapseAll, toolbar, svg, viewport,
-    minimap, miniBoxes, miniView, cue, panel, main, errorBox, failureBox,
+    minimap, miniBoxes, miniView, cue, panel, main, errorBox, failureBox, bulkCanvas,
   } = buildDom({ send, fit: () => fit(), zoom: (f) => { st.userMoved = true; zoomBy(f); } });
   const answerBox = answerBanner(); // a version error explained (answers.js)
   el.append(toolbar, failureBox, answerBox, main, errorBox);
@@ -764,14 +789,16 @@ function render({ model, el }) {
   /** @type {Map<string, Box>} */ let boxes = new Map();
   /** @type {Map<string, SVGElement>} */ let boxEls = new Map();
   let selectedEdge = null;
+  const bulk = bulkDrawing({ viewport, svg, canvas: bulkCanvas });
   const {
     view, mini, st, applyView, fit, openView, centreOn, centreOnGroup, zoomBy, sizeCanvas,
     drawMinimap, drawMiniView,
   } = canvasView({ el, svg, main, viewport, minimap, miniBoxes, miniView, cue, snapshot,
-    graphLayout, get: () => ({ boxes, boxEls }) });
+    graphLayout, get: () => ({ boxes, boxEls }), bulk });
 
   // pan and zoom
-  panAndZoom(svg, el, view, { moved: () => { st.userMoved = true; }, applyView, zoomBy });
+  panAndZoom(svg, el, view, { moved: () => { st.userMoved = true; }, applyView, zoomBy,
+    click: (e) => zoomToBoxAt(e, bulk, svg, view, centreOn) });
 
   minimapDrag(minimap, svg, mini, view, { applyView });
 
@@ -827,15 +854,22 @@ function render({ model, el }) {
       h("div", {}, failure.error),
     ] : []).filter(Boolean));
     failureBox.style.display = failure ? "" : "none";
-    let frag;
-    ({ frag, boxEls } = drawGraph(lay, nodes, roots, failure, {
+    const make = graphMakers(nodes, roots, failure, {
       send, select, edge: (e) => {
         selectedEdge = e;
         send({ type: "edge", edges: e.edges });
         showPanel();
       },
-    }));
-    viewport.replaceChildren(frag);
+    });
+    if ((lay.nodes || []).length > BULK_BOXES) { // NOTE [Big graphs drawn in bulk]
+      bulk.set(lay, make, () => { highlight(); showAnswer(); });
+      boxEls = bulk.boxEls; // the boxes in view, as the view moves
+    } else {
+      bulk.clear();
+      let frag;
+      ({ frag, boxEls } = drawGraph(lay, make));
+      viewport.replaceChildren(frag);
+    }
     // the pass chooser
     const passes = snap.passes || [];
     passSelect.replaceChildren(
@@ -853,7 +887,7 @@ function render({ model, el }) {
     // the first view (readable, at the root end); while recording, follow the growing graph
     const size = `${lay.width}x${lay.height}`;
     if (!opened || model.get("live")) opened = openView();
-    else if (size !== lastSize) applyView();
+    else if (size !== lastSize || bulk.active()) applyView(); // bulk: draw what is in view
     lastSize = size;
     if (pendingCenter && boxes.has(pendingCenter)) {
       centreOn(pendingCenter);

@@ -62,7 +62,7 @@ class GraphView(StillWidget):
         GraphView(3 nodes, 2 edges, 0 groups, 0 backward passes)
     """
 
-    _esm = esm("graph_view.js", "answers.js")
+    _esm = esm("graph_view.js", "answers.js", "graph_bulk.js")
     _css = asset("graph_view.css")
 
     snapshot = t.Dict()  # sent to the browser as _snapshot_json, in its compact view form

@@ -1,0 +1,258 @@
+// nbgrad GraphView: a big graph drawn in bulk. Concatenated after common.js and before
+// graph_view.js (``esm`` in nbgrad/notebook/_widget.py); graph_view.js calls ``bulkDrawing``.
+
+// NOTE [Big graphs drawn in bulk]
+// A graph view with one SVG element per box and edge repaints every element on each frame of a pan
+// or zoom: at 10,000 boxes (100,000 elements) far below 30 frames a second, in a tab of over a GB
+// (tests/benchmarks/browser_pan_zoom.py prints both). So a layout of more than BULK_BOXES boxes is
+// drawn in two ways, by zoom. Where labels are readable (k >= DETAIL_K) the SVG holds only the
+// groups, edges and boxes that touch the view (and a margin of MARGIN_PX): the same elements as a
+// small graph's, made as the view reaches them and dropped as it leaves, so clicks, search,
+// highlights and what tests read work on them. Below DETAIL_K the SVG holds none: a canvas under
+// it draws what is in view as plain boxes and straight lines, with no text (a label would be under
+// 6 px), one path per kind (new Path2D objects each frame instead grew the tab by hundreds of MB
+// while panning: the benchmark prints its memory after each run); its colours are read from the
+// stylesheet (a theme's too). A click on a box there zooms to it. The overview is then one
+// picture, not one element per box. A smaller graph keeps its one SVG drawing.
+const BULK_BOXES = 1500;
+const DETAIL_K = 0.5;
+const MARGIN_PX = 200;
+const BULK_KINDS = ["node", "leaf", "root", "external", "series", "group"];
+
+/**
+ * The bulk drawing of a big layout (NOTE [Big graphs drawn in bulk]) in ``viewport`` (the
+ * SVG's pan and zoom group) and ``canvas`` (a <canvas> under the SVG).
+ * ``set(layout, make, shown)`` takes a layout: ``make`` builds one element
+ * (``make.group(g)``, ``make.edge(e)``, ``make.box(b)``: ``graphMakers`` in graph_view.js),
+ * ``shown(boxEls)`` is called after the set of box elements changed; ``update(view, r)`` draws
+ * ``view`` in a canvas of size ``r``.
+ * @param {{viewport: SVGGElement, svg: SVGSVGElement, canvas: HTMLCanvasElement}} where
+ */
+function bulkDrawing({ viewport, svg, canvas }) {
+  const layers = [s("g"), s("g"), s("g")]; // groups, edges, boxes: in drawing order
+  /** @type {Map<string, SVGElement>} */ const boxEls = new Map();
+  let items = []; // {key, layer, x0, y0, x1, y1, item, kind}
+  let byKind = new Map(); // the items of each kind, in drawing order
+  const made = new Map(); // key -> element now in the SVG
+  let lay = null;
+  let make = null;
+  let shown = () => {};
+  let colours = null;
+  let frame = 0;
+  let last = { x: 0, y: 0, k: 1 };
+
+  /** A new layout: its items with their extents; nothing made yet. */
+  function set(layout, makers, onShown) {
+    lay = layout;
+    make = makers;
+    shown = onShown;
+    made.clear();
+    boxEls.clear();
+    for (const l of layers) l.replaceChildren();
+    viewport.replaceChildren(...layers);
+    colours = null;
+    items = [];
+    for (const g of lay.groups || []) {
+      items.push({ key: `g${g.id}`, layer: 0, x0: g.x, y0: g.y, x1: g.x + g.w, y1: g.y + g.h,
+        item: g, kind: "group-frame" });
+    }
+    (lay.edges || []).forEach((e, i) => {
+      const p = e.points;
+      let [x0, y0, x1, y1] = [Infinity, Infinity, -Infinity, -Infinity];
+      for (let j = 0; j < p.length; j += 2) {
+        x0 = Math.min(x0, p[j]); x1 = Math.max(x1, p[j]);
+        y0 = Math.min(y0, p[j + 1]); y1 = Math.max(y1, p[j + 1]);
+      }
+      if (e.label && e.lx !== null && e.lx !== undefined) { // the label's baseline start
+        x1 = Math.max(x1, e.lx + 8 * e.label.length);
+        y0 = Math.min(y0, e.ly - 12);
+      }
+      items.push({ key: `e${i}`, layer: 1, x0, y0, x1, y1, item: e, kind: "edge" });
+    });
+    for (const b of lay.nodes || []) {
+      const kind = make.kindOf(b);
+      items.push({ key: `n${b.ref}`, layer: 2, x0: b.x, y0: b.y, x1: b.x + b.w, y1: b.y + b.h,
+        item: b, kind: BULK_KINDS.includes(kind) ? kind : "node" });
+    }
+    byKind = new Map([["group-frame", []], ["edge", []], ...BULK_KINDS.map((k) => [k, []])]);
+    for (const it of items) byKind.get(it.kind).push(it);
+  }
+
+  /** The items of ``view`` (in a canvas of size ``r``) grown by ``margin`` px. */
+  function inView(view, r, margin) {
+    const x0 = (-margin - view.x) / view.k;
+    const y0 = (-margin - view.y) / view.k;
+    const x1 = (r.width + margin - view.x) / view.k;
+    const y1 = (r.height + margin - view.y) / view.k;
+    return items.filter((it) => it.x1 >= x0 && it.x0 <= x1 && it.y1 >= y0 && it.y0 <= y1);
+  }
+
+  /** The SVG elements of what touches the view: made as they come in, dropped as they go. */
+  function detail(view, r) {
+    const want = new Map(inView(view, r, MARGIN_PX).map((it) => [it.key, it]));
+    let changed = false;
+    for (const [key, el] of made) {
+      if (want.has(key)) continue;
+      el.remove();
+      made.delete(key);
+      if (key[0] === "n") boxEls.delete(key.slice(1));
+      changed = true;
+    }
+    for (const [key, it] of want) {
+      if (made.has(key)) continue;
+      const el = it.layer === 0 ? make.group(it.item)
+        : it.layer === 1 ? make.edge(it.item) : make.box(it.item);
+      layers[it.layer].append(el);
+      made.set(key, el);
+      if (it.layer === 2) boxEls.set(it.item.ref, el);
+      changed = true;
+    }
+    if (changed) shown(boxEls);
+  }
+
+  /** Each kind's fill and stroke as the stylesheet draws them (a theme's too). */
+  function readColours() {
+    const probe = s("g");
+    svg.append(probe);
+    const out = {};
+    for (const kind of [...BULK_KINDS, "group-frame"]) {
+      const g = s("g", { class: kind === "group-frame" ? "nbg-group" : `nbg-node nbg-${kind}` });
+      const rect = s("rect");
+      g.append(rect);
+      probe.append(g);
+      const cs = getComputedStyle(rect);
+      out[kind] = { fill: cs.fill, stroke: cs.stroke };
+    }
+    const edge = s("path", { class: "nbg-edge-line" });
+    probe.append(edge);
+    out.edge = { stroke: getComputedStyle(edge).stroke };
+    probe.remove();
+    return out;
+  }
+
+  /** The overview drawing: what is in view as boxes and straight lines, no text. */
+  function paint(view, r) {
+    const dpr = window.devicePixelRatio || 1;
+    const w = Math.round(r.width * dpr);
+    const h = Math.round(r.height * dpr);
+    if (canvas.width !== w || canvas.height !== h) {
+      canvas.width = w;
+      canvas.height = h;
+      canvas.style.width = `${r.width}px`;
+      canvas.style.height = `${r.height}px`;
+    }
+    const ctx = canvas.getContext("2d");
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.clearRect(0, 0, w, h);
+    if (!lay || view.k >= DETAIL_K) return;
+    colours = colours || readColours();
+    ctx.setTransform(dpr * view.k, 0, 0, dpr * view.k, dpr * view.x, dpr * view.y);
+    ctx.lineWidth = 1 / view.k; // 1 px whatever the zoom
+    const [x0, y0] = [-view.x / view.k, -view.y / view.k]; // the view, in graph units
+    const [x1, y1] = [x0 + r.width / view.k, y0 + r.height / view.k];
+    for (const [key, its] of byKind) { // a kind at once, with no garbage made per frame
+      ctx.beginPath();
+      let any = false;
+      for (const it of its) {
+        if (it.x1 < x0 || it.x0 > x1 || it.y1 < y0 || it.y0 > y1) continue;
+        any = true;
+        if (key !== "edge") {
+          ctx.rect(it.x0, it.y0, it.x1 - it.x0, it.y1 - it.y0);
+          continue;
+        }
+        const p = it.item.points;
+        ctx.moveTo(p[0], p[1]);
+        for (let j = 2; j < p.length; j += 2) ctx.lineTo(p[j], p[j + 1]);
+      }
+      if (!any) continue;
+      const c = colours[key];
+      if (key !== "edge" && c.fill && c.fill !== "none") {
+        ctx.fillStyle = c.fill;
+        ctx.fill();
+      }
+      ctx.strokeStyle = c.stroke;
+      ctx.stroke();
+    }
+  }
+
+  /** Draw ``view``: the detail in the SVG or the overview on the canvas, once a frame. */
+  function update(view, r) {
+    if (!lay) return;
+    last = { ...view };
+    if (view.k >= DETAIL_K) detail(view, r);
+    else if (made.size) { // no SVG elements below DETAIL_K
+      for (const el of made.values()) el.remove();
+      made.clear();
+      boxEls.clear();
+      shown(boxEls);
+    }
+    if (!frame) {
+      frame = requestAnimationFrame(() => {
+        frame = 0;
+        paint(last, svg.getBoundingClientRect());
+      });
+    }
+  }
+
+  /** Leave bulk drawing (a smaller layout came): clear the canvas. */
+  function clear() {
+    lay = null;
+    items = [];
+    byKind = new Map();
+    made.clear();
+    boxEls.clear();
+    canvas.getContext("2d")?.clearRect(0, 0, canvas.width, canvas.height);
+  }
+
+  /** The box nearest graph point (``gx``, ``gy``) within ``tol`` of it, or null. */
+  function boxAt(gx, gy, tol) {
+    let best = null;
+    let bestD = tol;
+    for (const it of items) {
+      if (it.layer !== 2) continue;
+      const d = Math.max(it.x0 - gx, gx - it.x1, it.y0 - gy, gy - it.y1, 0);
+      if (d <= bestD) [best, bestD] = [it.item, d];
+    }
+    return best;
+  }
+
+  return { set, update, clear, boxAt, boxEls, active: () => lay !== null };
+}
+
+/**
+ * A click (event ``e``) on the bulk drawing's canvas below DETAIL_K: ``centreOn`` the box there,
+ * which zooms to where its box is drawn, to click.
+ */
+function zoomToBoxAt(e, bulk, svg, view, centreOn) {
+  if (!bulk.active() || view.k >= DETAIL_K) return;
+  const r = svg.getBoundingClientRect();
+  const b = bulk.boxAt((e.clientX - r.left - view.x) / view.k,
+    (e.clientY - r.top - view.y) / view.k, 4 / view.k); // within 4 px: small boxes
+  if (b) centreOn(b.ref);
+}
+
+/**
+ * The overview's boxes of a big layout as one picture (NOTE [Big graphs drawn in bulk]): an
+ * <image> of ``width`` x ``height`` px, each box at scale ``mini``.
+ * @param {Layout} lay
+ */
+function miniPicture(lay, mini, width, height) {
+  const c = document.createElement("canvas");
+  const dpr = window.devicePixelRatio || 1;
+  c.width = Math.round(width * dpr);
+  c.height = Math.round(height * dpr);
+  const ctx = c.getContext("2d");
+  ctx.scale(dpr, dpr);
+  const fills = { group: "#e2b867", series: "#a48bd0" }; // as .nbg-mini-* in graph_view.css
+  for (const kind of [null, "group", "series"]) {
+    ctx.fillStyle = fills[kind] || "#9fb3d6";
+    ctx.beginPath();
+    for (const b of lay.nodes || []) {
+      if ((fills[b.kind] ? b.kind : null) !== kind) continue;
+      ctx.rect(mini.x + b.x * mini.k, mini.y + b.y * mini.k, Math.max(1, b.w * mini.k),
+        Math.max(1, b.h * mini.k));
+    }
+    ctx.fill();
+  }
+  return s("image", { href: c.toDataURL(), x: 0, y: 0, width, height });
+}
