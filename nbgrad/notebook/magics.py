@@ -192,8 +192,11 @@ def _names(ns, assigned=()):
     (see ``build_snapshot``): a name left bound by an earlier cell (a loop variable such as
     ``param``) must not rename a module's parameter, which is labelled by its module path."""
 
+    torch = sys.modules.get("torch")  # a torch cell's tensors are named as nbgrad's are
+    tensors = (Tensor, torch.Tensor) if torch is not None else Tensor
+
     def labelled(v):
-        return isinstance(v, Tensor) or hasattr(v, "named_parameters")
+        return isinstance(v, tensors) or hasattr(v, "named_parameters")
 
     names = {}
     for k in assigned:
@@ -418,6 +421,7 @@ class AutogradMagics(Magics):
         view = session.graph
         view.names = names
         view.weak_names = weak_names
+        view.namespace = self.shell.user_ns  # for the why sentences (answers_view.py)
         view.refresh()
         if session.hooks is None:
             session.hooks = HookEditor(graph=view, root=root, namespace=self.shell.user_ns)
