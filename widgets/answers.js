@@ -188,12 +188,15 @@ function markAnswers(model, lay, snap, boxEls, viewport, bar) {
   for (const b of lay.nodes || []) {
     const values = b.kind === "group" ? flow[paths.get(b.ref)] : null;
     if (values) {
-      boxEls.get(b.ref)?.append(sparkline(values, b.x + b.w - SPARK_W - 3, b.y + b.h - SPARK_H - 2));
+      // on the box's top right corner, clear of its two lines of text
+      boxEls.get(b.ref)?.append(sparkline(values, b.x + b.w - SPARK_W + 6, b.y - SPARK_H + 4));
     }
   }
   for (const g of lay.groups || []) {
     const values = flow[paths.get(g.id)];
-    if (values) viewport.append(sparkline(values, g.x + g.w - SPARK_W - 6, g.y + 3));
+    // just after the frame's label ("▾ model: Sequential"), clear of the boxes' corners
+    const x = Math.min(g.x + 16 + 6.6 * (g.label || "").length, g.x + g.w - SPARK_W - 6);
+    if (values) viewport.append(sparkline(values, x, g.y + 3));
   }
   showLegend(marks, lay, snap, bar);
 }
@@ -239,12 +242,13 @@ export function bytesText(n) {
 
 /** A plot of a module's gradient norm at each backward pass (the details panel's). */
 function flowPlot(values) {
-  const w = 240;
+  const w = 250;
   const hgt = 80;
+  const left = 46; // room for the axis's numbers
   const svgEl = s("svg", { class: "nbg-flow-plot", width: w, height: hgt + 16 });
-  svgEl.append(s("rect", { x: 30, y: 2, width: w - 34, height: hgt, fill: "#fff",
+  svgEl.append(s("rect", { x: left, y: 2, width: w - left - 4, height: hgt, fill: "#fff",
     stroke: "#ccc" }));
-  svgEl.append(s("polyline", { points: sparkPoints(values, 32, 4, w - 38, hgt - 4),
+  svgEl.append(s("polyline", { points: sparkPoints(values, left + 2, 4, w - left - 8, hgt - 4),
     fill: "none", stroke: "#1f6f3a", "stroke-width": 1.5 }));
   const nums = values.filter((v) => typeof v === "number" && v > 0);
   const label = (text, x, y, anchor) => {
@@ -253,10 +257,10 @@ function flowPlot(values) {
     svgEl.append(t);
   };
   if (nums.length) {
-    label(fmt(Math.max(...nums)), 28, 10, "end");
-    label(fmt(Math.min(...nums)), 28, hgt, "end");
+    label(fmt(Math.max(...nums)), left - 3, 10, "end");
+    label(fmt(Math.min(...nums)), left - 3, hgt, "end");
   }
-  label("pass 1", 32, hgt + 14, "start");
+  label("pass 1", left + 2, hgt + 14, "start");
   label(`pass ${values.length}`, w - 4, hgt + 14, "end");
   return svgEl;
 }

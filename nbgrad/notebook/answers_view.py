@@ -158,7 +158,7 @@ def item_answers(view, item_id, namespace=None, flow=None) -> dict:
     ):
         out["nonfinite"] = [
             {
-                "text": str(f),
+                "text": _without_line(str(f), f.line, f.source),
                 "phase": f.phase,
                 "line": f.line,
                 "source": f.source,
@@ -197,7 +197,14 @@ def _why(view, item_id, namespace):
     why = why_no_grad(rec, tensor, names=view.names, namespace=namespace)
     if why.cause is None:
         return None
-    return {"text": str(why), "cause": why.cause, "line": why.line, "source": why.source}
+    text = _without_line(str(why), why.line, why.source)
+    return {"text": text, "cause": why.cause, "line": why.line, "source": why.source}
+
+
+def _without_line(text, line, source):
+    """A sentence without its closing " at line N: SOURCE" (the panel shows the line below)."""
+    tail = f" at line {line}: {source}"
+    return text[: -len(tail)] if line is not None and text.endswith(tail) else text
 
 
 def _values(finding) -> list:

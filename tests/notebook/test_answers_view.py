@@ -105,7 +105,7 @@ def test_a_detached_leaf_says_why_its_grad_is_none(nan_cell):
     why = answers(view, node_id(view, "w"))["why"]
     assert why["cause"] == "detached"
     assert why["source"] == "h = (w * 2).detach()"
-    assert "line 5: h = (w * 2).detach()" in why["text"]
+    assert why["text"] == "w has no gradient: the graph was cut by .detach()"  # its line below
     assert "why" not in answers(view, node_id(view, "x"))  # x has a gradient (a NaN one)
 
 
