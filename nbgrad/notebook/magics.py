@@ -163,8 +163,11 @@ class Session:
         return explain(self.record, err)
 
     def saved_bytes(self):
-        """The bytes the graph's saved tensors hold (``answers_memory.saved_bytes``)."""
-        return saved_bytes(self.record)
+        """The bytes the graph's saved tensors hold (``answers_memory.saved_bytes``), module
+        groups named as the graph names them (``model.0``)."""
+        objects = {}
+        snap = self.snapshot(timings=False, objects=objects, max_nodes=sys.maxsize)
+        return saved_bytes(self.record, snapshot=snap, objects=objects)
 
     def nonfinite(self):
         """The NaN/Inf findings, in execution order, the origin marked (answers_values.py)."""
