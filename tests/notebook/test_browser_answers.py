@@ -9,6 +9,12 @@ server and browser; screenshots go to ``$NBGRAD_ARTIFACTS``."""
 import pytest
 from test_browser import Notebook, artifacts, browser, run_lab  # noqa: F401 - fixtures
 
+NAN_CELL = (
+    "%%autograd -o n\nx = {fw}.tensor([0.0, 4.0], requires_grad=True)\n"
+    "w = {fw}.tensor([1.0, 2.0], requires_grad=True)\n"
+    "y = {fw}.where(x > 0, x.sqrt(), {fw}.zeros(2))\nh = (w * 2).detach()\n"
+    "loss = (y * h).sum()\nloss.backward()"
+)
 CELLS = [
     "%load_ext nbgrad\nimport nbgrad as ng\nimport torch",
     (
@@ -24,15 +30,13 @@ CELLS = [
     "%%autograd --static --color norm --backward loss\n"
     "x = ng.tensor([0.5, 1.0, 4.0], requires_grad=True)\nloss = (x.log() * x.exp()).sum()",
     # 4: a NaN whose forward hides it, and a weight cut off by .detach()
-    "%%autograd -o n\nx = ng.tensor([0.0, 4.0], requires_grad=True)\n"
-    "w = ng.tensor([1.0, 2.0], requires_grad=True)\n"
-    "y = ng.where(x > 0, x.sqrt(), ng.zeros(2))\nh = (w * 2).detach()\n"
-    "loss = (y * h).sum()\nloss.backward()",
+    NAN_CELL.format(fw="ng"),
     # 5: a model to colour, trained a few steps (its gradient flow)
     "%%autograd -o m\nng.manual_seed(0)\nmodel = ng.nn.Sequential(ng.nn.Linear(3, 8), "
     "ng.nn.Tanh(), ng.nn.Linear(8, 1))\nopt = ng.optim.SGD(model.parameters(), lr=0.1)\n"
     "x, t = ng.randn(16, 3), ng.randn(16, 1)\nfor step in range(5):\n    opt.zero_grad()\n"
     "    loss = ((model(x) - t) ** 2).mean()\n    loss.backward()\n    opt.step()",
+    NAN_CELL.format(fw="torch"),  # 6: cell 4 in PyTorch
 ]
 
 
@@ -84,8 +88,9 @@ def _graph(book, cell):
     return graph
 
 
-def test_nan_is_marked_and_jump_to_the_origin_shows_its_line(book):
-    graph = _graph(book, 4)
+@pytest.mark.parametrize("cell, fw", [(4, "ng"), (6, "torch")])
+def test_nan_is_marked_and_jump_to_the_origin_shows_its_line(book, cell, fw):
+    graph = _graph(book, cell)
     bad = graph.locator(".nbg-node.nbg-nonfinite")
     bad.first.wait_for(timeout=30_000)
     labels = [t.strip() for t in bad.locator(".nbg-label").all_text_contents()]
@@ -104,21 +109,22 @@ def test_nan_is_marked_and_jump_to_the_origin_shows_its_line(book):
     box.wait_for(timeout=30_000)
     text = box.inner_text()
     assert "Where the NaN/Inf started" in text
-    assert "line 4: y = ng.where(x > 0, x.sqrt(), ng.zeros(2))" in text
+    assert f"line 4: y = {fw}.where(x > 0, x.sqrt(), {fw}.zeros(2))" in text
     assert "received: 0" in text
-    book.shot("answers-nan-origin", book.cell(4))
+    book.shot(f"answers-nan-origin-{fw}", book.cell(cell))
     assert not book.errors
 
 
-def test_a_detached_weight_says_why_its_grad_is_none(book):
-    graph = _graph(book, 4)
+@pytest.mark.parametrize("cell, fw", [(4, "ng"), (6, "torch")])
+def test_a_detached_weight_says_why_its_grad_is_none(book, cell, fw):
+    graph = _graph(book, cell)
     graph.locator(".nbg-node", has_text="w").filter(has_not_text="Backward").first.click()
     why = graph.locator(".nbg-answer-why").first
     why.wait_for(timeout=30_000)
     text = why.inner_text()
     assert "w has no gradient: the graph was cut by .detach()" in text
     assert "line 5: h = (w * 2).detach()" in text
-    book.shot("answers-why-detached", book.cell(4))
+    book.shot(f"answers-why-detached-{fw}", book.cell(cell))
     assert not book.errors
 
 
