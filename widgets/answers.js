@@ -93,7 +93,8 @@ export function sparkPoints(values, x, y, w, h) {
   }).join(" ");
 }
 
-/** The bar under the toolbar: "Colour by", the overlay's legend, "Jump to the origin". */
+/** "Colour by" (``colour``, for the toolbar), and the bar under the toolbar (shown when it has
+ * something to say): "Jump to the origin" and the origin in words, the overlay's legend. */
 function answersBar(send, jumpTo) {
   const select = h("select", { class: "nbg-color", title: "colour the nodes by a number",
     onchange: () => send({ type: "color", kind: select.value }) },
@@ -106,9 +107,10 @@ function answersBar(send, jumpTo) {
   const legend = h("div", { class: "nbg-legend" });
   let target = null;
   jump.addEventListener("click", () => { if (target) jumpTo(target); });
-  const bar = h("div", { class: "nbg-answers" },
-    h("label", {}, "Colour by ", select), jump, origin, legend);
-  return { bar, select, jump, origin, legend, setTarget: (id) => { target = id; } };
+  const bar = h("div", { class: "nbg-answers" }, jump, origin, legend);
+  bar.style.display = "none";
+  const colour = h("label", { class: "nbg-colour" }, "Colour by ", select);
+  return { bar, colour, select, jump, origin, legend, setTarget: (id) => { target = id; } };
 }
 
 /** Mark a box (its <g>) that held NaN or Inf: the dashed border and the "!" badge. */
@@ -209,6 +211,7 @@ function showLegend(marks, lay, snap, bar) {
   bar.jump.style.display = origin && origin.id ? "" : "none";
   bar.origin.textContent = origin ? `NaN/Inf ${origin.text}` : "";
   bar.origin.style.display = origin ? "" : "none";
+  bar.bar.style.display = origin || marks.kind ? "" : "none";
   if (!marks.kind) {
     bar.legend.replaceChildren();
     bar.legend.style.display = "none";
@@ -294,7 +297,7 @@ function answerSections(answers) {
       ...answers.unused.map((u) => h("div", {}, h("code", {}, u.name), `: ${u.text}`))));
   }
   if (answers.saved) {
-    out.push(h("h5", {}, "Saved for backward"), h("div", { class: "nbg-saved-bytes" },
+    out.push(h("h5", {}, "Memory kept for backward"), h("div", { class: "nbg-saved-bytes" },
       answers.saved.text));
   }
   if (answers.flow) {

@@ -475,7 +475,9 @@ function detailsPanel({ panel, model, watch, snapshot, detailsOf, send, choose, 
       return;
     }
     const sections = nodeSections(det, snap, nodes, groups, series, nodeLink, send);
-    panel.replaceChildren(...answerSections(det.answers), ...sections); // answers.js
+    // the node's name and table, then its answers (answers.js), then the rest
+    panel.replaceChildren(...sections.slice(0, 2), ...answerSections(det.answers),
+      ...sections.slice(2));
   }
 
   return showPanel;
@@ -754,6 +756,7 @@ function render({ model, el }) {
   } = buildDom({ send, fit: () => fit(), zoom: (f) => { st.userMoved = true; zoomBy(f); } });
   const answerBox = answerBanner(); // a version error explained (answers.js)
   const answers = answersBar(send, (id) => choose({ kind: "node", id })); // answers.js
+  toolbar.insertBefore(answers.colour, status);
   el.append(toolbar, failureBox, answerBox, answers.bar, main, errorBox);
 
   let opened = false; // the first view was set (after that the user's view is kept)

@@ -15,7 +15,6 @@ the rest is computed for the one item selected, when it is selected, as its deta
 from __future__ import annotations
 
 import math
-import warnings
 
 from .answers_memory import format_bytes, saved_bytes
 from .answers_values import _listed, find_nonfinite
@@ -182,18 +181,13 @@ def item_answers(view, item_id, namespace=None, flow=None) -> dict:
 
 
 def _why(view, item_id, namespace):
-    """Why the ``.grad`` of a leaf, or of a tensor the cell named, is None (None if it is not)."""
-    rec = view.recorder
-    tensor = view.tensor(item_id) if rec is not None else None
-    if tensor is None:
-        return None
+    """Why the ``.grad`` of a leaf (a parameter too) is None, or None if it is not. An op's
+    output has no ``.grad`` unless it was retained: no news, so it gets no sentence."""
     kind = next((n["kind"] for n in view.snapshot["nodes"] if n["id"] == item_id), "node")
-    if kind == "node" and id(tensor) not in view.names:  # an op's output the cell never named
+    rec = view.recorder
+    tensor = view.tensor(item_id) if rec is not None and kind != "node" else None
+    if tensor is None or getattr(tensor, "grad", None) is not None:
         return None
-    with warnings.catch_warnings():  # a non-leaf's .grad warns in torch
-        warnings.simplefilter("ignore")
-        if getattr(tensor, "grad", None) is not None:
-            return None
     why = why_no_grad(rec, tensor, names=view.names, namespace=namespace)
     if why.cause is None:
         return None
