@@ -17,7 +17,10 @@ import numpy as np
 import pytest
 from IPython.utils.capture import capture_output
 
+import nbgrad as ng
+from nbgrad.notebook import record
 from nbgrad.notebook._widget import esm
+from nbgrad.notebook.answers_flow import GradientFlow
 
 torch = pytest.importorskip("torch")
 
@@ -271,3 +274,25 @@ def test_non_finite_norms_are_told_apart(js):
         False,
     ]
     assert js("m.bytesText(1536)") == "1.5 KiB" and js("m.bytesText(100)") == "100 B"
+
+
+@pytest.mark.parametrize("fw", FRAMEWORKS)
+def test_a_module_first_called_mid_loop_has_no_norm_before_it(fw):
+    mod = ng if fw == "ng" else torch
+    mod.manual_seed(0)
+    first, late = mod.nn.Linear(2, 2), mod.nn.Linear(2, 1)
+    x = mod.randn(4, 2)
+    with record() as rec:
+        flow = GradientFlow(rec)
+        rec.subscribe(flow.on_record)
+        for step in range(4):
+            for p in (*first.parameters(), *late.parameters()):
+                p.grad = None
+            h = first(x)
+            out = late(h) if step >= 2 else h
+            out.sum().backward()
+    assert flow.steps == 4
+    assert [v is None for v in flow.of(late)] == [True, True, False, False]
+    want = float(sum((p.grad * p.grad).sum() for p in late.parameters())) ** 0.5
+    assert flow.of(late)[-1] == pytest.approx(want, rel=1e-5)
+    assert all(v is not None for v in flow.of(first))
