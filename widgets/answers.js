@@ -300,6 +300,14 @@ function answerSections(answers) {
     out.push(h("h5", {}, "Memory kept for backward"), h("div", { class: "nbg-saved-bytes" },
       answers.saved.text));
   }
+  const ov = answers.overlay;
+  if (ov) {
+    const v = (x) => (x === null || x === undefined ? "-"
+      : ov.kind === "saved" ? bytesText(x) : fmt(x));
+    out.push(h("h5", {}, ov.title), h("table", { class: "nbg-overlay-stats" },
+      ...["min", "max", "sum", "mean"].map((k) => row(k, v(ov[k]))),
+      row("nodes", String(ov.count))));
+  }
   if (answers.flow) {
     out.push(h("h5", {}, "Gradient norm over the backward passes"), flowPlot(answers.flow));
   }

@@ -128,7 +128,8 @@ def item_answers(view, item_id, namespace=None, flow=None) -> dict:
     values in words), ``why`` (the sentence,
     ``cause``, ``line``, ``source``, when its tensor's ``.grad`` is None), ``unused`` (a
     module's parameters without a gradient, ``[{name, text}]``), ``saved`` (bytes, in words
-    too), ``flow`` (a module's norms over the passes)."""
+    too), ``flow`` (a module's norms over the passes), ``overlay`` (a folded group's min / max /
+    sum / mean under the colour shown)."""
     if not item_id:
         return {}
     try:
@@ -151,6 +152,11 @@ def item_answers(view, item_id, namespace=None, flow=None) -> dict:
         series = flow.of(module) if flow is not None and module is not None else None
         if series is not None:
             out["flow"] = series
+        if view.color:  # a folded group's figures under the overlay shown
+            shown = marks(view, view.color)
+            stats = shown["stats"].get(item_id)
+            if stats is not None:
+                out["overlay"] = {"kind": view.color, "title": shown["title"], **stats}
         return out
     if rec is not None and any(
         n["id"] == item_id and "nonfinite" in n for n in view.snapshot["nodes"]

@@ -155,6 +155,8 @@ class GraphView(StillWidget):
             raise ValueError(f"no overlay {kind!r}: choose one of {', '.join(COLOR_KINDS[1:])}")
         self.color = kind
         self._marks_json = dumps(marks(self, kind))
+        if self.selected:  # a folded group's figures follow the colour (answers_view.py)
+            self._details_json = dumps(self._details(self.selected))
 
     # -- building ----------------------------------------------------------------------------
     def refresh(self):

@@ -204,6 +204,8 @@ def test_colour_by_gradient_norm_has_a_legend_and_folded_group_figures(ip, fw):
     (top,) = [g["id"] for g in view.snapshot["groups"] if g["parent"] is None]
     assert set(stats[top]) >= {"min", "max", "sum", "mean", "count"}
     assert stats[top]["min"] <= stats[top]["mean"] <= stats[top]["max"]
+    figures = answers(view, top)["overlay"]  # the folded group's panel shows them too
+    assert {k: figures[k] for k in stats[top]} == stats[top]
     view._receive({"type": "color", "kind": ""})
     assert "legend" not in marks(view)
 

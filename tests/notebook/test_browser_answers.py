@@ -140,6 +140,15 @@ def test_colour_by_gradient_norm_with_its_legend(book):
     )
     assert len(set(fills)) > 2  # a ramp of colours, not the plain boxes
     book.shot("answers-colour-norm", book.cell(5))
+    # a folded module's figures: in the legend, and in its panel when clicked
+    graph.locator("button", has_text="Collapse all").click()
+    graph.locator(".nbg-legend .nbg-stats").first.wait_for(timeout=30_000)
+    assert "folded model: min" in graph.locator(".nbg-legend").inner_text()
+    graph.locator(".nbg-node.nbg-group").first.dispatch_event("click")
+    figures = graph.locator(".nbg-overlay-stats")
+    figures.wait_for(timeout=30_000)
+    assert "mean" in figures.inner_text()
+    book.shot("answers-colour-folded", book.cell(5))
     assert not book.errors
 
 
