@@ -55,6 +55,14 @@ def _folded(view):
     return (view.graph_layout or {}).get("collapsed", view.collapsed)
 
 
+def _with_series(view, bad):
+    """``bad`` and the folded series boxes that hold one of its nodes."""
+    bad_set = set(bad)
+    folded = {x["id"] for x in (view.graph_layout or {}).get("series", ()) if not x["expanded"]}
+    members = getattr(view, "_members", None) or {}
+    return bad + sorted(sid for sid in folded if members.get(sid, set()) & bad_set)
+
+
 def _origin(view):
     """The origin finding (``{"id", "text"}``) when a node of the view held NaN or Inf."""
     if view.recorder is None or not any("nonfinite" in n for n in view.snapshot["nodes"]):
@@ -82,7 +90,7 @@ def _flow(view) -> dict:
 
 def marks(view, kind="") -> dict:
     """What ``answers.js`` draws on each drawing: ``bad`` (the box refs that held NaN or Inf:
-    nodes, and the folded groups holding one), ``origin`` (see ``_origin``) and, for an
+    nodes, and the folded groups and series holding one), ``origin`` (see ``_origin``) and, for an
     overlay ``kind``, its ``title``, ``legend`` (``[{fill, text, stroke, dash}]``), ``fills``
     by box ref and each folded group's ``stats`` (min / max / sum / mean / count); ``flow``:
     each module's gradient norm at each backward pass, by group path (``_flow``)."""
@@ -93,16 +101,16 @@ def marks(view, kind="") -> dict:
     if flow:
         out["flow"] = flow
     if not kind:
-        if bad:  # a folded group holding a bad node is marked too
+        if bad:  # a folded group or series holding a bad node is marked too
             ov = overlay(snap, "nonfinite", collapsed=_folded(view))
-            out["bad"] = sorted(ov.marks)
+            out["bad"] = _with_series(view, sorted(ov.marks))
         return out
     saved = group_saved = None
     if kind == "saved":
         got = saved_of(view)
         saved, group_saved = got.by_node(), got.groups
     ov = overlay(snap, kind, saved, collapsed=_folded(view), group_saved=group_saved)
-    out["bad"] = sorted(ov.marks)
+    out["bad"] = _with_series(view, sorted(ov.marks))
     out["title"] = ov.title
     legend = []
     for fill, text, *border in ov.legend():

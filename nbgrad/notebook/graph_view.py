@@ -178,7 +178,10 @@ class GraphView(StillWidget):
         collapsed = self.collapsed
         if self._auto_collapse:
             collapsed = default_collapsed(snap)
-        lay = layout(snap, collapsed, fold=self._fold, expanded=self.expanded)
+        self._members = {}  # series id -> its node ids (the NaN/Inf marks of answers_view.py)
+        lay = layout(
+            snap, collapsed, fold=self._fold, expanded=self.expanded, members=self._members
+        )
         with self.hold_sync():
             self.snapshot = snap
             self.collapsed = lay["collapsed"]
@@ -188,8 +191,13 @@ class GraphView(StillWidget):
         self._last = time.perf_counter()
 
     def _relayout(self, members=None):
+        self._members = {} if members is None else members
         self.graph_layout = layout(
-            self.snapshot, self.collapsed, fold=self._fold, expanded=self.expanded, members=members
+            self.snapshot,
+            self.collapsed,
+            fold=self._fold,
+            expanded=self.expanded,
+            members=self._members,
         )
         self.collapsed = self.graph_layout["collapsed"]
         self.expanded = self.graph_layout["expanded"]

@@ -93,6 +93,18 @@ def test_the_origin_details_show_its_line_and_the_values_that_made_it(nan_cell):
     assert "received: 0" in found[0]["values"]  # sqrt's backward at 0: 0 * inf
 
 
+def test_a_folded_series_that_holds_a_nan_is_marked(ip):
+    run(
+        ip,
+        "%%autograd -o s\nx = ng.tensor([0.0, 4.0], requires_grad=True)\nh = x\n"
+        "for _ in range(30):\n    h = (h * 1.0).sqrt() + 0.0\nh.sum().backward()",
+    )
+    view = ip.user_ns["s"].graph
+    folded = [x["id"] for x in view.graph_layout["series"] if not x["expanded"]]
+    assert folded  # the repeated steps are one series box
+    assert set(folded) <= set(marks(view)["bad"])
+
+
 def test_a_finite_graph_has_no_marks_and_no_origin(ip):
     run(
         ip,
