@@ -45,3 +45,271 @@ function markAnswer(model, boxEls, banner) {
   );
   banner.style.display = "";
 }
+
+// NOTE [Marks that are not colour alone]
+// A box that held NaN or Inf gets a "!" badge and a thick dashed dark-red border, an edge
+// whose gradient is not finite a thick dashed dark-red line, in every overlay (as the still
+// pictures mark them, NOTE [Overlay scales] in nbgrad/notebook/overlays.py): a reader who
+// cannot tell red from green, or a printout in grey, still sees them. The marks are inline
+// styles, so that no overlay's colours and no stylesheet hide them.
+const BAD_STROKE = "#8b0000";
+const SPARK_W = 56;
+const SPARK_H = 14;
+
+/**
+ * What the kernel sends for the marks and the overlay (``answers_view.marks``).
+ * @typedef {{kind: string, bad: string[], origin: ({id: (string|null), text: string}|null),
+ *   title?: string, legend?: {fill: string, text: string, stroke: string, dash: string}[],
+ *   fills?: Object<string, string>, stats?: Object<string, Object<string, number>>,
+ *   flow?: Object<string, (number|null)[]>}} Marks
+ */
+
+/** Whether a gradient norm, as a snapshot writes it, is not finite ("nan", "inf", "-inf"). */
+export function badNorm(g) {
+  return typeof g === "string" || (typeof g === "number" && !Number.isFinite(g));
+}
+
+/**
+ * The points of a sparkline of ``values`` (null: no gradient that step) in the box at
+ * (``x``, ``y``) of size ``w`` x ``h``, on a log scale when they span more than a hundredfold;
+ * "" when fewer than two values are numbers.
+ * @param {(number|null)[]} values
+ * @returns {string} an SVG ``points`` attribute
+ */
+export function sparkPoints(values, x, y, w, h) {
+  const got = values.map((v, i) => [i, v]).filter(([, v]) => typeof v === "number" && v > 0);
+  if (got.length < 2) return "";
+  const vs = got.map(([, v]) => v);
+  const lo = Math.min(...vs);
+  const hi = Math.max(...vs);
+  const log = hi / lo > 100;
+  const f = (v) => (log ? Math.log10(v) : v);
+  const span = f(hi) - f(lo) || 1;
+  const n = Math.max(1, values.length - 1);
+  return got.map(([i, v]) => {
+    const px = x + (w * i) / n;
+    const py = y + h - (h * (f(v) - f(lo))) / span;
+    return `${px.toFixed(1)},${py.toFixed(1)}`;
+  }).join(" ");
+}
+
+/** "Colour by" (``colour``, for the toolbar), and the bar under the toolbar (shown when it has
+ * something to say): "Jump to the origin" and the origin in words, the overlay's legend. */
+function answersBar(send, jumpTo) {
+  const select = h("select", { class: "nbg-color", title: "colour the nodes by a number",
+    onchange: () => send({ type: "color", kind: select.value }) },
+  ...[["", "none"], ["norm", "gradient norm (log)"], ["saved", "saved bytes"],
+    ["nonfinite", "non-finite"], ["order", "execution order"]].map(([v, text]) =>
+    h("option", { value: v }, text)));
+  const jump = h("button", { class: "nbg-jump", title: "select and show where the first NaN " +
+    "or Inf was made (forward first, then backward)" }, "Jump to the origin");
+  const origin = h("span", { class: "nbg-origin" });
+  const legend = h("div", { class: "nbg-legend" });
+  let target = null;
+  jump.addEventListener("click", () => { if (target) jumpTo(target); });
+  const bar = h("div", { class: "nbg-answers" }, jump, origin, legend);
+  bar.style.display = "none";
+  const colour = h("label", { class: "nbg-colour" }, "Colour by ", select);
+  return { bar, colour, select, jump, origin, legend, setTarget: (id) => { target = id; } };
+}
+
+/** Mark a box (its <g>) that held NaN or Inf: the dashed border and the "!" badge. */
+function markBad(g) {
+  g.classList.add("nbg-nonfinite");
+  const rect = g.querySelector("rect:last-of-type") || g.querySelector("rect");
+  if (!rect) return;
+  Object.assign(rect.style, { stroke: BAD_STROKE, strokeWidth: "3.5px", strokeDasharray: "6 3" });
+  const x = Number(rect.getAttribute("x"));
+  const y = Number(rect.getAttribute("y"));
+  const badge = s("g", { class: "nbg-bad-badge" });
+  badge.append(s("circle", { cx: x + 2, cy: y + 2, r: 8, fill: BAD_STROKE }));
+  const t = s("text", { x: x + 2, y: y + 6, "text-anchor": "middle", fill: "#fff",
+    "font-size": "11px", "font-weight": "bold" });
+  t.textContent = "!";
+  badge.append(t);
+  const title = s("title");
+  title.textContent = "held NaN or Inf (search \"nan\" or \"inf\"; Jump to the origin)";
+  badge.append(title);
+  g.append(badge);
+}
+
+/** A sparkline of ``values`` with its top left at (x, y), and its last value as a tooltip. */
+function sparkline(values, x, y) {
+  const g = s("g", { class: "nbg-spark" });
+  g.append(s("rect", { x, y, width: SPARK_W, height: SPARK_H, fill: "#ffffff",
+    stroke: "#cccccc", "stroke-width": 0.5 }));
+  g.append(s("polyline", { points: sparkPoints(values, x + 1, y + 1, SPARK_W - 2, SPARK_H - 2),
+    fill: "none", stroke: "#1f6f3a", "stroke-width": 1.2 }));
+  const title = s("title");
+  const last = [...values].reverse().find((v) => typeof v === "number");
+  title.textContent = `gradient norm over ${values.length} backward passes` +
+    (last !== undefined ? `; last ${fmt(last)}` : "");
+  g.append(title);
+  return g;
+}
+
+/**
+ * Draw the marks of ``model``'s ``_marks_json`` (``Marks``) on the drawing: the NaN/Inf boxes
+ * and edges, the overlay's fills and legend, each module's sparkline, the origin's button.
+ * @param {any} model
+ * @param {Layout} lay
+ * @param {ViewSnapshot} snap
+ * @param {Map<string, SVGGElement>} boxEls
+ * @param {SVGGElement} viewport
+ * @param {ReturnType<typeof answersBar>} bar
+ */
+function markAnswers(model, lay, snap, boxEls, viewport, bar) {
+  /** @type {Marks} */ const marks = JSON.parse(model.get("_marks_json") || "{}");
+  for (const old of viewport.querySelectorAll(".nbg-bad-badge, .nbg-spark")) old.remove();
+  for (const g of boxEls.values()) {
+    g.classList.remove("nbg-nonfinite");
+    for (const r of g.querySelectorAll("rect")) r.removeAttribute("style");
+  }
+  const fills = marks.fills || {};
+  for (const [ref, g] of boxEls) {
+    if (fills[ref]) for (const r of g.querySelectorAll("rect")) r.style.fill = fills[ref];
+  }
+  for (const ref of marks.bad || []) {
+    const g = boxEls.get(ref);
+    if (g) markBad(g);
+  }
+  // edges: drawn in the layout's order (graph_view.js's drawGraph)
+  const edgeEls = viewport.querySelectorAll(".nbg-edge");
+  (lay.edges || []).forEach((e, i) => {
+    const line = edgeEls[i]?.querySelector(".nbg-edge-line");
+    if (!line) return;
+    const bad = (e.grads || []).some(badNorm);
+    edgeEls[i].classList.toggle("nbg-edge-nonfinite", bad);
+    if (bad) Object.assign(line.style, { stroke: BAD_STROKE, strokeWidth: "3px",
+      strokeDasharray: "6 3" });
+    else line.removeAttribute("style");
+  });
+  // each module's gradient norm over the passes: in its folded box, or its open frame's corner
+  const flow = marks.flow || {};
+  const paths = new Map((snap.groups || []).map((g) => [g.id, g.path]));
+  for (const b of lay.nodes || []) {
+    const values = b.kind === "group" ? flow[paths.get(b.ref)] : null;
+    if (values) {
+      // on the box's top right corner, clear of its two lines of text
+      boxEls.get(b.ref)?.append(sparkline(values, b.x + b.w - SPARK_W + 6, b.y - SPARK_H + 4));
+    }
+  }
+  for (const g of lay.groups || []) {
+    const values = flow[paths.get(g.id)];
+    // just after the frame's label ("▾ model: Sequential"), clear of the boxes' corners
+    const x = Math.min(g.x + 16 + 6.6 * (g.label || "").length, g.x + g.w - SPARK_W - 6);
+    if (values) viewport.append(sparkline(values, x, g.y + 3));
+  }
+  showLegend(marks, lay, snap, bar);
+}
+
+/** The overlay's legend in words, each folded group's min / max / sum / mean, the origin. */
+function showLegend(marks, lay, snap, bar) {
+  bar.select.value = marks.kind || "";
+  const origin = marks.origin;
+  bar.setTarget(origin && origin.id);
+  bar.jump.style.display = origin && origin.id ? "" : "none";
+  bar.origin.textContent = origin ? `NaN/Inf ${origin.text}` : "";
+  bar.origin.style.display = origin ? "" : "none";
+  bar.bar.style.display = origin || marks.kind ? "" : "none";
+  if (!marks.kind) {
+    bar.legend.replaceChildren();
+    bar.legend.style.display = "none";
+    return;
+  }
+  const paths = new Map((snap.groups || []).map((g) => [g.id, g.path]));
+  const value = (v) => (v === null || v === undefined ? "-"
+    : marks.kind === "saved" ? bytesText(v) : fmt(v));
+  const stats = Object.entries(marks.stats || {}).slice(0, 8).map(([gid, st]) => h("div",
+    { class: "nbg-muted nbg-stats" }, `folded ${paths.get(gid) ?? gid}: min ${value(st.min)}, ` +
+      `max ${value(st.max)}, sum ${value(st.sum)}, mean ${value(st.mean)} (${st.count} nodes)` +
+      (st.distinct ? `; ${bytesText(st.distinct)} distinct` : "")));
+  bar.legend.replaceChildren(h("b", {}, marks.title || ""), ...(marks.legend || []).map((x) =>
+    h("span", { class: "nbg-swatch" }, h("i", { style: `background:${x.fill};border:` +
+      `${x.stroke === BAD_STROKE ? 2 : 1}px ${x.dash ? "dashed" : "solid"} ${x.stroke}` }),
+    x.text)), ...stats);
+  bar.legend.style.display = "";
+}
+
+/** ``1536`` -> "1.5 KiB" (as answers_memory.format_bytes). */
+export function bytesText(n) {
+  const units = ["B", "KiB", "MiB", "GiB"];
+  let size = n;
+  for (const unit of units) {
+    if (size < 1024 || unit === "GiB") return unit === "B" ? `${Math.trunc(size)} B`
+      : `${size.toFixed(1)} ${unit}`;
+    size /= 1024;
+  }
+  return `${n} B`;
+}
+
+/** A plot of a module's gradient norm at each backward pass (the details panel's). */
+function flowPlot(values) {
+  const w = 250;
+  const hgt = 80;
+  const left = 46; // room for the axis's numbers
+  const svgEl = s("svg", { class: "nbg-flow-plot", width: w, height: hgt + 16 });
+  svgEl.append(s("rect", { x: left, y: 2, width: w - left - 4, height: hgt, fill: "#fff",
+    stroke: "#ccc" }));
+  svgEl.append(s("polyline", { points: sparkPoints(values, left + 2, 4, w - left - 8, hgt - 4),
+    fill: "none", stroke: "#1f6f3a", "stroke-width": 1.5 }));
+  const nums = values.filter((v) => typeof v === "number" && v > 0);
+  const label = (text, x, y, anchor) => {
+    const t = s("text", { x, y, "font-size": "10px", "text-anchor": anchor, fill: "#444" });
+    t.textContent = text;
+    svgEl.append(t);
+  };
+  if (nums.length) {
+    label(fmt(Math.max(...nums)), left - 3, 10, "end");
+    label(fmt(Math.min(...nums)), left - 3, hgt, "end");
+  }
+  label("pass 1", left + 2, hgt + 14, "start");
+  label(`pass ${values.length}`, w - 4, hgt + 14, "end");
+  return svgEl;
+}
+
+/**
+ * The details panel's answers for the item selected (``Details.answers``): its NaN/Inf
+ * findings with the cell line and the values that made them, why its gradient is None, a
+ * module's parameters without a gradient, the bytes it saves, a module's gradient flow.
+ * @param {any} answers
+ * @returns {HTMLElement[]}
+ */
+function answerSections(answers) {
+  if (!answers) return [];
+  const out = [];
+  for (const f of answers.nonfinite || []) {
+    out.push(h("div", { class: "nbg-answer-box nbg-answer-nonfinite" },
+      h("b", {}, f.origin ? "Where the NaN/Inf started" : "Held NaN/Inf"),
+      h("div", {}, f.text),
+      f.line ? h("div", {}, h("code", {}, `line ${f.line}: ${f.source}`)) : null,
+      ...(f.values || []).map((v) => h("div", { class: "nbg-values" }, v))));
+  }
+  if (answers.why) {
+    out.push(h("div", { class: "nbg-answer-box nbg-answer-why" },
+      h("b", {}, "Why .grad is None"), h("div", {}, answers.why.text),
+      answers.why.line ? h("div", {}, h("code", {},
+        `line ${answers.why.line}: ${answers.why.source}`)) : null));
+  }
+  if (answers.unused && answers.unused.length) {
+    out.push(h("div", { class: "nbg-answer-box nbg-answer-why" },
+      h("b", {}, "Parameters without a gradient"),
+      ...answers.unused.map((u) => h("div", {}, h("code", {}, u.name), `: ${u.text}`))));
+  }
+  if (answers.saved) {
+    out.push(h("h5", {}, "Memory kept for backward"), h("div", { class: "nbg-saved-bytes" },
+      answers.saved.text));
+  }
+  const ov = answers.overlay;
+  if (ov) {
+    const v = (x) => (x === null || x === undefined ? "-"
+      : ov.kind === "saved" ? bytesText(x) : fmt(x));
+    out.push(h("h5", {}, ov.title), h("table", { class: "nbg-overlay-stats" },
+      ...["min", "max", "sum", "mean"].map((k) => row(k, v(ov[k]))),
+      row("nodes", String(ov.count))));
+  }
+  if (answers.flow) {
+    out.push(h("h5", {}, "Gradient norm over the backward passes"), flowPlot(answers.flow));
+  }
+  return out;
+}

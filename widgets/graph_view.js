@@ -481,6 +481,7 @@ function detailsPanel({ panel, model, watch, snapshot, detailsOf, send, choose, 
           row("depth", g.depth), g.error ? row("error", g.error) : null),
         h("button", { onclick: () => send({ type: "toggle", group: id }) },
           collapsed ? "Expand" : "Collapse"),
+        ...answerSections(det && det.id === id ? det.answers : null), // answers.js
       );
       return;
     }
@@ -490,7 +491,9 @@ function detailsPanel({ panel, model, watch, snapshot, detailsOf, send, choose, 
       return;
     }
     const sections = nodeSections(det, snap, nodes, groups, series, nodeLink, send);
-    panel.replaceChildren(...sections);
+    // the node's name and table, then its answers (answers.js), then the rest
+    panel.replaceChildren(...sections.slice(0, 2), ...answerSections(det.answers),
+      ...sections.slice(2));
   }
 
   return showPanel;
@@ -777,7 +780,9 @@ function render({ model, el }) {
     minimap, miniBoxes, miniView, cue, panel, main, errorBox, failureBox, bulkCanvas,
   } = buildDom({ send, fit: () => fit(), zoom: (f) => { st.userMoved = true; zoomBy(f); } });
   const answerBox = answerBanner(); // a version error explained (answers.js)
-  el.append(toolbar, failureBox, answerBox, main, errorBox);
+  const answers = answersBar(send, (id) => choose({ kind: "node", id })); // answers.js
+  toolbar.insertBefore(answers.colour, status);
+  el.append(toolbar, failureBox, answerBox, answers.bar, main, errorBox);
 
   let opened = false; // the first view was set (after that the user's view is kept)
   let lastWidth = 0;
@@ -918,7 +923,10 @@ function render({ model, el }) {
     errorBox.style.display = model.get("error") ? "" : "none";
   }
 
-  const showAnswer = () => markAnswer(model, boxEls, answerBox);
+  const showAnswer = () => {
+    markAnswer(model, boxEls, answerBox);
+    markAnswers(model, graphLayout(), snapshot(), boxEls, viewport, answers);
+  };
   const onChange = () => { draw(); showAnswer(); };
   model.on("change:_snapshot_json", onChange);
   model.on("change:_layout_json", onChange);
@@ -928,6 +936,7 @@ function render({ model, el }) {
   model.on("change:live", onChange);
   model.on("change:error", showError);
   model.on("change:_answer_json", showAnswer);
+  model.on("change:_marks_json", showAnswer);
   showError();
   onChange();
   // the element has no size until it is attached: open the view once it has one (a resize
@@ -961,6 +970,7 @@ function render({ model, el }) {
     model.off("change:_details_json", onSelected);
     model.off("change:error", showError);
     model.off("change:_answer_json", showAnswer);
+    model.off("change:_marks_json", showAnswer);
   };
 }
 

@@ -146,7 +146,8 @@ def _why_requires_grad(rec, cell, t, name, module):
     cut = _first_cut(rec, t, node, module)
     if cut is not None:
         return _cut(name, cut, None)
-    for line, attr in cell.detaching_uses(_names_of_descendants(rec, cell, t, node, name)):
+    names = _names_of_descendants(rec, cell, t, node, name, module)
+    for line, attr in cell.detaching_uses(names):
         return WhyNoGrad(name, "detached", cell.text(line), line, _detach_words(attr))
     if not rec.passes:
         return WhyNoGrad(name, "unreachable", None, None, " (no backward pass ran)")
@@ -230,12 +231,14 @@ def _first_cut(rec, t, node, module):
     return None
 
 
-def _names_of_descendants(rec, cell, t, node, name):
+def _names_of_descendants(rec, cell, t, node, name, module=None):
+    """``name``, the cell's names of the tensors made from ``t``, and those of ``module`` (its
+    call's output read by a line: ``enc(x).detach()``)."""
     names = [name]
     found = _descendants(rec, node)
     for k, v in cell.namespace.items():
         fn = getattr(v, "grad_fn", None)
-        if fn is not None and fn in found and k not in names:
+        if (v is module or (fn is not None and fn in found)) and k not in names:
             names.append(k)
     return names
 
@@ -349,7 +352,8 @@ class _Cell:
         return None
 
     def detaching_uses(self, names):
-        """``(line, attr)`` of each ``NAME.detach()``-like use of one of ``names``, in order."""
+        """``(line, attr)`` of each ``.detach()``-like use of an expression that reads one of
+        ``names`` (``NAME.detach()``, ``(NAME * 2).detach()``), in order."""
         if self.tree is None:
             return []
         found = []
@@ -357,8 +361,7 @@ class _Cell:
             if (
                 isinstance(n, ast.Attribute)
                 and n.attr in _DETACHING
-                and isinstance(n.value, ast.Name)
-                and n.value.id in names
+                and any(isinstance(m, ast.Name) and m.id in names for m in ast.walk(n.value))
             ):
                 found.append((n.lineno + self.offset, n.attr))
         return sorted(found)

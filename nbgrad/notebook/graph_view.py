@@ -22,7 +22,12 @@ node or edge come when it is selected (NOTE [Send less]).
 
 Messages from the browser (``{"type": ...}``): ``select {id}``, ``edge {edges}``,
 ``toggle {group}``, ``toggle_series {series}``, ``reveal {id}``, ``collapse_all``,
-``expand_all``, ``show_pass {index}``, ``refresh``.
+``expand_all``, ``show_pass {index}``, ``refresh``, ``color {kind}``.
+
+The answers (``answers_view.py``, drawn by ``widgets/answers.js``): the boxes that held NaN or
+Inf and the origin to jump to, a colour overlay (``color``) with its legend, and in the
+details of the item selected why its gradient is None, its saved bytes and NaN/Inf findings,
+and a module's gradient norm at each backward pass of the cell (``answers_flow.py``).
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ import time
 import traitlets as t
 
 from ._widget import StillWidget, asset, dumps, esm
+from .answers_flow import GradientFlow
+from .answers_view import COLOR_KINDS, item_answers, marks
 from .layout import default_collapsed, layout
 from .snapshot import (
     MAX_NODES,
@@ -71,6 +78,8 @@ class GraphView(StillWidget):
     _layout_json = t.Unicode("{}").tag(sync=True)
     _details_json = t.Unicode("{}").tag(sync=True)  # the Details of what is selected
     _answer_json = t.Unicode("{}").tag(sync=True)  # a version error explained (answers.js)
+    _marks_json = t.Unicode("{}").tag(sync=True)  # NaN/Inf marks, the overlay (answers.js)
+    color = t.Unicode("").tag(sync=True)  # the overlay shown ("": none; COLOR_KINDS)
     collapsed = t.List(t.Unicode()).tag(sync=True)
     expanded = t.List(t.Unicode()).tag(sync=True)  # series shown unfolded
     selected = t.Unicode("").tag(sync=True)
@@ -85,6 +94,7 @@ class GraphView(StillWidget):
         "expand_all": {},
         "show_pass": {"index": "int?"},
         "refresh": {},
+        "color": {"kind": "str"},
     }
     _frontend_writable = frozenset({"selected"})
 
@@ -119,6 +129,13 @@ class GraphView(StillWidget):
         self._per_node = LIVE_COST  # seconds the last refresh took per node drawn
         self._spent = 0.0  # seconds of live refreshes
         self._born = time.perf_counter()
+        self.namespace = None  # the cell's variables, for the why sentences (answers_why.py)
+        self.flow = None  # the modules' gradient norms at each backward pass (answers_flow.py)
+        if recorder is not None:
+            self.flow = GradientFlow(recorder)
+            flow = self.flow  # subscribed alone: the view is not kept alive by the recorder
+            recorder.subscribe(flow.on_record)
+            flow.on_record(recorder, False)
         if collapsed is not None:
             self.collapsed = list(collapsed)
         self.refresh()
@@ -130,11 +147,28 @@ class GraphView(StillWidget):
     def _send_snapshot(self, change):
         self._snapshot_json = dumps(view_snapshot(change["new"]))
         if self.selected:
-            self._details_json = dumps(details(change["new"], self.selected))
+            self._details_json = dumps(self._details(self.selected))
 
     @t.observe("graph_layout")
     def _send_layout(self, change):
+        self._marks_json = dumps(marks(self, self.color))
         self._layout_json = dumps(change["new"])
+
+    def _details(self, item_id, edges=()):
+        """The Details of ``item_id`` (or of ``edges``), with its answers (answers_view.py)."""
+        out = details(self.snapshot, item_id, edges)
+        out["answers"] = item_answers(self, item_id, self.namespace, self.flow)
+        return out
+
+    def set_color(self, kind):
+        """Colour the nodes by ``kind`` (``norm``, ``saved``, ``nonfinite``, ``order``; ``""``
+        for none): the overlays of ``overlays.py``, with a legend."""
+        if kind not in COLOR_KINDS:
+            raise ValueError(f"no overlay {kind!r}: choose one of {', '.join(COLOR_KINDS[1:])}")
+        self.color = kind
+        self._marks_json = dumps(marks(self, kind))
+        if self.selected:  # a folded group's figures follow the colour (answers_view.py)
+            self._details_json = dumps(self._details(self.selected))
 
     # -- building ----------------------------------------------------------------------------
     @no_collection()  # NOTE [No collection while drawing] in snapshot.py
@@ -157,7 +191,10 @@ class GraphView(StillWidget):
         collapsed = self.collapsed
         if self._auto_collapse:
             collapsed = default_collapsed(snap)
-        lay = layout(snap, collapsed, fold=self._fold, expanded=self.expanded)
+        self._members = {}  # series id -> its node ids (the NaN/Inf marks of answers_view.py)
+        lay = layout(
+            snap, collapsed, fold=self._fold, expanded=self.expanded, members=self._members
+        )
         with self.hold_sync():
             self.snapshot = snap
             self.collapsed = lay["collapsed"]
@@ -169,8 +206,13 @@ class GraphView(StillWidget):
             self._per_node = self._cost / len(snap["nodes"])
 
     def _relayout(self, members=None):
+        self._members = {} if members is None else members
         self.graph_layout = layout(
-            self.snapshot, self.collapsed, fold=self._fold, expanded=self.expanded, members=members
+            self.snapshot,
+            self.collapsed,
+            fold=self._fold,
+            expanded=self.expanded,
+            members=self._members,
         )
         self.collapsed = self.graph_layout["collapsed"]
         self.expanded = self.graph_layout["expanded"]
@@ -271,7 +313,7 @@ class GraphView(StillWidget):
         if node_id and node_id not in self._objects:
             raise KeyError(f"no node {node_id!r} in this graph")
         self.selected = node_id or ""
-        self._details_json = dumps(details(self.snapshot, self.selected))
+        self._details_json = dumps(self._details(self.selected))
 
     def reveal(self, node_id):
         """Expand the groups and series that hide node ``node_id``, and select it (the search
@@ -378,7 +420,7 @@ class GraphView(StillWidget):
         self.select(content.get("id") or "")
 
     def _msg_edge(self, content):
-        self._details_json = dumps(details(self.snapshot, "", content.get("edges") or ()))
+        self._details_json = dumps(self._details("", content.get("edges") or ()))
 
     def _msg_toggle(self, content):
         self.toggle(content["group"])
@@ -400,3 +442,6 @@ class GraphView(StillWidget):
 
     def _msg_refresh(self, content):
         self.refresh()
+
+    def _msg_color(self, content):
+        self.set_color(content["kind"])

@@ -168,8 +168,11 @@ class Session:
         return explain(self.record, err)
 
     def saved_bytes(self):
-        """The bytes the graph's saved tensors hold (``answers_memory.saved_bytes``)."""
-        return saved_bytes(self.record)
+        """The bytes the graph's saved tensors hold (``answers_memory.saved_bytes``), module
+        groups named as the graph names them (``model.0``)."""
+        objects = {}
+        snap = self.snapshot(timings=False, objects=objects, max_nodes=sys.maxsize)
+        return saved_bytes(self.record, snapshot=snap, objects=objects)
 
     def nonfinite(self):
         """The NaN/Inf findings, in execution order, the origin marked (answers_values.py)."""
@@ -197,8 +200,11 @@ def _names(ns, assigned=()):
     (see ``build_snapshot``): a name left bound by an earlier cell (a loop variable such as
     ``param``) must not rename a module's parameter, which is labelled by its module path."""
 
+    torch = sys.modules.get("torch")  # a torch cell's tensors are named as nbgrad's are
+    tensors = (Tensor, torch.Tensor) if torch is not None else Tensor
+
     def labelled(v):
-        return isinstance(v, Tensor) or hasattr(v, "named_parameters")
+        return isinstance(v, tensors) or hasattr(v, "named_parameters")
 
     names = {}
     for k in assigned:
@@ -428,6 +434,7 @@ class AutogradMagics(Magics):
         view = session.graph
         view.names = names
         view.weak_names = weak_names
+        view.namespace = self.shell.user_ns  # for the why sentences (answers_view.py)
         view.refresh()
         if session.hooks is None:
             session.hooks = HookEditor(graph=view, root=root, namespace=self.shell.user_ns)

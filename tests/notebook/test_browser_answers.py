@@ -1,11 +1,20 @@
 """The answers in a real JupyterLab: a cell whose backward fails with a version error shows the
 answer above its graph and marks the saving node and the in-place op's node (for nbgrad code
-and for PyTorch code); a ``--color`` still picture shows its legend. Reuses test_browser.py's
+and for PyTorch code); a ``--color`` still picture shows its legend; in the live graph a NaN's
+boxes and edges are marked, "Jump to the origin" selects the origin with its line and values,
+a detached weight says why its gradient is None, "Colour by" colours the boxes with a legend,
+and a training loop's modules show their gradient norm over the steps. Reuses test_browser.py's
 server and browser; screenshots go to ``$NBGRAD_ARTIFACTS``."""
 
 import pytest
 from test_browser import Notebook, artifacts, browser, run_lab  # noqa: F401 - fixtures
 
+NAN_CELL = (
+    "%%autograd -o n\nx = {fw}.tensor([0.0, 4.0], requires_grad=True)\n"
+    "w = {fw}.tensor([1.0, 2.0], requires_grad=True)\n"
+    "y = {fw}.where(x > 0, x.sqrt(), {fw}.zeros(2))\nh = (w * 2).detach()\n"
+    "loss = (y * h).sum()\nloss.backward()"
+)
 CELLS = [
     "%load_ext nbgrad\nimport nbgrad as ng\nimport torch",
     (
@@ -20,6 +29,14 @@ CELLS = [
     ),
     "%%autograd --static --color norm --backward loss\n"
     "x = ng.tensor([0.5, 1.0, 4.0], requires_grad=True)\nloss = (x.log() * x.exp()).sum()",
+    # 4: a NaN whose forward hides it, and a weight cut off by .detach()
+    NAN_CELL.format(fw="ng"),
+    # 5: a model to colour, trained a few steps (its gradient flow)
+    "%%autograd -o m\nng.manual_seed(0)\nmodel = ng.nn.Sequential(ng.nn.Linear(3, 8), "
+    "ng.nn.Tanh(), ng.nn.Linear(8, 1))\nopt = ng.optim.SGD(model.parameters(), lr=0.1)\n"
+    "x, t = ng.randn(16, 3), ng.randn(16, 1)\nfor step in range(5):\n    opt.zero_grad()\n"
+    "    loss = ((model(x) - t) ** 2).mean()\n    loss.backward()\n    opt.step()",
+    NAN_CELL.format(fw="torch"),  # 6: cell 4 in PyTorch
 ]
 
 
@@ -63,3 +80,91 @@ def test_color_overlay_still_picture_with_legend(book):
     box = picture.bounding_box()
     assert box["height"] > 100
     book.shot("answers-color-norm", book.cell(3))
+
+
+def _graph(book, cell):
+    graph = book.cell(cell).locator(".nbg-graph").first
+    graph.locator(".nbg-node").first.wait_for(timeout=60_000)
+    return graph
+
+
+@pytest.mark.parametrize("cell, fw", [(4, "ng"), (6, "torch")])
+def test_nan_is_marked_and_jump_to_the_origin_shows_its_line(book, cell, fw):
+    graph = _graph(book, cell)
+    bad = graph.locator(".nbg-node.nbg-nonfinite")
+    bad.first.wait_for(timeout=30_000)
+    labels = [t.strip() for t in bad.locator(".nbg-label").all_text_contents()]
+    assert "SqrtBackward0" in labels
+    assert bad.locator(".nbg-bad-badge").count() == bad.count()  # a "!" on each, not colour alone
+    dash = bad.first.locator("rect").first.evaluate("r => getComputedStyle(r).strokeDasharray")
+    assert dash not in ("", "none")
+    assert graph.locator(".nbg-edge-nonfinite").count() >= 1
+    jump = graph.locator(".nbg-jump")
+    assert jump.is_visible()
+    jump.click()
+    selected = graph.locator(".nbg-node.nbg-selected")
+    selected.wait_for(timeout=30_000)
+    assert "SqrtBackward0" in selected.text_content()
+    box = graph.locator(".nbg-answer-nonfinite").first
+    box.wait_for(timeout=30_000)
+    text = box.inner_text()
+    assert "Where the NaN/Inf started" in text
+    assert f"line 4: y = {fw}.where(x > 0, x.sqrt(), {fw}.zeros(2))" in text
+    assert "received: 0" in text
+    book.shot(f"answers-nan-origin-{fw}", book.cell(cell))
+    assert not book.errors
+
+
+@pytest.mark.parametrize("cell, fw", [(4, "ng"), (6, "torch")])
+def test_a_detached_weight_says_why_its_grad_is_none(book, cell, fw):
+    graph = _graph(book, cell)
+    graph.locator(".nbg-node", has_text="w").filter(has_not_text="Backward").first.click()
+    why = graph.locator(".nbg-answer-why").first
+    why.wait_for(timeout=30_000)
+    text = why.inner_text()
+    assert "w has no gradient: the graph was cut by .detach()" in text
+    assert "line 5: h = (w * 2).detach()" in text
+    book.shot(f"answers-why-detached-{fw}", book.cell(cell))
+    assert not book.errors
+
+
+def test_colour_by_gradient_norm_with_its_legend(book):
+    graph = _graph(book, 5)
+    graph.locator(".nbg-color").select_option("norm")
+    legend = graph.locator(".nbg-legend")
+    legend.wait_for(state="visible", timeout=30_000)
+    graph.locator(".nbg-legend .nbg-swatch").first.wait_for(timeout=30_000)
+    assert "colour: gradient norm (log scale)" in legend.inner_text()
+    fills = graph.locator(".nbg-node > rect").evaluate_all(
+        "rs => rs.map(r => getComputedStyle(r).fill)"
+    )
+    assert len(set(fills)) > 2  # a ramp of colours, not the plain boxes
+    book.shot("answers-colour-norm", book.cell(5))
+    # a folded module's figures: in the legend, and in its panel when clicked
+    graph.locator("button", has_text="Collapse all").click()
+    # (the kernel's answer, not the legend of before: the open view had folded groups too)
+    graph.locator(".nbg-legend .nbg-stats", has_text="folded model: min").wait_for(timeout=30_000)
+    graph.locator(".nbg-node.nbg-group").first.dispatch_event("click")
+    figures = graph.locator(".nbg-overlay-stats")
+    figures.wait_for(timeout=30_000)
+    assert "mean" in figures.inner_text()
+    book.shot("answers-colour-folded", book.cell(5))
+    assert not book.errors
+
+
+def test_a_training_loop_draws_each_module_s_gradient_flow(book):
+    graph = _graph(book, 5)
+    spark = graph.locator(".nbg-spark")
+    spark.first.wait_for(timeout=30_000)
+    points = spark.first.locator("polyline").get_attribute("points")
+    assert len(points.split()) == 5  # one point a step
+    graph.locator(".nbg-color").select_option("")
+    graph.locator(".nbg-legend").wait_for(state="hidden", timeout=30_000)
+    graph.locator(".nbg-node.nbg-group").first.wait_for(timeout=30_000)
+    # a folded module's box: a click selects it (and opens it), its plot in the details
+    graph.locator(".nbg-node.nbg-group").last.dispatch_event("click")
+    plot = graph.locator(".nbg-flow-plot")
+    plot.wait_for(timeout=30_000)
+    assert "pass 5" in plot.text_content()
+    book.shot("answers-gradient-flow", book.cell(5))
+    assert not book.errors
