@@ -41,9 +41,9 @@ class GradientFlow:
 
     def on_record(self, recorder, final):
         """The recorder's subscriber: after a backward pass, one norm a module."""
-        if len(recorder.passes) == self._seen_passes:
+        if recorder._pass_count == self._seen_passes:  # counted passes too (steps.py)
             return
-        self._seen_passes = len(recorder.passes)
+        self._seen_passes = recorder._pass_count
         self._take_modules(recorder.modules)
         source = recorder.graph_source
         squares = {}

@@ -729,6 +729,8 @@ class _Watcher(GraphObserver):
                     rec._step_ended()
                 if error is not None:
                     rec._stop_counting()
+                if not rec._backward_depth:
+                    rec._notify()  # the subscribers see each pass end (the gradient flow)
             return
         trace._current.pop(get_ident(), None)
         if getattr(graph_task, "replay", None) is not None:  # NOTE [The model run when read]

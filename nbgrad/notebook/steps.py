@@ -44,10 +44,10 @@ only counts the others:
   the last step drawn is not the last one that ran.
 
 What is shown is exact: every step drawn is recorded as it was before, with its backward
-pass; what the counted steps would add is their number. A per-step gradient flow (issue 36)
-needs a gradient norm per leaf and step: ``step_norms`` has it for the steps dropped, and a
-counted step could read the leaves' ``.grad`` after its pass (the last recorded step's
-accumulations name the leaves).
+pass; what the counted steps would add is their number. The gradient flow over steps
+(``answers_flow.py``) needs each module's gradient norm at every step: the subscribers are
+told of a counted pass's end too, and read the parameters' ``.grad`` then; ``step_norms``
+keeps each leaf's norm for the steps dropped.
 """
 
 from __future__ import annotations
