@@ -782,31 +782,41 @@ def _summaries(trace, value):
 
 
 def _child_name(parent, module):
+    """The name of ``module`` within ``parent``: a child's name, or the dotted path of a
+    descendant that the parent reaches through containers it does not call (a
+    TransformerEncoder's ``layers.0``, a ModuleList's items), as ``named_modules`` names it."""
     if parent is None:
         return None
     # the name found the last time, if it still names that child (a loop calls the same
     # modules each step; going through all of a parent's children costs more)
     key = (id(parent), id(module))
     name = _CHILD_NAMES.get(key)
-    if name is not None:
+    if name is not None and _descendant(parent, name) is module:
+        return name
+    for walk in ("named_children", "named_modules"):
+        found = getattr(parent, walk, None)
+        if found is None:
+            return None
         try:
-            if getattr(parent, name, None) is module:
-                return name
+            for name, child in found():
+                if child is module and name:
+                    if len(_CHILD_NAMES) > 4096:
+                        _CHILD_NAMES.clear()
+                    _CHILD_NAMES[key] = name
+                    return name
         except Exception:  # noqa: BLE001 - a half-built module must not break recording
-            pass
-    children = getattr(parent, "named_children", None)
-    if children is None:
-        return None
+            return None
+    return None
+
+
+def _descendant(parent, path):
+    """The module at the dotted ``path`` below ``parent``, or None."""
     try:
-        for name, child in children():
-            if child is module:
-                if len(_CHILD_NAMES) > 4096:
-                    _CHILD_NAMES.clear()
-                _CHILD_NAMES[key] = name
-                return name
+        for part in path.split("."):
+            parent = getattr(parent, part, None)
     except Exception:  # noqa: BLE001 - a half-built module must not break recording
         return None
-    return None
+    return parent
 
 
 _CHILD_NAMES: dict = {}  # (id(parent), id(child)) -> the child's name, as last found

@@ -184,6 +184,25 @@ def test_nn_modules_are_groups():
     assert {r.group.path for r in rec.records if r.group} >= {"Sequential.0", "Sequential.2"}
 
 
+@pytest.mark.parametrize("framework", ["nbgrad", "torch"])
+def test_modules_reached_through_an_uncalled_container_are_named_by_their_path(framework):
+    """A TransformerEncoder calls its layers from a ModuleList it never calls: each layer is
+    ``layers.0``, ``layers.1`` (named_modules' names), not its class name, and not one path
+    shared by both layers."""
+    lib = ng if framework == "nbgrad" else pytest.importorskip("torch", reason="test oracle")
+    lib.manual_seed(0)
+    nn = lib.nn
+    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0)
+    enc = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+    x = lib.randn(4, 3, 8)
+    with record() as rec:
+        enc(x).sum()
+    paths = [g.path for g in rec.modules]
+    assert paths[:2] == ["TransformerEncoder", "TransformerEncoder.layers.0"]
+    assert "TransformerEncoder.layers.1.linear2" in paths
+    assert not any("TransformerEncoderLayer" in p for p in paths)
+
+
 def test_backward_passes_are_traced_step_by_step():
     x = ng.tensor([1.0, 2.0], requires_grad=True)
     w = ng.tensor([3.0, 4.0], requires_grad=True)
