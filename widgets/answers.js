@@ -57,9 +57,19 @@ const SPARK_W = 56;
 const SPARK_H = 14;
 
 /**
+ * Where the first NaN or Inf started: the box (null when not drawn) and the finding in words.
+ * @typedef {{id: (string|null), text: string}} MarkOrigin
+ */
+
+/**
+ * One line of an overlay's legend.
+ * @typedef {{fill: string, text: string, stroke: string, dash: string}} LegendEntry
+ */
+
+/**
  * What the kernel sends for the marks and the overlay (``answers_view.marks``).
- * @typedef {{kind: string, bad: string[], origin: ({id: (string|null), text: string}|null),
- *   title?: string, legend?: {fill: string, text: string, stroke: string, dash: string}[],
+ * @typedef {{kind: string, bad: string[], origin: (MarkOrigin|null),
+ *   title?: string, legend?: LegendEntry[],
  *   fills?: Object<string, string>, stats?: Object<string, Object<string, number>>,
  *   flow?: Object<string, (number|null)[]>}} Marks
  */

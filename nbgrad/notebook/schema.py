@@ -356,6 +356,38 @@ class VersionAnswer(TypedDict):
     text: str
 
 
+class MarkOrigin(TypedDict):
+    """Where the first NaN or Inf started (``answers_view._origin``): the box's ``id`` (None
+    when it is not drawn) and the finding in words."""
+
+    id: str | None
+    text: str
+
+
+class LegendEntry(TypedDict):
+    """One line of an overlay's legend: its swatch's fill, border and dash, and its text."""
+
+    fill: str
+    text: str
+    stroke: str
+    dash: str
+
+
+class Marks(TypedDict):
+    """What the graph view draws over a drawing (``answers_view.marks``): the boxes that held
+    NaN or Inf, the origin, and for an overlay its title, legend, fills by box and folded
+    groups' figures; ``flow``, each module's gradient norm at each backward pass."""
+
+    kind: str
+    bad: list[str]
+    origin: MarkOrigin | None
+    title: NotRequired[str]
+    legend: NotRequired[list[LegendEntry]]
+    fills: NotRequired[dict[str, str]]
+    stats: NotRequired[dict[str, dict[str, float]]]
+    flow: NotRequired[dict[str, list[float | None]]]
+
+
 SCHEMA_TYPES = (
     GradSummary,
     TensorSummary,
@@ -380,5 +412,8 @@ SCHEMA_TYPES = (
     ViewNode,
     ViewSnapshot,
     Details,
+    MarkOrigin,
+    LegendEntry,
+    Marks,
     VersionAnswer,
 )
