@@ -238,8 +238,8 @@ MUTANTS = [
     # ---- the engine --------------------------------------------------------------------------
     m(GT, "entry = (-task.reentrant_depth, -task.node._sequence_nr_, next(_tiebreak), task)", "entry = (-task.reentrant_depth, task.node._sequence_nr_, next(_tiebreak), task)", "device queue: lowest sequence_nr first"),
     m(E, "as_tensors(inputs)  # (what hooks see, and what ``grad()`` gives back)", "pass", "carried arrays: grad() gives back a captured gradient as an array"),
-    m(E, "and (info := exec_info.get(node)) is not _NEEDED", "and (info := exec_info.get(node)) is None", "plain pass: a node grad() captures at runs without capturing"),
-    m(E, "and exec_info.get(node) is not _NEEDED", "and exec_info.get(node) is None", "grad(inputs=): a node that captures runs without capturing, in any pass"),
+    m(E, "and (info := exec_info.get(node)) is not _NEEDED  # or", "and (info := exec_info.get(node)) is None  # or", "plain pass: a node grad() captures at runs without capturing"),
+    m(E, "and (info := exec_info.get(node)) is not _NEEDED  # run", "and (info := exec_info.get(node)) is None  # run", "grad(inputs=): a node that captures runs without capturing, in any pass"),
     m(E, "_NEEDED.needed = True", "_NEEDED.needed = False", "grad(inputs=): the nodes on a path to an input do not run"),
     m(B, 'return np.errstate(all="ignore")', 'return np.errstate(all="warn")', "quiet float errors: NumPy warns on IEEE special values"),
     m(E, "(-node._sequence_nr_, next(_tiebreak), node, buffer),", "(node._sequence_nr_, next(_tiebreak), node, buffer),", "CPU queue (_push_ready): lowest sequence_nr first"),

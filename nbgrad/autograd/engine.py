@@ -617,8 +617,9 @@ class Engine:
             node._tensor_pre_hooks
             or node._retains_grad_hooks
             or node._pre_hooks
-            or exec_info is not None  # (``grad(inputs=)``: the root, a node that captures,
-            and exec_info.get(node) is not _NEEDED  # or one that does not run)
+            or exec_info is not None  # (``grad(inputs=)``: a node that captures, or does not
+            and (info := exec_info.get(node)) is not _NEEDED  # run; the root needs nothing)
+            and (info is None or not info.needed or info.captures is not None)
         ):
             inputs = self._before_apply(graph_task, node, inputs)
             if inputs is None:
