@@ -238,7 +238,8 @@ MUTANTS = [
     # ---- the engine --------------------------------------------------------------------------
     m(GT, "entry = (-task.reentrant_depth, -task.node._sequence_nr_, next(_tiebreak), task)", "entry = (-task.reentrant_depth, task.node._sequence_nr_, next(_tiebreak), task)", "device queue: lowest sequence_nr first"),
     m(E, "as_tensors(inputs)  # (what hooks see, and what ``grad()`` gives back)", "pass", "carried arrays: grad() gives back a captured gradient as an array"),
-    m(E, "and exec_info.get(node) is not _NEEDED", "and exec_info.get(node) is None", "plain pass: a node grad() captures at runs without capturing"),
+    m(E, "and (info := exec_info.get(node)) is not _NEEDED  # or", "and (info := exec_info.get(node)) is None  # or", "plain pass: a node grad() captures at runs without capturing"),
+    m(E, "and (info := exec_info.get(node)) is not _NEEDED  # run", "and (info := exec_info.get(node)) is None  # run", "grad(inputs=): a node that captures runs without capturing, in any pass"),
     m(E, "_NEEDED.needed = True", "_NEEDED.needed = False", "grad(inputs=): the nodes on a path to an input do not run"),
     m(B, 'return np.errstate(all="ignore")', 'return np.errstate(all="warn")', "quiet float errors: NumPy warns on IEEE special values"),
     m(E, "(-node._sequence_nr_, next(_tiebreak), node, buffer),", "(node._sequence_nr_, next(_tiebreak), node, buffer),", "CPU queue (_push_ready): lowest sequence_nr first"),
@@ -278,6 +279,8 @@ MUTANTS = [
     m(E, "or data.dtype is not meta.dtype.np", "or False", "validation: dtype not validated", nth=2),
     m(E, "or data.dtype is not meta.dtype.np", "or False", "plain pass, validation: dtype not validated", nth=1),
     m(E, "and grad.dtype is meta.dtype.np", "and True", "plain pass, single-edge fast path: dtype not validated"),
+    m(E, "            and deps[fn] == 1\n            and (grad := outputs[0])", "            and (grad := outputs[0])", "single-edge fast path: a node runs before its other gradients arrive"),
+    m(E, "            and (not (not_ready := graph_task.not_ready) or fn not in not_ready)\n", "            and ((not_ready := graph_task.not_ready) or True)\n", "single-edge fast path: a gradient already waiting is dropped"),
     m(E, "                    inputs[k] = new\n", "                    inputs[k] = grad\n", "tensor hook's result ignored"),
     m(E, "                k = h.output_nr\n", "                k = 0\n", "tensor hook on the wrong output"),
     m(E, "t._grad = grad._detached_copy() if not graph_task.create_graph else grad.clone()", "t._grad = grad._detached_copy()", "retain_grad: no graph under create_graph"),

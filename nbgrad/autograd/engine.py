@@ -36,7 +36,10 @@ A backward formula meets IEEE special values where PyTorch's own formulas do (``
 forms ``inf * -inf``; its second derivative ``0 * -inf``) and gives the same inf and nan.
 PyTorch is silent there; NumPy warns. The engine runs each pass (and each device worker's
 node) with NumPy's floating-point warnings off, once per pass rather than once per op, so the
-formulas stay PyTorch's and the user sees no warning PyTorch would not give.
+formulas stay PyTorch's and the user sees no warning PyTorch would not give. A pass enters that
+context as ``Engine._run_pass``'s decorator, made once: a ``with`` block would build NumPy's
+context object anew for each pass, about twice the cost (``np.errstate``'s ``__init__`` and
+``__enter__``), which is measurable on W6 (two passes of a few nodes; engine_ab.py).
 """
 
 from __future__ import annotations
@@ -154,10 +157,7 @@ class Engine:
         _current.graph_task = graph_task
         _current.depth += 1
         try:
-            with quiet_float_errors():  # see NOTE [Quiet backward]
-                self._push_ready(graph_task, root, buffer, grads[0] if len(roots) == 1 else None)
-                self.thread_main(graph_task)
-                self.exec_post_processing(graph_task)
+            self._run_pass(graph_task, root, buffer, grads[0] if len(roots) == 1 else None)
         except BaseException as e:  # e.g. a KeyboardInterrupt outside any node: the workers
             self._fail(graph_task, e, None)  # must skip the rest of this pass too
             raise
@@ -174,6 +174,13 @@ class Engine:
             if observer is not None:
                 observer.task_end(graph_task, graph_task.exception)
         return graph_task.captured_vars
+
+    @quiet_float_errors()  # see NOTE [Quiet backward]
+    def _run_pass(self, graph_task, root, buffer, grad):
+        """Queue the root, run the pass and its callbacks (``execute``'s core)."""
+        self._push_ready(graph_task, root, buffer, grad)
+        self.thread_main(graph_task)
+        self.exec_post_processing(graph_task)
 
     # NOTE [Saved-tensor hooks entered in backward]
     # PyTorch runs each node under the thread-local state its GraphTask captured (the
@@ -455,13 +462,14 @@ class Engine:
     # one per node, which is most of the engine's cost per node in a graph of small tensors. Both
     # give the same results (tests/autograd/test_carried_arrays.py runs graphs both ways).
     # NOTE [Single-edge fast path]
-    # Most nodes of a chain in a plain pass have one edge with a function (``x * 2.0`` has a
-    # second, empty edge for the number), whose next node has one input and waits for nothing
-    # else, and a gradient of the expected shape, dtype and device: that node is ready at once
-    # and, unless a queued node comes first, runs next (NOTE [Chains skip the queue]). The
-    # condition at the top of the loop is the check and the routing below for that one case,
-    # without their loops: the routing loop costs about 0.7 us more per node there (W1's
-    # backward, 1.38x in CPU time without it: tests/benchmarks/engine_ab.py).
+    # Most nodes of a chain have one edge with a function (``x * 2.0`` has a second, empty edge
+    # for the number), whose next node has one input and waits for nothing else, and a gradient
+    # of the expected shape, dtype and device: that node is ready at once and, unless a queued
+    # node comes first, runs next (NOTE [Chains skip the queue]). In a plain pass, the condition
+    # at the top of the loop is the check and the routing below for that one case, without their
+    # loops: the routing loop costs about 0.7 us more per node there (W1's backward, 1.38x in CPU
+    # time without it: tests/benchmarks/engine_ab.py). ``evaluate_function`` has the routing's
+    # part of it, before its call to ``_route`` (W6's create_graph pass: most of its nodes).
     def _evaluate_plain(self, graph_task, node, inputs):
         """``evaluate_function`` in a plain pass (NOTE [A plain pass]), for ``node`` and the
         nodes handed on after it (NOTE [Chains skip the queue]) while they qualify."""
@@ -470,7 +478,6 @@ class Engine:
         heap = graph_task.cpu_ready_queue._heap
         exec_info = graph_task.exec_info
         release = not graph_task.keep_graph
-        first = True
         try:
             while True:
                 apply_arrays = node._apply_arrays
@@ -480,12 +487,11 @@ class Engine:
                     or node._retains_grad_hooks
                     or node._pre_hooks
                     or node._post_hooks
-                    or exec_info is not None  # (``grad(inputs=)``: the root, or a node
-                    and exec_info.get(node) is not _NEEDED  # that captures, is general)
+                    or exec_info is not None  # (``grad(inputs=)``: a node that captures,
+                    and (info := exec_info.get(node)) is not _NEEDED  # or does not run)
+                    and (info is None or not info.needed or info.captures is not None)
                 ):
-                    if first:
-                        return self.evaluate_function(graph_task, node, inputs)
-                    return node, inputs  # (the caller runs it: no recursion)
+                    return self.evaluate_function(graph_task, node, inputs)
                 # (a generated apply: one output per edge; it releases the saved values)
                 outputs = apply_arrays(inputs, release)
                 fns, nrs = node._next_fns, node._next_nrs
@@ -505,7 +511,7 @@ class Engine:
                     if heap and heap[0][0] <= -fn._sequence_nr_:  # a queued node first
                         heappush(heap, (-fn._sequence_nr_, next(_tiebreak), fn, [grad]))
                         return None
-                    node, inputs, first = fn, [grad], False
+                    node, inputs = fn, [grad]
                     outputs = grad = None  # (see NOTE [Stealing the gradient], as below)
                     continue
                 for fn, input_nr, grad in zip(fns, nrs, outputs):  # see NOTE [Routing inlined]
@@ -570,7 +576,7 @@ class Engine:
                     return None
                 if graph_task.threaded:  # (a node went to a device worker)
                     return following, following_buf
-                node, inputs, first = following, following_buf, False
+                node, inputs = following, following_buf
                 # a gradient this frame still named would count as held elsewhere, and be
                 # neither summed into in place nor stolen by AccumulateGrad (NOTE [Accumulate
                 # in place], NOTE [Stealing the gradient])
@@ -578,54 +584,6 @@ class Engine:
         except BaseException as e:  # noqa: BLE001 - the node that raised is named, then raised
             self._fail(graph_task, e, node)
             raise
-
-    def evaluate_function(self, graph_task, node, inputs):
-        """Hooks, the node, validation and routing for one ready node (PyTorch's
-        ``evaluate_function`` and ``call_function``); returns the next node to run and its
-        inputs when the caller may run it directly (NOTE [Chains skip the queue]), else None.
-
-        See NOTE [Hook order].
-        """
-        observer = graph_task.observer
-        exec_info = graph_task.exec_info
-        if exec_info is not None:
-            info = exec_info.get(node)
-            if info is None:
-                return
-            if graph_task.carries_arrays and (not info.needed or info.captures is not None):
-                as_tensors(inputs)  # (what hooks see, and what ``grad()`` gives back)
-            if not info.needed:
-                inputs = self.call_tensor_pre_hooks(graph_task, node, inputs)
-            if info.captures is not None:
-                for input_idx, output_idx in info.captures:
-                    graph_task.captured_vars[output_idx] = inputs[input_idx]
-            if not info.needed:
-                return
-        if node._tensor_pre_hooks or node._retains_grad_hooks or node._pre_hooks:
-            if graph_task.carries_arrays:
-                as_tensors(inputs)
-            if node._tensor_pre_hooks or node._retains_grad_hooks:
-                inputs = self.call_tensor_pre_hooks(graph_task, node, inputs)
-            if node._pre_hooks:
-                inputs = self.call_pre_hooks(graph_task, node, inputs)
-        if graph_task.anomaly:  # nodes made while this one runs name it as their parent
-            _anomaly._running.node = node
-        if observer is not None:
-            observer.node_start(graph_task, node, list(inputs))
-        if graph_task.carries_arrays:  # NOTE [Gradients carried as arrays]
-            if node._apply_arrays is None or graph_task.threaded or node._post_hooks:
-                outputs = node.apply(as_tensors(inputs))
-            else:
-                outputs = node._apply_arrays(inputs)
-        else:  # (gradients are Tensors in any other pass)
-            outputs = node.apply(inputs)
-        n_edges = len(node._next_fns)
-        if len(outputs) != n_edges:
-            raise RuntimeError(
-                f"Function {node.name()} returned an invalid number of gradients - expected "
-                f"{n_edges}, but got {len(outputs)}"
-            )
-        return self._validate_and_route(graph_task, node, inputs, outputs)
 
     # NOTE [Routing inlined]
     # A node's outputs are checked against the inputs of the next nodes, then sent to them. A
@@ -640,19 +598,52 @@ class Engine:
     # Nodes of equal ``sequence_nr`` (accumulators) all go on the queue, in the order they became
     # ready, as the queue would order them. In a pass that uses device workers, the buffers are
     # filled under the graph task's lock and the ready nodes are queued after it
-    # (``_dispatch_ready``). The loops are written inline, with no call per node or edge: this is
-    # the engine's innermost loop. They are written twice: in ``_validate_and_route`` for any
-    # pass (Tensors, device workers, an observer, post-hooks), and in ``_evaluate_plain`` for a
-    # plain pass (NOTE [A plain pass]) without what it cannot meet. A call per node from the plain
-    # loop to ``_validate_and_route`` is measurable on W9 (a graph of 0-d tensors where nearly
-    # every node has two edges; ``tests/benchmarks/engine_ab.py`` prints it). A change to one
-    # copy is a change to both (each has its own mutants in tests/mutation.py).
-    def _validate_and_route(self, graph_task, node, inputs, outputs):
-        """Check ``node``'s ``outputs`` against the next nodes' inputs, then anomaly mode's NaN
-        check, post-hooks, ``node_end`` and freeing saved values, then send them to the next
-        nodes (NOTE [Routing inlined]); return the next node to run and its inputs when the
-        caller may run it directly, else None."""
+    # (``_dispatch_ready``). The loops are written inline, with no call per edge: this is the
+    # engine's innermost loop. They are written twice: in ``evaluate_function`` and ``_route`` for
+    # any pass (Tensors, device workers, an observer, post-hooks), and in ``_evaluate_plain`` for
+    # a plain pass (NOTE [A plain pass]) without what it cannot meet: a call per node from the
+    # plain loop to a shared function is measurable on W9 (a graph of 0-d tensors where nearly
+    # every node has two edges; ``tests/benchmarks/engine_ab.py`` prints it). In any other pass,
+    # ``evaluate_function`` calls ``_before_apply`` (captures, tensor hooks, prehooks) only for a
+    # node that has hooks or, in ``grad(inputs=)``, is not simply on a path to an input, and
+    # ``_route`` only for a node that the single-edge fast path does not cover. A change to one
+    # copy of the loops is a change to both (each has its own mutants in tests/mutation.py).
+    def evaluate_function(self, graph_task, node, inputs):
+        """Hooks, the node, validation and routing for one ready node (PyTorch's
+        ``evaluate_function`` and ``call_function``: NOTE [Hook order], NOTE [Routing inlined]);
+        returns the next node to run and its inputs when the caller may run it directly (NOTE
+        [Chains skip the queue]), else None."""
+        observer = graph_task.observer
+        exec_info = graph_task.exec_info
+        if (
+            node._tensor_pre_hooks
+            or node._retains_grad_hooks
+            or node._pre_hooks
+            or exec_info is not None  # (``grad(inputs=)``: a node that captures, or does not
+            and (info := exec_info.get(node)) is not _NEEDED  # run; the root needs nothing)
+            and (info is None or not info.needed or info.captures is not None)
+        ):
+            inputs = self._before_apply(graph_task, node, inputs)
+            if inputs is None:
+                return None
+        if graph_task.anomaly:  # nodes made while this one runs name it as their parent
+            _anomaly._running.node = node
+        if observer is not None:
+            observer.node_start(graph_task, node, list(inputs))
+        if graph_task.carries_arrays:  # NOTE [Gradients carried as arrays]
+            if node._apply_arrays is None or graph_task.threaded or node._post_hooks:
+                outputs = node.apply(as_tensors(inputs))
+            else:
+                outputs = node._apply_arrays(inputs)
+        else:  # (gradients are Tensors in any other pass)
+            outputs = node.apply(inputs)
         fns, nrs = node._next_fns, node._next_nrs
+        n_edges = len(fns)
+        if len(outputs) != n_edges:
+            raise RuntimeError(
+                f"Function {node.name()} returned an invalid number of gradients - expected "
+                f"{n_edges}, but got {len(outputs)}"
+            )
         for fn, input_nr, grad in zip(fns, nrs, outputs):
             if grad is not None and fn is not None:
                 meta = fn._input_metadata_[input_nr]
@@ -664,7 +655,6 @@ class Engine:
                 ):
                     self._validate(node, fns, nrs, as_tensors(outputs))
                     break
-        observer = graph_task.observer
         if graph_task.check_nan:
             _anomaly.check_nan(node, outputs)
         if node._post_hooks:
@@ -674,9 +664,34 @@ class Engine:
         if not graph_task.keep_graph:
             node.release_variables()
         deps = graph_task.dependencies
+        if (  # NOTE [Single-edge fast path], in a pass on one thread
+            (n_edges == 1 or n_edges == 2 and fns[1] is None)
+            and (fn := fns[0]) is not None
+            and deps[fn] == 1
+            and (grad := outputs[0]) is not None
+            and (type(grad) in RAW_GRADS or grad._device is CPU)
+            and len(fn._input_metadata_) <= 1
+            and (not (not_ready := graph_task.not_ready) or fn not in not_ready)
+            and not graph_task.threaded
+        ):  # (``grad(inputs=)`` too: a node that runs leads to one, so its one edge does)
+            deps[fn] = 0
+            if observer is not None:
+                observer.node_ready(graph_task, fn, CPU)
+            heap = graph_task.cpu_ready_queue._heap
+            if heap and heap[0][0] <= -fn._sequence_nr_:  # a queued node first
+                heappush(heap, (-fn._sequence_nr_, next(_tiebreak), fn, [grad]))
+                return None
+            return fn, [grad]
+        return self._route(graph_task, fns, nrs, outputs)
+
+    def _route(self, graph_task, fns, nrs, outputs):
+        """Send a node's validated ``outputs`` to its next nodes (NOTE [Routing inlined]); return
+        the next node to run and its inputs when the caller may run it directly, else None."""
+        observer = graph_task.observer
+        exec_info = graph_task.exec_info
+        deps = graph_task.dependencies
         not_ready = graph_task.not_ready
         heap = graph_task.cpu_ready_queue._heap
-        exec_info = graph_task.exec_info
         threaded = graph_task.threaded
         ready = [] if threaded else None
         following = None
@@ -741,10 +756,37 @@ class Engine:
             return None
         return following, following_buf
 
+    def _before_apply(self, graph_task, node, inputs):
+        """What ``evaluate_function`` does before a node with hooks, or in ``grad(inputs=)`` one
+        other than those on a path to an input that capture nothing, runs: captures, tensor
+        hooks and prehooks (NOTE [Hook order]); returns the inputs to run it with, or None when
+        it does not run."""
+        exec_info = graph_task.exec_info
+        if exec_info is not None:
+            info = exec_info.get(node)
+            if info is None:
+                return None
+            if graph_task.carries_arrays and (not info.needed or info.captures is not None):
+                as_tensors(inputs)  # (what hooks see, and what ``grad()`` gives back)
+            if not info.needed:
+                inputs = self.call_tensor_pre_hooks(graph_task, node, inputs)
+            if info.captures is not None:
+                for input_idx, output_idx in info.captures:
+                    graph_task.captured_vars[output_idx] = inputs[input_idx]
+            if not info.needed:
+                return None
+        if node._tensor_pre_hooks or node._retains_grad_hooks or node._pre_hooks:
+            if graph_task.carries_arrays:
+                as_tensors(inputs)
+            if node._tensor_pre_hooks or node._retains_grad_hooks:
+                inputs = self.call_tensor_pre_hooks(graph_task, node, inputs)
+            if node._pre_hooks:
+                inputs = self.call_pre_hooks(graph_task, node, inputs)
+        return inputs
+
     def _dispatch_ready(self, graph_task, ready):
-        """Queue the nodes ``_validate_and_route`` found ready in a pass that uses device
-        workers, or hand the only one back to run next on this worker (NOTE [Routing
-        inlined])."""
+        """Queue the nodes ``_route`` found ready in a pass that uses device workers, or hand the
+        only one back to run next on this worker (NOTE [Routing inlined])."""
         observer = graph_task.observer
         own = _current.device_queue
         if own is not None and len(ready) == 1 and not own._heap:
