@@ -109,7 +109,8 @@ function answersBar(send, jumpTo) {
   const select = h("select", { class: "nbg-color", title: "colour the nodes by a number",
     onchange: () => send({ type: "color", kind: select.value }) },
   ...[["", "none"], ["norm", "gradient norm (log)"], ["saved", "saved bytes"],
-    ["nonfinite", "non-finite"], ["order", "execution order"]].map(([v, text]) =>
+    ["nonfinite", "non-finite"], ["order", "execution order"],
+    ["time", "time in backward (log)"]].map(([v, text]) =>
     h("option", { value: v }, text)));
   const jump = h("button", { class: "nbg-jump", title: "select and show where the first NaN " +
     "or Inf was made (forward first, then backward)" }, "Jump to the origin");
@@ -228,8 +229,7 @@ function showLegend(marks, lay, snap, bar) {
     return;
   }
   const paths = new Map((snap.groups || []).map((g) => [g.id, g.path]));
-  const value = (v) => (v === null || v === undefined ? "-"
-    : marks.kind === "saved" ? bytesText(v) : fmt(v));
+  const value = (v) => overlayText(marks.kind, v);
   const stats = Object.entries(marks.stats || {}).slice(0, 8).map(([gid, st]) => h("div",
     { class: "nbg-muted nbg-stats" }, `folded ${paths.get(gid) ?? gid}: min ${value(st.min)}, ` +
       `max ${value(st.max)}, sum ${value(st.sum)}, mean ${value(st.mean)} (${st.count} nodes)` +
@@ -239,6 +239,15 @@ function showLegend(marks, lay, snap, bar) {
       `${x.stroke === BAD_STROKE ? 2 : 1}px ${x.dash ? "dashed" : "solid"} ${x.stroke}` }),
     x.text)), ...stats);
   bar.legend.style.display = "";
+}
+
+/** An overlay's number in words: bytes, seconds in ms/us (as overlays.format_seconds). */
+function overlayText(kind, v) {
+  if (v === null || v === undefined) return "-";
+  if (kind === "saved") return bytesText(v);
+  if (kind !== "time") return fmt(v);
+  const [x, unit] = v >= 1 ? [v, "s"] : v >= 1e-3 ? [v * 1e3, "ms"] : [v * 1e6, "us"];
+  return `${Number(x.toPrecision(3))} ${unit}`;
 }
 
 /** ``1536`` -> "1.5 KiB" (as answers_memory.format_bytes). */
@@ -312,8 +321,7 @@ function answerSections(answers) {
   }
   const ov = answers.overlay;
   if (ov) {
-    const v = (x) => (x === null || x === undefined ? "-"
-      : ov.kind === "saved" ? bytesText(x) : fmt(x));
+    const v = (x) => overlayText(ov.kind, x);
     out.push(h("h5", {}, ov.title), h("table", { class: "nbg-overlay-stats" },
       ...["min", "max", "sum", "mean"].map((k) => row(k, v(ov[k]))),
       row("nodes", String(ov.count))));

@@ -28,8 +28,8 @@
  *            line: (number|null), source: string, metadata: Object<string, string>,
  *            saved: Saved[], next: SnapNext[], input_metadata: SnapInputMetadata[],
  *            hooks: string[], tensor: (LeafTensor|null), grad: ((GradSummary|null)[]|null),
- *            order: (number|null), nonfinite?: ("nan"|"+inf"|"-inf")[],
- *            nonfinite_origin?: boolean}} SnapNode
+ *            order: (number|null), time: (number|null),
+ *            nonfinite?: ("nan"|"+inf"|"-inf")[], nonfinite_origin?: boolean}} SnapNode
  * @typedef {{id: string, from: string, to: string, index: number, input_nr: number,
  *            grad: (GradSummary|null)}} SnapEdge
  * @typedef {{id: string, name: string, type: string, path: string, parent: (string|null),

@@ -23,8 +23,7 @@ from .overlays import BAD_FILL, BAD_STROKE, KINDS, overlay
 
 __all__ = ["COLOR_KINDS", "marks", "item_answers", "saved_of"]
 
-# the widget's "Colour by" choices: "" (none) and the overlays of overlays.py; no backward
-# time yet: a backward trace keeps when each node started, not when it ended
+# the widget's "Colour by" choices: "" (none) and the overlays of overlays.py
 COLOR_KINDS = ("", *KINDS)
 
 

@@ -72,8 +72,9 @@ Run the cell as usual, record every forward call, and show the grad_fn graph it 
   --max-nodes N     draw at most N nodes (default {MAX_NODES:,}): the end of the cell, walked back
                     from its last calls; every output says what was left out
   --color KIND      colour the still pictures' nodes by norm (gradient norm, log scale),
-                    saved (bytes saved for backward), nonfinite (NaN/Inf) or order
-                    (execution order in backward), with a legend (with --static)
+                    saved (bytes saved for backward), nonfinite (NaN/Inf), order
+                    (execution order in backward) or time (time spent in backward, log
+                    scale), with a legend (with --static)
   -o NAME           store the session (record, graph, hooks, stepper) in NAME
   --help            show this message
 
@@ -159,8 +160,9 @@ class Session:
 
     def to_svg(self, color=None):
         """The still picture; ``color``: an overlay (``norm``, ``saved``, ``nonfinite``,
-        ``order``)."""
-        return still_svg(self.record, self.snapshot(timings=False), color, self.version_error)
+        ``order``, ``time``)."""
+        snap = self.snapshot(timings=color == "time")  # (a wall time: only when it is shown)
+        return still_svg(self.record, snap, color, self.version_error)
 
     def explain(self, err=None):
         """The version error ``err`` (default: the cell's) explained
@@ -393,7 +395,7 @@ class AutogradMagics(Magics):
                 rec,
                 names=names,
                 weak_names=weak_names,
-                timings=False,
+                timings=opts.color == "time",
                 max_nodes=opts.max_nodes,
             )
             svg = still_svg(rec, snap, opts.color, session.version_error)

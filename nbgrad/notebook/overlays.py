@@ -1,12 +1,13 @@
-"""Overlays: nodes coloured by a number (gradient norm, saved bytes, execution order) or by
-non-finite status, with a legend; what ``%%autograd --color norm|saved|nonfinite|order``
-draws on the still pictures (the graph widget may use the same scales later).
+"""Overlays: nodes coloured by a number (gradient norm, saved bytes, execution order, time
+spent in backward) or by non-finite status, with a legend; what
+``%%autograd --color norm|saved|nonfinite|order|time`` draws on the still pictures and the
+graph widget's "Colour by" menu (``answers_view.marks``).
 
 An :class:`Overlay` is computed from a snapshot alone (saved bytes come from
 ``answers_memory.saved_bytes``), so it is the same for nbgrad's graph and PyTorch's.
 
 NOTE [Overlay scales]
-Gradient norms and saved bytes span orders of magnitude, so they are coloured on a log scale
+Gradient norms, saved bytes and times span orders of magnitude, so they are coloured on a log scale
 (log10 of the value, between the smallest and the largest positive value shown); the execution
 order is linear. A node with no value (no gradient reached it, it saves nothing, it did not
 run) keeps a plain white box, so that "nothing" never reads as "small". Colour is never the
@@ -15,8 +16,9 @@ and a "!" badge, in every overlay, and the legend names each swatch in words.
 
 NOTE [Folded groups in an overlay]
 A folded group's box is coloured by its members' aggregate: the largest norm, the bytes of
-the distinct storages its nodes save (NOTE [A storage counted once]), the earliest step, and
-non-finite when any member is. The legend lists each folded group's min / max / sum / mean.
+the distinct storages its nodes save (NOTE [A storage counted once]), the earliest step, the
+time spent in all its nodes (the sum, which the time scale's top then reaches), and non-finite
+when any member is. The legend lists each folded group's min / max / sum / mean.
 """
 
 from __future__ import annotations
@@ -39,17 +41,19 @@ __all__ = [
     "has_nonfinite",
     "node_values",
     "with_legend",
+    "format_seconds",
     "overlay_svg",
     "version_overlay",
     "still_svg",
 ]
 
-KINDS = ("norm", "saved", "nonfinite", "order")
+KINDS = ("norm", "saved", "nonfinite", "order", "time")
 TITLES = {
     "norm": "colour: gradient norm (log scale)",
     "saved": "colour: bytes saved for backward (log scale)",
     "nonfinite": "colour: non-finite values (NaN, +Inf, -Inf)",
     "order": "colour: execution order in backward",
+    "time": "colour: time spent in backward (log scale)",
     "version": "the backward failed: a saved tensor was changed in place",
 }
 RAMP = ("#eef5fc", "#c6dcf2", "#f7e3a1", "#f4b26c", "#e8735a")  # low -> high
@@ -102,6 +106,8 @@ def node_values(snapshot, kind, saved=None) -> dict:
             out[n["id"]] = (saved or {}).get(n["id"])
         elif kind == "order":
             out[n["id"]] = n.get("order")
+        elif kind == "time":  # seconds (NOTE [Time in backward])
+            out[n["id"]] = n.get("time")
         elif kind == "nonfinite":
             out[n["id"]] = 1 if has_nonfinite(n) else 0
         else:
@@ -126,7 +132,18 @@ def _fmt(kind, v) -> str:
         return format_bytes(int(v))
     if kind == "order":
         return str(int(v)) if float(v).is_integer() else f"{v:.1f}"
+    if kind == "time":
+        return format_seconds(v)
     return f"{v:.3g}"
+
+
+def format_seconds(v) -> str:
+    """``0.00042`` -> "420 us", ``0.0123`` -> "12.3 ms", ``2.5`` -> "2.5 s"."""
+    if v >= 1:
+        return f"{v:.3g} s"
+    if v >= 1e-3:
+        return f"{v * 1e3:.3g} ms"
+    return f"{v * 1e6:.3g} us"
 
 
 @dataclass
@@ -169,7 +186,7 @@ class Overlay:
         ]
 
     def _log(self):
-        return self.kind in ("norm", "saved")
+        return self.kind in ("norm", "saved", "time")
 
     def _at(self, t):
         if self._log():
@@ -200,11 +217,6 @@ def overlay(snapshot, kind, saved=None, collapsed=(), group_saved=None) -> Overl
     if kind != "nonfinite" and shown:
         ov.low, ov.high = min(shown), max(shown)
     bad = {n["id"] for n in snapshot["nodes"] if has_nonfinite(n)}
-    for nid, v in values.items():
-        if kind == "nonfinite":
-            ov.fills[nid] = BAD_FILL if v else FINITE_FILL
-        else:
-            ov.fills[nid] = ov.fill_of(v)
     # groups: every member, at any depth (NOTE [Folded groups in an overlay])
     parent = {g["id"]: g["parent"] for g in snapshot["groups"]}
     paths = {g["id"]: g["path"] for g in snapshot["groups"]}
@@ -214,6 +226,14 @@ def overlay(snapshot, kind, saved=None, collapsed=(), group_saved=None) -> Overl
         while gid is not None:
             members.setdefault(gid, []).append(n["id"])
             gid = parent.get(gid)
+    if kind == "time" and ov.high is not None:  # a folded group's sum is on the scale too
+        sums = [sum(values[i] or 0.0 for i in members.get(gid, ())) for gid in ov.folded]
+        ov.high = max([ov.high, *sums])
+    for nid, v in values.items():
+        if kind == "nonfinite":
+            ov.fills[nid] = BAD_FILL if v else FINITE_FILL
+        else:
+            ov.fills[nid] = ov.fill_of(v)
     for gid, ids in members.items():
         got = [values[i] for i in ids if values[i] is not None]
         if got:
@@ -231,7 +251,8 @@ def overlay(snapshot, kind, saved=None, collapsed=(), group_saved=None) -> Overl
         elif kind == "saved" and group_saved is not None:
             ov.fills[gid] = ov.fill_of(group_saved.get(paths[gid]))
         elif got:
-            ov.fills[gid] = ov.fill_of(min(got) if kind == "order" else max(got))
+            pick = min if kind == "order" else sum if kind == "time" else max
+            ov.fills[gid] = ov.fill_of(pick(got))
         else:
             ov.fills[gid] = NONE_FILL
     for ref in bad:
@@ -247,7 +268,9 @@ def with_legend(svg: str, ov: Overlay) -> str:
     size = re.search(r'width="([\d.]+)" height="([\d.]+)" viewBox="[^"]*"', head)
     width, height = float(size[1]), float(size[2])
     stats = [
-        (gid, ov.groups[gid]) for gid in ov.folded if gid in ov.groups and ov.kind in KINDS[:2]
+        (gid, ov.groups[gid])
+        for gid in ov.folded
+        if gid in ov.groups and ov.kind in ("norm", "saved", "time")
     ][:6]
     chars = max(60, int((width - 20) / FOOTER_CHAR))  # the notes, wrapped to the picture
     stats += [(None, line) for note in ov.notes for line in textwrap.wrap(note, chars)]

@@ -683,6 +683,7 @@ class _Watcher(GraphObserver):
             step.ready = trace._ready_now(graph_task, node)
         step.made_ready = []
         step.accumulated = None
+        step.end = None
         step.time = time.perf_counter()
         trace.node_inputs[node] = step.inputs
         trace._steps.append(step)
@@ -704,8 +705,20 @@ class _Watcher(GraphObserver):
         if running is not None and running.node is node:
             running.accumulated = acc
 
+    # NOTE [Time in backward]
+    # A node's time in backward is from its ``node_start`` event (read last in ``node_start``,
+    # after the recorder's own work) to its ``node_end`` (read first): one ``perf_counter`` read
+    # more per node. nbgrad's engine sends ``node_start`` after the node's pre-hooks and
+    # ``node_end`` after its function, the gradients' shape check, anomaly mode's NaN check and
+    # its post-hooks, so the time is the function's and the post-hooks'. PyTorch's engine is
+    # watched through a pre-hook and a post-hook on each node (torch_source.py), so both ends
+    # are read there (a real end, not the next node's start); torch runs a node's hooks in the
+    # order registered, so the user's pre-hooks (registered before the watch's) fall outside
+    # the time and their post-hooks inside, as in nbgrad. A node that raised has no end
+    # (``Step.end`` None) and no time. A folded group's time is the sum of its nodes'.
     @_exclusive
     def node_end(self, graph_task, node, outputs):
+        end = time.perf_counter()  # NOTE [Time in backward]: before the summaries below
         trace = self._trace(graph_task)
         if trace is None:
             return
@@ -713,6 +726,7 @@ class _Watcher(GraphObserver):
         summaries = [trace._summary(g) for g in outputs]
         if step is not None and step.node is node:
             step.outputs = summaries
+            step.end = end
         for i, s in enumerate(summaries):
             trace.edge_grads[(node, i)] = s
         trace._pending.append(node)

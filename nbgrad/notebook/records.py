@@ -298,7 +298,8 @@ class Step:
     ``ready``: the nodes waiting on each device's queue while this one runs; ``dependencies``
     and ``buffers``: the counts and not-ready input buffers that changed since the previous
     step (the routing of the previous nodes' outputs); ``made_ready``: the nodes this one's
-    outputs made ready; ``accumulated``: for an AccumulateGrad, the :class:`Accumulation`.
+    outputs made ready; ``accumulated``: for an AccumulateGrad, the :class:`Accumulation`;
+    ``time`` and ``end``: ``time.perf_counter()`` when the node started and ended.
     """
 
     __slots__ = (
@@ -314,7 +315,14 @@ class Step:
         "made_ready",
         "accumulated",
         "time",
+        "end",
     )
+
+    @property
+    def elapsed(self):
+        """Seconds from the node's start to its end in the backward (NOTE [Time in backward]),
+        or None when it did not end (the pass failed in it)."""
+        return None if self.end is None else self.end - self.time
 
     def __repr__(self):
         return f"<Step {self.index} {self.node.name()}>"

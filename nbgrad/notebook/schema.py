@@ -83,7 +83,8 @@ class SnapNode(TypedDict):
     """A node: ``label`` is what the drawing shows (the name, or a leaf's variable name);
     ``seq`` its sequence number (null for 2**64 - 1); ``shapes``, ``dtype`` and ``device`` from
     its input metadata; ``record`` and ``line`` where the forward call was; ``grad`` what
-    arrived at the node in the pass shown, ``order`` when it ran in that pass."""
+    arrived at the node in the pass shown, ``order`` when it ran in that pass, ``time`` the
+    seconds it spent running (NOTE [Time in backward]; None without timings)."""
 
     id: str
     kind: Literal["node", "leaf", "external", "root"]
@@ -105,6 +106,7 @@ class SnapNode(TypedDict):
     tensor: LeafTensor | None
     grad: list[GradSummary | None] | None
     order: int | None
+    time: float | None
     nonfinite: NotRequired[list[Literal["nan", "+inf", "-inf"]]]
     nonfinite_origin: NotRequired[bool]
 

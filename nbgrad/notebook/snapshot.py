@@ -524,10 +524,12 @@ def build_snapshot(
     if passes is None:
         passes = list(recorder.passes) if recorder is not None else []
     shown = _shown_pass(passes, pass_index, node_set)
-    order_of = {}
+    order_of, time_of = {}, {}
     if shown is not None:
         for k, s in enumerate(shown.steps):
             order_of.setdefault(s.node, k)
+            if timings and s.end is not None:  # NOTE [Time in backward]
+                time_of[s.node] = time_of.get(s.node, 0.0) + s.end - s.time
     ordered = sorted(nodes, key=lambda n: _order_key(n, ids))
     ids = _DrawnIds(ids, ordered)
     hook_entries, node_hooks = _hook_entries(ordered, groups, group_ids, ids, source)
@@ -540,6 +542,7 @@ def build_snapshot(
         "group_ids": group_ids,
         "recorder": recorder,
         "objects": objects,
+        "time_of": time_of,
         "shared": {"meta": {}, "next": {}, "saved": {}, "info": {}, "empty": {}, "none": []},
     }
     out_nodes = _node_entries(ordered, ids, source, unexpanded, shown, order_of, drawn)
@@ -777,6 +780,7 @@ def _node_entries(ordered, ids, source, unexpanded, shown, order_of, drawn):
             "tensor": None,
             "grad": None,
             "order": order_of.get(node),
+            "time": drawn["time_of"].get(node),
         }
         if objects is not None:
             objects[nid] = node

@@ -2,7 +2,8 @@
 answer above its graph and marks the saving node and the in-place op's node (for nbgrad code
 and for PyTorch code); a ``--color`` still picture shows its legend; in the live graph a NaN's
 boxes and edges are marked, "Jump to the origin" selects the origin with its line and values,
-a detached weight says why its gradient is None, "Colour by" colours the boxes with a legend,
+a detached weight says why its gradient is None, "Colour by" colours the boxes with a legend
+(by gradient norm, and by time in backward),
 and a training loop's modules show their gradient norm over the steps. Reuses test_browser.py's
 server and browser; screenshots go to ``$NBGRAD_ARTIFACTS``."""
 
@@ -149,6 +150,21 @@ def test_colour_by_gradient_norm_with_its_legend(book):
     figures.wait_for(timeout=30_000)
     assert "mean" in figures.inner_text()
     book.shot("answers-colour-folded", book.cell(5))
+    assert not book.errors
+
+
+def test_colour_by_time_in_backward_with_its_legend(book):
+    graph = _graph(book, 5)
+    graph.locator(".nbg-color").select_option("time")
+    legend = graph.locator(".nbg-legend", has_text="time spent in backward (log scale)")
+    legend.wait_for(state="visible", timeout=30_000)
+    text = legend.inner_text()
+    assert "low " in text and "high " in text and ("us" in text or "ms" in text)
+    graph.locator("button", has_text="Collapse all").click()
+    stats = graph.locator(".nbg-legend .nbg-stats", has_text="folded model: min")
+    stats.wait_for(timeout=30_000)
+    assert " sum " in stats.inner_text() and "s, mean" in stats.inner_text()
+    book.shot("answers-colour-time", book.cell(5))
     assert not book.errors
 
 

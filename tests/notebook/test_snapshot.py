@@ -32,6 +32,7 @@ NODE_KEYS = {
     "tensor",
     "grad",
     "order",
+    "time",
 }
 
 
