@@ -767,6 +767,27 @@ function searchBox(search, results, find, matches, choose) {
   results.style.display = "none";
 }
 
+/** The failed forward's title, line and error above the drawing (hidden when none failed). */
+function showFailure(failureBox, failure) {
+  // replaceChildren writes a null as the text "null": only elements go in
+  failureBox.replaceChildren(...(failure ? [
+    h("b", {}, failureTitle(failure)),
+    failure.source ? h("code", {}, ` ${failure.source}`) : null,
+    h("div", {}, failure.error),
+  ] : []).filter(Boolean));
+  failureBox.style.display = failure ? "" : "none";
+}
+
+/** The pass chooser: one option a backward pass, shown when there are several. */
+function showPasses(passSelect, snap) {
+  const passes = snap.passes || [];
+  passSelect.replaceChildren(
+    ...passes.map((p) => h("option", { value: p.index, selected: p.index === snap.pass },
+      `pass ${p.index}${p.error ? " (failed)" : ""}`)),
+  );
+  passSelect.style.display = passes.length > 1 ? "" : "none";
+}
+
 function render({ model, el }) {
   el.classList.add("nbg-graph");
   const watch = watchKernel(model, el); // NOTE [Released and kernel-gone views]
@@ -852,13 +873,7 @@ function render({ model, el }) {
     boxes = new Map((lay.nodes || []).map((b) => [b.ref, b]));
     const failure = snap.failure || null;
     const roots = new Set(failure ? [] : snap.roots || []); // a failed forward has no output
-    // replaceChildren writes a null as the text "null": only elements go in
-    failureBox.replaceChildren(...(failure ? [
-      h("b", {}, failureTitle(failure)),
-      failure.source ? h("code", {}, ` ${failure.source}`) : null,
-      h("div", {}, failure.error),
-    ] : []).filter(Boolean));
-    failureBox.style.display = failure ? "" : "none";
+    showFailure(failureBox, failure);
     const make = graphMakers(nodes, roots, failure, {
       send, select, edge: (e) => {
         selectedEdge = e;
@@ -875,13 +890,7 @@ function render({ model, el }) {
       ({ frag, boxEls } = drawGraph(lay, make));
       viewport.replaceChildren(frag);
     }
-    // the pass chooser
-    const passes = snap.passes || [];
-    passSelect.replaceChildren(
-      ...passes.map((p) => h("option", { value: p.index, selected: p.index === snap.pass },
-        `pass ${p.index}${p.error ? " (failed)" : ""}`)),
-    );
-    passSelect.style.display = passes.length > 1 ? "" : "none";
+    showPasses(passSelect, snap);
     const live = model.get("live") ? "● recording… " : "";
     const foldable = groups.size > 0 || series.size > 0;
     expandAll.style.display = foldable ? "" : "none";
