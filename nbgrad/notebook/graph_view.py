@@ -102,6 +102,7 @@ class GraphView(StillWidget):
         self._ids = IdMap() if recorder is None else None
         self._auto_collapse = collapsed is None
         self._fold = None  # fold series: None when the graph is too big to show (layout.FIT)
+        self._shown = {}  # the snapshot's visible graphs (NOTE [Clicks cost what they show])
         self._objects = {}
         self._last = 0.0
         self._cost = 0.0
@@ -144,7 +145,8 @@ class GraphView(StillWidget):
         collapsed = self.collapsed
         if self._auto_collapse:
             collapsed = default_collapsed(snap)
-        lay = layout(snap, collapsed, fold=self._fold, expanded=self.expanded)
+        self._shown = {}
+        lay = layout(snap, collapsed, fold=self._fold, expanded=self.expanded, cache=self._shown)
         with self.hold_sync():
             self.snapshot = snap
             self.collapsed = lay["collapsed"]
@@ -155,7 +157,12 @@ class GraphView(StillWidget):
 
     def _relayout(self, members=None):
         self.graph_layout = layout(
-            self.snapshot, self.collapsed, fold=self._fold, expanded=self.expanded, members=members
+            self.snapshot,
+            self.collapsed,
+            fold=self._fold,
+            expanded=self.expanded,
+            members=members,
+            cache=self._shown,
         )
         self.collapsed = self.graph_layout["collapsed"]
         self.expanded = self.graph_layout["expanded"]
