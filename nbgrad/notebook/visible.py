@@ -4,20 +4,21 @@ box) and the edges between them, with repeated structure folded into series boxe
 
 NOTE [Clicks cost what they show]
 A click on a series (or a part of one) changes which series are open, nothing else; yet each
-click used to walk every node and edge of the snapshot again: the boxes, the edges between
-them merged, the search for series, each series' node count (2.4 s on a 100,000-node RNN).
-So what depends on the snapshot and the collapsed groups alone is a :class:`Visible`, built
-once and kept by the graph view (``cache``, the last ``KEEP`` sets of collapsed groups): its
-units and their edges as bundles (the snapshot's edges between two units, their ids, norms
-and label), and, when first folded, a :class:`Folding`: the series found, for each unit the
-series holding it (outermost first), for each series the units it draws itself when open, its
-node count and box, and its edges out bundled by the unit they lead to (each edge counted once
-for each series it leaves: a pass over the edges times the depth of the parts, about
-log10(n)). A click then costs what it shows: the shown series (``shown_series``), the units
-their opened ones draw, one box for each folded one, and the bundles out of each box, the
+click used to walk every node and edge of the snapshot again: the boxes, the edges between them
+merged, the search for series, each series' node count (2.4 s on a 100,000-node RNN). So what
+depends on the snapshot and the collapsed groups alone is a :class:`Visible`, built once and
+kept by the graph view (``cache``, the last ``KEEP`` sets of collapsed groups): its units and
+their edges as bundles (the snapshot's edges between two units, their ids and norms; see
+NOTE [Bundles are tuples]), and, when first folded, a :class:`Folding`: the series found, for each
+unit the series holding it (outermost first), for each series the units it draws itself when
+open, its node count and box, and its edges out bundled by the unit they lead to (each edge
+counted once for each series it leaves: a pass over the edges times the depth of the parts,
+about log10(n)). A click then costs what it shows: the shown series (``shown_series``), the
+units their opened ones draw, one box for each folded one, and the bundles out of each box, the
 unit at the other end mapped to the box that shows it through its few series; the edges keep
-the snapshot's order (each by its first edge), so the picture is the same as when it was
-built from the whole snapshot.
+the snapshot's order (each by its first edge), so the picture is the same as when it was built
+from the whole snapshot. The price: opening a view keeps these (a 10,000-node chain's view
+opens some 25% slower, most of it the garbage collector walking what is kept).
 """
 
 from __future__ import annotations
@@ -56,37 +57,43 @@ def grad_label(grads):
     norms = [g for g in grads if g is not None]
     if not norms:
         return None
+    if len(norms) > 3:  # (a series' edges to a weight: thousands, most often unequal)
+        first = _norm_text(norms[0])
+        same = all(_norm_text(g) == first for g in norms)
+        return f"{len(norms)}× {first}" if same else f"{len(norms)} gradients"
     texts = [_norm_text(g) for g in norms]
     if len(texts) == 1:
         return texts[0] if len(grads) == 1 else f"{texts[0]} (1 of {len(grads)})"
     if len(set(texts)) == 1:
         return f"{len(texts)}× {texts[0]}"
-    if len(texts) <= 3:
-        return ", ".join(texts)
-    return f"{len(texts)} gradients"
+    return ", ".join(texts)
 
 
 def _norm_text(v):
     return v if isinstance(v, str) else f"{v:.4g}"  # 1.0026 shows as 1.003, not 1
 
 
-class _Bundle:
-    """Snapshot edges drawn as one: their places in the snapshot (ascending), ids, gradient
-    norms and label."""
+# NOTE [Bundles are tuples]
+# A bundle of snapshot edges drawn as one is a tuple ``(first, places, ids, grads)``: their
+# places in the snapshot (ascending, ``first`` the least), ids and gradient norms, tuples too.
+# A big graph has one a pair of units, kept while its view lives; tuples of numbers and
+# strings leave the garbage collector's lists, lists and objects would not, and each full
+# collection would walk them (the view of a 10,000-node chain opened 30% slower).
 
-    __slots__ = ("first", "places", "ids", "grads", "label")
 
-    def __init__(self, places, ids, grads):
-        self.first, self.places, self.ids, self.grads = places[0], places, ids, grads
-        self.label = grad_label(grads)
-
-    @classmethod
-    def merged(cls, bundles):
-        if len(bundles) == 1:
-            return bundles[0]
-        rows = sorted(row for b in bundles for row in zip(b.places, b.ids, b.grads))
-        places, ids, grads = (list(c) for c in zip(*rows))
-        return cls(places, ids, grads)
+def _merged(bundles):
+    """One bundle of the edges of ``bundles``."""
+    if len(bundles) == 1:
+        return bundles[0]
+    bundles = sorted(bundles)
+    places, ids, grads = [], [], []
+    for b in bundles:
+        places += b[1]
+        ids += b[2]
+        grads += b[3]
+    if any(a[1][-1] > b[0] for a, b in zip(bundles, bundles[1:])):  # interleaved
+        places, ids, grads = zip(*sorted(zip(places, ids, grads)))
+    return (places[0], tuple(places), tuple(ids), tuple(grads))
 
 
 def visible_graph(snapshot, collapsed, cache=None) -> Visible:
@@ -220,7 +227,7 @@ def _bundles(snapshot, vis):
         row[0].append(k)
         row[1].append(e["id"])
         row[2].append(g.get("norm") if g is not None else None)
-    return [(u, v, _Bundle(*row)) for (u, v), row in found.items()]
+    return [(u, v, (r[0][0], tuple(r[0]), tuple(r[1]), tuple(r[2]))) for (u, v), r in found.items()]
 
 
 class Folding:
@@ -229,25 +236,29 @@ class Folding:
 
     def __init__(self, vis, series):
         self.series = series
-        chain = self.chain = {}  # unit -> the series holding it, outermost first
-        every = []
-        todo = list(reversed(series))
-        while todo:  # (a series before its parts)
-            s = todo.pop()
-            every.append(s)
-            for u in s["units"]:
-                chain.setdefault(u, []).append(s)
-            todo += reversed(s["parts"])
-        place = {u: k for k, u in enumerate(vis.units)}
-        self.place = place
+        self.place = place = {u: k for k, u in enumerate(vis.units)}
+        chain = self.chain = {}  # unit -> the series holding it, outermost first (shared)
+        every = []  # (series, its chain), a series before its parts
+        todo = [(s, ()) for s in reversed(series)]
+        while todo:
+            s, outer = todo.pop()
+            cs = (*outer, s)
+            every.append((s, cs))
+            chain.update(dict.fromkeys(s["units"], cs))  # (its parts' units: overwritten)
+            todo += [(p, cs) for p in reversed(s["parts"])]
         self.base = [u for u in vis.units if u not in chain]  # drawn whatever is open
         self.own, self.nodes, self.first, self.box, self.out = {}, {}, {}, {}, {}
-        for s in every:
-            sid, units = s["id"], s["units"]
-            self.own[sid] = [u for u in units if chain[u][-1] is s]
-            self.nodes[sid] = sum(vis.members[u] for u in units)
-            first = min(units, key=place.__getitem__)
-            self.first[sid] = place[first]
+        for s, _ in reversed(every):  # (the parts first)
+            sid, parts = s["id"], s["parts"]
+            own = set(s["units"]).difference(*(p["units"] for p in parts))
+            self.own[sid] = list(own)  # (drawn in place order: shown_graph sorts)
+            self.nodes[sid] = sum(map(vis.members.__getitem__, own)) + sum(
+                self.nodes[p["id"]] for p in parts
+            )
+            self.first[sid] = min(
+                min(map(place.__getitem__, own), default=len(place)),
+                min((self.first[p["id"]] for p in parts), default=len(place)),
+            )
             label = _clip(" → ".join(s["kinds"]), 48)
             sub = f"×{s['count']} more · {self.nodes[sid]} nodes"
             self.box[sid] = {
@@ -256,21 +267,23 @@ class Folding:
                 "label": label,
                 "sub": sub,
                 "ref": sid,
-                "group": vis.boxes[first]["group"],
+                "group": vis.boxes[vis.units[self.first[sid]]]["group"],
                 "w": node_size(label, sub, wide=True),
                 "h": NODE_H,
             }
-        leaving = {s["id"]: {} for s in every}  # series id -> {unit outside: [bundles]}
+        leaving = {s["id"]: {} for s, _ in every}  # series id -> {unit outside: [bundles]}
         for a, ca in chain.items():
             for b, bundle in vis.out[a]:
                 cb = chain.get(b, ())
+                if cb is ca:  # (most edges: inside the innermost series)
+                    continue
                 k = 0
                 while k < len(ca) and k < len(cb) and ca[k] is cb[k]:
                     k += 1
                 for s in ca[k:]:  # the series that hold a but not b
                     leaving[s["id"]].setdefault(b, []).append(bundle)
         for sid, by_unit in leaving.items():
-            self.out[sid] = [(b, _Bundle.merged(bs)) for b, bs in by_unit.items()]
+            self.out[sid] = [(b, _merged(bs)) for b, bs in by_unit.items()]
 
 
 def fold_units(vis) -> Folding:
@@ -334,7 +347,7 @@ def shown_graph(vis, fold, expanded, members_out=None):
             to = box_of(b)
             if to != bid:
                 between.setdefault((bid, to), []).append(bundle)
-    keys = sorted(between, key=lambda k: min(b.first for b in between[k]))
+    keys = sorted(between, key=lambda k: min(b[0] for b in between[k]))
     edges = {k: _edge(k[0], k[1], between[k]) for k in keys}
     if members_out is not None:
         of_unit = vis.of_unit()
@@ -345,13 +358,12 @@ def shown_graph(vis, fold, expanded, members_out=None):
 
 def _edge(u, v, bundles):
     """A LayoutEdge (without its points) of the bundles drawn from box ``u`` to box ``v``."""
-    b = _Bundle.merged(bundles)
-    grads = list(b.grads)
+    _, _, ids, grads = _merged(bundles)
     return {
         "from": u,
         "to": v,
-        "edges": list(b.ids),
+        "edges": list(ids),
         "grad": grads[0] if len(grads) == 1 else None,
-        "grads": grads,
-        "label": b.label,
+        "grads": list(grads),
+        "label": grad_label(grads),
     }
