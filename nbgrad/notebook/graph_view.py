@@ -123,6 +123,7 @@ class GraphView(StillWidget):
         self._ids = IdMap() if recorder is None else None
         self._auto_collapse = collapsed is None
         self._fold = None  # fold series: None when the graph is too big to show (layout.FIT)
+        self._shown = {}  # the snapshot's visible graphs (NOTE [Clicks cost what they show])
         self._objects = {}
         self._last = 0.0
         self._cost = 0.0
@@ -193,8 +194,14 @@ class GraphView(StillWidget):
         if self._auto_collapse:
             collapsed = default_collapsed(snap)
         self._members = {}  # series id -> its node ids (the NaN/Inf marks of answers_view.py)
+        self._shown = {}
         lay = layout(
-            snap, collapsed, fold=self._fold, expanded=self.expanded, members=self._members
+            snap,
+            collapsed,
+            fold=self._fold,
+            expanded=self.expanded,
+            members=self._members,
+            cache=self._shown,
         )
         with self.hold_sync():
             self.snapshot = snap
@@ -214,6 +221,7 @@ class GraphView(StillWidget):
             fold=self._fold,
             expanded=self.expanded,
             members=self._members,
+            cache=self._shown,
         )
         self.collapsed = self.graph_layout["collapsed"]
         self.expanded = self.graph_layout["expanded"]

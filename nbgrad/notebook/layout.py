@@ -88,8 +88,8 @@ from __future__ import annotations
 
 from typing import Literal, TypedDict
 
-from .fold import find_series, shown_series
 from .labels import place_labels
+from .visible import NODE_H, _clip, grad_label, node_size, shape_text, shown_graph, visible_graph
 
 __all__ = ["layout", "node_size", "default_collapsed", "shape_text", "grad_label", "Layout"]
 
@@ -169,13 +169,11 @@ class Layout(TypedDict):
 
 SCHEMA_TYPES = (Box, LayoutEdge, LayoutGroup, LayoutSeries, Layout)
 
-NODE_H = 38
 V_GAP = 44
 H_GAP = 22
 MARGIN = 20
 GROUP_PAD = 10
 GROUP_LABEL = 16
-CHAR_W = 7.3  # a character of the 12 px monospace labels
 SWEEPS = 4
 DUMMY_W = 8.0  # the width of the dummy box a long edge has in each layer it crosses
 MAX_SPAN = 12  # longer edges get no dummies (a leaf used from far above is drawn straight)
@@ -190,24 +188,6 @@ FIT = 40
 # Series fold sooner: a run of repeats is read as well from one box and its first repeat, and
 # a column of 20 boxes is already three times the widget's height at label size.
 FOLD_SERIES = 20
-
-
-def shape_text(shapes) -> str:
-    parts = []
-    for s in shapes:
-        parts.append("×".join(str(d) for d in s) if s else "scalar")
-    text = ", ".join(parts)
-    return text if len(text) <= 32 else text[:31] + "…"
-
-
-def _clip(text, n=30):
-    return text if len(text) <= n else text[: n - 1] + "…"
-
-
-def node_size(label, sub, wide=False):
-    """A box's width for its text (a series box, ``wide``, may take up to 380)."""
-    chars = max(len(label), len(sub))
-    return max(72.0, min(380.0 if wide else 260.0, round(chars * CHAR_W + 20)))
 
 
 def default_collapsed(snapshot):
@@ -252,31 +232,22 @@ def default_collapsed(snapshot):
     return [g["id"] for g in groups if depth[g["id"]] == best]
 
 
-def layout(snapshot, collapsed=(), *, fold=None, expanded=(), members=None) -> Layout:
+def layout(snapshot, collapsed=(), *, fold=None, expanded=(), members=None, cache=None) -> Layout:
     """Lay out ``snapshot`` with the groups ``collapsed``; repeated structure is folded into
     series boxes when ``fold`` (None: when more than FOLD_SERIES boxes would show), except
     the series listed in ``expanded``. ``members``: a dict to fill with ``{series id: set of
-    the snapshot node ids inside it}``."""
-    groups = {g["id"]: g for g in snapshot["groups"]}
+    the snapshot node ids inside it}``. ``cache``: a dict kept for this snapshot, so that
+    another layout of it costs what it shows (NOTE [Clicks cost what they show] in
+    visible.py)."""
+    # 1. the visible graph, repeated structure folded into series boxes (NOTE [Series] in fold.py)
+    vis = visible_graph(snapshot, collapsed, cache)
+    groups = vis.groups
     collapsed = [c for c in collapsed if c in groups]
-    collapsed_set = set(collapsed)
+    counted = snapshot.get("counted_steps", 0)  # NOTE [Repeated steps counted]: as if drawn
+    if fold is None:
+        fold = len(vis.units) * (1 + counted / max(1, snapshot.get("kept_steps", 1))) > FOLD_SERIES
+    vnodes, vedges, series = shown_graph(vis, fold, set(expanded), members)
 
-    def representative(gid):
-        """The outermost collapsed group containing group ``gid`` (or None)."""
-        rep = None
-        while gid is not None:
-            if gid in collapsed_set:
-                rep = gid
-            gid = groups[gid]["parent"]
-        return rep
-
-    # 1. the visible graph
-    vis, vnodes = _visible_graph(snapshot, groups, representative)
-    # 1b. repeated structure folded into series boxes (NOTE [Series] in fold.py)
-    expanded = set(expanded)
-    series = _fold_series(snapshot, vis, vnodes, groups, fold, expanded, members)
-
-    vedges = _visible_edges(snapshot, vis)
     order = list(vnodes)
     index = {vid: i for i, vid in enumerate(order)}
     succ = {vid: [] for vid in order}
@@ -303,8 +274,7 @@ def layout(snapshot, collapsed=(), *, fold=None, expanded=(), members=None) -> L
         return float(MARGIN + GROUP_LABEL + li * (NODE_H + V_GAP))
 
     # 5. group boxes, innermost first, pushing apart what would overlap (NOTE [Group boxes])
-    hidden = {gid for gid in groups if representative(gid) is not None}
-    rects = _separate_groups(x, width, layer, vgroup, groups, hidden, top_of)
+    rects = _separate_groups(x, width, layer, vgroup, groups, vis.hidden, top_of)
     xmin = min((x[v] - width[v] / 2 for v in x), default=0.0)
     xmin = min([xmin] + [r[0] for r in rects.values()])
     offset = MARGIN / 2 - xmin if rects else MARGIN - xmin
@@ -329,75 +299,6 @@ def layout(snapshot, collapsed=(), *, fold=None, expanded=(), members=None) -> L
         "series": series,
         "expanded": sorted(x["id"] for x in series if x["expanded"]),
     }
-
-
-def _visible_graph(snapshot, groups, representative):
-    """``(vis, vnodes)``: ``{snapshot node id: visible id}`` and ``{visible id: box}`` (in the
-    snapshot's order), a collapsed group being one box."""
-    vis = {}  # snapshot node id -> visible id
-    vnodes = {}  # visible id -> box dict (insertion order = snapshot order)
-    group_sizes = {}  # collapsed group id -> count
-    for n in snapshot["nodes"]:
-        rep = representative(n["group"]) if n["group"] is not None else None
-        if rep is None:
-            vid = n["id"]
-            label = _clip(n["label"])
-            sub = (
-                shape_text(n["shapes"])
-                if n["kind"] != "leaf" or not n["tensor"]
-                else (shape_text([n["tensor"]["shape"]]))
-            )
-            vnodes[vid] = {
-                "id": vid,
-                "kind": "node",
-                "label": label,
-                "sub": sub,
-                "ref": n["id"],
-                "group": n["group"],
-                "hooked": bool(n["hooks"]),  # (a badge on the box: kept clear of labels)
-            }
-        else:
-            vid = "group:" + rep
-            group_sizes[rep] = group_sizes.get(rep, 0) + 1
-            if vid not in vnodes:
-                g = groups[rep]
-                vnodes[vid] = {
-                    "id": vid,
-                    "kind": "group",
-                    "label": _clip(f"{g['path'] or g['name']}: {g['type']}", 36),
-                    "sub": "",
-                    "ref": rep,
-                    "group": g["parent"],
-                }
-        vis[n["id"]] = vid
-    for box in vnodes.values():
-        if box["kind"] == "group":
-            count = group_sizes[box["ref"]]
-            box["sub"] = f"{count} node" + ("s" if count != 1 else "")
-        box["w"] = node_size(box["label"], box["sub"])
-        box["h"] = NODE_H
-    return vis, vnodes
-
-
-def _visible_edges(snapshot, vis):
-    """``{(from, to): entry}``: the edges between visible boxes, merged, with their labels."""
-    vedges = {}
-    for e in snapshot["edges"]:
-        u, v = vis.get(e["from"]), vis.get(e["to"])
-        if u is None or v is None or u == v:
-            continue
-        key = (u, v)
-        entry = vedges.get(key)
-        if entry is None:
-            vedges[key] = entry = {"from": u, "to": v, "edges": [], "grad": None, "grads": []}
-        entry["edges"].append(e["id"])
-        g = e.get("grad")
-        entry["grads"].append(g.get("norm") if g is not None else None)
-    for entry in vedges.values():
-        grads = entry["grads"]
-        entry["grad"] = grads[0] if len(grads) == 1 else None
-        entry["label"] = grad_label(grads)
-    return vedges
 
 
 def _dummy_chains(vedges, layer, succ, pred, index, width, vgroup, groups, n_boxes):
@@ -563,96 +464,6 @@ def _shift_into_view(out_nodes, out_edges, out_groups):
     return round(right + MARGIN, 1), round(bottom + MARGIN, 1)
 
 
-def _fold_series(snapshot, vis, vnodes, groups, fold, expanded, members_out=None):
-    """Find the series of the visible graph and, unless expanded, put one box in place of
-    each (updating ``vis`` and ``vnodes`` in place); returns the LayoutSeries records."""
-    counted = snapshot.get("counted_steps", 0)  # NOTE [Repeated steps counted]: as if drawn
-    if fold is None:
-        fold = len(vnodes) * (1 + counted / max(1, snapshot.get("kept_steps", 1))) > FOLD_SERIES
-    if not fold:
-        return []
-    names = {n["id"]: n["name"] for n in snapshot["nodes"]}
-    order = list(vnodes)
-    succ = {u: [] for u in order}
-    pred = {u: [] for u in order}
-    pairs = set()
-    for e in snapshot["edges"]:
-        u, v = vis.get(e["from"]), vis.get(e["to"])
-        if u is None or v is None or u == v or (u, v) in pairs:
-            continue
-        pairs.add((u, v))
-        succ[u].append(v)
-        pred[v].append(u)
-    kind = {
-        u: names[b["ref"]] if b["kind"] == "node" else groups[b["ref"]]["type"]
-        for u, b in vnodes.items()
-    }
-    group = {u: b["group"] for u, b in vnodes.items()}
-    found = shown_series(find_series(order, kind, succ, pred, group), expanded)
-    members = {}
-    for n in snapshot["nodes"]:
-        members[vis[n["id"]]] = members.get(vis[n["id"]], 0) + 1
-    out, owner = [], {}
-    # the repeats of a step a recorder counted (NOTE [Repeated steps counted]) belong to the
-    # series of the steps kept: the longest, holding all of them but the first and the last
-    steps = max(found, key=lambda x: x["count"], default=None) if counted else None
-    if steps is not None and steps["count"] < snapshot.get("kept_steps", 0) - 2:
-        steps = None
-    for x in found:
-        count = sum(members.get(u, 0) for u in x["units"])
-        label = " → ".join(x["kinds"])
-        out.append(
-            {
-                "id": x["id"],
-                "label": label,
-                "count": x["count"],
-                "period": x["period"],
-                "nodes": count,
-                "expanded": x["id"] in expanded,
-            }
-        )
-        if x["id"] in expanded:
-            continue
-        for u in x["units"]:
-            owner[u] = x
-    if members_out is not None:
-        of_unit = {}
-        for nid, u in vis.items():
-            of_unit.setdefault(u, set()).add(nid)
-        for x in found:
-            members_out[x["id"]] = set().union(*(of_unit.get(u, ()) for u in x["units"]))
-    if not owner:
-        return out
-    rebuilt = {}
-    for u, box in vnodes.items():
-        x = owner.get(u)
-        if x is None:
-            rebuilt[u] = box
-        elif x["id"] not in rebuilt:
-            count = sum(members.get(w, 0) for w in x["units"])
-            label = _clip(" → ".join(x["kinds"]), 48)
-            sub = f"×{x['count']} more · {count} nodes"
-            if x is steps:
-                sub = f"×{x['count'] + counted} more ({counted} counted) · {count} nodes"
-            rebuilt[x["id"]] = {
-                "id": x["id"],
-                "kind": "series",
-                "label": label,
-                "sub": sub,
-                "ref": x["id"],
-                "group": box["group"],
-                "w": node_size(label, sub, wide=True),
-                "h": NODE_H,
-            }
-    vnodes.clear()
-    vnodes.update(rebuilt)
-    for nid, u in vis.items():
-        x = owner.get(u)
-        if x is not None:
-            vis[nid] = x["id"]
-    return out
-
-
 def _place(row, desired, width, x):
     """Put the nodes of one layer (sorted) as near their desired centres as overlap allows."""
     if not row:
@@ -668,27 +479,6 @@ def _place(row, desired, width, x):
     shift = sum(lefts[i] + width[v] / 2 - desired[v] for i, v in enumerate(row)) / len(row)
     for i, vid in enumerate(row):
         x[vid] = lefts[i] + width[vid] / 2 - shift
-
-
-def grad_label(grads):
-    """What an edge shows: the gradient norm of a single edge; for parallel edges (``x * x``,
-    or the edges a collapsed group merges) ``"2× 1.5"`` when the norms are equal, else the
-    norms (up to three), else how many. None before any backward pass."""
-    norms = [g for g in grads if g is not None]
-    if not norms:
-        return None
-    texts = [_norm_text(g) for g in norms]
-    if len(texts) == 1:
-        return texts[0] if len(grads) == 1 else f"{texts[0]} (1 of {len(grads)})"
-    if len(set(texts)) == 1:
-        return f"{len(texts)}× {texts[0]}"
-    if len(texts) <= 3:
-        return ", ".join(texts)
-    return f"{len(texts)} gradients"
-
-
-def _norm_text(v):
-    return v if isinstance(v, str) else f"{v:.4g}"  # 1.0026 shows as 1.003, not 1
 
 
 def _chain(gid, groups):

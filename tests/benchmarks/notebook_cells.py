@@ -2,7 +2,7 @@
 a test).
 
     python tests/benchmarks/notebook_cells.py                 # everything
-    python tests/benchmarks/notebook_cells.py --only training # or: saved, stages
+    python tests/benchmarks/notebook_cells.py --only training # or: saved, stages, clicks
     python tests/benchmarks/notebook_cells.py --quick         # fewer repeats, 1k and 10k only
 
 1. A 60-step training cell (784-256-10 MLP, batch 64, cross entropy, SGD) run in IPython's
@@ -19,7 +19,10 @@ a test).
    opens), each with the time per node, so that a stage that grows faster than n log n shows
    as a per-node time that climbs with the size. Shapes: a chain, a fan (``sum`` of distinct
    branches), an RNN step with an input branch, a training loop (one graph per step), a
-   residual stack, a random DAG.
+   residual stack, a transformer stack, a random DAG.
+3. Expand and collapse: the time from the graph widget's message (open the biggest series, a
+   part of it, fold it again; open the biggest collapsed module group, close it) to the new
+   layout JSON, per shape and size. The target is 300 ms at 100k nodes.
 """
 
 from __future__ import annotations
@@ -203,6 +206,13 @@ def residual(n):
     return h.sum(), ws
 
 
+def transformer(n):
+    nn = ng.nn
+    layer = nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=0.0, batch_first=True)
+    enc = nn.TransformerEncoder(layer, max(1, n // 67), enable_nested_tensor=False)
+    return enc(ng.randn(2, 4, 16)).pow(2).mean(), [enc]
+
+
 def random_dag(n):
     rng = random.Random(0)
     xs = [ng.randn(4, requires_grad=True) for _ in range(8)]
@@ -220,6 +230,7 @@ SHAPES = {
     "rnn": rnn,
     "training": training,
     "residual": residual,
+    "transformer": transformer,
     "random DAG": random_dag,
 }
 
@@ -282,9 +293,87 @@ def _fold_time(snap):
     return time.process_time() - t0
 
 
+# -- 3. expand and collapse clicks -------------------------------------------------------------
+CLICKS = ("series", "part", "fold", "group", "regroup", "ungroup")
+
+
+def clicks(sizes, shapes, repeats):
+    """The time from a graph widget's expand or collapse message to its new layout JSON, on
+    each shape and size, every node in the snapshot (no cut): the view as it opens, then
+    ``series`` opens its biggest folded series, ``part`` the biggest part that shows,
+    ``fold`` folds the series again; before those ``group`` opens the biggest collapsed module
+    group (the first time: ``regroup`` is the later rounds, whose view the widget keeps), after
+    them ``ungroup`` closes it. Medians of ``repeats`` rounds, CPU ms; "-" where
+    the view has nothing of the kind."""
+    from nbgrad.notebook.graph_view import GraphView
+
+    print(f"Expand/collapse: message to layout JSON, CPU ms, median of {repeats} rounds")
+    print(f"  {'shape':11} {'nodes':>7} {'open':>8} " + " ".join(f"{k:>8}" for k in CLICKS))
+    for name in shapes:
+        for size in sizes:
+            ng.manual_seed(0)
+            gc.collect()
+            with record() as rec:
+                loss, keep = SHAPES[name](size)
+                if loss is not None:
+                    loss.backward()
+            t0 = time.process_time()
+            view = GraphView(recorder=rec, max_nodes=10**7, timings=False)
+            opened = time.process_time() - t0
+            times = {k: [] for k in CLICKS}
+            for k in range(repeats):
+                _click_round(view, times, "group" if k == 0 else "regroup")
+            cells = [
+                f"{statistics.median(v) * 1e3:8.1f}" if v else f"{'-':>8}" for v in times.values()
+            ]
+            nodes = len(view.snapshot["nodes"])
+            print(f"  {name:11} {nodes:7,} {opened * 1e3:8.0f} " + " ".join(cells))
+            del view, rec, loss, keep
+
+
+def _click_round(view, times, group="group"):
+    """One round of clicks on ``view`` (see ``clicks``), each time appended to ``times``; the
+    group's opening as ``group``."""
+
+    def click(kind, **content):
+        gc.collect()
+        t0 = time.process_time()
+        view._receive(content)
+        times[kind].append(time.process_time() - t0)
+        assert not view.error, view.error
+
+    def biggest(series):
+        return max(series, key=lambda s: s["nodes"])["id"] if series else None
+
+    sizes, parent = {}, {g["id"]: g["parent"] for g in view.snapshot["groups"]}
+    for n in view.snapshot["nodes"]:
+        g = n["group"]
+        while g is not None:
+            sizes[g] = sizes.get(g, 0) + 1
+            g = parent[g]
+    shut = [g for g in view.graph_layout["collapsed"] if g in sizes]
+    gid = max(shut, key=sizes.__getitem__) if shut else None
+    if gid is not None:  # (first: a transformer opens as one box, its layers inside)
+        click(group, type="toggle", group=gid)
+    folded = [s for s in view.graph_layout["series"] if not s["expanded"]]
+    sid = biggest(folded)
+    if sid is not None:
+        before = {s["id"] for s in view.graph_layout["series"]}
+        click("series", type="toggle_series", series=sid)
+        parts = [s for s in view.graph_layout["series"] if s["id"] not in before]
+        part = biggest([s for s in parts if not s["expanded"]])
+        if part is not None:
+            click("part", type="toggle_series", series=part)
+            click("fold", type="toggle_series", series=part)  # (back as it was)
+            times["fold"].pop()
+        click("fold", type="toggle_series", series=sid)
+    if gid is not None:
+        click("ungroup", type="toggle", group=gid)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--only", choices=["training", "saved", "stages"])
+    p.add_argument("--only", choices=["training", "saved", "stages", "clicks"])
     p.add_argument("--quick", action="store_true")
     p.add_argument("--sizes", help="node counts, comma-separated (default 1000,10000,100000)")
     p.add_argument("--shapes", help="shapes, comma-separated (default all: " + ", ".join(SHAPES))
@@ -299,6 +388,12 @@ def main():
             sizes = [int(s) for s in args.sizes.split(",")]
         shapes = args.shapes.split(",") if args.shapes else list(SHAPES)
         stages(sizes, shapes, 1 if args.quick else 3)
+    if args.only in (None, "clicks"):
+        sizes = [1000, 10000] if args.quick else [1000, 10000, 100000]
+        if args.sizes:
+            sizes = [int(s) for s in args.sizes.split(",")]
+        shapes = args.shapes.split(",") if args.shapes else list(SHAPES)
+        clicks(sizes, shapes, 1 if args.quick else 3)
 
 
 if __name__ == "__main__":

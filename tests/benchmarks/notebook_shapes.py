@@ -19,7 +19,8 @@ a fresh process so that its memory figures are its own. The shapes, about ``size
 
 Printed for each: the plain cell's time and the magic's (and their ratio) and the magic's
 wall time; the drawing's stages, each as seconds summed over its calls (and the count): the snapshot
-(``build_snapshot``), the folding (series, in ``layout``), the layout less folding and
+(``build_snapshot``), the folding (``visible.fold_units``: the series of a visible graph and
+their facts, once per set of collapsed groups), the layout less folding and
 labels, the edge labels (``place_labels``), the still SVG and the PNG; the rest of the
 magic's extra time (recording, the widgets' sync) is what the stages leave; the bytes the
 graph widget sends (its snapshot and layout JSON), the bytes a saved notebook keeps of the
@@ -114,14 +115,14 @@ class Stages:
     looked up (the modules that call them)."""
 
     def __init__(self):
-        from nbgrad.notebook import _widget, graph_view, magics, stepper
+        from nbgrad.notebook import _widget, graph_view, magics, stepper, visible
         from nbgrad.notebook import layout as layout_mod
 
         self.seconds, self.calls = {}, {}
         where = {
             "snapshot": [(graph_view, "build_snapshot"), (magics, "build_snapshot")],
             "layout": [(graph_view, "layout"), (stepper, "layout")],
-            "fold": [(layout_mod, "_fold_series")],
+            "fold": [(visible, "fold_units")],
             "labels": [(layout_mod, "place_labels")],
             "svg": [(graph_view, "snapshot_svg"), (magics, "snapshot_svg")],
             "png": [(_widget, "png_b64"), (magics, "png_b64")],

@@ -325,3 +325,74 @@ def test_reveal_opens_only_the_parts_on_the_way_to_a_node():
     assert len(view.expanded) == 3  # 999 repeats, a part of 100, a part of 10
     # the first step, two levels of at most SPLIT parts, and the 10 steps of the part opened
     assert len(view.graph_layout["nodes"]) <= 10 + 2 * SPLIT + 10 * 5
+
+
+# -- a click costs what it shows (NOTE [Clicks cost what they show] in visible.py) ------------
+
+
+class _Unwalkable(list):
+    """A snapshot's node or edge list that a click on a series must not walk."""
+
+    def __iter__(self):
+        raise AssertionError("a click walked every node or edge of the snapshot")
+
+
+def _guard(snap):
+    saved = snap["nodes"], snap["edges"]
+    snap["nodes"], snap["edges"] = _Unwalkable(saved[0]), _Unwalkable(saved[1])
+    return saved
+
+
+def _training_view(steps):
+    ng.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+    x, y = ng.randn(16, 4), ng.randn(16, 1)
+    with record() as rec:
+        for _ in range(steps):
+            loss = ((model(x) - y) ** 2).mean()
+            model.zero_grad()
+            loss.backward()
+    return GraphView(recorder=rec, max_nodes=10**6)
+
+
+def test_opening_and_folding_series_walks_only_what_shows():
+    ng.manual_seed(0)
+    W, U = ng.randn(8, 8, requires_grad=True), ng.randn(8, 4, requires_grad=True)
+    xs, h = ng.randn(300, 4), ng.zeros(8)
+    for t in range(300):
+        h = (W @ h * 0.1 + U @ xs[t]).tanh()
+    view = GraphView(h.sum(), max_nodes=10**6)
+    (step,) = view.graph_layout["series"]
+    saved = _guard(view.snapshot)
+    view.toggle_series(step["id"])
+    part = max(view.graph_layout["series"][:-1], key=lambda s: s["nodes"])["id"]
+    view.toggle_series(part)
+    shown = json.dumps(view.graph_layout)
+    view.toggle_series(part)
+    view.toggle_series(step["id"])
+    view.snapshot["nodes"], view.snapshot["edges"] = saved
+    # what the clicks showed is what a layout of the whole snapshot shows
+    fresh = layout(view.snapshot, view.collapsed, expanded=[step["id"], part])
+    assert shown == json.dumps(fresh)
+    assert view.graph_layout == layout(view.snapshot, view.collapsed)
+
+
+def test_closing_a_group_again_walks_only_what_shows():
+    view = _training_view(20)
+    (gid, *_) = view.collapsed
+    at_open = dict(view.graph_layout, collapsed=None)
+    view.toggle(gid)  # a new set of collapsed groups: the snapshot is walked once
+    saved = _guard(view.snapshot)
+    view.toggle(gid)  # back to the boxes of the open view (its groups inside stay collapsed)
+    view.snapshot["nodes"], view.snapshot["edges"] = saved
+    assert json.dumps(dict(view.graph_layout, collapsed=None)) == json.dumps(at_open)
+
+
+def test_a_new_snapshot_is_laid_out_anew():
+    view = _training_view(3)
+    view.expand_all()
+    last = [e["label"] for e in view.graph_layout["edges"]]
+    view.show_pass(0)  # the first pass's gradients: another snapshot, other labels
+    first = [e["label"] for e in view.graph_layout["edges"]]
+    fresh = layout(view.snapshot, view.collapsed, fold=False)
+    assert first == [e["label"] for e in fresh["edges"]] and first != last

@@ -1,0 +1,391 @@
+"""What a layout shows of a snapshot: its units (nodes, and each collapsed module group as one
+box) and the edges between them, with repeated structure folded into series boxes
+(``fold.py``) except the series the user opened.
+
+NOTE [Clicks cost what they show]
+A click on a series (or a part of one) changes which series are open, nothing else; yet each
+click used to walk every node and edge of the snapshot again: the boxes, the edges between them
+merged, the search for series, each series' node count (2.4 s on a 100,000-node RNN). So what
+depends on the snapshot and the collapsed groups alone is a :class:`Visible`, built once and
+kept by the graph view (``cache``, the last ``KEEP`` sets of collapsed groups): its units and
+their edges as bundles (the snapshot's edges between two units, their ids and norms; see
+NOTE [Bundles are tuples]), and, when first folded, a :class:`Folding`: the series found, for each
+unit the series holding it (outermost first), for each series the units it draws itself when
+open, its node count and box, and its edges out bundled by the unit they lead to (each edge
+counted once for each series it leaves: a pass over the edges times the depth of the parts,
+about log10(n)). A click then costs what it shows: the shown series (``shown_series``), the
+units their opened ones draw, one box for each folded one, and the bundles out of each box, the
+unit at the other end mapped to the box that shows it through its few series; the edges keep
+the snapshot's order (each by its first edge), so the picture is the same as when it was built
+from the whole snapshot. The price: opening a view keeps these (a 10,000-node chain's view
+opens some 25% slower, most of it the garbage collector walking what is kept).
+"""
+
+from __future__ import annotations
+
+from .fold import find_series, shown_series
+
+__all__ = ["Visible", "visible_graph", "shown_graph", "node_size", "shape_text", "grad_label"]
+
+NODE_H = 38
+CHAR_W = 7.3  # a character of the 12 px monospace labels
+KEEP = 3  # the sets of collapsed groups whose visible graph a cache keeps
+
+
+def shape_text(shapes) -> str:
+    parts = []
+    for s in shapes:
+        parts.append("×".join(str(d) for d in s) if s else "scalar")
+    text = ", ".join(parts)
+    return text if len(text) <= 32 else text[:31] + "…"
+
+
+def _clip(text, n=30):
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def node_size(label, sub, wide=False):
+    """A box's width for its text (a series box, ``wide``, may take up to 380)."""
+    chars = max(len(label), len(sub))
+    return max(72.0, min(380.0 if wide else 260.0, round(chars * CHAR_W + 20)))
+
+
+def grad_label(grads):
+    """What an edge shows: the gradient norm of a single edge; for parallel edges (``x * x``,
+    or the edges a collapsed group merges) ``"2× 1.5"`` when the norms are equal, else the
+    norms (up to three), else how many. None before any backward pass."""
+    norms = [g for g in grads if g is not None]
+    if not norms:
+        return None
+    if len(norms) > 3:  # (a series' edges to a weight: thousands, most often unequal)
+        first = _norm_text(norms[0])
+        same = all(_norm_text(g) == first for g in norms)
+        return f"{len(norms)}× {first}" if same else f"{len(norms)} gradients"
+    texts = [_norm_text(g) for g in norms]
+    if len(texts) == 1:
+        return texts[0] if len(grads) == 1 else f"{texts[0]} (1 of {len(grads)})"
+    if len(set(texts)) == 1:
+        return f"{len(texts)}× {texts[0]}"
+    return ", ".join(texts)
+
+
+def _norm_text(v):
+    return v if isinstance(v, str) else f"{v:.4g}"  # 1.0026 shows as 1.003, not 1
+
+
+# NOTE [Bundles are tuples]
+# A bundle of snapshot edges drawn as one is a tuple ``(first, places, ids, grads)``: their
+# places in the snapshot (ascending, ``first`` the least), ids and gradient norms, tuples too.
+# A big graph has one a pair of units, kept while its view lives; tuples of numbers and
+# strings leave the garbage collector's lists, lists and objects would not, and each full
+# collection would walk them (the view of a 10,000-node chain opened 30% slower).
+
+
+def _merged(bundles):
+    """One bundle of the edges of ``bundles``."""
+    if len(bundles) == 1:
+        return bundles[0]
+    bundles = sorted(bundles)
+    places, ids, grads = [], [], []
+    for b in bundles:
+        places += b[1]
+        ids += b[2]
+        grads += b[3]
+    if any(a[1][-1] > b[0] for a, b in zip(bundles, bundles[1:])):  # interleaved
+        places, ids, grads = zip(*sorted(zip(places, ids, grads)))
+    return (places[0], tuple(places), tuple(ids), tuple(grads))
+
+
+def visible_graph(snapshot, collapsed, cache=None) -> Visible:
+    """The :class:`Visible` graph of ``snapshot`` with the groups ``collapsed``; ``cache``, a
+    dict the caller keeps, holds the last few of one snapshot (NOTE [Clicks cost what they
+    show]), each under the collapsed groups that are not inside another."""
+    if cache is None:
+        return Visible(snapshot, collapsed)
+    if cache.get("snapshot") is not snapshot:
+        cache.clear()
+        cache.update(snapshot=snapshot, kept={})
+        cache["parent"] = {g["id"]: g["parent"] for g in snapshot["groups"]}
+    parent, kept = cache["parent"], cache["kept"]
+    shut = {c for c in collapsed if c in parent}
+
+    def outermost(g):
+        g = parent[g]
+        while g is not None and g not in shut:
+            g = parent[g]
+        return g is None
+
+    key = frozenset(filter(outermost, shut))
+    found = kept.pop(key, None)
+    if found is None:
+        found = Visible(snapshot, key)
+        while len(kept) >= KEEP:
+            del kept[next(iter(kept))]
+    kept[key] = found  # (the last used comes last)
+    return found
+
+
+class Visible:
+    """``snapshot`` with the groups ``collapsed``: ``units`` (ids, snapshot order), their
+    ``boxes``, ``vis`` (snapshot node id -> unit), ``out`` (unit -> [(unit, bundle)]), the
+    bundles in snapshot order (``bundles``: ``(from, to, bundle)``), ``groups`` by id and the
+    ``hidden`` ones (inside a collapsed group, or collapsed)."""
+
+    def __init__(self, snapshot, collapsed):
+        self.snapshot = snapshot
+        self.groups = groups = {g["id"]: g for g in snapshot["groups"]}
+        shut = {c for c in collapsed if c in groups}
+        rep = {}  # group id -> the outermost collapsed group holding it (or None)
+        for gid in groups:
+            top, g = None, gid
+            while g is not None:
+                if g in shut:
+                    top = g
+                g = groups[g]["parent"]
+            rep[gid] = top
+        self.hidden = {gid for gid, top in rep.items() if top is not None}
+        self.vis, self.boxes, self.members = _units(snapshot, groups, rep)
+        self.units = list(self.boxes)
+        self.out = {u: [] for u in self.units}
+        self.bundles = _bundles(snapshot, self.vis)
+        for u, v, bundle in self.bundles:
+            self.out[u].append((v, bundle))
+        self._folding = None
+        self._of_unit = None
+
+    def folding(self) -> Folding:
+        if self._folding is None:
+            self._folding = fold_units(self)
+        return self._folding
+
+    def of_unit(self):
+        """``{unit: set of the snapshot node ids it stands for}``."""
+        if self._of_unit is None:
+            self._of_unit = {}
+            for nid, u in self.vis.items():
+                self._of_unit.setdefault(u, set()).add(nid)
+        return self._of_unit
+
+
+def _units(snapshot, groups, rep):
+    """``(vis, boxes, members)``: ``{snapshot node id: unit}``, ``{unit: box}`` (in the
+    snapshot's order, a collapsed group being one box) and how many nodes each unit holds."""
+    vis, boxes, members = {}, {}, {}
+    for n in snapshot["nodes"]:
+        top = rep[n["group"]] if n["group"] is not None else None
+        if top is None:
+            vid = n["id"]
+            sub = (
+                shape_text(n["shapes"])
+                if n["kind"] != "leaf" or not n["tensor"]
+                else (shape_text([n["tensor"]["shape"]]))
+            )
+            boxes[vid] = {
+                "id": vid,
+                "kind": "node",
+                "label": _clip(n["label"]),
+                "sub": sub,
+                "ref": n["id"],
+                "group": n["group"],
+                "hooked": bool(n["hooks"]),  # (a badge on the box: kept clear of labels)
+            }
+        else:
+            vid = "group:" + top
+            if vid not in boxes:
+                g = groups[top]
+                boxes[vid] = {
+                    "id": vid,
+                    "kind": "group",
+                    "label": _clip(f"{g['path'] or g['name']}: {g['type']}", 36),
+                    "sub": "",
+                    "ref": top,
+                    "group": g["parent"],
+                }
+        members[vid] = members.get(vid, 0) + 1
+        vis[n["id"]] = vid
+    for vid, box in boxes.items():
+        if box["kind"] == "group":
+            count = members[vid]
+            box["sub"] = f"{count} node" + ("s" if count != 1 else "")
+        box["w"] = node_size(box["label"], box["sub"])
+        box["h"] = NODE_H
+    return vis, boxes, members
+
+
+def _bundles(snapshot, vis):
+    """``[(from unit, to unit, bundle)]``: the snapshot's edges between two units, those
+    between the same two merged, each in the place of its first edge."""
+    found = {}
+    for k, e in enumerate(snapshot["edges"]):
+        u, v = vis.get(e["from"]), vis.get(e["to"])
+        if u is None or v is None or u == v:
+            continue
+        row = found.get((u, v))
+        if row is None:
+            found[(u, v)] = row = ([], [], [])
+        g = e.get("grad")
+        row[0].append(k)
+        row[1].append(e["id"])
+        row[2].append(g.get("norm") if g is not None else None)
+    return [(u, v, (r[0][0], tuple(r[0]), tuple(r[1]), tuple(r[2]))) for (u, v), r in found.items()]
+
+
+class Folding:
+    """The series of a :class:`Visible` graph and what a click needs of them (NOTE [Clicks
+    cost what they show]), each series' facts keyed by its id."""
+
+    def __init__(self, vis, series):
+        self.series = series
+        self.place = place = {u: k for k, u in enumerate(vis.units)}
+        chain = self.chain = {}  # unit -> the series holding it, outermost first (shared)
+        every = []  # (series, its chain), a series before its parts
+        todo = [(s, ()) for s in reversed(series)]
+        while todo:
+            s, outer = todo.pop()
+            cs = (*outer, s)
+            every.append((s, cs))
+            chain.update(dict.fromkeys(s["units"], cs))  # (its parts' units: overwritten)
+            todo += [(p, cs) for p in reversed(s["parts"])]
+        self.base = [u for u in vis.units if u not in chain]  # drawn whatever is open
+        self.own, self.nodes, self.first, self.box, self.out = {}, {}, {}, {}, {}
+        for s, _ in reversed(every):  # (the parts first)
+            sid, parts = s["id"], s["parts"]
+            own = set(s["units"]).difference(*(p["units"] for p in parts))
+            self.own[sid] = list(own)  # (drawn in place order: shown_graph sorts)
+            self.nodes[sid] = sum(map(vis.members.__getitem__, own)) + sum(
+                self.nodes[p["id"]] for p in parts
+            )
+            self.first[sid] = min(
+                min(map(place.__getitem__, own), default=len(place)),
+                min((self.first[p["id"]] for p in parts), default=len(place)),
+            )
+            label = _clip(" → ".join(s["kinds"]), 48)
+            sub = f"×{s['count']} more · {self.nodes[sid]} nodes"
+            self.box[sid] = {
+                "id": sid,
+                "kind": "series",
+                "label": label,
+                "sub": sub,
+                "ref": sid,
+                "group": vis.boxes[vis.units[self.first[sid]]]["group"],
+                "w": node_size(label, sub, wide=True),
+                "h": NODE_H,
+            }
+        leaving = {s["id"]: {} for s, _ in every}  # series id -> {unit outside: [bundles]}
+        for a, ca in chain.items():
+            for b, bundle in vis.out[a]:
+                cb = chain.get(b, ())
+                if cb is ca:  # (most edges: inside the innermost series)
+                    continue
+                k = 0
+                while k < len(ca) and k < len(cb) and ca[k] is cb[k]:
+                    k += 1
+                for s in ca[k:]:  # the series that hold a but not b
+                    leaving[s["id"]].setdefault(b, []).append(bundle)
+        for sid, by_unit in leaving.items():
+            self.out[sid] = [(b, _merged(bs)) for b, bs in by_unit.items()]
+
+
+def fold_units(vis) -> Folding:
+    """Search the units of ``vis`` for series (``fold.find_series``) and gather their facts."""
+    snapshot, groups = vis.snapshot, vis.groups
+    names = {n["id"]: n["name"] for n in snapshot["nodes"]}
+    kind = {
+        u: names[b["ref"]] if b["kind"] == "node" else groups[b["ref"]]["type"]
+        for u, b in vis.boxes.items()
+    }
+    succ = {u: [v for v, _ in vis.out[u]] for u in vis.units}
+    pred = {u: [] for u in vis.units}
+    for u, v, _ in vis.bundles:
+        pred[v].append(u)
+    group = {u: b["group"] for u, b in vis.boxes.items()}
+    return Folding(vis, find_series(vis.units, kind, succ, pred, group))
+
+
+def shown_graph(vis, fold, expanded, members_out=None):
+    """``(boxes, edges, series)`` of what shows: ``{box id: box}`` and ``{(from, to): edge}``,
+    both in the snapshot's order, and the LayoutSeries of the series shown (none unless
+    ``fold``), every one folded but those in ``expanded`` (a set). ``members_out``: a dict to
+    fill with ``{series id: set of the snapshot node ids inside it}``."""
+    if not fold:
+        boxes = dict(vis.boxes)
+        edges = {(u, v): _edge(u, v, [b]) for u, v, b in vis.bundles}
+        return boxes, edges, []
+    f = vis.folding()
+    found = shown_series(f.series, expanded)
+    steps = _counted_steps(vis.snapshot, found)
+    series = []
+    rows = [(f.place[u], u, vis.boxes[u], vis.out[u]) for u in f.base]
+    for s in found:
+        sid = s["id"]
+        opened = sid in expanded
+        series.append(
+            {
+                "id": sid,
+                "label": " → ".join(s["kinds"]),
+                "count": s["count"],
+                "period": s["period"],
+                "nodes": f.nodes[sid],
+                "expanded": opened,
+            }
+        )
+        if opened:
+            rows += [(f.place[u], u, vis.boxes[u], vis.out[u]) for u in f.own[sid]]
+        else:
+            box = f.box[sid] if s is not steps else _with_counted(f.box[sid], s, vis.snapshot)
+            rows.append((f.first[sid], sid, box, f.out[sid]))
+    rows.sort(key=lambda r: r[0])
+    chain = f.chain
+
+    def box_of(u):  # the box that shows unit u
+        for s in chain.get(u, ()):
+            if s["id"] not in expanded:
+                return s["id"]
+        return u
+
+    between = {}
+    for _, bid, _, out in rows:
+        for b, bundle in out:
+            to = box_of(b)
+            if to != bid:
+                between.setdefault((bid, to), []).append(bundle)
+    keys = sorted(between, key=lambda k: min(b[0] for b in between[k]))
+    edges = {k: _edge(k[0], k[1], between[k]) for k in keys}
+    if members_out is not None:
+        of_unit = vis.of_unit()
+        for s in found:
+            members_out[s["id"]] = set().union(*(of_unit.get(u, ()) for u in s["units"]))
+    return {r[1]: r[2] for r in rows}, edges, series
+
+
+def _counted_steps(snapshot, found):
+    """The series that the repeats of a step a recorder counted belong to (NOTE [Repeated
+    steps counted]): the longest, holding all the steps kept but the first and the last;
+    None when no step was counted."""
+    if not snapshot.get("counted_steps", 0):
+        return None
+    steps = max(found, key=lambda x: x["count"], default=None)
+    if steps is not None and steps["count"] < snapshot.get("kept_steps", 0) - 2:
+        return None
+    return steps
+
+
+def _with_counted(box, s, snapshot):
+    """A copy of the series box ``box`` whose line counts the steps counted too."""
+    counted = snapshot["counted_steps"]
+    nodes = box["sub"].rsplit(" · ", 1)[-1]
+    sub = f"×{s['count'] + counted} more ({counted} counted) · {nodes}"
+    return {**box, "sub": sub, "w": node_size(box["label"], sub, wide=True)}
+
+
+def _edge(u, v, bundles):
+    """A LayoutEdge (without its points) of the bundles drawn from box ``u`` to box ``v``."""
+    _, _, ids, grads = _merged(bundles)
+    return {
+        "from": u,
+        "to": v,
+        "edges": list(ids),
+        "grad": grads[0] if len(grads) == 1 else None,
+        "grads": list(grads),
+        "label": grad_label(grads),
+    }
