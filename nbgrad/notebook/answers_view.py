@@ -63,9 +63,20 @@ def _with_series(view, bad):
     return bad + sorted(sid for sid in folded if members.get(sid, set()) & bad_set)
 
 
+def _bad_nodes(view) -> tuple:
+    """The ids of the snapshot's nodes that held NaN or Inf, found once per snapshot: a click
+    that opens a series sends the marks again and must cost what it shows (NOTE [Clicks cost
+    what they show] in visible.py)."""
+    cached = view._bad_cache
+    if cached is None or cached[0] is not view.snapshot:
+        bad = tuple(n["id"] for n in view.snapshot["nodes"] if n.get("nonfinite"))
+        cached = view._bad_cache = (view.snapshot, bad)
+    return cached[1]
+
+
 def _origin(view):
     """The origin finding (``{"id", "text"}``) when a node of the view held NaN or Inf."""
-    if view.recorder is None or not any("nonfinite" in n for n in view.snapshot["nodes"]):
+    if view.recorder is None or not _bad_nodes(view):
         return None
     for f in find_nonfinite(view.recorder):
         if f.origin:
@@ -95,7 +106,7 @@ def marks(view, kind="") -> dict:
     by box ref and each folded group's ``stats`` (min / max / sum / mean / count); ``flow``:
     each module's gradient norm at each backward pass, by group path (``_flow``)."""
     snap = view.snapshot
-    bad = [n["id"] for n in snap["nodes"] if n.get("nonfinite")]
+    bad = list(_bad_nodes(view))
     out = {"kind": kind, "bad": bad, "origin": _origin(view) if bad else None}
     flow = _flow(view)
     if flow:

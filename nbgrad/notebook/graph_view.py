@@ -133,6 +133,7 @@ class GraphView(StillWidget):
         self.namespace = None  # the cell's variables, for the why sentences (answers_why.py)
         self.flow = None  # the modules' gradient norms at each backward pass (answers_flow.py)
         self._saved_cache = None  # (snapshot, its SavedBytes): answers_view.saved_of
+        self._bad_cache = None  # (snapshot, its NaN/Inf node ids): answers_view._bad_nodes
         if recorder is not None:
             self.flow = GradientFlow(recorder)
             flow = self.flow  # subscribed alone: the view is not kept alive by the recorder
