@@ -166,7 +166,17 @@ def test_a_big_shape_opens_readable(nb, i):
     assert not nb.errors, nb.errors
 
 
-@pytest.mark.parametrize("i", sorted(SHAPES), ids=[SHAPES[i] for i in sorted(SHAPES)])
+# The 100,000-call chain is shown 4-10 s after its code (recording its backward and the
+# snapshot): issue 34 keeps this open; strict, so that the mark goes when it holds
+SLOW = pytest.mark.xfail(
+    strict=True, reason="a 100,000-call chain is drawn 4-10 s after its code ends (target 2 s)"
+)
+
+
+@pytest.mark.parametrize(
+    "i",
+    [pytest.param(i, id=SHAPES[i], marks=[SLOW] if i == 6 else []) for i in sorted(SHAPES)],
+)
 def test_a_shape_is_shown_soon_after_its_code_ends(nb, i):
     """NOTE [When a drawing is shown]"""
     text = "\n".join(nb.cell(i).locator(".jp-OutputArea-output").all_inner_texts())
