@@ -201,8 +201,8 @@ function markAnswers(model, lay, snap, boxEls, viewport, bar) {
   for (const b of lay.nodes || []) {
     const values = b.kind === "group" ? flow[paths.get(b.ref)] : null;
     if (values) {
-      // on the box's top right corner, clear of its two lines of text
-      boxEls.get(b.ref)?.append(sparkline(values, b.x + b.w - SPARK_W + 6, b.y - SPARK_H + 4));
+      // below the box's right end: the edge labels sit above boxes, at the edges' ends
+      boxEls.get(b.ref)?.append(sparkline(values, b.x + b.w - SPARK_W + 6, b.y + b.h - 4));
     }
   }
   for (const g of lay.groups || []) {

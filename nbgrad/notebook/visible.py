@@ -332,7 +332,9 @@ def shown_graph(vis, fold, expanded, members_out=None):
         if opened:
             rows += [(f.place[u], u, vis.boxes[u], vis.out[u]) for u in f.own[sid]]
         else:
-            box = f.box[sid] if s is not steps else _with_counted(f.box[sid], s, vis.snapshot)
+            box = f.box[sid]
+            if s is steps:  # NOTE [Repeated steps counted]: its line counts every step
+                box = _with_counted(box, s["count"], vis.snapshot["counted_steps"], f.nodes[sid])
             rows.append((f.first[sid], sid, box, f.out[sid]))
     rows.sort(key=lambda r: r[0])
     chain = f.chain
@@ -370,11 +372,10 @@ def _counted_steps(snapshot, found):
     return steps
 
 
-def _with_counted(box, s, snapshot):
-    """A copy of the series box ``box`` whose line counts the steps counted too."""
-    counted = snapshot["counted_steps"]
-    nodes = box["sub"].rsplit(" · ", 1)[-1]
-    sub = f"×{s['count'] + counted} more ({counted} counted) · {nodes}"
+def _with_counted(box, count, counted, nodes):
+    """A copy of the series box ``box`` (``count`` repeats drawn, ``nodes`` nodes) whose line
+    counts the ``counted`` steps too."""
+    sub = f"×{count + counted} more ({counted} counted) · {nodes} nodes"
     return {**box, "sub": sub, "w": node_size(box["label"], sub, wide=True)}
 
 
