@@ -40,10 +40,9 @@ only counts the others:
   the mode in Python, about 0.12x of the plain step (880 us) with a mode that does nothing;
   the finite checks (50 to 130 us a step as the machine is loaded, a third of it the dot
   over the 200,704 updated weights) and the gradient flow's norms (``answers_flow.py``, 40
-  to 70 us) add 0.1x to 0.2x. A counted step
-  with the mode off, its NaNs looked for in the parameters and gradients at the step's end,
-  would cost about a quarter of a plain step less, but a NaN made in it would show where it
-  was found, not the call that made it.
+  to 70 us) add 0.1x to 0.2x. A counted step with the mode off, its NaNs looked for in the
+  parameters and gradients at the step's end, would cost about a quarter of a plain step
+  less, but a NaN made in it would show where it was found, not the call that made it.
 - Of the steps recorded in full, at most ``keep_steps`` repeats in a row are kept (a loop of
   unknown length); the oldest is dropped and counted, and ``step_norms`` keeps the norm of
   the gradient each leaf got in it.
