@@ -595,12 +595,6 @@ class _Watcher(GraphObserver):
         backward pass then needs no events but its start and end."""
         return self.recorder._counting and self.source is self.recorder.graph_source
 
-    def counted_call(self, op, result) -> bool:
-        """A forward call while a step is counted: True when counting it was all there was to
-        do (NOTE [Repeated steps counted])."""
-        rec = self.recorder
-        return rec._counting and self.source is rec.graph_source and rec._count_call(op, result)
-
     def _trace(self, graph_task):
         return self.recorder._open_traces.get(id(graph_task))
 

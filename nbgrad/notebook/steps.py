@@ -32,17 +32,18 @@ only counts the others:
   rest of the block: that call and everything after it are recorded, so the origin of a NaN
   is always shown; so does a failed backward pass.
   ``counted_unlike`` counts the counted steps whose calls differed from the step before.
-- A torch call of a counted step goes from the TorchFunctionMode straight to
-  ``_count_call`` (the watcher's ``counted_call``), not through the forward event. The mode
-  itself stays on: only it sees the call that makes a NaN, and the optimizer's ``add_``.
-  What a counted step of the 784-256-10 benchmark costs is then mostly torch's: each of its
-  about 40 calls (25 of them the optimizer's reads and writes of ``.grad``) passes through
-  the mode in Python, about 0.12x of the plain step (880 us) with a mode that does nothing;
-  the finite checks (50 to 130 us a step as the machine is loaded, a third of it the dot
-  over the 200,704 updated weights) and the gradient flow's norms (``answers_flow.py``, 40
-  to 70 us) add 0.1x to 0.2x. A counted step with the mode off, its NaNs looked for in the
-  parameters and gradients at the step's end, would cost about a quarter of a plain step
-  less, but a NaN made in it would show where it was found, not the call that made it.
+- A torch step is watched through a TorchFunctionMode, which stays on in a counted step:
+  only it sees the call that makes a NaN, and the optimizer's ``add_``. What a counted step
+  of the 784-256-10 benchmark costs is then mostly torch's: each of its about 40 calls (25
+  of them the optimizer's reads and writes of ``.grad``) passes through the mode in Python,
+  about 0.12x of the plain step (880 us) with a mode that does nothing; the finite checks
+  (50 to 130 us a step as the machine is loaded, a third of it the dot over the 200,704
+  updated weights) and the gradient flow's norms (``answers_flow.py``, 40 to 70 us) add
+  0.1x to 0.2x. A counted step with the mode off, its NaNs looked for in the parameters and
+  gradients at the step's end, would cost about a quarter of a plain step less, but a NaN
+  made in it would show where it was found, not the call that made it. (The observers' own
+  path is not where it goes: a shortcut from the mode to the finite check, past the forward
+  event, measured 4 us a step less, in the noise.)
 - Of the steps recorded in full, at most ``keep_steps`` repeats in a row are kept (a loop of
   unknown length); the oldest is dropped and counted, and ``step_norms`` keeps the norm of
   the gradient each leaf got in it.
@@ -65,7 +66,6 @@ from __future__ import annotations
 
 import math
 from operator import length_hint
-from threading import get_ident
 
 import numpy as np
 
@@ -186,21 +186,6 @@ class RepeatedSteps:
             return True
         self._stop_counting()
         return False
-
-    def _count_call(self, op, result) -> bool:
-        """A call of the graph source's in a counted step, from its watcher's shortcut: True
-        when it is only counted (or has no tensor output, so nothing to record), False when
-        the forward event must see it (in a backward pass, a subscriber's, another thread's,
-        or an output not finite)."""
-        if self._backward_depth or self._quiet or get_ident() != self._thread:
-            return False
-        is_tensor = self.graph_source.is_tensor
-        if type(result) is tuple or type(result) is list:
-            if not any(is_tensor(t) for t in result):
-                return True
-        elif not is_tensor(result):
-            return True
-        return self._counted_call(op, result)
 
     def _next_counted(self, repeats) -> bool:
         """Whether the step after the one that just ended is counted: it repeats, and the

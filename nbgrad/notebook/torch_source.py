@@ -792,9 +792,6 @@ def _watch_mode(torch):
             self.observer = observer
             self.forward = forward
             self.backward = backward
-            # NOTE [Repeated steps counted] (steps.py): a call of a counted step goes straight
-            # to the observer's check (its output finite?), not through its forward event
-            self._counted = getattr(observer, "counted_call", None)
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
             try:
@@ -811,9 +808,7 @@ def _watch_mode(torch):
             elif name and self.forward:
                 t0 = clock()
                 result = func(*args, **kwargs) if kwargs else func(*args)
-                counted = self._counted
-                if counted is None or not counted(name, result):
-                    self.observer.forward(name, args, kwargs, result, clock() - t0)
+                self.observer.forward(name, args, kwargs, result, clock() - t0)
                 return result
             return func(*args, **kwargs) if kwargs else func(*args)
 
