@@ -33,19 +33,11 @@ only counts the others:
   is always shown; so does a failed backward pass.
   ``counted_unlike`` counts the counted steps whose calls differed from the step before.
 - A torch step is watched through a TorchFunctionMode, which stays on in a counted step:
-  only it sees the call that makes a NaN, and the optimizer's ``add_``.
-  ``tests/benchmarks/counted_steps.py`` prints what a step of the 784-256-10 loop costs
-  over the plain step (100 steps a run; at load 6 on 2 cores): a mode that only passes its
-  calls on (about 40 a step, 25 of them the optimizer's reads and writes of ``.grad``)
-  0.13x to 0.15x; the magic's recorder 0.48x to 0.52x, its four steps recorded in full
-  included, spread over the finite checks (50 to 130 us a step, a third of it the dot over
-  the 200,704 updated weights), the gradient flow's norms (``answers_flow.py``, 40 to 70
-  us), the 14 forward events and the counted pass's start and end; the mode off, simulated
-  (the plain step, the gradient flow's norms and the finite check of the loss and each
-  parameter at the step's end), 0.12x to 0.17x. That would save about 0.3x of a plain
-  step, but a NaN made in a counted step would then show where it was found, not the call
-  that made it. (A shortcut from the mode to the finite check, past the forward event,
-  measured 4 us a step less, in the noise, and was taken out again.)
+  only it sees the call that makes a NaN, and the optimizer's ``add_``. With the mode off a
+  counted step would cost less, but a NaN made in it would show where it was found, not the
+  call that made it. ``tests/benchmarks/counted_steps.py`` prints what a counted step costs
+  over the plain step: the mode that only passes its calls on, the magic's recorder, and the
+  mode off (simulated).
 - Of the steps recorded in full, at most ``keep_steps`` repeats in a row are kept (a loop of
   unknown length); the oldest is dropped and counted, and ``step_norms`` keeps the norm of
   the gradient each leaf got in it.
