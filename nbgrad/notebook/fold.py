@@ -37,6 +37,13 @@ one a branch), not otherwise (a loop's first input stays drawn). The result depe
 the units, their order and their edges, so the same snapshot always folds the same way
 (nbval compares the still pictures).
 
+NOTE [Stubs fold]
+A graph cut at ``--max-nodes`` keeps every leaf that received a gradient, most of them as
+stubs: boxes with no edges (a fan of 20,000 branches cut at 20,000 nodes keeps 7,502 of its
+weights' ``AccumulateGrad`` so). Drawn one by one they made the open view a wall of 7,511
+boxes; the stubs of one module group and kind fold as siblings do, all but the last into a
+series ("AccumulateGrad ×7,501") that opens in parts and that search reaches like any other.
+
 NOTE [Splitting a long series]
 Opening a series of 2,000 repeats at once would draw 8,000 boxes, which neither reads nor
 lays out fast. A series of more than ``SPLIT`` repeats holds ``parts``: at most ``SPLIT``
@@ -178,6 +185,7 @@ class _Folder:
                 size[idom[v]] += size[v]
         self.kids, self.size = kids, size
         self.fold_siblings(tops)
+        self.fold_stubs()
         self.absorb_sinks()
         for s in self.every:
             s["units"] = [self.order[u] for u in s["units"]]
@@ -319,6 +327,18 @@ class _Folder:
                     part = self.add_series(repeats[k : k + step], period, kinds, entry, True)
                     entry["parts"].append(part)
         return entry
+
+    def fold_stubs(self):
+        """Fold the units with no edges at all (NOTE [Stubs fold]): all but the last of each
+        module group and kind."""
+        reached = {v for out in self.succ for v in out}
+        buckets = {}
+        for u, out in enumerate(self.succ):
+            if not out and u not in reached:
+                buckets.setdefault((self.group[u], self.kind[u]), []).append(u)
+        for bucket in buckets.values():
+            if len(bucket) >= MIN_REPEATS:
+                self.add_series([[u] for u in bucket[:-1]], 1, [self.kind[bucket[0]]])
 
     def absorb_sinks(self):
         """Put each sink (a leaf) that only units of one series lead to into that series (the

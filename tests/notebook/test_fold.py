@@ -302,6 +302,31 @@ def test_a_cut_rnn_still_shows_U_and_every_leaf_with_a_gradient():
     assert abs(uses[0] - uses[1]) <= 1 and uses[0] > 100, uses
 
 
+def test_a_cut_fan_opens_as_an_overview_its_stubs_folded():
+    """The weights of the branches past the cut are stubs (no edges): they fold "×N" with
+    their kind (NOTE [Stubs fold] in fold.py), and the search reveals any of them."""
+    ng.manual_seed(0)
+    x = ng.randn(4, requires_grad=True)
+    ws = [ng.randn(4, requires_grad=True) for _ in range(1000)]
+    with record() as rec:
+        loss = sum((x * w).tanh().sum() for w in ws)
+        loss.backward()
+    view = GraphView(recorder=rec, max_nodes=2000)
+    snap = view.snapshot
+    assert snap["truncated"] and snap["stubs"] > 500
+    lay = view.graph_layout
+    assert len(lay["nodes"]) < 20, len(lay["nodes"])  # was 2 + the stubs, one box each
+    stubs = next(s for s in lay["series"] if s["label"] == "AccumulateGrad")
+    assert stubs["count"] >= snap["stubs"] - 2
+    drawn = {b["ref"] for b in lay["nodes"]}
+    hidden = next(
+        n["id"] for n in snap["nodes"] if n["name"] == "AccumulateGrad" and n["id"] not in drawn
+    )
+    view.reveal(hidden)
+    assert hidden in {b["ref"] for b in view.graph_layout["nodes"]}
+    assert len(view.graph_layout["nodes"]) < 60
+
+
 def test_a_graph_that_fits_is_walked_as_before():
     snap, _ = _rnn_cell(20, 10**6)
     assert not snap["truncated"] and snap["cut_nodes"] == 0 and snap["stubs"] == 0
