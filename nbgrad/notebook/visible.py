@@ -259,8 +259,10 @@ class Folding:
                 min(map(place.__getitem__, own), default=len(place)),
                 min((self.first[p["id"]] for p in parts), default=len(place)),
             )
-            label = _clip(" → ".join(s["kinds"]), 48)
+            label = _clip(series_label(s), 48)
             sub = f"×{s['count']} more · {self.nodes[sid]} nodes"
+            if s["chunk"]:  # NOTE [Chunks] in fold.py: not a repeat
+                sub = f"{s['count']} boxes · {self.nodes[sid]} nodes"
             self.box[sid] = {
                 "id": sid,
                 "kind": "series",
@@ -284,6 +286,11 @@ class Folding:
                     leaving[s["id"]].setdefault(b, []).append(bundle)
         for sid, by_unit in leaving.items():
             self.out[sid] = [(b, _merged(bs)) for b, bs in by_unit.items()]
+
+
+def series_label(s):
+    """A series' kinds in order (a chunk's: its commonest, NOTE [Chunks] in fold.py)."""
+    return (", " if s["chunk"] else " → ").join(s["kinds"])
 
 
 def fold_units(vis) -> Folding:
@@ -322,7 +329,7 @@ def shown_graph(vis, fold, expanded, members_out=None):
         series.append(
             {
                 "id": sid,
-                "label": " → ".join(s["kinds"]),
+                "label": series_label(s),
                 "count": s["count"],
                 "period": s["period"],
                 "nodes": f.nodes[sid],

@@ -2,6 +2,7 @@
 the graph widget is sent (snapshot.py's NOTE [Send less]), without a browser."""
 
 import json
+import random
 
 import pytest
 
@@ -258,6 +259,39 @@ def test_a_long_series_opens_in_parts_down_to_any_repeat():
     parts = [x for x in opened["series"] if x["id"] != step["id"]]
     assert len(parts) == SPLIT and sum(x["count"] for x in parts) == 999
     assert len(opened["nodes"]) < FIT + SPLIT
+
+
+def _random_dag(n, seed=0):
+    """``n // 2`` calls, each on two earlier tensors (one of the last 20): no repeats."""
+    rng = random.Random(seed)
+    made = [ng.randn(4, requires_grad=True) for _ in range(8)]
+    ops = (lambda a, b: a + b, lambda a, b: a * b, lambda a, b: (a - b).tanh())
+    with record() as rec:
+        for _ in range(n // 2):
+            a, b = made[-1 - rng.randrange(min(len(made), 20))], made[rng.randrange(len(made))]
+            made.append(rng.choice(ops)(a, b))
+        made[-1].sum().backward()
+    return GraphView(recorder=rec, max_nodes=10**6)
+
+
+def test_a_random_dag_opens_in_chunks_that_open_in_parts():
+    """NOTE [Chunks] in fold.py: what does not repeat is split as too many children are."""
+    view = _random_dag(4000)
+    nodes = view.snapshot["nodes"]
+    lay = view.graph_layout
+    assert len(lay["nodes"]) <= SPLIT, len(lay["nodes"])  # (was 513 boxes)
+    chunks = {s["id"]: s for s in lay["series"]}
+    assert all(i.startswith("chunk:") for i in chunks)
+    assert sum(s["nodes"] for s in chunks.values()) == len(nodes)  # every node in one
+    box = next(b for b in lay["nodes"] if b["kind"] == "series")
+    assert "boxes" in box["sub"] and "→" not in box["label"]  # its kinds, not a repeat
+    view.toggle_series(max(chunks.values(), key=lambda s: s["nodes"])["id"])
+    assert len(view.graph_layout["nodes"]) <= 2 * SPLIT  # a click adds at most SPLIT boxes
+    drawn = {b["ref"] for b in view.graph_layout["nodes"]}
+    folded = [n["id"] for n in nodes if n["id"] not in drawn]
+    for hidden in folded[:: len(folded) // 4]:
+        view.reveal(hidden)  # any node is a few clicks away
+        assert hidden in {b["ref"] for b in view.graph_layout["nodes"]}
 
 
 # -- a cut graph keeps what matters (NOTE [A graph cut at max_nodes] in snapshot.py) ----------
