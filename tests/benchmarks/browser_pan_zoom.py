@@ -11,7 +11,9 @@ no series folded). The page then zooms out with Ctrl + wheel until the whole gra
 and each phase, ``--seconds`` long and ``--repeats`` times (alternated), drives the view with
 CDP input events as a user would:
 
-- ``pan``: a drag (pointer down, moves around a circle, up);
+- ``pan``: a drag (pointer down, moves around a circle, up where it began: no click, which
+  on the overview would zoom to the box there; until the widget told them apart it did, and
+  the phases after the first far pan ran at a readable zoom);
 - ``zoom``: Ctrl + wheel at the canvas's centre, 5 steps out and 5 back in, again and again;
 - ``idle``: no input (what the page does alone);
 - ``pan near`` (first): the drag at NEAR_STEPS wheel steps out from the open view, a zoom
