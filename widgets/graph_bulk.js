@@ -19,6 +19,7 @@ const DETAIL_K = 0.5;
 const MARGIN_PX = 200;
 const BULK_KINDS = ["node", "leaf", "root", "external", "series", "group"];
 const KEPT_PX = 4_000_000; // the overview kept whole up to so many px (NOTE [Overview kept])
+const SETTLE_MS = 100; // while zooming, the kept overview is drawn anew at most this often
 
 // NOTE [Overview kept]
 // Drawn again each frame, the overview of 20,000 boxes and their edges panned at about 30
@@ -26,6 +27,8 @@ const KEPT_PX = 4_000_000; // the overview kept whole up to so many px (NOTE [Ov
 // the whole graph is a small picture: up to KEPT_PX (or twice the canvas), it is drawn once a
 // zoom on a canvas kept for it (grown, never made anew: 16 MB at most) and a pan only copies
 // it to its place. Past that, zoomed in, only what is in view is drawn, which is then little.
+// While the zoom changes, the kept picture is drawn scaled and drawn anew at most every
+// SETTLE_MS, and once more when the zoom settles: a zoom step then costs a copy too.
 
 /**
  * The bulk drawing of a big layout (NOTE [Big graphs drawn in bulk]) in ``viewport`` (the
@@ -48,7 +51,8 @@ function bulkDrawing({ viewport, svg, canvas }) {
   let colours = null;
   let frame = 0;
   let last = { x: 0, y: 0, k: 1 };
-  const kept = { canvas: document.createElement("canvas"), k: 0, lay: null };
+  const kept = { canvas: document.createElement("canvas"), k: 0, lay: null, w: 0, h: 0, at: 0,
+    timer: 0 };
 
   /** A new layout: its items with their extents; nothing made yet. */
   function set(layout, makers, onShown) {
@@ -119,26 +123,6 @@ function bulkDrawing({ viewport, svg, canvas }) {
     if (changed) shown(boxEls);
   }
 
-  /** Each kind's fill and stroke as the stylesheet draws them (a theme's too). */
-  function readColours() {
-    const probe = s("g");
-    svg.append(probe);
-    const out = {};
-    for (const kind of [...BULK_KINDS, "group-frame"]) {
-      const g = s("g", { class: kind === "group-frame" ? "nbg-group" : `nbg-node nbg-${kind}` });
-      const rect = s("rect");
-      g.append(rect);
-      probe.append(g);
-      const cs = getComputedStyle(rect);
-      out[kind] = { fill: cs.fill, stroke: cs.stroke };
-    }
-    const edge = s("path", { class: "nbg-edge-line" });
-    probe.append(edge);
-    out.edge = { stroke: getComputedStyle(edge).stroke };
-    probe.remove();
-    return out;
-  }
-
   /** The overview drawing: what is in view as boxes and straight lines, no text; the whole
    * graph drawn once a zoom where it is small enough, then moved (NOTE [Overview kept]). */
   function paint(view, r) {
@@ -156,7 +140,7 @@ function bulkDrawing({ viewport, svg, canvas }) {
     ctx.clearRect(0, 0, w, h);
     if (!lay || view.k >= DETAIL_K) return;
     if (!colours) {
-      colours = readColours();
+      colours = readColours(svg);
       kept.lay = null; // (drawn in the old ones)
     }
     const k = dpr * view.k;
@@ -165,6 +149,15 @@ function bulkDrawing({ viewport, svg, canvas }) {
       ctx.setTransform(k, 0, 0, k, dpr * view.x, dpr * view.y);
       drawItems(ctx, byKind, colours, view.k, -view.x / view.k, -view.y / view.k, r.width / view.k,
         r.height / view.k);
+      return;
+    }
+    const now = performance.now();
+    clearTimeout(kept.timer);
+    if (kept.lay === lay && kept.k !== k && now - kept.at < SETTLE_MS) { // zooming: scaled
+      const f = k / kept.k;
+      ctx.drawImage(kept.canvas, 0, 0, kept.w, kept.h, Math.round(dpr * view.x) - f,
+        Math.round(dpr * view.y) - f, kept.w * f, kept.h * f);
+      kept.timer = setTimeout(() => update(last, svg.getBoundingClientRect()), SETTLE_MS);
       return;
     }
     if (kept.k !== k || kept.lay !== lay) {
@@ -178,7 +171,7 @@ function bulkDrawing({ viewport, svg, canvas }) {
       kc.clearRect(0, 0, c.width, c.height);
       kc.setTransform(k, 0, 0, k, 1, 1);
       drawItems(kc, byKind, colours, view.k, -1, -1, lay.width + 2, lay.height + 2);
-      Object.assign(kept, { k, lay });
+      Object.assign(kept, { k, lay, w: gw, h: gh, at: now });
     }
     ctx.drawImage(kept.canvas, 0, 0, gw, gh, Math.round(dpr * view.x) - 1,
       Math.round(dpr * view.y) - 1, gw, gh);
@@ -207,6 +200,7 @@ function bulkDrawing({ viewport, svg, canvas }) {
   function clear() {
     lay = null;
     kept.lay = null;
+    clearTimeout(kept.timer);
     items = [];
     byKind = new Map();
     made.clear();
@@ -227,6 +221,26 @@ function bulkDrawing({ viewport, svg, canvas }) {
   }
 
   return { set, update, clear, boxAt, boxEls, active: () => lay !== null };
+}
+
+/** Each kind's fill and stroke as the stylesheet draws them (a theme's too), read in ``svg``. */
+function readColours(svg) {
+  const probe = s("g");
+  svg.append(probe);
+  const out = {};
+  for (const kind of [...BULK_KINDS, "group-frame"]) {
+    const g = s("g", { class: kind === "group-frame" ? "nbg-group" : `nbg-node nbg-${kind}` });
+    const rect = s("rect");
+    g.append(rect);
+    probe.append(g);
+    const cs = getComputedStyle(rect);
+    out[kind] = { fill: cs.fill, stroke: cs.stroke };
+  }
+  const edge = s("path", { class: "nbg-edge-line" });
+  probe.append(edge);
+  out.edge = { stroke: getComputedStyle(edge).stroke };
+  probe.remove();
+  return out;
 }
 
 /**
