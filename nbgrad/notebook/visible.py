@@ -286,6 +286,16 @@ class Folding:
                     leaving[s["id"]].setdefault(b, []).append(bundle)
         for sid, by_unit in leaving.items():
             self.out[sid] = [(b, _merged(bs)) for b, bs in by_unit.items()]
+        self._members = {}
+
+    def members_of(self, vis, s):
+        """The snapshot node ids inside series ``s``, found once (a chunk of a random DAG
+        holds most of it: each click gathered them again). Shared, not to be changed."""
+        got = self._members.get(s["id"])
+        if got is None:
+            of_unit = vis.of_unit()
+            got = self._members[s["id"]] = set().union(*(of_unit.get(u, ()) for u in s["units"]))
+        return got
 
 
 def series_label(s):
@@ -361,9 +371,8 @@ def shown_graph(vis, fold, expanded, members_out=None):
     keys = sorted(between, key=lambda k: min(b[0] for b in between[k]))
     edges = {k: _edge(k[0], k[1], between[k]) for k in keys}
     if members_out is not None:
-        of_unit = vis.of_unit()
         for s in found:
-            members_out[s["id"]] = set().union(*(of_unit.get(u, ()) for u in s["units"]))
+            members_out[s["id"]] = f.members_of(vis, s)
     return {r[1]: r[2] for r in rows}, edges, series
 
 

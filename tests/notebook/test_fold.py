@@ -287,6 +287,11 @@ def test_a_random_dag_opens_in_chunks_that_open_in_parts():
     assert "boxes" in box["sub"] and "→" not in box["label"]  # its kinds, not a repeat
     view.toggle_series(max(chunks.values(), key=lambda s: s["nodes"])["id"])
     assert len(view.graph_layout["nodes"]) <= 2 * SPLIT  # a click adds at most SPLIT boxes
+    members = dict(view._members)  # each shown series' nodes (for the NaN marks)
+    folded = [s for s in view.graph_layout["series"] if not s["expanded"]]
+    view.toggle_series(max(folded, key=lambda s: s["nodes"])["id"])
+    again = [k for k in members if k in view._members]
+    assert again and all(view._members[k] is members[k] for k in again)  # not gathered anew
     drawn = {b["ref"] for b in view.graph_layout["nodes"]}
     folded = [n["id"] for n in nodes if n["id"] not in drawn]
     for hidden in folded[:: len(folded) // 4]:
