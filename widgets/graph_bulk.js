@@ -18,6 +18,17 @@ const BULK_BOXES = 1500;
 const DETAIL_K = 0.5;
 const MARGIN_PX = 200;
 const BULK_KINDS = ["node", "leaf", "root", "external", "series", "group"];
+const KEPT_PX = 4_000_000; // the overview kept whole up to so many px (NOTE [Overview kept])
+const SETTLE_MS = 100; // while zooming, the kept overview is drawn anew at most this often
+
+// NOTE [Overview kept]
+// Drawn again each frame, the overview of 20,000 boxes and their edges panned at about 30
+// frames a second on this machine (tests/benchmarks/browser_pan_zoom.py). Zoomed out that far
+// the whole graph is a small picture: up to KEPT_PX (or twice the canvas), it is drawn once a
+// zoom on a canvas kept for it (grown, never made anew: 16 MB at most) and a pan only copies
+// it to its place. Past that, zoomed in, only what is in view is drawn, which is then little.
+// While the zoom changes, the kept picture is drawn scaled and drawn anew at most every
+// SETTLE_MS, and once more when the zoom settles: a zoom step then costs a copy too.
 
 /**
  * The bulk drawing of a big layout (NOTE [Big graphs drawn in bulk]) in ``viewport`` (the
@@ -40,6 +51,8 @@ function bulkDrawing({ viewport, svg, canvas }) {
   let colours = null;
   let frame = 0;
   let last = { x: 0, y: 0, k: 1 };
+  const kept = { canvas: document.createElement("canvas"), k: 0, lay: null, w: 0, h: 0, at: 0,
+    timer: 0 };
 
   /** A new layout: its items with their extents; nothing made yet. */
   function set(layout, makers, onShown) {
@@ -110,27 +123,8 @@ function bulkDrawing({ viewport, svg, canvas }) {
     if (changed) shown(boxEls);
   }
 
-  /** Each kind's fill and stroke as the stylesheet draws them (a theme's too). */
-  function readColours() {
-    const probe = s("g");
-    svg.append(probe);
-    const out = {};
-    for (const kind of [...BULK_KINDS, "group-frame"]) {
-      const g = s("g", { class: kind === "group-frame" ? "nbg-group" : `nbg-node nbg-${kind}` });
-      const rect = s("rect");
-      g.append(rect);
-      probe.append(g);
-      const cs = getComputedStyle(rect);
-      out[kind] = { fill: cs.fill, stroke: cs.stroke };
-    }
-    const edge = s("path", { class: "nbg-edge-line" });
-    probe.append(edge);
-    out.edge = { stroke: getComputedStyle(edge).stroke };
-    probe.remove();
-    return out;
-  }
-
-  /** The overview drawing: what is in view as boxes and straight lines, no text. */
+  /** The overview drawing: what is in view as boxes and straight lines, no text; the whole
+   * graph drawn once a zoom where it is small enough, then moved (NOTE [Overview kept]). */
   function paint(view, r) {
     const dpr = window.devicePixelRatio || 1;
     const w = Math.round(r.width * dpr);
@@ -145,34 +139,42 @@ function bulkDrawing({ viewport, svg, canvas }) {
     ctx.setTransform(1, 0, 0, 1, 0, 0);
     ctx.clearRect(0, 0, w, h);
     if (!lay || view.k >= DETAIL_K) return;
-    colours = colours || readColours();
-    ctx.setTransform(dpr * view.k, 0, 0, dpr * view.k, dpr * view.x, dpr * view.y);
-    ctx.lineWidth = 1 / view.k; // 1 px whatever the zoom
-    const [x0, y0] = [-view.x / view.k, -view.y / view.k]; // the view, in graph units
-    const [x1, y1] = [x0 + r.width / view.k, y0 + r.height / view.k];
-    for (const [key, its] of byKind) { // a kind at once, with no garbage made per frame
-      ctx.beginPath();
-      let any = false;
-      for (const it of its) {
-        if (it.x1 < x0 || it.x0 > x1 || it.y1 < y0 || it.y0 > y1) continue;
-        any = true;
-        if (key !== "edge") {
-          ctx.rect(it.x0, it.y0, it.x1 - it.x0, it.y1 - it.y0);
-          continue;
-        }
-        const p = it.item.points;
-        ctx.moveTo(p[0], p[1]);
-        for (let j = 2; j < p.length; j += 2) ctx.lineTo(p[j], p[j + 1]);
-      }
-      if (!any) continue;
-      const c = colours[key];
-      if (key !== "edge" && c.fill && c.fill !== "none") {
-        ctx.fillStyle = c.fill;
-        ctx.fill();
-      }
-      ctx.strokeStyle = c.stroke;
-      ctx.stroke();
+    if (!colours) {
+      colours = readColours(svg);
+      kept.lay = null; // (drawn in the old ones)
     }
+    const k = dpr * view.k;
+    const [gw, gh] = [Math.ceil(lay.width * k) + 2, Math.ceil(lay.height * k) + 2];
+    if (gw * gh > Math.max(KEPT_PX, 2 * w * h)) { // too big to keep: what is in view
+      ctx.setTransform(k, 0, 0, k, dpr * view.x, dpr * view.y);
+      drawItems(ctx, byKind, colours, view.k, -view.x / view.k, -view.y / view.k, r.width / view.k,
+        r.height / view.k);
+      return;
+    }
+    const now = performance.now();
+    clearTimeout(kept.timer);
+    if (kept.lay === lay && kept.k !== k && now - kept.at < SETTLE_MS) { // zooming: scaled
+      const f = k / kept.k;
+      ctx.drawImage(kept.canvas, 0, 0, kept.w, kept.h, Math.round(dpr * view.x) - f,
+        Math.round(dpr * view.y) - f, kept.w * f, kept.h * f);
+      kept.timer = setTimeout(() => update(last, svg.getBoundingClientRect()), SETTLE_MS);
+      return;
+    }
+    if (kept.k !== k || kept.lay !== lay) {
+      const c = kept.canvas;
+      if (c.width < gw || c.height < gh) { // grown only: no new buffer a zoom step
+        c.width = Math.max(c.width, gw);
+        c.height = Math.max(c.height, gh);
+      }
+      const kc = c.getContext("2d");
+      kc.setTransform(1, 0, 0, 1, 0, 0);
+      kc.clearRect(0, 0, c.width, c.height);
+      kc.setTransform(k, 0, 0, k, 1, 1);
+      drawItems(kc, byKind, colours, view.k, -1, -1, lay.width + 2, lay.height + 2);
+      Object.assign(kept, { k, lay, w: gw, h: gh, at: now });
+    }
+    ctx.drawImage(kept.canvas, 0, 0, gw, gh, Math.round(dpr * view.x) - 1,
+      Math.round(dpr * view.y) - 1, gw, gh);
   }
 
   /** Draw ``view``: the detail in the SVG or the overview on the canvas, once a frame. */
@@ -197,6 +199,8 @@ function bulkDrawing({ viewport, svg, canvas }) {
   /** Leave bulk drawing (a smaller layout came): clear the canvas. */
   function clear() {
     lay = null;
+    kept.lay = null;
+    clearTimeout(kept.timer);
     items = [];
     byKind = new Map();
     made.clear();
@@ -217,6 +221,59 @@ function bulkDrawing({ viewport, svg, canvas }) {
   }
 
   return { set, update, clear, boxAt, boxEls, active: () => lay !== null };
+}
+
+/** Each kind's fill and stroke as the stylesheet draws them (a theme's too), read in ``svg``. */
+function readColours(svg) {
+  const probe = s("g");
+  svg.append(probe);
+  const out = {};
+  for (const kind of [...BULK_KINDS, "group-frame"]) {
+    const g = s("g", { class: kind === "group-frame" ? "nbg-group" : `nbg-node nbg-${kind}` });
+    const rect = s("rect");
+    g.append(rect);
+    probe.append(g);
+    const cs = getComputedStyle(rect);
+    out[kind] = { fill: cs.fill, stroke: cs.stroke };
+  }
+  const edge = s("path", { class: "nbg-edge-line" });
+  probe.append(edge);
+  out.edge = { stroke: getComputedStyle(edge).stroke };
+  probe.remove();
+  return out;
+}
+
+/**
+ * The bulk drawing's items (``byKind``: each kind's, in drawing order) that touch the rectangle
+ * (graph units) drawn on ``ctx`` at zoom ``k`` in ``colours``, a kind at once.
+ */
+function drawItems(ctx, byKind, colours, k, x0, y0, width, height) {
+  const [x1, y1] = [x0 + width, y0 + height];
+  ctx.lineWidth = 1 / k; // 1 px whatever the zoom
+  for (const [key, its] of byKind) { // with no garbage made per frame
+    ctx.beginPath();
+    let any = false;
+    for (let i = 0; i < its.length; i++) { // (for-of makes an object a box until optimised)
+      const it = its[i];
+      if (it.x1 < x0 || it.x0 > x1 || it.y1 < y0 || it.y0 > y1) continue;
+      any = true;
+      if (key !== "edge") {
+        ctx.rect(it.x0, it.y0, it.x1 - it.x0, it.y1 - it.y0);
+        continue;
+      }
+      const p = it.item.points;
+      ctx.moveTo(p[0], p[1]);
+      for (let j = 2; j < p.length; j += 2) ctx.lineTo(p[j], p[j + 1]);
+    }
+    if (!any) continue;
+    const c = colours[key];
+    if (key !== "edge" && c.fill && c.fill !== "none") {
+      ctx.fillStyle = c.fill;
+      ctx.fill();
+    }
+    ctx.strokeStyle = c.stroke;
+    ctx.stroke();
+  }
 }
 
 /**

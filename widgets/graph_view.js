@@ -512,10 +512,12 @@ svg.addEventListener("pointerdown", (e) => {
 });
 // a click that did not drag: on a big graph's overview drawing, zoom to the box there
 svg.addEventListener("pointerup", (e) => {
-  if (drag && Math.abs(e.clientX - drag.x) + Math.abs(e.clientY - drag.y) < 4) on.click?.(e);
+  if (drag && !drag.moved) on.click?.(e);
 });
 svg.addEventListener("pointermove", (e) => {
   if (!drag) return;
+  // a drag that comes back to where it began is still a drag, not a click
+  drag.moved ||= Math.abs(e.clientX - drag.x) + Math.abs(e.clientY - drag.y) >= 4;
   on.moved();
   view.x = drag.vx + e.clientX - drag.x;
   view.y = drag.vy + e.clientY - drag.y;

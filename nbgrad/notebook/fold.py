@@ -37,6 +37,24 @@ one a branch), not otherwise (a loop's first input stays drawn). The result depe
 the units, their order and their edges, so the same snapshot always folds the same way
 (nbval compares the still pictures).
 
+NOTE [Stubs fold]
+A graph cut at ``--max-nodes`` keeps every leaf that received a gradient, most of them as
+stubs: boxes with no edges (a fan of 20,000 branches cut at 20,000 nodes keeps 7,502 of its
+weights' ``AccumulateGrad`` so). Drawn one by one they made the open view a wall of 7,511
+boxes; the stubs of one module group and kind fold as siblings do, all but the last into a
+series ("AccumulateGrad ×7,501") that opens in parts and that search reaches like any other.
+
+NOTE [Chunks]
+A graph with no repeated structure, a random DAG of 66,000 nodes, folded into 266 series and
+left 5,890 boxes drawn: a wall, and each click laid all of them out again (2 s). So what a
+module group (or the top level) still draws after the search, its units and series boxes,
+when more than ``CHUNK``, is split as Model Explorer splits a group of too many children:
+into at most ``SPLIT`` chunks of consecutive ones (snapshot order: near in the walk from
+the roots), each split so in turn, down to what a click can draw. A chunk is a series box
+(``chunk``: its label its units' commonest kinds, not a repeated block; its id
+``chunk:<first unit>~<boxes>``) that opens like one, its series inside it as parts. The
+edges between chunks are bundled as a series' are.
+
 NOTE [Splitting a long series]
 Opening a series of 2,000 repeats at once would draw 8,000 boxes, which neither reads nor
 lays out fast. A series of more than ``SPLIT`` repeats holds ``parts``: at most ``SPLIT``
@@ -48,6 +66,7 @@ children. :func:`shown_series` lists what shows for a set of opened series.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TypedDict
 
 __all__ = ["Series", "find_series", "MIN_REPEATS", "MAX_PERIOD", "SPLIT", "shown_series"]
@@ -57,6 +76,7 @@ MAX_PERIOD = 12  # the longest repeated block searched for, in clusters
 SPLIT = (
     10  # a series of more repeats opens as at most this many parts (NOTE [Splitting a long series])
 )
+CHUNK = 120  # more units than this left drawn in a module group are split in chunks (NOTE [Chunks])
 WALK_BUDGET = 16  # steps up the dominator tree per unit, at most (NOTE [Series])
 ROOT = -1  # the dominator of the units nothing else dominates
 
@@ -71,6 +91,7 @@ class Series(TypedDict):
     count: int
     kinds: list[str]  # the block's kinds in forward (execution) order: the reverse of units
     parts: list[Series]  # what it opens as when it has over SPLIT repeats (else [])
+    chunk: bool  # units that do not repeat, only too many to draw at once (NOTE [Chunks])
 
 
 def find_series(order, kind, succ, pred, group=None) -> list[Series]:
@@ -178,7 +199,9 @@ class _Folder:
                 size[idom[v]] += size[v]
         self.kids, self.size = kids, size
         self.fold_siblings(tops)
+        self.fold_stubs()
         self.absorb_sinks()
+        self.fold_chunks()
         for s in self.every:
             s["units"] = [self.order[u] for u in s["units"]]
         return self.series
@@ -307,6 +330,7 @@ class _Folder:
             count=len(repeats),
             kinds=list(reversed(kinds)),
             parts=[],
+            chunk=False,
         )
         self.parent[id(entry)] = parent
         self.every.append(entry)
@@ -318,6 +342,65 @@ class _Folder:
                 if len(repeats[k : k + step]) > 1:
                     part = self.add_series(repeats[k : k + step], period, kinds, entry, True)
                     entry["parts"].append(part)
+        return entry
+
+    def fold_stubs(self):
+        """Fold the units with no edges at all (NOTE [Stubs fold]): all but the last of each
+        module group and kind."""
+        reached = {v for out in self.succ for v in out}
+        buckets = {}
+        for u, out in enumerate(self.succ):
+            if not out and u not in reached:
+                buckets.setdefault((self.group[u], self.kind[u]), []).append(u)
+        for bucket in buckets.values():
+            if len(bucket) >= MIN_REPEATS:
+                self.add_series([[u] for u in bucket[:-1]], 1, [self.kind[bucket[0]]])
+
+    def fold_chunks(self):
+        """Split what a module group draws (its units and series boxes), when over CHUNK, into
+        SPLIT chunks of consecutive ones, each split in turn (NOTE [Chunks])."""
+        inside = {u for s in self.series for u in s["units"]}
+        items = {}  # group -> [(place, unit or series)]
+        for u in range(len(self.order)):
+            if u not in inside:
+                items.setdefault(self.group[u], []).append((u, u))
+        for s in self.series:
+            first = min(s["units"])
+            items.setdefault(self.group[first], []).append((first, s))
+        chunked = set()
+        for drawn in items.values():
+            if len(drawn) <= CHUNK:
+                continue
+            drawn.sort(key=lambda x: x[0])
+            chunked.update(id(x) for _, x in drawn if isinstance(x, dict))
+            for piece in _slices([x for _, x in drawn]):
+                if len(piece) > 1:
+                    self.series.append(self.add_chunk(piece, None))
+                elif isinstance(piece[0], dict):
+                    chunked.discard(id(piece[0]))  # (a series alone stays as it was)
+        self.series = [s for s in self.series if id(s) not in chunked]
+
+    def add_chunk(self, items, parent):
+        """Record a chunk of ``items`` (units and series, NOTE [Chunks]) in ``parent``."""
+        units = [u for x in items for u in (x["units"] if isinstance(x, dict) else (x,))]
+        common = Counter(self.kind[u] for u in units).most_common()
+        entry = Series(
+            id=f"chunk:{self.order[min(units)]}~{len(items)}",
+            units=units,
+            period=1,
+            count=len(items),
+            kinds=[k for k, _ in common[:3]] + (["…"] if len(common) > 3 else []),
+            parts=[],
+            chunk=True,
+        )
+        self.parent[id(entry)] = parent
+        self.every.append(entry)
+        for piece in _slices(items):
+            if len(piece) > 1:
+                entry["parts"].append(self.add_chunk(piece, entry))
+            elif isinstance(piece[0], dict):  # a series: a part of its chunk
+                entry["parts"].append(piece[0])
+                self.parent[id(piece[0])] = entry
         return entry
 
     def absorb_sinks(self):
@@ -374,6 +457,12 @@ def shown_series(found, expanded):
             out += shown_series(s["parts"], expanded)
         out.append(s)
     return out
+
+
+def _slices(items):
+    """``items`` in at most SPLIT runs of consecutive ones, as even as can be."""
+    step = -(-len(items) // SPLIT)
+    return [items[k : k + step] for k in range(0, len(items), step)]
 
 
 def _best_run(kinds):

@@ -259,8 +259,10 @@ class Folding:
                 min(map(place.__getitem__, own), default=len(place)),
                 min((self.first[p["id"]] for p in parts), default=len(place)),
             )
-            label = _clip(" → ".join(s["kinds"]), 48)
+            label = _clip(series_label(s), 48)
             sub = f"×{s['count']} more · {self.nodes[sid]} nodes"
+            if s["chunk"]:  # NOTE [Chunks] in fold.py: not a repeat
+                sub = f"{s['count']} boxes · {self.nodes[sid]} nodes"
             self.box[sid] = {
                 "id": sid,
                 "kind": "series",
@@ -284,6 +286,21 @@ class Folding:
                     leaving[s["id"]].setdefault(b, []).append(bundle)
         for sid, by_unit in leaving.items():
             self.out[sid] = [(b, _merged(bs)) for b, bs in by_unit.items()]
+        self._members = {}
+
+    def members_of(self, vis, s):
+        """The snapshot node ids inside series ``s``, found once (a chunk of a random DAG
+        holds most of it: each click gathered them again). Shared, not to be changed."""
+        got = self._members.get(s["id"])
+        if got is None:
+            of_unit = vis.of_unit()
+            got = self._members[s["id"]] = set().union(*(of_unit.get(u, ()) for u in s["units"]))
+        return got
+
+
+def series_label(s):
+    """A series' kinds in order (a chunk's: its commonest, NOTE [Chunks] in fold.py)."""
+    return (", " if s["chunk"] else " → ").join(s["kinds"])
 
 
 def fold_units(vis) -> Folding:
@@ -322,7 +339,7 @@ def shown_graph(vis, fold, expanded, members_out=None):
         series.append(
             {
                 "id": sid,
-                "label": " → ".join(s["kinds"]),
+                "label": series_label(s),
                 "count": s["count"],
                 "period": s["period"],
                 "nodes": f.nodes[sid],
@@ -354,9 +371,8 @@ def shown_graph(vis, fold, expanded, members_out=None):
     keys = sorted(between, key=lambda k: min(b[0] for b in between[k]))
     edges = {k: _edge(k[0], k[1], between[k]) for k in keys}
     if members_out is not None:
-        of_unit = vis.of_unit()
         for s in found:
-            members_out[s["id"]] = set().union(*(of_unit.get(u, ()) for u in s["units"]))
+            members_out[s["id"]] = f.members_of(vis, s)
     return {r[1]: r[2] for r in rows}, edges, series
 
 

@@ -11,11 +11,15 @@ no series folded). The page then zooms out with Ctrl + wheel until the whole gra
 and each phase, ``--seconds`` long and ``--repeats`` times (alternated), drives the view with
 CDP input events as a user would:
 
-- ``pan``: a drag (pointer down, moves around a circle, up);
+- ``pan``: a drag (pointer down, moves around a circle, up where it began: no click, which
+  on the overview would zoom to the box there; until the widget told them apart it did, and
+  the phases after the first far pan ran at a readable zoom);
 - ``zoom``: Ctrl + wheel at the canvas's centre, 5 steps out and 5 back in, again and again;
 - ``idle``: no input (what the page does alone);
 - ``pan near`` (first): the drag at NEAR_STEPS wheel steps out from the open view, a zoom
-  where labels are still drawn (NOTE [Big graphs drawn in bulk] in widgets/graph_bulk.js).
+  where labels are still drawn (NOTE [Big graphs drawn in bulk] in widgets/graph_bulk.js);
+- ``zoom near`` (second): Ctrl + wheel there, 5 steps in and 5 back out, again and again:
+  the SVG elements of what comes into view made, those of what leaves dropped.
 
 Printed per phase: frames per second (requestAnimationFrame callbacks over the phase's time,
 median and each run), the longest frame (ms), the input events sent per second and the
@@ -123,8 +127,8 @@ def drive(page, cdp, phase, seconds, centre):
                 "buttons": 1,
             }
             cdp.send("Input.dispatchMouseEvent", event)
-        elif phase == "zoom":  # 5 steps out, 5 back in: the whole graph stays in view
-            dy = 60 if (events // 5) % 2 == 0 else -60
+        elif phase.startswith("zoom"):  # 5 steps out, 5 back in (near: in, then out)
+            dy = 60 if (events // 5) % 2 == (phase == "zoom near") else -60
             event = {"type": "mouseWheel", "x": x, "y": y, "deltaX": 0, "deltaY": dy}
             cdp.send("Input.dispatchMouseEvent", {**event, "modifiers": 2})  # Ctrl
         events += phase != "idle"
@@ -212,6 +216,9 @@ def main():
         cue = zoom_out(page, cdp, centre, NEAR_STEPS)
         near = f"pan near ({cue['all'] - cue['out']:,} boxes in view)"
         runs = {near: [drive(page, cdp, "pan", args.seconds, centre) for _ in range(args.repeats)]}
+        runs["zoom near"] = [
+            drive(page, cdp, "zoom near", args.seconds, centre) for _ in range(args.repeats)
+        ]
         cue = zoom_out(page, cdp, centre)
         print(f"zoomed out: {cue['all'] - cue['out']:,} of {cue['all']:,} boxes in view")
         print("zoomed out:", memory(page, cdp))

@@ -9,6 +9,7 @@ and the page notes when the cell's final drawing (not the live one) is in the DO
 of each is saved. Needs what test_browser.py needs.
 """
 
+import math
 import os
 import re
 from pathlib import Path
@@ -250,7 +251,18 @@ def test_a_big_graph_is_drawn_in_bulk(nb):
     pixels = graph.locator("canvas.nbg-bulk").evaluate(CANVAS_PIXELS)
     assert pixels["painted"] > 10_000 and pixels["box"], pixels
     c = graph.locator("canvas.nbg-bulk").bounding_box()
-    page.mouse.click(c["x"] + pixels["box"]["x"], c["y"] + pixels["box"]["y"])
+    x, y = c["x"] + pixels["box"]["x"], c["y"] + pixels["box"]["y"]
+    page.mouse.move(x, y)  # a drag around a circle, back where it began, is no click
+    page.mouse.down()
+    for a in range(0, 361, 30):
+        page.mouse.move(x + 80 * math.sin(math.radians(a)), y + 80 - 80 * math.cos(math.radians(a)))
+    page.mouse.up()
+    page.wait_for_timeout(200)
+    assert "whole graph is in view" in graph.locator(".nbg-cue").inner_text()
+    assert graph.locator(".nbg-node").count() == 0  # (it zoomed to the box there)
+    moved = graph.locator("canvas.nbg-bulk").evaluate(CANVAS_PIXELS)  # (the kept overview)
+    assert abs(moved["painted"] - pixels["painted"]) < pixels["painted"] / 20, (moved, pixels)
+    page.mouse.click(x, y)
     page.wait_for_timeout(200)
     labels = graph.evaluate(VISIBLE_LABELS)
     nb.shot("bulk-clicked", graph)

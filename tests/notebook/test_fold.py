@@ -2,6 +2,7 @@
 the graph widget is sent (snapshot.py's NOTE [Send less]), without a browser."""
 
 import json
+import random
 
 import pytest
 
@@ -260,6 +261,44 @@ def test_a_long_series_opens_in_parts_down_to_any_repeat():
     assert len(opened["nodes"]) < FIT + SPLIT
 
 
+def _random_dag(n, seed=0):
+    """``n // 2`` calls, each on two earlier tensors (one of the last 20): no repeats."""
+    rng = random.Random(seed)
+    made = [ng.randn(4, requires_grad=True) for _ in range(8)]
+    ops = (lambda a, b: a + b, lambda a, b: a * b, lambda a, b: (a - b).tanh())
+    with record() as rec:
+        for _ in range(n // 2):
+            a, b = made[-1 - rng.randrange(min(len(made), 20))], made[rng.randrange(len(made))]
+            made.append(rng.choice(ops)(a, b))
+        made[-1].sum().backward()
+    return GraphView(recorder=rec, max_nodes=10**6)
+
+
+def test_a_random_dag_opens_in_chunks_that_open_in_parts():
+    """NOTE [Chunks] in fold.py: what does not repeat is split as too many children are."""
+    view = _random_dag(4000)
+    nodes = view.snapshot["nodes"]
+    lay = view.graph_layout
+    assert len(lay["nodes"]) <= SPLIT, len(lay["nodes"])  # (was 513 boxes)
+    chunks = {s["id"]: s for s in lay["series"]}
+    assert all(i.startswith("chunk:") for i in chunks)
+    assert sum(s["nodes"] for s in chunks.values()) == len(nodes)  # every node in one
+    box = next(b for b in lay["nodes"] if b["kind"] == "series")
+    assert "boxes" in box["sub"] and "→" not in box["label"]  # its kinds, not a repeat
+    view.toggle_series(max(chunks.values(), key=lambda s: s["nodes"])["id"])
+    assert len(view.graph_layout["nodes"]) <= 2 * SPLIT  # a click adds at most SPLIT boxes
+    members = dict(view._members)  # each shown series' nodes (for the NaN marks)
+    folded = [s for s in view.graph_layout["series"] if not s["expanded"]]
+    view.toggle_series(max(folded, key=lambda s: s["nodes"])["id"])
+    again = [k for k in members if k in view._members]
+    assert again and all(view._members[k] is members[k] for k in again)  # not gathered anew
+    drawn = {b["ref"] for b in view.graph_layout["nodes"]}
+    folded = [n["id"] for n in nodes if n["id"] not in drawn]
+    for hidden in folded[:: len(folded) // 4]:
+        view.reveal(hidden)  # any node is a few clicks away
+        assert hidden in {b["ref"] for b in view.graph_layout["nodes"]}
+
+
 # -- a cut graph keeps what matters (NOTE [A graph cut at max_nodes] in snapshot.py) ----------
 
 
@@ -300,6 +339,31 @@ def test_a_cut_rnn_still_shows_U_and_every_leaf_with_a_gradient():
     # both branches are cut at the same depth: as many steps use U as use W
     uses = [sum(e["to"] == labels[k]["id"] for e in snap["edges"]) for k in ("U", "W")]
     assert abs(uses[0] - uses[1]) <= 1 and uses[0] > 100, uses
+
+
+def test_a_cut_fan_opens_as_an_overview_its_stubs_folded():
+    """The weights of the branches past the cut are stubs (no edges): they fold "×N" with
+    their kind (NOTE [Stubs fold] in fold.py), and the search reveals any of them."""
+    ng.manual_seed(0)
+    x = ng.randn(4, requires_grad=True)
+    ws = [ng.randn(4, requires_grad=True) for _ in range(1000)]
+    with record() as rec:
+        loss = sum((x * w).tanh().sum() for w in ws)
+        loss.backward()
+    view = GraphView(recorder=rec, max_nodes=2000)
+    snap = view.snapshot
+    assert snap["truncated"] and snap["stubs"] > 500
+    lay = view.graph_layout
+    assert len(lay["nodes"]) < 20, len(lay["nodes"])  # was 2 + the stubs, one box each
+    stubs = next(s for s in lay["series"] if s["label"] == "AccumulateGrad")
+    assert stubs["count"] >= snap["stubs"] - 2
+    drawn = {b["ref"] for b in lay["nodes"]}
+    hidden = next(
+        n["id"] for n in snap["nodes"] if n["name"] == "AccumulateGrad" and n["id"] not in drawn
+    )
+    view.reveal(hidden)
+    assert hidden in {b["ref"] for b in view.graph_layout["nodes"]}
+    assert len(view.graph_layout["nodes"]) < 60
 
 
 def test_a_graph_that_fits_is_walked_as_before():
