@@ -222,8 +222,9 @@ def collect_graph(starts, expand=None, max_nodes=MAX_NODES, source=None, cut=Non
     seen = set()
     order = []
     unexpanded = set()
-    truncated = False
-    for start in starts:
+    # more distinct starts than fit: cut at once, without walking max_nodes nodes first
+    truncated = len(set(starts) - {None}) > max_nodes
+    for start in () if truncated else starts:
         if start is None or start in seen:
             continue
         seen.add(start)
@@ -302,6 +303,22 @@ def _cut_graph(starts, expand, max_nodes, source):
             reached.update(fn for fn, _ in next_edges(node) if fn is not None)
     stubs = sum(1 for n in kept_leaves if n not in reached)
     return order, unexpanded & keep, len(met) - len(order), stubs
+
+
+def _starts(made, source):
+    """The nodes of ``made`` (``RecordList.made``) that are not ``_superseded``, in order."""
+    gradient_node = source.gradient_node
+    out = []
+    for node, refs in made:
+        if node is None:
+            continue
+        if type(refs) is not tuple:  # one output (most calls): ``_superseded``, inlined
+            t = refs()
+            if t is None or gradient_node(t, create=False) is node:
+                out.append(node)
+        elif not _superseded(node, refs, source):
+            out.append(node)
+    return out
 
 
 def _superseded(node, refs, source):
@@ -641,7 +658,7 @@ def _which_nodes(recorder, roots, records, max_nodes, source, cut):
     made = None
     if recorder is not None and not roots:
         made = records.made()  # (not the Records: those of calls cut off are never made)
-        starts = [n for n, refs in made if n is not None and not _superseded(n, refs, source)]
+        starts = _starts(made, source)
         starts.reverse()  # walk from the last op: the drawing's first-met order is top-down
         nodes, unexpanded, truncated = collect_graph(
             starts, recorder.in_scope, max_nodes, source, cut

@@ -127,6 +127,20 @@ def test_a_cut_snapshot_makes_the_records_it_keeps_only(monkeypatch):
     assert [r.index for r in everything] == list(range(2001))
 
 
+def test_a_graph_with_more_calls_than_fit_is_cut_in_one_walk(monkeypatch):
+    # more recorded nodes than max_nodes: the cut (breadth-first, to the end) is the one walk,
+    # with no depth-first walk of max_nodes nodes before it that finds the graph too big
+    rec, _loss = recorded_chain(2000)
+    source = rec.graph_source
+    walked = []
+    real = source.next_edges
+    monkeypatch.setattr(source, "next_edges", lambda node: walked.append(1) or real(node))
+    snap = build_snapshot(rec, max_nodes=200)
+    assert snap["truncated"] and len(snap["nodes"]) == 200
+    # the cut walks every node once; the drawing reads a drawn node's edges at most 5 times
+    assert len(walked) <= 2002 + 5 * 200
+
+
 def test_a_live_refresh_waits_while_it_would_take_more_than_its_share(monkeypatch):
     # GraphView's live refreshes, this one included, take at most LIVE_SHARE of the cell
     from nbgrad.notebook import graph_view
