@@ -3,6 +3,7 @@
 collection while drawing] in snapshot.py), each node's id made once."""
 
 import gc
+import json
 import sys
 
 import nbgrad as ng
@@ -161,3 +162,23 @@ def test_a_live_refresh_waits_while_it_would_take_more_than_its_share(monkeypatc
     view.stop_live()
     assert refreshes == [clock[0]]  # the final one only
     assert len(view.snapshot["nodes"]) > 500
+
+
+def test_a_graph_view_reads_saved_values_for_the_node_shown_in_details(monkeypatch):
+    # NOTE [Details when asked]: not for each of its nodes when it draws them
+    from nbgrad.notebook import GraphView
+
+    rec, loss = recorded_chain(400)
+    source = rec.graph_source
+    read = []
+    real = source.saved
+    monkeypatch.setattr(source, "saved", lambda node: read.append(node) or real(node))
+    view = GraphView(recorder=rec)
+    assert len(view.snapshot["nodes"]) > 400 and read == []
+    mul = next(n["id"] for n in view.snapshot["nodes"] if n["name"] == "MulBackward0")
+    view.select(mul)
+    assert read == [view.node(mul)]
+    shown = json.loads(view._details_json)["node"]
+    assert {s["name"] for s in shown["saved"]} == {"self", "other"}
+    full = {n["id"]: n for n in build_snapshot(rec)["nodes"]}  # every node's, as before
+    assert shown["saved"] == full[mul]["saved"] and shown["metadata"] == full[mul]["metadata"]
