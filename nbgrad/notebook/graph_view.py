@@ -47,6 +47,7 @@ from .snapshot import (
     cut_note,
     details,
     no_collection,
+    record_details,
     view_snapshot,
     with_details,
 )
@@ -164,6 +165,10 @@ class GraphView(StillWidget):
         node = self._objects.get(item_id) if out["node"] is not None else None
         if node is not None:  # NOTE [Details when asked] in snapshot.py
             out["node"] = with_details(out["node"], node, self.graph_source)
+            index = out["node"]["record"]
+            if index is not None and self.recorder is not None:
+                drawn = {obj: key for key, obj in self._objects.items()}
+                out["record"] = record_details(self.recorder, index, drawn, self.timings)
         out["answers"] = item_answers(self, item_id, self.namespace, self.flow)
         return out
 

@@ -47,6 +47,7 @@ __all__ = [
     "view_snapshot",
     "details",
     "with_details",
+    "record_details",
     "cut_note",
     "no_collection",
 ]
@@ -109,21 +110,28 @@ def details(snap: Snapshot, item_id: str = "", edge_ids=()) -> Details:
 
 
 # NOTE [Details when asked]
-# A node's saved values and metadata are read by the Details panel only (the layout, the
-# pictures and the answers read neither), and a graph view shows one node's Details at a
-# time; reading them for every node was a fifth of a 20,000-node snapshot's time. So the graph
-# view's snapshot is built without them (``node_details=False``) and ``with_details`` reads
-# them for the node selected, when it is selected: what they say then (a saved tensor freed by
-# a later backward pass reads as freed). Every other snapshot holds them, as the schema says.
+# A node's saved values and metadata and the recorded calls' entries are read by the Details
+# panel only (not by the layout, the pictures or the answers), which shows one node at a time;
+# making them for every node was a third of the first snapshot of a 20,000-node graph. So the
+# graph view's snapshot has none (``node_details=False``: no ``records``, each ``saved`` and
+# ``metadata`` empty); ``with_details`` and ``record_details`` make the selected node's when it
+# is selected (a saved tensor freed by a later backward pass then reads as freed). Every other
+# snapshot holds them all, as the schema says.
 def with_details(entry, node, source):
-    """A copy of node ``entry`` with its ``saved`` and ``metadata`` read from ``node``
-    (NOTE [Details when asked])."""
+    """Node ``entry`` with the ``saved`` and ``metadata`` of ``node`` (NOTE [Details when
+    asked])."""
     shared = {"saved": {}, "empty": {}, "none": []}
-    return {
-        **entry,
-        "metadata": _metadata_of(node, source, shared),
-        "saved": _saved_of(node, source, shared),
-    }
+    saved, metadata = _saved_of(node, source, shared), _metadata_of(node, source, shared)
+    return {**entry, "metadata": metadata, "saved": saved}
+
+
+def record_details(recorder, index, drawn, timings=True):
+    """The entry of call ``index`` of ``recorder`` for a graph view's Details (NOTE [Details
+    when asked]); ``drawn``: ``{node: id}`` of the nodes drawn."""
+    records = recorder.records.since(index)[:1]  # (made by the snapshot: read, not made)
+    group_ids = {r.group: f"g{r.group.index}" for r in records if r.group is not None}
+    out = _record_entries(records, recorder, drawn, group_ids, timings, {"info": {}})
+    return out[0] if out else None
 
 
 def _record_at(records, index):
@@ -532,8 +540,8 @@ def build_snapshot(
     ``{node id: Node, group id: ModuleCall}`` (for the widgets' Python side).
     ``source``: the :class:`~nbgrad.notebook.sources.GraphSource` that reads the graph (default:
     the recorder's, else the one that owns ``roots``).
-    ``node_details``: False leaves each node's ``saved`` and ``metadata`` empty, for
-    :func:`with_details` to fill for the node shown in Details (NOTE [Details when asked]).
+    ``node_details``: False leaves out the ``records`` and each node's ``saved`` and
+    ``metadata``, made when asked (NOTE [Details when asked]).
     """
     if source is None:
         source = recorder.graph_source if recorder is not None else source_for(roots)
@@ -588,7 +596,8 @@ def build_snapshot(
     out_nodes = _node_entries(ordered, ids, source, unexpanded, shown, order_of, drawn)
     out_edges = _edge_entries(ordered, unexpanded, shown, ids, source)
     out_groups = _group_entries(groups, group_ids, paths, out_nodes, first_kept, recorder, objects)
-    out_records = _record_entries(records, recorder, ids, group_ids, timings, drawn["shared"])
+    kept = records if node_details else ()  # NOTE [Details when asked]
+    out_records = _record_entries(kept, recorder, ids.drawn, group_ids, timings, drawn["shared"])
     mark_nodes(out_nodes, recorder, ids)  # NaN and Inf: answers_values.py
 
     return {
@@ -915,11 +924,12 @@ def _group_entries(groups, group_ids, paths, out_nodes, first_kept, recorder, ob
     return out_groups
 
 
-def _record_entries(records, recorder, ids, group_ids, timings, shared):
-    """The recorded calls kept (their tensors' entries shared: NOTE [Shared entries])."""
+def _record_entries(records, recorder, nids, group_ids, timings, shared):
+    """The recorded calls kept (their tensors' entries shared: NOTE [Shared entries]);
+    ``nids``: ``{node: id}`` of the nodes drawn."""
     out_records = []
     cell = getattr(recorder, "cell_filename", None)
-    nids, infos = ids.drawn, shared["info"]
+    infos = shared["info"]
 
     def summaries(tensors):
         out = []
