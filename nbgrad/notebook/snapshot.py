@@ -46,6 +46,8 @@ __all__ = [
     "collect_graph",
     "view_snapshot",
     "details",
+    "with_details",
+    "record_details",
     "cut_note",
     "no_collection",
 ]
@@ -105,6 +107,31 @@ def details(snap: Snapshot, item_id: str = "", edge_ids=()) -> Details:
         "incoming": [e for e in snap["edges"] if item_id and e["to"] == item_id],
         "edges": [e for e in snap["edges"] if e["id"] in wanted],
     }
+
+
+# NOTE [Details when asked]
+# A node's saved values and metadata and the recorded calls' entries are read by the Details
+# panel only (not by the layout, the pictures or the answers), which shows one node at a time;
+# making them for every node was a third of the first snapshot of a 20,000-node graph. So the
+# graph view's snapshot has none (``node_details=False``: no ``records``, each ``saved`` and
+# ``metadata`` empty); ``with_details`` and ``record_details`` make the selected node's when it
+# is selected (a saved tensor freed by a later backward pass then reads as freed). Every other
+# snapshot holds them all, as the schema says.
+def with_details(entry, node, source):
+    """Node ``entry`` with the ``saved`` and ``metadata`` of ``node`` (NOTE [Details when
+    asked])."""
+    shared = {"saved": {}, "empty": {}, "none": []}
+    saved, metadata = _saved_of(node, source, shared), _metadata_of(node, source, shared)
+    return {**entry, "metadata": metadata, "saved": saved}
+
+
+def record_details(recorder, index, drawn, timings=True):
+    """The entry of call ``index`` of ``recorder`` for a graph view's Details (NOTE [Details
+    when asked]); ``drawn``: ``{node: id}`` of the nodes drawn."""
+    records = recorder.records.since(index)[:1]  # (made by the snapshot: read, not made)
+    group_ids = {r.group: f"g{r.group.index}" for r in records if r.group is not None}
+    out = _record_entries(records, recorder, drawn, group_ids, timings, {"info": {}})
+    return out[0] if out else None
 
 
 def _record_at(records, index):
@@ -222,8 +249,9 @@ def collect_graph(starts, expand=None, max_nodes=MAX_NODES, source=None, cut=Non
     seen = set()
     order = []
     unexpanded = set()
-    truncated = False
-    for start in starts:
+    # more distinct starts than fit: cut at once, without walking max_nodes nodes first
+    truncated = len(set(starts) - {None}) > max_nodes
+    for start in () if truncated else starts:
         if start is None or start in seen:
             continue
         seen.add(start)
@@ -302,6 +330,22 @@ def _cut_graph(starts, expand, max_nodes, source):
             reached.update(fn for fn, _ in next_edges(node) if fn is not None)
     stubs = sum(1 for n in kept_leaves if n not in reached)
     return order, unexpanded & keep, len(met) - len(order), stubs
+
+
+def _starts(made, source):
+    """The nodes of ``made`` (``RecordList.made``) that are not ``_superseded``, in order."""
+    gradient_node = source.gradient_node
+    out = []
+    for node, refs in made:
+        if node is None:
+            continue
+        if type(refs) is not tuple:  # one output (most calls): ``_superseded``, inlined
+            t = refs()
+            if t is None or gradient_node(t, create=False) is node:
+                out.append(node)
+        elif not _superseded(node, refs, source):
+            out.append(node)
+    return out
 
 
 def _superseded(node, refs, source):
@@ -480,6 +524,7 @@ def build_snapshot(
     max_nodes=MAX_NODES,
     objects=None,
     source=None,
+    node_details=True,
 ) -> Snapshot:
     """The snapshot of what ``recorder`` recorded, or of the graph below ``roots``.
 
@@ -495,6 +540,8 @@ def build_snapshot(
     ``{node id: Node, group id: ModuleCall}`` (for the widgets' Python side).
     ``source``: the :class:`~nbgrad.notebook.sources.GraphSource` that reads the graph (default:
     the recorder's, else the one that owns ``roots``).
+    ``node_details``: False leaves out the ``records`` and each node's ``saved`` and
+    ``metadata``, made when asked (NOTE [Details when asked]).
     """
     if source is None:
         source = recorder.graph_source if recorder is not None else source_for(roots)
@@ -543,12 +590,14 @@ def build_snapshot(
         "recorder": recorder,
         "objects": objects,
         "time_of": time_of,
+        "node_details": node_details,
         "shared": {"meta": {}, "next": {}, "saved": {}, "info": {}, "empty": {}, "none": []},
     }
     out_nodes = _node_entries(ordered, ids, source, unexpanded, shown, order_of, drawn)
     out_edges = _edge_entries(ordered, unexpanded, shown, ids, source)
     out_groups = _group_entries(groups, group_ids, paths, out_nodes, first_kept, recorder, objects)
-    out_records = _record_entries(records, recorder, ids, group_ids, timings, drawn["shared"])
+    kept = records if node_details else ()  # NOTE [Details when asked]
+    out_records = _record_entries(kept, recorder, ids.drawn, group_ids, timings, drawn["shared"])
     mark_nodes(out_nodes, recorder, ids)  # NaN and Inf: answers_values.py
 
     return {
@@ -641,7 +690,7 @@ def _which_nodes(recorder, roots, records, max_nodes, source, cut):
     made = None
     if recorder is not None and not roots:
         made = records.made()  # (not the Records: those of calls cut off are never made)
-        starts = [n for n, refs in made if n is not None and not _superseded(n, refs, source)]
+        starts = _starts(made, source)
         starts.reverse()  # walk from the last op: the drawing's first-met order is top-down
         nodes, unexpanded, truncated = collect_graph(
             starts, recorder.in_scope, max_nodes, source, cut
@@ -739,6 +788,7 @@ def _node_entries(ordered, ids, source, unexpanded, shown, order_of, drawn):
     )
     names, param_group, group_ids = drawn["names"], drawn["param_group"], drawn["group_ids"]
     recorder, objects = drawn["recorder"], drawn["objects"]
+    details = drawn["node_details"]
     out_nodes = []
     nids = ids.drawn
     shared = drawn["shared"]  # NOTE [Shared entries]
@@ -772,8 +822,8 @@ def _node_entries(ordered, ids, source, unexpanded, shown, order_of, drawn):
             "record": None,
             "line": None,
             "source": "",
-            "metadata": _metadata_of(node, source, shared),
-            "saved": _saved_of(node, source, shared),
+            "metadata": _metadata_of(node, source, shared) if details else shared["empty"],
+            "saved": _saved_of(node, source, shared) if details else none,
             "next": next_entries,
             "input_metadata": described[1],
             "hooks": node_hooks.get(node, none),
@@ -874,11 +924,12 @@ def _group_entries(groups, group_ids, paths, out_nodes, first_kept, recorder, ob
     return out_groups
 
 
-def _record_entries(records, recorder, ids, group_ids, timings, shared):
-    """The recorded calls kept (their tensors' entries shared: NOTE [Shared entries])."""
+def _record_entries(records, recorder, nids, group_ids, timings, shared):
+    """The recorded calls kept (their tensors' entries shared: NOTE [Shared entries]);
+    ``nids``: ``{node: id}`` of the nodes drawn."""
     out_records = []
     cell = getattr(recorder, "cell_filename", None)
-    nids, infos = ids.drawn, shared["info"]
+    infos = shared["info"]
 
     def summaries(tensors):
         out = []

@@ -3,6 +3,7 @@
 collection while drawing] in snapshot.py), each node's id made once."""
 
 import gc
+import json
 import sys
 
 import nbgrad as ng
@@ -127,6 +128,20 @@ def test_a_cut_snapshot_makes_the_records_it_keeps_only(monkeypatch):
     assert [r.index for r in everything] == list(range(2001))
 
 
+def test_a_graph_with_more_calls_than_fit_is_cut_in_one_walk(monkeypatch):
+    # more recorded nodes than max_nodes: the cut (breadth-first, to the end) is the one walk,
+    # with no depth-first walk of max_nodes nodes before it that finds the graph too big
+    rec, _loss = recorded_chain(2000)
+    source = rec.graph_source
+    walked = []
+    real = source.next_edges
+    monkeypatch.setattr(source, "next_edges", lambda node: walked.append(1) or real(node))
+    snap = build_snapshot(rec, max_nodes=200)
+    assert snap["truncated"] and len(snap["nodes"]) == 200
+    # the cut walks every node once; the drawing reads a drawn node's edges at most 5 times
+    assert len(walked) <= 2002 + 5 * 200
+
+
 def test_a_live_refresh_waits_while_it_would_take_more_than_its_share(monkeypatch):
     # GraphView's live refreshes, this one included, take at most LIVE_SHARE of the cell
     from nbgrad.notebook import graph_view
@@ -147,3 +162,29 @@ def test_a_live_refresh_waits_while_it_would_take_more_than_its_share(monkeypatc
     view.stop_live()
     assert refreshes == [clock[0]]  # the final one only
     assert len(view.snapshot["nodes"]) > 500
+
+
+def test_a_graph_view_reads_saved_values_for_the_node_shown_in_details(monkeypatch):
+    # its saved values, metadata and call, not each node's (NOTE [Details when asked])
+    from nbgrad.notebook import GraphView
+
+    rec, loss = recorded_chain(400)
+    source = rec.graph_source
+    read = []
+    real = source.saved
+    monkeypatch.setattr(source, "saved", lambda node: read.append(node) or real(node))
+    view = GraphView(recorder=rec)
+    assert len(view.snapshot["nodes"]) > 400 and read == [] and view.snapshot["records"] == []
+    mul = next(n["id"] for n in view.snapshot["nodes"] if n["name"] == "MulBackward0")
+    view.select(mul)
+    assert read == [view.node(mul)]
+    shown = json.loads(view._details_json)["node"]
+    assert {s["name"] for s in shown["saved"]} == {"self", "other"}
+    full = build_snapshot(rec, timings=False)  # every node's, and every call's
+    node = next(n for n in full["nodes"] if n["id"] == mul)
+    assert shown["saved"] == node["saved"] and shown["metadata"] == node["metadata"]
+    view.timings = False
+    view.select(mul)
+    record = json.loads(view._details_json)["record"]
+    assert record["op"] == "mul" and record["node"] == mul
+    assert record == full["records"][node["record"]]
