@@ -801,26 +801,43 @@ def _child_name(parent, module):
     TransformerEncoder's ``layers.0``, a ModuleList's items), as ``named_modules`` names it."""
     if parent is None:
         return None
-    # the name found the last time, if it still names that child (a loop calls the same
-    # modules each step; going through all of a parent's children costs more)
-    key = (id(parent), id(module))
-    name = _CHILD_NAMES.get(key)
+    # the names found by the last walk of this parent, if that one still names this child (a
+    # loop calls the same modules each step; a walk goes through all of a parent's
+    # descendants, so one walk names them all: NOTE [One walk names a parent's modules])
+    names = _CHILD_NAMES.get(id(parent))
+    name = names.get(id(module)) if names is not None else None
     if name is not None and _descendant(parent, name) is module:
         return name
-    for walk in ("named_children", "named_modules"):
-        found = getattr(parent, walk, None)
-        if found is None:
-            return None
-        try:
+    names = _names_below(parent)
+    if names is None:
+        return None
+    if len(_CHILD_NAMES) > 4096:
+        _CHILD_NAMES.clear()
+    _CHILD_NAMES[id(parent)] = names
+    return names.get(id(module))
+
+
+def _names_below(parent):
+    """``id(module) -> name`` for every module below ``parent``: its children by their own
+    names, the modules deeper by their dotted paths; None when the parent names none."""
+    walks = []
+    try:
+        for walk in ("named_modules", "named_children"):
+            found = getattr(parent, walk, None)
+            names = {}
+            walks.append(names)
+            if found is None:
+                continue
             for name, child in found():
-                if child is module and name:
-                    if len(_CHILD_NAMES) > 4096:
-                        _CHILD_NAMES.clear()
-                    _CHILD_NAMES[key] = name
-                    return name
-        except Exception:  # noqa: BLE001 - a half-built module must not break recording
-            return None
-    return None
+                if name:
+                    names.setdefault(id(child), name)  # the first name, as a search finds
+    except Exception:  # noqa: BLE001 - a half-built module must not break recording
+        return None
+    names, own = walks
+    if not names and not own:
+        return None
+    names.update(own)  # a child's own name wins over a deeper path to it
+    return names
 
 
 def _descendant(parent, path):
@@ -833,7 +850,12 @@ def _descendant(parent, path):
     return parent
 
 
-_CHILD_NAMES: dict = {}  # (id(parent), id(child)) -> the child's name, as last found
+# NOTE [One walk names a parent's modules]
+# A module call is named by its path from the module that called it, found by walking the
+# parent's modules. A walk per call made a 1,500-layer TransformerEncoder's cell quadratic
+# (each layer's call walked the encoder's 15,000 modules); one walk now names every module
+# below the parent, kept per parent and checked against the parent's attributes when used.
+_CHILD_NAMES: dict = {}  # id(parent) -> {id(module): its name below the parent}
 
 
 def _remove(lst, item):

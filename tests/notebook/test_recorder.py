@@ -203,6 +203,32 @@ def test_modules_reached_through_an_uncalled_container_are_named_by_their_path(f
     assert not any("TransformerEncoderLayer" in p for p in paths)
 
 
+@pytest.mark.parametrize("framework", ["nbgrad", "torch"])
+def test_a_deep_encoders_modules_are_named_by_one_walk(framework):
+    """Each layer call of a TransformerEncoder is named by its path below the encoder; one
+    walk of the encoder's modules names them all (a walk per layer call made a deep
+    encoder's cell quadratic)."""
+    lib = ng if framework == "nbgrad" else pytest.importorskip("torch", reason="test oracle")
+    lib.manual_seed(0)
+    nn = lib.nn
+    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0)
+    enc = nn.TransformerEncoder(layer, num_layers=30, enable_nested_tensor=False)
+    walks = []
+    for name in ("named_modules", "named_children"):
+        found = getattr(enc, name)
+        object.__setattr__(
+            enc, name, lambda *a, _f=found, _n=name, **k: walks.append(_n) or _f(*a, **k)
+        )
+    recorder_mod._CHILD_NAMES.clear()
+    with record() as rec:
+        enc(lib.randn(4, 3, 8)).sum()
+    paths = [g.path for g in rec.modules]
+    assert [p for p in paths if p.count(".") == 2] == [
+        f"TransformerEncoder.layers.{i}" for i in range(30)
+    ]
+    assert len(walks) <= 2, walks
+
+
 def test_backward_passes_are_traced_step_by_step():
     x = ng.tensor([1.0, 2.0], requires_grad=True)
     w = ng.tensor([3.0, 4.0], requires_grad=True)
