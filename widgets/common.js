@@ -80,8 +80,10 @@
  * @typedef {{id: string, kind?: ("node"|"leaf"|"external"|"root"), name: string, label?: string,
  *            group?: string, line?: number, hooks?: number, order?: number,
  *            nonfinite?: ("nan"|"+inf"|"-inf")[], nonfinite_origin?: boolean}} ViewNode
+ * @typedef {{index: number, root: (string|null), retain_graph: boolean,
+ *            create_graph: boolean, error: (string|null), hooks: HookCall[]}} ViewPass
  * @typedef {{schema: "nbgrad.view", version: 1, nodes: ViewNode[], edges: number,
- *            groups: SnapGroup[], hooks: SnapHook[], passes: Pass[], roots: string[],
+ *            groups: SnapGroup[], hooks: SnapHook[], passes: ViewPass[], roots: string[],
  *            pass: (number|null), truncated: boolean, max_nodes: number, left_out: number,
  *            cut_nodes: number, stubs: number, failure: (Failure|null)}} ViewSnapshot
  * @typedef {{id: string, node: (SnapNode|null), record: (SnapRecord|null),

@@ -81,7 +81,7 @@ def view_snapshot(snap: Snapshot) -> ViewSnapshot:
         "edges": len(snap["edges"]),
         "groups": snap["groups"],
         "hooks": snap["hooks"],
-        "passes": snap["passes"],
+        "passes": [{k: v for k, v in p.items() if k != "order"} for p in snap["passes"]],
         "roots": snap["roots"],
         "pass": snap["pass"],
         "truncated": snap["truncated"],

@@ -78,3 +78,21 @@ def test_a_huge_cell_saves_small_at_the_default_cap(ip):
     size = saved_size(cap.outputs)
     print(f"saved outputs of a {2 * MAX_NODES:,}-call cell: {size:,} bytes")
     assert size < 2_000_000
+
+
+def test_a_wide_fan_cut_at_the_default_cap_saves_under_2_mb(ip):
+    """A fan of 20,000 leaves (100,000 nodes) cut at the default cap: every kept node is a
+    box's worth of the view's snapshot, and the saved outputs still stay under 2 MB."""
+    ip.run_cell(
+        "import nbgrad as ng\nx = ng.randn(8)\n"
+        "ws = [ng.randn(8, requires_grad=True) for _ in range(20000)]"
+    )
+    result, cap = run(
+        ip, "%%autograd --backward loss\nloss = sum(((x * w).tanh()).sum() for w in ws)\n"
+    )
+    assert result.success, result.error_in_exec
+    graph_text = next(o.data["text/plain"] for o in cap.outputs if "GraphView" in str(o.data))
+    assert f"cut at {MAX_NODES:,} nodes" in graph_text
+    size = saved_size(cap.outputs)
+    print(f"saved outputs of a 20,000-leaf fan's cell: {size:,} bytes")
+    assert size < 2_000_000
