@@ -345,16 +345,16 @@ class Recorder(RepeatedSteps):
             # one output made by ``node``: its output_nr alone (an int: no tuple to make)
             outputs = result.output_nr if node is not None else _leaf_pair(result)
             refs = _weakref(result)
-        inputs = None  # the node's edges, one per argument, are the inputs' pairs (read later)
-        # (``next_functions``: plain pairs, made in C, where ``next_edges()`` makes an Edge each)
-        edges = node.next_functions if node is not None else None
-        if node is None or len(edges) != len(args):
+        # the node's edges, one per argument, are the inputs' pairs (read later); its
+        # ``_next_fns`` are read as stored (``next_functions`` makes a tuple of pairs each read)
+        inputs = None
+        if node is None:
             inputs = _input_pairs(args)
         else:
-            for edge in edges:
-                if edge[0] is None:  # a number or a constant tensor among the arguments
-                    inputs = _input_pairs(args)
-                    break
+            fns = node._next_fns
+            # (None: a number or a constant tensor among the arguments)
+            if len(fns) != len(args) or None in fns:
+                inputs = _input_pairs(args)
         # the user code that made it: the first frame outside nbgrad (in a cell: the cell's);
         # the walk starts where the user's frame is at the earliest, four calls up (user code,
         # Tensor.__mul__ or ng.exp, _binary or _dispatch, _Watcher.forward, here): each frame
@@ -631,7 +631,10 @@ class _Watcher(GraphObserver):
         trace._ready.setdefault(device, {})[node] = None
         running = trace._current.get(get_ident())
         if running is not None:
-            running.made_ready.append(node)
+            if running.made_ready:
+                running.made_ready.append(node)
+            else:  # NOTE [Steps read alike]: its own list only when it has one
+                running.made_ready = [node]
         elif not trace._steps:
             trace._initial_ready.setdefault(device, []).append(node)
 
@@ -655,7 +658,7 @@ class _Watcher(GraphObserver):
         trace.hook_calls.append(call)
         running = trace._current.get(get_ident())
         if running is not None and running.node is node:
-            running.hooks.append(call)
+            running.hooks = [*running.hooks, call]  # (NOTE [Steps read alike])
         else:
             trace._pending_hooks.setdefault(node, []).append(call)
 
@@ -668,20 +671,23 @@ class _Watcher(GraphObserver):
         step.index = len(trace._steps)
         step.node = node
         step.device = "cpu"
-        step.inputs = [trace._summary(g) for g in inputs]
-        step.outputs = []
-        step.hooks = trace._pending_hooks.pop(node, [])
+        summary = trace._summary
+        step.inputs = [summary(g) for g in inputs]
+        step.outputs = _NOTHING
+        pending = trace._pending_hooks
+        step.hooks = pending.pop(node, _NOTHING) if pending else _NOTHING
         if getattr(graph_task, "replay", None) is not None:  # NOTE [The model run when read]
             step.dependencies = step.buffers = step.ready = None
+            step.made_ready = []  # (the model's replay adds to it)
         else:
+            step.made_ready = _NOTHING
             for device, nodes in trace._ready.items():
                 if node in nodes:
                     step.device = device
                     del nodes[node]
                     break
-            step.dependencies, step.buffers = trace._observe_routing(graph_task)
+            step._dependencies, step.buffers = trace._observe_routing(graph_task)
             step.ready = trace._ready_now(graph_task, node)
-        step.made_ready = []
         step.accumulated = None
         step.end = None
         step.time = time.perf_counter()
@@ -723,7 +729,8 @@ class _Watcher(GraphObserver):
         if trace is None:
             return
         step = trace._current.get(get_ident())
-        summaries = [trace._summary(g) for g in outputs]
+        summary = trace._summary
+        summaries = [summary(g) for g in outputs]
         if step is not None and step.node is node:
             step.outputs = summaries
             step.end = end
@@ -750,7 +757,8 @@ class _Watcher(GraphObserver):
         if getattr(graph_task, "replay", None) is not None:  # NOTE [The model run when read]
             trace._replay = graph_task
         else:
-            trace._final_dependencies, trace._final_buffers = trace._observe_routing(graph_task)
+            deps, trace._final_buffers = trace._observe_routing(graph_task)
+            trace._final_dependencies = dict(zip(deps[::2], deps[1::2]))
         trace.error = f"{type(error).__name__}: {error}" if error is not None else None
         trace.finished = True
         trace._memo = {}
@@ -832,6 +840,8 @@ def _descendant(parent, path):
         return None
     return parent
 
+
+_NOTHING = ()  # a step's outputs, hooks or made_ready while it has none (NOTE [Steps read alike])
 
 _CHILD_NAMES: dict = {}  # (id(parent), id(child)) -> the child's name, as last found
 
