@@ -595,9 +595,12 @@ class _Watcher(GraphObserver):
         backward pass then needs no events but its start and end."""
         return self.recorder._counting and self.source is self.recorder.graph_source
 
-    def _trace(self, graph_task):
-        return self.recorder._open_traces.get(id(graph_task))
-
+    # NOTE [Events of a watched pass]
+    # The events of one node (``node_ready``, ``node_start``, ``node_end``, ``hook``,
+    # ``grad_accumulated``) come many times a pass, so they skip ``_exclusive``'s thread-local
+    # guard: they only add to the trace of a pass that ``task_start`` opened, and
+    # ``task_start`` (still guarded) opens none for a pass that the recorder's own work starts.
+    # Each looks its trace up in place (a method call per event costs as much as the lookup).
     @_exclusive
     def task_start(self, graph_task, root, dependencies):
         rec = self.recorder
@@ -622,25 +625,24 @@ class _Watcher(GraphObserver):
             rec._open_traces[id(graph_task)] = trace
             rec._backward_depth += 1
 
-    @_exclusive
     def node_ready(self, graph_task, node, device):
-        trace = self._trace(graph_task)
+        trace = self.recorder._open_traces.get(id(graph_task))
         if trace is None:
             return
         device = str(device)
         trace._ready.setdefault(device, {})[node] = None
         running = trace._current.get(get_ident())
         if running is not None:
-            if running.made_ready:
-                running.made_ready.append(node)
-            else:  # NOTE [Steps read alike]: its own list only when it has one
-                running.made_ready = [node]
+            made = running.made_ready
+            if type(made) is list:
+                made.append(node)
+            else:  # NOTE [Steps read alike]: a tuple while it holds one node at most
+                running.made_ready = (node,) if not made else [*made, node]
         elif not trace._steps:
             trace._initial_ready.setdefault(device, []).append(node)
 
-    @_exclusive
     def hook(self, graph_task, kind, node, handle, before, after):
-        trace = self._trace(graph_task)
+        trace = self.recorder._open_traces.get(id(graph_task))
         if trace is None:
             return
         call = HookCall()
@@ -662,9 +664,8 @@ class _Watcher(GraphObserver):
         else:
             trace._pending_hooks.setdefault(node, []).append(call)
 
-    @_exclusive
     def node_start(self, graph_task, node, inputs):
-        trace = self._trace(graph_task)
+        trace = self.recorder._open_traces.get(id(graph_task))
         if trace is None:
             return
         step = Step()
@@ -672,7 +673,7 @@ class _Watcher(GraphObserver):
         step.node = node
         step.device = "cpu"
         summary = trace._summary
-        step.inputs = [summary(g) for g in inputs]
+        step.inputs = tuple([summary(g) for g in inputs])  # (NOTE [Steps read alike])
         step.outputs = _NOTHING
         pending = trace._pending_hooks
         step.hooks = pending.pop(node, _NOTHING) if pending else _NOTHING
@@ -695,9 +696,8 @@ class _Watcher(GraphObserver):
         trace._steps.append(step)
         trace._current[get_ident()] = step
 
-    @_exclusive
     def grad_accumulated(self, graph_task, node, variable, grad, before, after):
-        trace = self._trace(graph_task)
+        trace = self.recorder._open_traces.get(id(graph_task))
         if trace is None:
             return
         acc = Accumulation()
@@ -722,15 +722,14 @@ class _Watcher(GraphObserver):
     # order registered, so the user's pre-hooks (registered before the watch's) fall outside
     # the time and their post-hooks inside, as in nbgrad. A node that raised has no end
     # (``Step.end`` None) and no time. A folded group's time is the sum of its nodes'.
-    @_exclusive
     def node_end(self, graph_task, node, outputs):
         end = time.perf_counter()  # NOTE [Time in backward]: before the summaries below
-        trace = self._trace(graph_task)
+        trace = self.recorder._open_traces.get(id(graph_task))
         if trace is None:
             return
         step = trace._current.get(get_ident())
         summary = trace._summary
-        summaries = [summary(g) for g in outputs]
+        summaries = tuple([summary(g) for g in outputs])
         if step is not None and step.node is node:
             step.outputs = summaries
             step.end = end
@@ -741,7 +740,7 @@ class _Watcher(GraphObserver):
     @_exclusive
     def task_end(self, graph_task, error):
         rec = self.recorder
-        trace = self._trace(graph_task)
+        trace = self.recorder._open_traces.get(id(graph_task))
         if trace is None:
             if id(graph_task) in rec._counted_passes:  # NOTE [Repeated steps counted]
                 rec._counted_passes.discard(id(graph_task))
