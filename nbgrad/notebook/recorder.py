@@ -692,7 +692,7 @@ class _Watcher(GraphObserver):
         step.accumulated = None
         step.end = None
         step.time = time.perf_counter()
-        trace.node_inputs[node] = step.inputs
+        trace._by_node[node] = step  # NOTE [Gradients read from the steps]
         trace._steps.append(step)
         trace._current[get_ident()] = step
 
@@ -730,11 +730,15 @@ class _Watcher(GraphObserver):
         step = trace._current.get(get_ident())
         summary = trace._summary
         summaries = tuple([summary(g) for g in outputs])
-        if step is not None and step.node is node:
+        if step is not None and step.node is node and trace._by_node.get(node) is step:
             step.outputs = summaries
             step.end = end
-        for i, s in enumerate(summaries):
-            trace.edge_grads[(node, i)] = s
+        else:  # NOTE [Gradients read from the steps]
+            if step is not None and step.node is node:
+                step.outputs = summaries
+                step.end = end
+            for i, s in enumerate(summaries):
+                trace._loose_grads[(node, i)] = s
         trace._pending.append(node)
 
     @_exclusive
