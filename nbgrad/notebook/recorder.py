@@ -46,6 +46,7 @@ from nbgrad.autograd.graph import GraphObserver, try_get_grad_accumulator
 
 from .answers_values import check_forward
 from .records import (
+    TENSOR_EDGES,
     Accumulation,
     BackwardTrace,
     HookCall,
@@ -352,9 +353,14 @@ class Recorder(RepeatedSteps):
             inputs = _input_pairs(args)
         else:
             fns = node._next_fns
-            # (None: a number or a constant tensor among the arguments)
-            if len(fns) != len(args) or None in fns:
+            if len(fns) != len(args):
                 inputs = _input_pairs(args)
+            elif None in fns:  # a number or a constant tensor among the arguments
+                inputs = TENSOR_EDGES  # numbers only: the edges that are not None
+                for fn, a in zip(fns, args):
+                    if fn is None and type(a) is not float and type(a) is not int:
+                        inputs = _input_pairs(args)
+                        break
         # the user code that made it: the first frame outside nbgrad (in a cell: the cell's);
         # the walk starts where the user's frame is at the earliest, four calls up (user code,
         # Tensor.__mul__ or ng.exp, _binary or _dispatch, _Watcher.forward, here): each frame

@@ -77,11 +77,18 @@ def _nodes_of(next_edges):
     return lambda node: [fn for fn, _ in next_edges(node)]
 
 
-def _edge_pairs(node, source):
-    """The flat pairs of a node's edges: its inputs' pairs when every argument has an edge."""
+# a record's inputs when the call's arguments are tensors, each with an edge of its node, and
+# numbers, each with no edge (``h * 1.0001``): its node's edges less the None ones
+TENSOR_EDGES = "the node's edges that are not None"
+
+
+def _edge_pairs(node, source, numbers=False):
+    """The flat pairs of a node's edges: its inputs' pairs when every argument has an edge
+    (or, ``numbers``, when the arguments without one are numbers)."""
     pairs = []
     for fn, input_nr in source.next_edges(node):
-        pairs += (fn, input_nr)
+        if fn is not None or not numbers:
+            pairs += (fn, input_nr)
     return pairs
 
 
@@ -98,7 +105,9 @@ class Record:
     ``AccumulateGrad, 0`` for a leaf that requires grad, ``None, (shape, dtype, device,
     requires_grad)`` for any other tensor (and a single output made by the call's node is
     just its ``output_nr``; and when every argument has an edge of the call's node, the
-    inputs are those edges, kept as None and read from the node later); a weak reference to
+    inputs are those edges, kept as None and read from the node later, or, when the arguments
+    without an edge are numbers, its edges less the None ones, kept as ``TENSOR_EDGES``); a
+    weak reference to
     the output (a tuple of them for several);
     the user frame's file and line number. Record objects, ``inputs``, ``outputs`` (lists of
     TensorInfo) and ``source`` (the line's text) are made when first read. The frame walk
@@ -225,7 +234,9 @@ class RecordList:
         rec.index = k
         rec.op = op
         rec.graph_source = source
-        rec._raw_inputs = inputs if inputs is not None else _edge_pairs(node, source)
+        if inputs is None or inputs is TENSOR_EDGES:
+            inputs = _edge_pairs(node, source, inputs is TENSOR_EDGES)
+        rec._raw_inputs = inputs
         rec._raw_outputs = (node, outputs) if type(outputs) is int else outputs
         rec._inputs = rec._outputs = None
         rec.node = node

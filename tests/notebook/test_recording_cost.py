@@ -73,3 +73,15 @@ def test_edge_grads_and_node_inputs_are_the_steps():
     assert (y.grad_fn, n) not in trace.edge_grads and (y.grad_fn, -1) not in trace.edge_grads
     assert dict(trace.node_inputs) == {s.node: s.inputs for s in steps}
     assert y.grad_fn in trace.node_inputs and x not in trace.node_inputs
+
+
+def test_a_record_with_numbers_among_its_arguments_lists_its_tensors():
+    x = ng.tensor([1.0, 2.0], requires_grad=True)
+    with Recorder() as rec:
+        h = x.tanh()
+        (h * 1.5 + ng.ones(2)) ** 2
+    mul, add, pow_ = rec.records[1:]
+    assert [(i.node, i.shape) for i in mul.inputs] == [(h.grad_fn, (2,))]
+    assert [i.node for i in add.inputs] == [mul.node, None]
+    assert add.inputs[1].shape == (2,) and not add.inputs[1].requires_grad
+    assert [i.node for i in pow_.inputs] == [add.node]
