@@ -679,7 +679,9 @@ class _Watcher(GraphObserver):
         step.node = node
         step.device = "cpu"
         summary = trace._summary
-        step.inputs = tuple([summary(g) for g in inputs])  # (NOTE [Steps read alike])
+        step.inputs = (  # (NOTE [Steps read alike])
+            (summary(inputs[0]),) if len(inputs) == 1 else tuple([summary(g) for g in inputs])
+        )
         step.outputs = _NOTHING
         pending = trace._pending_hooks
         step.hooks = pending.pop(node, _NOTHING) if pending else _NOTHING
@@ -735,7 +737,9 @@ class _Watcher(GraphObserver):
             return
         step = trace._current.get(get_ident())
         summary = trace._summary
-        summaries = tuple([summary(g) for g in outputs])
+        summaries = (
+            (summary(outputs[0]),) if len(outputs) == 1 else tuple([summary(g) for g in outputs])
+        )
         if step is not None and step.node is node and trace._by_node.get(node) is step:
             step.outputs = summaries
             step.end = end

@@ -475,8 +475,9 @@ class BackwardTrace:
     def _observe_routing(self, graph_task):
         """What the nodes that ended since the last step changed: the counts (as flat pairs
         ``node, count``, see NOTE [Steps read alike]) and the buffers."""
-        deps_changed = {}
-        buffers = {}
+        flat = []
+        seen = None  # (made when a second node is reached: most steps reach one)
+        buffers = None
         deps = graph_task.dependencies
         not_ready = graph_task.not_ready
         # a pass observed from outside reads each node's edges once (TorchPass.next_edges)
@@ -487,17 +488,22 @@ class BackwardTrace:
             next_nodes = _nodes_of(next_edges)
         for node in self._pending:
             for fn in next_nodes(node):
-                if fn is None or fn in deps_changed:
+                if fn is None:
                     continue
-                deps_changed[fn] = deps.get(fn, 0)
+                if flat:  # a node reached twice is counted once
+                    if seen is None:
+                        seen = {flat[0]}
+                    if fn in seen:
+                        continue
+                    seen.add(fn)
+                flat += (fn, deps.get(fn, 0))
                 buf = not_ready.get(fn)
                 if buf is not None:
+                    if buffers is None:
+                        buffers = {}
                     buffers[fn] = [self._summary(g) for g in buf]
         self._pending = []
-        flat = ()
-        for pair in deps_changed.items():
-            flat += pair
-        return flat, buffers or self._no_buffers  # NOTE [Steps read alike]
+        return tuple(flat), buffers or self._no_buffers  # NOTE [Steps read alike]
 
     # NOTE [Steps read alike]
     # A step's ``ready`` and ``buffers`` are read, never changed, once made; on a chain nothing
