@@ -347,12 +347,12 @@ class Recorder(RepeatedSteps):
             outputs = result.output_nr if node is not None else _leaf_pair(result)
             refs = _weakref(result)
         # the node's edges, one per argument, are the inputs' pairs (read later); its
-        # ``_next_fns`` are read as stored (``next_functions`` makes a tuple of pairs each read)
+        # ``next_nodes()`` are read as stored (``next_functions`` makes a tuple of pairs each read)
         inputs = None
         if node is None:
             inputs = _input_pairs(args)
         else:
-            fns = node._next_fns
+            fns = node.next_nodes()
             if len(fns) != len(args):
                 inputs = _input_pairs(args)
             elif None in fns:  # a number or a constant tensor among the arguments

@@ -324,7 +324,7 @@ class NbgradSource(GraphSource):
     # (function, input_nr) pairs: ``next_functions`` makes them in C, ``next_edges()`` an Edge
     # (a named tuple) each through a Python call
     next_edges = staticmethod(attrgetter("next_functions"))
-    next_nodes = staticmethod(attrgetter("_next_fns"))  # (as stored: no tuple made)
+    next_nodes = staticmethod(methodcaller("next_nodes"))  # (as stored: no tuple made)
     sequence_nr = staticmethod(attrgetter("sequence_nr"))
 
     def variable(self, node):
