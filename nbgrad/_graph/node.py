@@ -195,6 +195,12 @@ class Node:
     def next_functions(self):
         return tuple(zip(self._next_fns, self._next_nrs))
 
+    def next_nodes(self) -> tuple:
+        """The Node (or None) of each forward input: ``next_functions`` without the input
+        numbers, the tuple the node keeps (nothing made per read, for tools that read every
+        node of a large graph, as the notebook's recorder does)."""
+        return self._next_fns
+
     def next_edges(self) -> tuple:
         """The ``Edge`` of each forward input (PyTorch's C++ ``Node::next_edges()``), made on
         each read (see NOTE [Edges stored as two tuples])."""

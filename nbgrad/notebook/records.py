@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import linecache
 import weakref
+from collections.abc import Mapping
 
 from .sources import NBGRAD, dtype_name
 from .summaries import array_facts, grad_facts
@@ -71,11 +72,23 @@ def _infos(flat, source):
     return [TensorInfo._from_raw(flat[k], flat[k + 1], source) for k in range(0, len(flat), 2)]
 
 
-def _edge_pairs(node, source):
-    """The flat pairs of a node's edges: its inputs' pairs when every argument has an edge."""
+def _nodes_of(next_edges):
+    """``next_nodes`` for a reader of edges: the node (or None) of each edge."""
+    return lambda node: [fn for fn, _ in next_edges(node)]
+
+
+# a record's inputs when the call's arguments are tensors, each with an edge of its node, and
+# numbers, each with no edge (``h * 1.0001``): its node's edges less the None ones
+TENSOR_EDGES = "the node's edges that are not None"
+
+
+def _edge_pairs(node, source, numbers=False):
+    """The flat pairs of a node's edges: its inputs' pairs when every argument has an edge
+    (or, ``numbers``, when the arguments without one are numbers)."""
     pairs = []
     for fn, input_nr in source.next_edges(node):
-        pairs += (fn, input_nr)
+        if fn is not None or not numbers:
+            pairs += (fn, input_nr)
     return pairs
 
 
@@ -92,14 +105,18 @@ class Record:
     ``AccumulateGrad, 0`` for a leaf that requires grad, ``None, (shape, dtype, device,
     requires_grad)`` for any other tensor (and a single output made by the call's node is
     just its ``output_nr``; and when every argument has an edge of the call's node, the
-    inputs are those edges, kept as None and read from the node later); a weak reference to
+    inputs are those edges, kept as None and read from the node later, or, when the arguments
+    without an edge are numbers, its edges less the None ones, kept as ``TENSOR_EDGES``); a
+    weak reference to
     the output (a tuple of them for several);
     the user frame's file and line number. Record objects, ``inputs``, ``outputs`` (lists of
     TensorInfo) and ``source`` (the line's text) are made when first read. The frame walk
     starts four calls up (each frame passed materialises a frame object). The garbage
     collector's share grows with every container made, hence the flat tuples.
-    ``tests/benchmarks/notebook.py`` measures the cost: about +1.5 us per op, x1.4 on the
-    cheapest ops.
+    ``tests/benchmarks/notebook.py`` measures the cost: about +3 us per op, x2.2 on the
+    cheapest ops (16-element tensors; x1.1 on a 128x128 matmul), the NaN/Inf check of each
+    output (``answers_values.check_forward``) included; ``tests/benchmarks/recording.py``
+    the backward's too.
     """
 
     __slots__ = (
@@ -219,7 +236,9 @@ class RecordList:
         rec.index = k
         rec.op = op
         rec.graph_source = source
-        rec._raw_inputs = inputs if inputs is not None else _edge_pairs(node, source)
+        if inputs is None or inputs is TENSOR_EDGES:
+            inputs = _edge_pairs(node, source, inputs is TENSOR_EDGES)
+        rec._raw_inputs = inputs
         rec._raw_outputs = (node, outputs) if type(outputs) is int else outputs
         rec._inputs = rec._outputs = None
         rec.node = node
@@ -310,13 +329,25 @@ class Step:
         "outputs",
         "hooks",
         "ready",
-        "dependencies",
+        "_dependencies",
         "buffers",
         "made_ready",
         "accumulated",
         "time",
         "end",
     )
+
+    @property
+    def dependencies(self):
+        """node -> its count, for each count that changed (None: not observed yet)."""
+        deps = self._dependencies
+        if type(deps) is tuple:  # NOTE [Steps read alike]
+            return dict(zip(deps[::2], deps[1::2]))
+        return deps
+
+    @dependencies.setter
+    def dependencies(self, deps):
+        self._dependencies = deps
 
     @property
     def elapsed(self):
@@ -356,8 +387,12 @@ class BackwardTrace:
         self._steps: list[Step] = []
         self.hook_calls: list[HookCall] = []
         self.accumulations: list[Accumulation] = []  # in the order the leaves got them
-        self.edge_grads: dict = {}  # (node, edge index) -> the gradient's GradFacts
-        self.node_inputs: dict = {}  # node -> GradFacts of the gradients it received
+        # (node, edge index) -> the gradient's GradFacts; node -> GradFacts of the gradients it
+        # received (NOTE [Gradients read from the steps])
+        self.edge_grads = _EdgeGrads(self)
+        self.node_inputs = _NodeInputs(self)
+        self._by_node: dict = {}  # node -> its Step
+        self._loose_grads: dict = {}  # (node, edge index) -> GradFacts sent outside its step
         self._final_dependencies: dict = {}
         self._final_buffers: dict = {}
         self.error = None
@@ -428,7 +463,7 @@ class BackwardTrace:
         key = id(value)
         version = source.version(value)
         hit = self._memo.get(key)
-        if hit is not None and hit[0]() is value and hit[1] == version:
+        if hit is not None and hit[1] == version and hit[0]() is value:
             return hit[2]
         facts = array_facts(source.to_numpy(value), value, self.max_values, source, self._norms)
         if facts.nonfinite is not None:
@@ -440,31 +475,51 @@ class BackwardTrace:
         return facts
 
     def _observe_routing(self, graph_task):
-        """What the nodes that ended since the last step changed: counts and buffers."""
-        deps_changed = {}
-        buffers = {}
+        """What the nodes that ended since the last step changed: the counts (as flat pairs
+        ``node, count``, see NOTE [Steps read alike]) and the buffers."""
+        flat = []
+        seen = None  # (made when a second node is reached: most steps reach one)
+        buffers = None
         deps = graph_task.dependencies
         not_ready = graph_task.not_ready
         # a pass observed from outside reads each node's edges once (TorchPass.next_edges)
-        next_edges = getattr(graph_task, "next_edges", None) or self.graph_source.next_edges
+        next_edges = getattr(graph_task, "next_edges", None)
+        if next_edges is None:
+            next_nodes = self.graph_source.next_nodes
+        else:
+            next_nodes = _nodes_of(next_edges)
         for node in self._pending:
-            for fn, _ in next_edges(node):
-                if fn is None or fn in deps_changed:
+            for fn in next_nodes(node):
+                if fn is None:
                     continue
-                deps_changed[fn] = deps.get(fn, 0)
+                if flat:  # a node reached twice is counted once
+                    if seen is None:
+                        seen = {flat[0]}
+                    if fn in seen:
+                        continue
+                    seen.add(fn)
+                flat += (fn, deps.get(fn, 0))
                 buf = not_ready.get(fn)
                 if buf is not None:
+                    if buffers is None:
+                        buffers = {}
                     buffers[fn] = [self._summary(g) for g in buf]
         self._pending = []
-        return deps_changed, buffers or self._no_buffers  # NOTE [Steps read alike]
+        return tuple(flat), buffers or self._no_buffers  # NOTE [Steps read alike]
 
     # NOTE [Steps read alike]
     # A step's ``ready`` and ``buffers`` are read, never changed, once made; on a chain nothing
     # else is ready and no buffer waits at nearly every step, so those steps share one empty
-    # value (of this pass): 300,000 objects fewer (24 MB) on a 100,000-node chain.
+    # value (of this pass): 300,000 objects fewer (24 MB) on a 100,000-node chain. So do the
+    # steps that ran no hook and made no node ready (their ``hooks`` and ``made_ready`` are
+    # one shared empty tuple; ``made_ready`` is a tuple while it holds one node, a list from
+    # the second: 17 MB fewer on that chain; ``inputs`` and ``outputs`` are tuples), and
+    # a step keeps its changed counts as one flat tuple ``node, count, ...``, made a dict when
+    # read (``Step.dependencies``; 22 MB fewer on that chain).
     def _ready_now(self, graph_task, running=None):
         """device -> the nodes ready while ``running`` runs (NOTE [Steps read alike])."""
-        cpu = graph_task.cpu_ready_queue.snapshot()
+        queue = graph_task.cpu_ready_queue
+        cpu = queue.snapshot() if queue else ()  # (an empty queue: no lock, no sort)
         seq = self.graph_source.sequence_nr
         ready = None
         for device, nodes in self._ready.items():
@@ -477,3 +532,62 @@ class BackwardTrace:
         if ready is None:
             ready = {"cpu": cpu if type(cpu) is list else list(cpu)} if cpu else self._none_ready
         return ready
+
+
+# NOTE [Gradients read from the steps]
+# A pass's ``edge_grads`` and ``node_inputs`` are what its steps' ``outputs`` and ``inputs``
+# hold, so they are views of the steps (through one dict node -> Step), not dicts of their
+# own: a dict keyed by ``(node, edge index)`` tuples cost 14 MB more on a 100,000-node chain.
+# A node that ended outside its step (none on nbgrad's engine) keeps its gradients apart.
+class _EdgeGrads(Mapping):
+    """``(node, edge index)`` -> the GradFacts the node sent along that edge."""
+
+    __slots__ = ("_trace",)
+
+    def __init__(self, trace):
+        self._trace = trace
+
+    def __getitem__(self, key):
+        trace = self._trace
+        loose = trace._loose_grads
+        if loose and key in loose:
+            return loose[key]
+        node, i = key
+        step = trace._by_node.get(node)
+        if step is None or not 0 <= i < len(step.outputs):
+            raise KeyError(key)
+        return step.outputs[i]
+
+    def __iter__(self):
+        trace = self._trace
+        loose = trace._loose_grads
+        for step in list(trace._by_node.values()):
+            node = step.node
+            for i in range(len(step.outputs)):
+                if (node, i) not in loose:
+                    yield (node, i)
+        yield from list(loose)
+
+    def __len__(self):
+        return sum(1 for _ in self)
+
+
+class _NodeInputs(Mapping):
+    """node -> the GradFacts of the gradients it received (its step's inputs)."""
+
+    __slots__ = ("_trace",)
+
+    def __init__(self, trace):
+        self._trace = trace
+
+    def __getitem__(self, node):
+        return self._trace._by_node[node].inputs
+
+    def __contains__(self, node):
+        return node in self._trace._by_node
+
+    def __iter__(self):
+        return iter(list(self._trace._by_node))
+
+    def __len__(self):
+        return len(self._trace._by_node)

@@ -159,6 +159,10 @@ class GraphSource(abc.ABC):
     def next_edges(self, node):
         """One ``(node or None, input_nr)`` pair per forward input (``next_functions``)."""
 
+    def next_nodes(self, node):
+        """The node (or None) of each of ``next_edges(node)``."""
+        return [fn for fn, _ in self.next_edges(node)]
+
     @abc.abstractmethod
     def sequence_nr(self, node) -> int:
         """Creation order (``_sequence_nr()``); ``UINT64_MAX`` for a leaf's accumulator and
@@ -320,6 +324,7 @@ class NbgradSource(GraphSource):
     # (function, input_nr) pairs: ``next_functions`` makes them in C, ``next_edges()`` an Edge
     # (a named tuple) each through a Python call
     next_edges = staticmethod(attrgetter("next_functions"))
+    next_nodes = staticmethod(methodcaller("next_nodes"))  # (as stored: no tuple made)
     sequence_nr = staticmethod(attrgetter("sequence_nr"))
 
     def variable(self, node):

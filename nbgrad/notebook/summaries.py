@@ -159,7 +159,7 @@ def summarised(value):
     """``value`` with each :class:`GradFacts` in it (alone or in a list) as its summary."""
     if type(value) is GradFacts:
         return value.summary()
-    if type(value) is list:
+    if type(value) is list or type(value) is tuple:  # (a list: JSON's array)
         return [v.summary() if type(v) is GradFacts else v for v in value]
     return value
 

@@ -1,0 +1,87 @@
+"""What recording costs per node, as behaviours (its speed is printed by
+``tests/benchmarks/notebook_shapes.py`` and ``notebook.py``): no ``next_functions`` tuple made
+per node, the memory a recorded chain keeps per node bounded, and the passes' ``edge_grads``
+and ``node_inputs`` the same as their steps' outputs and inputs (NOTE [Gradients read from
+the steps] in records.py)."""
+
+import gc
+import tracemalloc
+
+import nbgrad as ng
+from nbgrad._graph.node import Node
+from nbgrad.notebook.recorder import Recorder
+
+
+def chain(calls, x=None):
+    x = ng.ones(4, requires_grad=True) if x is None else x
+    h = x
+    for _ in range(calls // 2):
+        h = (h * 1.0001).tanh()
+    return x, h.sum()
+
+
+def test_recording_reads_no_next_functions(monkeypatch):
+    reads = []
+    plain = Node.next_functions.fget
+
+    def counted(node):
+        reads.append(node)
+        return plain(node)
+
+    monkeypatch.setattr(Node, "next_functions", property(counted))
+    with Recorder() as rec:
+        _x, loss = chain(200)
+        loss.backward()
+    assert len(rec.records) == 201 and len(rec.passes[0].steps) == 202
+    assert reads == []
+
+
+def test_a_recorded_chain_keeps_a_bounded_memory_per_node():
+    nodes = 20_000
+    x = ng.ones(4, requires_grad=True)
+    chain(nodes, x)[1].backward()  # (made once outside: the op tables, caches)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        with Recorder() as rec:
+            _x, loss = chain(nodes, x)
+            loss.backward()
+        del loss, _x
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(rec.passes[0].steps) == nodes + 2
+    # the nodes themselves (kept by the records), a forward call's record and a step each;
+    # 1,734 bytes a node before the steps' fields were made compact (1,244 after; issue 34)
+    assert kept / nodes < 1400
+
+
+def test_edge_grads_and_node_inputs_are_the_steps():
+    x = ng.tensor([1.0, 2.0], requires_grad=True)
+    with Recorder() as rec:
+        y = x * 3
+        loss = (y * y).sum() + y.sum()
+        loss.backward()
+    (trace,) = rec.passes
+    steps = trace.steps
+    edges = {(s.node, i): g for s in steps for i, g in enumerate(s.outputs)}
+    assert dict(trace.edge_grads) == edges and len(trace.edge_grads) == len(edges) > 4
+    assert trace.edge_grads[(y.grad_fn, 0)]["values"] == [2 * 3.0 * 3 + 3, 4 * 3.0 * 3 + 3]
+    n = len(y.grad_fn.next_functions)
+    assert (y.grad_fn, n) not in trace.edge_grads and (y.grad_fn, -1) not in trace.edge_grads
+    assert dict(trace.node_inputs) == {s.node: s.inputs for s in steps}
+    assert y.grad_fn in trace.node_inputs and x not in trace.node_inputs
+
+
+def test_a_record_with_numbers_among_its_arguments_lists_its_tensors():
+    x = ng.tensor([1.0, 2.0], requires_grad=True)
+    with Recorder() as rec:
+        h = x.tanh()
+        (h * 1.5 + ng.ones(2)) ** 2
+    mul, add, pow_ = rec.records[1:]
+    assert [(i.node, i.shape) for i in mul.inputs] == [(h.grad_fn, (2,))]
+    assert [i.node for i in add.inputs] == [mul.node, None]
+    assert add.inputs[1].shape == (2,) and not add.inputs[1].requires_grad
+    assert [i.node for i in pow_.inputs] == [add.node]
