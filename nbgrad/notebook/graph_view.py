@@ -198,7 +198,6 @@ class GraphView(StillWidget):
             pass_index=self.pass_index,
             max_nodes=self.max_nodes,
             objects=objects,
-            node_details=False,  # NOTE [Details when asked] in snapshot.py
         )
         self._objects = objects
         collapsed = self.collapsed

@@ -112,11 +112,11 @@ def details(snap: Snapshot, item_id: str = "", edge_ids=()) -> Details:
 # NOTE [Details when asked]
 # A node's saved values and metadata and the recorded calls' entries are read by the Details
 # panel only (not by the layout, the pictures or the answers), which shows one node at a time;
-# making them for every node was a third of the first snapshot of a 20,000-node graph. So the
-# graph view's snapshot has none (``node_details=False``: no ``records``, each ``saved`` and
-# ``metadata`` empty); ``with_details`` and ``record_details`` make the selected node's when it
-# is selected (a saved tensor freed by a later backward pass then reads as freed). Every other
-# snapshot holds them all, as the schema says.
+# making them for every node was a third of the first snapshot of a 20,000-node graph.
+# ``build_snapshot(node_details=False)`` leaves them out (no ``records``, each ``saved`` and
+# ``metadata`` empty), and ``with_details`` and ``record_details`` make one node's when it is
+# selected. The graph view's snapshot keeps them all: it is public (``view.snapshot``), and
+# what a user reads there must not depend on which snapshot it is.
 def with_details(entry, node, source):
     """Node ``entry`` with the ``saved`` and ``metadata`` of ``node`` (NOTE [Details when
     asked])."""

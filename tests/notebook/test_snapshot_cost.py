@@ -3,7 +3,6 @@
 collection while drawing] in snapshot.py), each node's id made once."""
 
 import gc
-import json
 import sys
 
 import nbgrad as ng
@@ -162,29 +161,3 @@ def test_a_live_refresh_waits_while_it_would_take_more_than_its_share(monkeypatc
     view.stop_live()
     assert refreshes == [clock[0]]  # the final one only
     assert len(view.snapshot["nodes"]) > 500
-
-
-def test_a_graph_view_reads_saved_values_for_the_node_shown_in_details(monkeypatch):
-    # its saved values, metadata and call, not each node's (NOTE [Details when asked])
-    from nbgrad.notebook import GraphView
-
-    rec, loss = recorded_chain(400)
-    source = rec.graph_source
-    read = []
-    real = source.saved
-    monkeypatch.setattr(source, "saved", lambda node: read.append(node) or real(node))
-    view = GraphView(recorder=rec)
-    assert len(view.snapshot["nodes"]) > 400 and read == [] and view.snapshot["records"] == []
-    mul = next(n["id"] for n in view.snapshot["nodes"] if n["name"] == "MulBackward0")
-    view.select(mul)
-    assert read == [view.node(mul)]
-    shown = json.loads(view._details_json)["node"]
-    assert {s["name"] for s in shown["saved"]} == {"self", "other"}
-    full = build_snapshot(rec, timings=False)  # every node's, and every call's
-    node = next(n for n in full["nodes"] if n["id"] == mul)
-    assert shown["saved"] == node["saved"] and shown["metadata"] == node["metadata"]
-    view.timings = False
-    view.select(mul)
-    record = json.loads(view._details_json)["record"]
-    assert record["op"] == "mul" and record["node"] == mul
-    assert record == full["records"][node["record"]]
