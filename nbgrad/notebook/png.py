@@ -105,13 +105,8 @@ def _path_points(d):
     return points
 
 
-# NOTE [One PNG per drawing]
-# A cell's end shows the same still picture in more than one output (the graph view and the
-# hook editor draw one SVG), and painting it is most of the drawing's cost: the PNG is kept,
-# keyed by the SVG text it paints, so each drawing is painted once (a few recent ones kept).
-@functools.lru_cache(maxsize=8)
 def png_b64(svg: str) -> str:
-    """``svg_to_png`` as the base64 text a mime bundle carries (NOTE [One PNG per drawing])."""
+    """``svg_to_png`` as the base64 text a mime bundle carries."""
     return base64.b64encode(svg_to_png(svg)).decode("ascii")
 
 

@@ -237,20 +237,3 @@ def test_the_png_paints_only_the_canvas_part_of_a_line():
         [(108.0, 49.974), (50.0, 50.0)],
     ]
     assert _clipped([(-50.0, -50.0), (-20.0, -20.0)], (100, 100)) == []
-
-
-def test_one_drawing_is_painted_once_for_the_outputs_that_show_it(monkeypatch):
-    # the graph view and the hook editor show one SVG (png.py, NOTE [One PNG per drawing])
-    from nbgrad.notebook import png
-
-    calls = []
-    real = png.svg_to_png
-    monkeypatch.setattr(png, "svg_to_png", lambda svg: calls.append(svg) or real(svg))
-    png.png_b64.cache_clear()
-    with record() as rec:
-        (ng.tensor([1.0, 2.0], requires_grad=True) * 3).sum().backward()
-    svg = snapshot_svg(build_snapshot(rec))
-    first, second = png.png_b64(svg), png.png_b64(svg)
-    assert first == second and len(calls) == 1
-    png.png_b64(svg.replace("</svg>", "<rect x='0' y='0' width='1' height='1'/></svg>", 1))
-    assert len(calls) == 2  # another drawing is painted anew
