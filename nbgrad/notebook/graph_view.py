@@ -47,9 +47,7 @@ from .snapshot import (
     cut_note,
     details,
     no_collection,
-    record_details,
     view_snapshot,
-    with_details,
 )
 from .sources import source_for
 from .svg import snapshot_svg
@@ -162,13 +160,6 @@ class GraphView(StillWidget):
     def _details(self, item_id, edges=()):
         """The Details of ``item_id`` (or of ``edges``), with its answers (answers_view.py)."""
         out = details(self.snapshot, item_id, edges)
-        node = self._objects.get(item_id) if out["node"] is not None else None
-        if node is not None:  # NOTE [Details when asked] in snapshot.py
-            out["node"] = with_details(out["node"], node, self.graph_source)
-            index = out["node"]["record"]
-            if index is not None and self.recorder is not None:
-                drawn = {obj: key for key, obj in self._objects.items()}
-                out["record"] = record_details(self.recorder, index, drawn, self.timings)
         out["answers"] = item_answers(self, item_id, self.namespace, self.flow)
         return out
 

@@ -46,8 +46,6 @@ __all__ = [
     "collect_graph",
     "view_snapshot",
     "details",
-    "with_details",
-    "record_details",
     "cut_note",
     "no_collection",
 ]
@@ -107,31 +105,6 @@ def details(snap: Snapshot, item_id: str = "", edge_ids=()) -> Details:
         "incoming": [e for e in snap["edges"] if item_id and e["to"] == item_id],
         "edges": [e for e in snap["edges"] if e["id"] in wanted],
     }
-
-
-# NOTE [Details when asked]
-# A node's saved values and metadata and the recorded calls' entries are read by the Details
-# panel only (not by the layout, the pictures or the answers), which shows one node at a time;
-# making them for every node was a third of the first snapshot of a 20,000-node graph.
-# ``build_snapshot(node_details=False)`` leaves them out (no ``records``, each ``saved`` and
-# ``metadata`` empty), and ``with_details`` and ``record_details`` make one node's when it is
-# selected. The graph view's snapshot keeps them all: it is public (``view.snapshot``), and
-# what a user reads there must not depend on which snapshot it is.
-def with_details(entry, node, source):
-    """Node ``entry`` with the ``saved`` and ``metadata`` of ``node`` (NOTE [Details when
-    asked])."""
-    shared = {"saved": {}, "empty": {}, "none": []}
-    saved, metadata = _saved_of(node, source, shared), _metadata_of(node, source, shared)
-    return {**entry, "metadata": metadata, "saved": saved}
-
-
-def record_details(recorder, index, drawn, timings=True):
-    """The entry of call ``index`` of ``recorder`` for a graph view's Details (NOTE [Details
-    when asked]); ``drawn``: ``{node: id}`` of the nodes drawn."""
-    records = recorder.records.since(index)[:1]  # (made by the snapshot: read, not made)
-    group_ids = {r.group: f"g{r.group.index}" for r in records if r.group is not None}
-    out = _record_entries(records, recorder, drawn, group_ids, timings, {"info": {}})
-    return out[0] if out else None
 
 
 def _record_at(records, index):
@@ -524,7 +497,6 @@ def build_snapshot(
     max_nodes=MAX_NODES,
     objects=None,
     source=None,
-    node_details=True,
 ) -> Snapshot:
     """The snapshot of what ``recorder`` recorded, or of the graph below ``roots``.
 
@@ -540,8 +512,6 @@ def build_snapshot(
     ``{node id: Node, group id: ModuleCall}`` (for the widgets' Python side).
     ``source``: the :class:`~nbgrad.notebook.sources.GraphSource` that reads the graph (default:
     the recorder's, else the one that owns ``roots``).
-    ``node_details``: False leaves out the ``records`` and each node's ``saved`` and
-    ``metadata``, made when asked (NOTE [Details when asked]).
     """
     if source is None:
         source = recorder.graph_source if recorder is not None else source_for(roots)
@@ -590,14 +560,12 @@ def build_snapshot(
         "recorder": recorder,
         "objects": objects,
         "time_of": time_of,
-        "node_details": node_details,
         "shared": {"meta": {}, "next": {}, "saved": {}, "info": {}, "empty": {}, "none": []},
     }
     out_nodes = _node_entries(ordered, ids, source, unexpanded, shown, order_of, drawn)
     out_edges = _edge_entries(ordered, unexpanded, shown, ids, source)
     out_groups = _group_entries(groups, group_ids, paths, out_nodes, first_kept, recorder, objects)
-    kept = records if node_details else ()  # NOTE [Details when asked]
-    out_records = _record_entries(kept, recorder, ids.drawn, group_ids, timings, drawn["shared"])
+    out_records = _record_entries(records, recorder, ids.drawn, group_ids, timings, drawn["shared"])
     mark_nodes(out_nodes, recorder, ids)  # NaN and Inf: answers_values.py
 
     return {
@@ -788,7 +756,6 @@ def _node_entries(ordered, ids, source, unexpanded, shown, order_of, drawn):
     )
     names, param_group, group_ids = drawn["names"], drawn["param_group"], drawn["group_ids"]
     recorder, objects = drawn["recorder"], drawn["objects"]
-    details = drawn["node_details"]
     out_nodes = []
     nids = ids.drawn
     shared = drawn["shared"]  # NOTE [Shared entries]
@@ -822,8 +789,8 @@ def _node_entries(ordered, ids, source, unexpanded, shown, order_of, drawn):
             "record": None,
             "line": None,
             "source": "",
-            "metadata": _metadata_of(node, source, shared) if details else shared["empty"],
-            "saved": _saved_of(node, source, shared) if details else none,
+            "metadata": _metadata_of(node, source, shared),
+            "saved": _saved_of(node, source, shared),
             "next": next_entries,
             "input_metadata": described[1],
             "hooks": node_hooks.get(node, none),

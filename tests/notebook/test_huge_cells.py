@@ -25,20 +25,17 @@ def test_the_cut_is_said_in_every_output(ip):
     session = ip.user_ns["big"]
     snap = session.graph.snapshot
     assert len(snap["nodes"]) == 50 and snap["truncated"] and snap["max_nodes"] == 50
-    # the snapshot keeps the calls of the nodes drawn, and counts the others (the graph view's
-    # makes a call's entry when its node is selected: NOTE [Details when asked] in snapshot.py)
+    # the snapshot keeps the calls of the nodes drawn, and counts the others
     drawn = {n["id"] for n in snap["nodes"]}
-    full = session.snapshot(max_nodes=50)
-    assert [n["id"] for n in full["nodes"]] == [n["id"] for n in snap["nodes"]]
-    assert all(r["node"] is None or r["node"] in drawn for r in full["records"])
-    assert snap["left_out"] == full["left_out"] == 301 - len(full["records"]) > 200
+    assert all(r["node"] is None or r["node"] in drawn for r in snap["records"])
+    assert snap["left_out"] == 301 - len(snap["records"]) > 200
     note = f"the first {snap['left_out']:,} recorded calls are left out"
     assert note in repr(session.graph)
     assert note in session.graph.to_svg()
     assert "cut at 50 nodes (--max-nodes)" in session.stepper.to_svg()
     # a node's details still find its call among the records kept
     node = next(n for n in snap["nodes"] if n["record"] is not None)
-    assert details(full, node["id"])["record"]["index"] == node["record"]
+    assert details(snap, node["id"])["record"]["index"] == node["record"]
     session.graph.select(node["id"])
     assert json.loads(session.graph._details_json)["record"]["index"] == node["record"]
 
@@ -55,7 +52,7 @@ def test_a_graph_that_fits_says_nothing_of_a_cut(ip):
     graph = ip.user_ns["fits"].graph
     assert not graph.snapshot["truncated"] and graph.snapshot["left_out"] == 0
     assert "cut at" not in repr(graph) and "cut at" not in graph.to_svg()
-    assert len(ip.user_ns["fits"].snapshot(max_nodes=1000)["records"]) == 301
+    assert len(graph.snapshot["records"]) == 301
 
 
 @pytest.mark.parametrize("value", ["0", "-3", "many", "2.5"])
