@@ -605,13 +605,11 @@ class _Watcher(GraphObserver):
     # The stepper's answers (the ready queue, the changed counts, the waiting buffers, each
     # gradient's norm and first values, NaN/Inf) stay exact for every node of every pass, so
     # each node's events keep a Step and its gradients' GradFacts, taken while the engine runs
-    # (a gradient may be freed or changed in place right after). Made compact (NOTE [Steps
-    # read alike], NOTE [Gradients read from the steps]), that is about 1.2 kB and 13 us a node
-    # on this machine (a 100,000-node chain under record(): backward 0.33 s plain, 1.7 s
-    # watched; its cyclic collections about a quarter of that): more than the 3x of the plain
-    # cell that issue 34 asks for. Lower would mean keeping only the order the nodes ran in and
-    # their gradients' facts, and replaying nbgrad's queue and counts when a step is read, as
-    # torch's passes are (NOTE [The model run when read]); not done.
+    # (a gradient may be freed or changed in place right after). They are made compact (NOTE
+    # [Steps read alike], NOTE [Gradients read from the steps]); ``tests/benchmarks/recording.py``
+    # prints what a watched node costs in time and memory. Cheaper would mean keeping only the
+    # order the nodes ran in and their gradients' facts, and replaying nbgrad's queue and
+    # counts when a step is read, as torch's passes are (NOTE [The model run when read]).
     # NOTE [Events of a watched pass]
     # The events of one node (``node_ready``, ``node_start``, ``node_end``, ``hook``,
     # ``grad_accumulated``) come many times a pass, so they skip ``_exclusive``'s thread-local
@@ -751,13 +749,11 @@ class _Watcher(GraphObserver):
         summaries = (
             (summary(outputs[0]),) if len(outputs) == 1 else tuple([summary(g) for g in outputs])
         )
-        if step is not None and step.node is node and trace._by_node.get(node) is step:
+        own = step is not None and step.node is node
+        if own:
             step.outputs = summaries
             step.end = end
-        else:  # NOTE [Gradients read from the steps]
-            if step is not None and step.node is node:
-                step.outputs = summaries
-                step.end = end
+        if not own or trace._by_node.get(node) is not step:  # NOTE [Gradients read from the steps]
             for i, s in enumerate(summaries):
                 trace._loose_grads[(node, i)] = s
         trace._pending.append(node)
