@@ -10,6 +10,7 @@ multi-device engine on machines without a GPU.
 from __future__ import annotations
 
 import threading
+import warnings
 
 import numpy as np
 
@@ -288,6 +289,23 @@ def erf(xp, a):
 def erfinv(xp, a):
     """The inverse error function elementwise, for NumPy or CuPy arrays."""
     return special_functions(xp).erfinv(a)
+
+
+# NOTE [Float warnings of the other ops]
+# PyTorch never warns on IEEE special values (``0 * inf``, an overflow); NumPy warns, once per
+# place. The ops whose rows are in ``_QUIET`` (derivatives/opinfo.py) and every backward pass run
+# under ``quiet_float_errors``: NumPy's own error state, exact whatever the user's filters or
+# ``np.seterr``. Every other op (``mul``, ``add``, ``tanh`` ...) would pay about 1 us for it, a
+# third of a small op, so they run without: the RuntimeWarnings NumPy raises on their behalf
+# are filtered instead, once, at import, and only those attributed to nbgrad's modules (a user's
+# own NumPy code warns as before). A filter the user puts before it (``warnings.simplefilter
+# ("error")``) still sees them, and ``np.seterr(all="raise")`` still raises in those ops.
+warnings.filterwarnings(
+    "ignore",
+    message=r"(invalid value|overflow|divide by zero|underflow) encountered",
+    category=RuntimeWarning,
+    module=r"nbgrad(\.|$)",
+)
 
 
 def quiet_float_errors():

@@ -107,6 +107,8 @@ _QUIET = {
     "log_softmax",
     "prod",
     "prod_dim",
+    "cumsum",  # NumPy's cumsum is Python: its warning is NumPy's, not nbgrad's (NOTE [Float
+    # warnings of the other ops] in nbgrad/backend.py)
     "erf",
     "gelu",
     "matmul",
