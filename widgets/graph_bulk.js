@@ -32,13 +32,15 @@ const SETTLE_MS = 100; // while zooming, the kept overview is drawn anew at most
 
 // NOTE [Elements reused]
 // Zooming at a readable zoom brings dozens of boxes and edges into view each wheel step and
-// takes as many out. Made anew and dropped each time, their elements are garbage that Chromium
-// collects late, outside the JS heap: the tab grew from about 390 to over 600 MB in
-// tests/benchmarks/browser_pan_zoom.py's "zoom near". So each element is a part that ``set``
-// makes another item's, and the bulk drawing keeps the parts that leave the view (out of the
-// page, by ``shape``: the elements they hold) and sets one of them to what comes in; its
-// texts are Text nodes whose data is changed. ``set`` also takes off what the answers marked
-// (answers.js), so that a part reused is as a new one.
+// takes as many out. So each element is a part that ``set`` makes another item's: a part that
+// leaves the view goes to a pool (by ``shape``: the elements it holds), and what comes in
+// takes one from there, set where it is when it left in the same update (no element made,
+// none taken out and put back), else put back in the SVG; its texts are Text nodes whose data
+// is changed. ``set`` also takes off what the answers marked (answers.js), so that a part
+// reused is as a new one. (On the tab's memory this alone changed little: "zoom near" in
+// tests/benchmarks/browser_pan_zoom.py left 499-607 MB against 565-612 MB, three runs each;
+// the texts laid out again at each zoom were most of it: NOTE [No text while the wheel zooms]
+// in graph_view.js.)
 
 /** A Text node in ``parent`` (its data set again when the part is reused). */
 function textIn(parent) {
@@ -236,7 +238,8 @@ function bulkDrawing({ viewport, svg, canvas }) {
   let byKind = new Map(); // the items of each kind, in drawing order
   let placed = []; // the items whose part is in the SVG
   const fresh = []; // the items placed by the last update (reused: no garbage a frame)
-  const pools = new Map(); // shape -> the parts out of the SVG (NOTE [Elements reused])
+  const pools = new Map(); // shape -> the parts out of view (NOTE [Elements reused])
+  const dropped = []; // the parts that left the view this update: out of the SVG unless reused
   let stamp = 0; // the update that last saw an item in view (its ``seen``)
   let lay = null;
   let make = null;
@@ -265,31 +268,43 @@ function bulkDrawing({ viewport, svg, canvas }) {
     byKind = new Map();
     placed = [];
     fresh.length = 0;
+    dropped.length = 0;
     pools.clear();
     boxEls.clear();
     edgeEls.clear();
   }
 
-  /** Put ``it``'s part in the SVG: one from the pool set to it, or a new one. */
+  /** Put ``it``'s part in the SVG: one from the pool set to it (where it is, if it is still
+   * in the SVG), or a new one. */
   function place(it) {
     const part = pools.get(it.shape)?.pop();
-    if (part) part.set(it.item);
+    if (part) {
+      part.set(it.item);
+      part.free = false;
+    }
     it.part = part || (it.layer === 0 ? make.group(it.item)
       : it.layer === 1 ? make.edge(it.item) : make.box(it.item));
-    layers[it.layer].append(it.part.el);
+    if (!it.part.el.isConnected) layers[it.layer].append(it.part.el);
     placed.push(it);
     if (it.layer === 2) boxEls.set(it.item.ref, it.part.el);
     else if (it.layer === 1) edgeEls.set(it.item, it.part.el);
   }
 
-  /** Take ``it``'s part out of the SVG, into the pool of its shape. */
+  /** Put ``it``'s part in the pool of its shape, in the SVG until ``tidy`` (unless reused). */
   function drop(it) {
-    it.part.el.remove();
     if (!pools.has(it.shape)) pools.set(it.shape, []);
     pools.get(it.shape).push(it.part);
+    dropped.push(it.part);
+    it.part.free = true;
     it.part = null;
     if (it.layer === 2) boxEls.delete(it.item.ref);
     else if (it.layer === 1) edgeEls.delete(it.item);
+  }
+
+  /** Take the parts dropped and not placed again out of the SVG. */
+  function tidy() {
+    for (let i = 0; i < dropped.length; i++) if (dropped[i].free) dropped[i].el.remove();
+    dropped.length = 0;
   }
 
   /** The SVG elements of what touches the view (and MARGIN_PX around it): placed as they come
@@ -311,6 +326,7 @@ function bulkDrawing({ viewport, svg, canvas }) {
     dropUnseen();
     if (!fresh.length && placed.length === before) return;
     for (let i = 0; i < fresh.length; i++) place(fresh[i]); // after the drops: their parts
+    tidy();
     shown(fresh);
   }
 
@@ -387,6 +403,7 @@ function bulkDrawing({ viewport, svg, canvas }) {
     else if (placed.length) { // no SVG elements below DETAIL_K
       stamp += 1;
       dropUnseen();
+      tidy();
       fresh.length = 0;
       shown(fresh);
     }
@@ -407,18 +424,7 @@ function bulkDrawing({ viewport, svg, canvas }) {
     canvas.getContext("2d")?.clearRect(0, 0, canvas.width, canvas.height);
   }
 
-  /** The box nearest graph point (``gx``, ``gy``) within ``tol`` of it, or null. */
-  function boxAt(gx, gy, tol) {
-    let best = null;
-    let bestD = tol;
-    for (const it of items) {
-      if (it.layer !== 2) continue;
-      const d = Math.max(it.x0 - gx, gx - it.x1, it.y0 - gy, gy - it.y1, 0);
-      if (d <= bestD) [best, bestD] = [it.item, d];
-    }
-    return best;
-  }
-
+  const boxAt = (gx, gy, tol) => nearestBox(items, gx, gy, tol);
   return { set, update, clear, boxAt, boxEls, edgeEls, active: () => lay !== null };
 }
 
@@ -464,6 +470,18 @@ function showPlaced(model, snap, fresh) {
     if (it.layer === 2 && it.item.ref === sel) it.part.el.classList.add("nbg-selected");
   }
   markPlaced(model, snap, fresh);
+}
+
+/** The box of ``items`` nearest graph point (``gx``, ``gy``) within ``tol`` of it, or null. */
+function nearestBox(items, gx, gy, tol) {
+  let best = null;
+  let bestD = tol;
+  for (const it of items) {
+    if (it.layer !== 2) continue;
+    const d = Math.max(it.x0 - gx, gx - it.x1, it.y0 - gy, gy - it.y1, 0);
+    if (d <= bestD) [best, bestD] = [it.item, d];
+  }
+  return best;
 }
 
 /** Each kind's fill and stroke as the stylesheet draws them (a theme's too), read in ``svg``. */
