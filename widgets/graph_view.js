@@ -28,6 +28,15 @@ const MAX_RESULTS = 20;
 const NARROW = 760;
 const TINY = 520;
 const SIDE_BELOW = 200; // px, the panel's height below the graph
+// NOTE [No text while the wheel zooms]
+// SVG text is laid out again at each new zoom (its font is scaled to the zoom), and what that
+// leaves behind Chromium collects late, outside the JS heap: Ctrl + wheel at a readable zoom
+// on a 20,000-box graph grew the tab from about 390 to 450-610 MB, with the texts hidden it
+// stayed at 383-389 MB (tests/benchmarks/browser_pan_zoom.py, "zoom near"). So while the
+// wheel zooms (a step less than ZOOM_SETTLE_MS after the last) the drawing has no text, as a
+// map drops its labels while it is pinched; they come back when the wheel stops. The zoom
+// buttons, Fit and search zoom in one step, with their text.
+const ZOOM_SETTLE_MS = 150;
 
 /**
  * The heading of a failed cell's graph (as svg.py's footer): the cell line that raised, or,
@@ -390,6 +399,7 @@ function detailsPanel({ panel, model, watch, snapshot, detailsOf, send, choose, 
  */
 function panAndZoom(svg, el, view, on) {
 let drag = null;
+let zooming = 0; // the timer that shows the texts again
 svg.addEventListener("pointerdown", (e) => {
   if (e.target.closest && e.target.closest(".nbg-node, .nbg-edge, .nbg-group-label")) return;
   drag = { x: e.clientX, y: e.clientY, vx: view.x, vy: view.y };
@@ -426,6 +436,9 @@ svg.addEventListener("wheel", (e) => {
   e.preventDefault();
   const r = svg.getBoundingClientRect();
   on.moved();
+  svg.classList.add("nbg-zooming"); // NOTE [No text while the wheel zooms]
+  clearTimeout(zooming);
+  zooming = setTimeout(() => svg.classList.remove("nbg-zooming"), ZOOM_SETTLE_MS);
   on.zoomBy(e.deltaY < 0 ? 1.15 : 1 / 1.15, e.clientX - r.left, e.clientY - r.top);
 }, { passive: false });
 }
