@@ -25,7 +25,7 @@ function answerBanner() {
  * @param {HTMLElement} banner
  */
 function markAnswer(model, boxEls, banner) {
-  /** @type {VersionAnswer|{}} */ const answer = JSON.parse(model.get("_answer_json") || "{}");
+  /** @type {VersionAnswer|{}} */ const answer = modelJson(model, "_answer_json");
   for (const g of boxEls.values()) g.classList.remove("nbg-answer-saved", "nbg-answer-bumped");
   if (answer.kind !== "version") {
     banner.style.display = "none";
@@ -159,59 +159,108 @@ function sparkline(values, x, y) {
   return g;
 }
 
+// NOTE [Marks on what is placed]
+// A big graph's bulk drawing places elements as the view moves (NOTE [Elements reused] in
+// graph_bulk.js). Marking all of them again each time would undo and redo every mark, so
+// ``markAnswers`` marks what is drawn when the marks, the answer or the drawing change, and
+// ``markPlaced`` only the elements just placed. Each edge is marked from its own layout edge
+// (``edgeEls``), not from its place among the drawn ones: the bulk drawing holds a few edges
+// of the layout, in the order they came into view.
+const JSON_SEEN = new WeakMap(); // model -> {name: {text, value}}: each text parsed once
+const DERIVED = new WeakMap(); // a marks or snapshot object -> what is read from it per box
+
+/** ``model``'s JSON trait ``name``, parsed once a text (the object is shared: not changed). */
+function modelJson(model, name) {
+  if (!JSON_SEEN.has(model)) JSON_SEEN.set(model, {});
+  const seen = JSON_SEEN.get(model);
+  const text = model.get(name) || "{}";
+  if (seen[name]?.text !== text) seen[name] = { text, value: JSON.parse(text) };
+  return seen[name].value;
+}
+
+/** What marks a box: the bad refs as a set, each group id's module path (``snap``'s). */
+function markLookups(marks, snap) {
+  if (!DERIVED.has(marks)) DERIVED.set(marks, new Set(marks.bad || []));
+  if (!DERIVED.has(snap)) DERIVED.set(snap, new Map((snap.groups || []).map((g) => [g.id, g.path])));
+  return { bad: DERIVED.get(marks), paths: DERIVED.get(snap) };
+}
+
+/** Mark box ``g`` (of layout box ``b``, unmarked): the overlay's fill, NaN/Inf, the version
+ * answer's saving and changing nodes, a folded module's sparkline. */
+function markBox(g, b, marks, answer, { bad, paths }) {
+  const fill = marks.fills && marks.fills[b.ref];
+  if (fill) for (const r of g.querySelectorAll("rect")) r.style.fill = fill;
+  if (bad.has(b.ref)) markBad(g);
+  if (answer.kind === "version") {
+    if (answer.node === b.ref) g.classList.add("nbg-answer-saved");
+    if ((answer.bumped || []).includes(b.ref)) g.classList.add("nbg-answer-bumped");
+  }
+  const values = b.kind === "group" && marks.flow ? marks.flow[paths.get(b.ref)] : null;
+  // below the box's right end: the edge labels sit above boxes, at the edges' ends
+  if (values) g.append(sparkline(values, b.x + b.w - SPARK_W + 6, b.y + b.h - 4));
+}
+
+/** Mark edge element ``el`` (of layout edge ``e``) when a gradient on it is not finite. */
+function markEdge(el, e) {
+  const bad = (e.grads || []).some(badNorm);
+  el.classList.toggle("nbg-edge-nonfinite", bad);
+  const line = el.querySelector(".nbg-edge-line");
+  if (bad) Object.assign(line.style, { stroke: BAD_STROKE, strokeWidth: "3px",
+    strokeDasharray: "6 3" });
+  else line.removeAttribute("style");
+}
+
 /**
- * Draw the marks of ``model``'s ``_marks_json`` (``Marks``) on the drawing: the NaN/Inf boxes
- * and edges, the overlay's fills and legend, each module's sparkline, the origin's button.
+ * Draw the marks of ``model``'s ``_marks_json`` (``Marks``) on what is drawn (``boxEls``: ref
+ * -> element, ``edgeEls``: layout edge -> element), the marks drawn before taken off: the
+ * NaN/Inf boxes and edges, the overlay's fills and legend, each module's sparkline, the
+ * origin's button (NOTE [Marks on what is placed]).
  * @param {any} model
  * @param {Layout} lay
  * @param {ViewSnapshot} snap
- * @param {Map<string, SVGGElement>} boxEls
+ * @param {{boxEls: Map<string, SVGGElement>, edgeEls: Map<any, SVGGElement>}} drawn
  * @param {SVGGElement} viewport
  * @param {ReturnType<typeof answersBar>} bar
  */
-function markAnswers(model, lay, snap, boxEls, viewport, bar) {
-  /** @type {Marks} */ const marks = JSON.parse(model.get("_marks_json") || "{}");
+function markAnswers(model, lay, snap, { boxEls, edgeEls }, viewport, bar) {
+  /** @type {Marks} */ const marks = modelJson(model, "_marks_json");
   for (const old of viewport.querySelectorAll(".nbg-bad-badge, .nbg-spark")) old.remove();
   for (const g of boxEls.values()) {
     g.classList.remove("nbg-nonfinite");
     for (const r of g.querySelectorAll("rect")) r.removeAttribute("style");
   }
-  const fills = marks.fills || {};
-  for (const [ref, g] of boxEls) {
-    if (fills[ref]) for (const r of g.querySelectorAll("rect")) r.style.fill = fills[ref];
-  }
-  for (const ref of marks.bad || []) {
-    const g = boxEls.get(ref);
-    if (g) markBad(g);
-  }
-  // edges: drawn in the layout's order (graph_view.js's drawGraph)
-  const edgeEls = viewport.querySelectorAll(".nbg-edge");
-  (lay.edges || []).forEach((e, i) => {
-    const line = edgeEls[i]?.querySelector(".nbg-edge-line");
-    if (!line) return;
-    const bad = (e.grads || []).some(badNorm);
-    edgeEls[i].classList.toggle("nbg-edge-nonfinite", bad);
-    if (bad) Object.assign(line.style, { stroke: BAD_STROKE, strokeWidth: "3px",
-      strokeDasharray: "6 3" });
-    else line.removeAttribute("style");
-  });
-  // each module's gradient norm over the passes: in its folded box, or its open frame's corner
-  const flow = marks.flow || {};
-  const paths = new Map((snap.groups || []).map((g) => [g.id, g.path]));
+  const lookups = markLookups(marks, snap);
+  const none = {}; // the version answer's marks are markAnswer's here
   for (const b of lay.nodes || []) {
-    const values = b.kind === "group" ? flow[paths.get(b.ref)] : null;
-    if (values) {
-      // below the box's right end: the edge labels sit above boxes, at the edges' ends
-      boxEls.get(b.ref)?.append(sparkline(values, b.x + b.w - SPARK_W + 6, b.y + b.h - 4));
-    }
+    const g = boxEls.get(b.ref);
+    if (g) markBox(g, b, marks, none, lookups);
   }
+  for (const [e, el] of edgeEls) markEdge(el, e);
+  // each module's gradient norm over the passes, in its open frame's corner
+  const flow = marks.flow || {};
   for (const g of lay.groups || []) {
-    const values = flow[paths.get(g.id)];
+    const values = flow[lookups.paths.get(g.id)];
     // just after the frame's label ("▾ model: Sequential"), clear of the boxes' corners
     const x = Math.min(g.x + 16 + 6.6 * (g.label || "").length, g.x + g.w - SPARK_W - 6);
     if (values) viewport.append(sparkline(values, x, g.y + 3));
   }
   showLegend(marks, lay, snap, bar);
+}
+
+/**
+ * Mark the elements the bulk drawing just placed (``fresh``: ``{layer, item, part}``, each
+ * set anew, with no marks): as ``markAnswers`` and ``markAnswer`` would (NOTE [Marks on what
+ * is placed]).
+ */
+function markPlaced(model, snap, fresh) {
+  /** @type {Marks} */ const marks = modelJson(model, "_marks_json");
+  /** @type {VersionAnswer|{}} */ const answer = modelJson(model, "_answer_json");
+  const lookups = markLookups(marks, snap);
+  for (let i = 0; i < fresh.length; i++) {
+    const it = fresh[i];
+    if (it.layer === 2) markBox(it.part.el, it.item, marks, answer, lookups);
+    else if (it.layer === 1 && (it.item.grads || []).some(badNorm)) markEdge(it.part.el, it.item);
+  }
 }
 
 /** The overlay's legend in words, each folded group's min / max / sum / mean, the origin. */

@@ -7,12 +7,12 @@
 // (tests/benchmarks/browser_pan_zoom.py prints both). So a layout of more than BULK_BOXES boxes is
 // drawn in two ways, by zoom. Where labels are readable (k >= DETAIL_K) the SVG holds only the
 // groups, edges and boxes that touch the view (and a margin of MARGIN_PX): the same elements as a
-// small graph's, made as the view reaches them and dropped as it leaves, so clicks, search,
-// highlights and what tests read work on them. Below DETAIL_K the SVG holds none: a canvas under
-// it draws what is in view as plain boxes and straight lines, with no text (a label would be under
-// 6 px), one path per kind (new Path2D objects each frame instead grew the tab by hundreds of MB
-// while panning: the benchmark prints its memory after each run); its colours are read from the
-// stylesheet (a theme's too). A click on a box there zooms to it. The overview is then one
+// small graph's, placed as the view reaches them and taken out as it leaves (and reused: NOTE
+// [Elements reused]), so clicks, search, highlights and what tests read work on them. Below
+// DETAIL_K the SVG holds none: a canvas under it draws what is in view as plain boxes and
+// straight lines, with no text (a label would be under 6 px), one path per kind (new Path2D
+// objects each frame instead grew the tab by hundreds of MB while panning: the benchmark prints
+// its memory after each run); its colours are read from the stylesheet (a theme's too). A click on a box there zooms to it. The overview is then one
 // picture, not one element per box. A smaller graph keeps its one SVG drawing.
 const BULK_BOXES = 1500;
 const DETAIL_K = 0.5;
@@ -30,21 +30,217 @@ const SETTLE_MS = 100; // while zooming, the kept overview is drawn anew at most
 // While the zoom changes, the kept picture is drawn scaled and drawn anew at most every
 // SETTLE_MS, and once more when the zoom settles: a zoom step then costs a copy too.
 
+// NOTE [Elements reused]
+// Zooming at a readable zoom brings dozens of boxes and edges into view each wheel step and
+// takes as many out. So each element is a part that ``set`` makes another item's: a part that
+// leaves the view goes to a pool (by ``shape``: the elements it holds), and what comes in
+// takes one from there, set where it is when it left in the same update (no element made,
+// none taken out and put back), else put back in the SVG; its texts are Text nodes whose data
+// is changed. ``set`` also takes off what the answers marked (answers.js), so that a part
+// reused is as a new one. (On the tab's memory this alone changed little: "zoom near" in
+// tests/benchmarks/browser_pan_zoom.py left 499-607 MB against 565-612 MB, three runs each;
+// the texts laid out again at each zoom were most of it: NOTE [No text while the wheel zooms]
+// in graph_view.js.)
+
+/** A Text node in ``parent`` (its data set again when the part is reused). */
+function textIn(parent) {
+  const t = document.createTextNode("");
+  parent.append(t);
+  return t;
+}
+
+/** Set ``el``'s attributes from ``pairs`` (name, value, name, value, ...). */
+function setAttrs(el, ...pairs) {
+  for (let i = 0; i < pairs.length; i += 2) el.setAttribute(pairs[i], pairs[i + 1]);
+}
+
+/** Whether the layout placed edge ``e``'s label (NOTE [Edge labels] in nbgrad/notebook/layout.py). */
+function edgeLabelled(e) {
+  return Boolean(e.label) && e.lx !== null && e.lx !== undefined;
+}
+
+/** An edge's tooltip: its gradient norms. */
+function edgeTitle(e) {
+  if (!e.grads.some((g) => g !== null)) return "no gradient yet";
+  return `gradient norm${e.grads.length > 1 ? "s" : ""}: ` +
+    e.grads.slice(0, 8).map((g) => (g === null ? "None" : fmt(g))).join(", ") +
+    (e.grads.length > 8 ? ", …" : "");
+}
+
+/**
+ * The parts of a layout (NOTE [Elements reused]): ``group(g)``, ``edge(e)``, ``box(b)`` make
+ * the elements of one group frame, edge or node box (what ``drawGraph`` draws, and the bulk
+ * drawing as the view reaches them: NOTE [Big graphs drawn in bulk]), each as ``{el, item,
+ * set}``; ``shape(layer, item)`` says which parts can be set to an item.
+ * @param {Map<string, ViewNode>} nodes
+ * @param {Set<string>} roots
+ * @param {Failure|null} failure
+ * @param {{send: Function, select: Function, edge: Function}} on what a click does
+ */
+function graphMakers(nodes, roots, failure, on) {
+  /** What a box is drawn as: a node's kind ("leaf", "root", ...), "series" or "group". */
+  function kindOf(b) {
+    if (b.kind !== "node") return b.kind;
+    const kind = nodes.get(b.ref)?.kind || "node";
+    return kind === "node" && roots.has(b.ref) ? "root" : kind;
+  }
+  const hooksOf = (b) => (b.kind === "node" ? nodes.get(b.ref)?.hooks || 0 : 0);
+  /** The parts that can be set to ``item`` of ``layer`` (0 groups, 1 edges, 2 boxes). */
+  function shape(layer, item) {
+    if (layer !== 2) return layer === 0 ? "g" : edgeLabelled(item) ? "el" : "e";
+    return `${kindOf(item) === "series" ? "s" : "b"}${item.sub ? 1 : 0}${hooksOf(item) ? 1 : 0}`;
+  }
+  function group(g) {
+    const grp = s("g", { class: "nbg-group" });
+    const rect = s("rect", { rx: 8 });
+    const label = s("text", { class: "nbg-group-label" });
+    const text = textIn(label);
+    const title = s("title");
+    title.textContent = "click to collapse";
+    label.append(title);
+    grp.append(rect, label);
+    const part = { el: grp, item: g, set(x) {
+      part.item = x;
+      setAttrs(rect, "x", x.x, "y", x.y, "width", x.w, "height", x.h);
+      setAttrs(label, "x", x.x + 8, "y", x.y + 13);
+      text.data = "▾ " + x.label;
+    } };
+    label.addEventListener("click", () => on.send({ type: "toggle", group: part.item.id }));
+    part.set(g);
+    return part;
+  }
+  function edge(e) {
+    const grp = s("g", { class: "nbg-edge" });
+    const hit = s("path", { class: "nbg-edge-hit" });
+    const line = s("path", { class: "nbg-edge-line", "marker-end": "url(#nbg-arrow-live)" });
+    grp.append(hit, line);
+    // where the layout put it, clear of the other edges, boxes and labels, as svg.py draws it
+    const label = edgeLabelled(e) ? s("text", { class: "nbg-edge-label" }) : null;
+    const labelText = label && textIn(label);
+    if (label) grp.append(label);
+    const title = s("title");
+    const titleText = textIn(title);
+    grp.append(title);
+    const part = { el: grp, item: e, set(x) {
+      part.item = x;
+      const d = edgePath(x.points);
+      hit.setAttribute("d", d);
+      line.setAttribute("d", d);
+      if (label) {
+        setAttrs(label, "x", x.lx, "y", x.ly);
+        labelText.data = x.label;
+      }
+      titleText.data = edgeTitle(x);
+      grp.setAttribute("class", "nbg-edge"); // (the answers' marks off)
+      line.removeAttribute("style");
+    } };
+    grp.addEventListener("click", () => on.edge(part.item));
+    part.set(e);
+    return part;
+  }
+  function box(b) {
+    const grp = s("g");
+    const backs = kindOf(b) === "series" ? [s("rect", { rx: 5 }), s("rect", { rx: 5 })] : [];
+    const rects = [...backs, s("rect", { rx: 5 })]; // a series: a stack, the repeats behind
+    grp.append(...rects);
+    const [t1, t2] = [s("text", { class: "nbg-label" }), b.sub ? s("text", { class: "nbg-sub" })
+      : null];
+    const texts = [textIn(t1), t2 && textIn(t2)];
+    grp.append(...(t2 ? [t1, t2] : [t1]));
+    const badge = hooksOf(b) ? [s("circle", { r: 7, class: "nbg-badge" }),
+      s("text", { class: "nbg-badge-text" })] : null;
+    const badgeText = badge && textIn(badge[1]);
+    if (badge) grp.append(...badge);
+    const title = s("title");
+    const titleText = textIn(title);
+    grp.append(title);
+    const own = grp.childElementCount;
+    const part = { el: grp, item: b, set(x) {
+      part.item = x;
+      const kind = kindOf(x);
+      const failed = failure && failure.line && x.kind === "node" &&
+        nodes.get(x.ref)?.line === failure.line;
+      setAttrs(grp, "class", `nbg-node nbg-${kind}${failed ? " nbg-failed-line" : ""}`,
+        "data-id", x.ref);
+      for (let i = 0; i < rects.length; i++) {
+        const k = rects.length - 1 - i; // 2, 1 behind, 0 in front
+        setAttrs(rects[i], "x", x.x + 3 * k, "y", x.y + 3 * k, "width", x.w, "height", x.h);
+        rects[i].removeAttribute("style");
+      }
+      setAttrs(t1, "x", x.x + x.w / 2, "y", x.y + 15);
+      texts[0].data = x.label;
+      if (t2) {
+        setAttrs(t2, "x", x.x + x.w / 2, "y", x.y + 29);
+        texts[1].data = x.sub;
+      }
+      if (badge) {
+        setAttrs(badge[0], "cx", x.x + x.w - 2, "cy", x.y + 2);
+        setAttrs(badge[1], "x", x.x + x.w - 2, "y", x.y + 5.5);
+        badgeText.data = String(hooksOf(x));
+      }
+      titleText.data = kind === "series" ? "click to unfold the series"
+        : kind === "group" ? "click to expand the module" : x.label;
+      while (grp.childElementCount > own) grp.lastElementChild.remove(); // marks: "!", sparkline
+    } };
+    grp.addEventListener("click", () => {
+      const x = part.item;
+      const kind = kindOf(x);
+      if (kind === "series") on.send({ type: "toggle_series", series: x.ref });
+      else if (kind === "group") {
+        on.select(x.ref);
+        on.send({ type: "toggle", group: x.ref });
+      } else on.select(x.ref);
+    });
+    part.set(b);
+    return part;
+  }
+  return { group, edge, box, kindOf, shape };
+}
+
+/**
+ * The group boxes, edges and node boxes of ``lay`` (made by ``make``: ``graphMakers``), each
+ * node box's element by its ref and each edge's element by its layout edge.
+ * @param {Layout} lay
+ */
+function drawGraph(lay, make) {
+  const boxEls = new Map();
+  const edgeEls = new Map();
+  const frag = document.createDocumentFragment();
+  for (const g of lay.groups || []) frag.append(make.group(g).el);
+  for (const e of lay.edges || []) {
+    const el = make.edge(e).el;
+    edgeEls.set(e, el);
+    frag.append(el);
+  }
+  for (const b of lay.nodes || []) {
+    const el = make.box(b).el;
+    boxEls.set(b.ref, el);
+    frag.append(el);
+  }
+  return { frag, boxEls, edgeEls };
+}
+
 /**
  * The bulk drawing of a big layout (NOTE [Big graphs drawn in bulk]) in ``viewport`` (the
  * SVG's pan and zoom group) and ``canvas`` (a <canvas> under the SVG).
- * ``set(layout, make, shown)`` takes a layout: ``make`` builds one element
- * (``make.group(g)``, ``make.edge(e)``, ``make.box(b)``: ``graphMakers`` in graph_view.js),
- * ``shown(boxEls)`` is called after the set of box elements changed; ``update(view, r)`` draws
- * ``view`` in a canvas of size ``r``.
+ * ``set(layout, make, shown)`` takes a layout: ``make`` makes and sets the parts
+ * (``graphMakers``), ``shown(fresh)`` is called after the elements in the SVG changed, with
+ * the items whose elements were just placed (``{layer, item, part}``, to mark them); ``update(view,
+ * r)`` draws ``view`` in a canvas of size ``r``. ``boxEls`` (ref -> element) and ``edgeEls``
+ * (layout edge -> element) hold what is in the SVG.
  * @param {{viewport: SVGGElement, svg: SVGSVGElement, canvas: HTMLCanvasElement}} where
  */
 function bulkDrawing({ viewport, svg, canvas }) {
   const layers = [s("g"), s("g"), s("g")]; // groups, edges, boxes: in drawing order
   /** @type {Map<string, SVGElement>} */ const boxEls = new Map();
-  let items = []; // {key, layer, x0, y0, x1, y1, item, kind}
+  /** @type {Map<any, SVGElement>} */ const edgeEls = new Map();
+  let items = []; // {layer, x0, y0, x1, y1, item, kind, shape, part, seen}
   let byKind = new Map(); // the items of each kind, in drawing order
-  const made = new Map(); // key -> element now in the SVG
+  let placed = []; // the items whose part is in the SVG
+  const fresh = []; // the items placed by the last update (reused: no garbage a frame)
+  const pools = new Map(); // shape -> the parts out of view (NOTE [Elements reused])
+  const dropped = []; // the parts that left the view this update: out of the SVG unless reused
+  let stamp = 0; // the update that last saw an item in view (its ``seen``)
   let lay = null;
   let make = null;
   let shown = () => {};
@@ -54,73 +250,95 @@ function bulkDrawing({ viewport, svg, canvas }) {
   const kept = { canvas: document.createElement("canvas"), k: 0, lay: null, w: 0, h: 0, at: 0,
     timer: 0 };
 
-  /** A new layout: its items with their extents; nothing made yet. */
+  /** A new layout: its items with their extents; nothing placed yet. */
   function set(layout, makers, onShown) {
     lay = layout;
     make = makers;
     shown = onShown;
-    made.clear();
-    boxEls.clear();
+    forget();
     for (const l of layers) l.replaceChildren();
     viewport.replaceChildren(...layers);
     colours = null;
+    ({ items, byKind } = bulkItems(lay, make));
+  }
+
+  /** Drop the items, the parts and the pools (a new layout, or none). */
+  function forget() {
     items = [];
-    for (const g of lay.groups || []) {
-      items.push({ key: `g${g.id}`, layer: 0, x0: g.x, y0: g.y, x1: g.x + g.w, y1: g.y + g.h,
-        item: g, kind: "group-frame" });
-    }
-    (lay.edges || []).forEach((e, i) => {
-      const p = e.points;
-      let [x0, y0, x1, y1] = [Infinity, Infinity, -Infinity, -Infinity];
-      for (let j = 0; j < p.length; j += 2) {
-        x0 = Math.min(x0, p[j]); x1 = Math.max(x1, p[j]);
-        y0 = Math.min(y0, p[j + 1]); y1 = Math.max(y1, p[j + 1]);
-      }
-      if (e.label && e.lx !== null && e.lx !== undefined) { // the label's baseline start
-        x1 = Math.max(x1, e.lx + 8 * e.label.length);
-        y0 = Math.min(y0, e.ly - 12);
-      }
-      items.push({ key: `e${i}`, layer: 1, x0, y0, x1, y1, item: e, kind: "edge" });
-    });
-    for (const b of lay.nodes || []) {
-      const kind = make.kindOf(b);
-      items.push({ key: `n${b.ref}`, layer: 2, x0: b.x, y0: b.y, x1: b.x + b.w, y1: b.y + b.h,
-        item: b, kind: BULK_KINDS.includes(kind) ? kind : "node" });
-    }
-    byKind = new Map([["group-frame", []], ["edge", []], ...BULK_KINDS.map((k) => [k, []])]);
-    for (const it of items) byKind.get(it.kind).push(it);
+    byKind = new Map();
+    placed = [];
+    fresh.length = 0;
+    dropped.length = 0;
+    pools.clear();
+    boxEls.clear();
+    edgeEls.clear();
   }
 
-  /** The items of ``view`` (in a canvas of size ``r``) grown by ``margin`` px. */
-  function inView(view, r, margin) {
-    const x0 = (-margin - view.x) / view.k;
-    const y0 = (-margin - view.y) / view.k;
-    const x1 = (r.width + margin - view.x) / view.k;
-    const y1 = (r.height + margin - view.y) / view.k;
-    return items.filter((it) => it.x1 >= x0 && it.x0 <= x1 && it.y1 >= y0 && it.y0 <= y1);
+  /** Put ``it``'s part in the SVG: one from the pool set to it (where it is, if it is still
+   * in the SVG), or a new one. */
+  function place(it) {
+    const part = pools.get(it.shape)?.pop();
+    if (part) {
+      part.set(it.item);
+      part.free = false;
+    }
+    it.part = part || (it.layer === 0 ? make.group(it.item)
+      : it.layer === 1 ? make.edge(it.item) : make.box(it.item));
+    if (!it.part.el.isConnected) layers[it.layer].append(it.part.el);
+    placed.push(it);
+    if (it.layer === 2) boxEls.set(it.item.ref, it.part.el);
+    else if (it.layer === 1) edgeEls.set(it.item, it.part.el);
   }
 
-  /** The SVG elements of what touches the view: made as they come in, dropped as they go. */
+  /** Put ``it``'s part in the pool of its shape, in the SVG until ``tidy`` (unless reused). */
+  function drop(it) {
+    if (!pools.has(it.shape)) pools.set(it.shape, []);
+    pools.get(it.shape).push(it.part);
+    dropped.push(it.part);
+    it.part.free = true;
+    it.part = null;
+    if (it.layer === 2) boxEls.delete(it.item.ref);
+    else if (it.layer === 1) edgeEls.delete(it.item);
+  }
+
+  /** Take the parts dropped and not placed again out of the SVG. */
+  function tidy() {
+    for (let i = 0; i < dropped.length; i++) if (dropped[i].free) dropped[i].el.remove();
+    dropped.length = 0;
+  }
+
+  /** The SVG elements of what touches the view (and MARGIN_PX around it): placed as they come
+   * in, dropped as they go, with no arrays or maps made a frame. */
   function detail(view, r) {
-    const want = new Map(inView(view, r, MARGIN_PX).map((it) => [it.key, it]));
-    let changed = false;
-    for (const [key, el] of made) {
-      if (want.has(key)) continue;
-      el.remove();
-      made.delete(key);
-      if (key[0] === "n") boxEls.delete(key.slice(1));
-      changed = true;
+    stamp += 1;
+    const x0 = (-MARGIN_PX - view.x) / view.k;
+    const y0 = (-MARGIN_PX - view.y) / view.k;
+    const x1 = (r.width + MARGIN_PX - view.x) / view.k;
+    const y1 = (r.height + MARGIN_PX - view.y) / view.k;
+    fresh.length = 0;
+    for (let i = 0; i < items.length; i++) {
+      const it = items[i];
+      if (it.x1 < x0 || it.x0 > x1 || it.y1 < y0 || it.y0 > y1) continue;
+      it.seen = stamp;
+      if (!it.part) fresh.push(it);
     }
-    for (const [key, it] of want) {
-      if (made.has(key)) continue;
-      const el = it.layer === 0 ? make.group(it.item)
-        : it.layer === 1 ? make.edge(it.item) : make.box(it.item);
-      layers[it.layer].append(el);
-      made.set(key, el);
-      if (it.layer === 2) boxEls.set(it.item.ref, el);
-      changed = true;
+    const before = placed.length;
+    dropUnseen();
+    if (!fresh.length && placed.length === before) return;
+    for (let i = 0; i < fresh.length; i++) place(fresh[i]); // after the drops: their parts
+    tidy();
+    shown(fresh);
+  }
+
+  /** Drop the placed items not seen by the last update (all of them below DETAIL_K). */
+  function dropUnseen() {
+    let n = 0;
+    for (let i = 0; i < placed.length; i++) {
+      const it = placed[i];
+      if (it.seen === stamp) placed[n++] = it;
+      else drop(it);
     }
-    if (changed) shown(boxEls);
+    placed.length = n;
   }
 
   /** The overview drawing: what is in view as boxes and straight lines, no text; the whole
@@ -182,11 +400,12 @@ function bulkDrawing({ viewport, svg, canvas }) {
     if (!lay) return;
     last = { ...view };
     if (view.k >= DETAIL_K) detail(view, r);
-    else if (made.size) { // no SVG elements below DETAIL_K
-      for (const el of made.values()) el.remove();
-      made.clear();
-      boxEls.clear();
-      shown(boxEls);
+    else if (placed.length) { // no SVG elements below DETAIL_K
+      stamp += 1;
+      dropUnseen();
+      tidy();
+      fresh.length = 0;
+      shown(fresh);
     }
     if (!frame) {
       frame = requestAnimationFrame(() => {
@@ -201,26 +420,68 @@ function bulkDrawing({ viewport, svg, canvas }) {
     lay = null;
     kept.lay = null;
     clearTimeout(kept.timer);
-    items = [];
-    byKind = new Map();
-    made.clear();
-    boxEls.clear();
+    forget();
     canvas.getContext("2d")?.clearRect(0, 0, canvas.width, canvas.height);
   }
 
-  /** The box nearest graph point (``gx``, ``gy``) within ``tol`` of it, or null. */
-  function boxAt(gx, gy, tol) {
-    let best = null;
-    let bestD = tol;
-    for (const it of items) {
-      if (it.layer !== 2) continue;
-      const d = Math.max(it.x0 - gx, gx - it.x1, it.y0 - gy, gy - it.y1, 0);
-      if (d <= bestD) [best, bestD] = [it.item, d];
-    }
-    return best;
-  }
+  const boxAt = (gx, gy, tol) => nearestBox(items, gx, gy, tol);
+  return { set, update, clear, boxAt, boxEls, edgeEls, active: () => lay !== null };
+}
 
-  return { set, update, clear, boxAt, boxEls, active: () => lay !== null };
+/**
+ * The bulk drawing's items of ``lay``: each group frame, edge and box with its extent and
+ * ``shape`` (``make.shape``), none placed; ``byKind``: each kind's, in drawing order.
+ * @param {Layout} lay
+ */
+function bulkItems(lay, make) {
+  const items = [];
+  const item = (layer, x0, y0, x1, y1, it, kind) => ({ layer, x0, y0, x1, y1, item: it, kind,
+    shape: make.shape(layer, it), part: null, seen: 0 });
+  for (const g of lay.groups || []) {
+    items.push(item(0, g.x, g.y, g.x + g.w, g.y + g.h, g, "group-frame"));
+  }
+  for (const e of lay.edges || []) {
+    const p = e.points;
+    let [x0, y0, x1, y1] = [Infinity, Infinity, -Infinity, -Infinity];
+    for (let j = 0; j < p.length; j += 2) {
+      x0 = Math.min(x0, p[j]); x1 = Math.max(x1, p[j]);
+      y0 = Math.min(y0, p[j + 1]); y1 = Math.max(y1, p[j + 1]);
+    }
+    if (edgeLabelled(e)) { // the label's baseline start
+      x1 = Math.max(x1, e.lx + 8 * e.label.length);
+      y0 = Math.min(y0, e.ly - 12);
+    }
+    items.push(item(1, x0, y0, x1, y1, e, "edge"));
+  }
+  for (const b of lay.nodes || []) {
+    const kind = make.kindOf(b);
+    items.push(item(2, b.x, b.y, b.x + b.w, b.y + b.h, b, BULK_KINDS.includes(kind) ? kind
+      : "node"));
+  }
+  const byKind = new Map([["group-frame", []], ["edge", []], ...BULK_KINDS.map((k) => [k, []])]);
+  for (const it of items) byKind.get(it.kind).push(it);
+  return { items, byKind };
+}
+
+/** Mark the selection and the answers (answers.js) on the parts just placed (``fresh``). */
+function showPlaced(model, snap, fresh) {
+  const sel = model.get("selected");
+  for (const it of fresh) {
+    if (it.layer === 2 && it.item.ref === sel) it.part.el.classList.add("nbg-selected");
+  }
+  markPlaced(model, snap, fresh);
+}
+
+/** The box of ``items`` nearest graph point (``gx``, ``gy``) within ``tol`` of it, or null. */
+function nearestBox(items, gx, gy, tol) {
+  let best = null;
+  let bestD = tol;
+  for (const it of items) {
+    if (it.layer !== 2) continue;
+    const d = Math.max(it.x0 - gx, gx - it.x1, it.y0 - gy, gy - it.y1, 0);
+    if (d <= bestD) [best, bestD] = [it.item, d];
+  }
+  return best;
 }
 
 /** Each kind's fill and stroke as the stylesheet draws them (a theme's too), read in ``svg``. */

@@ -28,6 +28,15 @@ const MAX_RESULTS = 20;
 const NARROW = 760;
 const TINY = 520;
 const SIDE_BELOW = 200; // px, the panel's height below the graph
+// NOTE [No text while the wheel zooms]
+// SVG text is laid out again at each new zoom (its font is scaled to the zoom), and what that
+// leaves behind Chromium collects late, outside the JS heap: Ctrl + wheel at a readable zoom
+// on a 20,000-box graph grew the tab from about 390 to 450-610 MB, with the texts hidden it
+// stayed at 383-389 MB (tests/benchmarks/browser_pan_zoom.py, "zoom near"). So while the
+// wheel zooms (a step less than ZOOM_SETTLE_MS after the last) the drawing has no text, as a
+// map drops its labels while it is pinched; they come back when the wheel stops. The zoom
+// buttons, Fit and search zoom in one step, with their text.
+const ZOOM_SETTLE_MS = 150;
 
 /**
  * The heading of a failed cell's graph (as svg.py's footer): the cell line that raised, or,
@@ -116,121 +125,6 @@ export function rankMatches(query, nodeList, groupList) {
   }
   found.sort((a, b) => a.r - b.r || a.leaf - b.leaf || a.len - b.len || a.order - b.order);
   return found.slice(0, MAX_RESULTS).map((x) => x.m);
-}
-
-/**
- * The elements of one group, edge and node box of a layout (what ``drawGraph`` draws, and
- * the bulk drawing as the view reaches them: NOTE [Big graphs drawn in bulk] in graph_bulk.js).
- * @param {Map<string, ViewNode>} nodes
- * @param {Set<string>} roots
- * @param {Failure|null} failure
- * @param {{send: Function, select: Function, edge: Function}} on what a click does
- */
-function graphMakers(nodes, roots, failure, on) {
-  function group(g) {
-    const grp = s("g", { class: "nbg-group" });
-    grp.append(s("rect", { x: g.x, y: g.y, width: g.w, height: g.h, rx: 8 }));
-    const label = s("text", { x: g.x + 8, y: g.y + 13, class: "nbg-group-label" });
-    label.textContent = "▾ " + g.label;
-    label.addEventListener("click", () => on.send({ type: "toggle", group: g.id }));
-    const title = s("title");
-    title.textContent = "click to collapse";
-    label.append(title);
-    grp.append(label);
-    return grp;
-  }
-  function edge(e) {
-    const grp = s("g", { class: "nbg-edge" });
-    const d = edgePath(e.points);
-    grp.append(s("path", { d, class: "nbg-edge-hit" }));
-    grp.append(s("path", { d, class: "nbg-edge-line", "marker-end": "url(#nbg-arrow-live)" }));
-    if (e.label && e.lx !== null && e.lx !== undefined) {
-      // where the layout put it, clear of the other edges, boxes and labels, as svg.py
-      // draws it (NOTE [Edge labels] in nbgrad/notebook/layout.py)
-      const t = s("text", { x: e.lx, y: e.ly, class: "nbg-edge-label" });
-      t.textContent = e.label;
-      grp.append(t);
-    }
-    const title = s("title");
-    title.textContent = e.grads.some((g) => g !== null)
-      ? `gradient norm${e.grads.length > 1 ? "s" : ""}: ` +
-        e.grads.slice(0, 8).map((g) => (g === null ? "None" : fmt(g))).join(", ") +
-        (e.grads.length > 8 ? ", …" : "")
-      : "no gradient yet";
-    grp.append(title);
-    grp.addEventListener("click", () => {
-      on.edge(e);
-    });
-    return grp;
-  }
-  /** What a box is drawn as: a node's kind ("leaf", "root", ...), "series" or "group". */
-  function kindOf(b) {
-    if (b.kind !== "node") return b.kind;
-    const kind = nodes.get(b.ref)?.kind || "node";
-    return kind === "node" && roots.has(b.ref) ? "root" : kind;
-  }
-  function box(b) {
-    const kind = kindOf(b);
-    const hooks = b.kind === "node" ? nodes.get(b.ref)?.hooks || 0 : 0;
-    const failedLine = failure && failure.line && b.kind === "node" &&
-      nodes.get(b.ref)?.line === failure.line;
-    const grp = s("g", { class: `nbg-node nbg-${kind}${failedLine ? " nbg-failed-line" : ""}`,
-      "data-id": b.ref });
-    if (kind === "series") { // a stack: the repeats behind the first
-      for (const k of [2, 1]) {
-        grp.append(s("rect", { x: b.x + 3 * k, y: b.y + 3 * k, width: b.w, height: b.h, rx: 5 }));
-      }
-    }
-    grp.append(s("rect", { x: b.x, y: b.y, width: b.w, height: b.h, rx: 5 }));
-    const t1 = s("text", { x: b.x + b.w / 2, y: b.y + 15, class: "nbg-label" });
-    t1.textContent = b.label;
-    grp.append(t1);
-    if (b.sub) {
-      const t2 = s("text", { x: b.x + b.w / 2, y: b.y + 29, class: "nbg-sub" });
-      t2.textContent = b.sub;
-      grp.append(t2);
-    }
-    if (hooks) {
-      grp.append(s("circle", { cx: b.x + b.w - 2, cy: b.y + 2, r: 7, class: "nbg-badge" }));
-      const t3 = s("text", { x: b.x + b.w - 2, y: b.y + 5.5, class: "nbg-badge-text" });
-      t3.textContent = String(hooks);
-      grp.append(t3);
-    }
-    const title = s("title");
-    title.textContent = kind === "series" ? "click to unfold the series"
-      : kind === "group" ? "click to expand the module" : b.label;
-    grp.append(title);
-    if (kind === "series") {
-      grp.addEventListener("click", () => on.send({ type: "toggle_series", series: b.ref }));
-    } else if (kind === "group") {
-      grp.addEventListener("click", () => {
-        on.select(b.ref);
-        on.send({ type: "toggle", group: b.ref });
-      });
-    } else {
-      grp.addEventListener("click", () => on.select(b.ref));
-    }
-    return grp;
-  }
-  return { group, edge, box, kindOf };
-}
-
-/**
- * The group boxes, edges and node boxes of ``lay`` (made by ``make``: ``graphMakers``), and
- * each node box's element by its ref.
- * @param {Layout} lay
- */
-function drawGraph(lay, make) {
-  const boxEls = new Map();
-  const frag = document.createDocumentFragment();
-  for (const g of lay.groups || []) frag.append(make.group(g));
-  for (const e of lay.edges || []) frag.append(make.edge(e));
-  for (const b of lay.nodes || []) {
-    const grp = make.box(b);
-    boxEls.set(b.ref, grp);
-    frag.append(grp);
-  }
-  return { frag, boxEls };
 }
 
 /** The line above the graph: its size, what is folded or cut, which pass. */
@@ -505,6 +399,7 @@ function detailsPanel({ panel, model, watch, snapshot, detailsOf, send, choose, 
  */
 function panAndZoom(svg, el, view, on) {
 let drag = null;
+let zooming = 0; // the timer that shows the texts again
 svg.addEventListener("pointerdown", (e) => {
   if (e.target.closest && e.target.closest(".nbg-node, .nbg-edge, .nbg-group-label")) return;
   drag = { x: e.clientX, y: e.clientY, vx: view.x, vy: view.y };
@@ -541,6 +436,9 @@ svg.addEventListener("wheel", (e) => {
   e.preventDefault();
   const r = svg.getBoundingClientRect();
   on.moved();
+  svg.classList.add("nbg-zooming"); // NOTE [No text while the wheel zooms]
+  clearTimeout(zooming);
+  zooming = setTimeout(() => svg.classList.remove("nbg-zooming"), ZOOM_SETTLE_MS);
   on.zoomBy(e.deltaY < 0 ? 1.15 : 1 / 1.15, e.clientX - r.left, e.clientY - r.top);
 }, { passive: false });
 }
@@ -816,6 +714,7 @@ function render({ model, el }) {
   /** @type {Map<string, LayoutSeries>} */ let series = new Map();
   /** @type {Map<string, Box>} */ let boxes = new Map();
   /** @type {Map<string, SVGElement>} */ let boxEls = new Map();
+  /** @type {Map<LayoutEdge, SVGElement>} */ let edgeEls = new Map();
   let selectedEdge = null;
   const bulk = bulkDrawing({ viewport, svg, canvas: bulkCanvas });
   const {
@@ -884,12 +783,13 @@ function render({ model, el }) {
       },
     });
     if ((lay.nodes || []).length > BULK_BOXES) { // NOTE [Big graphs drawn in bulk]
-      bulk.set(lay, make, () => { highlight(); showAnswer(); });
+      bulk.set(lay, make, (fresh) => showPlaced(model, snapshot(), fresh));
       boxEls = bulk.boxEls; // the boxes in view, as the view moves
+      edgeEls = bulk.edgeEls;
     } else {
       bulk.clear();
       let frag;
-      ({ frag, boxEls } = drawGraph(lay, make));
+      ({ frag, boxEls, edgeEls } = drawGraph(lay, make));
       viewport.replaceChildren(frag);
     }
     showPasses(passSelect, snap);
@@ -936,7 +836,7 @@ function render({ model, el }) {
 
   const showAnswer = () => {
     markAnswer(model, boxEls, answerBox);
-    markAnswers(model, graphLayout(), snapshot(), boxEls, viewport, answers);
+    markAnswers(model, graphLayout(), snapshot(), { boxEls, edgeEls }, viewport, answers);
   };
   const onChange = () => { draw(); showAnswer(); };
   model.on("change:_snapshot_json", onChange);

@@ -19,7 +19,9 @@ CDP input events as a user would:
 - ``pan near`` (first): the drag at NEAR_STEPS wheel steps out from the open view, a zoom
   where labels are still drawn (NOTE [Big graphs drawn in bulk] in widgets/graph_bulk.js);
 - ``zoom near`` (second): Ctrl + wheel there, 5 steps in and 5 back out, again and again:
-  the SVG elements of what comes into view made, those of what leaves dropped.
+  the SVG elements of what leaves the view reused for what comes in (NOTE [Elements reused]
+  in widgets/graph_bulk.js), with no text while the wheel zooms (NOTE [No text while the
+  wheel zooms] in widgets/graph_view.js).
 
 Printed per phase: frames per second (requestAnimationFrame callbacks over the phase's time,
 median and each run), the longest frame (ms), the input events sent per second and the

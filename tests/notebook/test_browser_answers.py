@@ -3,9 +3,11 @@ answer above its graph and marks the saving node and the in-place op's node (for
 and for PyTorch code); a ``--color`` still picture shows its legend; in the live graph a NaN's
 boxes and edges are marked, "Jump to the origin" selects the origin with its line and values,
 a detached weight says why its gradient is None, "Colour by" colours the boxes with a legend
-(by gradient norm, and by time in backward),
-and a training loop's modules show their gradient norm over the steps. Reuses test_browser.py's
-server and browser; screenshots go to ``$NBGRAD_ARTIFACTS``."""
+(by gradient norm, and by time in backward), a training loop's modules show their gradient
+norm over the steps, and a big graph drawn in bulk marks the edge whose gradient is inf (and
+only it). Reuses test_browser.py's server and browser; screenshots go to ``$NBGRAD_ARTIFACTS``."""
+
+import re
 
 import pytest
 from test_browser import Notebook, artifacts, browser, run_lab  # noqa: F401 - fixtures
@@ -38,6 +40,13 @@ CELLS = [
     "x, t = ng.randn(16, 3), ng.randn(16, 1)\nfor step in range(5):\n    opt.zero_grad()\n"
     "    loss = ((model(x) - t) ** 2).mean()\n    loss.backward()\n    opt.step()",
     NAN_CELL.format(fw="torch"),  # 6: cell 4 in PyTorch
+    # 7, 8: 40 chains of 20 calls and a leaf whose sqrt's gradient is inf, expanded: 1,644
+    # boxes, drawn in bulk (NOTE [Big graphs drawn in bulk] in widgets/graph_bulk.js)
+    "%%autograd -o big\nhs = []\nfor j in range(40):\n    h = ng.randn(4, requires_grad=True)\n"
+    "    for i in range(20):\n        h = (h * 1.01).tanh()\n    hs.append(h)\n"
+    "z = ng.zeros(4, requires_grad=True)\nhs.append(z.sqrt())\n"
+    "loss = ng.stack(hs).sum()\nloss.backward()",
+    "big.graph.expand_all()",
 ]
 
 
@@ -183,4 +192,27 @@ def test_a_training_loop_draws_each_module_s_gradient_flow(book):
     plot.wait_for(timeout=30_000)
     assert "pass 5" in plot.text_content()
     book.shot("answers-gradient-flow", book.cell(5))
+    assert not book.errors
+
+
+# each edge drawn: whether it is marked non-finite, and its tooltip (its gradient norms)
+EDGES = """(graph) => [...graph.querySelectorAll('.nbg-edge')].map((e) =>
+  [e.classList.contains('nbg-edge-nonfinite'), e.querySelector('title').textContent])"""
+
+
+def test_a_big_graph_drawn_in_bulk_marks_its_inf_edge(book):
+    """NOTE [Marks on what is placed] in widgets/answers.js: the bulk drawing holds the edges in
+    view, in the order they came in; each is marked from its own layout edge."""
+    graph = book.cell(7).locator(".nbg-graph").first
+    graph.locator(".nbg-cue", has_text=re.compile(r"of 164\d boxes")).wait_for(timeout=120_000)
+    graph.scroll_into_view_if_needed()
+    graph.locator(".nbg-jump").click()  # to the origin: the sqrt, whose edge to z carries inf
+    graph.locator(".nbg-node.nbg-selected").wait_for(timeout=30_000)
+    book.page.wait_for_timeout(300)
+    edges = graph.evaluate(EDGES)
+    assert 0 < len(edges) < 500, len(edges)  # drawn in bulk: only what is in view
+    bad = [title for _, title in edges if "inf" in title or "nan" in title]
+    marked = [title for on, title in edges if on]
+    assert bad and marked == bad, (bad, marked)
+    book.shot("answers-bulk-inf-edge", book.cell(7))
     assert not book.errors
