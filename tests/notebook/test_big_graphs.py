@@ -262,6 +262,29 @@ def test_the_wheel_scrolls_the_page_and_ctrl_wheel_zooms(nb):
     assert not nb.errors, nb.errors
 
 
+# a Ctrl + wheel step sent in the page, and at once whether a label is still laid out
+WHEEL_NOW = """(canvas) => {
+  const r = canvas.getBoundingClientRect();
+  canvas.dispatchEvent(new WheelEvent("wheel", {deltaY: -100, ctrlKey: true, bubbles: true,
+    cancelable: true, clientX: r.x + r.width / 2, clientY: r.y + r.height / 2}));
+  const label = canvas.querySelector(".nbg-node text");
+  return label ? getComputedStyle(label).display : "no label";
+}"""
+
+
+def test_labels_leave_while_the_wheel_zooms_and_come_back_after(nb):
+    """NOTE [No text while the wheel zooms] in widgets/graph_view.js."""
+    graph = _graph(nb, 1)
+    canvas = graph.locator(".nbg-canvas")
+    assert canvas.evaluate(WHEEL_NOW) == "none"
+    nb.page.wait_for_timeout(600)
+    assert "nbg-zooming" not in (canvas.get_attribute("class") or "")
+    labels = graph.evaluate(VISIBLE_LABELS)
+    assert len(labels) >= 4 and all(x["height"] >= 11 for x in labels), labels
+    nb.shot("big-after-wheel-zoom", graph)
+    assert not nb.errors, nb.errors
+
+
 def test_a_narrow_window_keeps_the_canvas_wide(nb):
     page = nb.page
     size = page.viewport_size
