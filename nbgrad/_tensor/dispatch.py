@@ -35,7 +35,7 @@ from nbgrad._graph.observer import forward_observer as _observed
 from nbgrad._graph.table_node import _exec_generated
 from nbgrad._tensor.conversion import _arg, _ndarray, _set_inference, _wrap
 from nbgrad._tensor.views import _mark_view
-from nbgrad.backend import CPU, quiet_float_errors
+from nbgrad.backend import CPU
 
 Tensor = None  # the Tensor class: see NOTE [The Tensor class, bound late]
 
@@ -141,12 +141,8 @@ def _binary(op, a, b, attrs=_NO_ATTRS):
     if attrs is not _NO_ATTRS and attrs is not _ALPHA1 and attrs.get("alpha", 1) != 1:
         ufunc = None  # the row's forward computes other attributes
     try:
-        if ufunc is None:
-            if op.quiet:
-                with quiet_float_errors():
-                    out = op.forward(np, da, db, **attrs)
-            else:
-                out = op.forward(np, da, db, **attrs)
+        if ufunc is None:  # (a quiet row's forward is quiet: NOTE [Quiet rows wrapped once])
+            out = op.forward(np, da, db, **attrs)
         elif dtype is _F64 and not da.ndim and op.on_floats is not None and tb is not int:
             # see NOTE [0-d results stay arrays]
             if tb is float:
@@ -156,8 +152,7 @@ def _binary(op, a, b, attrs=_NO_ATTRS):
             else:
                 out = ufunc(da, db)
         elif op.quiet:
-            with quiet_float_errors():
-                out = ufunc(da, db)
+            out = op.forward(np, da, db)
         else:
             out = ufunc(da, db)
     except ValueError as e:
@@ -180,9 +175,8 @@ def _unary(op, a, attrs=_NO_ATTRS):
     da = a._data
     if a._device is not CPU or da.dtype.kind != "f" or _fw.active:  # NOTE [Forward-mode AD]
         return _dispatch(op, (a,), attrs)
-    if op.quiet:
-        with quiet_float_errors():
-            out = op.forward(np, da, **attrs)
+    if op.quiet:  # (its forward is quiet: NOTE [Quiet rows wrapped once])
+        out = op.forward(np, da, **attrs)
     elif attrs is not _NO_ATTRS:
         out = op.forward(np, da, **attrs)
     elif op.ufunc is not None:  # (the row's forward is this one ufunc)
@@ -484,9 +478,8 @@ def _dispatch(op, args, attrs=_NO_ATTRS, out=None):
     if out is None:
         xp = np if device is CPU else backend.get_xp(device)
         try:
-            if op.quiet:
-                with quiet_float_errors():
-                    out = op.forward(xp, *arrays, **attrs)
+            if op.quiet:  # (its forward is quiet: NOTE [Quiet rows wrapped once])
+                out = op.forward(xp, *arrays, **attrs)
             elif attrs:
                 out = op.forward(xp, *arrays, **attrs)
             elif len(arrays) == 1:  # (no argument unpacking: the commonest call, kept cheap)

@@ -7,6 +7,7 @@ import inspect
 import numpy as np
 
 from nbgrad._tensor.dispatch import _NO_ATTRS, _ON_FLOATS, OPS, _binary, _dispatch, _unary
+from nbgrad.backend import quiet_float_errors
 
 
 class OpInfo:
@@ -45,8 +46,11 @@ class OpInfo:
         row.nondiff = frozenset(nondiff)
         row.promoted = tuple(i not in row.nondiff for i in row.inputs)
         row.promote_attrs = promote_attrs
-        # NumPy warns on overflow, 0/0, log(0)...; PyTorch gives inf/nan silently
+        # NumPy warns on overflow, 0/0, log(0)...; PyTorch gives inf/nan silently: NOTE [Quiet
+        # rows wrapped once]
         row.quiet = name in _QUIET if quiet is None else quiet
+        if row.quiet:
+            row.forward = quiet_float_errors()(forward)
         # the NumPy ufunc that ``forward`` is when the row's attributes are at their defaults
         # (``alpha`` 1): see NOTE [0-d results stay arrays] in nbgrad/_tensor/dispatch.py
         row.ufunc = ufunc
@@ -85,6 +89,13 @@ class OpInfo:
                     )
 
 
+# NOTE [Quiet rows wrapped once]
+# A quiet row's ``forward`` is wrapped once, here, in NumPy's error state as a decorator
+# (``np.errstate(...)(forward)``), and the dispatch paths call it as any row's: a ``with
+# np.errstate(...)`` block per call builds and enters a context object each time, about twice
+# the cost (0.6 against 1.15 us over the kernel), measurable on W6 (engine_ab.py), whose
+# ``pow`` runs twice in each Hessian-vector product. A path that calls the row's ``ufunc``
+# directly (``_binary``'s, an in-place ``div_``) enters the state itself.
 _QUIET = {
     "div",
     "pow",

@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from nbgrad.backend import erf
+from nbgrad.backend import erf, quiet_float_errors
 
 _ndarray = np.ndarray
 
@@ -22,11 +22,17 @@ def _sigmoid(xp, a):
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # nbgrad/
 
 
+# the code of the wrapper a quiet row's forward runs in (NOTE [Quiet rows wrapped once])
+_QUIET_WRAPPER = quiet_float_errors()(lambda: None).__code__
+
+
 def _user_stacklevel():
     """``warnings.warn``'s stacklevel, for its caller, that names the first frame outside
-    nbgrad: the user's line, however many of nbgrad's calls lie between."""
+    nbgrad: the user's line, however many of nbgrad's calls (and quiet wrappers) lie between."""
     frame, level = sys._getframe(2), 2
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+    while frame is not None and (
+        frame.f_code.co_filename.startswith(_PACKAGE_DIR) or frame.f_code is _QUIET_WRAPPER
+    ):
         frame, level = frame.f_back, level + 1
     return level
 
