@@ -39,6 +39,7 @@ class OpInfo:
         row.list_input = tuple(i.endswith("*") for i in inputs.split())
         row.attrs = tuple(attrs.split())
         row.forward = forward
+        row.kernel = forward  # ``forward`` without a quiet row's wrapper (for formulas)
         row.promote = promote  # None | "binary" | "float" | "cmp"
         row.view = view
         row.outputs = outputs
@@ -95,7 +96,9 @@ class OpInfo:
 # np.errstate(...)`` block per call builds and enters a context object each time, about twice
 # the cost (0.6 against 1.15 us over the kernel), measurable on W6 (engine_ab.py), whose
 # ``pow`` runs twice in each Hessian-vector product. A path that calls the row's ``ufunc``
-# directly (``_binary``'s, an in-place ``div_``) enters the state itself.
+# directly (an in-place ``div_``) enters the state itself. A formula on arrays calls the row's
+# ``kernel``, the forward unwrapped: it runs in a backward pass, quiet already (NOTE [Quiet
+# backward] in nbgrad/autograd/engine.py).
 _QUIET = {
     "div",
     "pow",
@@ -153,8 +156,9 @@ def row_function(name):
         if found[0] is None:
             found[0] = (OPS[name], _fast_path(OPS[name]))
         row, path = found[0]
-        if isinstance(args[0], _ON_ARRAYS):  # an array, or a 0-d one's NumPy scalar
-            return row.forward(np, *args, **attrs)
+        if isinstance(args[0], _ON_ARRAYS):  # an array, or a 0-d one's NumPy scalar: in a
+            # backward pass, which is quiet already (NOTE [Quiet rows wrapped once])
+            return row.kernel(np, *args, **attrs)
         if path is not None and len(args) == len(row.inputs):
             return path(row, *args, attrs or _NO_ATTRS)
         return _dispatch(row, args, attrs)
