@@ -12,8 +12,9 @@
 // DETAIL_K the SVG holds none: a canvas under it draws what is in view as plain boxes and
 // straight lines, with no text (a label would be under 6 px), one path per kind (new Path2D
 // objects each frame instead grew the tab by hundreds of MB while panning: the benchmark prints
-// its memory after each run); its colours are read from the stylesheet (a theme's too). A click on a box there zooms to it. The overview is then one
-// picture, not one element per box. A smaller graph keeps its one SVG drawing.
+// its memory after each run); its colours are read from the stylesheet (a theme's too). A click
+// on a box there zooms to it. The overview is then one picture, not one element per box. A
+// smaller graph keeps its one SVG drawing.
 const BULK_BOXES = 1500;
 const DETAIL_K = 0.5;
 const MARGIN_PX = 200;
@@ -37,10 +38,9 @@ const SETTLE_MS = 100; // while zooming, the kept overview is drawn anew at most
 // takes one from there, set where it is when it left in the same update (no element made,
 // none taken out and put back), else put back in the SVG; its texts are Text nodes whose data
 // is changed. ``set`` also takes off what the answers marked (answers.js), so that a part
-// reused is as a new one. (On the tab's memory this alone changed little: "zoom near" in
-// tests/benchmarks/browser_pan_zoom.py left 499-607 MB against 565-612 MB, three runs each;
-// the texts laid out again at each zoom were most of it: NOTE [No text while the wheel zooms]
-// in graph_view.js.)
+// reused is as a new one. (On the tab's memory this alone changed little, by
+// tests/benchmarks/browser_pan_zoom.py: the texts laid out again at each zoom were most of it,
+// NOTE [No text while the wheel zooms] in graph_view.js.)
 
 /** A Text node in ``parent`` (its data set again when the part is reused). */
 function textIn(parent) {

@@ -30,9 +30,9 @@ const TINY = 520;
 const SIDE_BELOW = 200; // px, the panel's height below the graph
 // NOTE [No text while the wheel zooms]
 // SVG text is laid out again at each new zoom (its font is scaled to the zoom), and what that
-// leaves behind Chromium collects late, outside the JS heap: Ctrl + wheel at a readable zoom
-// on a 20,000-box graph grew the tab from about 390 to 450-610 MB, with the texts hidden it
-// stayed at 383-389 MB (tests/benchmarks/browser_pan_zoom.py, "zoom near"). So while the
+// leaves behind Chromium collects late, outside the JS heap: at a readable zoom on a big graph
+// it was most of the tab's growth (tests/benchmarks/browser_pan_zoom.py, "zoom near", prints
+// the tab's memory after each run). So while the
 // wheel zooms (a step less than ZOOM_SETTLE_MS after the last) the drawing has no text, as a
 // map drops its labels while it is pinched; they come back when the wheel stops. The zoom
 // buttons, Fit and search zoom in one step, with their text.

@@ -94,8 +94,8 @@ class OpInfo:
 # A quiet row's ``forward`` is wrapped once, here, in NumPy's error state as a decorator
 # (``np.errstate(...)(forward)``), and the dispatch paths call it as any row's: a ``with
 # np.errstate(...)`` block per call builds and enters a context object each time, about twice
-# the cost (0.6 against 1.15 us over the kernel), measurable on W6 (engine_ab.py), whose
-# ``pow`` runs twice in each Hessian-vector product. A path that calls the row's ``ufunc``
+# the cost, measurable on W6 (engine_ab.py), whose ``pow`` runs twice in each Hessian-vector
+# product. A path that calls the row's ``ufunc``
 # directly (an in-place ``div_``) enters the state itself. A formula on arrays calls the row's
 # ``kernel``, the forward unwrapped: it runs in a backward pass, quiet already (NOTE [Quiet
 # backward] in nbgrad/autograd/engine.py).
