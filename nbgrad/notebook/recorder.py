@@ -43,6 +43,7 @@ from threading import get_ident
 
 from nbgrad import Tensor
 from nbgrad.autograd.graph import GraphObserver, try_get_grad_accumulator
+from nbgrad.backend import CPU as _CPU
 
 from .answers_values import check_forward
 from .records import (
@@ -224,6 +225,7 @@ class Recorder(RepeatedSteps):
         self._lock = threading.RLock()
         self._busy = threading.local()
         self._quiet = False  # set while the subscribers run (see _notify)
+        self._notify_due = 0.0  # when forward calls are next told (NOTE [Calls told in batches])
         self._ids = None  # the IdMap its snapshots share (set by build_snapshot)
         self._init_steps(keep_steps)  # see NOTE [Repeated steps counted] (steps.py)
         self._pass_count = 0  # passes and module calls numbered as they come
@@ -307,6 +309,16 @@ class Recorder(RepeatedSteps):
     def unsubscribe(self, callback):
         _remove(self._subscribers, callback)
 
+    # NOTE [Calls told in batches]
+    # A subscriber (the live graph view) is told of forward calls at most every
+    # ``CALLS_TOLD_EVERY`` seconds, not after each call: a cell of 100,000 calls would otherwise
+    # call each subscriber 100,000 times, each to find that its own interval (0.25 s for the
+    # view) has not passed. The ends of backward passes and of the recording are told at once
+    # (the gradient flow reads each pass).
+    def _notify_calls(self):
+        self._notify_due = _perf_counter() + CALLS_TOLD_EVERY
+        self._notify()
+
     def _notify(self, final=False):
         quiet, self._quiet = self._quiet, True  # ops the subscribers run are not recorded
         try:
@@ -385,8 +397,8 @@ class Recorder(RepeatedSteps):
             )
         )
         check_forward(self, NBGRAD, args, result)
-        if self._subscribers:
-            self._notify()
+        if self._subscribers and _perf_counter() >= self._notify_due:
+            self._notify_calls()
 
     # NOTE [One framework a block]
     # A block is drawn with one framework's graph (nbgrad's or torch's). Unless a source is
@@ -470,8 +482,8 @@ class Recorder(RepeatedSteps):
             )
         )
         check_forward(self, source, args, result)
-        if self._subscribers:
-            self._notify()
+        if self._subscribers and _perf_counter() >= self._notify_due:
+            self._notify_calls()
 
     # -- module groups -----------------------------------------------------------------------
     def _install_module_hooks(self, sources):
@@ -644,8 +656,11 @@ class _Watcher(GraphObserver):
         trace = self.recorder._open_traces.get(id(graph_task))
         if trace is None:
             return
-        device = str(device)
-        trace._ready.setdefault(device, {})[node] = None
+        device = "cpu" if device is _CPU else str(device)
+        waiting = trace._ready.get(device)
+        if waiting is None:
+            waiting = trace._ready[device] = {}
+        waiting[node] = None
         running = trace._current.get(get_ident())
         if running is not None:
             made = running.made_ready
@@ -683,10 +698,10 @@ class _Watcher(GraphObserver):
         trace = self.recorder._open_traces.get(id(graph_task))
         if trace is None:
             return
-        step = Step()
-        step.index = len(trace._steps)
+        steps = trace._steps
+        step = _new_step(Step)
+        step.index = len(steps)
         step.node = node
-        step.device = "cpu"
         summary = trace._summary
         step.inputs = (  # (NOTE [Steps read alike])
             (summary(inputs[0]),) if len(inputs) == 1 else tuple([summary(g) for g in inputs])
@@ -694,23 +709,26 @@ class _Watcher(GraphObserver):
         step.outputs = _NOTHING
         pending = trace._pending_hooks
         step.hooks = pending.pop(node, _NOTHING) if pending else _NOTHING
-        if getattr(graph_task, "replay", None) is not None:  # NOTE [The model run when read]
+        if trace._modelled:  # NOTE [The model run when read]
+            step.device = "cpu"
             step.dependencies = step.buffers = step.ready = None
             step.made_ready = []  # (the model's replay adds to it)
         else:
             step.made_ready = _NOTHING
-            for device, nodes in trace._ready.items():
+            device = "cpu"
+            for where, nodes in trace._ready.items():
                 if node in nodes:
-                    step.device = device
+                    device = where
                     del nodes[node]
                     break
+            step.device = device
             step._dependencies, step.buffers = trace._observe_routing(graph_task)
             step.ready = trace._ready_now(graph_task, node)
         step.accumulated = None
         step.end = None
-        step.time = time.perf_counter()
+        step.time = _perf_counter()
         trace._by_node[node] = step  # NOTE [Gradients read from the steps]
-        trace._steps.append(step)
+        steps.append(step)
         trace._current[get_ident()] = step
 
     def grad_accumulated(self, graph_task, node, variable, grad, before, after):
@@ -740,7 +758,7 @@ class _Watcher(GraphObserver):
     # the time and their post-hooks inside, as in nbgrad. A node that raised has no end
     # (``Step.end`` None) and no time. A folded group's time is the sum of its nodes'.
     def node_end(self, graph_task, node, outputs):
-        end = time.perf_counter()  # NOTE [Time in backward]: before the summaries below
+        end = _perf_counter()  # NOTE [Time in backward]: before the summaries below
         trace = self.recorder._open_traces.get(id(graph_task))
         if trace is None:
             return
@@ -878,6 +896,9 @@ def _descendant(parent, path):
     return parent
 
 
+_perf_counter = time.perf_counter
+CALLS_TOLD_EVERY = 0.02  # seconds: NOTE [Calls told in batches]
+_new_step = object.__new__
 _NOTHING = ()  # a step's outputs, hooks or made_ready while it has none (NOTE [Steps read alike])
 
 # NOTE [One walk names a parent's modules]

@@ -11,6 +11,8 @@ import linecache
 import weakref
 from collections.abc import Mapping
 
+from nbgrad import Tensor as _Tensor
+
 from .sources import NBGRAD, dtype_name
 from .summaries import array_facts, grad_facts
 
@@ -404,6 +406,7 @@ class BackwardTrace:
         # a pass whose engine state is modelled after it ran (NOTE [The model run when read]):
         # its graph task, until the first read of the steps
         self._replay = None
+        self._modelled = getattr(graph_task, "replay", None) is not None
         self._graph_task = weakref.ref(graph_task)
         self._ready: dict = {}  # device -> {node: None} (from node_ready/node_start events)
         self._pending = []  # nodes that ended and whose routing is not yet observed
@@ -458,18 +461,25 @@ class BackwardTrace:
         if value is None:
             return None
         source = self.graph_source
-        if not source.is_tensor(value):
+        if type(value) is _Tensor:  # (nbgrad's: no call through the source to read it)
+            version = source.version(value)
+            hit = self._memo.get(id(value))
+            if hit is not None and hit[1] == version and hit[0]() is value:
+                return hit[2]
+            a = value.numpy(force=True)
+        elif not source.is_tensor(value):
             return grad_facts(value, self.max_values, source)
-        key = id(value)
-        version = source.version(value)
-        hit = self._memo.get(key)
-        if hit is not None and hit[1] == version and hit[0]() is value:
-            return hit[2]
-        facts = array_facts(source.to_numpy(value), value, self.max_values, source, self._norms)
+        else:
+            version = source.version(value)
+            hit = self._memo.get(id(value))
+            if hit is not None and hit[1] == version and hit[0]() is value:
+                return hit[2]
+            a = source.to_numpy(value)
+        facts = array_facts(a, value, self.max_values, source, self._norms)
         if facts.nonfinite is not None:
             self.nonfinite_seen = True
         try:
-            self._memo[key] = (weakref.ref(value), version, facts)
+            self._memo[id(value)] = (weakref.ref(value), version, facts)
         except TypeError:  # a tensor that takes no weak reference: not remembered
             pass
         return facts

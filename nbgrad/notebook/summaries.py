@@ -25,6 +25,8 @@ def _num(v):
 
 
 LARGE = 8192  # elements: see NOTE [Summing a large gradient]
+_HYPOT = 16  # elements: see NOTE [A small gradient's norm]
+_hypot = math.hypot
 
 
 def _nums(a):
@@ -135,6 +137,18 @@ def array_facts(a, value, max_values=16, source=NBGRAD, norms=None):
                 except TypeError:  # a tensor that takes no weak reference: not remembered
                     pass
         head = a.reshape(-1)[:max_values].copy() if mem is a else np.asarray(a.flat[:max_values])
+    elif size <= _HYPOT and size <= max_values and a.dtype.kind in "fiub":
+        # NOTE [A small gradient's norm]
+        # the values of a gradient of a few elements, read as Python numbers once, give both
+        # the norm (``math.hypot`` of them: in C, no float64 copy and no NumPy reduction) and,
+        # below, the first values; a NaN among them would make the hypot NaN, an Inf makes it
+        # Inf even beside a NaN, so a norm that is not finite is taken again as the sum of
+        # squares (NumPy's NaN where both are), as larger gradients' are
+        head = a.flatten()
+        norm = _hypot(*head.tolist())
+        if not math.isfinite(norm):
+            f64 = a.astype(np.float64, copy=False)
+            norm = math.sqrt(float(np.vdot(f64, f64)))
     else:
         if a.dtype.kind in "fiub":
             # np.vdot (the dot of the flattened arrays), not ``@``: with torch imported,
