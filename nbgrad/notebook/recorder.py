@@ -34,6 +34,7 @@ so that no call is counted twice.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import threading
@@ -225,6 +226,8 @@ class Recorder(RepeatedSteps):
         self._lock = threading.RLock()
         self._busy = threading.local()
         self._quiet = False  # set while the subscribers run (see _notify)
+        self._paused = False  # the collector paused while a pass is recorded
+        self._threshold = None  # the collector's thresholds before start (if raised)
         self._notify_due = 0.0  # when forward calls are next told (NOTE [Calls told in batches])
         self._ids = None  # the IdMap its snapshots share (set by build_snapshot)
         self._init_steps(keep_steps)  # see NOTE [Repeated steps counted] (steps.py)
@@ -257,6 +260,7 @@ class Recorder(RepeatedSteps):
             self.seq_start = self._seq_starts.get(self.graph_source)
         self.seq_end = None
         _active.append(self)
+        self._raise_threshold()
         if self.forward:
             self._install_module_hooks(sources)
         if self.forward or self.backward:
@@ -291,11 +295,45 @@ class Recorder(RepeatedSteps):
             if getattr(task, "replay", None) is not None:  # NOTE [The model run when read]
                 trace._replay = task  # (over the steps recorded until now)
         self._open_traces = {}
+        self._resume_collection()
+        self._restore_threshold()
         self._backward_depth = 0
         self._stop_counting()  # passes run later (the hook editor's) are kept, each one
         self.keep_steps = None
         self.seq_end = self.graph_source.next_sequence_nr()
         self._notify(final=True)
+
+    # NOTE [The collector while recording]
+    # What a recorder keeps (a record tuple a call, a Step and GradFacts a node, weak references)
+    # makes no reference cycle, but each new object counts towards Python's cyclic collector,
+    # whose passes then walk the young objects and, every so often, the kernel's whole heap:
+    # on a long chain they were about a third of what recording cost
+    # (``tests/benchmarks/recording.py`` prints it). So while a recorder runs, the collector
+    # runs after ``COLLECT_EVERY`` new objects, not 700 (it still collects the cell's cycles,
+    # later), and while a backward pass is recorded in full it is paused, as for the drawing
+    # (NOTE [No collection while drawing]): a pass ends, and the next collection takes its
+    # garbage. The user's own threshold, if higher, or set while recording, is left as it is.
+    def _raise_threshold(self):
+        first, *rest = gc.get_threshold()
+        self._threshold = None
+        if first < COLLECT_EVERY:
+            self._threshold = (first, *rest)
+            gc.set_threshold(COLLECT_EVERY, *rest)
+
+    def _restore_threshold(self):
+        saved, self._threshold = self._threshold, None
+        if saved is not None and gc.get_threshold()[0] == COLLECT_EVERY:
+            gc.set_threshold(*saved)
+
+    def _pause_collection(self):
+        if not self._open_traces and gc.isenabled():
+            gc.disable()
+            self._paused = True
+
+    def _resume_collection(self):
+        if self._paused and not self._open_traces:
+            self._paused = False
+            gc.enable()
 
     def resume_backward(self):
         """A context manager that records backward passes only (for the hook editor's button)."""
@@ -649,6 +687,7 @@ class _Watcher(GraphObserver):
             )
             rec._pass_count += 1
             rec.passes.append(trace)
+            rec._pause_collection()  # NOTE [The collector while recording]
             rec._open_traces[id(graph_task)] = trace
             rec._backward_depth += 1
 
@@ -804,6 +843,7 @@ class _Watcher(GraphObserver):
         with rec._lock:
             rec._open_traces.pop(id(graph_task), None)
             rec._backward_depth = max(0, rec._backward_depth - 1)
+            rec._resume_collection()
         if not rec._backward_depth:
             if rec.keep_steps is not None:
                 rec._step_ended()
@@ -898,6 +938,7 @@ def _descendant(parent, path):
 
 _perf_counter = time.perf_counter
 CALLS_TOLD_EVERY = 0.02  # seconds: NOTE [Calls told in batches]
+COLLECT_EVERY = 10_000  # new objects: NOTE [The collector while recording]
 _new_step = object.__new__
 _NOTHING = ()  # a step's outputs, hooks or made_ready while it has none (NOTE [Steps read alike])
 

@@ -1,6 +1,7 @@
 """The recorder: forward calls, line numbers, module groups, backward traces, and nothing
 recorded outside its block (nbgrad/notebook/recorder.py)."""
 
+import gc
 import importlib
 import sys
 
@@ -376,3 +377,34 @@ def test_a_fan_in_buffer_shows_the_sum_of_what_reached_it_so_far():
     assert shown == [1, 2, 3]  # the fourth made it ready: a ready node has no buffer shown
     hd = h.detach().numpy()
     assert received == pytest.approx((1 + np.exp(hd) + np.cos(hd) + 2).tolist(), rel=1e-4)
+
+
+def test_the_collector_runs_less_often_while_recording_and_as_before_after():
+    """NOTE [The collector while recording]: the first threshold raised while a recorder runs,
+    collection paused while a pass is recorded in full (also one that fails), both as they
+    were after."""
+    before = gc.get_threshold()
+    assert gc.isenabled() and before[0] < recorder_mod.COLLECT_EVERY
+    x = ng.ones(2, requires_grad=True)
+    during = []
+
+    def hook(g):
+        during.append((gc.isenabled(), gc.get_threshold()[0]))
+
+    def fails(g):
+        raise ValueError("a hook that fails")
+
+    with record() as rec:
+        assert gc.get_threshold()[0] == recorder_mod.COLLECT_EVERY
+        y = x * 2
+        y.register_hook(hook)
+        y.sum().backward()
+        assert gc.isenabled()
+        z = x * 3
+        z.register_hook(fails)
+        with pytest.raises(ValueError, match="a hook that fails"):
+            z.sum().backward()
+        assert gc.isenabled()
+    assert during == [(False, recorder_mod.COLLECT_EVERY)]
+    assert gc.get_threshold() == before and gc.isenabled()
+    assert [t.error for t in rec.passes] == [None, "ValueError: a hook that fails"]
