@@ -218,7 +218,7 @@ def collect_graph(starts, expand=None, max_nodes=MAX_NODES, source=None, cut=Non
     Returns ``(nodes, unexpanded, truncated)``.
     """
     source = source or source_for(starts)
-    next_edges = source.next_edges
+    next_nodes = source.next_nodes
     seen = set()
     order = []
     unexpanded = set()
@@ -238,9 +238,8 @@ def collect_graph(starts, expand=None, max_nodes=MAX_NODES, source=None, cut=Non
             if expand is not None and not expand(node):
                 unexpanded.add(node)
                 continue
-            children = [fn for fn, _ in next_edges(node) if fn is not None]
-            for child in reversed(children):
-                if child not in seen:
+            for child in reversed(next_nodes(node)):
+                if child is not None and child not in seen:
                     seen.add(child)
                     stack.append(child)
         if truncated:
@@ -268,7 +267,7 @@ def collect_graph(starts, expand=None, max_nodes=MAX_NODES, source=None, cut=Non
 def _cut_graph(starts, expand, max_nodes, source):
     """``(nodes, unexpanded, left out, stubs)`` of a graph cut at ``max_nodes`` (NOTE [A graph
     cut at max_nodes])."""
-    next_edges, is_leaf = source.next_edges, source.is_accumulator
+    next_nodes, is_leaf = source.next_nodes, source.is_accumulator
     seen = set()
     met = []  # every node, breadth-first
     for start in starts:
@@ -283,7 +282,7 @@ def _cut_graph(starts, expand, max_nodes, source):
         if expand is not None and not expand(node):
             unexpanded.add(node)
             continue
-        for fn, _ in next_edges(node):
+        for fn in next_nodes(node):
             if fn is not None and fn not in seen:
                 seen.add(fn)
                 met.append(fn)
@@ -300,7 +299,7 @@ def _cut_graph(starts, expand, max_nodes, source):
     reached = set()
     for node in order:
         if node not in unexpanded:
-            reached.update(fn for fn, _ in next_edges(node) if fn is not None)
+            reached.update(next_nodes(node))
     stubs = sum(1 for n in kept_leaves if n not in reached)
     return order, unexpanded & keep, len(met) - len(order), stubs
 

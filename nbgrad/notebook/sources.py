@@ -298,6 +298,15 @@ def _info(handle, target_kind, target):
     return HookInfo(handle.kind, target_kind, target, handle.name, handle.enabled, handle)
 
 
+# NOTE [Input metadata read once]
+# Most nodes of a graph share their input metadata: nbgrad gives the nodes of one shape and
+# dtype on the CPU one tuple (NOTE [Shared input metadata] in dispatch.py), and a snapshot
+# reads each node's several times (its entry, the tensors of its record). The tuple read as
+# InputMeta is kept by the identity of the node's (holding it, so that its id is not reused
+# for another), for the last 256 tuples read.
+_INPUT_META: dict = {}
+
+
 class NbgradSource(GraphSource):
     """nbgrad's graph, read through its public API only."""
 
@@ -337,10 +346,15 @@ class NbgradSource(GraphSource):
         return node.metadata
 
     def input_metadata(self, node) -> tuple:
-        return tuple(
-            InputMeta(tuple(m.shape), dtype_name(m.dtype), str(m.device))
-            for m in node.input_metadata
-        )
+        meta = node.input_metadata
+        hit = _INPUT_META.get(id(meta))
+        if hit is not None and hit[0] is meta:
+            return hit[1]
+        out = tuple(InputMeta(tuple(m.shape), dtype_name(m.dtype), str(m.device)) for m in meta)
+        if len(_INPUT_META) >= 256:
+            _INPUT_META.clear()
+        _INPUT_META[id(meta)] = (meta, out)  # (holding ``meta``: its id is not reused)
+        return out
 
     def saved(self, node) -> list:
         return [_saved_value(name, v) for name, v in node.saved_values().items()]

@@ -29,9 +29,10 @@ _HYPOT = 16  # elements: see NOTE [A small gradient's norm]
 _hypot = math.hypot
 
 
-def _nums(a):
-    """``_num`` of each value of a small array (the common all-finite case in one pass)."""
-    if a.dtype.kind in "fc" and not np.isfinite(a).all():
+def _nums(a, finite=False):
+    """``_num`` of each value of a small array (the common all-finite case in one pass);
+    ``finite``: the values are known to be finite (their norm is)."""
+    if not finite and a.dtype.kind in "fc" and not np.isfinite(a).all():
         return [_num(v) for v in a.tolist()]
     return [float(f"{v:.6g}") for v in a.tolist()]
 
@@ -60,7 +61,7 @@ class GradFacts:
                 "dtype": self.dtype,
                 "norm": _num(norm) if norm is not None else None,
                 "numel": self.numel,
-                "values": _nums(self.head),
+                "values": _nums(self.head, norm is not None and math.isfinite(norm)),
                 "truncated": bool(self.numel > len(self.head)),
             }
         return summary

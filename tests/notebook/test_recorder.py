@@ -380,9 +380,9 @@ def test_a_fan_in_buffer_shows_the_sum_of_what_reached_it_so_far():
 
 
 def test_the_collector_runs_less_often_while_recording_and_as_before_after():
-    """NOTE [The collector while recording]: the first threshold raised while a recorder runs,
-    collection paused while a pass is recorded in full (also one that fails), both as they
-    were after."""
+    """The collector's first threshold is raised while a recorder runs, and collection paused
+    while a pass is recorded in full (also one that fails), both as they were after (see
+    NOTE [The collector while recording])."""
     before = gc.get_threshold()
     assert gc.isenabled() and before[0] < recorder_mod.COLLECT_EVERY
     x = ng.ones(2, requires_grad=True)
