@@ -57,6 +57,7 @@ from .records import (
     RecordList,
     Step,
 )
+from .snapshot import resume_collection
 from .sources import NBGRAD, observable_sources
 from .steps import RepeatedSteps
 
@@ -333,7 +334,7 @@ class Recorder(RepeatedSteps):
     def _resume_collection(self):
         if self._paused and not self._open_traces:
             self._paused = False
-            gc.enable()
+            resume_collection()  # NOTE [Resumed without a scan] in snapshot.py
 
     def resume_backward(self):
         """A context manager that records backward passes only (for the hook editor's button)."""
