@@ -188,7 +188,12 @@ def svg_to_png(svg: str, scale: float = 1.0) -> bytes:
     for child in root:
         paint(image, draw, child, 0.0, 0.0)
     out = io.BytesIO()
-    image.quantize(palette=_palette(), dither=Image.Dither.NONE).save(out, "PNG")
+    # NOTE [A PNG compressed lightly]
+    # zlib's fastest level: the PNG is painted into every output beside its SVG, while the
+    # cell's drawing is waited for, and at the default level compressing was a large share
+    # of a picture's time, for some fewer bytes of a picture of kilobytes
+    # (``tests/benchmarks/notebook_cells.py`` prints the saved sizes)
+    image.quantize(palette=_palette(), dither=Image.Dither.NONE).save(out, "PNG", compress_level=1)
     return out.getvalue()
 
 

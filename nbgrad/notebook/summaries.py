@@ -160,7 +160,7 @@ def array_facts(a, value, max_values=16, source=NBGRAD, norms=None):
         head = a.flat[:max_values]  # (a copy, in C order)
     facts = GradFacts()
     facts.shape = a.shape
-    facts.dtype = _DTYPE_NAMES.get(a.dtype.str) or source.tensor_facts(value).dtype
+    facts.dtype = _DTYPE_NAMES.get(a.dtype) or source.tensor_facts(value).dtype
     facts.numel = int(size)
     facts.norm = norm
     facts.head = head
@@ -184,13 +184,13 @@ def grad_summary(value, max_values=16, source=None):
     return summarised(grad_facts(value, max_values, source))
 
 
-_DTYPE_NAMES = {
-    "<f4": "float32",
-    "<f8": "float64",
-    "<f2": "float16",
-    "<i8": "int64",
-    "<i4": "int32",
-    "|b1": "bool",
+_DTYPE_NAMES = {  # keyed by dtype (``dtype.str`` makes a string each read)
+    np.dtype("<f4"): "float32",
+    np.dtype("<f8"): "float64",
+    np.dtype("<f2"): "float16",
+    np.dtype("<i8"): "int64",
+    np.dtype("<i4"): "int32",
+    np.dtype("|b1"): "bool",
 }
 
 
