@@ -68,8 +68,8 @@ def test_no_collection_restores_the_collector_as_it_was():
 
 
 def test_what_was_made_while_paused_is_not_walked_when_the_collector_resumes():
-    """NOTE [Resumed without a scan]: no collection starts when the block ends, though it
-    made far more objects than the threshold; a cycle made there is still collected, and a
+    """No collection starts when the block ends, though it made far more objects than the
+    threshold (NOTE [Resumed without a scan]); a cycle made there is still collected, and a
     program's own frozen objects stay frozen."""
     starts = []
 
