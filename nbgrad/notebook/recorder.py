@@ -308,8 +308,8 @@ class Recorder(RepeatedSteps):
     # What a recorder keeps (a record tuple a call, a Step and GradFacts a node, weak references)
     # makes no reference cycle, but each new object counts towards Python's cyclic collector,
     # whose passes then walk the young objects and, every so often, the kernel's whole heap:
-    # on a long chain they were about a third of what recording cost
-    # (``tests/benchmarks/recording.py`` prints it). So while a recorder runs, the collector
+    # on a long chain, a large share of what recording cost (``tests/benchmarks/recording.py``
+    # prints what recording costs). So while a recorder runs, the collector
     # runs after ``COLLECT_EVERY`` new objects, not 700 (it still collects the cell's cycles,
     # later), and while a backward pass is recorded in full it is paused, as for the drawing
     # (NOTE [No collection while drawing]): a pass ends, and the next collection takes its
