@@ -17,7 +17,9 @@ a fresh process so that its memory figures are its own. The shapes, about ``size
 - ``transformer``: a ``TransformerEncoder`` of size / 67 layers (d_model 16, 2 heads);
 - ``dag``: a random DAG: each call takes two earlier tensors of all made so far (seeded).
 
-Printed for each: the plain cell's time and the magic's (and their ratio) and the magic's
+Printed for each: the plain cell's time and the magic's (and their ratio), the plain cell
+with the backward pass that ``--backward`` runs (``+bwd``: the cell as a user writes it
+without the magic, ``loss.backward()`` last) and the magic's ratio to it, and the magic's
 wall time; the drawing's stages, each as seconds summed over its calls (and the count): the snapshot
 (``build_snapshot``), the folding (``visible.fold_units``: the series of a visible graph and
 their facts, once per set of collapsed groups), the layout less folding and
@@ -177,6 +179,15 @@ def one(shape, size):
         plain, plain_cpu = time.perf_counter() - t0, time.process_time() - c0
     ip.run_cell("loss = h = pool = None")
     gc.collect()
+    plain_bwd_cpu = plain_cpu
+    if "--backward" in options:  # the plain cell with the backward pass the magic runs
+        root = options.split("--backward", 1)[1].split()[0]
+        with capture_output():
+            c0 = time.process_time()
+            ip.run_cell(f"{body}{root}.backward()\n")
+            plain_bwd_cpu = time.process_time() - c0
+        ip.run_cell("loss = h = pool = None")
+        gc.collect()
     peak_plain = _peak()
     stages = Stages()
     rss = _rss()
@@ -200,6 +211,7 @@ def one(shape, size):
         "boxes": len(view.graph_layout["nodes"]),
         "truncated": bool(view.snapshot.get("truncated")),
         "plain": plain_cpu,
+        "plain_bwd": plain_bwd_cpu,
         "magic": magic_cpu,
         "plain_wall": plain,
         "magic_wall": magic,
@@ -259,6 +271,7 @@ def show(r):
     print(
         f"  {r['shape']:11} {r['size']:>7,} {r['nodes']:>6,}{cut}{r['boxes']:>6,} "
         f"{r['plain']:7.2f} {r['magic']:7.2f} {r['magic'] / max(r['plain'], 1e-9):6.1f}x "
+        f"{r['plain_bwd']:7.2f} {r['magic'] / max(r['plain_bwd'], 1e-9):6.1f}x "
         f"{r['magic_wall']:7.2f} "
         + " ".join(parts)
         + f" {rest:6.2f} {r['sent'] / 1e3:8,.0f} {r['saved'] / 1e3:8,.0f} "
@@ -280,7 +293,7 @@ def main(argv=None):
     )
     print(
         f"  {'shape':11} {'size':>7} {'nodes':>7}{'boxes':>6} {'plain':>7} {'magic':>7} "
-        f"{'ratio':>7} {'wall':>7} "
+        f"{'ratio':>7} {'+bwd':>7} {'ratio':>7} {'wall':>7} "
         + " ".join(f"{k:>8}" for k in STAGES)
         + f" {'rest':>6} {'sent kB':>8} {'saved kB':>8} {'pics kB':>7} {'picture':>11} "
         f"{'RSS MB':>6} "
