@@ -19,7 +19,8 @@ a fresh process so that its memory figures are its own. The shapes, about ``size
 
 Printed for each: the plain cell's time and the magic's (and their ratio), the plain cell
 with the backward pass that ``--backward`` runs (``+bwd``: the cell as a user writes it
-without the magic, ``loss.backward()`` last) and the magic's ratio to it, and the magic's
+without the magic, ``loss.backward(retain_graph=True)`` last, as the magic runs it: the rnn's
+weight is not a leaf, and its graph is used again) and the magic's ratio to it, and the magic's
 wall time; the drawing's stages, each as seconds summed over its calls (and the count): the snapshot
 (``build_snapshot``), the folding (``visible.fold_units``: the series of a visible graph and
 their facts, once per set of collapsed groups), the layout less folding and
@@ -184,7 +185,7 @@ def one(shape, size):
         root = options.split("--backward", 1)[1].split()[0]
         with capture_output():
             c0 = time.process_time()
-            ip.run_cell(f"{body}{root}.backward()\n")
+            ip.run_cell(f"{body}{root}.backward(retain_graph=True)\n")  # (as the magic)
             plain_bwd_cpu = time.process_time() - c0
         ip.run_cell("loss = h = pool = None")
         gc.collect()
