@@ -57,7 +57,6 @@ from .records import (
     RecordList,
     Step,
 )
-from .snapshot import resume_collection
 from .sources import NBGRAD, observable_sources
 from .steps import RepeatedSteps
 
@@ -334,7 +333,7 @@ class Recorder(RepeatedSteps):
     def _resume_collection(self):
         if self._paused and not self._open_traces:
             self._paused = False
-            resume_collection()  # NOTE [Resumed without a scan] in snapshot.py
+            gc.enable()
 
     def resume_backward(self):
         """A context manager that records backward passes only (for the hook editor's button)."""

@@ -181,24 +181,7 @@ def no_collection():
         yield
     finally:
         if was:
-            resume_collection()
-
-
-# NOTE [Resumed without a scan]
-# Paused, the collector still counts the new objects, so the first one made after it resumes
-# starts a collection of the youngest generation, which is then everything made while it was
-# paused: a walk over all of a drawing's or a recorded pass's objects, for nothing (they hold
-# no cycles), and a visible share of a snapshot's time and of a recorded pass's. So
-# what was made while paused joins the oldest generation as it is (``gc.freeze`` then
-# ``gc.unfreeze``: two list moves, no walk), where the next full collection looks at it;
-# unless the program froze objects of its own (``gc.get_freeze_count``), which unfreezing
-# would release.
-def resume_collection():
-    """Resume the collector paused by nbgrad (NOTE [Resumed without a scan])."""
-    if not gc.get_freeze_count():
-        gc.freeze()
-        gc.unfreeze()
-    gc.enable()
+            gc.enable()
 
 
 class _DrawnIds:
