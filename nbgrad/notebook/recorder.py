@@ -260,7 +260,6 @@ class Recorder(RepeatedSteps):
             self.seq_start = self._seq_starts.get(self.graph_source)
         self.seq_end = None
         _active.append(self)
-        self._raise_threshold()
         if self.forward:
             self._install_module_hooks(sources)
         if self.forward or self.backward:
@@ -306,17 +305,20 @@ class Recorder(RepeatedSteps):
     # NOTE [The collector while recording]
     # What a recorder keeps (a record tuple a call, a Step and GradFacts a node, weak references)
     # makes no reference cycle, but each new object counts towards Python's cyclic collector,
-    # whose passes then walk the young objects and, every so often, the kernel's whole heap:
-    # on a long chain, a large share of what recording cost (``tests/benchmarks/recording.py``
-    # prints what recording costs). So while a recorder runs, the collector
-    # runs after ``COLLECT_EVERY`` new objects, not 700 (it still collects the cell's cycles,
-    # later), and while a backward pass is recorded in full it is paused, as for the drawing
-    # (NOTE [No collection while drawing]): a pass ends, and the next collection takes its
-    # garbage. The user's own threshold, if higher, or set while recording, is left as it is.
+    # and as the records grow the heap, its full passes walk the whole kernel again and again:
+    # on a 100,000-node chain, a large share of what recording cost
+    # (``tests/benchmarks/recording.py`` prints what recording costs). So in a large recording
+    # the collector runs less: once a recorder holds ``LARGE`` calls, after ``COLLECT_EVERY``
+    # new objects, not 700 (it still collects the cell's cycles, later), and while a backward
+    # pass of ``LARGE`` nodes or more is recorded in full it is paused, as for the drawing
+    # (NOTE [No collection while drawing]); the next collection after takes the pass's
+    # garbage. A smaller recording leaves the collector as it is: fewer collections also mean
+    # fewer full ones, and the garbage of a cell's earlier runs (closed widgets, in cycles)
+    # waits for those (``test_browser_rerun.py`` re-runs a recorded cell 50 times). The
+    # user's own threshold, if higher, or set while recording, is left as it is.
     def _raise_threshold(self):
         first, *rest = gc.get_threshold()
-        self._threshold = None
-        if first < COLLECT_EVERY:
+        if self._threshold is None and first < COLLECT_EVERY:
             self._threshold = (first, *rest)
             gc.set_threshold(COLLECT_EVERY, *rest)
 
@@ -325,8 +327,8 @@ class Recorder(RepeatedSteps):
         if saved is not None and gc.get_threshold()[0] == COLLECT_EVERY:
             gc.set_threshold(*saved)
 
-    def _pause_collection(self):
-        if not self._open_traces and gc.isenabled():
+    def _pause_collection(self, nodes):
+        if nodes >= LARGE and not self._open_traces and gc.isenabled():
             gc.disable()
             self._paused = True
 
@@ -435,6 +437,8 @@ class Recorder(RepeatedSteps):
             )
         )
         check_forward(self, NBGRAD, args, result)
+        if len(self._raw) == LARGE:  # NOTE [The collector while recording]
+            self._raise_threshold()
         if self._subscribers and _perf_counter() >= self._notify_due:
             self._notify_calls()
 
@@ -520,6 +524,8 @@ class Recorder(RepeatedSteps):
             )
         )
         check_forward(self, source, args, result)
+        if len(self._raw) == LARGE:  # NOTE [The collector while recording]
+            self._raise_threshold()
         if self._subscribers and _perf_counter() >= self._notify_due:
             self._notify_calls()
 
@@ -687,7 +693,7 @@ class _Watcher(GraphObserver):
             )
             rec._pass_count += 1
             rec.passes.append(trace)
-            rec._pause_collection()  # NOTE [The collector while recording]
+            rec._pause_collection(len(dependencies))  # NOTE [The collector while recording]
             rec._open_traces[id(graph_task)] = trace
             rec._backward_depth += 1
 
@@ -939,6 +945,7 @@ def _descendant(parent, path):
 _perf_counter = time.perf_counter
 CALLS_TOLD_EVERY = 0.02  # seconds: NOTE [Calls told in batches]
 COLLECT_EVERY = 10_000  # new objects: NOTE [The collector while recording]
+LARGE = 10_000  # calls recorded, or nodes in a pass: NOTE [The collector while recording]
 _new_step = object.__new__
 _NOTHING = ()  # a step's outputs, hooks or made_ready while it has none (NOTE [Steps read alike])
 

@@ -379,10 +379,12 @@ def test_a_fan_in_buffer_shows_the_sum_of_what_reached_it_so_far():
     assert received == pytest.approx((1 + np.exp(hd) + np.cos(hd) + 2).tolist(), rel=1e-4)
 
 
-def test_the_collector_runs_less_often_while_recording_and_as_before_after():
-    """The collector's first threshold is raised while a recorder runs, and collection paused
-    while a pass is recorded in full (also one that fails), both as they were after (see
-    NOTE [The collector while recording])."""
+def test_the_collector_runs_less_often_in_a_large_recording_and_as_before_after(monkeypatch):
+    """In a large recording (here: 3 calls or more, nodes in a pass) the collector's first
+    threshold is raised, and collection paused while a large pass is recorded in full (also
+    one that fails), both as they were after; a small pass and a small recording leave the
+    collector as it is (see NOTE [The collector while recording])."""
+    monkeypatch.setattr(recorder_mod, "LARGE", 3)
     before = gc.get_threshold()
     assert gc.isenabled() and before[0] < recorder_mod.COLLECT_EVERY
     x = ng.ones(2, requires_grad=True)
@@ -395,16 +397,20 @@ def test_the_collector_runs_less_often_while_recording_and_as_before_after():
         raise ValueError("a hook that fails")
 
     with record() as rec:
-        assert gc.get_threshold()[0] == recorder_mod.COLLECT_EVERY
-        y = x * 2
+        small = x * 2
+        small.register_hook(hook)
+        small.sum().backward()  # a pass of two nodes below its root
+        assert gc.get_threshold() == before  # two calls so far
+        y = (x * 2) * 3
         y.register_hook(hook)
+        assert gc.get_threshold()[0] == recorder_mod.COLLECT_EVERY  # the third call
         y.sum().backward()
         assert gc.isenabled()
-        z = x * 3
+        z = (x * 3) * 4
         z.register_hook(fails)
         with pytest.raises(ValueError, match="a hook that fails"):
             z.sum().backward()
         assert gc.isenabled()
-    assert during == [(False, recorder_mod.COLLECT_EVERY)]
+    assert during == [(True, before[0]), (False, recorder_mod.COLLECT_EVERY)]
     assert gc.get_threshold() == before and gc.isenabled()
-    assert [t.error for t in rec.passes] == [None, "ValueError: a hook that fails"]
+    assert [t.error for t in rec.passes] == [None, None, "ValueError: a hook that fails"]
