@@ -374,6 +374,15 @@ class NbgradSource(GraphSource):
             post_accumulate_grad=post_acc,
         )
 
+    def hooks(self, node) -> list:
+        # most nodes have none: asked of their three hook tuples alone (a leaf's accumulator,
+        # which may hold post-accumulate-grad hooks, and a node with hooks read in full)
+        if type(node) is not AccumulateGrad and not (
+            node.tensor_pre_hooks() or node.pre_hooks() or node.post_hooks()
+        ):
+            return []
+        return super().hooks(node)
+
     def saved_tensors(self, node) -> list:
         out = []
         for name, value in node.saved_values().items():

@@ -101,6 +101,25 @@ def test_nbgrad_source_hooks_of_a_node_and_a_leaf():
     assert NBGRAD.module_hooks(object()) == []
 
 
+def test_nbgrad_source_finds_each_kind_of_node_hook_alone():
+    # a node with no hooks answers at once; each kind of hook alone is still found
+    def node():
+        return ng.ones(2, requires_grad=True) * 2
+
+    plain, kept = node(), node()
+    kept.retain_grad()  # (retain_grad's hook is the tensor's, not listed: NodeHooks has it)
+    assert NBGRAD.hooks(plain.grad_fn) == [] and NBGRAD.hooks(kept.grad_fn) == []
+    y = node()
+    th = y.register_hook(lambda g: g)
+    assert [i.handle for i in NBGRAD.hooks(y.grad_fn)] == [th]
+    y = node()
+    pre = y.grad_fn.register_prehook(lambda go: None)
+    assert [i.handle for i in NBGRAD.hooks(y.grad_fn)] == [pre]
+    y = node()
+    post = y.grad_fn.register_hook(lambda gi, go: None)
+    assert [i.handle for i in NBGRAD.hooks(y.grad_fn)] == [post]
+
+
 def test_source_for_picks_a_registered_source_else_nbgrad():
     from nbgrad.notebook import sources
 
