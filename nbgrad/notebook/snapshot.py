@@ -364,16 +364,6 @@ def _roots_to_nodes(roots, source):
     return nodes
 
 
-def _node_kind(node, unexpanded, source):
-    if source.is_accumulator(node):
-        return "leaf"
-    if source.sequence_nr(node) == UINT64_MAX:
-        return "root"
-    if node in unexpanded:
-        return "external"
-    return "node"
-
-
 # NOTE [Shared entries]
 # Most nodes of a big graph read alike: the same input metadata (shape, dtype, device), the
 # same saved values (each of a chain's 50,000 MulBackward0 saves ``self`` of shape [4] at
@@ -758,18 +748,27 @@ def _node_entries(ordered, ids, source, unexpanded, shown, order_of, drawn):
     out_nodes = []
     nids = ids.drawn
     shared = drawn["shared"]  # NOTE [Shared entries]
-    metas, nexts, none = shared["meta"], shared["next"], shared["none"]
+    metas, nexts, none, time_of = shared["meta"], shared["next"], shared["none"], drawn["time_of"]
+    # (the source's readers looked up once, not once a node)
+    is_leaf, sequence_nr, node_name = source.is_accumulator, source.sequence_nr, source.node_name
+    input_metadata, next_edges = source.input_metadata, source.next_edges
     for node in ordered:
         nid = nids[node]
-        kind = _node_kind(node, unexpanded, source)
-        meta = source.input_metadata(node)
+        seq = sequence_nr(node)
+        # its kind: a leaf's accumulator, a graph root, a node not walked below, or an op's
+        if is_leaf(node):
+            kind = "leaf"
+        elif seq == UINT64_MAX:
+            kind = "root"
+        else:
+            kind = "external" if node in unexpanded else "node"
+        meta = input_metadata(node)
         described = metas.get(meta)
         if described is None:
             described = metas[meta] = _meta_entries(meta)
-        name = source.node_name(node)
-        seq = source.sequence_nr(node)
+        name = node_name(node)
         next_entries = []
-        for fn, input_nr in source.next_edges(node):
+        for fn, input_nr in next_edges(node):
             key = (nids.get(fn), input_nr)
             edge = nexts.get(key)
             if edge is None:
@@ -796,7 +795,7 @@ def _node_entries(ordered, ids, source, unexpanded, shown, order_of, drawn):
             "tensor": None,
             "grad": None,
             "order": order_of.get(node),
-            "time": drawn["time_of"].get(node),
+            "time": time_of.get(node),
         }
         if objects is not None:
             objects[nid] = node
