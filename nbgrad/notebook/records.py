@@ -461,20 +461,14 @@ class BackwardTrace:
         if value is None:
             return None
         source = self.graph_source
-        if type(value) is _Tensor:  # (nbgrad's: no call through the source to read it)
-            version = source.version(value)
-            hit = self._memo.get(id(value))
-            if hit is not None and hit[1] == version and hit[0]() is value:
-                return hit[2]
-            a = value.numpy(force=True)
-        elif not source.is_tensor(value):
+        ours = type(value) is _Tensor  # (nbgrad's: read without calls through the source)
+        if not ours and not source.is_tensor(value):
             return grad_facts(value, self.max_values, source)
-        else:
-            version = source.version(value)
-            hit = self._memo.get(id(value))
-            if hit is not None and hit[1] == version and hit[0]() is value:
-                return hit[2]
-            a = source.to_numpy(value)
+        version = source.version(value)
+        hit = self._memo.get(id(value))
+        if hit is not None and hit[1] == version and hit[0]() is value:
+            return hit[2]
+        a = value.numpy(force=True) if ours else source.to_numpy(value)
         facts = array_facts(a, value, self.max_values, source, self._norms)
         if facts.nonfinite is not None:
             self.nonfinite_seen = True
