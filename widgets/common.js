@@ -80,10 +80,18 @@
  * @typedef {{id: string, kind?: ("node"|"leaf"|"external"|"root"), name: string, label?: string,
  *            group?: string, line?: number, hooks?: number, order?: number,
  *            nonfinite?: ("nan"|"+inf"|"-inf")[], nonfinite_origin?: boolean}} ViewNode
+ * @typedef {{strings: string[], id: string[], name: number[], label: number[], kind: number[],
+ *            group: (number|null)[], line: (number|null)[], order: (number|null)[],
+ *            hooks: Object<string, number>,
+ *            nonfinite: Object<string, ("nan"|"+inf"|"-inf")[]>,
+ *            nonfinite_origin: Object<string, boolean>}} ViewNodes
+ * @typedef {{strings: string[], id: string[], name: number[], type: number[],
+ *            path: (string|null)[], parent: (number|null)[], depth: number[],
+ *            records: number[][], error: Object<string, string>}} ViewGroups
  * @typedef {{index: number, root: (string|null), retain_graph: boolean,
  *            create_graph: boolean, error: (string|null), hooks: HookCall[]}} ViewPass
- * @typedef {{schema: "nbgrad.view", version: 1, nodes: ViewNode[], edges: number,
- *            groups: SnapGroup[], hooks: SnapHook[], passes: ViewPass[], roots: string[],
+ * @typedef {{schema: "nbgrad.view", version: 1, nodes: ViewNodes, edges: number,
+ *            groups: ViewGroups, hooks: SnapHook[], passes: ViewPass[], roots: string[],
  *            pass: (number|null), truncated: boolean, max_nodes: number, left_out: number,
  *            cut_nodes: number, stubs: number, failure: (Failure|null)}} ViewSnapshot
  * @typedef {{id: string, node: (SnapNode|null), record: (SnapRecord|null),
@@ -169,11 +177,12 @@ function gradText(g, withShape) {
 
 /**
  * A trait that the kernel sends as a JSON string (one string is far cheaper for ipywidgets to
- * send than a deep dict), parsed once per change.
+ * send than a deep dict), parsed once per change, then passed through ``read`` if given.
  * @param {any} model
  * @param {string} name
+ * @param {(value: any) => any} [read]
  */
-function jsonTrait(model, name) {
+function jsonTrait(model, name, read) {
   let text = null;
   let value = null;
   return () => {
@@ -181,9 +190,64 @@ function jsonTrait(model, name) {
     if (now !== text) {
       text = now;
       value = JSON.parse(now || "{}");
+      if (read) value = read(value);
     }
     return value;
   };
+}
+
+/**
+ * The ViewNode objects that a view's columns hold (NOTE [Nodes and groups sent as columns] in
+ * nbgrad/notebook/schema.py); a list of objects (a notebook saved before) is read as it is.
+ * @param {ViewNodes|ViewNode[]|undefined} packed
+ * @param {SnapGroup[]} groups the view's groups, read
+ * @returns {ViewNode[]}
+ */
+function unpackNodes(packed, groups) {
+  if (!packed || Array.isArray(packed)) return packed || [];
+  const s = packed.strings;
+  const paths = new Map(groups.map((g) => [g.id, g.path]));
+  const rare = ["hooks", "nonfinite", "nonfinite_origin"];
+  return packed.id.map((id, i) => {
+    /** @type {any} */ const n = { id, name: s[packed.name[i]] };
+    if (packed.kind[i]) n.kind = s[packed.kind[i]];
+    const label = packed.label[i];
+    if (label < 0) n.label = `${paths.get(s[packed.group[i]])}.${s[-1 - label]}`;
+    else if (label !== packed.name[i]) n.label = s[label];
+    if (packed.group[i] !== null) n.group = s[packed.group[i]];
+    if (packed.line[i] !== null) n.line = packed.line[i];
+    if (packed.order[i] !== null) n.order = packed.order[i];
+    for (const key of rare) if (i in packed[key]) n[key] = packed[key][i];
+    return n;
+  });
+}
+
+/**
+ * The SnapGroup objects that a view's columns hold (a list is read as it is).
+ * @param {ViewGroups|SnapGroup[]|undefined} packed
+ * @returns {SnapGroup[]}
+ */
+function unpackGroups(packed) {
+  if (!packed || Array.isArray(packed)) return packed || [];
+  const s = packed.strings;
+  const paths = new Map();
+  return packed.id.map((id, i) => {
+    const name = s[packed.name[i]];
+    const parent = packed.parent[i] === null ? null : s[packed.parent[i]];
+    const path = packed.path[i] ?? (paths.has(parent) ? `${paths.get(parent)}.${name}` : name);
+    paths.set(id, path);
+    return { id, name, type: s[packed.type[i]], path, parent, depth: packed.depth[i],
+      records: packed.records[i], error: packed.error[i] ?? null };
+  });
+}
+
+/**
+ * A view snapshot as the kernel sends it, its nodes and groups as objects.
+ * @param {ViewSnapshot} view
+ */
+export function readView(view) {
+  const groups = unpackGroups(view.groups);
+  return { ...view, nodes: unpackNodes(view.nodes, groups), groups };
 }
 
 // NOTE [Released and kernel-gone views]

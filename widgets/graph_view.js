@@ -693,7 +693,7 @@ function render({ model, el }) {
   const watch = watchKernel(model, el); // NOTE [Released and kernel-gone views]
   /** A message to the kernel, unless it is gone (a closed comm cannot send). */
   const send = (msg) => { if (watch.state() !== "gone") model.send(msg); };
-  const snapshot = jsonTrait(model, "_snapshot_json");
+  const snapshot = jsonTrait(model, "_snapshot_json", readView);
   const graphLayout = jsonTrait(model, "_layout_json");
   const detailsOf = jsonTrait(model, "_details_json");
   const {

@@ -315,6 +315,197 @@ class ViewNode(TypedDict):
     nonfinite_origin: NotRequired[bool]
 
 
+# NOTE [Nodes and groups sent as columns]
+# A graph cut at 20,000 nodes was sent, and saved in the notebook's widget state, as 20,000
+# objects that each repeat their keys and their op's name, and a module group per module call,
+# each with its full path; a deep model's cell went over the 2 MB a saved output may take. So
+# the view's nodes cross as :class:`ViewNodes` and its groups as :class:`ViewGroups`: one list
+# per field, the repeated texts (op names, labels, kinds, group ids, module names and types)
+# as indices into one list of strings, a group's path left out where it is its parent's path
+# and its name, a parameter's label as the part after its group's path, and the fields few
+# have keyed by the index. ``readView`` in
+# ``widgets/common.js`` turns them back into objects when the trait is parsed, and reads the
+# lists of objects a notebook saved before as they are.
+class ViewNodes(TypedDict):
+    """The view's nodes as columns (NOTE [Nodes and groups sent as columns]): node ``i`` is
+    ``id[i]``, named ``strings[name[i]]``, labelled ``strings[label[i]]`` (or, where
+    ``label[i]`` is ``-1 - k``, its group's path, a dot and ``strings[k]``), of kind
+    ``strings[kind[i]]``, in the group ``strings[group[i]]`` (None: in none), made at
+    ``line[i]`` and run ``order[i]``-th; ``hooks``, ``nonfinite`` and ``nonfinite_origin`` map
+    the index (a string) of the nodes that have them to their values."""
+
+    strings: list[str]
+    id: list[str]
+    name: list[int]
+    label: list[int]
+    kind: list[int]
+    group: list[int | None]
+    line: list[int | None]
+    order: list[int | None]
+    hooks: dict[str, int]
+    nonfinite: dict[str, list[Literal["nan", "+inf", "-inf"]]]
+    nonfinite_origin: dict[str, bool]
+
+
+_RARE = ("hooks", "nonfinite", "nonfinite_origin")
+
+
+def pack_nodes(nodes: list[ViewNode], paths: dict[str, str] | None = None) -> ViewNodes:
+    """``nodes`` as columns (NOTE [Nodes and groups sent as columns]); ``paths``: each
+    group's path by its id (a label that is its group's path, a dot and a name is sent as
+    that name)."""
+    paths = paths or {}
+    at, strings = _string_table()
+    at("node")  # the default kind
+    cols = {"id": [], "name": [], "label": [], "kind": [], "group": [], "line": [], "order": []}
+    rare = {key: {} for key in _RARE}
+    for i, n in enumerate(nodes):
+        name = at(n["name"])
+        cols["id"].append(n["id"])
+        cols["name"].append(name)
+        cols["label"].append(_label_at(n, at, paths) if "label" in n else name)
+        cols["kind"].append(at(n["kind"]) if "kind" in n else 0)
+        cols["group"].append(at(n["group"]) if "group" in n else None)
+        cols["line"].append(n.get("line"))
+        cols["order"].append(n.get("order"))
+        for key in _RARE:
+            if key in n:
+                rare[key][str(i)] = n[key]
+    return {"strings": strings, **cols, **rare}
+
+
+def _label_at(n, at, paths):
+    """The label column's entry for ``n``: the label's index in the strings, or ``-1 - k``
+    where the label is its group's path, a dot and the ``k``-th string."""
+    label = n["label"]
+    path = paths.get(n.get("group"))
+    if path is not None and label.startswith(path) and label[len(path) : len(path) + 1] == ".":
+        return -1 - at(label[len(path) + 1 :])
+    return at(label)
+
+
+def unpack_nodes(
+    packed: ViewNodes | list[ViewNode], groups: list[SnapGroup] = ()
+) -> list[ViewNode]:
+    """The :class:`ViewNode` list that ``packed`` holds, as ``unpackNodes`` reads it in the
+    browser (a list is returned as it is: a view saved before nodes were sent as columns);
+    ``groups``: the view's groups (unpacked)."""
+    paths = {g["id"]: g["path"] for g in groups}
+    if isinstance(packed, list):
+        return packed
+    s = packed["strings"]
+    nodes: list[ViewNode] = []
+    for i, node_id in enumerate(packed["id"]):
+        n: dict = {"id": node_id, "name": s[packed["name"][i]]}
+        if packed["kind"][i]:
+            n["kind"] = s[packed["kind"][i]]
+        label = packed["label"][i]
+        if label < 0:
+            n["label"] = paths[s[packed["group"][i]]] + "." + s[-1 - label]
+        elif label != packed["name"][i]:
+            n["label"] = s[label]
+        if packed["group"][i] is not None:
+            n["group"] = s[packed["group"][i]]
+        for key in ("line", "order"):
+            if packed[key][i] is not None:
+                n[key] = packed[key][i]
+        for key in _RARE:
+            if str(i) in packed[key]:
+                n[key] = packed[key][str(i)]
+        nodes.append(n)
+    return nodes
+
+
+class ViewGroups(TypedDict):
+    """The view's module groups as columns (NOTE [Nodes and groups sent as columns]): group
+    ``i`` is ``id[i]``, named ``strings[name[i]]``, of type ``strings[type[i]]``, in the group
+    ``strings[parent[i]]`` (None: in none), at ``path[i]`` (None: its parent's path, a dot and
+    its name); ``error`` maps the index (a string) of the groups that failed to their error."""
+
+    strings: list[str]
+    id: list[str]
+    name: list[int]
+    type: list[int]
+    path: list[str | None]
+    parent: list[int | None]
+    depth: list[int]
+    records: list[list[int]]
+    error: dict[str, str]
+
+
+def pack_groups(groups: list[SnapGroup]) -> ViewGroups:
+    """``groups`` as columns (NOTE [Nodes and groups sent as columns])."""
+    at, strings = _string_table()
+    paths = {}
+    cols = {key: [] for key in ("id", "name", "type", "path", "parent", "depth", "records")}
+    error = {}
+    for i, g in enumerate(groups):
+        parent = g["parent"]
+        paths[g["id"]] = path = g["path"]
+        derived = paths[parent] + "." + g["name"] if parent in paths else g["name"]
+        cols["id"].append(g["id"])
+        cols["name"].append(at(g["name"]))
+        cols["type"].append(at(g["type"]))
+        cols["path"].append(None if path == derived else path)
+        cols["parent"].append(None if parent is None else at(parent))
+        cols["depth"].append(g["depth"])
+        cols["records"].append(g["records"])
+        if g["error"] is not None:
+            error[str(i)] = g["error"]
+    return {"strings": strings, **cols, "error": error}
+
+
+def unpack_groups(packed: ViewGroups | list[SnapGroup]) -> list[SnapGroup]:
+    """The :class:`SnapGroup` list that ``packed`` holds (a list is returned as it is)."""
+    if isinstance(packed, list):
+        return packed
+    s = packed["strings"]
+    groups: list[SnapGroup] = []
+    paths = {}
+    for i, group_id in enumerate(packed["id"]):
+        name = s[packed["name"][i]]
+        parent = None if packed["parent"][i] is None else s[packed["parent"][i]]
+        path = packed["path"][i]
+        if path is None:
+            path = paths[parent] + "." + name if parent in paths else name
+        paths[group_id] = path
+        groups.append(
+            {
+                "id": group_id,
+                "name": name,
+                "type": s[packed["type"][i]],
+                "path": path,
+                "parent": parent,
+                "depth": packed["depth"][i],
+                "records": packed["records"][i],
+                "error": packed["error"].get(str(i)),
+            }
+        )
+    return groups
+
+
+def read_view(view: ViewSnapshot) -> dict:
+    """``view`` with its nodes and groups as lists of objects, as ``readView`` reads it in
+    the browser."""
+    groups = unpack_groups(view["groups"])
+    return {**view, "nodes": unpack_nodes(view["nodes"], groups), "groups": groups}
+
+
+def _string_table():
+    """``(at, strings)``: ``at(text)`` is the index of ``text`` in ``strings``, added once."""
+    index: dict[str, int] = {}
+    strings: list[str] = []
+
+    def at(text):
+        k = index.get(text)
+        if k is None:
+            k = index[text] = len(strings)
+            strings.append(text)
+        return k
+
+    return at, strings
+
+
 class ViewPass(TypedDict):
     """A backward pass as the graph view gets it: each node's own ``order`` says when it ran
     (the pass's list of node ids is left out: NOTE [Send less])."""
@@ -332,9 +523,9 @@ ViewSnapshot = TypedDict(
     {
         "schema": Literal["nbgrad.view"],
         "version": Literal[1],
-        "nodes": "list[ViewNode]",
+        "nodes": "ViewNodes",
         "edges": int,  # how many edges the graph has
-        "groups": "list[SnapGroup]",
+        "groups": "ViewGroups",
         "hooks": "list[SnapHook]",
         "passes": "list[ViewPass]",
         "roots": "list[str]",
@@ -426,6 +617,8 @@ SCHEMA_TYPES = (
     TraceEnd,
     Trace,
     ViewNode,
+    ViewNodes,
+    ViewGroups,
     ViewPass,
     ViewSnapshot,
     Details,

@@ -31,6 +31,8 @@ from .schema import (
     Snapshot,
     Trace,
     ViewSnapshot,
+    pack_groups,
+    pack_nodes,
 )
 from .sources import NBGRAD, UINT64_MAX, source_for
 from .summaries import grad_summary, summarised, tensor_summary
@@ -55,7 +57,8 @@ MAX_NODES = 20000
 
 
 def view_snapshot(snap: Snapshot) -> ViewSnapshot:
-    """The compact form of ``snap`` the graph widget is sent (NOTE [Send less])."""
+    """The compact form of ``snap`` the graph widget is sent (NOTE [Send less]), its nodes as
+    columns (NOTE [Nodes and groups sent as columns])."""
     nodes = []
     for n in snap["nodes"]:
         v = {"id": n["id"], "name": n["name"]}
@@ -75,9 +78,9 @@ def view_snapshot(snap: Snapshot) -> ViewSnapshot:
     return {
         "schema": "nbgrad.view",
         "version": 1,
-        "nodes": nodes,
+        "nodes": pack_nodes(nodes, {g["id"]: g["path"] for g in snap["groups"]}),
         "edges": len(snap["edges"]),
-        "groups": snap["groups"],
+        "groups": pack_groups(snap["groups"]),
         "hooks": snap["hooks"],
         "passes": [{k: v for k, v in p.items() if k != "order"} for p in snap["passes"]],
         "roots": snap["roots"],

@@ -14,6 +14,7 @@ import pytest
 import nbgrad as ng
 from nbgrad.notebook import build_snapshot, record
 from nbgrad.notebook._widget import esm
+from nbgrad.notebook.schema import read_view
 from nbgrad.notebook.snapshot import view_snapshot
 
 torch = pytest.importorskip("torch")
@@ -36,7 +37,7 @@ def test_the_nodes_that_held_nan_or_inf_are_marked_and_the_origin_once(fw):
     assert marked["LogBackward0"].get("nonfinite_origin") is True
     assert [n["name"] for n in snap["nodes"] if n.get("nonfinite_origin")] == ["LogBackward0"]
     assert "nan" in marked["MulBackward0"]["nonfinite"]  # -inf * 0 in the forward
-    view = {n["name"]: n for n in view_snapshot(snap)["nodes"]}
+    view = {n["name"]: n for n in read_view(view_snapshot(snap))["nodes"]}
     assert view["LogBackward0"]["nonfinite_origin"] is True
     assert "nonfinite" not in view.get("PowBackward0", {})  # an all-finite node: no field
 
@@ -74,7 +75,7 @@ def search(tmp_path_factory):
 
 def test_search_finds_nan_and_inf_the_origin_first(search):
     snap = build_snapshot(_log_of_zero(ng))
-    nodes = view_snapshot(snap)["nodes"]
+    nodes = read_view(view_snapshot(snap))["nodes"]
     found = search("inf", nodes)
     assert found[0]["text"] == "LogBackward0"
     assert found[0]["note"].startswith("-inf (where it started)")

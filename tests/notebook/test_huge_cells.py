@@ -55,6 +55,27 @@ def test_a_graph_that_fits_says_nothing_of_a_cut(ip):
     assert len(graph.snapshot["records"]) == 301
 
 
+def test_a_deep_model_cut_at_the_default_cap_saves_under_2_mb(ip):
+    """A 320-layer TransformerEncoder (about 21,000 nodes) cut at the default cap: its module
+    groups and the parameters' long names are sent as columns (NOTE [Nodes and groups sent as
+    columns]), and the saved outputs stay under 2 MB (2.75 MB when each node and group was
+    sent as an object)."""
+    ip.run_cell(
+        "import nbgrad as ng\nng.manual_seed(0)\n"
+        "layer = ng.nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=0.0, "
+        "batch_first=True)\n"
+        "enc = ng.nn.TransformerEncoder(layer, 320, enable_nested_tensor=False)\n"
+        "src = ng.randn(2, 4, 16)"
+    )
+    result, cap = run(ip, "%%autograd --backward loss\nloss = enc(src).pow(2).mean()\n")
+    assert result.success, result.error_in_exec
+    graph_text = next(o.data["text/plain"] for o in cap.outputs if "GraphView" in str(o.data))
+    assert f"cut at {MAX_NODES:,} nodes" in graph_text
+    size = saved_size(cap.outputs)
+    print(f"saved outputs of a 320-layer transformer's cell: {size:,} bytes")
+    assert size < 2_000_000
+
+
 @pytest.mark.parametrize("value", ["0", "-3", "many", "2.5"])
 def test_a_bad_node_count_is_a_usage_error(ip, value):
     ip.user_ns.pop("ran", None)
