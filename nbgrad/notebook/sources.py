@@ -60,6 +60,7 @@ __all__ = [
     "NBGRAD",
     "register_source",
     "source_for",
+    "forget_input_metadata",
     "UINT64_MAX",
 ]
 
@@ -303,8 +304,14 @@ def _info(handle, target_kind, target):
 # dtype on the CPU one tuple (NOTE [Shared input metadata] in dispatch.py), and a snapshot
 # reads each node's several times (its entry, the tensors of its record). The tuple read as
 # InputMeta is kept by the identity of the node's (holding it, so that its id is not reused
-# for another), for the last 256 tuples read.
+# for another), for the last 256 tuples read, and forgotten when a recording starts: a leaf's
+# tuple is its own, so held on, each re-run of a cell would keep its earlier leaves' tuples.
 _INPUT_META: dict = {}
+
+
+def forget_input_metadata():
+    """Drop the input metadata read so far (NOTE [Input metadata read once])."""
+    _INPUT_META.clear()
 
 
 class NbgradSource(GraphSource):

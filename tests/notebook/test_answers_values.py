@@ -226,3 +226,22 @@ def test_a_plain_record_block_finds_them_too():
     found = find_nonfinite(rec)
     assert found[0].origin and found[0].node == "LogBackward0" and found[0].phase == "forward"
     assert found[0].source == "y = x.log()"
+
+
+@pytest.mark.parametrize("n", [2, 16, 17, 5000])
+def test_both_infinities_in_one_output_are_found_at_any_size(n):
+    # +inf and -inf side by side sum to NaN, a NaN alone to NaN: outputs of up to 16 values
+    # are summed as Python floats, larger ones by NumPy (NOTE [Finite at a sum's cost])
+    import nbgrad as ng
+
+    x = ng.ones(n, requires_grad=True)
+    z = ng.tensor([0.0, -0.0] + [1.0] * (n - 2))
+    with np.errstate(divide="ignore", invalid="ignore"), record() as rec:
+        y = x / z
+        w = y * 0.0  # inf * 0: NaN, from an input already not finite
+        (w + 1.0).sum()
+    found = find_nonfinite(rec)
+    assert found and found[0].origin and found[0].phase == "forward", found
+    assert found[0].node == "DivBackward0" and found[0].source == "y = x / z"
+    assert set(found[0].kinds) == {"+inf", "-inf"}
+    assert [f.node for f in found if f.phase == "forward"][:2] == ["DivBackward0", "MulBackward0"]
