@@ -25,6 +25,8 @@ def _num(v):
 
 
 LARGE = 8192  # elements: see NOTE [Summing a large gradient]
+# the shapes of the gradients read, each kept once (most gradients of a pass share a few)
+_SHAPES: dict = {}
 _HYPOT = 16  # elements: see NOTE [A small gradient's norm]
 _hypot = math.hypot
 
@@ -50,7 +52,17 @@ class GradFacts:
     """A gradient as an engine event saw it; reads as its :class:`GradSummary` (``facts["norm"]``,
     ``facts.summary()``), which is built once, when first read."""
 
-    __slots__ = ("shape", "dtype", "numel", "norm", "head", "_summary", "nonfinite")
+    __slots__ = ("shape", "dtype", "numel", "norm", "_head", "_np", "_summary", "nonfinite")
+
+    @property
+    def head(self) -> np.ndarray:
+        """The first values, flattened (read-only; NOTE [A small gradient's norm])."""
+        head = self._head
+        return np.frombuffer(head, self._np) if type(head) is bytes else head
+
+    @head.setter
+    def head(self, values):
+        self._head = values
 
     def summary(self) -> GradSummary:
         summary = self._summary
@@ -144,9 +156,10 @@ def array_facts(a, value, max_values=16, source=NBGRAD, norms=None):
         # the norm (``math.hypot`` of them: in C, no float64 copy and no NumPy reduction) and,
         # below, the first values; a NaN among them would make the hypot NaN, an Inf makes it
         # Inf even beside a NaN, so a norm that is not finite is taken again as the sum of
-        # squares (NumPy's NaN where both are), as larger gradients' are
-        head = a.flatten()
-        norm = _hypot(*head.tolist())
+        # squares (NumPy's NaN where both are), as larger gradients' are; they are kept as
+        # their bytes (with the dtype), a third of a small array's size, read as an array
+        head = a.tobytes()
+        norm = _hypot(*a.ravel().tolist())
         if not math.isfinite(norm):
             f64 = a.astype(np.float64, copy=False)
             norm = math.sqrt(float(np.vdot(f64, f64)))
@@ -159,11 +172,13 @@ def array_facts(a, value, max_values=16, source=NBGRAD, norms=None):
             norm = math.sqrt(float(np.vdot(f64, f64))) if size else 0.0
         head = a.flat[:max_values]  # (a copy, in C order)
     facts = GradFacts()
-    facts.shape = a.shape
+    shape = a.shape
+    facts.shape = _SHAPES.setdefault(shape, shape) if len(_SHAPES) < 4096 else shape
     facts.dtype = _DTYPE_NAMES.get(a.dtype) or source.tensor_facts(value).dtype
     facts.numel = int(size)
     facts.norm = norm
-    facts.head = head
+    facts._head = head
+    facts._np = a.dtype
     facts._summary = None
     # the kinds of non-finite values, read only when the norm says there are some
     facts.nonfinite = None if norm is None or math.isfinite(norm) else nonfinite_kinds(a)

@@ -414,3 +414,33 @@ def test_the_collector_runs_less_often_in_a_large_recording_and_as_before_after(
     assert during == [(True, before[0]), (False, recorder_mod.COLLECT_EVERY)]
     assert gc.get_threshold() == before and gc.isenabled()
     assert [t.error for t in rec.passes] == [None, None, "ValueError: a hook that fails"]
+
+
+def test_a_step_keeps_its_small_gradients_compactly_and_reads_them_as_before():
+    """NOTE [Steps read alike] and NOTE [A small gradient's norm]: a step's one input and one
+    output are kept alone and read as tuples of one; a small gradient's first values are kept
+    as bytes, read as a read-only array of its dtype, not changed by a later in-place change;
+    the steps of a chain share their gradients' shape."""
+    x = ng.ones(3, requires_grad=True)
+    with record() as rec:
+        h = x
+        for _ in range(3):
+            h = (h * 2.0).tanh()
+        h.sum().backward()
+    steps = rec.passes[0].steps
+    tanh = [s for s in steps if s.node.name() == "TanhBackward0"]
+    assert all(type(s.inputs) is tuple and len(s.inputs) == 1 for s in tanh)
+    assert all(type(s.outputs) is tuple and len(s.outputs) == 1 for s in tanh)
+    made = [s.made_ready for s in tanh]
+    assert all(type(m) is tuple and len(m) == 1 for m in made), made
+    head = tanh[0].outputs[0].head
+    assert head.dtype == np.float32 and head.shape == (3,) and not head.flags.writeable
+    assert tanh[0].outputs[0]["values"] == [float(f"{v:.6g}") for v in head.tolist()]
+    assert tanh[0].outputs[0].shape is tanh[1].outputs[0].shape  # one tuple, shared
+
+    from nbgrad.notebook.summaries import array_facts
+
+    a = np.array([1.0, 2.0, 3.0], dtype=np.float32)
+    facts = array_facts(a, ng.tensor(a))
+    a[0] = 99.0
+    assert facts.head.tolist() == [1.0, 2.0, 3.0] and facts["values"] == [1.0, 2.0, 3.0]
