@@ -447,6 +447,7 @@ class BackwardTrace:
         # what most steps of a long pass share: no buffer waiting, nothing else ready
         self._no_buffers, self._none_ready = {}, {"cpu": []}
         self._memo = {}  # id(tensor) -> (weak reference, version, GradFacts), for this pass
+        self._next_nodes = None  # how _observe_routing reads a node's next nodes (made once)
         self._norms = {}  # see NOTE [A norm read once]
 
     @property
@@ -517,12 +518,15 @@ class BackwardTrace:
         buffers = None
         deps = graph_task.dependencies
         not_ready = graph_task.not_ready
-        # a pass observed from outside reads each node's edges once (TorchPass.next_edges)
-        next_edges = getattr(graph_task, "next_edges", None)
-        if next_edges is None:
-            next_nodes = self.graph_source.next_nodes
-        else:
-            next_nodes = _nodes_of(next_edges)
+        next_nodes = self._next_nodes
+        if next_nodes is None:
+            # a pass observed from outside reads each node's edges once (TorchPass.next_edges)
+            next_edges = getattr(graph_task, "next_edges", None)
+            if next_edges is None:
+                next_nodes = self.graph_source.next_nodes
+            else:
+                next_nodes = _nodes_of(next_edges)
+            self._next_nodes = next_nodes
         for node in self._pending:
             for fn in next_nodes(node):
                 if fn is None:
@@ -557,10 +561,10 @@ class BackwardTrace:
         """device -> the nodes ready while ``running`` runs (NOTE [Steps read alike])."""
         queue = graph_task.cpu_ready_queue
         cpu = queue.snapshot() if queue else ()  # (an empty queue: no lock, no sort)
-        seq = self.graph_source.sequence_nr
         ready = None
         for device, nodes in self._ready.items():
             if device != "cpu":
+                seq = self.graph_source.sequence_nr
                 if ready is None:
                     ready = {"cpu": list(cpu)}
                 ready[device] = sorted(
