@@ -2,6 +2,8 @@
 
     python tests/benchmarks/counted_steps.py            # 30 rounds of 100 steps
     python tests/benchmarks/counted_steps.py --rounds 10
+    python tests/benchmarks/counted_steps.py --cell     # where the magic's time goes
+
 
 The 784-256-10 MLP step of ``notebook_cells.py`` (batch 64, cross entropy, SGD; torch on one
 thread), 100 steps a run, in four ways, interleaved in one process (a loaded machine slows
@@ -15,6 +17,12 @@ per step:
 - what a counted step would cost with the mode off, simulated: the plain step, then each
   parameter's gradient norm (the gradient flow's) and the finite check of the loss and of
   each parameter at the step's end, all that could still be read without the mode.
+
+``--cell`` splits what ``%%autograd`` adds to the 60-step training cell of
+``notebook_cells.py`` (IPython's shell, plain and magic cells alternated, medians of the
+process's CPU time) into the final drawing (the magic's ``_show``: of it, the graph view's
+``refresh``, the snapshot and layout, and the widgets' PNG pictures) and the run (the steps,
+recorded and counted, and the magic's setup), for nbgrad's code and PyTorch's.
 """
 
 from __future__ import annotations
@@ -30,9 +38,12 @@ import math  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 
+import notebook_cells  # noqa: E402 - this folder's: the training cell
 import numpy as np  # noqa: E402
+from IPython.testing.globalipapp import get_ipython  # noqa: E402
+from IPython.utils.capture import capture_output  # noqa: E402
 
-from nbgrad.notebook import magics  # noqa: E402
+from nbgrad.notebook import _widget, graph_view, magics  # noqa: E402
 from nbgrad.notebook.answers_flow import GradientFlow  # noqa: E402
 from nbgrad.notebook.recorder import Recorder  # noqa: E402
 from nbgrad.notebook.steps import _finite  # noqa: E402
@@ -94,10 +105,66 @@ def runs(torch):
     }
 
 
+def _timed(owner, name, spent):
+    """Wrap ``owner.name`` so that its CPU time adds up in ``spent[name]``."""
+    f = getattr(owner, name)
+
+    def timed(*args, **kwargs):
+        t0 = time.process_time()
+        try:
+            return f(*args, **kwargs)
+        finally:
+            spent[name] = spent.get(name, 0.0) + time.process_time() - t0
+
+    setattr(owner, name, timed)
+
+
+def cell_parts(rounds):
+    """Print where the magic's time goes in the training cell (``--cell``)."""
+    spent: dict = {}
+    _timed(magics.AutogradMagics, "_show", spent)
+    _timed(graph_view.GraphView, "refresh", spent)
+    _timed(_widget, "png_b64", spent)
+    shell = get_ipython()
+    shell.run_line_magic("load_ext", "nbgrad")
+    cells = {"plain": notebook_cells.LOOP, "magic": "%%autograd\n" + notebook_cells.LOOP}
+    print(
+        f"60-step training cell, {rounds} rounds, medians of CPU ms, load {os.getloadavg()[0]:.1f}"
+    )
+    for framework, setup in notebook_cells.SETUP.items():
+        shell.run_cell(setup)
+        times: dict = {k: [] for k in ("plain", "magic", "_show", "refresh", "png_b64")}
+        for i in range(rounds + 1):
+            for k, source in cells.items():
+                spent.clear()
+                gc.collect()
+                with capture_output():
+                    t0 = time.process_time()
+                    shell.run_cell(source)
+                    elapsed = time.process_time() - t0
+                if i:  # the first round warms up
+                    times[k].append(elapsed)
+                    if k == "magic":
+                        for part in ("_show", "refresh", "png_b64"):
+                            times[part].append(spent.get(part, 0.0))
+        m = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+        added = m["magic"] - m["plain"]
+        print(
+            f"  {framework:7} plain {m['plain']:5.1f}, %%autograd {m['magic']:5.1f} "
+            f"({m['magic'] / m['plain']:.2f}x, +{added:.1f}): final drawing {m['_show']:.1f} "
+            f"(refresh {m['refresh']:.1f}, PNGs {m['png_b64']:.1f}), the run "
+            f"+{added - m['_show']:.1f}"
+        )
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=30)
+    p.add_argument("--cell", action="store_true", help="the magic's cell, split in parts")
     args = p.parse_args()
+    if args.cell:
+        cell_parts(min(args.rounds, 9))
+        return
     try:
         import torch
     except ImportError:
