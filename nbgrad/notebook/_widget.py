@@ -158,10 +158,27 @@ class StillWidget(anywidget.AnyWidget):
         super().__init_subclass__(**kwargs)
         if os.environ.get("ANYWIDGET_HMR") == "1":
             return
-        for key in ("_esm", "_css"):
-            value = cls.__dict__.get(key)
-            if value is not None and not isinstance(value, str) and hasattr(value, "changed"):
-                setattr(cls, key, str(value))
+        # NOTE [Widget traits made once a class]
+        # anywidget adds ``_esm``, ``_css`` and ``_anywidget_id`` as traits to each widget
+        # it makes (``add_traits``), and traitlets does so by making a new class for that
+        # one widget: about 0.5 ms a widget, two or three under each %%autograd cell, and a
+        # class a widget kept while it lives. They are the class's traits instead, with the
+        # values anywidget gives them, and ``add_traits`` leaves out those a class has.
+        values = {key: cls.__dict__.get(key) for key in ("_esm", "_css")}
+        values["_anywidget_id"] = f"{cls.__module__}.{cls.__name__}"
+        for key, value in values.items():
+            if value is not None and not isinstance(value, (str, t.TraitType)):
+                value = str(value)  # a FileContents: its text
+            if isinstance(value, str):
+                trait = t.Unicode(value).tag(sync=True)
+                setattr(cls, key, trait)
+                trait.class_init(cls, key)
+
+    def add_traits(self, **traits):
+        """Add the traits the class lacks (NOTE [Widget traits made once a class])."""
+        traits = {k: v for k, v in traits.items() if not self.has_trait(k)}
+        if traits:
+            super().add_traits(**traits)
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)

@@ -60,7 +60,9 @@ def _text(text, size, bold, fill, halo, anchor):
     return sprite, left, top
 
 
+@functools.lru_cache(maxsize=1024)
 def _colour(value, opacity=1.0):
+    """An SVG colour (``#rgb``, ``#rrggbb``, ``none``) as RGB, ``opacity`` of it over white."""
     if not value or value == "none":
         return None
     value = value.lstrip("#")
@@ -90,23 +92,44 @@ def _path_points(d):
         elif cmd == "C":
             x1, y1, x2, y2, x3, y3 = map(float, tokens[i : i + 6])
             x0, y0 = points[-1]
-            for k in range(1, 13):
-                t = k / 12
-                u = 1 - t
-                points.append(
-                    (
-                        u**3 * x0 + 3 * u * u * t * x1 + 3 * u * t * t * x2 + t**3 * x3,
-                        u**3 * y0 + 3 * u * u * t * y1 + 3 * u * t * t * y2 + t**3 * y3,
-                    )
-                )
+            points += [
+                (a * x0 + b * x1 + c * x2 + d * x3, a * y0 + b * y1 + c * y2 + d * y3)
+                for a, b, c, d in _BEZIER
+            ]
             i += 6
         else:
             i += 1
     return points
 
 
+# a cubic curve's weights at t = k / 12, k = 1..12: u**3, 3 u**2 t, 3 u t**2, t**3 (each
+# product as the curve's formula groups it, so the points are those it gave term by term)
+_BEZIER = [
+    ((1 - k / 12) ** 3, 3 * (1 - k / 12) * (1 - k / 12) * (k / 12))
+    + (3 * (1 - k / 12) * (k / 12) * (k / 12), (k / 12) ** 3)
+    for k in range(1, 13)
+]
+
+
 def png_b64(svg: str) -> str:
     """``svg_to_png`` as the base64 text a mime bundle carries."""
+    if len(svg) <= _SMALL:
+        return _small_png_b64(svg)
+    return base64.b64encode(svg_to_png(svg)).decode("ascii")
+
+
+# NOTE [A small picture painted once]
+# Some stills are the same at every run of a cell: the hook editor's with no target, shown
+# under every %%autograd cell, the same few lines each time. The last few small pictures are
+# kept by their SVG text (the picture is a function of it alone), so such a still is painted
+# once a kernel rather than once a cell (0.5-0.8 ms of the training cell's drawing); a
+# graph's, which changes with its gradients' norms, is painted anew. Large pictures are never
+# kept: they would hold megabytes for a picture seldom drawn twice.
+_SMALL = 16_384  # characters of SVG
+
+
+@functools.lru_cache(maxsize=8)
+def _small_png_b64(svg: str) -> str:
     return base64.b64encode(svg_to_png(svg)).decode("ascii")
 
 
@@ -243,6 +266,12 @@ def _clipped(points, size, margin=8.0):
     400,000 px wide is mostly outside it (Liang-Barsky on each piece)."""
     left, top = -margin, -margin
     right, bottom = size[0] + margin, size[1] + margin
+    xs, ys = zip(*points)
+    if min(xs) >= left and max(xs) <= right and min(ys) >= top and max(ys) <= bottom:
+        # all inside (most edges of a picture that fits): the one run the loop below makes
+        # of it, each end ``x0 + 1.0 * dx`` as there
+        ends = [(x0 + (x1 - x0), y0 + (y1 - y0)) for (x0, y0), (x1, y1) in zip(points, points[1:])]
+        return [[points[0], *ends]]
     runs, run = [], []
     for (x0, y0), (x1, y1) in zip(points, points[1:]):
         dx, dy = x1 - x0, y1 - y0

@@ -379,7 +379,7 @@ class Recorder(RepeatedSteps):
             return
         if self._quiet or get_ident() != self._thread:
             return
-        if self._counting and self._counted_call(op.name, result):
+        if self._counting and self._counted_call(op.name, args, result):
             return
         if type(result) is tuple:
             node = None
@@ -478,7 +478,7 @@ class Recorder(RepeatedSteps):
             return
         if source is not self.graph_source and not self._claim(source):
             return
-        if self._counting and self._counted_call(op, result):
+        if self._counting and self._counted_call(op, args, result):
             return
         node = None
         outputs = []

@@ -27,8 +27,12 @@ only counts the others:
   little more: each call's op name (to check that it repeats the step recorded before it)
   and the one sum of its output that finds a NaN or an Inf (NOTE [Finite at a sum's cost] in
   answers_values.py; a dot for a float32 output of more than 8,192 values, see ``_finite``);
-  no record, no module group (the module hooks are taken out), no backward trace (the pass runs
-  unwatched, ``GraphObserver.node_events``). A non-finite output ends the counting for the
+  an op that only rearranges its first argument's values (``t``, ``view``, ``reshape``...)
+  is not checked when that argument is a leaf checked finite earlier in the step and not
+  changed since (the same tensor, the same version: nbgrad's ``w.t()`` of a weight the
+  optimizer just updated reads it again otherwise); no record, no module group (the module
+  hooks are taken out), no backward trace (the pass runs unwatched,
+  ``GraphObserver.node_events``). A non-finite output ends the counting for the
   rest of the block: that call and everything after it are recorded, so the origin of a NaN
   is always shown; so does a failed backward pass.
   ``counted_unlike`` counts the counted steps whose calls differed from the step before.
@@ -125,6 +129,23 @@ def _finite(result) -> bool:
 
 _LARGE = 8192  # elements; see _finite
 
+# ops whose output holds only values of their first argument (NOTE [Repeated steps counted])
+_REARRANGING = frozenset(
+    ("t", "transpose", "permute", "reshape", "view", "flatten", "squeeze", "unsqueeze")
+    + ("expand", "contiguous", "clone", "detach")
+)
+
+
+def _unchanged(known, t) -> bool:
+    """Whether ``t`` is a leaf in ``known`` (checked finite) at the version it was checked at."""
+    entry = known.get(id(t))
+    if entry is None or entry[0] is not t:
+        return False
+    try:
+        return t._version == entry[1]
+    except Exception:  # noqa: BLE001 - no version to compare: checked again
+        return False
+
 
 class RepeatedSteps:
     """What a :class:`~nbgrad.notebook.recorder.Recorder` does at the end of each step
@@ -141,6 +162,7 @@ class RepeatedSteps:
         self._counting = False  # the step running now is counted
         self._may_count = True  # False once something must be recorded to the end
         self._counted_ops: list = []  # the op names of the step counted now
+        self._finite_leaves: dict = {}  # id -> (leaf, version) checked finite in this step
         self._counted_passes: set = set()  # the ids of its graph tasks
         self._reference = None  # the op names of the last step recorded
         self._loop = None  # the Loop that yielded last in this step
@@ -160,6 +182,7 @@ class RepeatedSteps:
         now on."""
         self._may_count = False
         self._set_counting(False)
+        self._finite_leaves = {}
 
     def _set_counting(self, on):
         """Count the steps from now on, or record them; the module hooks are taken out while
@@ -172,11 +195,20 @@ class RepeatedSteps:
             self._install_module_hooks([self.graph_source])
         self._counting = on
 
-    def _counted_call(self, name, result) -> bool:
+    def _counted_call(self, name, args, result) -> bool:
         """A forward call of a counted step: True when it is only counted (its output is
         finite), False when it must be recorded (and the counting stops)."""
+        known = self._finite_leaves
+        if name in _REARRANGING and args and _unchanged(known, args[0]):
+            self._counted_ops.append(name)  # its values are a leaf's, finite: no check
+            return True
         if _finite(result):
             self._counted_ops.append(name)
+            if getattr(result, "grad_fn", True) is None:  # a leaf (a parameter updated)
+                try:
+                    known[id(result)] = (result, result._version)
+                except Exception:  # noqa: BLE001 - no version (an inference tensor): not kept
+                    pass
             return True
         self._stop_counting()
         return False
@@ -231,6 +263,7 @@ class RepeatedSteps:
         if self._counted_ops != self._reference:
             self.counted_unlike += 1
         self._counted_ops = []
+        self._finite_leaves = {}
         self._set_counting(self._next_counted(True))
 
     def _drop_step(self, i):

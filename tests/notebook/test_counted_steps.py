@@ -153,3 +153,30 @@ def test_loops_of_any_iterable_run_as_in_a_plain_cell(ip):
         f.f_code.co_filename for f, _ in traceback.walk_tb(result.error_in_exec.__traceback__)
     ]
     assert not any(name.endswith("steps.py") for name in frames)
+
+
+def test_a_transposed_weight_checked_finite_in_the_step_is_not_read_again(ip, monkeypatch):
+    """nbgrad's ``Linear`` calls ``w.t()`` after the optimizer updated ``w`` (checked finite
+    then): the transpose holds the same values, so a counted step does not check it again;
+    a weight changed since (a new version) is checked."""
+    from nbgrad.notebook import steps
+
+    checked = []
+    finite = steps._finite
+
+    def counting(result):
+        checked.append(tuple(result.shape))
+        return finite(result)
+
+    monkeypatch.setattr(steps, "_finite", counting)
+    _cell(ip, SETUP["nbgrad"] + MODEL)
+    _cell(ip, "%%autograd -o s\nfor step in range(20):\n" + STEP)
+    assert ip.user_ns["s"].record.counted_steps == 16
+    assert (8, 6) in checked and (6, 8) not in checked and (8, 3) not in checked  # w, w.t()
+    checked.clear()
+    _cell(  # a row of the weight scaled after the update (a new version): the transpose is checked
+        ip,
+        "%%autograd -o s\nfor step in range(20):\n" + STEP + "    with lib.no_grad():\n"
+        "        model[0].weight[0].mul_(1.0)\n",
+    )
+    assert ip.user_ns["s"].record.counted_steps == 16 and (6, 8) in checked

@@ -237,3 +237,28 @@ def test_the_png_paints_only_the_canvas_part_of_a_line():
         [(108.0, 49.974), (50.0, 50.0)],
     ]
     assert _clipped([(-50.0, -50.0), (-20.0, -20.0)], (100, 100)) == []
+    inside = [(1.5, 2.25), (40.0, 90.125), (99.0, 3.0), (107.9, -7.5)]  # margin included
+    assert _clipped(inside, (100, 100)) == [inside]
+
+
+def test_a_small_picture_is_painted_once(monkeypatch):
+    """The same small still (the hook editor's with no target, under every cell) is painted
+    once (NOTE [A small picture painted once]); a changed one, and a large one, anew."""
+    from nbgrad.notebook import png
+
+    painted = []
+    paint = png.svg_to_png
+    monkeypatch.setattr(png, "svg_to_png", lambda svg: painted.append(svg) or paint(svg))
+    svg = (
+        '<svg xmlns="http://www.w3.org/2000/svg" width="80" height="20">'
+        '<text x="2" y="12">{} of this test</text></svg>'
+    )
+    first = png.png_b64(svg.format("a"))
+    assert png.png_b64(svg.format("a")) == first
+    assert len(painted) == 1
+    png.png_b64(svg.format("b"))
+    assert len(painted) == 2
+    big = svg.format("c" * 20_000)
+    png.png_b64(big)
+    png.png_b64(big)
+    assert len(painted) == 4

@@ -511,3 +511,18 @@ def test_the_hook_editor_follows_the_jupyterlab_theme():
     assert len(colours) >= 8
     bare = [c for c in colours if re.search(r"#[0-9a-fA-F]{3,6}", re.sub(r"var\([^)]*\)", "", c))]
     assert not bare, f"colours that ignore the theme: {bare}"
+
+
+def test_a_widget_is_made_without_a_class_of_its_own():
+    """anywidget's traits (the module, the CSS, the id) are the class's: making a widget makes
+    no class (NOTE [Widget traits made once a class]), and its state still carries them."""
+    x = ng.randn(3, requires_grad=True)
+    with record() as rec:
+        (x * x).sum().backward()
+    view = GraphView(recorder=rec)
+    widgets = [view, HookEditor(graph=view), BackwardStepper(rec.passes[-1], recorder=rec)]
+    for w in widgets:
+        assert type(w) in (GraphView, HookEditor, BackwardStepper)
+        state = w.get_state()
+        assert state["_anywidget_id"] == f"{type(w).__module__}.{type(w).__name__}"
+        assert "export default" in state["_esm"] and state["_css"]
