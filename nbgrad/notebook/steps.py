@@ -136,13 +136,14 @@ _REARRANGING = frozenset(
 )
 
 
-def _unchanged(known, t) -> bool:
-    """Whether ``t`` is a leaf in ``known`` (checked finite) at the version it was checked at."""
+def _unchanged(known, t, version) -> bool:
+    """Whether ``t`` is a leaf in ``known`` (checked finite) at the version it was checked at
+    (``version``: the graph source's reader)."""
     entry = known.get(id(t))
     if entry is None or entry[0] is not t:
         return False
     try:
-        return t._version == entry[1]
+        return version(t) == entry[1]
     except Exception:  # noqa: BLE001 - no version to compare: checked again
         return False
 
@@ -199,14 +200,15 @@ class RepeatedSteps:
         """A forward call of a counted step: True when it is only counted (its output is
         finite), False when it must be recorded (and the counting stops)."""
         known = self._finite_leaves
-        if name in _REARRANGING and args and _unchanged(known, args[0]):
+        version = self.graph_source.version
+        if name in _REARRANGING and args and _unchanged(known, args[0], version):
             self._counted_ops.append(name)  # its values are a leaf's, finite: no check
             return True
         if _finite(result):
             self._counted_ops.append(name)
             if getattr(result, "grad_fn", True) is None:  # a leaf (a parameter updated)
                 try:
-                    known[id(result)] = (result, result._version)
+                    known[id(result)] = (result, version(result))
                 except Exception:  # noqa: BLE001 - no version (an inference tensor): not kept
                     pass
             return True
