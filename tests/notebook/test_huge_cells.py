@@ -9,6 +9,7 @@ from IPython.utils.capture import capture_output
 
 from nbgrad.notebook.snapshot import MAX_NODES, details
 from tests.benchmarks.notebook import chain_cell, saved_size
+from tests.benchmarks.notebook_shapes import cell
 
 SVG = "image/svg+xml"
 
@@ -74,6 +75,19 @@ def test_a_deep_model_cut_at_the_default_cap_saves_under_2_mb(ip):
     size = saved_size(cap.outputs)
     print(f"saved outputs of a 320-layer transformer's cell: {size:,} bytes")
     assert size < 2_000_000
+
+
+@pytest.mark.parametrize(("shape", "size"), [("rnn", 24_000), ("dag", 24_000), ("train", 2_000)])
+def test_each_shape_s_cell_saves_under_2_mb(ip, shape, size):
+    """The RNN loop, the random DAG (both cut at the default cap) and a training loop of 200
+    steps, as ``notebook_shapes.py`` runs them: the saved outputs stay under 2 MB."""
+    setup, body, options = cell(shape, size)
+    assert ip.run_cell("import nbgrad as ng\n" + setup).success
+    result, cap = run(ip, f"%%autograd {options}\n{body}")
+    assert result.success, result.error_in_exec
+    saved = saved_size(cap.outputs)
+    print(f"saved outputs of the {shape} cell of about {size:,} nodes: {saved:,} bytes")
+    assert saved < 2_000_000
 
 
 @pytest.mark.parametrize("value", ["0", "-3", "many", "2.5"])
