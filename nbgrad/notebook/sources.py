@@ -343,7 +343,9 @@ class NbgradSource(GraphSource):
         return isinstance(node, AccumulateGrad)
 
     def metadata(self, node) -> dict:
-        return node.metadata
+        # (not ``node.metadata``, which gives a node without any a dict of its own to keep)
+        meta = getattr(node, "_metadata", None)
+        return {} if meta is None else meta
 
     def input_metadata(self, node) -> tuple:
         meta = node.input_metadata
