@@ -127,7 +127,7 @@ def visible_graph(snapshot, collapsed, cache=None) -> Visible:
 
 class Visible:
     """``snapshot`` with the groups ``collapsed``: ``units`` (ids, snapshot order), their
-    ``boxes``, ``vis`` (snapshot node id -> unit), ``out`` (unit -> [(unit, bundle)]), the
+    boxes (``box``), ``vis`` (snapshot node id -> unit), ``out`` (unit -> [(unit, bundle)]), the
     bundles in snapshot order (``bundles``: ``(from, to, bundle)``), ``groups`` by id and the
     ``hidden`` ones (inside a collapsed group, or collapsed)."""
 
@@ -144,8 +144,7 @@ class Visible:
                 g = groups[g]["parent"]
             rep[gid] = top
         self.hidden = {gid for gid, top in rep.items() if top is not None}
-        self.vis, self.boxes, self.members = _units(snapshot, groups, rep)
-        self.units = list(self.boxes)
+        self.vis, self.units, self.members, self._entry, self._boxes = _units(snapshot, groups, rep)
         self.out = {u: [] for u in self.units}
         self.bundles = _bundles(snapshot, self.vis)
         for u, v, bundle in self.bundles:
@@ -153,45 +152,59 @@ class Visible:
         self._folding = None
         self._of_unit = None
 
+    def box(self, u):
+        """The box of unit ``u``, a node's made anew (NOTE [Boxes when asked])."""
+        got = self._boxes.get(u)
+        return got if got is not None else _node_box(self._entry[u])
+
+    def group_of(self, u):
+        """The group (id or None) that the box of unit ``u`` sits in."""
+        n = self._entry.get(u)
+        return n["group"] if n is not None else self._boxes[u]["group"]
+
+    def kind_of(self, u):
+        """What unit ``u`` is, for the search for series: a node's name, a group's type."""
+        n = self._entry.get(u)
+        return n["name"] if n is not None else self.groups[self._boxes[u]["ref"]]["type"]
+
     def folding(self) -> Folding:
         if self._folding is None:
             self._folding = fold_units(self)
         return self._folding
 
     def of_unit(self):
-        """``{unit: set of the snapshot node ids it stands for}``."""
+        """``{unit: set of the snapshot node ids it stands for}`` for the units of collapsed
+        groups; a node's unit (its id) stands for itself alone, and is not in it (a set each
+        held 4.7 MB for a 20,000-node chain)."""
         if self._of_unit is None:
             self._of_unit = {}
             for nid, u in self.vis.items():
-                self._of_unit.setdefault(u, set()).add(nid)
+                if u != nid:
+                    self._of_unit.setdefault(u, set()).add(nid)
         return self._of_unit
 
 
+# NOTE [Boxes when asked]
+# A Visible is kept while its view lives (NOTE [Clicks cost what they show]), and a big graph
+# opens folded: a few boxes show of its thousands of units. So it keeps a node's unit as the
+# node's snapshot entry, and makes the node's box when a layout asks for it (``Visible.box``);
+# the boxes of the collapsed groups (few) are made at once. Kept, a 20,000-node chain's boxes
+# held 6 MB; a layout of it makes the few it shows.
 def _units(snapshot, groups, rep):
-    """``(vis, boxes, members)``: ``{snapshot node id: unit}``, ``{unit: box}`` (in the
-    snapshot's order, a collapsed group being one box) and how many nodes each unit holds."""
-    vis, boxes, members = {}, {}, {}
+    """``(vis, units, members, entries, boxes)``: ``{snapshot node id: unit}``, the units in
+    the snapshot's order (a collapsed group being one), how many nodes each group's unit holds
+    (a node's: 1), the snapshot entry of each node's own unit, and each group's box."""
+    vis, units, members, entries, boxes = {}, [], {}, {}, {}
     for n in snapshot["nodes"]:
         top = rep[n["group"]] if n["group"] is not None else None
         if top is None:
+            entries[n["id"]] = n
             vid = n["id"]
-            sub = (
-                shape_text(n["shapes"])
-                if n["kind"] != "leaf" or not n["tensor"]
-                else (shape_text([n["tensor"]["shape"]]))
-            )
-            boxes[vid] = {
-                "id": vid,
-                "kind": "node",
-                "label": _clip(n["label"]),
-                "sub": sub,
-                "ref": n["id"],
-                "group": n["group"],
-                "hooked": bool(n["hooks"]),  # (a badge on the box: kept clear of labels)
-            }
+            units.append(vid)
         else:
             vid = "group:" + top
             if vid not in boxes:
+                units.append(vid)
                 g = groups[top]
                 boxes[vid] = {
                     "id": vid,
@@ -201,15 +214,32 @@ def _units(snapshot, groups, rep):
                     "ref": top,
                     "group": g["parent"],
                 }
-        members[vid] = members.get(vid, 0) + 1
+            members[vid] = members.get(vid, 0) + 1
         vis[n["id"]] = vid
     for vid, box in boxes.items():
-        if box["kind"] == "group":
-            count = members[vid]
-            box["sub"] = f"{count} node" + ("s" if count != 1 else "")
+        count = members[vid]
+        box["sub"] = f"{count} node" + ("s" if count != 1 else "")
         box["w"] = node_size(box["label"], box["sub"])
         box["h"] = NODE_H
-    return vis, boxes, members
+    return vis, units, members, entries, boxes
+
+
+def _node_box(n):
+    """The box of a node (its snapshot entry ``n``) drawn on its own."""
+    label = _clip(n["label"])
+    tensor = n["tensor"]
+    sub = shape_text([tensor["shape"]] if n["kind"] == "leaf" and tensor else n["shapes"])
+    return {
+        "id": n["id"],
+        "kind": "node",
+        "label": label,
+        "sub": sub,
+        "ref": n["id"],
+        "group": n["group"],
+        "hooked": bool(n["hooks"]),  # (a badge on the box: kept clear of labels)
+        "w": node_size(label, sub),
+        "h": NODE_H,
+    }
 
 
 def _bundles(snapshot, vis):
@@ -252,7 +282,7 @@ class Folding:
             sid, parts = s["id"], s["parts"]
             own = set(s["units"]).difference(*(p["units"] for p in parts))
             self.own[sid] = list(own)  # (drawn in place order: shown_graph sorts)
-            self.nodes[sid] = sum(map(vis.members.__getitem__, own)) + sum(
+            self.nodes[sid] = sum(vis.members.get(u, 1) for u in own) + sum(
                 self.nodes[p["id"]] for p in parts
             )
             self.first[sid] = min(
@@ -269,7 +299,7 @@ class Folding:
                 "label": label,
                 "sub": sub,
                 "ref": sid,
-                "group": vis.boxes[vis.units[self.first[sid]]]["group"],
+                "group": vis.group_of(vis.units[self.first[sid]]),
                 "w": node_size(label, sub, wide=True),
                 "h": NODE_H,
             }
@@ -294,7 +324,13 @@ class Folding:
         got = self._members.get(s["id"])
         if got is None:
             of_unit = vis.of_unit()
-            got = self._members[s["id"]] = set().union(*(of_unit.get(u, ()) for u in s["units"]))
+            got = self._members[s["id"]] = set()
+            for u in s["units"]:
+                group = of_unit.get(u)
+                if group is None:
+                    got.add(u)
+                else:
+                    got |= group
         return got
 
 
@@ -305,17 +341,12 @@ def series_label(s):
 
 def fold_units(vis) -> Folding:
     """Search the units of ``vis`` for series (``fold.find_series``) and gather their facts."""
-    snapshot, groups = vis.snapshot, vis.groups
-    names = {n["id"]: n["name"] for n in snapshot["nodes"]}
-    kind = {
-        u: names[b["ref"]] if b["kind"] == "node" else groups[b["ref"]]["type"]
-        for u, b in vis.boxes.items()
-    }
+    kind = {u: vis.kind_of(u) for u in vis.units}
     succ = {u: [v for v, _ in vis.out[u]] for u in vis.units}
     pred = {u: [] for u in vis.units}
     for u, v, _ in vis.bundles:
         pred[v].append(u)
-    group = {u: b["group"] for u, b in vis.boxes.items()}
+    group = {u: vis.group_of(u) for u in vis.units}
     return Folding(vis, find_series(vis.units, kind, succ, pred, group))
 
 
@@ -325,14 +356,14 @@ def shown_graph(vis, fold, expanded, members_out=None):
     ``fold``), every one folded but those in ``expanded`` (a set). ``members_out``: a dict to
     fill with ``{series id: set of the snapshot node ids inside it}``."""
     if not fold:
-        boxes = dict(vis.boxes)
+        boxes = {u: vis.box(u) for u in vis.units}
         edges = {(u, v): _edge(u, v, [b]) for u, v, b in vis.bundles}
         return boxes, edges, []
     f = vis.folding()
     found = shown_series(f.series, expanded)
     steps = _counted_steps(vis.snapshot, found)
     series = []
-    rows = [(f.place[u], u, vis.boxes[u], vis.out[u]) for u in f.base]
+    rows = [(f.place[u], u, vis.box(u), vis.out[u]) for u in f.base]
     for s in found:
         sid = s["id"]
         opened = sid in expanded
@@ -347,7 +378,7 @@ def shown_graph(vis, fold, expanded, members_out=None):
             }
         )
         if opened:
-            rows += [(f.place[u], u, vis.boxes[u], vis.out[u]) for u in f.own[sid]]
+            rows += [(f.place[u], u, vis.box(u), vis.out[u]) for u in f.own[sid]]
         else:
             box = f.box[sid]
             if s is steps:  # NOTE [Repeated steps counted]: its line counts every step

@@ -460,3 +460,35 @@ def test_a_new_snapshot_is_laid_out_anew():
     first = [e["label"] for e in view.graph_layout["edges"]]
     fresh = layout(view.snapshot, view.collapsed, fold=False)
     assert first == [e["label"] for e in fresh["edges"]] and first != last
+
+
+def _kept_node_boxes(root):
+    """How many node boxes (LayoutNode dicts of kind "node") are reachable from ``root``."""
+    seen, todo, found = set(), [root], 0
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if type(obj) is dict:
+            found += obj.get("kind") == "node" and "w" in obj
+            todo += obj.keys()
+            todo += obj.values()
+        elif type(obj) in (list, tuple, set, frozenset):
+            todo += obj
+        elif type(obj).__module__ == "nbgrad.notebook.visible":
+            todo.append(vars(obj))
+    return found
+
+
+def test_a_folded_view_keeps_no_box_per_node():
+    # NOTE [Boxes when asked] in visible.py: what a folded view keeps makes boxes when asked
+    h = ng.ones(4, requires_grad=True)
+    for _ in range(1000):
+        h = (h * 1.0001).tanh()
+    view = GraphView(h.sum())
+    assert len(view.snapshot["nodes"]) > 2000 and len(view.graph_layout["nodes"]) < 20
+    assert _kept_node_boxes(view._shown) < 20
+    view.expand_all()  # every node shows: a box each, made for this layout
+    assert len(view.graph_layout["nodes"]) > 2000
+    assert view.graph_layout == layout(view.snapshot, [], fold=False)
