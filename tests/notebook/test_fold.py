@@ -492,3 +492,17 @@ def test_a_folded_view_keeps_no_box_per_node():
     view.expand_all()  # every node shows: a box each, made for this layout
     assert len(view.graph_layout["nodes"]) > 2000
     assert view.graph_layout == layout(view.snapshot, [], fold=False)
+
+
+def test_the_graphs_remembered_by_the_search_for_series_hold_no_tuple_a_unit():
+    # NOTE [Series found once] in fold.py: its key holds flat tuples, kept after the view
+    from nbgrad.notebook import fold
+
+    h = ng.ones(4, requires_grad=True)
+    for _ in range(1000):
+        h = (h * 1.0001).tanh()
+    view = GraphView(h.sum())
+    assert view.graph_layout["series"]
+    key = list(fold._FOUND)[-1]  # (the last searched)
+    assert len(key[0]) > 2000
+    assert all(type(x) is not tuple for part in key if part is not None for x in part)
