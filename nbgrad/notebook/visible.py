@@ -127,9 +127,10 @@ def visible_graph(snapshot, collapsed, cache=None) -> Visible:
 
 class Visible:
     """``snapshot`` with the groups ``collapsed``: ``units`` (ids, snapshot order), their
-    boxes (``box``), ``vis`` (snapshot node id -> unit), ``out`` (unit -> [(unit, bundle)]), the
-    bundles in snapshot order (``bundles``: ``(from, to, bundle)``), ``groups`` by id and the
-    ``hidden`` ones (inside a collapsed group, or collapsed)."""
+    boxes (``box``), ``vis`` (the id of a node inside a collapsed group -> that group's unit;
+    a node drawn on its own is its own unit), ``out`` (unit -> [(unit, bundle)], the bundles
+    in snapshot order), ``groups`` by id and the ``hidden`` ones (inside a collapsed group,
+    or collapsed)."""
 
     def __init__(self, snapshot, collapsed):
         self.snapshot = snapshot
@@ -145,10 +146,10 @@ class Visible:
             rep[gid] = top
         self.hidden = {gid for gid, top in rep.items() if top is not None}
         self.vis, self.units, self.members, self._entry, self._boxes = _units(snapshot, groups, rep)
-        self.out = {u: [] for u in self.units}
-        self.bundles = _bundles(snapshot, self.vis)
-        for u, v, bundle in self.bundles:
-            self.out[u].append((v, bundle))
+        out = self.out = {u: [] for u in self.units}
+        for u, v, bundle in _bundles(snapshot, self.vis):
+            if u in out and v in out:  # (both ends drawn, as the snapshot's edges are)
+                out[u].append((v, bundle))
         self._folding = None
         self._of_unit = None
 
@@ -172,6 +173,13 @@ class Visible:
             self._folding = fold_units(self)
         return self._folding
 
+    def bundles(self):
+        """``[(from unit, to unit, bundle)]`` in snapshot order (made when asked: kept, a list of
+        them besides ``out`` held 1.4 MB for a 20,000-node chain)."""
+        rows = [(u, v, b) for u, out in self.out.items() for v, b in out]
+        rows.sort(key=lambda row: row[2][0])
+        return rows
+
     def of_unit(self):
         """``{unit: set of the snapshot node ids it stands for}`` for the units of collapsed
         groups; a node's unit (its id) stands for itself alone, and is not in it (a set each
@@ -179,8 +187,7 @@ class Visible:
         if self._of_unit is None:
             self._of_unit = {}
             for nid, u in self.vis.items():
-                if u != nid:
-                    self._of_unit.setdefault(u, set()).add(nid)
+                self._of_unit.setdefault(u, set()).add(nid)
         return self._of_unit
 
 
@@ -191,7 +198,8 @@ class Visible:
 # the boxes of the collapsed groups (few) are made at once. Kept, a 20,000-node chain's boxes
 # held 6 MB; a layout of it makes the few it shows.
 def _units(snapshot, groups, rep):
-    """``(vis, units, members, entries, boxes)``: ``{snapshot node id: unit}``, the units in
+    """``(vis, units, members, entries, boxes)``: ``{node id: unit}`` of the nodes inside a
+    collapsed group (a node drawn on its own is its own unit, and not in it), the units in
     the snapshot's order (a collapsed group being one), how many nodes each group's unit holds
     (a node's: 1), the snapshot entry of each node's own unit, and each group's box."""
     vis, units, members, entries, boxes = {}, [], {}, {}, {}
@@ -215,7 +223,7 @@ def _units(snapshot, groups, rep):
                     "group": g["parent"],
                 }
             members[vid] = members.get(vid, 0) + 1
-        vis[n["id"]] = vid
+            vis[n["id"]] = vid
     for vid, box in boxes.items():
         count = members[vid]
         box["sub"] = f"{count} node" + ("s" if count != 1 else "")
@@ -247,8 +255,8 @@ def _bundles(snapshot, vis):
     between the same two merged, each in the place of its first edge."""
     found = {}
     for k, e in enumerate(snapshot["edges"]):
-        u, v = vis.get(e["from"]), vis.get(e["to"])
-        if u is None or v is None or u == v:
+        u, v = vis.get(e["from"], e["from"]), vis.get(e["to"], e["to"])
+        if u == v:
             continue
         row = found.get((u, v))
         if row is None:
@@ -344,7 +352,7 @@ def fold_units(vis) -> Folding:
     kind = {u: vis.kind_of(u) for u in vis.units}
     succ = {u: [v for v, _ in vis.out[u]] for u in vis.units}
     pred = {u: [] for u in vis.units}
-    for u, v, _ in vis.bundles:
+    for u, v, _ in vis.bundles():
         pred[v].append(u)
     group = {u: vis.group_of(u) for u in vis.units}
     return Folding(vis, find_series(vis.units, kind, succ, pred, group))
@@ -357,7 +365,7 @@ def shown_graph(vis, fold, expanded, members_out=None):
     fill with ``{series id: set of the snapshot node ids inside it}``."""
     if not fold:
         boxes = {u: vis.box(u) for u in vis.units}
-        edges = {(u, v): _edge(u, v, [b]) for u, v, b in vis.bundles}
+        edges = {(u, v): _edge(u, v, [b]) for u, v, b in vis.bundles()}
         return boxes, edges, []
     f = vis.folding()
     found = shown_series(f.series, expanded)

@@ -489,6 +489,8 @@ def test_a_folded_view_keeps_no_box_per_node():
     view = GraphView(h.sum())
     assert len(view.snapshot["nodes"]) > 2000 and len(view.graph_layout["nodes"]) < 20
     assert _kept_node_boxes(view._shown) < 20
+    (vis,) = view._shown["kept"].values()  # nor a unit per node drawn on its own
+    assert vis.vis == {} and len(vis.units) > 2000
     view.expand_all()  # every node shows: a box each, made for this layout
     assert len(view.graph_layout["nodes"]) > 2000
     assert view.graph_layout == layout(view.snapshot, [], fold=False)
