@@ -216,3 +216,6 @@ def test_the_summaries_of_a_snapshot_share_their_shapes():
     shapes += [i["shape"] for r in snap["records"] for i in r["inputs"] + r["outputs"]]
     assert len(shapes) > 1000 and {tuple(s) for s in shapes} == {(), (4,)}
     assert len({id(s) for s in shapes}) == 2
+    # and the facts the backward pass kept (GradFacts), one tuple per shape
+    facts = [g for gs in rec.passes[-1].node_inputs.values() for g in gs if g is not None]
+    assert len(facts) > 400 and len({id(f.shape) for f in facts}) == 2
