@@ -219,3 +219,16 @@ def test_the_summaries_of_a_snapshot_share_their_shapes():
     # and the facts the backward pass kept (GradFacts), one tuple per shape
     facts = [g for gs in rec.passes[-1].node_inputs.values() for g in gs if g is not None]
     assert len(facts) > 400 and len({id(f.shape) for f in facts}) == 2
+
+
+def test_the_facts_keep_a_gradients_first_values_as_bytes():
+    # NOTE [First values as bytes] in summaries.py: read back as the same array of values
+    import numpy as np
+
+    from nbgrad.notebook.summaries import array_facts
+
+    for a in (np.arange(6, dtype=np.float32).reshape(2, 3), np.arange(40.0), np.ones(3, bool)):
+        facts = array_facts(a, ng.tensor(a), max_values=16)
+        assert type(facts._head) is bytes
+        assert facts.head.dtype == a.dtype and list(facts.head) == list(a.ravel()[:16])
+        assert facts.summary()["values"] == [float(v) for v in a.ravel()[:16]]
