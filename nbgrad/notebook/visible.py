@@ -8,7 +8,7 @@ click used to walk every node and edge of the snapshot again: the boxes, the edg
 merged, the search for series, each series' node count (2.4 s on a 100,000-node RNN). So what
 depends on the snapshot and the collapsed groups alone is a :class:`Visible`, built once and
 kept by the graph view (``cache``, the last ``KEEP`` sets of collapsed groups): its units and
-their edges as bundles (the snapshot's edges between two units, their ids and norms; see
+their edges as bundles (the places of the snapshot's edges between two units; see
 NOTE [Bundles are tuples]), and, when first folded, a :class:`Folding`: the series found, for each
 unit the series holding it (outermost first), for each series the units it draws itself when
 open, its node count and box, and its edges out bundled by the unit they lead to (each edge
@@ -74,11 +74,13 @@ def _norm_text(v):
 
 
 # NOTE [Bundles are tuples]
-# A bundle of snapshot edges drawn as one is a tuple ``(first, places, ids, grads)``: their
-# places in the snapshot (ascending, ``first`` the least), ids and gradient norms, tuples too.
-# A big graph has one a pair of units, kept while its view lives; tuples of numbers and
-# strings leave the garbage collector's lists, lists and objects would not, and each full
-# collection would walk them (the view of a 10,000-node chain opened 30% slower).
+# A bundle of snapshot edges drawn as one is a tuple ``(first, places)``: their places in the
+# snapshot (ascending, ``first`` the least), a tuple too; their ids and gradient norms are read
+# from the snapshot when the edge is drawn (``_edge``; kept in the bundle too, as two more
+# tuples, they held 2 MB for a 20,000-node chain). A big graph has one a pair of units, kept
+# while its view lives; tuples of numbers leave the garbage collector's lists, lists and
+# objects would not, and each full collection would walk them (the view of a 10,000-node
+# chain opened 30% slower).
 
 
 def _merged(bundles):
@@ -86,14 +88,12 @@ def _merged(bundles):
     if len(bundles) == 1:
         return bundles[0]
     bundles = sorted(bundles)
-    places, ids, grads = [], [], []
+    places = []
     for b in bundles:
         places += b[1]
-        ids += b[2]
-        grads += b[3]
     if any(a[1][-1] > b[0] for a, b in zip(bundles, bundles[1:])):  # interleaved
-        places, ids, grads = zip(*sorted(zip(places, ids, grads)))
-    return (places[0], tuple(places), tuple(ids), tuple(grads))
+        places.sort()
+    return (places[0], tuple(places))
 
 
 def visible_graph(snapshot, collapsed, cache=None) -> Visible:
@@ -260,12 +260,9 @@ def _bundles(snapshot, vis):
             continue
         row = found.get((u, v))
         if row is None:
-            found[(u, v)] = row = ([], [], [])
-        g = e.get("grad")
-        row[0].append(k)
-        row[1].append(e["id"])
-        row[2].append(g.get("norm") if g is not None else None)
-    return [(u, v, (r[0][0], tuple(r[0]), tuple(r[1]), tuple(r[2]))) for (u, v), r in found.items()]
+            found[(u, v)] = row = []
+        row.append(k)
+    return [(u, v, (r[0], tuple(r))) for (u, v), r in found.items()]
 
 
 class Folding:
@@ -365,7 +362,8 @@ def shown_graph(vis, fold, expanded, members_out=None):
     fill with ``{series id: set of the snapshot node ids inside it}``."""
     if not fold:
         boxes = {u: vis.box(u) for u in vis.units}
-        edges = {(u, v): _edge(u, v, [b]) for u, v, b in vis.bundles()}
+        drawn = vis.snapshot["edges"]
+        edges = {(u, v): _edge(u, v, [b], drawn) for u, v, b in vis.bundles()}
         return boxes, edges, []
     f = vis.folding()
     found = shown_series(f.series, expanded)
@@ -408,7 +406,8 @@ def shown_graph(vis, fold, expanded, members_out=None):
             if to != bid:
                 between.setdefault((bid, to), []).append(bundle)
     keys = sorted(between, key=lambda k: min(b[0] for b in between[k]))
-    edges = {k: _edge(k[0], k[1], between[k]) for k in keys}
+    drawn = vis.snapshot["edges"]
+    edges = {k: _edge(k[0], k[1], between[k], drawn) for k in keys}
     if members_out is not None:
         for s in found:
             members_out[s["id"]] = f.members_of(vis, s)
@@ -434,14 +433,23 @@ def _with_counted(box, count, counted, nodes):
     return {**box, "sub": sub, "w": node_size(box["label"], sub, wide=True)}
 
 
-def _edge(u, v, bundles):
-    """A LayoutEdge (without its points) of the bundles drawn from box ``u`` to box ``v``."""
-    _, _, ids, grads = _merged(bundles)
+def _edge(u, v, bundles, edges):
+    """A LayoutEdge (without its points) of the bundles drawn from box ``u`` to box ``v``;
+    ``edges``: the snapshot's edges."""
+    places = _merged(bundles)[1]
+    ids = [edges[k]["id"] for k in places]
+    grads = [_norm_of(edges[k]) for k in places]
     return {
         "from": u,
         "to": v,
-        "edges": list(ids),
+        "edges": ids,
         "grad": grads[0] if len(grads) == 1 else None,
         "grads": list(grads),
         "label": grad_label(grads),
     }
+
+
+def _norm_of(edge):
+    """The gradient norm an edge of the snapshot shows (None before any backward pass)."""
+    g = edge.get("grad")
+    return g.get("norm") if g is not None else None

@@ -462,16 +462,17 @@ def test_a_new_snapshot_is_laid_out_anew():
     assert first == [e["label"] for e in fresh["edges"]] and first != last
 
 
-def _kept_node_boxes(root):
-    """How many node boxes (LayoutNode dicts of kind "node") are reachable from ``root``."""
+def _reachable(root, match):
+    """How many objects ``match`` accepts are reachable from ``root`` (through containers and
+    the objects of ``visible.py``)."""
     seen, todo, found = set(), [root], 0
     while todo:
         obj = todo.pop()
         if id(obj) in seen:
             continue
         seen.add(id(obj))
+        found += bool(match(obj))
         if type(obj) is dict:
-            found += obj.get("kind") == "node" and "w" in obj
             todo += obj.keys()
             todo += obj.values()
         elif type(obj) in (list, tuple, set, frozenset):
@@ -481,6 +482,10 @@ def _kept_node_boxes(root):
     return found
 
 
+def _node_box(obj):
+    return type(obj) is dict and obj.get("kind") == "node" and "w" in obj
+
+
 def test_a_folded_view_keeps_no_box_per_node():
     # NOTE [Boxes when asked] in visible.py: what a folded view keeps makes boxes when asked
     h = ng.ones(4, requires_grad=True)
@@ -488,9 +493,13 @@ def test_a_folded_view_keeps_no_box_per_node():
         h = (h * 1.0001).tanh()
     view = GraphView(h.sum())
     assert len(view.snapshot["nodes"]) > 2000 and len(view.graph_layout["nodes"]) < 20
-    assert _kept_node_boxes(view._shown) < 20
+    assert _reachable(view._shown, _node_box) < 20
     (vis,) = view._shown["kept"].values()  # nor a unit per node drawn on its own
     assert vis.vis == {} and len(vis.units) > 2000
+    # nor the edges' ids outside the snapshot (NOTE [Bundles are tuples])
+    ids = {e["id"] for e in view.snapshot["edges"]}
+    kept = {k: v for k, v in vars(vis).items() if k not in ("snapshot", "_entry")}
+    assert _reachable(kept, lambda x: type(x) is str and x in ids) == 0
     view.expand_all()  # every node shows: a box each, made for this layout
     assert len(view.graph_layout["nodes"]) > 2000
     assert view.graph_layout == layout(view.snapshot, [], fold=False)
