@@ -105,7 +105,8 @@ def find_series(order, kind, succ, pred, group=None) -> list[Series]:
     key = (
         tuple(order),
         tuple(kind[u] for u in order),
-        tuple(tuple(succ[u]) for u in order),
+        tuple(len(succ[u]) for u in order),  # (the edges as two flat tuples, not a tuple
+        tuple(v for u in order for v in succ[u]),  # a unit: kept, those held 2 MB a graph)
         tuple(group[u] for u in order) if group is not None else None,
     )
     found = _FOUND.pop(key, None)

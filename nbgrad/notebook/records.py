@@ -208,16 +208,21 @@ class RecordList:
         created (or None) and its outputs as ``Record.output_tensors`` reads them."""
         return [(raw[3], raw[8]) for raw in self._raw]
 
-    def since(self, first):
-        """The records from index ``first`` on (a list), the earlier ones left unmade."""
-        if first <= len(self._made):
+    def since(self, first, keep=True):
+        """The records from index ``first`` on (a list), the earlier ones left unmade;
+        ``keep=False``: those not made yet are made for this read alone, not kept (a snapshot
+        reads each once: kept, the 20,000 calls drawn of a 100,000-call cell held 30 MB)."""
+        made = self._made
+        if keep and first <= len(made):
             return self._sync()[first:]
         some = self._some
-        out = []
-        for k in range(first, len(self._raw)):
+        out = made[first:]
+        for k in range(max(first, len(made)), len(self._raw)):
             rec = some.get(k)
             if rec is None:
-                rec = some[k] = self._make(k)
+                rec = self._make(k)
+                if keep:
+                    some[k] = rec
             out.append(rec)
         return out
 

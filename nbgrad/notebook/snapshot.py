@@ -35,7 +35,7 @@ from .schema import (
     pack_nodes,
 )
 from .sources import NBGRAD, UINT64_MAX, source_for
-from .summaries import grad_summary, summarised, tensor_summary
+from .summaries import grad_summary, shape_list, summarised, tensor_summary
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -370,11 +370,12 @@ def _roots_to_nodes(roots, source):
 # NOTE [Shared entries]
 # Most nodes of a big graph read alike: the same input metadata (shape, dtype, device), the
 # same saved values (each of a chain's 50,000 MulBackward0 saves ``self`` of shape [4] at
-# version 0 and the value 1.0001), no metadata, no hooks; a recorded call's tensors are
-# mostly another call's. A snapshot makes each distinct one of these once (``shared``: a dict
-# per kind, for one build) and every entry that has it holds that object: the JSON is the
-# same, and the snapshot is read, never changed, once built. A 20,000-node chain's snapshot
-# held 80 MB of Python objects, a third of it such copies.
+# version 0 and the value 1.0001), no metadata, no hooks, the text of one line (a loop's body,
+# read anew for each call); a recorded call's tensors are mostly another call's. A snapshot
+# makes each distinct one of these once (``shared``: a dict per kind, for one build) and every
+# entry that has it holds that object: the JSON is the same, and the snapshot is read, never
+# changed, once built. A 20,000-node chain's snapshot held 80 MB of Python objects, a third of
+# it such copies.
 def _saved_of(node, source, shared):
     saved = source.saved(node)
     if not saved:
@@ -552,7 +553,15 @@ def build_snapshot(
         "recorder": recorder,
         "objects": objects,
         "time_of": time_of,
-        "shared": {"meta": {}, "next": {}, "saved": {}, "info": {}, "empty": {}, "none": []},
+        "shared": {
+            "meta": {},
+            "next": {},
+            "saved": {},
+            "info": {},
+            "empty": {},
+            "none": [],
+            "text": {},
+        },
     }
     out_nodes = _node_entries(ordered, ids, source, unexpanded, shown, order_of, drawn)
     out_edges = _edge_entries(ordered, unexpanded, shown, ids, source)
@@ -644,6 +653,12 @@ def _parameter_groups(groups, paths, names, weak_names):
     return param_group
 
 
+# NOTE [Records read once]
+# A snapshot reads each recorded call it keeps once (its inputs, outputs and line, copied into
+# its entries), so it makes the calls' Record objects for itself and lets them go
+# (``RecordList.since(first, keep=False)``), unless something made them before: kept by the
+# recorder, the 20,000 calls drawn of a 100,000-call chain held 30 MB (a Record, its
+# TensorInfos and their lists, its line's text) for as long as the cell's session lived.
 def _which_nodes(recorder, roots, records, max_nodes, source, cut):
     """The nodes drawn: ``(nodes, unexpanded, truncated, records kept, left_out,
     first_kept)``; ``cut`` counts the nodes and stubs cut off."""
@@ -665,10 +680,12 @@ def _which_nodes(recorder, roots, records, max_nodes, source, cut):
         # the calls of the nodes cut off are left out: See NOTE [A graph cut at max_nodes]
         made = records.made() if made is None else made
         first = next((k for k, (n, _) in enumerate(made) if n in node_set), len(made))
-        kept = [r for r in records.since(first) if r.node is None or r.node in node_set]
+        kept = [r for r in records.since(first, keep=False) if r.node is None or r.node in node_set]
         first_kept = kept[0].index if kept else len(records)
         left_out = len(records) - len(kept)
         records = kept
+    elif records:  # (read once: NOTE [Records read once])
+        records = records.since(0, keep=False)
     return nodes, unexpanded, truncated, records, left_out, first_kept
 
 
@@ -752,6 +769,7 @@ def _node_entries(ordered, ids, source, unexpanded, shown, order_of, drawn):
     nids = ids.drawn
     shared = drawn["shared"]  # NOTE [Shared entries]
     metas, nexts, none, time_of = shared["meta"], shared["next"], shared["none"], drawn["time_of"]
+    texts = shared["text"]
     # (the source's readers looked up once, not once a node)
     is_leaf, sequence_nr, node_name = source.is_accumulator, source.sequence_nr, source.node_name
     input_metadata, next_edges = source.input_metadata, source.next_edges
@@ -806,7 +824,8 @@ def _node_entries(ordered, ids, source, unexpanded, shown, order_of, drawn):
         if rec is not None:
             entry["record"] = rec.index
             entry["line"] = rec.line
-            entry["source"] = rec.source
+            source_text = rec.source
+            entry["source"] = texts.setdefault(source_text, source_text)
         group = node_group.get(node)
         if kind == "leaf":
             var = source.variable(node)
@@ -897,7 +916,7 @@ def _record_entries(records, recorder, nids, group_ids, timings, shared):
     ``nids``: ``{node: id}`` of the nodes drawn."""
     out_records = []
     cell = getattr(recorder, "cell_filename", None)
-    infos = shared["info"]
+    infos, texts = shared["info"], shared["text"]
 
     def summaries(tensors):
         out = []
@@ -906,7 +925,7 @@ def _record_entries(records, recorder, nids, group_ids, timings, shared):
             got = infos.get(key)
             if got is None:
                 got = infos[key] = {
-                    "shape": list(i.shape),
+                    "shape": shape_list(i.shape),
                     "dtype": i.dtype,
                     "device": i.device,
                     "requires_grad": i.requires_grad,
@@ -928,7 +947,7 @@ def _record_entries(records, recorder, nids, group_ids, timings, shared):
                 "file": None
                 if r.filename is None
                 else ("<cell>" if r.filename == cell else os.path.basename(r.filename)),
-                "source": r.source,
+                "source": texts.setdefault(r.source, r.source),
                 "group": group_ids.get(r.group) if r.group is not None else None,
             }
         )

@@ -25,8 +25,6 @@ def _num(v):
 
 
 LARGE = 8192  # elements: see NOTE [Summing a large gradient]
-# the shapes of the gradients read, each kept once (most gradients of a pass share a few)
-_SHAPES: dict = {}
 _HYPOT = 16  # elements: see NOTE [A small gradient's norm]
 _hypot = math.hypot
 
@@ -37,6 +35,36 @@ def _nums(a, finite=False):
     if not finite and a.dtype.kind in "fc" and not np.isfinite(a).all():
         return [_num(v) for v in a.tolist()]
     return [float(f"{v:.6g}") for v in a.tolist()]
+
+
+# NOTE [Shared shapes]
+# A summary's shape is a list (JSON's array), and most of a graph's tensors have one of a few
+# shapes: each summary made its own list (a 20,000-node chain's snapshot held 40,000 of them,
+# 3 MB), and each GradFacts its own tuple (a 100,000-node backward pass kept 100,000 of them,
+# 4.8 MB). ``shape_list`` gives one list per shape, shared by the summaries (read, never
+# changed), and ``shape_tuple`` one tuple, from small tables emptied when they fill.
+_SHAPES: dict = {}
+_SHAPE_TUPLES: dict = {}
+
+
+def shape_tuple(shape: tuple) -> tuple:
+    """``shape``, or an equal tuple met before (NOTE [Shared shapes])."""
+    got = _SHAPE_TUPLES.get(shape)
+    if got is None:
+        if len(_SHAPE_TUPLES) >= 256:
+            _SHAPE_TUPLES.clear()
+        got = _SHAPE_TUPLES[shape] = shape
+    return got
+
+
+def shape_list(shape) -> list:
+    """``list(shape)`` (a tuple), the same list for equal shapes (NOTE [Shared shapes])."""
+    got = _SHAPES.get(shape)
+    if got is None:
+        if len(_SHAPES) >= 256:
+            _SHAPES.clear()
+        got = _SHAPES[shape] = list(shape)
+    return got
 
 
 # NOTE [Summarise when shown]
@@ -52,24 +80,20 @@ class GradFacts:
     """A gradient as an engine event saw it; reads as its :class:`GradSummary` (``facts["norm"]``,
     ``facts.summary()``), which is built once, when first read."""
 
-    __slots__ = ("shape", "dtype", "numel", "norm", "_head", "_np", "_summary", "nonfinite")
+    __slots__ = ("shape", "dtype", "numel", "norm", "_head", "_head_dtype", "_summary", "nonfinite")
 
     @property
-    def head(self) -> np.ndarray:
-        """The first values, flattened (read-only; NOTE [A small gradient's norm])."""
+    def head(self):
+        """The first values, an array (kept as its bytes: NOTE [First values as bytes])."""
         head = self._head
-        return np.frombuffer(head, self._np) if type(head) is bytes else head
-
-    @head.setter
-    def head(self, values):
-        self._head = values
+        return np.frombuffer(head, self._head_dtype) if type(head) is bytes else head
 
     def summary(self) -> GradSummary:
         summary = self._summary
         if summary is None:
             norm = self.norm
             summary = self._summary = {
-                "shape": list(self.shape),
+                "shape": shape_list(self.shape),
                 "dtype": self.dtype,
                 "norm": _num(norm) if norm is not None else None,
                 "numel": self.numel,
@@ -149,17 +173,16 @@ def array_facts(a, value, max_values=16, source=NBGRAD, norms=None):
                     norms[key] = (weakref.ref(value), norm)
                 except TypeError:  # a tensor that takes no weak reference: not remembered
                     pass
-        head = a.reshape(-1)[:max_values].copy() if mem is a else np.asarray(a.flat[:max_values])
+        head = a.reshape(-1)[:max_values] if mem is a else np.asarray(a.flat[:max_values])
     elif size <= _HYPOT and size <= max_values and a.dtype.kind in "fiub":
         # NOTE [A small gradient's norm]
         # the values of a gradient of a few elements, read as Python numbers once, give both
         # the norm (``math.hypot`` of them: in C, no float64 copy and no NumPy reduction) and,
         # below, the first values; a NaN among them would make the hypot NaN, an Inf makes it
         # Inf even beside a NaN, so a norm that is not finite is taken again as the sum of
-        # squares (NumPy's NaN where both are), as larger gradients' are; they are kept as
-        # their bytes (with the dtype), a third of a small array's size, read as an array
-        head = a.tobytes()
-        norm = _hypot(*a.ravel().tolist())
+        # squares (NumPy's NaN where both are), as larger gradients' are
+        head = a.ravel()
+        norm = _hypot(*head.tolist())
         if not math.isfinite(norm):
             f64 = a.astype(np.float64, copy=False)
             norm = math.sqrt(float(np.vdot(f64, f64)))
@@ -172,13 +195,17 @@ def array_facts(a, value, max_values=16, source=NBGRAD, norms=None):
             norm = math.sqrt(float(np.vdot(f64, f64))) if size else 0.0
         head = a.flat[:max_values]  # (a copy, in C order)
     facts = GradFacts()
-    shape = a.shape
-    facts.shape = _SHAPES.setdefault(shape, shape) if len(_SHAPES) < 4096 else shape
+    facts.shape = shape_tuple(a.shape)
     facts.dtype = _DTYPE_NAMES.get(a.dtype) or source.tensor_facts(value).dtype
     facts.numel = int(size)
     facts.norm = norm
-    facts._head = head
-    facts._np = a.dtype
+    # NOTE [First values as bytes]
+    # A backward pass keeps a GradFacts per event (some 250,000 for a 100,000-node chain), each
+    # with a copy of the gradient's first values: as an array, 137 bytes for four floats; as
+    # the bytes of those values (``head`` reads them back as an array, read-only), 57, made
+    # faster too. An array of objects (no numbers) stays an array.
+    facts._head = head.tobytes() if head.dtype.kind in "fiubc" else head
+    facts._head_dtype = head.dtype
     facts._summary = None
     # the kinds of non-finite values, read only when the norm says there are some
     facts.nonfinite = None if norm is None or math.isfinite(norm) else nonfinite_kinds(a)
@@ -212,7 +239,7 @@ _DTYPE_NAMES = {  # keyed by dtype (``dtype.str`` makes a string each read)
 def tensor_summary(t, node_id=None, source=None) -> TensorSummary:
     facts = (source or NBGRAD).tensor_facts(t)
     return {
-        "shape": list(facts.shape),
+        "shape": shape_list(tuple(facts.shape)),
         "dtype": facts.dtype,
         "device": facts.device,
         "requires_grad": facts.requires_grad,

@@ -8,7 +8,7 @@ click used to walk every node and edge of the snapshot again: the boxes, the edg
 merged, the search for series, each series' node count (2.4 s on a 100,000-node RNN). So what
 depends on the snapshot and the collapsed groups alone is a :class:`Visible`, built once and
 kept by the graph view (``cache``, the last ``KEEP`` sets of collapsed groups): its units and
-their edges as bundles (the snapshot's edges between two units, their ids and norms; see
+their edges as bundles (the places of the snapshot's edges between two units; see
 NOTE [Bundles are tuples]), and, when first folded, a :class:`Folding`: the series found, for each
 unit the series holding it (outermost first), for each series the units it draws itself when
 open, its node count and box, and its edges out bundled by the unit they lead to (each edge
@@ -74,11 +74,13 @@ def _norm_text(v):
 
 
 # NOTE [Bundles are tuples]
-# A bundle of snapshot edges drawn as one is a tuple ``(first, places, ids, grads)``: their
-# places in the snapshot (ascending, ``first`` the least), ids and gradient norms, tuples too.
-# A big graph has one a pair of units, kept while its view lives; tuples of numbers and
-# strings leave the garbage collector's lists, lists and objects would not, and each full
-# collection would walk them (the view of a 10,000-node chain opened 30% slower).
+# A bundle of snapshot edges drawn as one is a tuple ``(first, places)``: their places in the
+# snapshot (ascending, ``first`` the least), a tuple too; their ids and gradient norms are read
+# from the snapshot when the edge is drawn (``_edge``; kept in the bundle too, as two more
+# tuples, they held 2 MB for a 20,000-node chain). A big graph has one a pair of units, kept
+# while its view lives; tuples of numbers leave the garbage collector's lists, lists and
+# objects would not, and each full collection would walk them (the view of a 10,000-node
+# chain opened 30% slower).
 
 
 def _merged(bundles):
@@ -86,14 +88,12 @@ def _merged(bundles):
     if len(bundles) == 1:
         return bundles[0]
     bundles = sorted(bundles)
-    places, ids, grads = [], [], []
+    places = []
     for b in bundles:
         places += b[1]
-        ids += b[2]
-        grads += b[3]
     if any(a[1][-1] > b[0] for a, b in zip(bundles, bundles[1:])):  # interleaved
-        places, ids, grads = zip(*sorted(zip(places, ids, grads)))
-    return (places[0], tuple(places), tuple(ids), tuple(grads))
+        places.sort()
+    return (places[0], tuple(places))
 
 
 def visible_graph(snapshot, collapsed, cache=None) -> Visible:
@@ -127,9 +127,10 @@ def visible_graph(snapshot, collapsed, cache=None) -> Visible:
 
 class Visible:
     """``snapshot`` with the groups ``collapsed``: ``units`` (ids, snapshot order), their
-    ``boxes``, ``vis`` (snapshot node id -> unit), ``out`` (unit -> [(unit, bundle)]), the
-    bundles in snapshot order (``bundles``: ``(from, to, bundle)``), ``groups`` by id and the
-    ``hidden`` ones (inside a collapsed group, or collapsed)."""
+    boxes (``box``), ``vis`` (the id of a node inside a collapsed group -> that group's unit;
+    a node drawn on its own is its own unit), ``out`` (unit -> [(unit, bundle)], the bundles
+    in snapshot order), ``groups`` by id and the ``hidden`` ones (inside a collapsed group,
+    or collapsed)."""
 
     def __init__(self, snapshot, collapsed):
         self.snapshot = snapshot
@@ -144,22 +145,45 @@ class Visible:
                 g = groups[g]["parent"]
             rep[gid] = top
         self.hidden = {gid for gid, top in rep.items() if top is not None}
-        self.vis, self.boxes, self.members = _units(snapshot, groups, rep)
-        self.units = list(self.boxes)
-        self.out = {u: [] for u in self.units}
-        self.bundles = _bundles(snapshot, self.vis)
-        for u, v, bundle in self.bundles:
-            self.out[u].append((v, bundle))
+        self.vis, self.units, self.members, self._entry, self._boxes = _units(snapshot, groups, rep)
+        out = self.out = {u: [] for u in self.units}
+        for u, v, bundle in _bundles(snapshot, self.vis):
+            if u in out and v in out:  # (both ends drawn, as the snapshot's edges are)
+                out[u].append((v, bundle))
         self._folding = None
         self._of_unit = None
+
+    def box(self, u):
+        """The box of unit ``u``, a node's made anew (NOTE [Boxes when asked])."""
+        got = self._boxes.get(u)
+        return got if got is not None else _node_box(self._entry[u])
+
+    def group_of(self, u):
+        """The group (id or None) that the box of unit ``u`` sits in."""
+        n = self._entry.get(u)
+        return n["group"] if n is not None else self._boxes[u]["group"]
+
+    def kind_of(self, u):
+        """What unit ``u`` is, for the search for series: a node's name, a group's type."""
+        n = self._entry.get(u)
+        return n["name"] if n is not None else self.groups[self._boxes[u]["ref"]]["type"]
 
     def folding(self) -> Folding:
         if self._folding is None:
             self._folding = fold_units(self)
         return self._folding
 
+    def bundles(self):
+        """``[(from unit, to unit, bundle)]`` in snapshot order (made when asked: kept, a list of
+        them besides ``out`` held 1.4 MB for a 20,000-node chain)."""
+        rows = [(u, v, b) for u, out in self.out.items() for v, b in out]
+        rows.sort(key=lambda row: row[2][0])
+        return rows
+
     def of_unit(self):
-        """``{unit: set of the snapshot node ids it stands for}``."""
+        """``{unit: set of the snapshot node ids it stands for}`` for the units of collapsed
+        groups; a node's unit (its id) stands for itself alone, and is not in it (a set each
+        held 4.7 MB for a 20,000-node chain)."""
         if self._of_unit is None:
             self._of_unit = {}
             for nid, u in self.vis.items():
@@ -167,31 +191,28 @@ class Visible:
         return self._of_unit
 
 
+# NOTE [Boxes when asked]
+# A Visible is kept while its view lives (NOTE [Clicks cost what they show]), and a big graph
+# opens folded: a few boxes show of its thousands of units. So it keeps a node's unit as the
+# node's snapshot entry, and makes the node's box when a layout asks for it (``Visible.box``);
+# the boxes of the collapsed groups (few) are made at once. Kept, a 20,000-node chain's boxes
+# held 6 MB; a layout of it makes the few it shows.
 def _units(snapshot, groups, rep):
-    """``(vis, boxes, members)``: ``{snapshot node id: unit}``, ``{unit: box}`` (in the
-    snapshot's order, a collapsed group being one box) and how many nodes each unit holds."""
-    vis, boxes, members = {}, {}, {}
+    """``(vis, units, members, entries, boxes)``: ``{node id: unit}`` of the nodes inside a
+    collapsed group (a node drawn on its own is its own unit, and not in it), the units in
+    the snapshot's order (a collapsed group being one), how many nodes each group's unit holds
+    (a node's: 1), the snapshot entry of each node's own unit, and each group's box."""
+    vis, units, members, entries, boxes = {}, [], {}, {}, {}
     for n in snapshot["nodes"]:
         top = rep[n["group"]] if n["group"] is not None else None
         if top is None:
+            entries[n["id"]] = n
             vid = n["id"]
-            sub = (
-                shape_text(n["shapes"])
-                if n["kind"] != "leaf" or not n["tensor"]
-                else (shape_text([n["tensor"]["shape"]]))
-            )
-            boxes[vid] = {
-                "id": vid,
-                "kind": "node",
-                "label": _clip(n["label"]),
-                "sub": sub,
-                "ref": n["id"],
-                "group": n["group"],
-                "hooked": bool(n["hooks"]),  # (a badge on the box: kept clear of labels)
-            }
+            units.append(vid)
         else:
             vid = "group:" + top
             if vid not in boxes:
+                units.append(vid)
                 g = groups[top]
                 boxes[vid] = {
                     "id": vid,
@@ -201,15 +222,32 @@ def _units(snapshot, groups, rep):
                     "ref": top,
                     "group": g["parent"],
                 }
-        members[vid] = members.get(vid, 0) + 1
-        vis[n["id"]] = vid
+            members[vid] = members.get(vid, 0) + 1
+            vis[n["id"]] = vid
     for vid, box in boxes.items():
-        if box["kind"] == "group":
-            count = members[vid]
-            box["sub"] = f"{count} node" + ("s" if count != 1 else "")
+        count = members[vid]
+        box["sub"] = f"{count} node" + ("s" if count != 1 else "")
         box["w"] = node_size(box["label"], box["sub"])
         box["h"] = NODE_H
-    return vis, boxes, members
+    return vis, units, members, entries, boxes
+
+
+def _node_box(n):
+    """The box of a node (its snapshot entry ``n``) drawn on its own."""
+    label = _clip(n["label"])
+    tensor = n["tensor"]
+    sub = shape_text([tensor["shape"]] if n["kind"] == "leaf" and tensor else n["shapes"])
+    return {
+        "id": n["id"],
+        "kind": "node",
+        "label": label,
+        "sub": sub,
+        "ref": n["id"],
+        "group": n["group"],
+        "hooked": bool(n["hooks"]),  # (a badge on the box: kept clear of labels)
+        "w": node_size(label, sub),
+        "h": NODE_H,
+    }
 
 
 def _bundles(snapshot, vis):
@@ -217,17 +255,14 @@ def _bundles(snapshot, vis):
     between the same two merged, each in the place of its first edge."""
     found = {}
     for k, e in enumerate(snapshot["edges"]):
-        u, v = vis.get(e["from"]), vis.get(e["to"])
-        if u is None or v is None or u == v:
+        u, v = vis.get(e["from"], e["from"]), vis.get(e["to"], e["to"])
+        if u == v:
             continue
         row = found.get((u, v))
         if row is None:
-            found[(u, v)] = row = ([], [], [])
-        g = e.get("grad")
-        row[0].append(k)
-        row[1].append(e["id"])
-        row[2].append(g.get("norm") if g is not None else None)
-    return [(u, v, (r[0][0], tuple(r[0]), tuple(r[1]), tuple(r[2]))) for (u, v), r in found.items()]
+            found[(u, v)] = row = []
+        row.append(k)
+    return [(u, v, (r[0], tuple(r))) for (u, v), r in found.items()]
 
 
 class Folding:
@@ -252,7 +287,7 @@ class Folding:
             sid, parts = s["id"], s["parts"]
             own = set(s["units"]).difference(*(p["units"] for p in parts))
             self.own[sid] = list(own)  # (drawn in place order: shown_graph sorts)
-            self.nodes[sid] = sum(map(vis.members.__getitem__, own)) + sum(
+            self.nodes[sid] = sum(vis.members.get(u, 1) for u in own) + sum(
                 self.nodes[p["id"]] for p in parts
             )
             self.first[sid] = min(
@@ -269,7 +304,7 @@ class Folding:
                 "label": label,
                 "sub": sub,
                 "ref": sid,
-                "group": vis.boxes[vis.units[self.first[sid]]]["group"],
+                "group": vis.group_of(vis.units[self.first[sid]]),
                 "w": node_size(label, sub, wide=True),
                 "h": NODE_H,
             }
@@ -294,7 +329,13 @@ class Folding:
         got = self._members.get(s["id"])
         if got is None:
             of_unit = vis.of_unit()
-            got = self._members[s["id"]] = set().union(*(of_unit.get(u, ()) for u in s["units"]))
+            got = self._members[s["id"]] = set()
+            for u in s["units"]:
+                group = of_unit.get(u)
+                if group is None:
+                    got.add(u)
+                else:
+                    got |= group
         return got
 
 
@@ -305,17 +346,12 @@ def series_label(s):
 
 def fold_units(vis) -> Folding:
     """Search the units of ``vis`` for series (``fold.find_series``) and gather their facts."""
-    snapshot, groups = vis.snapshot, vis.groups
-    names = {n["id"]: n["name"] for n in snapshot["nodes"]}
-    kind = {
-        u: names[b["ref"]] if b["kind"] == "node" else groups[b["ref"]]["type"]
-        for u, b in vis.boxes.items()
-    }
+    kind = {u: vis.kind_of(u) for u in vis.units}
     succ = {u: [v for v, _ in vis.out[u]] for u in vis.units}
     pred = {u: [] for u in vis.units}
-    for u, v, _ in vis.bundles:
+    for u, v, _ in vis.bundles():
         pred[v].append(u)
-    group = {u: b["group"] for u, b in vis.boxes.items()}
+    group = {u: vis.group_of(u) for u in vis.units}
     return Folding(vis, find_series(vis.units, kind, succ, pred, group))
 
 
@@ -325,14 +361,15 @@ def shown_graph(vis, fold, expanded, members_out=None):
     ``fold``), every one folded but those in ``expanded`` (a set). ``members_out``: a dict to
     fill with ``{series id: set of the snapshot node ids inside it}``."""
     if not fold:
-        boxes = dict(vis.boxes)
-        edges = {(u, v): _edge(u, v, [b]) for u, v, b in vis.bundles}
+        boxes = {u: vis.box(u) for u in vis.units}
+        drawn = vis.snapshot["edges"]
+        edges = {(u, v): _edge(u, v, [b], drawn) for u, v, b in vis.bundles()}
         return boxes, edges, []
     f = vis.folding()
     found = shown_series(f.series, expanded)
     steps = _counted_steps(vis.snapshot, found)
     series = []
-    rows = [(f.place[u], u, vis.boxes[u], vis.out[u]) for u in f.base]
+    rows = [(f.place[u], u, vis.box(u), vis.out[u]) for u in f.base]
     for s in found:
         sid = s["id"]
         opened = sid in expanded
@@ -347,7 +384,7 @@ def shown_graph(vis, fold, expanded, members_out=None):
             }
         )
         if opened:
-            rows += [(f.place[u], u, vis.boxes[u], vis.out[u]) for u in f.own[sid]]
+            rows += [(f.place[u], u, vis.box(u), vis.out[u]) for u in f.own[sid]]
         else:
             box = f.box[sid]
             if s is steps:  # NOTE [Repeated steps counted]: its line counts every step
@@ -369,7 +406,8 @@ def shown_graph(vis, fold, expanded, members_out=None):
             if to != bid:
                 between.setdefault((bid, to), []).append(bundle)
     keys = sorted(between, key=lambda k: min(b[0] for b in between[k]))
-    edges = {k: _edge(k[0], k[1], between[k]) for k in keys}
+    drawn = vis.snapshot["edges"]
+    edges = {k: _edge(k[0], k[1], between[k], drawn) for k in keys}
     if members_out is not None:
         for s in found:
             members_out[s["id"]] = f.members_of(vis, s)
@@ -395,14 +433,23 @@ def _with_counted(box, count, counted, nodes):
     return {**box, "sub": sub, "w": node_size(box["label"], sub, wide=True)}
 
 
-def _edge(u, v, bundles):
-    """A LayoutEdge (without its points) of the bundles drawn from box ``u`` to box ``v``."""
-    _, _, ids, grads = _merged(bundles)
+def _edge(u, v, bundles, edges):
+    """A LayoutEdge (without its points) of the bundles drawn from box ``u`` to box ``v``;
+    ``edges``: the snapshot's edges."""
+    places = _merged(bundles)[1]
+    ids = [edges[k]["id"] for k in places]
+    grads = [_norm_of(edges[k]) for k in places]
     return {
         "from": u,
         "to": v,
-        "edges": list(ids),
+        "edges": ids,
         "grad": grads[0] if len(grads) == 1 else None,
         "grads": list(grads),
         "label": grad_label(grads),
     }
+
+
+def _norm_of(edge):
+    """The gradient norm an edge of the snapshot shows (None before any backward pass)."""
+    g = edge.get("grad")
+    return g.get("norm") if g is not None else None

@@ -461,3 +461,60 @@ def test_a_new_snapshot_is_laid_out_anew():
     first = [e["label"] for e in view.graph_layout["edges"]]
     fresh = layout(view.snapshot, view.collapsed, fold=False)
     assert first == [e["label"] for e in fresh["edges"]] and first != last
+
+
+def _reachable(root, match):
+    """How many objects ``match`` accepts are reachable from ``root`` (through containers and
+    the objects of ``visible.py``)."""
+    seen, todo, found = set(), [root], 0
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        found += bool(match(obj))
+        if type(obj) is dict:
+            todo += obj.keys()
+            todo += obj.values()
+        elif type(obj) in (list, tuple, set, frozenset):
+            todo += obj
+        elif type(obj).__module__ == "nbgrad.notebook.visible":
+            todo.append(vars(obj))
+    return found
+
+
+def _node_box(obj):
+    return type(obj) is dict and obj.get("kind") == "node" and "w" in obj
+
+
+def test_a_folded_view_keeps_no_box_per_node():
+    # NOTE [Boxes when asked] in visible.py: what a folded view keeps makes boxes when asked
+    h = ng.ones(4, requires_grad=True)
+    for _ in range(1000):
+        h = (h * 1.0001).tanh()
+    view = GraphView(h.sum())
+    assert len(view.snapshot["nodes"]) > 2000 and len(view.graph_layout["nodes"]) < 20
+    assert _reachable(view._shown, _node_box) < 20
+    (vis,) = view._shown["kept"].values()  # nor a unit per node drawn on its own
+    assert vis.vis == {} and len(vis.units) > 2000
+    # nor the edges' ids outside the snapshot (NOTE [Bundles are tuples])
+    ids = {e["id"] for e in view.snapshot["edges"]}
+    kept = {k: v for k, v in vars(vis).items() if k not in ("snapshot", "_entry")}
+    assert _reachable(kept, lambda x: type(x) is str and x in ids) == 0
+    view.expand_all()  # every node shows: a box each, made for this layout
+    assert len(view.graph_layout["nodes"]) > 2000
+    assert view.graph_layout == layout(view.snapshot, [], fold=False)
+
+
+def test_the_graphs_remembered_by_the_search_for_series_hold_no_tuple_a_unit():
+    # NOTE [Series found once] in fold.py: its key holds flat tuples, kept after the view
+    from nbgrad.notebook import fold
+
+    h = ng.ones(4, requires_grad=True)
+    for _ in range(1000):
+        h = (h * 1.0001).tanh()
+    view = GraphView(h.sum())
+    assert view.graph_layout["series"]
+    key = list(fold._FOUND)[-1]  # (the last searched)
+    assert len(key[0]) > 2000
+    assert all(type(x) is not tuple for part in key if part is not None for x in part)

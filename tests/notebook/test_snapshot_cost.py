@@ -161,3 +161,70 @@ def test_a_live_refresh_waits_while_it_would_take_more_than_its_share(monkeypatc
     view.stop_live()
     assert refreshes == [clock[0]]  # the final one only
     assert len(view.snapshot["nodes"]) > 500
+
+
+def test_a_snapshot_keeps_none_of_the_records_it_made(monkeypatch):
+    # whole or cut, the Records made for a snapshot die with it (NOTE [Records read once])
+    import weakref
+
+    from nbgrad.notebook import records
+
+    rec, _loss = recorded_chain(400)
+    made = []
+    real = records._new_record
+
+    def new(cls):
+        r = real(cls)
+        made.append(weakref.ref(r))
+        return r
+
+    monkeypatch.setattr(records, "_new_record", new)
+    whole = build_snapshot(rec)
+    cut = build_snapshot(rec, max_nodes=50)
+    gc.collect()
+    assert len(made) == len(whole["records"]) + len(cut["records"])
+    assert all(r() is None for r in made)
+    last = whole["records"][-len(cut["records"]) :]
+    assert [(r["index"], r["source"]) for r in cut["records"]] == [
+        (r["index"], r["source"]) for r in last
+    ]
+    # read in order, they are made then, and kept
+    assert list(rec.records)[0].op == whole["records"][0]["op"]
+    assert rec.records[0] is rec.records[0]
+
+
+def test_a_snapshot_shares_the_line_of_a_loop():
+    rec, _loss = recorded_chain(400)
+    snap = build_snapshot(rec)
+    lines = [n["source"] for n in snap["nodes"] if n["source"]] + [
+        r["source"] for r in snap["records"] if r["source"]
+    ]
+    assert len(lines) > 400 and len({id(s) for s in lines}) == len(set(lines))
+    assert all(n["metadata"] == {} for n in snap["nodes"])
+
+
+def test_the_summaries_of_a_snapshot_share_their_shapes():
+    # NOTE [Shared shapes] in summaries.py: the chain's gradients and tensors have one shape
+    rec, _loss = recorded_chain(400)
+    snap = build_snapshot(rec)
+    shapes = [e["grad"]["shape"] for e in snap["edges"]]
+    shapes += [g["shape"] for n in snap["nodes"] for g in n["grad"] or ()]
+    shapes += [i["shape"] for r in snap["records"] for i in r["inputs"] + r["outputs"]]
+    assert len(shapes) > 1000 and {tuple(s) for s in shapes} == {(), (4,)}
+    assert len({id(s) for s in shapes}) == 2
+    # and the facts the backward pass kept (GradFacts), one tuple per shape
+    facts = [g for gs in rec.passes[-1].node_inputs.values() for g in gs if g is not None]
+    assert len(facts) > 400 and len({id(f.shape) for f in facts}) == 2
+
+
+def test_the_facts_keep_a_gradients_first_values_as_bytes():
+    # NOTE [First values as bytes] in summaries.py: read back as the same array of values
+    import numpy as np
+
+    from nbgrad.notebook.summaries import array_facts
+
+    for a in (np.arange(6, dtype=np.float32).reshape(2, 3), np.arange(40.0), np.ones(3, bool)):
+        facts = array_facts(a, ng.tensor(a), max_values=16)
+        assert type(facts._head) is bytes
+        assert facts.head.dtype == a.dtype and list(facts.head) == list(a.ravel()[:16])
+        assert facts.summary()["values"] == [float(v) for v in a.ravel()[:16]]
