@@ -709,11 +709,11 @@ class _Watcher(GraphObserver):
         waiting[node] = None
         running = trace._current.get(get_ident())
         if running is not None:
-            made = running._made_ready
+            made = running.made_ready
             if type(made) is list:
                 made.append(node)
-            else:  # NOTE [Steps read alike]: none (a shared empty tuple), one node alone
-                running._made_ready = node if type(made) is tuple else [made, node]
+            else:  # NOTE [Steps read alike]: a tuple while it holds one node at most
+                running.made_ready = (node,) if not made else [*made, node]
         elif not trace._steps:
             trace._initial_ready.setdefault(device, []).append(node)
 
@@ -749,18 +749,18 @@ class _Watcher(GraphObserver):
         step.index = len(steps)
         step.node = node
         summary = trace._summary
-        step._inputs = (  # (NOTE [Steps read alike]: one alone)
-            summary(inputs[0]) if len(inputs) == 1 else tuple([summary(g) for g in inputs])
+        step.inputs = (  # (NOTE [Steps read alike])
+            (summary(inputs[0]),) if len(inputs) == 1 else tuple([summary(g) for g in inputs])
         )
-        step._outputs = _NOTHING
+        step.outputs = _NOTHING
         pending = trace._pending_hooks
         step.hooks = pending.pop(node, _NOTHING) if pending else _NOTHING
         if trace._modelled:  # NOTE [The model run when read]
             step.device = "cpu"
             step.dependencies = step.buffers = step.ready = None
-            step._made_ready = []  # (the model's replay adds to it)
+            step.made_ready = []  # (the model's replay adds to it)
         else:
-            step._made_ready = _NOTHING
+            step.made_ready = _NOTHING
             device = "cpu"
             for where, nodes in trace._ready.items():
                 if node in nodes:
@@ -810,15 +810,15 @@ class _Watcher(GraphObserver):
             return
         step = trace._current.get(get_ident())
         summary = trace._summary
-        summaries = (  # (NOTE [Steps read alike]: one alone)
-            summary(outputs[0]) if len(outputs) == 1 else tuple([summary(g) for g in outputs])
+        summaries = (
+            (summary(outputs[0]),) if len(outputs) == 1 else tuple([summary(g) for g in outputs])
         )
         own = step is not None and step.node is node
         if own:
-            step._outputs = summaries
+            step.outputs = summaries
             step.end = end
         if not own or trace._by_node.get(node) is not step:  # NOTE [Gradients read from the steps]
-            for i, s in enumerate(summaries if len(outputs) != 1 else (summaries,)):
+            for i, s in enumerate(summaries):
                 trace._loose_grads[(node, i)] = s
         trace._pending.append(node)
 

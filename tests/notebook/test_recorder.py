@@ -416,11 +416,11 @@ def test_the_collector_runs_less_often_in_a_large_recording_and_as_before_after(
     assert [t.error for t in rec.passes] == [None, None, "ValueError: a hook that fails"]
 
 
-def test_a_step_keeps_its_small_gradients_compactly_and_reads_them_as_before():
-    """NOTE [Steps read alike] and NOTE [A small gradient's norm]: a step's one input and one
-    output are kept alone and read as tuples of one; a small gradient's first values are kept
-    as bytes, read as a read-only array of its dtype, not changed by a later in-place change;
-    the steps of a chain share their gradients' shape."""
+def test_a_step_keeps_its_small_gradients_compactly():
+    """NOTE [Steps read alike] and NOTE [First values as bytes]: a step's one input, one
+    output and one node made ready read as tuples of one; a small gradient's first values are
+    kept as bytes, read as a read-only array of its dtype, not changed by a later in-place
+    change; the steps of a chain share their gradients' shape (NOTE [Shared shapes])."""
     x = ng.ones(3, requires_grad=True)
     with record() as rec:
         h = x
