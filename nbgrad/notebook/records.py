@@ -421,7 +421,10 @@ class BackwardTrace:
         # what most steps of a long pass share: no buffer waiting, nothing else ready
         self._no_buffers, self._none_ready = {}, {"cpu": []}
         self._memo = {}  # id(tensor) -> (weak reference, version, GradFacts), for this pass
-        self._next_nodes = None  # how _observe_routing reads a node's next nodes (made once)
+        # how _observe_routing reads a node's next nodes: a pass observed from outside reads
+        # each node's edges once (TorchPass.next_edges)
+        next_edges = getattr(graph_task, "next_edges", None)
+        self._next_nodes = source.next_nodes if next_edges is None else _nodes_of(next_edges)
         self._norms = {}  # see NOTE [A norm read once]
 
     @property
@@ -493,14 +496,6 @@ class BackwardTrace:
         deps = graph_task.dependencies
         not_ready = graph_task.not_ready
         next_nodes = self._next_nodes
-        if next_nodes is None:
-            # a pass observed from outside reads each node's edges once (TorchPass.next_edges)
-            next_edges = getattr(graph_task, "next_edges", None)
-            if next_edges is None:
-                next_nodes = self.graph_source.next_nodes
-            else:
-                next_nodes = _nodes_of(next_edges)
-            self._next_nodes = next_nodes
         for node in self._pending:
             for fn in next_nodes(node):
                 if fn is None:

@@ -1,8 +1,41 @@
 """Shared helpers for the notebook-layer tests."""
 
+import json
+import shutil
+import subprocess
+
 import pytest
 
 import nbgrad as ng
+
+
+@pytest.fixture(scope="module")
+def graph_view_js(tmp_path_factory):
+    """``graph_view_js(names, expr, **data)``: the JSON value of the JS expression ``expr``, run
+    in Node over the graph view's module as anywidget loads it (common.js, then graph_view.js),
+    with ``names`` imported from it and ``data`` as the object ``data``."""
+    from nbgrad.notebook._widget import esm
+
+    node = shutil.which("node")
+    assert node, "Node.js is needed to run the widget's JS: apt-get install -y nodejs"
+    folder = tmp_path_factory.mktemp("graph_view_js")
+    module = folder / "graph_view.mjs"
+    module.write_text(esm("graph_view.js"))
+
+    def run(names, expr, **data):
+        (folder / "data.json").write_text(json.dumps(data))
+        script = folder / "run.mjs"
+        script.write_text(
+            f"import {{ {', '.join(names)} }} from {json.dumps(str(module))};\n"
+            'import { readFileSync } from "node:fs";\n'
+            f"const data = JSON.parse(readFileSync({json.dumps(str(folder / 'data.json'))}));\n"
+            f"console.log(JSON.stringify({expr}));\n"
+        )
+        out = subprocess.run([node, str(script)], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    return run
 
 
 @pytest.fixture(scope="module")

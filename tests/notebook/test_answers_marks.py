@@ -4,16 +4,11 @@ nbgrad/notebook/answers_values.py) and the graph view's search for "nan" and "in
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-
 import anywidget  # noqa: F401 - the notebook extra
 import pytest
 
 import nbgrad as ng
 from nbgrad.notebook import build_snapshot, record
-from nbgrad.notebook._widget import esm
 from nbgrad.notebook.schema import read_view
 from nbgrad.notebook.snapshot import view_snapshot
 
@@ -51,26 +46,10 @@ def test_an_all_finite_graph_has_no_marks():
 
 
 @pytest.fixture(scope="module")
-def search(tmp_path_factory):
-    node = shutil.which("node")
-    assert node, "Node.js is needed to run the widget's JS: apt-get install -y nodejs"
-    folder = tmp_path_factory.mktemp("nonfinite")
-    module = folder / "graph_view.mjs"
-    module.write_text(esm("graph_view.js"))
-
-    def search(query, nodes):
-        script = folder / "run.mjs"
-        script.write_text(
-            f"import {{ rankMatches }} from {json.dumps(str(module))};\n"
-            f"const nodes = {json.dumps(nodes)};\n"
-            "for (const n of nodes) n.label = n.label || n.name;\n"
-            f"console.log(JSON.stringify(rankMatches({json.dumps(query)}, nodes, [])));\n"
-        )
-        out = subprocess.run([node, str(script)], capture_output=True, text=True, timeout=60)
-        assert out.returncode == 0, out.stderr
-        return json.loads(out.stdout)
-
-    return search
+def search(graph_view_js):
+    """``search(query, nodes)``: the graph view's ranked matches, run in Node."""
+    expr = "rankMatches(data.q, data.nodes.map((n) => ({ ...n, label: n.label || n.name })), [])"
+    return lambda query, nodes: graph_view_js(["rankMatches"], expr, q=query, nodes=nodes)
 
 
 def test_search_finds_nan_and_inf_the_origin_first(search):

@@ -56,40 +56,6 @@ def test_a_graph_that_fits_says_nothing_of_a_cut(ip):
     assert len(graph.snapshot["records"]) == 301
 
 
-def test_a_deep_model_cut_at_the_default_cap_saves_under_2_mb(ip):
-    """A 320-layer TransformerEncoder (about 21,000 nodes) cut at the default cap: its module
-    groups and the parameters' long names are sent as columns (NOTE [Nodes and groups sent as
-    columns]), and the saved outputs stay under 2 MB (2.75 MB when each node and group was
-    sent as an object)."""
-    ip.run_cell(
-        "import nbgrad as ng\nng.manual_seed(0)\n"
-        "layer = ng.nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=0.0, "
-        "batch_first=True)\n"
-        "enc = ng.nn.TransformerEncoder(layer, 320, enable_nested_tensor=False)\n"
-        "src = ng.randn(2, 4, 16)"
-    )
-    result, cap = run(ip, "%%autograd --backward loss\nloss = enc(src).pow(2).mean()\n")
-    assert result.success, result.error_in_exec
-    graph_text = next(o.data["text/plain"] for o in cap.outputs if "GraphView" in str(o.data))
-    assert f"cut at {MAX_NODES:,} nodes" in graph_text
-    size = saved_size(cap.outputs)
-    print(f"saved outputs of a 320-layer transformer's cell: {size:,} bytes")
-    assert size < 2_000_000
-
-
-@pytest.mark.parametrize(("shape", "size"), [("rnn", 24_000), ("dag", 24_000), ("train", 2_000)])
-def test_each_shape_s_cell_saves_under_2_mb(ip, shape, size):
-    """The RNN loop, the random DAG (both cut at the default cap) and a training loop of 200
-    steps, as ``notebook_shapes.py`` runs them: the saved outputs stay under 2 MB."""
-    setup, body, options = cell(shape, size)
-    assert ip.run_cell("import nbgrad as ng\n" + setup).success
-    result, cap = run(ip, f"%%autograd {options}\n{body}")
-    assert result.success, result.error_in_exec
-    saved = saved_size(cap.outputs)
-    print(f"saved outputs of the {shape} cell of about {size:,} nodes: {saved:,} bytes")
-    assert saved < 2_000_000
-
-
 @pytest.mark.parametrize("value", ["0", "-3", "many", "2.5"])
 def test_a_bad_node_count_is_a_usage_error(ip, value):
     ip.user_ns.pop("ran", None)
@@ -112,19 +78,23 @@ def test_a_huge_cell_saves_small_at_the_default_cap(ip):
     assert size < 2_000_000
 
 
-def test_a_wide_fan_cut_at_the_default_cap_saves_under_2_mb(ip):
-    """A fan of 20,000 leaves (100,000 nodes) cut at the default cap: every kept node is a
-    box's worth of the view's snapshot, and the saved outputs still stay under 2 MB."""
-    ip.run_cell(
-        "import nbgrad as ng\nx = ng.randn(8)\n"
-        "ws = [ng.randn(8, requires_grad=True) for _ in range(20000)]"
-    )
-    result, cap = run(
-        ip, "%%autograd --backward loss\nloss = sum(((x * w).tanh()).sum() for w in ws)\n"
-    )
+@pytest.mark.parametrize(
+    ("shape", "size"),
+    [("fan", 100_000), ("transformer", 21_440), ("rnn", 24_000), ("dag", 24_000), ("train", 2_000)],
+)
+def test_each_shape_s_cell_saves_under_2_mb(ip, shape, size):
+    """Each shape's cell as ``notebook_shapes.py`` runs it: a fan of 20,000 leaves, a
+    320-layer TransformerEncoder (its module groups and the parameters' long names sent as
+    columns, NOTE [Nodes and groups sent as columns]: 2.75 MB when each node and group was
+    sent as an object), the RNN loop and the random DAG, all cut at the default cap, and a
+    200-step training loop: the saved outputs stay under 2 MB."""
+    setup, body, options = cell(shape, size)
+    assert ip.run_cell("import nbgrad as ng\n" + setup).success
+    result, cap = run(ip, f"%%autograd {options}\n{body}")
     assert result.success, result.error_in_exec
-    graph_text = next(o.data["text/plain"] for o in cap.outputs if "GraphView" in str(o.data))
-    assert f"cut at {MAX_NODES:,} nodes" in graph_text
-    size = saved_size(cap.outputs)
-    print(f"saved outputs of a 20,000-leaf fan's cell: {size:,} bytes")
-    assert size < 2_000_000
+    if shape != "train":
+        graph_text = next(o.data["text/plain"] for o in cap.outputs if "GraphView" in str(o.data))
+        assert f"cut at {MAX_NODES:,} nodes" in graph_text
+    saved = saved_size(cap.outputs)
+    print(f"saved outputs of the {shape} cell of about {size:,} nodes: {saved:,} bytes")
+    assert saved < 2_000_000

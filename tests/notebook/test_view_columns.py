@@ -7,8 +7,6 @@ lists, reads as it is."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 
 import anywidget  # noqa: F401 - the notebook extra
 import pytest
@@ -16,7 +14,6 @@ import pytest
 import nbgrad as ng
 from nbgrad.notebook import record
 from nbgrad.notebook import snapshot as snapshot_mod
-from nbgrad.notebook._widget import esm
 from nbgrad.notebook.schema import (
     ViewSnapshot,
     pack_groups,
@@ -30,28 +27,9 @@ from tests.notebook.test_schema import conforms
 
 
 @pytest.fixture(scope="module")
-def browser_read(tmp_path_factory):
+def browser_read(graph_view_js):
     """``browser_read(view)``: the browser's ``readView(view)``, run in Node."""
-    node = shutil.which("node")
-    assert node, "Node.js is needed to run the widget's JS: apt-get install -y nodejs"
-    folder = tmp_path_factory.mktemp("view")
-    module = folder / "graph_view.mjs"
-    module.write_text(esm("graph_view.js"))
-
-    def browser_read(view):
-        (folder / "view.json").write_text(json.dumps(view))
-        script = folder / "run.mjs"
-        script.write_text(
-            f"import {{ readView }} from {json.dumps(str(module))};\n"
-            'import { readFileSync } from "node:fs";\n'
-            f"const view = JSON.parse(readFileSync({json.dumps(str(folder / 'view.json'))}));\n"
-            "console.log(JSON.stringify(readView(view)));\n"
-        )
-        out = subprocess.run([node, str(script)], capture_output=True, text=True, timeout=60)
-        assert out.returncode == 0, out.stderr
-        return json.loads(out.stdout)
-
-    return browser_read
+    return lambda view: graph_view_js(["readView"], "readView(data.view)", view=view)
 
 
 def _every_field():

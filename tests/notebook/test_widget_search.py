@@ -6,14 +6,8 @@ a failure with no cell line does not say that the forward failed."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-
 import anywidget  # noqa: F401 - the notebook extra
 import pytest
-
-from nbgrad.notebook._widget import esm
 
 
 def _node(id, name, label=None, kind="node", group=None, line=None):
@@ -41,26 +35,9 @@ GROUPS = [
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    """``run(expr)``: the JSON value of a JS expression over the module's exports."""
-    node = shutil.which("node")
-    assert node, "Node.js is needed to run the widget's JS: apt-get install -y nodejs"
-    folder = tmp_path_factory.mktemp("search")
-    module = folder / "graph_view.mjs"
-    module.write_text(esm("graph_view.js"))
-
-    def run(expr, **data):
-        script = folder / "run.mjs"
-        script.write_text(
-            f"import {{ rankMatches, failureTitle }} from {json.dumps(str(module))};\n"
-            f"const data = {json.dumps(data)};\n"
-            f"console.log(JSON.stringify({expr}));\n"
-        )
-        out = subprocess.run([node, str(script)], capture_output=True, text=True, timeout=60)
-        assert out.returncode == 0, out.stderr
-        return json.loads(out.stdout)
-
-    return run
+def run(graph_view_js):
+    """``run(expr, **data)``: the JSON value of a JS expression over the module's exports."""
+    return lambda expr, **data: graph_view_js(["rankMatches", "failureTitle"], expr, **data)
 
 
 def _search(run, query):
