@@ -778,7 +778,7 @@ class _Watcher(GraphObserver):
             trace._deps.append(deps)
             trace._buffers.append(buffers)
             trace._readies.append(trace._ready_now(graph_task, node))
-        trace._ends.append(_NAN)
+        trace._ends.append(None)
         trace._current[get_ident()] = k
         trace._times.append(_perf_counter())
 
@@ -951,7 +951,6 @@ _perf_counter = time.perf_counter
 CALLS_TOLD_EVERY = 0.02  # seconds: NOTE [Calls told in batches]
 COLLECT_EVERY = 10_000  # new objects: NOTE [The collector while recording]
 LARGE = 10_000  # calls recorded, or nodes in a pass: NOTE [The collector while recording]
-_NAN = float("nan")  # the end of a step whose node has not ended (NOTE [Steps kept as columns])
 
 # NOTE [One walk names a parent's modules]
 # A module call is named by its path from the module that called it, found by walking the

@@ -10,7 +10,9 @@ from __future__ import annotations
 import linecache
 import weakref
 from array import array
+from collections import namedtuple
 from collections.abc import Mapping, Sequence
+from itertools import count, repeat
 
 from nbgrad import Tensor as _Tensor
 
@@ -320,15 +322,17 @@ class HookCall:
 
 
 # NOTE [Steps kept as columns]
-# A pass keeps its steps as columns (a list per field, the times as arrays of floats, the
-# rare fields, hooks, accumulations and other devices, in dicts by step index), not an object
-# per step: a Step is a view made when read (``trace.steps``), and writes through (the model
-# of a torch pass fills its steps so). In a column, what a node has one of is kept alone, not
-# in a tuple: one gradient in or out (``Step.inputs`` reads it as a 1-tuple), one node made
-# ready, and one changed count when it is 0 (the node it made ready, as a chain's steps have):
-# on a 100,000-node chain (``tests/benchmarks/recording.py``), 113 MB kept after the cell
-# before, 76 MB now; the pass recorded in 1.04 s, 1.11 before.
-class Step:
+# A pass keeps its steps as columns (a list per field, the start times as an array of floats;
+# the rare fields, hooks, accumulations and other devices, in dicts by step index), not an
+# object per step. A Step is a view made when read (``trace.steps``): a tuple ``(trace,
+# index, node, start, end)``, made in C when the steps are iterated (a snapshot walks 100,000
+# of them as fast as it walked the objects); its other fields read the columns, and write
+# through (the model of a torch pass fills its steps so). In a column, what a node has one of
+# is kept alone, not in a tuple: one gradient in or out (``Step.inputs`` reads it as a
+# 1-tuple), one node made ready, and one changed count when it is 0 (the node it made ready,
+# as a chain's steps have): on a 100,000-node chain (``tests/benchmarks/recording.py``),
+# 113 MB kept after the cell before, 76 MB now; the pass recorded in 1.04 s, 1.11 before.
+class Step(namedtuple("StepView", "trace index node time end")):
     """One node of a backward pass, as the engine saw it when the node started: a view of its
     trace's columns (NOTE [Steps kept as columns]), made when read.
 
@@ -336,109 +340,84 @@ class Step:
     and ``buffers``: the counts and not-ready input buffers that changed since the previous
     step (the routing of the previous nodes' outputs); ``made_ready``: the nodes this one's
     outputs made ready; ``accumulated``: for an AccumulateGrad, the :class:`Accumulation`;
-    ``time`` and ``end``: ``time.perf_counter()`` when the node started and ended.
+    ``time`` and ``end``: ``time.perf_counter()`` when the node started and ended (None: not
+    ended when the view was made).
     """
 
-    __slots__ = ("trace", "index")
-
-    def __init__(self, trace, index):
-        self.trace = trace
-        self.index = index
-
-    def __eq__(self, other):
-        if type(other) is not Step:
-            return NotImplemented
-        return self.trace is other.trace and self.index == other.index
-
-    def __hash__(self):
-        return hash((id(self.trace), self.index))
-
-    @property
-    def node(self):
-        return self.trace._nodes[self.index]
+    __slots__ = ()
 
     @property
     def inputs(self) -> tuple:
         """The GradFacts of the gradients the node received."""
-        return one_or_many(self.trace._inputs[self.index])
+        return one_or_many(self[0]._inputs[self[1]])
 
     @property
     def outputs(self) -> tuple:
         """The GradFacts of the gradients the node sent (empty while it runs)."""
-        return one_or_many(self.trace._outputs[self.index])
+        return one_or_many(self[0]._outputs[self[1]])
 
     @property
     def hooks(self):
-        return self.trace._hooks_at.get(self.index, NOTHING)
+        return self[0]._hooks_at.get(self[1], NOTHING)
 
     @property
     def accumulated(self):
-        return self.trace._accumulated_at.get(self.index)
+        return self[0]._accumulated_at.get(self[1])
 
     @property
     def device(self):
-        return self.trace._device_at.get(self.index, "cpu")
+        return self[0]._device_at.get(self[1], "cpu")
 
     @device.setter
     def device(self, device):
-        at = self.trace._device_at
+        at = self[0]._device_at
         if device == "cpu":
-            at.pop(self.index, None)
+            at.pop(self[1], None)
         else:
-            at[self.index] = device
+            at[self[1]] = device
 
     @property
     def ready(self):
-        return self.trace._readies[self.index]
+        return self[0]._readies[self[1]]
 
     @ready.setter
     def ready(self, ready):
-        self.trace._readies[self.index] = ready
+        self[0]._readies[self[1]] = ready
 
     @property
     def buffers(self):
-        return self.trace._buffers[self.index]
+        return self[0]._buffers[self[1]]
 
     @buffers.setter
     def buffers(self, buffers):
-        self.trace._buffers[self.index] = buffers
+        self[0]._buffers[self[1]] = buffers
 
     @property
     def made_ready(self):
-        made = self.trace._made[self.index]
+        made = self[0]._made[self[1]]
         return made if type(made) is list or made is NOTHING else (made,)
 
     @made_ready.setter
     def made_ready(self, made):
-        self.trace._made[self.index] = made
+        self[0]._made[self[1]] = made
 
     @property
     def dependencies(self):
         """node -> its count, for each count that changed (None: not observed yet)."""
-        return counts(self.trace._deps[self.index])
+        return counts(self[0]._deps[self[1]])
 
     @dependencies.setter
     def dependencies(self, deps):
-        self.trace._deps[self.index] = deps
-
-    @property
-    def time(self) -> float:
-        return self.trace._times[self.index]
-
-    @property
-    def end(self):
-        end = self.trace._ends[self.index]
-        return None if end != end else end  # (NaN: the node did not end)
+        self[0]._deps[self[1]] = deps
 
     @property
     def elapsed(self):
         """Seconds from the node's start to its end in the backward (NOTE [Time in backward]),
         or None when it did not end (the pass failed in it)."""
-        end = self.end
-        return None if end is None else end - self.time
+        return None if self[4] is None else self[4] - self[3]
 
     def __repr__(self):
-        return f"<Step {self.index} {self.node.name()}>"
+        return f"<Step {self[1]} {self[2].name()}>"
 
 
 NOTHING = ()  # a step's outputs, hooks or made_ready while it has none
@@ -460,7 +439,8 @@ def one_or_many(value) -> tuple:
 
 
 class _Steps(Sequence):
-    """A trace's steps, each a :class:`Step` view made when read."""
+    """A trace's steps, each a :class:`Step` view made when read (in C: a snapshot iterates
+    over 100,000 of them)."""
 
     __slots__ = ("_trace",)
 
@@ -471,21 +451,20 @@ class _Steps(Sequence):
         return len(self._trace._nodes)
 
     def __getitem__(self, k):
-        n = len(self._trace._nodes)
         if type(k) is slice:
-            return [Step(self._trace, i) for i in range(*k.indices(n))]
-        if k < 0:
-            k += n
-        if not 0 <= k < n:
-            raise IndexError("step index out of range")
-        return Step(self._trace, k)
+            return [self[i] for i in range(*k.indices(len(self)))]
+        t = self._trace
+        return _new_tuple(Step, (t, range(len(t._nodes))[k], t._nodes[k], t._times[k], t._ends[k]))
 
     def __iter__(self):
-        trace = self._trace
-        return (Step(trace, k) for k in range(len(trace._nodes)))
+        t = self._trace
+        return map(_new_tuple, repeat(Step), zip(repeat(t), count(), t._nodes, t._times, t._ends))
 
     def __repr__(self):
         return repr(list(self))
+
+
+_new_tuple = tuple.__new__
 
 
 class Accumulation:
@@ -524,7 +503,7 @@ class BackwardTrace:
         self._readies: list = []
         self._buffers: list = []
         self._times = array("d")
-        self._ends = array("d")
+        self._ends: list = []  # (None: not ended)
         self._hooks_at: dict = {}
         self._accumulated_at: dict = {}
         self._device_at: dict = {}
