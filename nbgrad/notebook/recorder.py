@@ -297,7 +297,7 @@ class Recorder(RepeatedSteps):
             task = trace._graph_task()
             if getattr(task, "replay", None) is not None:  # NOTE [The model run when read]
                 trace._replay = task  # (over the steps recorded until now)
-        self._open_traces = {}
+        self._open_traces.clear()  # (in place: the watchers hold it)
         self._resume_collection()
         self._restore_threshold()
         self._backward_depth = 0
@@ -644,6 +644,7 @@ class _Watcher(GraphObserver):
     def __init__(self, recorder, source):
         self.recorder = recorder
         self.source = source
+        self.open_traces = recorder._open_traces  # id(graph task) -> its trace, while open
 
     def forward(self, op, args, attrs, result, elapsed):
         rec = self.recorder
@@ -703,14 +704,17 @@ class _Watcher(GraphObserver):
             rec._backward_depth += 1
 
     def node_ready(self, graph_task, node, device):
-        trace = self.recorder._open_traces.get(id(graph_task))
+        trace = self.open_traces.get(id(graph_task))
         if trace is None:
             return
-        device = "cpu" if device is _CPU else str(device)
-        waiting = trace._ready.get(device)
-        if waiting is None:
-            waiting = trace._ready[device] = {}
-        waiting[node] = None
+        if device is _CPU:  # (the CPU's queue is read from the engine: ``_ready_now``)
+            device = "cpu"
+        else:
+            device = str(device)
+            waiting = trace._ready.get(device)
+            if waiting is None:
+                waiting = trace._ready[device] = {}
+            waiting[node] = None
         k = trace._current.get(get_ident())
         if k is not None:
             made = trace._made
@@ -725,7 +729,7 @@ class _Watcher(GraphObserver):
             trace._initial_ready.setdefault(device, []).append(node)
 
     def hook(self, graph_task, kind, node, handle, before, after):
-        trace = self.recorder._open_traces.get(id(graph_task))
+        trace = self.open_traces.get(id(graph_task))
         if trace is None:
             return
         call = HookCall()
@@ -748,7 +752,7 @@ class _Watcher(GraphObserver):
             trace._pending_hooks.setdefault(node, []).append(call)
 
     def node_start(self, graph_task, node, inputs):
-        trace = self.recorder._open_traces.get(id(graph_task))
+        trace = self.open_traces.get(id(graph_task))
         if trace is None:
             return
         k = len(trace._nodes)
@@ -783,7 +787,7 @@ class _Watcher(GraphObserver):
         trace._times.append(_perf_counter())
 
     def grad_accumulated(self, graph_task, node, variable, grad, before, after):
-        trace = self.recorder._open_traces.get(id(graph_task))
+        trace = self.open_traces.get(id(graph_task))
         if trace is None:
             return
         acc = Accumulation()
@@ -810,7 +814,7 @@ class _Watcher(GraphObserver):
     # (``Step.end`` None) and no time. A folded group's time is the sum of its nodes'.
     def node_end(self, graph_task, node, outputs):
         end = _perf_counter()  # NOTE [Time in backward]: before the summaries below
-        trace = self.recorder._open_traces.get(id(graph_task))
+        trace = self.open_traces.get(id(graph_task))
         if trace is None:
             return
         k = trace._current.get(get_ident())
@@ -829,7 +833,7 @@ class _Watcher(GraphObserver):
     @_exclusive
     def task_end(self, graph_task, error):
         rec = self.recorder
-        trace = self.recorder._open_traces.get(id(graph_task))
+        trace = self.open_traces.get(id(graph_task))
         if trace is None:
             if id(graph_task) in rec._counted_passes:  # NOTE [Repeated steps counted]
                 rec._counted_passes.discard(id(graph_task))

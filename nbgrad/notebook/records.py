@@ -465,6 +465,7 @@ class _Steps(Sequence):
 
 
 _new_tuple = tuple.__new__
+_weakref = weakref.ref
 
 
 class Accumulation:
@@ -528,7 +529,8 @@ class BackwardTrace:
         self._replay = None
         self._modelled = getattr(graph_task, "replay", None) is not None
         self._graph_task = weakref.ref(graph_task)
-        self._ready: dict = {}  # device -> {node: None} (from node_ready/node_start events)
+        # device -> {node: None}, ready and not started, for devices other than the CPU
+        self._ready: dict = {}
         self._pending = []  # nodes that ended and whose routing is not yet observed
         self._current = {}  # thread -> the index of the step running
         self._pending_hooks = {}  # node -> hooks that fired before node_start
@@ -536,6 +538,7 @@ class BackwardTrace:
         # what most steps of a long pass share: no buffer waiting, nothing else ready
         self._no_buffers, self._none_ready = {}, {"cpu": []}
         self._memo = {}  # id(tensor) -> (weak reference, version, GradFacts), for this pass
+        self._version_of = source.version
         # how _observe_routing reads a node's next nodes: a pass observed from outside reads
         # each node's edges once (TorchPass.next_edges)
         next_edges = getattr(graph_task, "next_edges", None)
@@ -599,8 +602,9 @@ class BackwardTrace:
         ours = type(value) is _Tensor  # (nbgrad's: read without calls through the source)
         if not ours and not source.is_tensor(value):
             return grad_facts(value, self.max_values, source)
-        version = source.version(value)
-        hit = self._memo.get(id(value))
+        version = self._version_of(value)
+        memo = self._memo
+        hit = memo.get(id(value))
         if hit is not None and hit[1] == version and hit[0]() is value:
             return hit[2]
         a = value.numpy(force=True) if ours else source.to_numpy(value)
@@ -608,7 +612,7 @@ class BackwardTrace:
         if facts.nonfinite is not None:
             self.nonfinite_seen = True
         try:
-            self._memo[id(value)] = (weakref.ref(value), version, facts)
+            memo[id(value)] = (_weakref(value), version, facts)
         except TypeError:  # a tensor that takes no weak reference: not remembered
             pass
         return facts
