@@ -782,7 +782,7 @@ class _Watcher(GraphObserver):
             trace._deps.append(deps)
             trace._buffers.append(buffers)
             trace._readies.append(trace._ready_now(graph_task, node))
-        trace._ends.append(None)
+        trace._ends.append(_NAN)
         trace._current[get_ident()] = k
         trace._times.append(_perf_counter())
 
@@ -825,6 +825,7 @@ class _Watcher(GraphObserver):
         if k is not None and trace._nodes[k] is node:
             trace._outputs[k] = summaries
             trace._ends[k] = end
+            trace._ended += 1
         else:  # NOTE [Gradients read from the steps]
             for i, s in enumerate(one_or_many(summaries)):
                 trace._loose_grads[(node, i)] = s
@@ -952,6 +953,7 @@ def _descendant(parent, path):
 
 
 _perf_counter = time.perf_counter
+_NAN = float("nan")  # the end of a step whose node has not ended (NOTE [Steps kept as columns])
 CALLS_TOLD_EVERY = 0.02  # seconds: NOTE [Calls told in batches]
 COLLECT_EVERY = 10_000  # new objects: NOTE [The collector while recording]
 LARGE = 10_000  # calls recorded, or nodes in a pass: NOTE [The collector while recording]

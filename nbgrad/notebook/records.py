@@ -330,7 +330,8 @@ class HookCall:
 # through (the model of a torch pass fills its steps so). In a column, what a node has one of
 # is kept alone, not in a tuple: one gradient in or out (``Step.inputs`` reads it as a
 # 1-tuple), one node made ready, and one changed count when it is 0 (the node it made ready,
-# as a chain's steps have): on a 100,000-node chain (``tests/benchmarks/recording.py``),
+# as a chain's steps have). The counts when the pass started are two columns too (nodes,
+# counts), not a dict: on a 100,000-node chain (``tests/benchmarks/recording.py``),
 # 113 MB kept after the cell before, 76 MB now; the pass recorded in 1.04 s, 1.11 before.
 class Step(namedtuple("StepView", "trace index node time end")):
     """One node of a backward pass, as the engine saw it when the node started: a view of its
@@ -454,11 +455,16 @@ class _Steps(Sequence):
         if type(k) is slice:
             return [self[i] for i in range(*k.indices(len(self)))]
         t = self._trace
-        return _new_tuple(Step, (t, range(len(t._nodes))[k], t._nodes[k], t._times[k], t._ends[k]))
+        end = t._ends[k]
+        end = None if end != end else end  # (NaN: not ended)
+        return _new_tuple(Step, (t, range(len(t._nodes))[k], t._nodes[k], t._times[k], end))
 
     def __iter__(self):
         t = self._trace
-        return map(_new_tuple, repeat(Step), zip(repeat(t), count(), t._nodes, t._times, t._ends))
+        ends = t._ends
+        if t._ended != len(ends):  # (NaN: not ended)
+            ends = [None if end != end else end for end in ends]
+        return map(_new_tuple, repeat(Step), zip(repeat(t), count(), t._nodes, t._times, ends))
 
     def __repr__(self):
         return repr(list(self))
@@ -491,7 +497,9 @@ class BackwardTrace:
         self.root = root
         self.keep_graph = bool(getattr(graph_task, "keep_graph", False))
         self.create_graph = bool(getattr(graph_task, "create_graph", False))
-        self.initial_dependencies = dict(dependencies)
+        # node -> its count when the pass started, as two columns (NOTE [Steps kept as columns])
+        self._initial_nodes = list(dependencies)
+        self._initial_counts = array("q", dependencies.values())
         self._initial_ready = {}
         # the steps, as columns (NOTE [Steps kept as columns]): per step, its node, its
         # gradients in and out, changed counts, nodes made ready, ready queues, buffers, start
@@ -504,7 +512,8 @@ class BackwardTrace:
         self._readies: list = []
         self._buffers: list = []
         self._times = array("d")
-        self._ends: list = []  # (None: not ended)
+        self._ends = array("d")  # (NaN: not ended)
+        self._ended = 0  # how many steps ended
         self._hooks_at: dict = {}
         self._accumulated_at: dict = {}
         self._device_at: dict = {}
@@ -570,6 +579,11 @@ class BackwardTrace:
         if made is None or made[0] != len(self._nodes):
             made = self._index_of = (len(self._nodes), {n: k for k, n in enumerate(self._nodes)})
         return made[1]
+
+    @property
+    def initial_dependencies(self) -> dict:
+        """node -> its count of incoming edges when the pass started."""
+        return dict(zip(self._initial_nodes, self._initial_counts))
 
     @property
     def initial_ready(self) -> dict:
