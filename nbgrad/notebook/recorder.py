@@ -48,6 +48,7 @@ from nbgrad.backend import CPU as _CPU
 
 from .answers_values import check_forward
 from .records import (
+    NOTHING,
     TENSOR_EDGES,
     Accumulation,
     BackwardTrace,
@@ -56,6 +57,8 @@ from .records import (
     Record,
     RecordList,
     Step,
+    counts,
+    one_or_many,
 )
 from .sources import NBGRAD, forget_input_metadata, observable_sources
 from .steps import RepeatedSteps
@@ -294,7 +297,7 @@ class Recorder(RepeatedSteps):
             task = trace._graph_task()
             if getattr(task, "replay", None) is not None:  # NOTE [The model run when read]
                 trace._replay = task  # (over the steps recorded until now)
-        self._open_traces = {}
+        self._open_traces.clear()  # (in place: the watchers hold it)
         self._resume_collection()
         self._restore_threshold()
         self._backward_depth = 0
@@ -304,10 +307,10 @@ class Recorder(RepeatedSteps):
         self._notify(final=True)
 
     # NOTE [The collector while recording]
-    # What a recorder keeps (a record tuple a call, a Step and GradFacts a node, weak references)
-    # makes no reference cycle, but each new object counts towards Python's cyclic collector,
-    # and as the records grow the heap, its full passes walk the whole kernel again and again:
-    # on a 100,000-node chain, a large share of what recording cost
+    # What a recorder keeps (a record tuple a call, a step's columns and GradFacts a node, weak
+    # references) makes no reference cycle, but each new object counts towards Python's cyclic
+    # collector, and as the records grow the heap, its full passes walk the whole kernel again
+    # and again: on a 100,000-node chain, a large share of what recording cost
     # (``tests/benchmarks/recording.py`` prints what recording costs). So in a large recording
     # the collector runs less: once a recorder holds ``LARGE`` calls, after ``COLLECT_EVERY``
     # new objects, not 700 (it still collects the cell's cycles, later), and while a backward
@@ -641,6 +644,7 @@ class _Watcher(GraphObserver):
     def __init__(self, recorder, source):
         self.recorder = recorder
         self.source = source
+        self.open_traces = recorder._open_traces  # id(graph task) -> its trace, while open
 
     def forward(self, op, args, attrs, result, elapsed):
         rec = self.recorder
@@ -661,9 +665,10 @@ class _Watcher(GraphObserver):
     # NOTE [What a watched node costs]
     # The stepper's answers (the ready queue, the changed counts, the waiting buffers, each
     # gradient's norm and first values, NaN/Inf) stay exact for every node of every pass, so
-    # each node's events keep a Step and its gradients' GradFacts, taken while the engine runs
-    # (a gradient may be freed or changed in place right after). They are made compact (NOTE
-    # [Steps read alike], NOTE [Gradients read from the steps]); ``tests/benchmarks/recording.py``
+    # each node's events fill its step's columns and its gradients' GradFacts, taken while the
+    # engine runs (a gradient may be freed or changed in place right after). They are made
+    # compact (NOTE [Steps kept as columns], NOTE [Steps read alike], NOTE [Gradients read
+    # from the steps]); ``tests/benchmarks/recording.py``
     # prints what a watched node costs in time and memory. Cheaper would mean keeping only the
     # order the nodes ran in and their gradients' facts, and replaying nbgrad's queue and
     # counts when a step is read, as torch's passes are (NOTE [The model run when read]).
@@ -699,26 +704,32 @@ class _Watcher(GraphObserver):
             rec._backward_depth += 1
 
     def node_ready(self, graph_task, node, device):
-        trace = self.recorder._open_traces.get(id(graph_task))
+        trace = self.open_traces.get(id(graph_task))
         if trace is None:
             return
-        device = "cpu" if device is _CPU else str(device)
-        waiting = trace._ready.get(device)
-        if waiting is None:
-            waiting = trace._ready[device] = {}
-        waiting[node] = None
-        running = trace._current.get(get_ident())
-        if running is not None:
-            made = running.made_ready
-            if type(made) is list:
-                made.append(node)
-            else:  # NOTE [Steps read alike]: a tuple while it holds one node at most
-                running.made_ready = (node,) if not made else [*made, node]
-        elif not trace._steps:
+        if device is _CPU:  # (the CPU's queue is read from the engine: ``_ready_now``)
+            device = "cpu"
+        else:
+            device = str(device)
+            waiting = trace._ready.get(device)
+            if waiting is None:
+                waiting = trace._ready[device] = {}
+            waiting[node] = None
+        k = trace._current.get(get_ident())
+        if k is not None:
+            made = trace._made
+            held = made[k]
+            if held is NOTHING:  # NOTE [Steps kept as columns]: one node alone, then a list
+                made[k] = node
+            elif type(held) is list:
+                held.append(node)
+            else:
+                made[k] = [held, node]
+        elif not trace._nodes:
             trace._initial_ready.setdefault(device, []).append(node)
 
     def hook(self, graph_task, kind, node, handle, before, after):
-        trace = self.recorder._open_traces.get(id(graph_task))
+        trace = self.open_traces.get(id(graph_task))
         if trace is None:
             return
         call = HookCall()
@@ -734,51 +745,49 @@ class _Watcher(GraphObserver):
             call.changed = after is not None
             call.after = _summaries(trace, after) if after is not None else call.before
         trace.hook_calls.append(call)
-        running = trace._current.get(get_ident())
-        if running is not None and running.node is node:
-            running.hooks = [*running.hooks, call]  # (NOTE [Steps read alike])
+        k = trace._current.get(get_ident())
+        if k is not None and trace._nodes[k] is node:
+            trace._hooks_at[k] = [*trace._hooks_at.get(k, ()), call]
         else:
             trace._pending_hooks.setdefault(node, []).append(call)
 
     def node_start(self, graph_task, node, inputs):
-        trace = self.recorder._open_traces.get(id(graph_task))
+        trace = self.open_traces.get(id(graph_task))
         if trace is None:
             return
-        steps = trace._steps
-        step = _new_step(Step)
-        step.index = len(steps)
-        step.node = node
+        k = len(trace._nodes)
+        trace._nodes.append(node)
         summary = trace._summary
-        step.inputs = (  # (NOTE [Steps read alike])
-            (summary(inputs[0]),) if len(inputs) == 1 else tuple([summary(g) for g in inputs])
+        trace._inputs.append(  # (NOTE [Steps kept as columns])
+            summary(inputs[0]) if len(inputs) == 1 else tuple([summary(g) for g in inputs])
         )
-        step.outputs = _NOTHING
+        trace._outputs.append(NOTHING)
         pending = trace._pending_hooks
-        step.hooks = pending.pop(node, _NOTHING) if pending else _NOTHING
+        if pending and node in pending:
+            trace._hooks_at[k] = pending.pop(node)
         if trace._modelled:  # NOTE [The model run when read]
-            step.device = "cpu"
-            step.dependencies = step.buffers = step.ready = None
-            step.made_ready = []  # (the model's replay adds to it)
+            trace._deps.append(None)
+            trace._buffers.append(None)
+            trace._readies.append(None)
+            trace._made.append([])  # (the model's replay adds to it)
         else:
-            step.made_ready = _NOTHING
-            device = "cpu"
+            trace._made.append(NOTHING)
             for where, nodes in trace._ready.items():
                 if node in nodes:
-                    device = where
+                    if where != "cpu":
+                        trace._device_at[k] = where
                     del nodes[node]
                     break
-            step.device = device
-            step._dependencies, step.buffers = trace._observe_routing(graph_task)
-            step.ready = trace._ready_now(graph_task, node)
-        step.accumulated = None
-        step.end = None
-        step.time = _perf_counter()
-        trace._by_node[node] = step  # NOTE [Gradients read from the steps]
-        steps.append(step)
-        trace._current[get_ident()] = step
+            deps, buffers = trace._observe_routing(graph_task)
+            trace._deps.append(deps)
+            trace._buffers.append(buffers)
+            trace._readies.append(trace._ready_now(graph_task, node))
+        trace._ends.append(_NAN)
+        trace._current[get_ident()] = k
+        trace._times.append(_perf_counter())
 
     def grad_accumulated(self, graph_task, node, variable, grad, before, after):
-        trace = self.recorder._open_traces.get(id(graph_task))
+        trace = self.open_traces.get(id(graph_task))
         if trace is None:
             return
         acc = Accumulation()
@@ -788,9 +797,9 @@ class _Watcher(GraphObserver):
         acc.before = trace._summary(before)
         acc.after = trace._summary(after)
         trace.accumulations.append(acc)
-        running = trace._current.get(get_ident())
-        if running is not None and running.node is node:
-            running.accumulated = acc
+        k = trace._current.get(get_ident())
+        if k is not None and trace._nodes[k] is node:
+            trace._accumulated_at[k] = acc
 
     # NOTE [Time in backward]
     # A node's time in backward is from its ``node_start`` event (read last in ``node_start``,
@@ -805,27 +814,27 @@ class _Watcher(GraphObserver):
     # (``Step.end`` None) and no time. A folded group's time is the sum of its nodes'.
     def node_end(self, graph_task, node, outputs):
         end = _perf_counter()  # NOTE [Time in backward]: before the summaries below
-        trace = self.recorder._open_traces.get(id(graph_task))
+        trace = self.open_traces.get(id(graph_task))
         if trace is None:
             return
-        step = trace._current.get(get_ident())
+        k = trace._current.get(get_ident())
         summary = trace._summary
-        summaries = (
-            (summary(outputs[0]),) if len(outputs) == 1 else tuple([summary(g) for g in outputs])
+        summaries = (  # (NOTE [Steps kept as columns])
+            summary(outputs[0]) if len(outputs) == 1 else tuple([summary(g) for g in outputs])
         )
-        own = step is not None and step.node is node
-        if own:
-            step.outputs = summaries
-            step.end = end
-        if not own or trace._by_node.get(node) is not step:  # NOTE [Gradients read from the steps]
-            for i, s in enumerate(summaries):
+        if k is not None and trace._nodes[k] is node:
+            trace._outputs[k] = summaries
+            trace._ends[k] = end
+            trace._ended += 1
+        else:  # NOTE [Gradients read from the steps]
+            for i, s in enumerate(one_or_many(summaries)):
                 trace._loose_grads[(node, i)] = s
         trace._pending.append(node)
 
     @_exclusive
     def task_end(self, graph_task, error):
         rec = self.recorder
-        trace = self.recorder._open_traces.get(id(graph_task))
+        trace = self.open_traces.get(id(graph_task))
         if trace is None:
             if id(graph_task) in rec._counted_passes:  # NOTE [Repeated steps counted]
                 rec._counted_passes.discard(id(graph_task))
@@ -842,7 +851,7 @@ class _Watcher(GraphObserver):
             trace._replay = graph_task
         else:
             deps, trace._final_buffers = trace._observe_routing(graph_task)
-            trace._final_dependencies = dict(zip(deps[::2], deps[1::2]))
+            trace._final_dependencies = counts(deps)
         trace.error = f"{type(error).__name__}: {error}" if error is not None else None
         trace.finished = True
         trace._memo = {}
@@ -944,11 +953,10 @@ def _descendant(parent, path):
 
 
 _perf_counter = time.perf_counter
+_NAN = float("nan")  # the end of a step whose node has not ended (NOTE [Steps kept as columns])
 CALLS_TOLD_EVERY = 0.02  # seconds: NOTE [Calls told in batches]
 COLLECT_EVERY = 10_000  # new objects: NOTE [The collector while recording]
 LARGE = 10_000  # calls recorded, or nodes in a pass: NOTE [The collector while recording]
-_new_step = object.__new__
-_NOTHING = ()  # a step's outputs, hooks or made_ready while it has none (NOTE [Steps read alike])
 
 # NOTE [One walk names a parent's modules]
 # A module call is named by its path from the module that called it, found by walking the

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import linecache
 import weakref
-from collections.abc import Mapping
+from array import array
+from collections import namedtuple
+from collections.abc import Mapping, Sequence
+from itertools import count, repeat
 
 from nbgrad import Tensor as _Tensor
 
@@ -318,52 +321,158 @@ class HookCall:
         return f"<HookCall {self.kind} {self.name} on {self.node.name()}>"
 
 
-class Step:
-    """One node of a backward pass, as the engine saw it when the node started.
+# NOTE [Steps kept as columns]
+# A pass keeps its steps as columns (a list per field, the start and end times as arrays of
+# floats; the rare fields, hooks, accumulations and other devices, in dicts by step index),
+# not an object per step. A Step is a view made when read (``trace.steps``): a tuple
+# ``(trace, index, node, start, end)``, made in C when the steps are iterated (a snapshot's
+# walk over 100,000 of them: 0.075 s, 0.055 s over objects); its other fields read the
+# columns, and write through (the model of a torch pass fills its steps so). In a column, what
+# a node has one of is kept alone, not in a tuple: one gradient in or out (``Step.inputs``
+# reads it as a 1-tuple), one node made ready, and one changed count when it is 0 (the node it
+# made ready, as a chain's steps have). The counts the pass started with are two columns too
+# (nodes, counts), not a dict. On a 100,000-node chain (``tests/benchmarks/recording.py``):
+# 113 MB kept after the cell with a Step object a node, 72 MB so; the backward pass recorded
+# in 1.02-1.10 s against 1.17-1.20 s (plain: 0.33 s).
+class Step(namedtuple("StepView", "trace index node time end")):
+    """One node of a backward pass, as the engine saw it when the node started: a view of its
+    trace's columns (NOTE [Steps kept as columns]), made when read.
 
     ``ready``: the nodes waiting on each device's queue while this one runs; ``dependencies``
     and ``buffers``: the counts and not-ready input buffers that changed since the previous
     step (the routing of the previous nodes' outputs); ``made_ready``: the nodes this one's
     outputs made ready; ``accumulated``: for an AccumulateGrad, the :class:`Accumulation`;
-    ``time`` and ``end``: ``time.perf_counter()`` when the node started and ended.
+    ``time`` and ``end``: ``time.perf_counter()`` when the node started and ended (None: not
+    ended when the view was made).
     """
 
-    __slots__ = (
-        "index",
-        "node",
-        "device",
-        "inputs",
-        "outputs",
-        "hooks",
-        "ready",
-        "_dependencies",
-        "buffers",
-        "made_ready",
-        "accumulated",
-        "time",
-        "end",
-    )
+    __slots__ = ()
+
+    @property
+    def inputs(self) -> tuple:
+        """The GradFacts of the gradients the node received."""
+        return one_or_many(self[0]._inputs[self[1]])
+
+    @property
+    def outputs(self) -> tuple:
+        """The GradFacts of the gradients the node sent (empty while it runs)."""
+        return one_or_many(self[0]._outputs[self[1]])
+
+    @property
+    def hooks(self):
+        return self[0]._hooks_at.get(self[1], NOTHING)
+
+    @property
+    def accumulated(self):
+        return self[0]._accumulated_at.get(self[1])
+
+    @property
+    def device(self):
+        return self[0]._device_at.get(self[1], "cpu")
+
+    @device.setter
+    def device(self, device):
+        at = self[0]._device_at
+        if device == "cpu":
+            at.pop(self[1], None)
+        else:
+            at[self[1]] = device
+
+    @property
+    def ready(self):
+        return self[0]._readies[self[1]]
+
+    @ready.setter
+    def ready(self, ready):
+        self[0]._readies[self[1]] = ready
+
+    @property
+    def buffers(self):
+        return self[0]._buffers[self[1]]
+
+    @buffers.setter
+    def buffers(self, buffers):
+        self[0]._buffers[self[1]] = buffers
+
+    @property
+    def made_ready(self):
+        made = self[0]._made[self[1]]
+        return made if type(made) is list or made is NOTHING else (made,)
+
+    @made_ready.setter
+    def made_ready(self, made):
+        self[0]._made[self[1]] = made
 
     @property
     def dependencies(self):
         """node -> its count, for each count that changed (None: not observed yet)."""
-        deps = self._dependencies
-        if type(deps) is tuple:  # NOTE [Steps read alike]
-            return dict(zip(deps[::2], deps[1::2]))
-        return deps
+        return counts(self[0]._deps[self[1]])
 
     @dependencies.setter
     def dependencies(self, deps):
-        self._dependencies = deps
+        self[0]._deps[self[1]] = deps
 
     @property
     def elapsed(self):
         """Seconds from the node's start to its end in the backward (NOTE [Time in backward]),
         or None when it did not end (the pass failed in it)."""
-        return None if self.end is None else self.end - self.time
+        return None if self[4] is None else self[4] - self[3]
 
     def __repr__(self):
-        return f"<Step {self.index} {self.node.name()}>"
+        return f"<Step {self[1]} {self[2].name()}>"
+
+
+NOTHING = ()  # a step's outputs, hooks or made_ready while it has none
+
+
+def counts(deps):
+    """A step's changed counts as kept (NOTE [Steps kept as columns]) as a dict node -> count,
+    or None (a modelled pass's step before its replay)."""
+    if type(deps) is tuple:
+        return dict(zip(deps[::2], deps[1::2]))
+    if deps is None or type(deps) is dict:
+        return deps
+    return {deps: 0}
+
+
+def one_or_many(value) -> tuple:
+    """A column's gradients as a tuple: one is kept alone (NOTE [Steps kept as columns])."""
+    return value if type(value) is tuple else (value,)
+
+
+class _Steps(Sequence):
+    """A trace's steps, each a :class:`Step` view made when read (in C: a snapshot iterates
+    over 100,000 of them)."""
+
+    __slots__ = ("_trace",)
+
+    def __init__(self, trace):
+        self._trace = trace
+
+    def __len__(self):
+        return len(self._trace._nodes)
+
+    def __getitem__(self, k):
+        if type(k) is slice:
+            return [self[i] for i in range(*k.indices(len(self)))]
+        t = self._trace
+        end = t._ends[k]
+        end = None if end != end else end  # (NaN: not ended)
+        return _new_tuple(Step, (t, range(len(t._nodes))[k], t._nodes[k], t._times[k], end))
+
+    def __iter__(self):
+        t = self._trace
+        ends = t._ends
+        if t._ended != len(ends):  # (NaN: not ended)
+            ends = [None if end != end else end for end in ends]
+        return map(_new_tuple, repeat(Step), zip(repeat(t), count(), t._nodes, t._times, ends))
+
+    def __repr__(self):
+        return repr(list(self))
+
+
+_new_tuple = tuple.__new__
+_weakref = weakref.ref
 
 
 class Accumulation:
@@ -389,16 +498,33 @@ class BackwardTrace:
         self.root = root
         self.keep_graph = bool(getattr(graph_task, "keep_graph", False))
         self.create_graph = bool(getattr(graph_task, "create_graph", False))
-        self.initial_dependencies = dict(dependencies)
+        # node -> its count when the pass started, as two columns (NOTE [Steps kept as columns])
+        self._initial_nodes = list(dependencies)
+        self._initial_counts = array("q", dependencies.values())
         self._initial_ready = {}
-        self._steps: list[Step] = []
+        # the steps, as columns (NOTE [Steps kept as columns]): per step, its node, its
+        # gradients in and out, changed counts, nodes made ready, ready queues, buffers, start
+        # and end; hooks, accumulations and devices other than the CPU by step index
+        self._nodes: list = []
+        self._inputs: list = []
+        self._outputs: list = []
+        self._deps: list = []
+        self._made: list = []
+        self._readies: list = []
+        self._buffers: list = []
+        self._times = array("d")
+        self._ends = array("d")  # (NaN: not ended)
+        self._ended = 0  # how many steps ended
+        self._hooks_at: dict = {}
+        self._accumulated_at: dict = {}
+        self._device_at: dict = {}
         self.hook_calls: list[HookCall] = []
         self.accumulations: list[Accumulation] = []  # in the order the leaves got them
         # (node, edge index) -> the gradient's GradFacts; node -> GradFacts of the gradients it
         # received (NOTE [Gradients read from the steps])
         self.edge_grads = _EdgeGrads(self)
         self.node_inputs = _NodeInputs(self)
-        self._by_node: dict = {}  # node -> its Step
+        self._index_of = None  # (steps, node -> the index of its step), made when read
         self._loose_grads: dict = {}  # (node, edge index) -> GradFacts sent outside its step
         self._final_dependencies: dict = {}
         self._final_buffers: dict = {}
@@ -413,14 +539,16 @@ class BackwardTrace:
         self._replay = None
         self._modelled = getattr(graph_task, "replay", None) is not None
         self._graph_task = weakref.ref(graph_task)
-        self._ready: dict = {}  # device -> {node: None} (from node_ready/node_start events)
+        # device -> {node: None}, ready and not started, for devices other than the CPU
+        self._ready: dict = {}
         self._pending = []  # nodes that ended and whose routing is not yet observed
-        self._current = {}  # thread -> Step running
+        self._current = {}  # thread -> the index of the step running
         self._pending_hooks = {}  # node -> hooks that fired before node_start
         self.nonfinite_seen = False  # whether a gradient of the pass held NaN or Inf
         # what most steps of a long pass share: no buffer waiting, nothing else ready
         self._no_buffers, self._none_ready = {}, {"cpu": []}
         self._memo = {}  # id(tensor) -> (weak reference, version, GradFacts), for this pass
+        self._version_of = source.version
         # how _observe_routing reads a node's next nodes: a pass observed from outside reads
         # each node's edges once (TorchPass.next_edges)
         next_edges = getattr(graph_task, "next_edges", None)
@@ -430,7 +558,7 @@ class BackwardTrace:
     @property
     def order(self):
         """The nodes in the order they ran."""
-        return [s.node for s in self.steps]
+        return list(self._settled()._nodes)
 
     def _settled(self):
         task, self._replay = self._replay, None
@@ -439,8 +567,24 @@ class BackwardTrace:
         return self
 
     @property
-    def steps(self) -> list[Step]:
-        return self._settled()._steps
+    def steps(self) -> Sequence[Step]:
+        return _Steps(self._settled())
+
+    @property
+    def _steps(self) -> Sequence[Step]:  # (as the steps fill: no replay)
+        return _Steps(self)
+
+    def _by_node(self) -> dict:
+        """node -> the index of its step (the last, if it ran twice)."""
+        made = self._index_of
+        if made is None or made[0] != len(self._nodes):
+            made = self._index_of = (len(self._nodes), {n: k for k, n in enumerate(self._nodes)})
+        return made[1]
+
+    @property
+    def initial_dependencies(self) -> dict:
+        """node -> its count of incoming edges when the pass started."""
+        return dict(zip(self._initial_nodes, self._initial_counts))
 
     @property
     def initial_ready(self) -> dict:
@@ -461,7 +605,7 @@ class BackwardTrace:
 
     def __repr__(self):
         root = self.graph_source.node_name(self.root) if self.root is not None else None
-        return f"<BackwardTrace #{self.index} from {root}: {len(self._steps)} steps>"
+        return f"<BackwardTrace #{self.index} from {root}: {len(self._nodes)} steps>"
 
     # -- building (called from the engine listener) --------------------------------------------
     def _summary(self, value):
@@ -473,8 +617,9 @@ class BackwardTrace:
         ours = type(value) is _Tensor  # (nbgrad's: read without calls through the source)
         if not ours and not source.is_tensor(value):
             return grad_facts(value, self.max_values, source)
-        version = source.version(value)
-        hit = self._memo.get(id(value))
+        version = self._version_of(value)
+        memo = self._memo
+        hit = memo.get(id(value))
         if hit is not None and hit[1] == version and hit[0]() is value:
             return hit[2]
         a = value.numpy(force=True) if ours else source.to_numpy(value)
@@ -482,7 +627,7 @@ class BackwardTrace:
         if facts.nonfinite is not None:
             self.nonfinite_seen = True
         try:
-            self._memo[id(value)] = (weakref.ref(value), version, facts)
+            memo[id(value)] = (_weakref(value), version, facts)
         except TypeError:  # a tensor that takes no weak reference: not remembered
             pass
         return facts
@@ -513,17 +658,17 @@ class BackwardTrace:
                         buffers = {}
                     buffers[fn] = [self._summary(g) for g in buf]
         self._pending = []
-        return tuple(flat), buffers or self._no_buffers  # NOTE [Steps read alike]
+        # (NOTE [Steps kept as columns]: one count of 0, the common change, as its node alone)
+        flat = flat[0] if len(flat) == 2 and flat[1] == 0 else tuple(flat)
+        return flat, buffers or self._no_buffers  # NOTE [Steps read alike]
 
     # NOTE [Steps read alike]
     # A step's ``ready`` and ``buffers`` are read, never changed, once made; on a chain nothing
     # else is ready and no buffer waits at nearly every step, so those steps share one empty
     # value (of this pass): 300,000 objects fewer (24 MB) on a 100,000-node chain. So do the
-    # steps that ran no hook and made no node ready (their ``hooks`` and ``made_ready`` are
-    # one shared empty tuple; ``made_ready`` is a tuple while it holds one node, a list from
-    # the second: 17 MB fewer on that chain; ``inputs`` and ``outputs`` are tuples), and
-    # a step keeps its changed counts as one flat tuple ``node, count, ...``, made a dict when
-    # read (``Step.dependencies``; 22 MB fewer on that chain).
+    # steps that ran no hook and made no node ready (one shared empty tuple), and a step keeps
+    # its changed counts as one flat tuple ``node, count, ...``, made a dict when read
+    # (``Step.dependencies``; 22 MB fewer on that chain).
     def _ready_now(self, graph_task, running=None):
         """device -> the nodes ready while ``running`` runs (NOTE [Steps read alike])."""
         queue = graph_task.cpu_ready_queue
@@ -561,17 +706,18 @@ class _EdgeGrads(Mapping):
         if loose and key in loose:
             return loose[key]
         node, i = key
-        step = trace._by_node.get(node)
-        if step is None or not 0 <= i < len(step.outputs):
+        k = trace._by_node().get(node)
+        outputs = () if k is None else one_or_many(trace._outputs[k])
+        if not 0 <= i < len(outputs):
             raise KeyError(key)
-        return step.outputs[i]
+        return outputs[i]
 
     def __iter__(self):
         trace = self._trace
         loose = trace._loose_grads
-        for step in list(trace._by_node.values()):
-            node = step.node
-            for i in range(len(step.outputs)):
+        outputs = trace._outputs
+        for node, k in list(trace._by_node().items()):
+            for i in range(len(one_or_many(outputs[k]))):
                 if (node, i) not in loose:
                     yield (node, i)
         yield from list(loose)
@@ -589,13 +735,14 @@ class _NodeInputs(Mapping):
         self._trace = trace
 
     def __getitem__(self, node):
-        return self._trace._by_node[node].inputs
+        trace = self._trace
+        return one_or_many(trace._inputs[trace._by_node()[node]])
 
     def __contains__(self, node):
-        return node in self._trace._by_node
+        return node in self._trace._by_node()
 
     def __iter__(self):
-        return iter(list(self._trace._by_node))
+        return iter(list(self._trace._by_node()))
 
     def __len__(self):
-        return len(self._trace._by_node)
+        return len(self._trace._by_node())

@@ -142,7 +142,9 @@ def array_facts(a, value, max_values=16, source=NBGRAD, norms=None):
     """:func:`grad_facts` of the tensor ``value`` of ``source``, read as the array ``a``."""
     size = a.size
     norm = None
-    if size > LARGE and a.dtype.kind == "f":
+    dt = a.dtype  # (the head's too: read once)
+    kind = dt.kind
+    if size > LARGE and kind == "f":
         # NOTE [Summing a large gradient]
         # float32 by BLAS's dot in float32 (no float64 copy,
         # over 16x faster; as good as the 4 to 6 digits shown), float64 by einsum: BLAS splits
@@ -163,7 +165,7 @@ def array_facts(a, value, max_values=16, source=NBGRAD, norms=None):
                 norm = hit[1]
         if norm is None:
             flat = mem.reshape(-1)
-            if a.dtype == np.float32:
+            if dt == np.float32:
                 sq = np.dot(flat, flat)
             else:
                 sq = np.einsum("i,i->", flat, flat, dtype=np.float64)
@@ -174,7 +176,7 @@ def array_facts(a, value, max_values=16, source=NBGRAD, norms=None):
                 except TypeError:  # a tensor that takes no weak reference: not remembered
                     pass
         head = a.reshape(-1)[:max_values] if mem is a else np.asarray(a.flat[:max_values])
-    elif size <= _HYPOT and size <= max_values and a.dtype.kind in "fiub":
+    elif size <= _HYPOT and size <= max_values and kind in "fiub":
         # NOTE [A small gradient's norm]
         # the values of a gradient of a few elements, read as Python numbers once, give both
         # the norm (``math.hypot`` of them: in C, no float64 copy and no NumPy reduction) and,
@@ -187,7 +189,7 @@ def array_facts(a, value, max_values=16, source=NBGRAD, norms=None):
             f64 = a.astype(np.float64, copy=False)
             norm = math.sqrt(float(np.vdot(f64, f64)))
     else:
-        if a.dtype.kind in "fiub":
+        if kind in "fiub":
             # np.vdot (the dot of the flattened arrays), not ``@``: with torch imported,
             # NumPy's matmul of two vectors can take milliseconds where the dot takes
             # microseconds; as few NumPy calls as can be (this runs inside every backward hook)
@@ -196,20 +198,34 @@ def array_facts(a, value, max_values=16, source=NBGRAD, norms=None):
         head = a.flat[:max_values]  # (a copy, in C order)
     facts = GradFacts()
     facts.shape = shape_tuple(a.shape)
-    facts.dtype = _DTYPE_NAMES.get(a.dtype) or source.tensor_facts(value).dtype
-    facts.numel = int(size)
+    last = _last_dtype  # (a dtype's hash is slow to take: the one met last, by identity)
+    if last[0] is dt:
+        facts.dtype = last[1]
+    else:
+        facts.dtype = _DTYPE_NAMES.get(dt) or source.tensor_facts(value).dtype
+        _remember_dtype(dt, facts.dtype)
+    facts.numel = size
     facts.norm = norm
     # NOTE [First values as bytes]
     # A backward pass keeps a GradFacts per event (some 250,000 for a 100,000-node chain), each
     # with a copy of the gradient's first values: as an array, 137 bytes for four floats; as
     # the bytes of those values (``head`` reads them back as an array, read-only), 57, made
     # faster too. An array of objects (no numbers) stays an array.
-    facts._head = head.tobytes() if head.dtype.kind in "fiubc" else head
-    facts._head_dtype = head.dtype
+    facts._head = head.tobytes() if kind in "fiubc" else head
+    facts._head_dtype = dt
     facts._summary = None
     # the kinds of non-finite values, read only when the norm says there are some
     facts.nonfinite = None if norm is None or math.isfinite(norm) else nonfinite_kinds(a)
     return facts
+
+
+_last_dtype = (None, None)  # (dtype, its name) of the gradient read last
+
+
+def _remember_dtype(dt, name):
+    global _last_dtype
+    if dt in _DTYPE_NAMES:  # (another framework's name for a dtype, e.g. bfloat16, is not)
+        _last_dtype = (dt, name)
 
 
 def summarised(value):
