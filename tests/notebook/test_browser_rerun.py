@@ -1,8 +1,9 @@
 """Re-running cells in a real JupyterLab + headless Chromium (nbgrad/notebook/sessions.py and
 NOTE [Released and kernel-gone views] in widgets/common.js): one ``%%autograd --backward loss``
-cell with a 603-node graph re-run 50 times keeps the kernel's memory flat and closes the earlier
-runs' widgets; a view of a released widget says so; after a kernel restart the views say that
-their kernel is gone and keep their drawing. Reuses test_browser.py's server and page helpers.
+cell with a 603-node graph re-run 50 times (after 30 to warm up) keeps the kernel's memory
+flat and closes the earlier runs' widgets; a view of a released widget says so; after a kernel
+restart the views say that their kernel is gone and keep their drawing.
+Reuses test_browser.py's server and page helpers.
 """
 
 import re
@@ -36,6 +37,7 @@ CELLS = [
     "display(kept.graph)",
 ]
 RUNS = 50
+WARM_UP = 30  # re-runs before the memory is read (NOTE [Memory flat after a warm-up])
 
 
 @pytest.fixture(scope="module")
@@ -83,17 +85,28 @@ def probe(nb):
 def test_50_reruns_keep_kernel_memory_flat(book):
     graph = book.cell(1).locator(".nbg-graph")
     graph.locator(".nbg-node").first.wait_for(timeout=60_000)
-    for _ in range(5):  # warm up: the kernel's caches, the allocator's arenas
+    first, _ = probe(book)
+    # NOTE [Memory flat after a warm-up]
+    # The kernel's resident memory climbs over the first re-runs, to the high-water mark of
+    # the allocator's arenas for one run of the cell, then stays: 123.3 MB after 5 runs,
+    # 154.4 after 30, 154.4-154.5 at every 25 runs up to 155. What a leak would show is the
+    # climb after that, so the bound is on the 50 runs after the warm-up; the warm-up has
+    # its own, looser bound.
+    for _ in range(WARM_UP):
         run_cell(book, 1)
     before, open_before = probe(book)
     for _ in range(RUNS):
         run_cell(book, 1)
     graph.locator(".nbg-node").first.wait_for(timeout=60_000)
     after, open_after = probe(book)
-    print(f"kernel RSS {before:.1f} -> {after:.1f} MB over {RUNS} re-runs ({after - before:+.1f})")
+    print(
+        f"kernel RSS {first:.1f} -> {before:.1f} MB over {WARM_UP} re-runs, "
+        f"-> {after:.1f} MB over {RUNS} more ({after - before:+.1f})"
+    )
     # the earlier runs' widgets are closed in the kernel: as many open as before
     assert open_after == open_before, (open_before, open_after)
-    assert after - before < 30, f"kernel memory grew {after - before:.1f} MB in {RUNS} re-runs"
+    assert after - before < 3, f"kernel memory grew {after - before:.1f} MB in {RUNS} re-runs"
+    assert before - first < 60, f"kernel memory grew {before - first:.1f} MB warming up"
     # one graph shows in the cell, the last run's, and nothing says "released" there
     assert book.cell(1).locator(".nbg-graph").count() == 1
     assert book.cell(1).locator(".nbg-released").count() == 0
