@@ -517,7 +517,7 @@ def build_snapshot(
         "records": [],  # (read below, after the first view)
         "hooks": hook_entries,
         "passes": [_pass_entry(p, ids) for p in passes],  # (their order: below)
-        "roots": [ids(n) for n in _top_nodes(nodes, source)],
+        "roots": _top_nodes(nodes, out_edges, unexpanded, ids.drawn, source),
         "pass": shown.index if shown is not None else None,
         "truncated": truncated,
         "max_nodes": max_nodes,
@@ -899,11 +899,10 @@ def _order_key(node, ids):
     return (1, int(nid[4:]), nid)
 
 
-def _top_nodes(nodes, source):
-    """The nodes no other node of the graph points to, in order."""
-    pointed = set()
-    for n in nodes:
-        for fn, _ in source.next_edges(n):
-            if fn is not None:
-                pointed.add(fn)
-    return [n for n in nodes if n not in pointed]
+def _top_nodes(nodes, edges, unexpanded, nids, source):
+    """The ids of the nodes no other node of the graph points to, in order: those no edge
+    entry (``edges``) goes to, nor a node not walked below (``unexpanded``: it has none)."""
+    pointed = {e["to"] for e in edges}
+    for n in unexpanded:
+        pointed.update(nids.get(fn) for fn, _ in source.next_edges(n))
+    return [nids[n] for n in nodes if nids[n] not in pointed]
