@@ -182,6 +182,7 @@ class GraphView(StillWidget):
         start = time.perf_counter()
         objects = {}
         self._whole = False
+        early = []  # whether the first view was sent early (a big graph)
         snap = build_snapshot(
             self.recorder,
             self.roots,
@@ -192,13 +193,16 @@ class GraphView(StillWidget):
             pass_index=self.pass_index,
             max_nodes=self.max_nodes,
             objects=objects,
-            first_view=lambda snap: self._first_view(snap, objects),
+            first_view=lambda snap: early.append(self._first_view(snap, objects)),
         )
         self._whole = True
-        if self.selected:
-            self._details_json = dumps(self._details(self.selected))
-        if self.color:
-            self._marks_json = dumps(marks(self, self.color))
+        if not early:  # a small graph, laid out whole
+            self._first_view(snap, objects)
+        else:
+            if self.selected:
+                self._details_json = dumps(self._details(self.selected))
+            if self.color:
+                self._marks_json = dumps(marks(self, self.color))
         self._cost = time.perf_counter() - start
         self._last = time.perf_counter()
         if snap["nodes"]:

@@ -54,6 +54,8 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 MAX_NODES = 20000
+# a graph this big is sent before its details: NOTE [The drawing before the details]
+FIRST_VIEW_NODES = 2000
 
 
 def view_snapshot(snap: Snapshot) -> ViewSnapshot:
@@ -452,9 +454,10 @@ def build_snapshot(
     ``ids``: an :class:`IdMap` to share ids between snapshots (the recorder keeps one).
     ``objects``: a dict to fill with ``{node id: Node, group id: ModuleCall}`` (for the widgets).
     ``source``: the :class:`~nbgrad.notebook.sources.GraphSource` that reads the graph (default:
-    the recorder's, else the one that owns ``roots``). ``first_view(snap)``: called once the
-    snapshot holds what a drawing reads, before the details only a selection reads are put in
-    (NOTE [The drawing before the details] in ``snapshot_details.py``).
+    the recorder's, else the one that owns ``roots``). ``first_view(snap)``: for a graph of
+    ``FIRST_VIEW_NODES`` nodes or more, called once the snapshot holds what a drawing reads,
+    before the details only a selection reads are put in (NOTE [The drawing before the details]
+    in ``snapshot_details.py``).
     """
     if source is None:
         source = recorder.graph_source if recorder is not None else source_for(roots)
@@ -531,7 +534,7 @@ def build_snapshot(
         "counted_steps": getattr(recorder, "counted_steps", 0),
         "failure": getattr(recorder, "failure", None),  # set by the magic (NOTE [Failed forward])
     }
-    if first_view is not None:
+    if first_view is not None and len(out_nodes) >= FIRST_VIEW_NODES:
         first_view(snap)
     node_details(ordered, out_nodes, source, drawn["shared"], ids.drawn)
     for p, entry in zip(passes, snap["passes"]):

@@ -19,7 +19,11 @@ __all__ = ["node_details", "pass_order", "record_entries"]
 # edges, the recorded calls and the passes' order: a quarter of a 20,000-node snapshot's time.
 # So ``build_snapshot`` reads those last, after ``first_view(snap)``, with which the graph view
 # lays the graph out and sends it (its first view: the details, the overlays that read them,
-# follow once the snapshot is whole, before the cell ends). A snapshot returned is whole.
+# follow once the snapshot is whole, before the cell ends). A snapshot returned is whole. Only a
+# graph of FIRST_VIEW_NODES nodes or more (snapshot.py) is sent early: a small one's details take
+# milliseconds, and laid out after its whole snapshot is built (its temporaries let go), it keeps
+# the kernel's memory compact: laid out early, a 603-node cell re-run 50 times grew the kernel's
+# RSS by 32 MB instead of 28 (the objects Python holds the same: allocation order).
 def node_details(ordered, out_nodes, source, shared, nids):
     """Put the details in the entries of the ``ordered`` nodes (NOTE [The drawing before the
     details]): saved values, metadata and next edges."""

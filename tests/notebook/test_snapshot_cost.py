@@ -3,6 +3,7 @@
 collection while drawing] in snapshot.py), each node's id made once."""
 
 import gc
+import json
 import sys
 
 import nbgrad as ng
@@ -239,6 +240,9 @@ def test_the_drawing_is_sent_before_the_details_are_read(monkeypatch):
 
     rec, _loss = recorded_chain(400)
     seen = []
+    # a small graph is built whole, then laid out
+    assert build_snapshot(rec, first_view=seen.append) and seen == []
+    monkeypatch.setattr(snapshot, "FIRST_VIEW_NODES", 400)
 
     def first_view(snap):
         node = snap["nodes"][0]
@@ -257,17 +261,21 @@ def test_the_drawing_is_sent_before_the_details_are_read(monkeypatch):
     assert seen == [(402, 401, [], None, None, None)]
     assert whole == build_snapshot(rec, timings=False)
     assert whole["records"] and whole["nodes"][0]["saved"] and whole["passes"][0]["order"]
-    # the graph view lays out and sends its drawing there, before the records are read
+    # the graph view lays out and sends its drawing there, before the records are read (a
+    # graph under FIRST_VIEW_NODES: after)
     sent_first = []
     real = snapshot.record_entries
 
-    def records_read(*args):
-        sent_first.append(view._layout_json != "{}" and view._snapshot_json != "{}")
-        return real(*args)
+    def records_read(records, *args):
+        if records:  # (not the empty view's, made when the view is)
+            sent_first.append(json.loads(view._layout_json)["nodes"] != [])
+        return real(records, *args)
 
-    view = graph_view.GraphView()
     monkeypatch.setattr(snapshot, "record_entries", records_read)
-    view.recorder = rec
-    view.refresh()
-    assert sent_first == [True]
-    assert view.snapshot["records"] and len(view.graph_layout["nodes"]) > 0
+    for big in (403, 400):
+        monkeypatch.setattr(snapshot, "FIRST_VIEW_NODES", big)
+        view = graph_view.GraphView()
+        view.recorder = rec
+        view.refresh()
+        assert view.snapshot["records"] and len(view.graph_layout["nodes"]) > 0
+    assert sent_first == [False, True]
