@@ -183,19 +183,21 @@ class GraphView(StillWidget):
         objects = {}
         self._whole = False
         early = []  # whether the first view was sent early (a big graph)
-        snap = build_snapshot(
-            self.recorder,
-            self.roots,
-            names=self.names,
-            weak_names=self.weak_names,
-            ids=self._ids,
-            timings=self.timings,
-            pass_index=self.pass_index,
-            max_nodes=self.max_nodes,
-            objects=objects,
-            first_view=lambda snap: early.append(self._first_view(snap, objects)),
-        )
-        self._whole = True
+        try:
+            snap = build_snapshot(
+                self.recorder,
+                self.roots,
+                names=self.names,
+                weak_names=self.weak_names,
+                ids=self._ids,
+                timings=self.timings,
+                pass_index=self.pass_index,
+                max_nodes=self.max_nodes,
+                objects=objects,
+                first_view=lambda snap: early.append(self._first_view(snap, objects)),
+            )
+        finally:
+            self._whole = True
         if not early:  # a small graph, laid out whole
             self._first_view(snap, objects)
         else:
@@ -209,8 +211,8 @@ class GraphView(StillWidget):
             self._per_node = self._cost / len(snap["nodes"])
 
     def _first_view(self, snap, objects):
-        """Lay ``snap`` out and send it, before its details are read (NOTE [The drawing
-        before the details] in snapshot.py)."""
+        """Lay ``snap`` out and send it (a big graph's before its details are read: NOTE [The
+        drawing before the details] in snapshot_details.py)."""
         self._objects = objects
         collapsed = self.collapsed
         if self._auto_collapse:
