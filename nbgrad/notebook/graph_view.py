@@ -132,6 +132,7 @@ class GraphView(StillWidget):
         self._born = time.perf_counter()
         self.namespace = None  # the cell's variables, for the why sentences (answers_why.py)
         self.flow = None  # the modules' gradient norms at each backward pass (answers_flow.py)
+        self._whole = True  # False while the snapshot waits for its details (refresh)
         self._saved_cache = None  # (snapshot, its SavedBytes): answers_view.saved_of
         self._bad_cache = None  # (snapshot, its NaN/Inf node ids): answers_view._bad_nodes
         if recorder is not None:
@@ -149,12 +150,13 @@ class GraphView(StillWidget):
     @t.observe("snapshot")
     def _send_snapshot(self, change):
         self._snapshot_json = dumps(view_snapshot(change["new"]))
-        if self.selected:
+        if self.selected and self._whole:
             self._details_json = dumps(self._details(self.selected))
 
     @t.observe("graph_layout")
     def _send_layout(self, change):
-        self._marks_json = dumps(marks(self, self.color))
+        if self._whole or not self.color:  # (an overlay may read the details)
+            self._marks_json = dumps(marks(self, self.color))
         self._layout_json = dumps(change["new"])
 
     def _details(self, item_id, edges=()):
@@ -179,17 +181,38 @@ class GraphView(StillWidget):
         """Rebuild the snapshot and the layout from the recorder or the roots."""
         start = time.perf_counter()
         objects = {}
-        snap = build_snapshot(
-            self.recorder,
-            self.roots,
-            names=self.names,
-            weak_names=self.weak_names,
-            ids=self._ids,
-            timings=self.timings,
-            pass_index=self.pass_index,
-            max_nodes=self.max_nodes,
-            objects=objects,
-        )
+        self._whole = False
+        early = []  # whether the first view was sent early (a big graph)
+        try:
+            snap = build_snapshot(
+                self.recorder,
+                self.roots,
+                names=self.names,
+                weak_names=self.weak_names,
+                ids=self._ids,
+                timings=self.timings,
+                pass_index=self.pass_index,
+                max_nodes=self.max_nodes,
+                objects=objects,
+                first_view=lambda snap: early.append(self._first_view(snap, objects)),
+            )
+        finally:
+            self._whole = True
+        if not early:  # a small graph, laid out whole
+            self._first_view(snap, objects)
+        else:
+            if self.selected:
+                self._details_json = dumps(self._details(self.selected))
+            if self.color:
+                self._marks_json = dumps(marks(self, self.color))
+        self._cost = time.perf_counter() - start
+        self._last = time.perf_counter()
+        if snap["nodes"]:
+            self._per_node = self._cost / len(snap["nodes"])
+
+    def _first_view(self, snap, objects):
+        """Lay ``snap`` out and send it (a big graph's before its details are read: NOTE [The
+        drawing before the details] in snapshot_details.py)."""
         self._objects = objects
         collapsed = self.collapsed
         if self._auto_collapse:
@@ -209,10 +232,6 @@ class GraphView(StillWidget):
             self.collapsed = lay["collapsed"]
             self.expanded = lay["expanded"]
             self.graph_layout = lay
-        self._cost = time.perf_counter() - start
-        self._last = time.perf_counter()
-        if snap["nodes"]:
-            self._per_node = self._cost / len(snap["nodes"])
 
     def _relayout(self, members=None):
         self._members = {} if members is None else members

@@ -150,6 +150,10 @@ class Record:
             infos = self._inputs = _infos(self._raw_inputs, self.graph_source)
         return infos
 
+    def input_nodes(self):
+        """The node (or None) of each input, its TensorInfo not made."""
+        return self._raw_inputs[0::2]
+
     @property
     def outputs(self):
         infos = self._outputs

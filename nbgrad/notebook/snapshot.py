@@ -21,7 +21,6 @@ from __future__ import annotations
 import bisect
 import contextlib
 import gc
-import os
 import weakref
 
 from .answers_values import mark_nodes
@@ -34,8 +33,9 @@ from .schema import (
     pack_groups,
     pack_nodes,
 )
+from .snapshot_details import node_details, pass_order, record_entries
 from .sources import NBGRAD, UINT64_MAX, source_for
-from .summaries import grad_summary, shape_list, summarised, tensor_summary
+from .summaries import grad_summary, summarised, tensor_summary
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -54,6 +54,8 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 MAX_NODES = 20000
+# a graph this big is sent before its details: NOTE [The drawing before the details]
+FIRST_VIEW_NODES = 2000
 
 
 def view_snapshot(snap: Snapshot) -> ViewSnapshot:
@@ -367,58 +369,6 @@ def _roots_to_nodes(roots, source):
     return nodes
 
 
-# NOTE [Shared entries]
-# Most nodes of a big graph read alike: the same input metadata (shape, dtype, device), the
-# same saved values (each of a chain's 50,000 MulBackward0 saves ``self`` of shape [4] at
-# version 0 and the value 1.0001), no metadata, no hooks, the text of one line (a loop's body,
-# read anew for each call); a recorded call's tensors are mostly another call's. A snapshot
-# makes each distinct one of these once (``shared``: a dict per kind, for one build) and every
-# entry that has it holds that object: the JSON is the same, and the snapshot is read, never
-# changed, once built. A 20,000-node chain's snapshot held 80 MB of Python objects, a third of
-# it such copies.
-def _saved_of(node, source, shared):
-    saved = source.saved(node)
-    if not saved:
-        return shared["none"]
-    key = tuple(
-        (v.name, v.kind, v.dtype, v.version, v.output, v.value, _shape_key(v.shape)) for v in saved
-    )
-    out = shared["saved"].get(key)
-    if out is None:
-        out = shared["saved"][key] = [_saved_entry(v) for v in saved]
-    return out
-
-
-def _shape_key(shape):
-    """A saved value's shape (a list, a list of lists for ``"tensors"``, or None), hashable."""
-    if shape is None:
-        return None
-    return tuple(tuple(x) if isinstance(x, list) else x for x in shape)
-
-
-def _saved_entry(v):
-    entry = {"name": v.name, "kind": v.kind}
-    if v.kind == "tensor":
-        entry.update(shape=v.shape, dtype=v.dtype, version=v.version, output=v.output)
-    elif v.kind == "tensors":
-        entry.update(shape=v.shape, dtype=v.dtype)
-    elif v.kind == "value":
-        entry["value"] = v.value
-    return entry
-
-
-def _metadata_of(node, source, shared):
-    meta = source.metadata(node)
-    if not meta:
-        return shared["empty"]
-    out = {}
-    for k in sorted(meta, key=str):
-        v = meta[k]
-        text = "".join(v) if isinstance(v, list) and all(isinstance(x, str) for x in v) else repr(v)
-        out[str(k)] = text[:2000]
-    return out
-
-
 def hooks_of(node, source=None):
     """The HookInfo entries of the hooks that sit on ``node``: tensor hooks of the tensors it
     produced, its pre- and post-hooks, and for an AccumulateGrad the post-accumulate-grad
@@ -462,15 +412,15 @@ def _accumulation(acc, ids):
     }
 
 
-def _pass_entry(trace, ids, drawn=None):
-    """A pass; ``drawn``: the nodes of a graph cut at its ``max_nodes`` (the order lists those)."""
-    order = trace.order if drawn is None else [n for n in trace.order if n in drawn]
+def _pass_entry(trace, ids):
+    """A pass, its order left None (a detail, ``pass_order``: NOTE [The drawing before the
+    details] in snapshot_details.py)."""
     return {
         "index": trace.index,
         "root": ids(trace.root),
         "retain_graph": trace.keep_graph,
         "create_graph": trace.create_graph,
-        "order": [ids(n) for n in order],
+        "order": None,
         "error": trace.error,
         "hooks": [_hook_call(c, ids) for c in trace.hook_calls],
     }
@@ -490,6 +440,7 @@ def build_snapshot(
     max_nodes=MAX_NODES,
     objects=None,
     source=None,
+    first_view=None,
 ) -> Snapshot:
     """The snapshot of what ``recorder`` recorded, or of the graph below ``roots``.
 
@@ -501,10 +452,12 @@ def build_snapshot(
     passes the names bound in the cell itself as ``names``, every other name in the namespace
     as ``weak_names``, so that a leftover loop variable does not rename a parameter).
     ``ids``: an :class:`IdMap` to share ids between snapshots (the recorder keeps one).
-    ``objects``: a dict to fill with
-    ``{node id: Node, group id: ModuleCall}`` (for the widgets' Python side).
+    ``objects``: a dict to fill with ``{node id: Node, group id: ModuleCall}`` (for the widgets).
     ``source``: the :class:`~nbgrad.notebook.sources.GraphSource` that reads the graph (default:
-    the recorder's, else the one that owns ``roots``).
+    the recorder's, else the one that owns ``roots``). ``first_view(snap)``: for a graph of
+    ``FIRST_VIEW_NODES`` nodes or more, called once the snapshot holds what a drawing reads,
+    before the details only a selection reads are put in (NOTE [The drawing before the details]
+    in ``snapshot_details.py``).
     """
     if source is None:
         source = recorder.graph_source if recorder is not None else source_for(roots)
@@ -534,12 +487,7 @@ def build_snapshot(
     if passes is None:
         passes = list(recorder.passes) if recorder is not None else []
     shown = _shown_pass(passes, pass_index, node_set)
-    order_of, time_of = {}, {}
-    if shown is not None:
-        for k, s in enumerate(shown.steps):
-            order_of.setdefault(s.node, k)
-            if timings and s.end is not None:  # NOTE [Time in backward]
-                time_of[s.node] = time_of.get(s.node, 0.0) + s.end - s.time
+    order_of, time_of = _steps_of(shown, node_set, timings)
     ordered = sorted(nodes, key=lambda n: _order_key(n, ids))
     ids = _DrawnIds(ids, ordered)
     hook_entries, node_hooks = _hook_entries(ordered, groups, group_ids, ids, source)
@@ -554,31 +502,25 @@ def build_snapshot(
         "objects": objects,
         "time_of": time_of,
         "shared": {
-            "meta": {},
-            "next": {},
-            "saved": {},
-            "info": {},
-            "empty": {},
             "none": [],
-            "text": {},
+            **{k: {} for k in ("meta", "next", "saved", "info", "empty", "text")},
         },
     }
     out_nodes = _node_entries(ordered, ids, source, unexpanded, shown, order_of, drawn)
     out_edges = _edge_entries(ordered, unexpanded, shown, ids, source)
     out_groups = _group_entries(groups, group_ids, paths, out_nodes, first_kept, recorder, objects)
-    out_records = _record_entries(records, recorder, ids.drawn, group_ids, timings, drawn["shared"])
     mark_nodes(out_nodes, recorder, ids)  # NaN and Inf: answers_values.py
 
-    return {
+    snap = {
         "schema": "nbgrad.snapshot",
         "version": SCHEMA_VERSION,
         "nodes": out_nodes,
         "edges": out_edges,
         "groups": out_groups,
-        "records": out_records,
+        "records": [],  # (read below, after the first view)
         "hooks": hook_entries,
-        "passes": [_pass_entry(p, ids, node_set if truncated else None) for p in passes],
-        "roots": [ids(n) for n in _top_nodes(nodes, source)],
+        "passes": [_pass_entry(p, ids) for p in passes],  # (their order: below)
+        "roots": _top_nodes(nodes, out_edges, unexpanded, ids.drawn, source),
         "pass": shown.index if shown is not None else None,
         "truncated": truncated,
         "max_nodes": max_nodes,
@@ -592,6 +534,15 @@ def build_snapshot(
         "counted_steps": getattr(recorder, "counted_steps", 0),
         "failure": getattr(recorder, "failure", None),  # set by the magic (NOTE [Failed forward])
     }
+    if first_view is not None and len(out_nodes) >= FIRST_VIEW_NODES:
+        first_view(snap)
+    node_details(ordered, out_nodes, source, drawn["shared"], ids.drawn)
+    for p, entry in zip(passes, snap["passes"]):
+        entry["order"] = pass_order(p, ids, node_set if truncated else None)
+    snap["records"] = record_entries(
+        records, recorder, ids.drawn, group_ids, timings, drawn["shared"]
+    )
+    return snap
 
 
 def _group_paths(groups, names, weak_names):
@@ -694,12 +645,13 @@ def _number_leaves(recorder, records, nodes, node_set, groups, ids, source):
     group."""
     # number leaves in a deterministic order that only grows with the recording (so a live
     # view and a final one agree): first use by a recorded op, then as first met
-    for r in records:
-        for info in r.inputs:
-            if info.node is not None and info.node in node_set:
-                ids(info.node)
+    seq = source.sequence_nr
+    for r in records:  # (only a leaf's or a root's id is numbered: UINT64_MAX)
+        for node in r.input_nodes():
+            if node is not None and node in node_set and seq(node) == UINT64_MAX:
+                ids(node)
     for n in nodes:
-        if source.sequence_nr(n) == UINT64_MAX:
+        if seq(n) == UINT64_MAX:
             ids(n)
     node_group = {}
     node_record = {}
@@ -730,6 +682,21 @@ def _shown_pass(passes, pass_index, node_set):
     return shown
 
 
+def _steps_of(shown, node_set, timings):
+    """``(order_of, time_of)``: each node of ``node_set`` its first step in pass ``shown``,
+    and its time in it (each node of a graph cut at max_nodes ran: only the drawn are read)."""
+    order_of, time_of = {}, {}
+    for k, s in enumerate(shown.steps if shown is not None else ()):
+        node = s.node
+        if node not in node_set:
+            continue
+        if node not in order_of:
+            order_of[node] = k
+        if timings and s.end is not None:  # NOTE [Time in backward]
+            time_of[node] = time_of.get(node, 0.0) + s.end - s.time
+    return order_of, time_of
+
+
 def _hook_entries(ordered, groups, group_ids, ids, source):
     """``(hook entries, {node: [hook ids]})``: the hooks on each node of this graph, in the
     nodes' order, then module hooks."""
@@ -755,6 +722,15 @@ def _hook_entries(ordered, groups, group_ids, ids, source):
     return hook_entries, node_hooks
 
 
+# NOTE [Shared entries]
+# Most nodes of a big graph read alike: the same input metadata (shape, dtype, device), the
+# same saved values (each of a chain's 50,000 MulBackward0 saves ``self`` of shape [4] at
+# version 0 and the value 1.0001), no metadata, no hooks, the text of one line (a loop's body,
+# read anew for each call); a recorded call's tensors are mostly another call's. A snapshot
+# makes each distinct one of these once (``shared``: a dict per kind, for one build) and every
+# entry that has it holds that object: the JSON is the same, and the snapshot is read, never
+# changed, once built. A 20,000-node chain's snapshot held 80 MB of Python objects, a third of
+# it such copies.
 def _node_entries(ordered, ids, source, unexpanded, shown, order_of, drawn):
     """The entries of the ``ordered`` nodes; ``drawn``: what places and names them (a dict of
     node_hooks, node_record, node_group, names, param_group, group_ids, recorder, objects)."""
@@ -768,11 +744,10 @@ def _node_entries(ordered, ids, source, unexpanded, shown, order_of, drawn):
     out_nodes = []
     nids = ids.drawn
     shared = drawn["shared"]  # NOTE [Shared entries]
-    metas, nexts, none, time_of = shared["meta"], shared["next"], shared["none"], drawn["time_of"]
-    texts = shared["text"]
+    metas, none, time_of, texts = shared["meta"], shared["none"], drawn["time_of"], shared["text"]
     # (the source's readers looked up once, not once a node)
     is_leaf, sequence_nr, node_name = source.is_accumulator, source.sequence_nr, source.node_name
-    input_metadata, next_edges = source.input_metadata, source.next_edges
+    input_metadata = source.input_metadata
     for node in ordered:
         nid = nids[node]
         seq = sequence_nr(node)
@@ -788,13 +763,6 @@ def _node_entries(ordered, ids, source, unexpanded, shown, order_of, drawn):
         if described is None:
             described = metas[meta] = _meta_entries(meta)
         name = node_name(node)
-        next_entries = []
-        for fn, input_nr in next_edges(node):
-            key = (nids.get(fn), input_nr)
-            edge = nexts.get(key)
-            if edge is None:
-                edge = nexts[key] = {"node": key[0], "input_nr": input_nr}
-            next_entries.append(edge)
         entry = {
             "id": nid,
             "kind": kind,
@@ -808,9 +776,9 @@ def _node_entries(ordered, ids, source, unexpanded, shown, order_of, drawn):
             "record": None,
             "line": None,
             "source": "",
-            "metadata": _metadata_of(node, source, shared),
-            "saved": _saved_of(node, source, shared),
-            "next": next_entries,
+            "metadata": None,  # these three: _node_details
+            "saved": None,
+            "next": None,
             "input_metadata": described[1],
             "hooks": node_hooks.get(node, none),
             "tensor": None,
@@ -911,49 +879,6 @@ def _group_entries(groups, group_ids, paths, out_nodes, first_kept, recorder, ob
     return out_groups
 
 
-def _record_entries(records, recorder, nids, group_ids, timings, shared):
-    """The recorded calls kept (their tensors' entries shared: NOTE [Shared entries]);
-    ``nids``: ``{node: id}`` of the nodes drawn."""
-    out_records = []
-    cell = getattr(recorder, "cell_filename", None)
-    infos, texts = shared["info"], shared["text"]
-
-    def summaries(tensors):
-        out = []
-        for i in tensors:
-            key = (i.shape, i.dtype, i.device, i.requires_grad, nids.get(i.node))
-            got = infos.get(key)
-            if got is None:
-                got = infos[key] = {
-                    "shape": shape_list(i.shape),
-                    "dtype": i.dtype,
-                    "device": i.device,
-                    "requires_grad": i.requires_grad,
-                    "node": key[4],
-                }
-            out.append(got)
-        return out
-
-    for r in records:
-        out_records.append(
-            {
-                "index": r.index,
-                "op": r.op,
-                "node": nids.get(r.node),
-                "inputs": summaries(r.inputs),
-                "outputs": summaries(r.outputs),
-                "time_us": round(r.elapsed * 1e6, 1) if timings else None,
-                "line": r.line,
-                "file": None
-                if r.filename is None
-                else ("<cell>" if r.filename == cell else os.path.basename(r.filename)),
-                "source": texts.setdefault(r.source, r.source),
-                "group": group_ids.get(r.group) if r.group is not None else None,
-            }
-        )
-    return out_records
-
-
 def _first_calls(groups):
     """The first of ``groups`` (ModuleCalls) of each module."""
     seen = set()
@@ -977,11 +902,10 @@ def _order_key(node, ids):
     return (1, int(nid[4:]), nid)
 
 
-def _top_nodes(nodes, source):
-    """The nodes no other node of the graph points to, in order."""
-    pointed = set()
-    for n in nodes:
-        for fn, _ in source.next_edges(n):
-            if fn is not None:
-                pointed.add(fn)
-    return [n for n in nodes if n not in pointed]
+def _top_nodes(nodes, edges, unexpanded, nids, source):
+    """The ids of the nodes no other node of the graph points to, in order: those no edge
+    entry (``edges``) goes to, nor a node not walked below (``unexpanded``: it has none)."""
+    pointed = {e["to"] for e in edges}
+    for n in unexpanded:
+        pointed.update(nids.get(fn) for fn, _ in source.next_edges(n))
+    return [nids[n] for n in nodes if nids[n] not in pointed]

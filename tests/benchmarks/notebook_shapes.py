@@ -21,9 +21,10 @@ Printed for each: the plain cell's time and the magic's (and their ratio), the p
 with the backward pass that ``--backward`` runs (``+bwd``: the cell as a user writes it
 without the magic, ``loss.backward(retain_graph=True)`` last, as the magic runs it: the rnn's
 weight is not a leaf, and its graph is used again) and the magic's ratio to it, and the magic's
-wall time; the drawing's stages, each as seconds summed over its calls (and the count): the snapshot
-(``build_snapshot``), the folding (``visible.fold_units``: the series of a visible graph and
-their facts, once per set of collapsed groups), the layout less folding and
+wall time; the drawing's stages, each as its own seconds (less the stages it calls) summed
+over its calls (and the count): the snapshot (``build_snapshot``, less the layout of the graph
+view's first view inside it), the folding (``visible.fold_units``: the series of a visible
+graph and their facts, once per set of collapsed groups), the layout less folding and
 labels, the edge labels (``place_labels``), the still SVG and the PNG; the rest of the
 magic's extra time (recording, the widgets' sync) is what the stages leave; the bytes the
 graph widget sends (its snapshot and layout JSON), the bytes a saved notebook keeps of the
@@ -122,6 +123,7 @@ class Stages:
         from nbgrad.notebook import layout as layout_mod
 
         self.seconds, self.calls = {}, {}
+        self._inner = []  # the time spent in stages inside each stage running
         where = {
             "snapshot": [(graph_view, "build_snapshot"), (magics, "build_snapshot")],
             "layout": [(graph_view, "layout"), (stepper, "layout")],
@@ -136,12 +138,20 @@ class Stages:
                     setattr(module, name, self._timed(stage, getattr(module, name)))
 
     def _timed(self, stage, fn):
+        # each stage's own time: a stage called inside another (the layout, in the graph view's
+        # first view, inside the snapshot; the folding and labels inside the layout) is taken
+        # out of the one around it
         def timed(*args, **kwargs):
+            self._inner.append(0.0)
             t0 = time.process_time()
             try:
                 return fn(*args, **kwargs)
             finally:
-                self.seconds[stage] = self.seconds.get(stage, 0.0) + time.process_time() - t0
+                spent = time.process_time() - t0
+                own = spent - self._inner.pop()
+                if self._inner:
+                    self._inner[-1] += spent
+                self.seconds[stage] = self.seconds.get(stage, 0.0) + own
                 self.calls[stage] = self.calls.get(stage, 0) + 1
 
         return timed
@@ -262,12 +272,9 @@ STAGES = ("snapshot", "fold", "layout", "labels", "svg", "png")
 
 
 def show(r):
-    s, c = r["seconds"], r["calls"]
-    own_layout = s.get("layout", 0.0) - s.get("fold", 0.0) - s.get("labels", 0.0)
-    secs = {**s, "layout": own_layout}
-    parts = [f"{secs.get(k, 0.0):6.2f}/{c.get(k, 0)}" for k in STAGES]
-    rest = r["magic"] - r["plain"] - sum(s.get(k, 0.0) for k in ("snapshot", "layout", "svg"))
-    rest -= s.get("png", 0.0)
+    s, c = r["seconds"], r["calls"]  # (each stage's own time: Stages)
+    parts = [f"{s.get(k, 0.0):6.2f}/{c.get(k, 0)}" for k in STAGES]
+    rest = r["magic"] - r["plain"] - sum(s.get(k, 0.0) for k in STAGES)
     cut = "*" if r["truncated"] else " "
     print(
         f"  {r['shape']:11} {r['size']:>7,} {r['nodes']:>6,}{cut}{r['boxes']:>6,} "

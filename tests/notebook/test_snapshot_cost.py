@@ -3,6 +3,7 @@
 collection while drawing] in snapshot.py), each node's id made once."""
 
 import gc
+import json
 import sys
 
 import nbgrad as ng
@@ -228,3 +229,53 @@ def test_the_facts_keep_a_gradients_first_values_as_bytes():
         assert type(facts._head) is bytes
         assert facts.head.dtype == a.dtype and list(facts.head) == list(a.ravel()[:16])
         assert facts.summary()["values"] == [float(v) for v in a.ravel()[:16]]
+
+
+def test_the_drawing_is_sent_before_the_details_are_read(monkeypatch):
+    # first_view gets the snapshot with what a drawing reads, its details (saved values,
+    # metadata, next edges, records, passes' order) still to come; the snapshot returned is
+    # whole, the same as one built without first_view (see NOTE [The drawing before the
+    # details] in snapshot_details.py)
+    from nbgrad.notebook import graph_view, snapshot
+
+    rec, _loss = recorded_chain(400)
+    seen = []
+    # a small graph is built whole, then laid out
+    assert build_snapshot(rec, first_view=seen.append) and seen == []
+    monkeypatch.setattr(snapshot, "FIRST_VIEW_NODES", 400)
+
+    def first_view(snap):
+        node = snap["nodes"][0]
+        seen.append(
+            (
+                len(snap["nodes"]),
+                len(snap["edges"]),
+                snap["records"],
+                node["saved"],
+                node["next"],
+                snap["passes"][0]["order"],
+            )
+        )
+
+    whole = build_snapshot(rec, timings=False, first_view=first_view)
+    assert seen == [(402, 401, [], None, None, None)]
+    assert whole == build_snapshot(rec, timings=False)
+    assert whole["records"] and whole["nodes"][0]["saved"] and whole["passes"][0]["order"]
+    # the graph view lays out and sends its drawing there, before the records are read (a
+    # graph under FIRST_VIEW_NODES: after)
+    sent_first = []
+    real = snapshot.record_entries
+
+    def records_read(records, *args):
+        if records:  # (not the empty view's, made when the view is)
+            sent_first.append(json.loads(view._layout_json)["nodes"] != [])
+        return real(records, *args)
+
+    monkeypatch.setattr(snapshot, "record_entries", records_read)
+    for big in (403, 400):
+        monkeypatch.setattr(snapshot, "FIRST_VIEW_NODES", big)
+        view = graph_view.GraphView()
+        view.recorder = rec
+        view.refresh()
+        assert view.snapshot["records"] and len(view.graph_layout["nodes"]) > 0
+    assert sent_first == [False, True]

@@ -1,6 +1,7 @@
 """The widgets driven from Python: each action goes through the path a browser message takes
 (``widget._receive`` -> ``Widget._handle_msg``), as the JS in widgets/ sends it."""
 
+import json
 import time
 import traceback
 
@@ -97,7 +98,11 @@ def test_the_view_grows_live_and_ends_with_the_final_state():
     rec = record()
     view = GraphView(recorder=rec, live=True, interval=0.001)
     sizes = []
-    view.observe(lambda change: sizes.append(len(change["new"]["nodes"])), names="snapshot")
+
+    def sent(change):  # the view's nodes sent to the browser (as columns)
+        sizes.append(len(json.loads(change["new"])["nodes"]["id"]))
+
+    view.observe(sent, names="_snapshot_json")
     with rec:
         h = x
         for _ in range(5):

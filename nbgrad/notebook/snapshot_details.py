@@ -1,0 +1,134 @@
+"""The details of a snapshot (``snapshot.py``) that only a selection reads: each node's saved
+values, metadata and next edges, the recorded calls, each pass's order; read into the snapshot
+after its first view is sent (NOTE [The drawing before the details]). Each distinct entry is
+made once a snapshot (NOTE [Shared entries] in snapshot.py).
+"""
+
+from __future__ import annotations
+
+import os
+
+from .summaries import shape_list
+
+__all__ = ["node_details", "pass_order", "record_entries"]
+
+
+# NOTE [The drawing before the details]
+# A drawing reads a node's kind, names, shapes, group, line, hooks and gradient, the edges and
+# the groups; only the details of a selection read a node's saved values, metadata and next
+# edges, the recorded calls and the passes' order: a quarter of a 20,000-node snapshot's time.
+# So ``build_snapshot`` reads those last, after ``first_view(snap)``, with which the graph view
+# lays the graph out and sends it (its first view: the details, the overlays that read them,
+# follow once the snapshot is whole, before the cell ends). A snapshot returned is whole. Only a
+# graph of FIRST_VIEW_NODES nodes or more (snapshot.py) is sent early: a small one's details take
+# milliseconds, and laid out after its whole snapshot is built (its temporaries let go), it keeps
+# the kernel's memory compact: laid out early, a 603-node cell re-run 50 times grew the kernel's
+# RSS by 32 MB instead of 28 (the objects Python holds the same: allocation order).
+def node_details(ordered, out_nodes, source, shared, nids):
+    """Put the details in the entries of the ``ordered`` nodes (NOTE [The drawing before the
+    details]): saved values, metadata and next edges."""
+    nexts, next_edges = shared["next"], source.next_edges
+    for node, entry in zip(ordered, out_nodes):
+        next_entries = []
+        for fn, input_nr in next_edges(node):
+            key = (nids.get(fn), input_nr)
+            edge = nexts.get(key)
+            if edge is None:
+                edge = nexts[key] = {"node": key[0], "input_nr": input_nr}
+            next_entries.append(edge)
+        entry["metadata"] = _metadata_of(node, source, shared)
+        entry["saved"] = _saved_of(node, source, shared)
+        entry["next"] = next_entries
+
+
+def _saved_of(node, source, shared):
+    saved = source.saved(node)
+    if not saved:
+        return shared["none"]
+    key = tuple(
+        (v.name, v.kind, v.dtype, v.version, v.output, v.value, _shape_key(v.shape)) for v in saved
+    )
+    out = shared["saved"].get(key)
+    if out is None:
+        out = shared["saved"][key] = [_saved_entry(v) for v in saved]
+    return out
+
+
+def _shape_key(shape):
+    """A saved value's shape (a list, a list of lists for ``"tensors"``, or None), hashable."""
+    if shape is None:
+        return None
+    return tuple(tuple(x) if isinstance(x, list) else x for x in shape)
+
+
+def _saved_entry(v):
+    entry = {"name": v.name, "kind": v.kind}
+    if v.kind == "tensor":
+        entry.update(shape=v.shape, dtype=v.dtype, version=v.version, output=v.output)
+    elif v.kind == "tensors":
+        entry.update(shape=v.shape, dtype=v.dtype)
+    elif v.kind == "value":
+        entry["value"] = v.value
+    return entry
+
+
+def _metadata_of(node, source, shared):
+    meta = source.metadata(node)
+    if not meta:
+        return shared["empty"]
+    out = {}
+    for k in sorted(meta, key=str):
+        v = meta[k]
+        text = "".join(v) if isinstance(v, list) and all(isinstance(x, str) for x in v) else repr(v)
+        out[str(k)] = text[:2000]
+    return out
+
+
+def pass_order(trace, ids, drawn=None):
+    """A pass's order; ``drawn``: the nodes of a graph cut at its ``max_nodes`` (it lists
+    those)."""
+    order = trace.order if drawn is None else [n for n in trace.order if n in drawn]
+    return [ids(n) for n in order]
+
+
+def record_entries(records, recorder, nids, group_ids, timings, shared):
+    """The recorded calls kept (their tensors' entries shared: NOTE [Shared entries]);
+    ``nids``: ``{node: id}`` of the nodes drawn."""
+    out_records = []
+    cell = getattr(recorder, "cell_filename", None)
+    infos, texts = shared["info"], shared["text"]
+
+    def summaries(tensors):
+        out = []
+        for i in tensors:
+            key = (i.shape, i.dtype, i.device, i.requires_grad, nids.get(i.node))
+            got = infos.get(key)
+            if got is None:
+                got = infos[key] = {
+                    "shape": shape_list(i.shape),
+                    "dtype": i.dtype,
+                    "device": i.device,
+                    "requires_grad": i.requires_grad,
+                    "node": key[4],
+                }
+            out.append(got)
+        return out
+
+    for r in records:
+        out_records.append(
+            {
+                "index": r.index,
+                "op": r.op,
+                "node": nids.get(r.node),
+                "inputs": summaries(r.inputs),
+                "outputs": summaries(r.outputs),
+                "time_us": round(r.elapsed * 1e6, 1) if timings else None,
+                "line": r.line,
+                "file": None
+                if r.filename is None
+                else ("<cell>" if r.filename == cell else os.path.basename(r.filename)),
+                "source": texts.setdefault(r.source, r.source),
+                "group": group_ids.get(r.group) if r.group is not None else None,
+            }
+        )
+    return out_records
