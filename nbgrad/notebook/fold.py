@@ -67,6 +67,7 @@ children. :func:`shown_series` lists what shows for a set of opened series.
 from __future__ import annotations
 
 from collections import Counter
+from itertools import chain
 from typing import TypedDict
 
 __all__ = ["Series", "find_series", "MIN_REPEATS", "MAX_PERIOD", "SPLIT", "shown_series"]
@@ -94,20 +95,22 @@ class Series(TypedDict):
     chunk: bool  # units that do not repeat, only too many to draw at once (NOTE [Chunks])
 
 
-def find_series(order, kind, succ, pred, group=None) -> list[Series]:
+def find_series(order, kind, succ, pred=None, group=None) -> list[Series]:
     """The series of the visible graph: ``order`` its unit ids (in snapshot order), ``kind``
-    each unit's kind, ``succ`` / ``pred`` each unit's edges out (towards the leaves) and in;
-    ``group`` each unit's enclosing module group (a series never crosses a group's border).
+    each unit's kind, ``succ`` each unit's edges out (towards the leaves; ``pred``, the edges
+    in, is not read); ``group`` each unit's enclosing module group (a series never crosses a
+    group's border).
     A series of many repeats holds its ``parts`` (NOTE [Splitting a long series]).
 
     The last two graphs searched are remembered (NOTE [Series found once]); what it returns is
     shared, not to be changed."""
+    outs = list(map(succ.__getitem__, order))
     key = (
         tuple(order),
-        tuple(kind[u] for u in order),
-        tuple(len(succ[u]) for u in order),  # (the edges as two flat tuples, not a tuple
-        tuple(v for u in order for v in succ[u]),  # a unit: kept, those held 2 MB a graph)
-        tuple(group[u] for u in order) if group is not None else None,
+        tuple(map(kind.__getitem__, order)),
+        tuple(map(len, outs)),  # (the edges as two flat tuples, not a tuple
+        tuple(chain.from_iterable(outs)),  # a unit: kept, those held 2 MB a graph)
+        tuple(map(group.__getitem__, order)) if group is not None else None,
     )
     found = _FOUND.pop(key, None)
     if found is None:

@@ -214,6 +214,7 @@ class GraphView(StillWidget):
         if snap["nodes"]:
             self._per_node = self._cost / len(snap["nodes"])
 
+    @no_collection()  # a click: NOTE [No collection while drawing] in snapshot.py
     def _relayout(self, members=None):
         self._members = {} if members is None else members
         self.graph_layout = layout(

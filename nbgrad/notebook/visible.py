@@ -23,6 +23,9 @@ opens some 25% slower, most of it the garbage collector walking what is kept).
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from itertools import accumulate, repeat
+
 from .fold import find_series, shown_series
 
 __all__ = ["Visible", "visible_graph", "shown_graph", "node_size", "shape_text", "grad_label"]
@@ -99,7 +102,8 @@ def _merged(bundles):
 def visible_graph(snapshot, collapsed, cache=None) -> Visible:
     """The :class:`Visible` graph of ``snapshot`` with the groups ``collapsed``; ``cache``, a
     dict the caller keeps, holds the last few of one snapshot (NOTE [Clicks cost what they
-    show]), each under the collapsed groups that are not inside another."""
+    show]), each under the collapsed groups that are not inside another; a new one is made
+    from the nearest kept (NOTE [A click changes what it opens])."""
     if cache is None:
         return Visible(snapshot, collapsed)
     if cache.get("snapshot") is not snapshot:
@@ -118,7 +122,7 @@ def visible_graph(snapshot, collapsed, cache=None) -> Visible:
     key = frozenset(filter(outermost, shut))
     found = kept.pop(key, None)
     if found is None:
-        found = Visible(snapshot, key)
+        found = _nearest(snapshot, key, kept, cache)
         while len(kept) >= KEEP:
             del kept[next(iter(kept))]
     kept[key] = found  # (the last used comes last)
@@ -145,7 +149,8 @@ class Visible:
                 g = groups[g]["parent"]
             rep[gid] = top
         self.hidden = {gid for gid, top in rep.items() if top is not None}
-        self.vis, self.units, self.members, self._entry, self._boxes = _units(snapshot, groups, rep)
+        made = _units(snapshot, groups, rep)
+        self.vis, self.units, self._places, self.members, self._entry, self._boxes = made
         out = self.out = {u: [] for u in self.units}
         for u, v, bundle in _bundles(snapshot, self.vis):
             if u in out and v in out:  # (both ends drawn, as the snapshot's edges are)
@@ -190,6 +195,134 @@ class Visible:
                 self._of_unit.setdefault(u, set()).add(nid)
         return self._of_unit
 
+    @classmethod
+    def _made_from(cls, old, shut, moved_groups, moved, index):
+        """The Visible of ``old``'s snapshot with the groups ``shut`` collapsed, made from
+        ``old``, whose collapsed groups differ from ``shut`` only over ``moved_groups`` and
+        their nodes ``moved`` (places; NOTE [A click changes what it opens])."""
+        self = cls.__new__(cls)
+        self.snapshot, self.groups = old.snapshot, old.groups
+        self._folding = None
+        groups, nodes = old.groups, old.snapshot["nodes"]
+        rep = {}
+        for gid in moved_groups:
+            top, g = None, gid
+            while g is not None:
+                if g in shut:
+                    top = g
+                g = groups[g]["parent"]
+            rep[gid] = top
+        self.hidden = (old.hidden - moved_groups) | {g for g, top in rep.items() if top is not None}
+        moved = sorted(moved)
+        gone, new = {}, {}  # the moved nodes' units, old and new -> the place of the first
+        for k in moved:
+            nid = nodes[k]["id"]
+            gone.setdefault(old.vis.get(nid, nid), k)
+            top = rep[nodes[k]["group"]]
+            new.setdefault(nid if top is None else "group:" + top, k)
+        vis, entry, members, boxes = dict(old.vis), dict(old._entry), dict(old.members), {}
+        for u in gone:
+            entry.pop(u, None)
+            members.pop(u, None)
+        for k in moved:
+            n = nodes[k]
+            top = rep[n["group"]]
+            if top is None:
+                vis.pop(n["id"], None)
+                entry[n["id"]] = n
+            else:
+                vid = vis[n["id"]] = "group:" + top
+                members[vid] = members.get(vid, 0) + 1
+        boxes = {u: b for u, b in old._boxes.items() if u not in gone}
+        for u in new:
+            if u in members:
+                boxes[u] = _group_box(u, groups[u[6:]], members[u])
+        self.vis, self._entry, self.members, self._boxes = vis, entry, members, boxes
+        self.units, self._places = _reordered(old.units, old._places, gone, new)
+        self.out = _rebundled(old, self, gone, new, index.edges_of(moved))
+        self._of_unit = None
+        if old._of_unit is not None:
+            of = self._of_unit = {u: ids for u, ids in old._of_unit.items() if u not in gone}
+            for k in moved:
+                u = vis.get(nodes[k]["id"])
+                if u is not None:
+                    of.setdefault(u, set()).add(nodes[k]["id"])
+        return self
+
+
+# NOTE [A click changes what it opens]
+# Opening or closing a module group changes the unit of the nodes inside it and nothing else;
+# yet each new set of collapsed groups made its Visible from the whole snapshot again (0.14 s
+# for a 57,000-node training loop). So a new one is made from the kept one nearest to it
+# (``_nearest``): the groups in one set and not the other are found with the groups inside
+# them and their nodes (``_Index``, made once a snapshot, at its first such click), and only
+# those nodes' units, those units' boxes and the bundles of those nodes' edges are made again
+# (``Visible._made_from``); the rest is copied, a dict or a list at a time. What it makes is
+# what ``Visible(snapshot, collapsed)`` makes (a test compares them, item by item). Past half
+# the snapshot's nodes (``collapse_all``) it is made anew.
+def _nearest(snapshot, key, kept, cache):
+    """The Visible of ``snapshot`` with the groups ``key`` collapsed, made from the one in
+    ``kept`` (its collapsed groups -> it) whose groups differ over fewest nodes, or anew."""
+    if not kept:
+        return Visible(snapshot, key)
+    index = cache.get("index")
+    if index is None:
+        index = cache["index"] = _Index(snapshot)
+    best = None
+    for shut, vis in kept.items():
+        moved = index.inside(shut ^ key)
+        if best is None or len(moved[1]) < len(best[2][1]):
+            best = (shut, vis, moved)
+    if 2 * len(best[2][1]) > len(snapshot["nodes"]):
+        return Visible(snapshot, key)
+    return Visible._made_from(best[1], key, *best[2], index)
+
+
+class _Index:
+    """What making a Visible from another needs of a snapshot (NOTE [A click changes what it
+    opens]): each node's place, each group's groups and nodes (places) directly inside, and
+    the places of each node's edges, in and out, as two flat lists (``ends[starts[k]:
+    starts[k + 1]]`` for node ``k``: tuples and lists of numbers, which the garbage collector
+    does not walk one by one)."""
+
+    def __init__(self, snapshot):
+        nodes = snapshot["nodes"]
+        place = self.place = {n["id"]: k for k, n in enumerate(nodes)}
+        kids, own = {}, {}
+        for g in snapshot["groups"]:
+            kids.setdefault(g["parent"], []).append(g["id"])
+        for k, n in enumerate(nodes):
+            if n["group"] is not None:
+                own.setdefault(n["group"], []).append(k)
+        self.kids = {g: tuple(v) for g, v in kids.items()}
+        self.own = {g: tuple(v) for g, v in own.items()}
+        at = [[] for _ in nodes]
+        for k, e in enumerate(snapshot["edges"]):
+            a, b = place.get(e["from"]), place.get(e["to"])
+            if a is not None:
+                at[a].append(k)
+            if b is not None and b != a:
+                at[b].append(k)
+        self.starts = [0, *accumulate(map(len, at))]
+        self.ends = [k for row in at for k in row]
+
+    def inside(self, groups):
+        """``(groups, nodes)``: the set of ``groups`` and every group inside them, and the
+        places of their nodes."""
+        found, todo, nodes = set(), list(groups), []
+        while todo:
+            g = todo.pop()
+            if g not in found:  # (one of ``groups`` may hold another)
+                found.add(g)
+                nodes += self.own.get(g, ())
+                todo += self.kids.get(g, ())
+        return found, nodes
+
+    def edges_of(self, nodes):
+        """The places of the edges of ``nodes`` (places), ascending."""
+        starts, ends = self.starts, self.ends
+        return sorted({k for p in nodes for k in ends[starts[p] : starts[p + 1]]})
+
 
 # NOTE [Boxes when asked]
 # A Visible is kept while its view lives (NOTE [Clicks cost what they show]), and a big graph
@@ -198,38 +331,97 @@ class Visible:
 # the boxes of the collapsed groups (few) are made at once. Kept, a 20,000-node chain's boxes
 # held 6 MB; a layout of it makes the few it shows.
 def _units(snapshot, groups, rep):
-    """``(vis, units, members, entries, boxes)``: ``{node id: unit}`` of the nodes inside a
-    collapsed group (a node drawn on its own is its own unit, and not in it), the units in
-    the snapshot's order (a collapsed group being one), how many nodes each group's unit holds
-    (a node's: 1), the snapshot entry of each node's own unit, and each group's box."""
-    vis, units, members, entries, boxes = {}, [], {}, {}, {}
-    for n in snapshot["nodes"]:
+    """``(vis, units, places, members, entries, boxes)``: ``{node id: unit}`` of the nodes
+    inside a collapsed group (a node drawn on its own is its own unit, and not in it), the
+    units in the snapshot's order (a collapsed group being one) and the place of each one's
+    first node, how many nodes each group's unit holds (a node's: 1), the snapshot entry of
+    each node's own unit, and each group's box."""
+    vis, units, places, members, entries, boxes = {}, [], [], {}, {}, {}
+    for k, n in enumerate(snapshot["nodes"]):
         top = rep[n["group"]] if n["group"] is not None else None
         if top is None:
             entries[n["id"]] = n
             vid = n["id"]
             units.append(vid)
+            places.append(k)
         else:
             vid = "group:" + top
-            if vid not in boxes:
+            if vid not in members:
                 units.append(vid)
-                g = groups[top]
-                boxes[vid] = {
-                    "id": vid,
-                    "kind": "group",
-                    "label": _clip(f"{g['path'] or g['name']}: {g['type']}", 36),
-                    "sub": "",
-                    "ref": top,
-                    "group": g["parent"],
-                }
+                places.append(k)
             members[vid] = members.get(vid, 0) + 1
             vis[n["id"]] = vid
-    for vid, box in boxes.items():
-        count = members[vid]
-        box["sub"] = f"{count} node" + ("s" if count != 1 else "")
-        box["w"] = node_size(box["label"], box["sub"])
-        box["h"] = NODE_H
-    return vis, units, members, entries, boxes
+    for vid, count in members.items():
+        boxes[vid] = _group_box(vid, groups[vid[6:]], count)
+    return vis, units, places, members, entries, boxes
+
+
+def _group_box(vid, g, count):
+    """The box of unit ``vid``: the collapsed group ``g`` of ``count`` nodes."""
+    label = _clip(f"{g['path'] or g['name']}: {g['type']}", 36)
+    sub = f"{count} node" + ("s" if count != 1 else "")
+    return {
+        "id": vid,
+        "kind": "group",
+        "label": label,
+        "sub": sub,
+        "ref": g["id"],
+        "group": g["parent"],
+        "w": node_size(label, sub),
+        "h": NODE_H,
+    }
+
+
+def _reordered(units, places, gone, new):
+    """``units`` (their first nodes at ``places``, ascending) without the units ``gone`` and
+    with the units ``new`` (unit -> the place of its first node), in place order."""
+    units, places = list(units), list(places)
+    if len(gone) + len(new) > 64:  # (many: one sort, not a shift of the lists each)
+        rows = [(p, u) for p, u in zip(places, units) if u not in gone]
+        rows += [(p, u) for u, p in new.items()]
+        rows.sort()
+        return [u for _, u in rows], [p for p, _ in rows]
+    for p in gone.values():
+        k = bisect_left(places, p)
+        del units[k], places[k]
+    for u, p in new.items():
+        k = bisect_left(places, p)
+        units.insert(k, u)
+        places.insert(k, p)
+    return units, places
+
+
+def _rebundled(old, vis, gone, new, edges):
+    """``vis.out`` made from ``old.out``: the units ``gone`` dropped, the edges at places
+    ``edges`` (those of the nodes whose unit changed) bundled again."""
+    out = {u: b for u, b in old.out.items() if u not in gone} if len(gone) > 64 else dict(old.out)
+    for u in gone:
+        out.pop(u, None)
+    for u in new:
+        out[u] = []
+    found, touched, drawn, units = {}, set(), vis.snapshot["edges"], vis.vis
+    for k in edges:
+        e = drawn[k]
+        u, v = units.get(e["from"], e["from"]), units.get(e["to"], e["to"])
+        if u == v or u not in out or v not in out:
+            continue
+        row = found.get((u, v))
+        if row is None:
+            found[(u, v)] = row = []
+        row.append(k)
+        if u not in new:
+            touched.add(u)
+    for u in touched:
+        out[u] = [(v, b) for v, b in out[u] if v not in gone]
+    for (u, v), row in found.items():
+        out[u].append((v, (row[0], tuple(row))))
+    for u in touched.union(new):
+        out[u].sort(key=_first_place)
+    return out
+
+
+def _first_place(row):
+    return row[1][0]
 
 
 def _node_box(n):
@@ -267,61 +459,90 @@ def _bundles(snapshot, vis):
 
 class Folding:
     """The series of a :class:`Visible` graph and what a click needs of them (NOTE [Clicks
-    cost what they show]), each series' facts keyed by its id."""
+    cost what they show]): ``place`` (unit -> its place), ``chain`` (unit -> the series
+    holding it, outermost first), ``base`` (the units no series holds), and, each made when a
+    series first shows (NOTE [Series facts when shown]), its own units, node count, first
+    place, box and edges out."""
 
     def __init__(self, vis, series):
-        self.series = series
-        self.place = place = {u: k for k, u in enumerate(vis.units)}
-        chain = self.chain = {}  # unit -> the series holding it, outermost first (shared)
-        every = []  # (series, its chain), a series before its parts
+        self.vis, self.series = vis, series
+        self.place = {u: k for k, u in enumerate(vis.units)}
+        chain = self.chain = {}  # (shared)
         todo = [(s, ()) for s in reversed(series)]
-        while todo:
+        while todo:  # a series before its parts
             s, outer = todo.pop()
             cs = (*outer, s)
-            every.append((s, cs))
             chain.update(dict.fromkeys(s["units"], cs))  # (its parts' units: overwritten)
             todo += [(p, cs) for p in reversed(s["parts"])]
         self.base = [u for u in vis.units if u not in chain]  # drawn whatever is open
-        self.own, self.nodes, self.first, self.box, self.out = {}, {}, {}, {}, {}
-        for s, _ in reversed(every):  # (the parts first)
-            sid, parts = s["id"], s["parts"]
-            own = set(s["units"]).difference(*(p["units"] for p in parts))
-            self.own[sid] = list(own)  # (drawn in place order: shown_graph sorts)
-            self.nodes[sid] = sum(vis.members.get(u, 1) for u in own) + sum(
-                self.nodes[p["id"]] for p in parts
+        self._own, self._nodes, self._first, self._box, self._out = {}, {}, {}, {}, {}
+        self._members = {}
+
+    def own(self, s):
+        """The units series ``s`` draws itself when open (not its parts')."""
+        got = self._own.get(s["id"])
+        if got is None:
+            own = set(s["units"]).difference(*(p["units"] for p in s["parts"]))
+            got = self._own[s["id"]] = list(own)  # (drawn in place order: shown_graph sorts)
+        return got
+
+    def nodes(self, s):
+        """How many of the snapshot's nodes series ``s`` holds."""
+        got = self._nodes.get(s["id"])
+        if got is None:
+            members = self.vis.members
+            got = sum(map(members.get, self.own(s), repeat(1)))
+            got = self._nodes[s["id"]] = got + sum(self.nodes(p) for p in s["parts"])
+        return got
+
+    def first(self, s):
+        """The place of the first unit series ``s`` holds."""
+        got = self._first.get(s["id"])
+        if got is None:
+            end = len(self.place)
+            got = min(
+                min(map(self.place.__getitem__, self.own(s)), default=end),
+                min((self.first(p) for p in s["parts"]), default=end),
             )
-            self.first[sid] = min(
-                min(map(place.__getitem__, own), default=len(place)),
-                min((self.first[p["id"]] for p in parts), default=len(place)),
-            )
+            self._first[s["id"]] = got
+        return got
+
+    def box(self, s):
+        """The box of series ``s`` folded."""
+        got = self._box.get(s["id"])
+        if got is None:
+            vis, nodes = self.vis, self.nodes(s)
             label = _clip(series_label(s), 48)
-            sub = f"×{s['count']} more · {self.nodes[sid]} nodes"
+            sub = f"×{s['count']} more · {nodes} nodes"
             if s["chunk"]:  # NOTE [Chunks] in fold.py: not a repeat
-                sub = f"{s['count']} boxes · {self.nodes[sid]} nodes"
-            self.box[sid] = {
-                "id": sid,
+                sub = f"{s['count']} boxes · {nodes} nodes"
+            got = self._box[s["id"]] = {
+                "id": s["id"],
                 "kind": "series",
                 "label": label,
                 "sub": sub,
-                "ref": sid,
-                "group": vis.group_of(vis.units[self.first[sid]]),
+                "ref": s["id"],
+                "group": vis.group_of(vis.units[self.first(s)]),
                 "w": node_size(label, sub, wide=True),
                 "h": NODE_H,
             }
-        leaving = {s["id"]: {} for s, _ in every}  # series id -> {unit outside: [bundles]}
-        for a, ca in chain.items():
-            for b, bundle in vis.out[a]:
-                cb = chain.get(b, ())
-                if cb is ca:  # (most edges: inside the innermost series)
-                    continue
-                k = 0
-                while k < len(ca) and k < len(cb) and ca[k] is cb[k]:
-                    k += 1
-                for s in ca[k:]:  # the series that hold a but not b
-                    leaving[s["id"]].setdefault(b, []).append(bundle)
-        for sid, by_unit in leaving.items():
-            self.out[sid] = [(b, _merged(bs)) for b, bs in by_unit.items()]
-        self._members = {}
+        return got
+
+    def out(self, s):
+        """``[(unit, bundle)]``: the edges out of series ``s`` folded, bundled by the unit
+        outside it they lead to."""
+        got = self._out.get(s["id"])
+        if got is None:
+            inside, out, by_unit = set(s["units"]), self.vis.out, {}
+            for a in inside:
+                for b, bundle in out[a]:
+                    if b not in inside:
+                        row = by_unit.get(b)
+                        if row is None:
+                            by_unit[b] = row = []
+                        row.append(bundle)
+            got = self._out[s["id"]] = [(b, _merged(bs)) for b, bs in by_unit.items()]
+        return got
 
     def members_of(self, vis, s):
         """The snapshot node ids inside series ``s``, found once (a chunk of a random DAG
@@ -346,13 +567,12 @@ def series_label(s):
 
 def fold_units(vis) -> Folding:
     """Search the units of ``vis`` for series (``fold.find_series``) and gather their facts."""
-    kind = {u: vis.kind_of(u) for u in vis.units}
-    succ = {u: [v for v, _ in vis.out[u]] for u in vis.units}
-    pred = {u: [] for u in vis.units}
-    for u, v, _ in vis.bundles():
-        pred[v].append(u)
-    group = {u: vis.group_of(u) for u in vis.units}
-    return Folding(vis, find_series(vis.units, kind, succ, pred, group))
+    kind = {u: n["name"] for u, n in vis._entry.items()}
+    kind.update((u, vis.groups[b["ref"]]["type"]) for u, b in vis._boxes.items())
+    group = {u: n["group"] for u, n in vis._entry.items()}
+    group.update((u, b["group"]) for u, b in vis._boxes.items())
+    succ = {u: [v for v, _ in out] for u, out in vis.out.items()}
+    return Folding(vis, find_series(vis.units, kind, succ, group=group))
 
 
 def shown_graph(vis, fold, expanded, members_out=None):
@@ -379,17 +599,17 @@ def shown_graph(vis, fold, expanded, members_out=None):
                 "label": series_label(s),
                 "count": s["count"],
                 "period": s["period"],
-                "nodes": f.nodes[sid],
+                "nodes": f.nodes(s),
                 "expanded": opened,
             }
         )
         if opened:
-            rows += [(f.place[u], u, vis.box(u), vis.out[u]) for u in f.own[sid]]
+            rows += [(f.place[u], u, vis.box(u), vis.out[u]) for u in f.own(s)]
         else:
-            box = f.box[sid]
+            box = f.box(s)
             if s is steps:  # NOTE [Repeated steps counted]: its line counts every step
-                box = _with_counted(box, s["count"], vis.snapshot["counted_steps"], f.nodes[sid])
-            rows.append((f.first[sid], sid, box, f.out[sid]))
+                box = _with_counted(box, s["count"], vis.snapshot["counted_steps"], f.nodes(s))
+            rows.append((f.first(s), sid, box, f.out(s)))
     rows.sort(key=lambda r: r[0])
     chain = f.chain
 
