@@ -136,10 +136,10 @@ class _Folder:
     def __init__(self, order, kind, succ, group):
         self.order = order
         n = len(order)
-        index = {u: i for i, u in enumerate(order)}
-        self.kind = [kind[u] for u in order]
-        self.group = [group[u] for u in order] if group is not None else [None] * n
-        self.succ = [[index[v] for v in succ[u]] for u in order]
+        at = {u: i for i, u in enumerate(order)}.__getitem__
+        self.kind = list(map(kind.__getitem__, order))
+        self.group = list(map(group.__getitem__, order)) if group is not None else [None] * n
+        self.succ = [list(map(at, out)) for out in map(succ.__getitem__, order)]
         self.sink = [not s for s in self.succ]
         self.series = []  # the series found, each with its parts
         self.every = []  # and each part, every series before its parts
@@ -174,7 +174,10 @@ class _Folder:
         budget = WALK_BUDGET * (n + 100)  # NOTE [Series]: the walks up are bounded
         for v in topo:
             ps = preds[v]
-            if not ps or budget <= 0 or any(group[p] != group[v] for p in ps):
+            if not ps or budget <= 0:
+                continue
+            gv = group[v]
+            if group[ps[0]] != gv or (len(ps) > 1 and any(group[p] != gv for p in ps)):
                 continue
             a = ps[0]
             for b in ps[1:]:
@@ -206,8 +209,9 @@ class _Folder:
         self.fold_stubs()
         self.absorb_sinks()
         self.fold_chunks()
+        name = self.order.__getitem__
         for s in self.every:
-            s["units"] = [self.order[u] for u in s["units"]]
+            s["units"] = list(map(name, s["units"]))
         return self.series
 
     # -- sibling subtrees ----------------------------------------------------------------
@@ -221,14 +225,15 @@ class _Folder:
         for bucket in buckets.values():
             if len(bucket) < MIN_REPEATS:
                 continue
-            same = {}
+            same, trees = {}, {}
             for c in bucket:
-                same.setdefault(self.signature(self.subtree(c)), []).append(c)
+                trees[c] = tree = self.subtree(c)
+                same.setdefault(self.signature(tree), []).append(c)
             for copies in same.values():
                 if len(copies) < MIN_REPEATS:
                     continue
                 rest = copies[:-1]
-                repeats = [self.subtree(c) for c in rest]
+                repeats = [trees[c] for c in rest]
                 kinds = [self.kind[u] for u in repeats[0]]
                 self.add_series(repeats, 1, kinds)
                 folded.update(rest)
@@ -255,7 +260,9 @@ class _Folder:
             key = ((kind[u], (0,) if u in succ[u] else ()),)
         else:
             local = {u: k for k, u in enumerate(units)}
-            key = tuple((kind[u], tuple(local[v] for v in succ[u] if v in local)) for u in units)
+            key = tuple(
+                [(kind[u], tuple([local[v] for v in succ[u] if v in local])) for u in units]
+            )
         got = self._interned.get(key)
         if got is None:
             got = self._interned[key] = len(self._interned)
@@ -412,8 +419,7 @@ class _Folder:
         innermost part that holds them all), so that a fan's 2,000 weights fold with it."""
         owner = {}
         for s in self.every:  # a series comes before its parts: the innermost wins
-            for u in s["units"]:
-                owner[u] = s
+            owner.update(dict.fromkeys(s["units"], s))
         preds = {}
         for u, out in enumerate(self.succ):
             for v in out:
@@ -421,10 +427,10 @@ class _Folder:
                     preds.setdefault(v, []).append(u)
         found = {}  # id(top series) -> [(sink, the innermost series holding its preds)]
         for v in sorted(preds):
-            holders = {id(owner.get(u)): owner.get(u) for u in preds[v]}
-            if None in holders.values():
+            held = list(map(owner.get, preds[v]))
+            if None in held:
                 continue
-            s = self.common(list(holders.values()))
+            s = self.common(list({id(h): h for h in held}.values()))
             if s is not None:
                 top = s
                 while self.parent[id(top)] is not None:

@@ -24,7 +24,8 @@ opens some 25% slower, most of it the garbage collector walking what is kept).
 from __future__ import annotations
 
 from bisect import bisect_left
-from itertools import accumulate, repeat
+from itertools import chain, compress, count, groupby, repeat
+from operator import itemgetter, or_
 
 from .fold import find_series, shown_series
 
@@ -90,12 +91,8 @@ def _merged(bundles):
     """One bundle of the edges of ``bundles``."""
     if len(bundles) == 1:
         return bundles[0]
-    bundles = sorted(bundles)
-    places = []
-    for b in bundles:
-        places += b[1]
-    if any(a[1][-1] > b[0] for a, b in zip(bundles, bundles[1:])):  # interleaved
-        places.sort()
+    places = list(chain.from_iterable(map(itemgetter(1), bundles)))
+    places.sort()  # (bundles one after another: runs in order, one pass in C)
     return (places[0], tuple(places))
 
 
@@ -213,7 +210,6 @@ class Visible:
                 g = groups[g]["parent"]
             rep[gid] = top
         self.hidden = (old.hidden - moved_groups) | {g for g, top in rep.items() if top is not None}
-        moved = sorted(moved)
         gone, new = {}, {}  # the moved nodes' units, old and new -> the place of the first
         for k in moved:
             nid = nodes[k]["id"]
@@ -239,7 +235,8 @@ class Visible:
                 boxes[u] = _group_box(u, groups[u[6:]], members[u])
         self.vis, self._entry, self.members, self._boxes = vis, entry, members, boxes
         self.units, self._places = _reordered(old.units, old._places, gone, new)
-        self.out = _rebundled(old, self, gone, new, index.edges_of(moved))
+        ids = {nodes[k]["id"] for k in moved}
+        self.out = _rebundled(old, self, gone, new, index.edges_of(ids))
         self._of_unit = None
         if old._of_unit is not None:
             of = self._of_unit = {u: ids for u, ids in old._of_unit.items() if u not in gone}
@@ -280,48 +277,34 @@ def _nearest(snapshot, key, kept, cache):
 
 class _Index:
     """What making a Visible from another needs of a snapshot (NOTE [A click changes what it
-    opens]): each node's place, each group's groups and nodes (places) directly inside, and
-    the places of each node's edges, in and out, as two flat lists (``ends[starts[k]:
-    starts[k + 1]]`` for node ``k``: tuples and lists of numbers, which the garbage collector
-    does not walk one by one)."""
+    opens]): each group's groups directly inside, and each node's group and each edge's ends
+    as flat lists, which C loops (``map``, ``compress``) read at a click (a list of numbers
+    or strings, which the garbage collector does not walk one by one)."""
 
     def __init__(self, snapshot):
-        nodes = snapshot["nodes"]
-        place = self.place = {n["id"]: k for k, n in enumerate(nodes)}
-        kids, own = {}, {}
+        nodes, edges = snapshot["nodes"], snapshot["edges"]
+        self.group = list(map(itemgetter("group"), nodes))
+        self.ends = list(map(itemgetter("from"), edges)), list(map(itemgetter("to"), edges))
+        kids = {}
         for g in snapshot["groups"]:
             kids.setdefault(g["parent"], []).append(g["id"])
-        for k, n in enumerate(nodes):
-            if n["group"] is not None:
-                own.setdefault(n["group"], []).append(k)
         self.kids = {g: tuple(v) for g, v in kids.items()}
-        self.own = {g: tuple(v) for g, v in own.items()}
-        at = [[] for _ in nodes]
-        for k, e in enumerate(snapshot["edges"]):
-            a, b = place.get(e["from"]), place.get(e["to"])
-            if a is not None:
-                at[a].append(k)
-            if b is not None and b != a:
-                at[b].append(k)
-        self.starts = [0, *accumulate(map(len, at))]
-        self.ends = [k for row in at for k in row]
 
     def inside(self, groups):
         """``(groups, nodes)``: the set of ``groups`` and every group inside them, and the
-        places of their nodes."""
-        found, todo, nodes = set(), list(groups), []
+        places of their nodes, ascending."""
+        found, todo = set(), list(groups)
         while todo:
             g = todo.pop()
             if g not in found:  # (one of ``groups`` may hold another)
                 found.add(g)
-                nodes += self.own.get(g, ())
                 todo += self.kids.get(g, ())
-        return found, nodes
+        return found, list(compress(count(), map(found.__contains__, self.group)))
 
-    def edges_of(self, nodes):
-        """The places of the edges of ``nodes`` (places), ascending."""
-        starts, ends = self.starts, self.ends
-        return sorted({k for p in nodes for k in ends[starts[p] : starts[p + 1]]})
+    def edges_of(self, ids):
+        """The places of the edges to or from the nodes ``ids`` (a set), ascending."""
+        a, b = (map(ids.__contains__, end) for end in self.ends)
+        return list(compress(count(), map(or_, a, b)))
 
 
 # NOTE [Boxes when asked]
@@ -351,8 +334,8 @@ def _units(snapshot, groups, rep):
                 places.append(k)
             members[vid] = members.get(vid, 0) + 1
             vis[n["id"]] = vid
-    for vid, count in members.items():
-        boxes[vid] = _group_box(vid, groups[vid[6:]], count)
+    for vid, held in members.items():
+        boxes[vid] = _group_box(vid, groups[vid[6:]], held)
     return vis, units, places, members, entries, boxes
 
 
@@ -424,6 +407,9 @@ def _first_place(row):
     return row[1][0]
 
 
+_first, _second, _id = itemgetter(0), itemgetter(1), itemgetter("id")
+
+
 def _node_box(n):
     """The box of a node (its snapshot entry ``n``) drawn on its own."""
     label = _clip(n["label"])
@@ -467,14 +453,14 @@ class Folding:
     def __init__(self, vis, series):
         self.vis, self.series = vis, series
         self.place = {u: k for k, u in enumerate(vis.units)}
-        chain = self.chain = {}  # (shared)
+        holding = self.chain = {}  # (shared)
         todo = [(s, ()) for s in reversed(series)]
         while todo:  # a series before its parts
             s, outer = todo.pop()
             cs = (*outer, s)
-            chain.update(dict.fromkeys(s["units"], cs))  # (its parts' units: overwritten)
+            holding.update(dict.fromkeys(s["units"], cs))  # (its parts' units: overwritten)
             todo += [(p, cs) for p in reversed(s["parts"])]
-        self.base = [u for u in vis.units if u not in chain]  # drawn whatever is open
+        self.base = [u for u in vis.units if u not in holding]  # drawn whatever is open
         self._own, self._nodes, self._first, self._box, self._out = {}, {}, {}, {}, {}
         self._members = {}
 
@@ -533,15 +519,12 @@ class Folding:
         outside it they lead to."""
         got = self._out.get(s["id"])
         if got is None:
-            inside, out, by_unit = set(s["units"]), self.vis.out, {}
-            for a in inside:
-                for b, bundle in out[a]:
-                    if b not in inside:
-                        row = by_unit.get(b)
-                        if row is None:
-                            by_unit[b] = row = []
-                        row.append(bundle)
-            got = self._out[s["id"]] = [(b, _merged(bs)) for b, bs in by_unit.items()]
+            inside = set(s["units"])
+            rows = chain.from_iterable(map(self.vis.out.__getitem__, inside))
+            rows = sorted([r for r in rows if r[0] not in inside], key=_first)
+            got = self._out[s["id"]] = [
+                (b, _merged(list(map(_second, bs)))) for b, bs in groupby(rows, _first)
+            ]
         return got
 
     def members_of(self, vis, s):
@@ -549,14 +532,10 @@ class Folding:
         holds most of it: each click gathered them again). Shared, not to be changed."""
         got = self._members.get(s["id"])
         if got is None:
-            of_unit = vis.of_unit()
-            got = self._members[s["id"]] = set()
-            for u in s["units"]:
-                group = of_unit.get(u)
-                if group is None:
-                    got.add(u)
-                else:
-                    got |= group
+            units = s["units"]
+            held = list(map(vis.of_unit().get, units))  # (None: a node's own unit)
+            got = {u for u, ids in zip(units, held) if ids is None}
+            got = self._members[s["id"]] = got.union(*filter(None, held))
         return got
 
 
@@ -611,10 +590,10 @@ def shown_graph(vis, fold, expanded, members_out=None):
                 box = _with_counted(box, s["count"], vis.snapshot["counted_steps"], f.nodes(s))
             rows.append((f.first(s), sid, box, f.out(s)))
     rows.sort(key=lambda r: r[0])
-    chain = f.chain
+    holding = f.chain
 
     def box_of(u):  # the box that shows unit u
-        for s in chain.get(u, ()):
+        for s in holding.get(u, ()):
             if s["id"] not in expanded:
                 return s["id"]
         return u
@@ -656,9 +635,9 @@ def _with_counted(box, count, counted, nodes):
 def _edge(u, v, bundles, edges):
     """A LayoutEdge (without its points) of the bundles drawn from box ``u`` to box ``v``;
     ``edges``: the snapshot's edges."""
-    places = _merged(bundles)[1]
-    ids = [edges[k]["id"] for k in places]
-    grads = [_norm_of(edges[k]) for k in places]
+    drawn = list(map(edges.__getitem__, _merged(bundles)[1]))
+    ids = list(map(_id, drawn))
+    grads = list(map(_norm_of, drawn))
     return {
         "from": u,
         "to": v,
