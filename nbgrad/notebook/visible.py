@@ -10,10 +10,9 @@ depends on the snapshot and the collapsed groups alone is a :class:`Visible`, bu
 kept by the graph view (``cache``, the last ``KEEP`` sets of collapsed groups): its units and
 their edges as bundles (the places of the snapshot's edges between two units; see
 NOTE [Bundles are tuples]), and, when first folded, a :class:`Folding`: the series found, for each
-unit the series holding it (outermost first), for each series the units it draws itself when
-open, its node count and box, and its edges out bundled by the unit they lead to (each edge
-counted once for each series it leaves: a pass over the edges times the depth of the parts,
-about log10(n)). A click then costs what it shows: the shown series (``shown_series``), the
+unit the series holding it (outermost first), and, once a series shows (NOTE [Series facts
+when shown]), the units it draws itself when open, its node count and box, and its edges out
+bundled by the unit they lead to. A click then costs what it shows: the shown series (``shown_series``), the
 units their opened ones draw, one box for each folded one, and the bundles out of each box, the
 unit at the other end mapped to the box that shows it through its few series; the edges keep
 the snapshot's order (each by its first edge), so the picture is the same as when it was built
@@ -24,12 +23,21 @@ opens some 25% slower, most of it the garbage collector walking what is kept).
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Mapping
 from itertools import chain, compress, count, groupby, repeat
 from operator import itemgetter, or_
 
 from .fold import find_series, shown_series
 
-__all__ = ["Visible", "visible_graph", "shown_graph", "node_size", "shape_text", "grad_label"]
+__all__ = [
+    "Visible",
+    "SeriesMembers",
+    "visible_graph",
+    "shown_graph",
+    "node_size",
+    "shape_text",
+    "grad_label",
+]
 
 NODE_H = 38
 CHAR_W = 7.3  # a character of the 12 px monospace labels
@@ -443,6 +451,14 @@ def _bundles(snapshot, vis):
     return [(u, v, (r[0], tuple(r))) for (u, v), r in found.items()]
 
 
+# NOTE [Series facts when shown]
+# A Folding made each series' facts at once: its own units, node count, first place, box and
+# edges out, for every series and every part of one (a pass over the edges times the depth of
+# the parts). A click that opens or closes a group makes a new Visible, searched again, and
+# shows a few of those series: the folded steps of a training loop, as one box, of 1,021
+# series and parts. So each fact is made when its series first shows, and kept: a series'
+# edges out are those of its units to units outside it (the same bundles as the pass made,
+# merged by one sort), and a click on a series makes its parts' when they show.
 class Folding:
     """The series of a :class:`Visible` graph and what a click needs of them (NOTE [Clicks
     cost what they show]): ``place`` (unit -> its place), ``chain`` (unit -> the series
@@ -451,7 +467,7 @@ class Folding:
     place, box and edges out."""
 
     def __init__(self, vis, series):
-        self.vis, self.series = vis, series
+        self.series = series
         self.place = {u: k for k, u in enumerate(vis.units)}
         holding = self.chain = {}  # (shared)
         todo = [(s, ()) for s in reversed(series)]
@@ -472,13 +488,12 @@ class Folding:
             got = self._own[s["id"]] = list(own)  # (drawn in place order: shown_graph sorts)
         return got
 
-    def nodes(self, s):
-        """How many of the snapshot's nodes series ``s`` holds."""
+    def nodes(self, vis, s):
+        """How many of the snapshot's nodes series ``s`` (of ``vis``) holds."""
         got = self._nodes.get(s["id"])
         if got is None:
-            members = self.vis.members
-            got = sum(map(members.get, self.own(s), repeat(1)))
-            got = self._nodes[s["id"]] = got + sum(self.nodes(p) for p in s["parts"])
+            got = sum(map(vis.members.get, self.own(s), repeat(1)))
+            got = self._nodes[s["id"]] = got + sum(self.nodes(vis, p) for p in s["parts"])
         return got
 
     def first(self, s):
@@ -493,11 +508,11 @@ class Folding:
             self._first[s["id"]] = got
         return got
 
-    def box(self, s):
-        """The box of series ``s`` folded."""
+    def box(self, vis, s):
+        """The box of series ``s`` (of ``vis``) folded."""
         got = self._box.get(s["id"])
         if got is None:
-            vis, nodes = self.vis, self.nodes(s)
+            nodes = self.nodes(vis, s)
             label = _clip(series_label(s), 48)
             sub = f"×{s['count']} more · {nodes} nodes"
             if s["chunk"]:  # NOTE [Chunks] in fold.py: not a repeat
@@ -514,13 +529,13 @@ class Folding:
             }
         return got
 
-    def out(self, s):
-        """``[(unit, bundle)]``: the edges out of series ``s`` folded, bundled by the unit
-        outside it they lead to."""
+    def out(self, vis, s):
+        """``[(unit, bundle)]``: the edges out of series ``s`` (of ``vis``) folded, bundled by
+        the unit outside it they lead to."""
         got = self._out.get(s["id"])
         if got is None:
             inside = set(s["units"])
-            rows = chain.from_iterable(map(self.vis.out.__getitem__, inside))
+            rows = chain.from_iterable(map(vis.out.__getitem__, inside))
             rows = sorted([r for r in rows if r[0] not in inside], key=_first)
             got = self._out[s["id"]] = [
                 (b, _merged(list(map(_second, bs)))) for b, bs in groupby(rows, _first)
@@ -537,6 +552,30 @@ class Folding:
             got = {u for u, ids in zip(units, held) if ids is None}
             got = self._members[s["id"]] = got.union(*filter(None, held))
         return got
+
+
+class SeriesMembers(Mapping):
+    """``{series id: the set of the snapshot node ids inside it}`` for the series a layout
+    shows, each set gathered when first read: the NaN/Inf marks and the search read them
+    (``answers_view.py``, ``GraphView.reveal``), and a click that shows the box of a series
+    of 28,000 units need not gather its 57,000 node ids. Shared sets, not to be changed."""
+
+    def __init__(self):
+        self._of = {}  # series id -> (its Visible, the series)
+
+    def shown(self, vis, found):
+        """Add the series ``found`` of the Visible ``vis``."""
+        self._of.update((s["id"], (vis, s)) for s in found)
+
+    def __getitem__(self, sid):
+        vis, s = self._of[sid]
+        return vis.folding().members_of(vis, s)
+
+    def __iter__(self):
+        return iter(self._of)
+
+    def __len__(self):
+        return len(self._of)
 
 
 def series_label(s):
@@ -558,7 +597,7 @@ def shown_graph(vis, fold, expanded, members_out=None):
     """``(boxes, edges, series)`` of what shows: ``{box id: box}`` and ``{(from, to): edge}``,
     both in the snapshot's order, and the LayoutSeries of the series shown (none unless
     ``fold``), every one folded but those in ``expanded`` (a set). ``members_out``: a dict to
-    fill with ``{series id: set of the snapshot node ids inside it}``."""
+    fill (a :class:`SeriesMembers`) with the node ids inside each series shown."""
     if not fold:
         boxes = {u: vis.box(u) for u in vis.units}
         drawn = vis.snapshot["edges"]
@@ -578,17 +617,18 @@ def shown_graph(vis, fold, expanded, members_out=None):
                 "label": series_label(s),
                 "count": s["count"],
                 "period": s["period"],
-                "nodes": f.nodes(s),
+                "nodes": f.nodes(vis, s),
                 "expanded": opened,
             }
         )
         if opened:
             rows += [(f.place[u], u, vis.box(u), vis.out[u]) for u in f.own(s)]
         else:
-            box = f.box(s)
+            box = f.box(vis, s)
             if s is steps:  # NOTE [Repeated steps counted]: its line counts every step
-                box = _with_counted(box, s["count"], vis.snapshot["counted_steps"], f.nodes(s))
-            rows.append((f.first(s), sid, box, f.out(s)))
+                counted = vis.snapshot["counted_steps"]
+                box = _with_counted(box, s["count"], counted, f.nodes(vis, s))
+            rows.append((f.first(s), sid, box, f.out(vis, s)))
     rows.sort(key=lambda r: r[0])
     holding = f.chain
 
@@ -608,8 +648,7 @@ def shown_graph(vis, fold, expanded, members_out=None):
     drawn = vis.snapshot["edges"]
     edges = {k: _edge(k[0], k[1], between[k], drawn) for k in keys}
     if members_out is not None:
-        for s in found:
-            members_out[s["id"]] = f.members_of(vis, s)
+        members_out.shown(vis, found)
     return {r[1]: r[2] for r in rows}, edges, series
 
 
