@@ -70,7 +70,7 @@ from collections import Counter
 from itertools import chain
 from typing import TypedDict
 
-__all__ = ["Series", "find_series", "MIN_REPEATS", "MAX_PERIOD", "SPLIT", "shown_series"]
+__all__ = ["Series", "find_series", "search", "MIN_REPEATS", "MAX_PERIOD", "SPLIT", "shown_series"]
 
 MIN_REPEATS = 3  # fewer repeats are drawn as they are (a series box holds the last ones)
 MAX_PERIOD = 12  # the longest repeated block searched for, in clusters
@@ -104,17 +104,25 @@ def find_series(order, kind, succ, pred=None, group=None) -> list[Series]:
 
     The last two graphs searched are remembered (NOTE [Series found once]); what it returns is
     shared, not to be changed."""
-    outs = list(map(succ.__getitem__, order))
+    at = {u: i for i, u in enumerate(order)}.__getitem__
+    kinds = list(map(kind.__getitem__, order))
+    groups = list(map(group.__getitem__, order)) if group is not None else None
+    return search(order, kinds, [list(map(at, succ[u])) for u in order], groups)
+
+
+def search(order, kinds, succs, groups=None) -> list[Series]:
+    """:func:`find_series` of lists in ``order``: each unit's kind, its edges out (the places
+    in ``order`` of the units they lead to) and its group (None: no groups)."""
     key = (
         tuple(order),
-        tuple(map(kind.__getitem__, order)),
-        tuple(map(len, outs)),  # (the edges as two flat tuples, not a tuple
-        tuple(chain.from_iterable(outs)),  # a unit: kept, those held 2 MB a graph)
-        tuple(map(group.__getitem__, order)) if group is not None else None,
+        tuple(kinds),
+        tuple(map(len, succs)),  # (the edges as two flat tuples, not a tuple
+        tuple(chain.from_iterable(succs)),  # a unit: kept, those held 2 MB a graph)
+        tuple(groups) if groups is not None else None,
     )
     found = _FOUND.pop(key, None)
     if found is None:
-        found = _Folder(order, kind, succ, group).run()
+        found = _Folder(order, kinds, succs, groups).run()
         if len(_FOUND) >= 2:
             del _FOUND[next(iter(_FOUND))]
     _FOUND[key] = found  # (the last used comes last)
@@ -133,13 +141,10 @@ _FOUND: dict = {}
 class _Folder:
     """One search for series (NOTE [Series]); units are numbered by their place in ``order``."""
 
-    def __init__(self, order, kind, succ, group):
+    def __init__(self, order, kinds, succs, groups):
         self.order = order
-        n = len(order)
-        at = {u: i for i, u in enumerate(order)}.__getitem__
-        self.kind = list(map(kind.__getitem__, order))
-        self.group = list(map(group.__getitem__, order)) if group is not None else [None] * n
-        self.succ = [list(map(at, out)) for out in map(succ.__getitem__, order)]
+        self.kind, self.succ = kinds, succs
+        self.group = groups if groups is not None else [None] * len(order)
         self.sink = [not s for s in self.succ]
         self.series = []  # the series found, each with its parts
         self.every = []  # and each part, every series before its parts

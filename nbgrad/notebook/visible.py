@@ -12,12 +12,14 @@ their edges as bundles (the places of the snapshot's edges between two units; se
 NOTE [Bundles are tuples]), and, when first folded, a :class:`Folding`: the series found, for each
 unit the series holding it (outermost first), and, once a series shows (NOTE [Series facts
 when shown]), the units it draws itself when open, its node count and box, and its edges out
-bundled by the unit they lead to. A click then costs what it shows: the shown series (``shown_series``), the
-units their opened ones draw, one box for each folded one, and the bundles out of each box, the
-unit at the other end mapped to the box that shows it through its few series; the edges keep
-the snapshot's order (each by its first edge), so the picture is the same as when it was built
-from the whole snapshot. The price: opening a view keeps these (a 10,000-node chain's view
-opens some 25% slower, most of it the garbage collector walking what is kept).
+bundled by the unit they lead to. A click then costs what it shows: the shown series
+(``shown_series``), the units their opened ones draw, one box for each folded one, and the
+bundles out of each box, the unit at the other end mapped to the box that shows it through
+its few series; the edges keep the snapshot's order (each by its first edge), so the picture
+is the same as when it was built from the whole snapshot. The price: opening a view keeps
+these (a 10,000-node chain's view opens some 25% slower, most of it the garbage collector
+walking what is kept). A click on a group makes a new Visible, from a kept one (NOTE [A click
+changes what it opens]).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from collections.abc import Mapping
 from itertools import chain, compress, count, groupby, repeat
 from operator import itemgetter, or_
 
-from .fold import find_series, shown_series
+from .fold import search, shown_series
 
 __all__ = [
     "Visible",
@@ -466,9 +468,8 @@ class Folding:
     series first shows (NOTE [Series facts when shown]), its own units, node count, first
     place, box and edges out."""
 
-    def __init__(self, vis, series):
-        self.series = series
-        self.place = {u: k for k, u in enumerate(vis.units)}
+    def __init__(self, vis, series, place):
+        self.series, self.place = series, place  # (place: unit -> its place in vis.units)
         holding = self.chain = {}  # (shared)
         todo = [(s, ()) for s in reversed(series)]
         while todo:  # a series before its parts
@@ -489,23 +490,19 @@ class Folding:
         return got
 
     def nodes(self, vis, s):
-        """How many of the snapshot's nodes series ``s`` (of ``vis``) holds."""
+        """How many of the snapshot's nodes series ``s`` (of ``vis``) holds (its parts hold
+        some of its units each, none twice: ``fold.py``)."""
         got = self._nodes.get(s["id"])
         if got is None:
-            got = sum(map(vis.members.get, self.own(s), repeat(1)))
-            got = self._nodes[s["id"]] = got + sum(self.nodes(vis, p) for p in s["parts"])
+            got = sum(map(vis.members.get, set(s["units"]), repeat(1)))
+            self._nodes[s["id"]] = got
         return got
 
     def first(self, s):
         """The place of the first unit series ``s`` holds."""
         got = self._first.get(s["id"])
         if got is None:
-            end = len(self.place)
-            got = min(
-                min(map(self.place.__getitem__, self.own(s)), default=end),
-                min((self.first(p) for p in s["parts"]), default=end),
-            )
-            self._first[s["id"]] = got
+            got = self._first[s["id"]] = min(map(self.place.__getitem__, s["units"]))
         return got
 
     def box(self, vis, s):
@@ -584,13 +581,16 @@ def series_label(s):
 
 
 def fold_units(vis) -> Folding:
-    """Search the units of ``vis`` for series (``fold.find_series``) and gather their facts."""
-    kind = {u: n["name"] for u, n in vis._entry.items()}
-    kind.update((u, vis.groups[b["ref"]]["type"]) for u, b in vis._boxes.items())
-    group = {u: n["group"] for u, n in vis._entry.items()}
-    group.update((u, b["group"]) for u, b in vis._boxes.items())
-    succ = {u: [v for v, _ in out] for u, out in vis.out.items()}
-    return Folding(vis, find_series(vis.units, kind, succ, group=group))
+    """Search the units of ``vis`` for series (``fold.search``) and gather their facts."""
+    units, entry, boxes = vis.units, vis._entry, vis._boxes
+    place = {u: k for k, u in enumerate(units)}
+    kind = {u: n["name"] for u, n in entry.items()}
+    kind.update((u, vis.groups[b["ref"]]["type"]) for u, b in boxes.items())
+    group = {u: n["group"] for u, n in entry.items()}
+    group.update((u, b["group"]) for u, b in boxes.items())
+    succs = [[place[v] for v, _ in out] for out in map(vis.out.__getitem__, units)]
+    found = search(units, list(map(kind.__getitem__, units)), succs, list(map(group.get, units)))
+    return Folding(vis, found, place)
 
 
 def shown_graph(vis, fold, expanded, members_out=None):
