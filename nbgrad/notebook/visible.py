@@ -24,6 +24,7 @@ changes what it opens]).
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left
 from collections.abc import Mapping
 from itertools import chain, compress, count, groupby, repeat
@@ -328,8 +329,9 @@ def _units(snapshot, groups, rep):
     inside a collapsed group (a node drawn on its own is its own unit, and not in it), the
     units in the snapshot's order (a collapsed group being one) and the place of each one's
     first node, how many nodes each group's unit holds (a node's: 1), the snapshot entry of
-    each node's own unit, and each group's box."""
-    vis, units, places, members, entries, boxes = {}, [], [], {}, {}, {}
+    each node's own unit, and each group's box (the places an array: 8 bytes each, no int
+    objects)."""
+    vis, units, places, members, entries, boxes = {}, [], array("q"), {}, {}, {}
     for k, n in enumerate(snapshot["nodes"]):
         top = rep[n["group"]] if n["group"] is not None else None
         if top is None:
@@ -368,12 +370,12 @@ def _group_box(vid, g, count):
 def _reordered(units, places, gone, new):
     """``units`` (their first nodes at ``places``, ascending) without the units ``gone`` and
     with the units ``new`` (unit -> the place of its first node), in place order."""
-    units, places = list(units), list(places)
+    units, places = list(units), array("q", places)
     if len(gone) + len(new) > 64:  # (many: one sort, not a shift of the lists each)
         rows = [(p, u) for p, u in zip(places, units) if u not in gone]
         rows += [(p, u) for u, p in new.items()]
         rows.sort()
-        return [u for _, u in rows], [p for p, _ in rows]
+        return [u for _, u in rows], array("q", [p for p, _ in rows])
     for p in gone.values():
         k = bisect_left(places, p)
         del units[k], places[k]
