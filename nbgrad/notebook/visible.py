@@ -599,7 +599,8 @@ def shown_graph(vis, fold, expanded, members_out=None):
     """``(boxes, edges, series)`` of what shows: ``{box id: box}`` and ``{(from, to): edge}``,
     both in the snapshot's order, and the LayoutSeries of the series shown (none unless
     ``fold``), every one folded but those in ``expanded`` (a set). ``members_out``: a dict to
-    fill (a :class:`SeriesMembers`) with the node ids inside each series shown."""
+    fill with ``{series id: set of the snapshot node ids inside it}`` (a
+    :class:`SeriesMembers`: each set gathered when first read)."""
     if not fold:
         boxes = {u: vis.box(u) for u in vis.units}
         drawn = vis.snapshot["edges"]
@@ -649,8 +650,10 @@ def shown_graph(vis, fold, expanded, members_out=None):
     keys = sorted(between, key=lambda k: min(b[0] for b in between[k]))
     drawn = vis.snapshot["edges"]
     edges = {k: _edge(k[0], k[1], between[k], drawn) for k in keys}
-    if members_out is not None:
+    if isinstance(members_out, SeriesMembers):
         members_out.shown(vis, found)
+    elif members_out is not None:
+        members_out.update((s["id"], f.members_of(vis, s)) for s in found)
     return {r[1]: r[2] for r in rows}, edges, series
 
 
