@@ -227,7 +227,7 @@ class Visible:
             gone.setdefault(old.vis.get(nid, nid), k)
             top = rep[nodes[k]["group"]]
             new.setdefault(nid if top is None else "group:" + top, k)
-        vis, entry, members, boxes = dict(old.vis), dict(old._entry), dict(old.members), {}
+        vis, entry, members = dict(old.vis), dict(old._entry), dict(old.members)
         for u in gone:
             entry.pop(u, None)
             members.pop(u, None)
@@ -250,7 +250,7 @@ class Visible:
         self.out = _rebundled(old, self, gone, new, index.edges_of(ids))
         self._of_unit = None
         if old._of_unit is not None:
-            of = self._of_unit = {u: ids for u, ids in old._of_unit.items() if u not in gone}
+            of = self._of_unit = {u: x for u, x in old._of_unit.items() if u not in gone}
             for k in moved:
                 u = vis.get(nodes[k]["id"])
                 if u is not None:
