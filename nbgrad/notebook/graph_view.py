@@ -328,6 +328,7 @@ class GraphView(StillWidget):
         self.selected = node_id or ""
         self._details_json = dumps(self._details(self.selected))
 
+    @no_collection()  # (it reads the series' node ids, gathered when first read)
     def reveal(self, node_id):
         """Expand the groups and series that hide node ``node_id``, and select it (the search
         box's choice: the browser then centres it)."""
