@@ -67,9 +67,10 @@ children. :func:`shown_series` lists what shows for a set of opened series.
 from __future__ import annotations
 
 from collections import Counter
+from itertools import chain
 from typing import TypedDict
 
-__all__ = ["Series", "find_series", "MIN_REPEATS", "MAX_PERIOD", "SPLIT", "shown_series"]
+__all__ = ["Series", "find_series", "search", "MIN_REPEATS", "MAX_PERIOD", "SPLIT", "shown_series"]
 
 MIN_REPEATS = 3  # fewer repeats are drawn as they are (a series box holds the last ones)
 MAX_PERIOD = 12  # the longest repeated block searched for, in clusters
@@ -94,24 +95,34 @@ class Series(TypedDict):
     chunk: bool  # units that do not repeat, only too many to draw at once (NOTE [Chunks])
 
 
-def find_series(order, kind, succ, pred, group=None) -> list[Series]:
+def find_series(order, kind, succ, pred=None, group=None) -> list[Series]:
     """The series of the visible graph: ``order`` its unit ids (in snapshot order), ``kind``
-    each unit's kind, ``succ`` / ``pred`` each unit's edges out (towards the leaves) and in;
-    ``group`` each unit's enclosing module group (a series never crosses a group's border).
+    each unit's kind, ``succ`` each unit's edges out (towards the leaves; ``pred``, the edges
+    in, is not read); ``group`` each unit's enclosing module group (a series never crosses a
+    group's border).
     A series of many repeats holds its ``parts`` (NOTE [Splitting a long series]).
 
     The last two graphs searched are remembered (NOTE [Series found once]); what it returns is
     shared, not to be changed."""
+    at = {u: i for i, u in enumerate(order)}.__getitem__
+    kinds = list(map(kind.__getitem__, order))
+    groups = list(map(group.__getitem__, order)) if group is not None else None
+    return search(order, kinds, [list(map(at, succ[u])) for u in order], groups)
+
+
+def search(order, kinds, succs, groups=None) -> list[Series]:
+    """:func:`find_series` of lists in ``order``: each unit's kind, its edges out (the places
+    in ``order`` of the units they lead to) and its group (None: no groups)."""
     key = (
         tuple(order),
-        tuple(kind[u] for u in order),
-        tuple(len(succ[u]) for u in order),  # (the edges as two flat tuples, not a tuple
-        tuple(v for u in order for v in succ[u]),  # a unit: kept, those held 2 MB a graph)
-        tuple(group[u] for u in order) if group is not None else None,
+        tuple(kinds),
+        tuple(map(len, succs)),  # (the edges as two flat tuples, not a tuple
+        tuple(chain.from_iterable(succs)),  # a unit: kept, those held 2 MB a graph)
+        tuple(groups) if groups is not None else None,
     )
     found = _FOUND.pop(key, None)
     if found is None:
-        found = _Folder(order, kind, succ, group).run()
+        found = _Folder(order, kinds, succs, groups).run()
         if len(_FOUND) >= 2:
             del _FOUND[next(iter(_FOUND))]
     _FOUND[key] = found  # (the last used comes last)
@@ -130,13 +141,10 @@ _FOUND: dict = {}
 class _Folder:
     """One search for series (NOTE [Series]); units are numbered by their place in ``order``."""
 
-    def __init__(self, order, kind, succ, group):
+    def __init__(self, order, kinds, succs, groups):
         self.order = order
-        n = len(order)
-        index = {u: i for i, u in enumerate(order)}
-        self.kind = [kind[u] for u in order]
-        self.group = [group[u] for u in order] if group is not None else [None] * n
-        self.succ = [[index[v] for v in succ[u]] for u in order]
+        self.kind, self.succ = kinds, succs
+        self.group = groups if groups is not None else [None] * len(order)
         self.sink = [not s for s in self.succ]
         self.series = []  # the series found, each with its parts
         self.every = []  # and each part, every series before its parts
@@ -171,7 +179,10 @@ class _Folder:
         budget = WALK_BUDGET * (n + 100)  # NOTE [Series]: the walks up are bounded
         for v in topo:
             ps = preds[v]
-            if not ps or budget <= 0 or any(group[p] != group[v] for p in ps):
+            if not ps or budget <= 0:
+                continue
+            gv = group[v]
+            if group[ps[0]] != gv or (len(ps) > 1 and any(group[p] != gv for p in ps)):
                 continue
             a = ps[0]
             for b in ps[1:]:
@@ -203,8 +214,9 @@ class _Folder:
         self.fold_stubs()
         self.absorb_sinks()
         self.fold_chunks()
+        name = self.order.__getitem__
         for s in self.every:
-            s["units"] = [self.order[u] for u in s["units"]]
+            s["units"] = list(map(name, s["units"]))
         return self.series
 
     # -- sibling subtrees ----------------------------------------------------------------
@@ -218,14 +230,15 @@ class _Folder:
         for bucket in buckets.values():
             if len(bucket) < MIN_REPEATS:
                 continue
-            same = {}
+            same, trees = {}, {}
             for c in bucket:
-                same.setdefault(self.signature(self.subtree(c)), []).append(c)
+                trees[c] = tree = self.subtree(c)
+                same.setdefault(self.signature(tree), []).append(c)
             for copies in same.values():
                 if len(copies) < MIN_REPEATS:
                     continue
                 rest = copies[:-1]
-                repeats = [self.subtree(c) for c in rest]
+                repeats = [trees[c] for c in rest]
                 kinds = [self.kind[u] for u in repeats[0]]
                 self.add_series(repeats, 1, kinds)
                 folded.update(rest)
@@ -252,7 +265,9 @@ class _Folder:
             key = ((kind[u], (0,) if u in succ[u] else ()),)
         else:
             local = {u: k for k, u in enumerate(units)}
-            key = tuple((kind[u], tuple(local[v] for v in succ[u] if v in local)) for u in units)
+            key = tuple(
+                [(kind[u], tuple([local[v] for v in succ[u] if v in local])) for u in units]
+            )
         got = self._interned.get(key)
         if got is None:
             got = self._interned[key] = len(self._interned)
@@ -409,8 +424,7 @@ class _Folder:
         innermost part that holds them all), so that a fan's 2,000 weights fold with it."""
         owner = {}
         for s in self.every:  # a series comes before its parts: the innermost wins
-            for u in s["units"]:
-                owner[u] = s
+            owner.update(dict.fromkeys(s["units"], s))
         preds = {}
         for u, out in enumerate(self.succ):
             for v in out:
@@ -418,10 +432,10 @@ class _Folder:
                     preds.setdefault(v, []).append(u)
         found = {}  # id(top series) -> [(sink, the innermost series holding its preds)]
         for v in sorted(preds):
-            holders = {id(owner.get(u)): owner.get(u) for u in preds[v]}
-            if None in holders.values():
+            held = list(map(owner.get, preds[v]))
+            if None in held:
                 continue
-            s = self.common(list(holders.values()))
+            s = self.common(list({id(h): h for h in held}.values()))
             if s is not None:
                 top = s
                 while self.parent[id(top)] is not None:

@@ -51,6 +51,7 @@ from .snapshot import (
 )
 from .sources import source_for
 from .svg import snapshot_svg
+from .visible import SeriesMembers
 
 LIVE_SHARE = 0.08  # the most of a cell's time its live refreshes may take
 LIVE_COST = 50e-6  # seconds a refresh is foreseen to take per node, until one has run
@@ -217,7 +218,7 @@ class GraphView(StillWidget):
         collapsed = self.collapsed
         if self._auto_collapse:
             collapsed = default_collapsed(snap)
-        self._members = {}  # series id -> its node ids (the NaN/Inf marks of answers_view.py)
+        self._members = SeriesMembers()  # series id -> its node ids (answers_view.py's marks)
         self._shown = {}
         lay = layout(
             snap,
@@ -233,11 +234,13 @@ class GraphView(StillWidget):
             self.expanded = lay["expanded"]
             self.graph_layout = lay
 
-    def _relayout(self, members=None):
-        self._members = {} if members is None else members
+    @no_collection()  # a click: NOTE [No collection while drawing] in snapshot.py
+    def _relayout(self, members=None, collapsed=None):
+        """Lay the snapshot out again with the groups ``collapsed`` (None: as they are)."""
+        self._members = SeriesMembers() if members is None else members
         self.graph_layout = layout(
             self.snapshot,
-            self.collapsed,
+            self.collapsed if collapsed is None else collapsed,
             fold=self._fold,
             expanded=self.expanded,
             members=self._members,
@@ -344,6 +347,7 @@ class GraphView(StillWidget):
         self.selected = node_id or ""
         self._details_json = dumps(self._details(self.selected))
 
+    @no_collection()  # (it reads the series' node ids, gathered when first read)
     def reveal(self, node_id):
         """Expand the groups and series that hide node ``node_id``, and select it (the search
         box's choice: the browser then centres it)."""
@@ -358,7 +362,7 @@ class GraphView(StillWidget):
         self._auto_collapse = False
         self.collapsed = [g for g in self.collapsed if g not in hiding]
         for _ in range(8):  # unfolding a series may reveal another around it
-            members = {}
+            members = SeriesMembers()
             self._relayout(members)
             shown = {b["ref"] for b in self.graph_layout["nodes"]}
             if node_id in shown:
@@ -397,8 +401,7 @@ class GraphView(StillWidget):
             ]
         else:
             collapsed.append(group_id)
-        self.collapsed = collapsed
-        self._relayout()
+        self._relayout(collapsed=collapsed)  # (which sets ``collapsed``: once a click)
 
     def collapse_all(self):
         """Fold everything: the top-level groups collapsed, every series folded."""

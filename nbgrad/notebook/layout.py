@@ -236,9 +236,9 @@ def layout(snapshot, collapsed=(), *, fold=None, expanded=(), members=None, cach
     """Lay out ``snapshot`` with the groups ``collapsed``; repeated structure is folded into
     series boxes when ``fold`` (None: when more than FOLD_SERIES boxes would show), except
     the series listed in ``expanded``. ``members``: a dict to fill with ``{series id: set of
-    the snapshot node ids inside it}``. ``cache``: a dict kept for this snapshot, so that
-    another layout of it costs what it shows (NOTE [Clicks cost what they show] in
-    visible.py)."""
+    the snapshot node ids inside it}`` (a ``visible.SeriesMembers``: each set when first
+    read). ``cache``: a dict kept for this snapshot, so that another layout of it costs what
+    it shows (NOTE [Clicks cost what they show] in visible.py)."""
     # 1. the visible graph, repeated structure folded into series boxes (NOTE [Series] in fold.py)
     vis = visible_graph(snapshot, collapsed, cache)
     groups = vis.groups
