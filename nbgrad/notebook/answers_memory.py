@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from .snapshot import build_snapshot
 
-__all__ = ["NodeBytes", "SavedBytes", "saved_bytes", "format_bytes"]
+__all__ = ["NodeBytes", "SavedBytes", "saved_bytes", "node_saved_bytes", "format_bytes"]
 
 
 def format_bytes(n: int) -> str:
@@ -105,6 +105,49 @@ class SavedBytes:
         p.text(str(self))
 
 
+def _node_bytes(source, node, shown, groups, freed_at):
+    """The NodeBytes of ``node`` (its snapshot entry ``shown``) and ``{block key: size}`` of
+    the blocks it saves; ``(None, {})`` when it saves none."""
+    keys, names = {}, []
+    for name, tensor in source.saved_tensors(node):
+        key, size = source.storage(tensor)
+        keys[key] = size
+        names.append(name)
+    if not keys:
+        return None, keys
+    group = groups.get(shown["group"])
+    entry = NodeBytes(
+        node=shown["name"],
+        id=shown["id"],
+        bytes=sum(keys.values()),
+        names=list(dict.fromkeys(names)),
+        storages=list(keys),
+        group=group["path"] if group is not None else None,
+        line=shown["line"],
+        source=shown["source"],
+        freed_at=freed_at,
+    )
+    return entry, keys
+
+
+def node_saved_bytes(recorder, snapshot, objects, node_id) -> NodeBytes | None:
+    """The saved memory of the one node ``node_id`` of ``snapshot`` (None: it saves nothing,
+    or is not an op's node), as ``saved_bytes(...).nodes`` has it, without reading the others:
+    a selection's details in a graph of 57,000 nodes need not read them all."""
+    node = objects.get(node_id)
+    shown = next((n for n in snapshot["nodes"] if n["id"] == node_id), None)
+    if node is None or shown is None or shown["kind"] != "node":
+        return None
+    freed_at = None
+    if recorder.passes:
+        for step in recorder.passes[-1].steps:
+            if step.node is node:
+                freed_at = step.index
+                break
+    groups = {g["id"]: g for g in snapshot["groups"]}
+    return _node_bytes(recorder.graph_source, node, shown, groups, freed_at)[0]
+
+
 def saved_bytes(recorder, trace=None, snapshot=None, objects=None) -> SavedBytes:
     """The saved memory of the graph ``recorder`` recorded (every node its snapshot shows,
     those made inside a framework's own functions too); ``trace`` (default: its last backward
@@ -128,25 +171,10 @@ def saved_bytes(recorder, trace=None, snapshot=None, objects=None) -> SavedBytes
         node = objects.get(shown["id"])
         if node is None or shown["kind"] != "node":
             continue
-        keys, names = {}, []
-        for name, tensor in source.saved_tensors(node):
-            key, size = source.storage(tensor)
-            keys[key] = size
-            names.append(name)
-        if not keys:
+        entry, keys = _node_bytes(source, node, shown, groups, steps.get(node))
+        if entry is None:
             continue
         group = groups.get(shown["group"])
-        entry = NodeBytes(
-            node=shown["name"],
-            id=shown["id"],
-            bytes=sum(keys.values()),
-            names=list(dict.fromkeys(names)),
-            storages=list(keys),
-            group=group["path"] if group is not None else None,
-            line=shown["line"],
-            source=shown["source"],
-            freed_at=steps.get(node),
-        )
         nodes.append(entry)
         for key, size in keys.items():
             storages[key] = size

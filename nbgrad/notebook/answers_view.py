@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from .answers_memory import format_bytes, saved_bytes
+from .answers_memory import format_bytes, node_saved_bytes, saved_bytes
 from .answers_values import _listed, find_nonfinite
 from .answers_why import unused_parameters, why_no_grad
 from .overlays import BAD_FILL, BAD_STROKE, KINDS, overlay
@@ -44,6 +44,16 @@ def saved_of(view):
     got = saved_bytes(rec, snapshot=view.snapshot, objects=view._objects)
     view._saved_cache = (view.snapshot, got)
     return got
+
+
+def _node_saved(view, item_id):
+    """The NodeBytes of one node: read from the whole graph's when made already (the "saved"
+    colouring makes it), else from that node alone."""
+    cached = getattr(view, "_saved_cache", None)
+    if cached is not None and cached[0] is view.snapshot:
+        return next((n for n in cached[1].nodes if n.id == item_id), None)
+    rec = view.recorder if view.recorder is not None else _Recorded(view.graph_source)
+    return node_saved_bytes(rec, view.snapshot, view._objects, item_id)
 
 
 def _finite_number(v):
@@ -192,7 +202,7 @@ def item_answers(view, item_id, namespace=None, flow=None) -> dict:
             for f in find_nonfinite(rec)
             if f._node is obj
         ]
-    entry = next((n for n in saved_of(view).nodes if n.id == item_id), None)
+    entry = _node_saved(view, item_id)
     if entry is not None:
         freed = f", freed at step {entry.freed_at}" if entry.freed_at is not None else ""
         out["saved"] = {

@@ -21,6 +21,7 @@ import nbgrad as ng
 from nbgrad.notebook import record
 from nbgrad.notebook._widget import esm
 from nbgrad.notebook.answers_flow import GradientFlow
+from nbgrad.notebook.answers_memory import format_bytes
 
 torch = pytest.importorskip("torch")
 
@@ -244,6 +245,39 @@ def test_colour_by_saved_bytes_and_a_node_s_saved_bytes_in_its_details(ip, fw):
     stats = marks(view)["stats"][top["id"]]
     assert stats["distinct"] == s.saved_bytes().groups[top["path"]] > 0  # "model", as drawn
     assert answers(view, top["id"])["saved"]["bytes"] == stats["distinct"]
+
+
+@pytest.mark.parametrize("fw", FRAMEWORKS)
+def test_a_node_s_saved_bytes_are_read_from_that_node_alone(ip, fw):
+    """Before any "saved" colouring, a selection reads its own node's saved tensors only, and
+    says what the whole graph's answer says of it (freed_at included)."""
+    run(ip, "import torch")
+    run(ip, OVERLAY_CELL.format(fw=fw))
+    s = ip.user_ns["s"]
+    view = s.graph
+    whole = {n.id: n for n in s.saved_bytes().nodes}
+    assert len(whole) >= 4 and any(n.freed_at is not None for n in whole.values())
+    source = view.graph_source
+    read = []
+    saved_tensors = source.saved_tensors
+    source.saved_tensors = lambda node: read.append(node) or saved_tensors(node)
+    try:
+        for n in view.snapshot["nodes"]:
+            read.clear()
+            got = answers(view, n["id"]).get("saved")
+            entry = whole.get(n["id"])
+            if entry is None:
+                assert got is None, (n["id"], got)
+                continue
+            assert len(read) == 1, (n["id"], len(read))
+            freed = f", freed at step {entry.freed_at}" if entry.freed_at is not None else ""
+            assert got == {
+                "bytes": entry.bytes,
+                "text": f"{format_bytes(entry.bytes)} in {', '.join(entry.names)}{freed}",
+            }
+    finally:
+        del source.saved_tensors
+    assert view._saved_cache is None  # the whole graph's was never made
 
 
 def test_an_unknown_colour_is_refused_and_changes_nothing(ip):
