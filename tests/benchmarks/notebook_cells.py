@@ -294,7 +294,7 @@ def _fold_time(snap):
 
 
 # -- 3. expand and collapse clicks -------------------------------------------------------------
-CLICKS = ("series", "part", "fold", "group", "regroup", "ungroup")
+CLICKS = ("series", "part", "fold", "group", "regroup", "ungroup", "reveal")
 
 
 def clicks(sizes, shapes, repeats):
@@ -303,8 +303,9 @@ def clicks(sizes, shapes, repeats):
     ``series`` opens its biggest folded series, ``part`` the biggest part that shows,
     ``fold`` folds the series again; before those ``group`` opens the biggest collapsed module
     group (the first time: ``regroup`` is the later rounds, whose view the widget keeps), after
-    them ``ungroup`` closes it. Medians of ``repeats`` rounds, CPU ms; "-" where
-    the view has nothing of the kind."""
+    them ``ungroup`` closes it; after the rounds, ``reveal`` shows and selects the node a third
+    down the snapshot (the search box's choice: the first selection of the view). Medians of
+    ``repeats`` rounds, CPU ms; "-" where the view has nothing of the kind."""
     from nbgrad.notebook.graph_view import GraphView
 
     print(f"Expand/collapse: message to layout JSON, CPU ms, median of {repeats} rounds")
@@ -323,6 +324,12 @@ def clicks(sizes, shapes, repeats):
             times = {k: [] for k in CLICKS}
             for k in range(repeats):
                 _click_round(view, times, "group" if k == 0 else "regroup")
+            gc.collect()
+            mid = view.snapshot["nodes"][len(view.snapshot["nodes"]) // 3]["id"]
+            t0 = time.process_time()
+            view._receive({"type": "reveal", "id": mid})
+            times["reveal"].append(time.process_time() - t0)
+            assert not view.error, view.error
             cells = [
                 f"{statistics.median(v) * 1e3:8.1f}" if v else f"{'-':>8}" for v in times.values()
             ]
