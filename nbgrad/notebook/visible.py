@@ -148,14 +148,8 @@ class Visible:
         self.snapshot = snapshot
         self.groups = groups = {g["id"]: g for g in snapshot["groups"]}
         shut = {c for c in collapsed if c in groups}
-        rep = {}  # group id -> the outermost collapsed group holding it (or None)
-        for gid in groups:
-            top, g = None, gid
-            while g is not None:
-                if g in shut:
-                    top = g
-                g = groups[g]["parent"]
-            rep[gid] = top
+        # group id -> the outermost collapsed group holding it (or None)
+        rep = {gid: _outermost(gid, groups, shut) for gid in groups}
         self.hidden = {gid for gid, top in rep.items() if top is not None}
         made = _units(snapshot, groups, rep)
         self.vis, self.units, self._places, self.members, self._entry, self._boxes = made
@@ -212,14 +206,7 @@ class Visible:
         self.snapshot, self.groups = old.snapshot, old.groups
         self._folding = None
         groups, nodes = old.groups, old.snapshot["nodes"]
-        rep = {}
-        for gid in moved_groups:
-            top, g = None, gid
-            while g is not None:
-                if g in shut:
-                    top = g
-                g = groups[g]["parent"]
-            rep[gid] = top
+        rep = {gid: _outermost(gid, groups, shut) for gid in moved_groups}
         self.hidden = (old.hidden - moved_groups) | {g for g, top in rep.items() if top is not None}
         gone, new = {}, {}  # the moved nodes' units, old and new -> the place of the first
         for k in moved:
@@ -577,6 +564,16 @@ class SeriesMembers(Mapping):
 
     def __len__(self):
         return len(self._of)
+
+
+def _outermost(gid, groups, shut):
+    """The outermost group in ``shut`` that holds group ``gid`` (itself included), or None."""
+    top = None
+    while gid is not None:
+        if gid in shut:
+            top = gid
+        gid = groups[gid]["parent"]
+    return top
 
 
 def series_label(s):

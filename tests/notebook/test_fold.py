@@ -5,6 +5,7 @@ import json
 import random
 
 import pytest
+from test_visible import _training
 
 import nbgrad as ng
 from nbgrad import nn
@@ -409,15 +410,7 @@ def _guard(snap):
 
 
 def _training_view(steps):
-    ng.manual_seed(0)
-    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
-    x, y = ng.randn(16, 4), ng.randn(16, 1)
-    with record() as rec:
-        for _ in range(steps):
-            loss = ((model(x) - y) ** 2).mean()
-            model.zero_grad()
-            loss.backward()
-    return GraphView(recorder=rec, max_nodes=10**6)
+    return GraphView(recorder=_training(steps), max_nodes=10**6)
 
 
 def test_opening_and_folding_series_walks_only_what_shows():
