@@ -90,8 +90,9 @@ def test_50_reruns_keep_kernel_memory_flat(book):
     # The kernel's resident memory climbs over the first re-runs, to the high-water mark of
     # the allocator's arenas for one run of the cell, then stays: 123.3 MB after 5 runs,
     # 154.4 after 30, 154.4-154.5 at every 25 runs up to 155. What a leak would show is the
-    # climb after that, so the bound is on the 50 runs after the warm-up; the warm-up has
-    # its own, looser bound.
+    # climb after that, so the bound is on the 50 runs after the warm-up (+0.1 and +2.2 MB in
+    # two runs: where the plateau lies varies by a few MB; a cell that keeps its graph and
+    # 100 kB each run grows +33 MB); the warm-up has its own, looser bound.
     for _ in range(WARM_UP):
         run_cell(book, 1)
     before, open_before = probe(book)
@@ -105,7 +106,7 @@ def test_50_reruns_keep_kernel_memory_flat(book):
     )
     # the earlier runs' widgets are closed in the kernel: as many open as before
     assert open_after == open_before, (open_before, open_after)
-    assert after - before < 3, f"kernel memory grew {after - before:.1f} MB in {RUNS} re-runs"
+    assert after - before < 6, f"kernel memory grew {after - before:.1f} MB in {RUNS} re-runs"
     assert before - first < 60, f"kernel memory grew {before - first:.1f} MB warming up"
     # one graph shows in the cell, the last run's, and nothing says "released" there
     assert book.cell(1).locator(".nbg-graph").count() == 1
