@@ -60,6 +60,54 @@ def _text(text, size, bold, fill, halo, anchor):
     return sprite, left, top
 
 
+# NOTE [Numbers put together from their characters]
+# A gradient's norm on an edge differs at every run, so its sprite is seldom painted twice,
+# and a text with a halo costs about 0.2 ms to paint (a training cell's picture has six: a
+# third of its painting). A text of digits alone is pasted character by character from
+# sprites painted once a kernel, every halo first and then every ink over them, each at the
+# pen position the font gives it (this font has no kerning between these characters), for a
+# text that starts at its anchor (as a norm on an edge does): the same picture, but for a few
+# pixels a picture that a rounding maps to a neighbouring colour, for a fifth of the time.
+_NUMBER = frozenset("0123456789.,-+e%")
+
+
+@functools.lru_cache(maxsize=512)
+def _glyph(char, size, bold, fill, halo):
+    """One character's halo and ink as RGBA sprites, each with its corner's offset from the
+    pen, and its advance (NOTE [Numbers put together from their characters])."""
+    font = _font(size, bold)
+    out = []
+    for stroke, ink in ((2, halo), (0, fill)):
+        left, top, right, bottom = font.getbbox(char, anchor="ls", stroke_width=stroke)
+        sprite = Image.new("RGBA", (max(1, right - left), max(1, bottom - top)), (*ink, 0))
+        ImageDraw.Draw(sprite).text(
+            (-left, -top),
+            char,
+            fill=ink,
+            font=font,
+            anchor="ls",
+            stroke_width=stroke,
+            stroke_fill=halo,
+        )
+        out.append((sprite, left, top))
+    return out[0], out[1], font.getlength(char)
+
+
+def _number(canvas, text, x, y, key):
+    """Paste ``text`` (digits) onto ``canvas`` from its characters' sprites, the pen starting
+    at ``x, y``."""
+    glyphs = [_glyph(char, *key) for char in text]
+    pen = 0.0
+    places = []
+    for g in glyphs:
+        places.append(x + round(pen))
+        pen += g[2]
+    for layer in (0, 1):  # the halos, then the inks over them
+        for g, px in zip(glyphs, places):
+            sprite, left, top = g[layer]
+            canvas.paste(sprite, (px + left, y + top), sprite)
+
+
 @functools.lru_cache(maxsize=1024)
 def _colour(value, opacity=1.0):
     """An SVG colour (``#rgb``, ``#rrggbb``, ``none``) as RGB, ``opacity`` of it over white."""
@@ -203,8 +251,12 @@ def svg_to_png(svg: str, scale: float = 1.0) -> bytes:
             anchor = "ms" if get("text-anchor") == "middle" else "ls"
             halo = _colour(get("stroke"))
             fill = _colour(get("fill")) or (34, 34, 34)
-            sprite, left, top = _text(text, size, get("font-weight") == "bold", fill, halo, anchor)
-            canvas.paste(sprite, (round(x) + left, round(y) + top), sprite)
+            bold = get("font-weight") == "bold"
+            if halo and anchor == "ls" and _NUMBER.issuperset(text):
+                _number(canvas, text, round(x), round(y), (size, bold, fill, halo))
+            else:
+                sprite, left, top = _text(text, size, bold, fill, halo, anchor)
+                canvas.paste(sprite, (round(x) + left, round(y) + top), sprite)
         for child in el:
             paint(canvas, draw, child, dx, dy)
 

@@ -262,3 +262,28 @@ def test_a_small_picture_is_painted_once(monkeypatch):
     png.png_b64(big)
     png.png_b64(big)
     assert len(painted) == 4
+
+
+def test_a_number_is_pasted_from_its_characters(monkeypatch):
+    """A haloed number (a gradient's norm) is pasted from its characters' sprites, painted
+    once a kernel (NOTE [Numbers put together from their characters]), and looks as the
+    number painted whole: no pixel more than a rounding apart."""
+    import numpy as np
+
+    from nbgrad.notebook import png
+
+    svg = (
+        '<svg xmlns="http://www.w3.org/2000/svg" width="160" height="60" font-size="11">'
+        '<rect x="0" y="0" width="160" height="60" fill="#dde7f5"/>'
+        '<text x="80" y="30" font-size="9" fill="#1f6f3a" stroke="#ffffff">'
+        "0.05289e-07</text></svg>"
+    )
+    png._glyph.cache_clear()
+    pieces = np.asarray(Image.open(io.BytesIO(png.svg_to_png(svg))).convert("RGB"), int)
+    assert png._glyph.cache_info().currsize == len(set("0.05289e-07"))
+    monkeypatch.setattr(png, "_NUMBER", frozenset())  # painted whole
+    whole = np.asarray(Image.open(io.BytesIO(png.svg_to_png(svg))).convert("RGB"), int)
+    ink = (whole != whole[0, 0]).any(axis=2)
+    assert ink.sum() > 150  # the number is there
+    differ = np.abs(pieces - whole).max(axis=2)
+    assert differ.max() <= 48 and (differ > 0).sum() <= 12  # (one pixel over: 150 and more)
