@@ -178,6 +178,8 @@ class NonFinite:
                     made += ", saved " + ", ".join(f"{k}={_listed(v)}" for k, v in saved.items())
                 made += ")"
         first = "origin: " if self.origin else ""
+        if self.phase == "counted":
+            return first + _counted_text(self)
         return f"{first}{self.phase}: {made}{at}"
 
     def __repr__(self):
@@ -199,6 +201,9 @@ def find_nonfinite(rec) -> list:
     records = rec.records
     made_by = {}  # node -> the record that made it (filled at the first backward finding)
     found = []
+    counted = getattr(rec, "nonfinite_counted", None)
+    if counted is not None:  # found where the recording resumed (NOTE [Repeated steps counted])
+        found.append(_counted_finding(rec, *counted))
     for index, _output, values in getattr(rec, "nonfinite_found", ()):
         r = records[index]
         name = source.node_name(r.node) if r.node is not None else r.op
@@ -244,6 +249,36 @@ def find_nonfinite(rec) -> list:
         if found:
             found[0].origin = True
     return found
+
+
+def _counted_finding(rec, node, leaf, where, kinds, iteration):
+    """The finding of a NaN/Inf first found at the end of a loop's iteration that ran
+    unwatched, in a leaf's values or in the gradient it got (``steps._nonfinite_leaves``)."""
+    name = f"a leaf of shape {tuple(leaf.shape)}"
+    for group in rec.modules:
+        try:
+            params = group.module.named_parameters(recurse=False)
+            name = next(f"{group.path}.{k}" for k, p in params if p is leaf)
+            break
+        except Exception:  # noqa: BLE001 - (StopIteration too) not this module's
+            continue
+    finding = NonFinite(name, "counted", (where,), kinds, "", None, {"iteration": iteration}, True)
+    return _with_node(node, finding)
+
+
+def _counted_text(f):
+    """What a finding of an unwatched iteration says: where it was found, that the call that
+    made it was not recorded, and how to see it."""
+    kinds, k = "/".join(f.kinds), f.values["iteration"]
+    if f.where == ("gradient",):
+        found = f"the gradient {f.node} got in the loop's iteration {k} (from 0) held {kinds}"
+    else:
+        found = f"{f.node} held {kinds} at the end of the loop's iteration {k} (from 0)"
+    return (
+        f"{found}, found there: that iteration ran unrecorded (a repeat of the step, only "
+        "counted), so the call that made it is not drawn; %%autograd --all-steps records "
+        "every step and shows it"
+    )
 
 
 def _facts_kinds(facts):

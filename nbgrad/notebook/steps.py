@@ -63,9 +63,12 @@ keeps each leaf's norm for the steps dropped.
 from __future__ import annotations
 
 import math
+import weakref
 from operator import length_hint
 
 import numpy as np
+
+from .answers_values import nonfinite_kinds
 
 __all__ = ["Loop", "RepeatedSteps"]
 
@@ -75,10 +78,10 @@ _isfinite = math.isfinite
 
 class Loop:
     """The iterator of a ``for`` loop of a recorded cell: the items of ``iterator`` (made from
-    ``iterable``), counting how many are left (``left``: -1 when unknown) for ``recorder``
-    (NOTE [Repeated steps counted])."""
+    ``iterable``), counting how many are left (``left``: -1 when unknown) and how many were
+    given (``done``) for ``recorder`` (NOTE [Repeated steps counted])."""
 
-    __slots__ = ("_next", "left", "_recorder")
+    __slots__ = ("_next", "left", "done", "seq", "advance", "unwatched", "_recorder", "__weakref__")
 
     def __init__(self, iterable, iterator, recorder):
         self._next = iterator.__next__
@@ -86,16 +89,33 @@ class Loop:
             self.left = length_hint(iterable, -1)
         except Exception:  # noqa: BLE001 - a length that fails to say: unknown
             self.left = -1
+        self.done = 0
+        self.seq = self.advance = None  # the graph's sequence number at the last item, and
+        # how far it went in the iteration before (the nodes it made)
+        self.unwatched = False  # its iterations run with the watch mode off
         self._recorder = recorder
 
     def __iter__(self):
         return self
 
     def __next__(self):
-        item = self._next()
+        try:
+            item = self._next()
+        except StopIteration:
+            if self.unwatched:  # (its length said more)
+                self._recorder._unwatched_end(self, self.done - 1, True)
+            raise
         self.left -= 1
-        self._recorder._loop = self
+        self.done += 1
+        self._recorder._yielded(self)
         return item
+
+    def __del__(self):
+        if self.unwatched:  # a ``break`` or an exception left the loop in an unwatched step
+            try:
+                self._recorder._unwatched_end(self, self.done - 1, True)
+            except Exception:  # noqa: BLE001 - (the recorder's stop ends it too)
+                pass
 
 
 def _finite(result) -> bool:
@@ -136,6 +156,44 @@ _REARRANGING = frozenset(
 )
 
 
+def _pauses(handle, source) -> bool:
+    """Whether ``handle`` watches ``source`` through a mode it can pause (torch's)."""
+    return hasattr(handle, "pause") and getattr(handle.mode, "source", None) is source
+
+
+def _noting(squares, kinds):
+    """A post-accumulate-grad hook that notes the squared norm of its leaf's new gradient, as
+    the gradient flow reads it (``answers_flow.py``), and the kinds of NaN/Inf it holds."""
+
+    def hook(leaf):
+        a = leaf.grad.numpy(force=True).reshape(-1)
+        if a.dtype.kind != "f":
+            squares.append(None)
+            return
+        square = float(np.dot(a, a))
+        squares.append(square)
+        if not _isfinite(square):  # (or an overflow of finite values: then no kinds)
+            kinds.append((len(squares) - 1, nonfinite_kinds(a)))
+
+    return hook
+
+
+def _nonfinite_leaves(leaves, noted, iteration):
+    """The first NaN/Inf found at the end of an unwatched iteration, in a gradient a leaf got
+    (its hook's note) or in a leaf's values now: ``(accumulator, leaf, where, kinds,
+    iteration)``, or None."""
+    for key, (_, found) in noted.items():
+        for _, kinds in found:
+            if kinds:
+                return (leaves[key][1], leaves[key][0], "gradient", kinds, iteration)
+    for leaf, node in leaves.values():
+        if not _finite(leaf):
+            kinds = nonfinite_kinds(leaf.numpy(force=True))
+            if kinds:
+                return (node, leaf, "value", kinds, iteration)
+    return None
+
+
 def _unchanged(known, t, version) -> bool:
     """Whether ``t`` is a leaf in ``known`` (checked finite) at the version it was checked at
     (``version``: the graph source's reader)."""
@@ -167,6 +225,14 @@ class RepeatedSteps:
         self._counted_passes: set = set()  # the ids of its graph tasks
         self._reference = None  # the op names of the last step recorded
         self._loop = None  # the Loop that yielded last in this step
+        self._counted_loop = None  # the loop whose counted step runs now (until it yields)
+        # while a loop's counted iterations run unwatched: (the paused mode's handle, the
+        # leaves {id: (leaf, its accumulator)}, what their hooks note {id: (squares, kinds)},
+        # the hooks' handles, the nodes an iteration made before, a weak reference to the loop)
+        self._unwatched = None
+        self._partly_seen = False  # the counted step running began unwatched (not compared)
+        self._squares = None  # (pass count, {id(leaf): squared norm of its gradient then})
+        self.nonfinite_counted = None  # a NaN or Inf found at an unwatched iteration's end
 
     def loop(self, iterable):
         """``iterable`` as the magic runs a loop of its cell (NOTE [Repeated steps counted])."""
@@ -178,6 +244,96 @@ class RepeatedSteps:
             return iterable
         return Loop(iterable, iterator, self)
 
+    def _yielded(self, loop):
+        """``loop`` gave its next item: the unwatched iteration before it ended, or the counted
+        iterations run unwatched from this one on (NOTE [Repeated steps counted])."""
+        if self.graph_source.name == "torch":
+            seq = self.graph_source.next_sequence_nr()
+            if loop.seq is not None:
+                loop.advance = seq - loop.seq
+            loop.seq = seq
+        if loop.unwatched:
+            self._unwatched_end(loop, loop.done - 2, loop.left < 2)
+        elif self._counting and loop is self._counted_loop and loop.left >= 2:
+            self._unwatch(loop)
+        if not loop.unwatched:
+            self._loop = loop
+
+    def _unwatch(self, loop):
+        """Run the iterations of ``loop`` from this one on with the watch mode off, the leaves
+        of the last pass recorded noting their gradients, if the mode is the innermost."""
+        handle = next((h for h in self._watching if _pauses(h, self.graph_source)), None)
+        leaves = {}
+        for acc in self.passes[-1].accumulations if self.passes else ():
+            leaf = acc.variable()
+            if leaf is not None:
+                leaves[id(leaf)] = (leaf, acc.node)
+        if handle is None or not leaves or loop.advance is None or self._open_groups:
+            return
+        noted, hooks = {}, []
+        try:
+            for key, (leaf, _) in leaves.items():
+                noted[key] = ([], [])
+                hooks.append(leaf.register_post_accumulate_grad_hook(_noting(*noted[key])))
+        except Exception:  # noqa: BLE001 - a leaf that takes no hook: the mode stays on
+            for h in hooks:
+                h.remove()
+            return
+        if not handle.pause():
+            for h in hooks:
+                h.remove()
+            return
+        self._unwatched = (handle, leaves, noted, hooks, loop.advance, weakref.ref(loop))
+        self._counted_loop = None
+        loop.unwatched = True
+
+    def _unwatched_end(self, loop, iteration, last):
+        """An unwatched iteration of ``loop`` ended (``iteration``, from 0; ``last``: the loop
+        ends, or the next iteration is the one before the last): count the passes its leaves
+        saw, tell the subscribers of each, check the leaves and their gradients for NaN/Inf,
+        and put the mode back on where the iterations stop running unwatched."""
+        state, self._unwatched = self._unwatched, None
+        handle, leaves, noted, hooks, advance, ref = state
+        loop = loop or ref()
+        seen = {len(squares) for squares, _ in noted.values()}
+        passes = max(seen)
+        regular = seen == {1} and (last or loop is None or loop.advance == advance)
+        for j in range(passes):
+            self._pass_count += 1
+            self.counted_steps += 1
+            self.counted_at_end += 1
+            self._squares = (
+                self._pass_count,
+                {key: squares[j] for key, (squares, _) in noted.items() if j < len(squares)},
+            )
+            self._notify()
+        if not regular and (passes or not last):
+            self.counted_unlike += 1
+        if iteration is None:
+            iteration = loop.done - 1 if loop is not None else -1
+        found = _nonfinite_leaves(leaves, noted, iteration)
+        if not last and regular and found is None:
+            for squares, _ in noted.values():
+                squares.clear()
+            self._unwatched = state
+            return
+        for h in hooks:
+            h.remove()
+        handle.resume()
+        if loop is not None:
+            loop.unwatched = False
+        self._partly_seen = True  # (its first calls ran unwatched)
+        self._counted_ops = []
+        if found is not None:
+            self.nonfinite_counted = found
+            self._stop_counting()
+
+    def counted_squares(self):
+        """``{id(leaf): squared norm of its gradient}`` for the pass that just ended, when it
+        ran unwatched (the gradient flow's); else None."""
+        got = self._squares
+        return got[1] if got is not None and got[0] == self._pass_count else None
+
     def _stop_counting(self):
         """Counting would hide something (a NaN, a failed pass): every step is recorded from
         now on."""
@@ -188,6 +344,8 @@ class RepeatedSteps:
     def _set_counting(self, on):
         """Count the steps from now on, or record them; the module hooks are taken out while
         counting (a module call makes no group then) and put back after."""
+        if not on and self._unwatched is not None:  # (the recording stops in one)
+            self._unwatched_end(None, None, True)
         if on and not self._counting:
             for h in self._module_handles:
                 h.remove()
@@ -219,7 +377,7 @@ class RepeatedSteps:
         """Whether the step after the one that just ended is counted: it repeats, and the
         loop that yielded in it has at least two items left."""
         loop, self._loop = self._loop, None
-        return (
+        counted = (
             repeats
             and self._may_count
             and loop is not None
@@ -227,6 +385,8 @@ class RepeatedSteps:
             and not self.nonfinite_found
             and not self._open_groups
         )
+        self._counted_loop = loop if counted else None
+        return counted
 
     def _step_ended(self):
         """A backward pass ran outside any other: what was recorded since the last one ended
@@ -262,7 +422,9 @@ class RepeatedSteps:
         """A counted step ended."""
         self.counted_steps += 1
         self.counted_at_end += 1
-        if self._counted_ops != self._reference:
+        if self._partly_seen:
+            self._partly_seen = False
+        elif self._counted_ops != self._reference:
             self.counted_unlike += 1
         self._counted_ops = []
         self._finite_leaves = {}

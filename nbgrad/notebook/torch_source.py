@@ -823,12 +823,32 @@ _MODE: dict = {}
 
 
 class _ModeHandle:
-    """An entered watch mode; ``remove()`` leaves it."""
+    """An entered watch mode; ``remove()`` leaves it; ``pause()`` and ``resume()`` take it off
+    torch's function-mode stack and put it back (NOTE [Repeated steps counted] in steps.py)."""
 
     def __init__(self, mode):
         self.mode = mode
+        self.paused = False
+
+    def pause(self) -> bool:
+        """Take the mode off torch's stack when it is the innermost mode there (a mode the
+        user entered inside it stays, and so does this one): whether it was taken off."""
+        c = _torch()._C
+        depth = c._len_torch_function_stack()
+        if self.paused or not depth or c._get_function_stack_at(depth - 1) is not self.mode:
+            return False
+        c._pop_torch_function_stack()
+        self.paused = True
+        return True
+
+    def resume(self):
+        """Put a paused mode back on torch's stack."""
+        if self.paused:
+            self.paused = False
+            _torch()._C._push_on_torch_function_stack(self.mode)
 
     def remove(self):
+        self.resume()
         mode, self.mode = self.mode, None
         if mode is not None:
             mode.__exit__(None, None, None)
