@@ -251,9 +251,10 @@ def find_nonfinite(rec) -> list:
     return found
 
 
-def _counted_finding(rec, node, leaf, where, kinds, iteration):
-    """The finding of a NaN/Inf first found at the end of a loop's iteration that ran
-    unwatched, in a leaf's values or in the gradient it got (``steps._nonfinite_leaves``)."""
+def _counted_finding(rec, node, leaf, where, kinds, first, iteration):
+    """The finding of a NaN/Inf first found in a loop's iterations that ran unwatched (from
+    ``first`` to ``iteration``): in the gradient a leaf got, or in its values when the run
+    ended (``steps._Unwatched.nonfinite``)."""
     name = f"a leaf of shape {tuple(leaf.shape)}"
     for group in rec.modules:
         try:
@@ -262,22 +263,23 @@ def _counted_finding(rec, node, leaf, where, kinds, iteration):
             break
         except Exception:  # noqa: BLE001 - (StopIteration too) not this module's
             continue
-    finding = NonFinite(name, "counted", (where,), kinds, "", None, {"iteration": iteration}, True)
-    return _with_node(node, finding)
+    values = {"first": first, "iteration": iteration}
+    return _with_node(node, NonFinite(name, "counted", (where,), kinds, "", None, values, True))
 
 
 def _counted_text(f):
-    """What a finding of an unwatched iteration says: where it was found, that the call that
+    """What a finding of unwatched iterations says: where it was found, that the call that
     made it was not recorded, and how to see it."""
-    kinds, k = "/".join(f.kinds), f.values["iteration"]
+    kinds, first, k = "/".join(f.kinds), f.values["first"], f.values["iteration"]
     if f.where == ("gradient",):
-        found = f"the gradient {f.node} got in the loop's iteration {k} (from 0) held {kinds}"
+        found = f"the gradient {f.node} got in the loop's iteration {k} held {kinds}"
     else:
-        found = f"{f.node} held {kinds} at the end of the loop's iteration {k} (from 0)"
+        found = f"{f.node} held {kinds} after the loop's iteration {k}"
+    ran = f"iteration {k}" if first == k else f"iterations {first} to {k}"
     return (
-        f"{found}, found there: that iteration ran unrecorded (a repeat of the step, only "
-        "counted), so the call that made it is not drawn; %%autograd --all-steps records "
-        "every step and shows it"
+        f"{found} (counting from 0), found there: {ran} ran unrecorded (repeats of the step, "
+        "only counted), so the call that made it is not drawn; %%autograd --all-steps "
+        "records every step and shows it"
     )
 
 

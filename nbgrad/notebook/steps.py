@@ -178,20 +178,41 @@ def _noting(squares, kinds):
     return hook
 
 
-def _nonfinite_leaves(leaves, noted, iteration):
-    """The first NaN/Inf found at the end of an unwatched iteration, in a gradient a leaf got
-    (its hook's note) or in a leaf's values now: ``(accumulator, leaf, where, kinds,
-    iteration)``, or None."""
-    for key, (_, found) in noted.items():
-        for _, kinds in found:
-            if kinds:
-                return (leaves[key][1], leaves[key][0], "gradient", kinds, iteration)
-    for leaf, node in leaves.values():
-        if not _finite(leaf):
-            kinds = nonfinite_kinds(leaf.numpy(force=True))
-            if kinds:
-                return (node, leaf, "value", kinds, iteration)
-    return None
+class _Unwatched:
+    """The counted iterations of a loop running with the watch mode off: the paused mode's
+    ``handle``, the ``leaves`` of the last pass recorded (``{id: (leaf, its accumulator)}``),
+    what their hooks note (``noted``: ``{id: (squared norms, [(pass, NaN/Inf kinds)])}``), the
+    hooks' handles, the nodes an iteration made before it (``advance``), the ``loop`` (a weak
+    reference) and its ``first`` iteration."""
+
+    __slots__ = ("handle", "leaves", "noted", "hooks", "advance", "loop", "first")
+
+    def __init__(self, handle, leaves, loop):
+        self.handle, self.leaves = handle, leaves
+        self.noted = {key: ([], []) for key in leaves}
+        self.hooks: list = []
+        self.advance, self.loop, self.first = loop.advance, weakref.ref(loop), loop.done - 1
+
+    def remove_hooks(self):
+        for h in self.hooks:
+            h.remove()
+        self.hooks = []
+
+    def nonfinite(self, iteration, values):
+        """The first NaN/Inf found at the end of ``iteration``, in a gradient a leaf got (its
+        hook's note) or, with ``values``, in a leaf's values now: ``(accumulator, leaf, where,
+        kinds, first iteration unwatched, iteration)``, or None."""
+        for key, (_, found) in self.noted.items():
+            for _, kinds in found:
+                if kinds:
+                    leaf, node = self.leaves[key]
+                    return (node, leaf, "gradient", kinds, self.first, iteration)
+        for leaf, node in self.leaves.values() if values else ():
+            if not _finite(leaf):
+                kinds = nonfinite_kinds(leaf.numpy(force=True))
+                if kinds:
+                    return (node, leaf, "value", kinds, self.first, iteration)
+        return None
 
 
 def _unchanged(known, t, version) -> bool:
@@ -226,10 +247,7 @@ class RepeatedSteps:
         self._reference = None  # the op names of the last step recorded
         self._loop = None  # the Loop that yielded last in this step
         self._counted_loop = None  # the loop whose counted step runs now (until it yields)
-        # while a loop's counted iterations run unwatched: (the paused mode's handle, the
-        # leaves {id: (leaf, its accumulator)}, what their hooks note {id: (squares, kinds)},
-        # the hooks' handles, the nodes an iteration made before, a weak reference to the loop)
-        self._unwatched = None
+        self._unwatched = None  # the _Unwatched run of a loop's counted iterations
         self._partly_seen = False  # the counted step running began unwatched (not compared)
         self._squares = None  # (pass count, {id(leaf): squared norm of its gradient then})
         self.nonfinite_counted = None  # a NaN or Inf found at an unwatched iteration's end
@@ -270,56 +288,53 @@ class RepeatedSteps:
                 leaves[id(leaf)] = (leaf, acc.node)
         if handle is None or not leaves or loop.advance is None or self._open_groups:
             return
-        noted, hooks = {}, []
+        run = _Unwatched(handle, leaves, loop)
         try:
             for key, (leaf, _) in leaves.items():
-                noted[key] = ([], [])
-                hooks.append(leaf.register_post_accumulate_grad_hook(_noting(*noted[key])))
+                hook = _noting(*run.noted[key])
+                run.hooks.append(leaf.register_post_accumulate_grad_hook(hook))
         except Exception:  # noqa: BLE001 - a leaf that takes no hook: the mode stays on
-            for h in hooks:
-                h.remove()
+            run.remove_hooks()
             return
         if not handle.pause():
-            for h in hooks:
-                h.remove()
+            run.remove_hooks()
             return
-        self._unwatched = (handle, leaves, noted, hooks, loop.advance, weakref.ref(loop))
+        self._unwatched = run
         self._counted_loop = None
         loop.unwatched = True
 
     def _unwatched_end(self, loop, iteration, last):
         """An unwatched iteration of ``loop`` ended (``iteration``, from 0; ``last``: the loop
         ends, or the next iteration is the one before the last): count the passes its leaves
-        saw, tell the subscribers of each, check the leaves and their gradients for NaN/Inf,
-        and put the mode back on where the iterations stop running unwatched."""
-        state, self._unwatched = self._unwatched, None
-        handle, leaves, noted, hooks, advance, ref = state
-        loop = loop or ref()
-        seen = {len(squares) for squares, _ in noted.values()}
+        saw, tell the subscribers of each, check the gradients for NaN/Inf (and the leaves'
+        values when the run ends), and put the mode back on where the run ends."""
+        run, self._unwatched = self._unwatched, None
+        loop = loop or run.loop()
+        if iteration is None:
+            iteration = loop.done - 1 if loop is not None else run.first
+        seen = {len(squares) for squares, _ in run.noted.values()}
         passes = max(seen)
-        regular = seen == {1} and (last or loop is None or loop.advance == advance)
+        regular = seen == {1} and (last or loop is None or loop.advance == run.advance)
         for j in range(passes):
             self._pass_count += 1
             self.counted_steps += 1
             self.counted_at_end += 1
             self._squares = (
                 self._pass_count,
-                {key: squares[j] for key, (squares, _) in noted.items() if j < len(squares)},
+                {key: squares[j] for key, (squares, _) in run.noted.items() if j < len(squares)},
             )
             self._notify()
         if not regular and (passes or not last):
             self.counted_unlike += 1
-        if iteration is None:
-            iteration = loop.done - 1 if loop is not None else -1
-        found = _nonfinite_leaves(leaves, noted, iteration)
+        found = run.nonfinite(iteration, values=False)
         if not last and regular and found is None:
-            for squares, _ in noted.values():
+            for squares, _ in run.noted.values():
                 squares.clear()
-            self._unwatched = state
+            self._unwatched = run
             return
-        for h in hooks:
-            h.remove()
-        handle.resume()
+        found = found or run.nonfinite(iteration, values=True)
+        run.remove_hooks()
+        run.handle.resume()
         if loop is not None:
             loop.unwatched = False
         self._partly_seen = True  # (its first calls ran unwatched)

@@ -1,0 +1,151 @@
+"""The counted iterations of a torch training loop under ``%%autograd`` run with the watch
+mode off torch's stack, their leaves' hooks noting the gradients (NOTE [Repeated steps
+counted] in nbgrad/notebook/steps.py): what the cell shows (the passes counted, the last pass,
+the gradient flow over steps) is what ``--all-steps`` records, whatever the loop does."""
+
+import pytest
+from IPython.utils.capture import capture_output
+
+torch = pytest.importorskip("torch", reason="PyTorch is the test oracle (the test extra has it)")
+
+SETUP = (
+    "import torch\ntorch.manual_seed(0)\nnn, F = torch.nn, torch.nn.functional\n"
+    "model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))\n"
+    "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+    "x, y = torch.randn(5, 6), torch.tensor([0, 2, 1, 1, 0])\n"
+    "depths = []\n"
+)
+STEP = (
+    "    depths.append(torch._C._len_torch_function_stack())\n"
+    "    opt.zero_grad()\n"
+    "    loss = F.cross_entropy(model(x), y)\n"
+    "    loss.backward()\n"
+    "    nn.utils.clip_grad_norm_(model.parameters(), 0.05)\n"  # (the flow reads before it)
+    "    opt.step()\n"
+)
+
+
+def _cell(ip, source, ok=True):
+    with capture_output():
+        result = ip.run_cell(source)
+    assert result.success == ok, result.error_in_exec
+    return result
+
+
+def _run(ip, loop, options=""):
+    """The session of ``loop`` run under the magic on a fresh model, and its facts."""
+    _cell(ip, SETUP)
+    _cell(ip, f"%%autograd -o s {options}\n{loop}")
+    s, ns = ip.user_ns["s"], ip.user_ns
+    rec = s.record
+    last = [
+        (st.node.name(), [round(g.norm, 6) for g in st.inputs]) for st in rec.passes[-1].steps
+    ]
+    flow = [s.graph.flow.norms.get(id(m)) for m in ns["model"].modules()]
+    return rec, {"passes": rec._pass_count, "last": last, "flow": flow, "depths": ns["depths"]}
+
+
+def _as_recorded_in_full(ip, loop, ends_early=False):
+    """Run ``loop`` counted and with every step recorded: what both show is the same (the last
+    pass drawn too, unless the loop ``ends_early``); the counted run's facts."""
+    rec, shown = _run(ip, loop)
+    full, every = _run(ip, loop, "--all-steps")
+    assert full.counted_steps == 0 and rec.counted_steps > 0
+    assert shown["passes"] == every["passes"] == len(full.passes)
+    assert shown["flow"] == every["flow"]
+    if not ends_early:
+        assert shown["last"] == every["last"]
+    return rec, shown["depths"]
+
+
+def test_counted_iterations_run_with_the_mode_off(ip):
+    rec, depths = _as_recorded_in_full(ip, "for step in range(20):\n" + STEP)
+    # recorded in full: steps 0-2; the mode comes off when iteration 3 starts, and is back on
+    # for iteration 18, whose backward pass ends the last counted step
+    assert depths == [1] * 3 + [0] * 15 + [1] * 2
+    assert [p.index for p in rec.passes] == [0, 1, 2, 19] and rec.counted_steps == 16
+    assert rec.counted_unlike == 0 and rec.counted_at_end == 0
+    assert torch._C._len_torch_function_stack() == 0
+
+
+def test_iterations_of_no_pass_or_two_passes_are_counted_as_they_ran(ip):
+    loop = (
+        "for step in range(30):\n"
+        "    if step == 8:\n"
+        "        continue\n" + STEP + "    if step == 14:\n"
+        "        F.cross_entropy(model(x), y).backward()\n"
+    )
+    rec, depths = _as_recorded_in_full(ip, loop)
+    assert rec._pass_count == 30  # 29 iterations ran a pass, one ran two
+    assert rec.counted_unlike == 2
+    # (no entry for iteration 8) the mode is back on for the iteration after each of those,
+    # and off again after it
+    assert depths == [1] * 3 + [0] * 5 + [1] + [0] * 5 + [1] + [0] * 12 + [1] * 2
+
+
+def test_a_break_puts_the_mode_back_for_the_code_after_the_loop(ip):
+    loop = (
+        "for step in range(20):\n" + STEP + "    if step == 10:\n"
+        "        break\n"
+        "after = torch._C._len_torch_function_stack()\n"
+        "bad = torch.zeros(2) / 0.0\n"
+    )
+    rec, _ = _as_recorded_in_full(ip, loop, ends_early=True)
+    assert ip.user_ns["after"] == 1
+    assert rec.counted_at_end > 0 and "ran after the last step drawn" in rec.summary()
+    # the NaN made after the loop is seen as it is made, and drawn
+    (origin,) = [str(f) for f in ip.user_ns["s"].nonfinite() if f.origin]
+    assert origin.startswith("origin: forward: div made nan from 0, 0 at line 12")
+
+
+def test_nested_loops(ip):
+    loop = "for epoch in range(3):\n    for step in range(8):\n    " + STEP.replace("\n", "\n    ")
+    rec, depths = _as_recorded_in_full(ip, loop.rstrip(" "))
+    # each epoch's first iteration ends a step recorded in full (the step before it was the
+    # last of its loop), the next ones run unwatched until the one before the last
+    assert rec._pass_count == 24
+    assert depths == [1, 1, 1, 0, 0, 0, 1, 1] + [1, 0, 0, 0, 0, 0, 1, 1] * 2
+
+
+def test_a_users_own_mode_sees_every_call(ip):
+    mode = (
+        "class Counting(torch.overrides.TorchFunctionMode):\n"
+        "    calls = 0\n"
+        "    def __torch_function__(self, func, types, args=(), kwargs=None):\n"
+        "        Counting.calls += 1\n"
+        "        return func(*args, **(kwargs or {}))\n"
+    )
+    around = mode + "with Counting():\n    for step in range(20):\n    " + STEP.replace(
+        "\n", "\n    "
+    ).rstrip(" ")
+    inside = mode + "for step in range(20):\n    with Counting():\n    " + STEP.replace(
+        "\n", "\n    "
+    ).rstrip(" ")
+    for loop in (around, inside):
+        _cell(ip, SETUP)
+        _cell(ip, loop)  # not recorded: what the user's mode sees
+        plain = ip.user_ns["Counting"].calls
+        rec, depths = _as_recorded_in_full(ip, loop)
+        assert ip.user_ns["Counting"].calls == plain
+        if loop is around:  # the watch mode is not the innermost: it stays on
+            assert depths == [2] * 20
+        else:
+            assert depths.count(1) == 15  # (the user's mode alone in the unwatched ones)
+        assert rec.counted_steps == 16
+
+
+def test_an_exception_in_a_counted_iteration_leaves_torch_as_it_was(ip):
+    _cell(ip, SETUP)
+    result = _cell(
+        ip,
+        "%%autograd -o s\nfor step in range(20):\n"
+        "    if step == 10:\n"
+        "        raise ValueError('stop')\n" + STEP,
+        ok=False,
+    )
+    assert isinstance(result.error_in_exec, ValueError)
+    rec = ip.user_ns["s"].record
+    assert rec._pass_count == 10 and rec.counted_steps == 7
+    assert torch._C._len_torch_function_stack() == 0
+    assert not torch.nn.modules.module._global_forward_hooks
+    assert all(not p._post_accumulate_grad_hooks for p in ip.user_ns["model"].parameters())
