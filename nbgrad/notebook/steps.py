@@ -288,6 +288,8 @@ class RepeatedSteps:
                 leaves[id(leaf)] = (leaf, acc.node)
         if handle is None or not leaves or loop.advance is None or self._open_groups:
             return
+        if not handle.pause():
+            return
         run = _Unwatched(handle, leaves, loop)
         try:
             for key, (leaf, _) in leaves.items():
@@ -295,9 +297,7 @@ class RepeatedSteps:
                 run.hooks.append(leaf.register_post_accumulate_grad_hook(hook))
         except Exception:  # noqa: BLE001 - a leaf that takes no hook: the mode stays on
             run.remove_hooks()
-            return
-        if not handle.pause():
-            run.remove_hooks()
+            handle.resume()
             return
         self._unwatched = run
         self._counted_loop = None

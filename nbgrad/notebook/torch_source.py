@@ -831,11 +831,13 @@ class _ModeHandle:
         self.paused = False
 
     def pause(self) -> bool:
-        """Take the mode off torch's stack when it is the innermost mode there (a mode the
-        user entered inside it stays, and so does this one): whether it was taken off."""
+        """Take the mode off torch's stack when it is the only mode there (with a mode of the
+        user's inside it or around it, it stays, so that theirs sees what it saw before):
+        whether it was taken off."""
         c = _torch()._C
-        depth = c._len_torch_function_stack()
-        if self.paused or not depth or c._get_function_stack_at(depth - 1) is not self.mode:
+        if self.paused or c._len_torch_function_stack() != 1:
+            return False
+        if c._get_function_stack_at(0) is not self.mode:
             return False
         c._pop_torch_function_stack()
         self.paused = True

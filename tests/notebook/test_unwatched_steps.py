@@ -33,21 +33,28 @@ def _cell(ip, source, ok=True):
 
 
 def _run(ip, loop, options=""):
-    """The session of ``loop`` run under the magic on a fresh model, and its facts."""
+    """``loop`` run under the magic on a fresh model: its recorder, and what it showed and
+    left in the namespace."""
     _cell(ip, SETUP)
     _cell(ip, f"%%autograd -o s {options}\n{loop}")
     s, ns = ip.user_ns["s"], ip.user_ns
     rec = s.record
-    last = [
-        (st.node.name(), [round(g.norm, 6) for g in st.inputs]) for st in rec.passes[-1].steps
-    ]
-    flow = [s.graph.flow.norms.get(id(m)) for m in ns["model"].modules()]
-    return rec, {"passes": rec._pass_count, "last": last, "flow": flow, "depths": ns["depths"]}
+    last = [(st.node.name(), [round(g.norm, 6) for g in st.inputs]) for st in rec.passes[-1].steps]
+    return rec, {
+        "passes": rec._pass_count,
+        "last": last,
+        "flow": [s.graph.flow.norms.get(id(m)) for m in ns["model"].modules()],
+        "depths": ns["depths"],
+        "after": ns.get("after"),
+        "calls": getattr(ns.get("Counting"), "calls", None),
+        "origin": [str(f) for f in s.nonfinite() if f.origin],
+        "found": [str(f) for f in s.nonfinite()],
+    }
 
 
 def _as_recorded_in_full(ip, loop, ends_early=False):
     """Run ``loop`` counted and with every step recorded: what both show is the same (the last
-    pass drawn too, unless the loop ``ends_early``); the counted run's facts."""
+    pass drawn too, unless the loop ``ends_early``); the counted run's recorder and facts."""
     rec, shown = _run(ip, loop)
     full, every = _run(ip, loop, "--all-steps")
     assert full.counted_steps == 0 and rec.counted_steps > 0
@@ -55,14 +62,14 @@ def _as_recorded_in_full(ip, loop, ends_early=False):
     assert shown["flow"] == every["flow"]
     if not ends_early:
         assert shown["last"] == every["last"]
-    return rec, shown["depths"]
+    return rec, shown
 
 
 def test_counted_iterations_run_with_the_mode_off(ip):
-    rec, depths = _as_recorded_in_full(ip, "for step in range(20):\n" + STEP)
+    rec, shown = _as_recorded_in_full(ip, "for step in range(20):\n" + STEP)
     # recorded in full: steps 0-2; the mode comes off when iteration 3 starts, and is back on
     # for iteration 18, whose backward pass ends the last counted step
-    assert depths == [1] * 3 + [0] * 15 + [1] * 2
+    assert shown["depths"] == [1] * 3 + [0] * 15 + [1] * 2
     assert [p.index for p in rec.passes] == [0, 1, 2, 19] and rec.counted_steps == 16
     assert rec.counted_unlike == 0 and rec.counted_at_end == 0
     assert torch._C._len_torch_function_stack() == 0
@@ -75,12 +82,12 @@ def test_iterations_of_no_pass_or_two_passes_are_counted_as_they_ran(ip):
         "        continue\n" + STEP + "    if step == 14:\n"
         "        F.cross_entropy(model(x), y).backward()\n"
     )
-    rec, depths = _as_recorded_in_full(ip, loop)
+    rec, shown = _as_recorded_in_full(ip, loop)
     assert rec._pass_count == 30  # 29 iterations ran a pass, one ran two
     assert rec.counted_unlike == 2
     # (no entry for iteration 8) the mode is back on for the iteration after each of those,
     # and off again after it
-    assert depths == [1] * 3 + [0] * 5 + [1] + [0] * 5 + [1] + [0] * 12 + [1] * 2
+    assert shown["depths"] == [1] * 3 + [0] * 5 + [1] + [0] * 5 + [1] + [0] * 12 + [1] * 2
 
 
 def test_a_break_puts_the_mode_back_for_the_code_after_the_loop(ip):
@@ -90,21 +97,21 @@ def test_a_break_puts_the_mode_back_for_the_code_after_the_loop(ip):
         "after = torch._C._len_torch_function_stack()\n"
         "bad = torch.zeros(2) / 0.0\n"
     )
-    rec, _ = _as_recorded_in_full(ip, loop, ends_early=True)
-    assert ip.user_ns["after"] == 1
+    rec, shown = _as_recorded_in_full(ip, loop, ends_early=True)
+    assert shown["after"] == 1
     assert rec.counted_at_end > 0 and "ran after the last step drawn" in rec.summary()
     # the NaN made after the loop is seen as it is made, and drawn
-    (origin,) = [str(f) for f in ip.user_ns["s"].nonfinite() if f.origin]
+    (origin,) = shown["origin"]
     assert origin.startswith("origin: forward: div made nan from 0, 0 at line 12")
 
 
 def test_nested_loops(ip):
     loop = "for epoch in range(3):\n    for step in range(8):\n    " + STEP.replace("\n", "\n    ")
-    rec, depths = _as_recorded_in_full(ip, loop.rstrip(" "))
+    rec, shown = _as_recorded_in_full(ip, loop.rstrip(" "))
     # each epoch's first iteration ends a step recorded in full (the step before it was the
     # last of its loop), the next ones run unwatched until the one before the last
     assert rec._pass_count == 24
-    assert depths == [1, 1, 1, 0, 0, 0, 1, 1] + [1, 0, 0, 0, 0, 0, 1, 1] * 2
+    assert shown["depths"] == [1, 1, 1, 0, 0, 0, 1, 1] + [1, 0, 0, 0, 0, 0, 1, 1] * 2
 
 
 def test_a_users_own_mode_sees_every_call(ip):
@@ -115,22 +122,26 @@ def test_a_users_own_mode_sees_every_call(ip):
         "        Counting.calls += 1\n"
         "        return func(*args, **(kwargs or {}))\n"
     )
-    around = mode + "with Counting():\n    for step in range(20):\n    " + STEP.replace(
-        "\n", "\n    "
-    ).rstrip(" ")
-    inside = mode + "for step in range(20):\n    with Counting():\n    " + STEP.replace(
-        "\n", "\n    "
-    ).rstrip(" ")
+    around = (
+        mode
+        + "with Counting():\n    for step in range(20):\n    "
+        + STEP.replace("\n", "\n    ").rstrip(" ")
+    )
+    inside = (
+        mode
+        + "for step in range(20):\n    with Counting():\n    "
+        + STEP.replace("\n", "\n    ").rstrip(" ")
+    )
     for loop in (around, inside):
         _cell(ip, SETUP)
         _cell(ip, loop)  # not recorded: what the user's mode sees
         plain = ip.user_ns["Counting"].calls
-        rec, depths = _as_recorded_in_full(ip, loop)
-        assert ip.user_ns["Counting"].calls == plain
+        rec, shown = _as_recorded_in_full(ip, loop)
+        assert shown["calls"] == plain
         if loop is around:  # the watch mode is not the innermost: it stays on
-            assert depths == [2] * 20
+            assert shown["depths"] == [2] * 20
         else:
-            assert depths.count(1) == 15  # (the user's mode alone in the unwatched ones)
+            assert shown["depths"].count(1) == 15  # (the user's mode alone in the unwatched ones)
         assert rec.counted_steps == 16
 
 
@@ -149,3 +160,23 @@ def test_an_exception_in_a_counted_iteration_leaves_torch_as_it_was(ip):
     assert torch._C._len_torch_function_stack() == 0
     assert not torch.nn.modules.module._global_forward_hooks
     assert all(not p._post_accumulate_grad_hooks for p in ip.user_ns["model"].parameters())
+
+
+def test_a_nan_made_in_an_unwatched_iteration_is_told_where_it_was_found(ip):
+    loop = (
+        "for step in range(20):\n"
+        "    with torch.no_grad():\n"
+        "        model[2].weight.div_(0.0 if step == 12 else 1.0)\n" + STEP
+    )
+    rec, shown = _run(ip, loop)
+    assert shown["origin"] == [
+        "origin: the gradient Sequential.2.bias got in the loop's iteration 12 held nan "
+        "(counting from 0), found there: iterations 3 to 12 ran unrecorded (repeats of the "
+        "step, only counted), so the call that made it is not drawn; %%autograd --all-steps "
+        "records every step and shows it"
+    ]
+    assert [p.index for p in rec.passes] == [0, 1, 2, *range(13, 20)]  # recorded from then on
+    _, every = _run(ip, loop, "--all-steps")
+    # the call that made it is drawn there (the origin told is a later one: an in-place op
+    # reads its input changed, see answers_values.py)
+    assert any(f.startswith("forward: div_ made +inf/-inf") for f in every["found"])
