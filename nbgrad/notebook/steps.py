@@ -192,8 +192,11 @@ def _noting(squares, kinds):
     the gradient flow reads it (``answers_flow.py``), and the kinds of NaN/Inf it holds."""
 
     def hook(leaf):
-        a = leaf.grad.numpy(force=True).reshape(-1)
-        if a.dtype.kind != "f":
+        try:  # (inside the user's backward pass: never raises)
+            a = leaf.grad.numpy(force=True).reshape(-1)
+        except Exception:  # noqa: BLE001 - values NumPy cannot hold (bfloat16...): no norm
+            a = None
+        if a is None or a.dtype.kind != "f":
             squares.append(None)
             return
         square = float(np.dot(a, a))
@@ -305,16 +308,17 @@ class RepeatedSteps:
 
     def _unwatch(self, loop):
         """Run the iterations of ``loop`` from this one on with the watch mode off, the leaves
-        of the last pass recorded noting their gradients, if the mode is the innermost."""
+        of the last pass recorded noting their gradients, if the mode is torch's only one."""
         handle = next((h for h in self._watching if _pauses(h, self.graph_source)), None)
+        if handle is None or loop.advance is None or self._open_groups or not handle.pause():
+            return
         leaves = {}
         for acc in self.passes[-1].accumulations if self.passes else ():
             leaf = acc.variable()
             if leaf is not None:
                 leaves[id(leaf)] = (leaf, acc.node)
-        if handle is None or not leaves or loop.advance is None or self._open_groups:
-            return
-        if not handle.pause():
+        if not leaves:
+            handle.resume()
             return
         run = _Unwatched(handle, leaves, loop)
         try:
