@@ -834,12 +834,10 @@ class _ModeHandle:
         """Take the mode off torch's stack when it is the only mode there (with a mode of the
         user's inside it or around it, it stays, so that theirs sees what it saw before):
         whether it was taken off."""
-        c = _torch()._C
-        if self.paused or c._len_torch_function_stack() != 1:
+        stack = _torch().overrides._get_current_function_mode_stack()
+        if self.paused or len(stack) != 1 or stack[0] is not self.mode:
             return False
-        if c._get_function_stack_at(0) is not self.mode:
-            return False
-        c._pop_torch_function_stack()
+        self.mode.__exit__(None, None, None)  # (pops the innermost mode: this one)
         self.paused = True
         return True
 
@@ -847,7 +845,7 @@ class _ModeHandle:
         """Put a paused mode back on torch's stack."""
         if self.paused:
             self.paused = False
-            _torch()._C._push_on_torch_function_stack(self.mode)
+            self.mode.__enter__()
 
     def remove(self):
         self.resume()
