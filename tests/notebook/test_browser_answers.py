@@ -48,14 +48,15 @@ CELLS = [
     "loss = ng.stack(hs).sum()\nloss.backward()",
     "big.graph.expand_all()",
     # 9: a torch loop whose weight turns Inf in a step that ran unrecorded (NOTE [Repeated
-    # steps counted] in nbgrad/notebook/steps.py)
+    # steps counted] in nbgrad/notebook/steps.py); its own names: cell 5's model, rebound,
+    # would be collected, and its gradient flow with it (a view holds modules weakly)
     "%%autograd -o u\ntorch.manual_seed(0)\n"
-    "model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))\n"
-    "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
-    "x, y = torch.randn(5, 6), torch.tensor([0, 2, 1, 1, 0])\nfor step in range(20):\n"
-    "    with torch.no_grad():\n        model[2].weight.div_(0.0 if step == 12 else 1.0)\n"
-    "    opt.zero_grad()\n    loss = torch.nn.functional.cross_entropy(model(x), y)\n"
-    "    loss.backward()\n    opt.step()",
+    "net = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))\n"
+    "sgd = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+    "xs, ys = torch.randn(5, 6), torch.tensor([0, 2, 1, 1, 0])\nfor step in range(20):\n"
+    "    with torch.no_grad():\n        net[2].weight.div_(0.0 if step == 12 else 1.0)\n"
+    "    sgd.zero_grad()\n    loss = torch.nn.functional.cross_entropy(net(xs), ys)\n"
+    "    loss.backward()\n    sgd.step()",
 ]
 
 
