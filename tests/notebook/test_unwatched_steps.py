@@ -180,3 +180,21 @@ def test_a_nan_made_in_an_unwatched_iteration_is_told_where_it_was_found(ip):
     # the call that made it is drawn there (the origin told is a later one: an in-place op
     # reads its input changed, see answers_values.py)
     assert any(f.startswith("forward: div_ made +inf/-inf") for f in every["found"])
+
+
+def test_a_data_loader_adam_and_an_evaluation_every_few_steps(ip):
+    loop = (
+        "opt = torch.optim.Adam(model.parameters(), lr=0.01)\n"
+        "data = torch.utils.data.TensorDataset(torch.randn(60, 6), torch.randint(0, 3, (60,)))\n"
+        "step = 0\n"
+        "for x, y in torch.utils.data.DataLoader(data, batch_size=4):\n"
+        + STEP
+        + "    if step % 5 == 0:\n"
+        "        with torch.no_grad():\n"
+        "            accuracy = (model(x).argmax(1) == y).float().mean()\n"
+        "    step += 1\n"
+    )
+    rec, shown = _as_recorded_in_full(ip, loop)
+    # (the evaluation after step 0 makes step 1 unlike step 2: steps 0-3 are recorded) the
+    # evaluations after 5 and 10 run unwatched: no node made, the leaves one gradient each
+    assert rec._pass_count == 15 and shown["depths"] == [1] * 4 + [0] * 9 + [1] * 2
