@@ -294,15 +294,15 @@ class RepeatedSteps:
     def _yielded(self, loop):
         """``loop`` gave its next item: the unwatched iteration before it ended, or the counted
         iterations run unwatched from this one on (NOTE [Repeated steps counted])."""
-        if self.graph_source.name == "torch":
+        if self.graph_source.name == "torch":  # (nbgrad's steps are counted watched)
             seq = self.graph_source.next_sequence_nr()
             if loop.seq is not None:
                 loop.advance = seq - loop.seq
             loop.seq = seq
-        if loop.unwatched:
-            self._unwatched_end(loop, loop.done - 2, loop.left < 2)
-        elif self._counting and loop is self._counted_loop and loop.left >= 2:
-            self._unwatch(loop)
+            if loop.unwatched:
+                self._unwatched_end(loop, loop.done - 2, loop.left < 2)
+            elif self._counting and loop is self._counted_loop and loop.left >= 2:
+                self._unwatch(loop)
         if not loop.unwatched:
             self._loop = loop
 
