@@ -49,6 +49,7 @@ def _run(ip, loop, options=""):
         "calls": getattr(ns.get("Counting"), "calls", None),
         "origin": [str(f) for f in s.nonfinite() if f.origin],
         "found": [str(f) for f in s.nonfinite()],
+        "hooks": sum(len(p._post_accumulate_grad_hooks or {}) for p in ns["model"].parameters()),
     }
 
 
@@ -73,6 +74,7 @@ def test_counted_iterations_run_with_the_mode_off(ip):
     assert [p.index for p in rec.passes] == [0, 1, 2, 19] and rec.counted_steps == 16
     assert rec.counted_unlike == 0 and rec.counted_at_end == 0
     assert torch._C._len_torch_function_stack() == 0
+    assert shown["hooks"] == 0  # the leaves' hooks are gone (the hook editor lists none)
 
 
 def test_iterations_of_no_pass_or_two_passes_are_counted_as_they_ran(ip):
