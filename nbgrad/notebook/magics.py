@@ -184,7 +184,7 @@ class Session:
 
     def nonfinite(self):
         """The NaN/Inf findings, in execution order, the origin marked (answers_values.py)."""
-        return find_nonfinite(self.record)
+        return find_nonfinite(self.record, {**self.weak_names, **self.names})
 
     def why_no_grad(self, t):
         """Why ``t.grad`` is None: ``cause``, ``source``, the sentence (answers_why.py)."""

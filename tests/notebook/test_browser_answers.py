@@ -236,6 +236,7 @@ def test_a_nan_found_in_a_torch_loop_s_unrecorded_steps_says_so(book):
     box.wait_for(timeout=30_000)
     text = box.inner_text()
     assert "Where the NaN/Inf was found (unrecorded steps)" in text
+    assert "the gradient net.2.bias got in the loop's iteration 12 held nan" in text
     assert "iterations 3 to 12 ran unrecorded" in text and "--all-steps" in text
     book.shot("answers-nan-unrecorded-torch", book.cell(9))
     assert not book.errors

@@ -122,7 +122,7 @@ def test_a_nan_in_a_counted_step_stops_the_counting_at_its_origin(ip, framework)
         return
     # the bias's Inf does not reach the gradients (tanh): found when the unwatched run ends
     assert found[0][0] == (
-        "origin: Sequential.0.bias held +inf/-inf after the loop's iteration 17 (counting from "
+        "origin: model.0.bias held +inf/-inf after the loop's iteration 17 (counting from "
         "0), found there: iterations 3 to 17 ran unrecorded (repeats of the step, only counted), "
         "so the call that made it is not drawn; %%autograd --all-steps records every step and "
         "shows it"

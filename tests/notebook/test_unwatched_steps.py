@@ -172,7 +172,7 @@ def test_a_nan_made_in_an_unwatched_iteration_is_told_where_it_was_found(ip):
     )
     rec, shown = _run(ip, loop)
     assert shown["origin"] == [
-        "origin: the gradient Sequential.2.bias got in the loop's iteration 12 held nan "
+        "origin: the gradient model.2.bias got in the loop's iteration 12 held nan "
         "(counting from 0), found there: iterations 3 to 12 ran unrecorded (repeats of the "
         "step, only counted), so the call that made it is not drawn; %%autograd --all-steps "
         "records every step and shows it"
