@@ -348,7 +348,8 @@ function answerSections(answers) {
   const out = [];
   for (const f of answers.nonfinite || []) {
     out.push(h("div", { class: "nbg-answer-box nbg-answer-nonfinite" },
-      h("b", {}, f.origin ? "Where the NaN/Inf started" : "Held NaN/Inf"),
+      h("b", {}, f.phase === "counted" ? "Where the NaN/Inf was found (unrecorded steps)"
+        : f.origin ? "Where the NaN/Inf started" : "Held NaN/Inf"),
       h("div", {}, f.text),
       f.line ? h("div", {}, h("code", {}, `line ${f.line}: ${f.source}`)) : null,
       ...(f.values || []).map((v) => h("div", { class: "nbg-values" }, v))));

@@ -178,6 +178,8 @@ class NonFinite:
                     made += ", saved " + ", ".join(f"{k}={_listed(v)}" for k, v in saved.items())
                 made += ")"
         first = "origin: " if self.origin else ""
+        if self.phase == "counted":
+            return first + _counted_text(self)
         return f"{first}{self.phase}: {made}{at}"
 
     def __repr__(self):
@@ -192,13 +194,17 @@ def _listed(values):
     return f"{values:g}" if isinstance(values, float) else str(values)
 
 
-def find_nonfinite(rec) -> list:
+def find_nonfinite(rec, names=None) -> list:
     """The :class:`NonFinite` findings of a recorder, in execution order (its forward calls,
-    then each backward pass's steps), the origin marked; empty when all was finite."""
+    then each backward pass's steps), the origin marked; empty when all was finite. ``names``
+    (``{id(obj): name}``, the cell's) names a model as the graph does (``net.2.bias``)."""
     source = rec.graph_source
     records = rec.records
     made_by = {}  # node -> the record that made it (filled at the first backward finding)
     found = []
+    counted = getattr(rec, "nonfinite_counted", None)
+    if counted is not None:  # found where the recording resumed (NOTE [Repeated steps counted])
+        found.append(_counted_finding(rec, names or {}, *counted))
     for index, _output, values in getattr(rec, "nonfinite_found", ()):
         r = records[index]
         name = source.node_name(r.node) if r.node is not None else r.op
@@ -244,6 +250,45 @@ def find_nonfinite(rec) -> list:
         if found:
             found[0].origin = True
     return found
+
+
+def _counted_finding(rec, names, node, leaf, where, kinds, first, iteration):
+    """The finding of a NaN/Inf first found in a loop's iterations that ran unwatched (from
+    ``first`` to ``iteration``): in the gradient a leaf got, or in its values when the run
+    ended (``steps._Unwatched.nonfinite``); a parameter named by its module path, from the
+    outermost module's name in ``names`` as the graph names it."""
+    name = names.get(id(leaf)) or f"a leaf of shape {tuple(leaf.shape)}"
+    for group in rec.modules:
+        try:
+            params = group.module.named_parameters(recurse=False)
+            name = next(f"{group.path}.{k}" for k, p in params if p is leaf)
+        except Exception:  # noqa: BLE001 - (StopIteration too) not this module's
+            continue
+        top = group
+        while top.parent is not None:
+            top = top.parent
+        given = names.get(id(top.module))
+        if given:
+            name = given + name[len(top.path) :]
+        break
+    values = {"first": first, "iteration": iteration}
+    return _with_node(node, NonFinite(name, "counted", (where,), kinds, "", None, values, True))
+
+
+def _counted_text(f):
+    """What a finding of unwatched iterations says: where it was found, that the call that
+    made it was not recorded, and how to see it."""
+    kinds, first, k = "/".join(f.kinds), f.values["first"], f.values["iteration"]
+    if f.where == ("gradient",):
+        found = f"the gradient {f.node} got in the loop's iteration {k} held {kinds}"
+    else:
+        found = f"{f.node} held {kinds} after the loop's iteration {k}"
+    ran = f"iteration {k}" if first == k else f"iterations {first} to {k}"
+    return (
+        f"{found} (counting from 0), found there: {ran} ran unrecorded (repeats of the step, "
+        "only counted), so the call that made it is not drawn; %%autograd --all-steps "
+        "records every step and shows it"
+    )
 
 
 def _facts_kinds(facts):

@@ -88,7 +88,7 @@ def _origin(view):
     """The origin finding (``{"id", "text"}``) when a node of the view held NaN or Inf."""
     if view.recorder is None or not _bad_nodes(view):
         return None
-    for f in find_nonfinite(view.recorder):
+    for f in find_nonfinite(view.recorder, {**view.weak_names, **view.names}):
         if f.origin:
             node_id = view.id_of(f._node) if f._node is not None else None
             return {"id": node_id, "text": str(f)}
@@ -199,7 +199,7 @@ def item_answers(view, item_id, namespace=None, flow=None) -> dict:
                 "values": _values(f),
                 "origin": f.origin,
             }
-            for f in find_nonfinite(rec)
+            for f in find_nonfinite(rec, {**view.weak_names, **view.names})
             if f._node is obj
         ]
     entry = _node_saved(view, item_id)

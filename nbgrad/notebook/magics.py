@@ -59,7 +59,7 @@ LOOP = "__nbgrad_loop__"  # what the cell's own loops are wrapped in (steps.Loop
 
 USAGE = f"""\
 %%autograd [--backward EXPR] [--step] [--retain-graph] [--create-graph] [--static] \
-[--max-nodes N] [--color KIND] [-o NAME]
+[--max-nodes N] [--color KIND] [--all-steps] [-o NAME]
 
 Run the cell as usual, record every forward call, and show the grad_fn graph it built.
 
@@ -76,6 +76,9 @@ Run the cell as usual, record every forward call, and show the grad_fn graph it 
                     saved (bytes saved for backward), nonfinite (NaN/Inf), order
                     (execution order in backward) or time (time spent in backward, log
                     scale), with a legend (with --static)
+  --all-steps       record every step of a training loop in full (slower; by default the
+                    repeats between the first steps and the last are only counted, and a
+                    NaN made in one is told where it was found, not the call that made it)
   -o NAME           store the session (record, graph, hooks, stepper) in NAME
   --help            show this message
 
@@ -101,6 +104,7 @@ def _parser():
     p.add_argument("--static", action="store_true")
     p.add_argument("--max-nodes", type=_node_count, default=MAX_NODES, metavar="N")
     p.add_argument("--color", choices=KINDS, metavar="KIND")
+    p.add_argument("--all-steps", action="store_true")
     p.add_argument("-o", dest="output", metavar="NAME")
     p.add_argument("--help", action="store_true")
     return p
@@ -180,7 +184,7 @@ class Session:
 
     def nonfinite(self):
         """The NaN/Inf findings, in execution order, the origin marked (answers_values.py)."""
-        return find_nonfinite(self.record)
+        return find_nonfinite(self.record, {**self.weak_names, **self.names})
 
     def why_no_grad(self, t):
         """Why ``t.grad`` is None: ``cause``, ``source``, the sentence (answers_why.py)."""
@@ -283,7 +287,7 @@ class AutogradMagics(Magics):
         body, last, assigned = _compile(shell, "\n" + transformed, filename)
 
         _import_frameworks(cell)
-        rec = Recorder(cell_filename=filename, keep_steps=KEEP_STEPS)
+        rec = Recorder(cell_filename=filename, keep_steps=None if opts.all_steps else KEEP_STEPS)
         view = handle = None
         if not opts.static:
             view = GraphView(recorder=rec, live=True, max_nodes=opts.max_nodes)

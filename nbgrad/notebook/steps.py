@@ -23,25 +23,52 @@ only counts the others:
   loop that yielded last during it says whether the next step is the last of that loop: if
   at least two items are left, the next step is counted, else it is recorded in full. A loop
   of unknown length (a generator, ``while``) never counts a step: every step is recorded.
-- A counted step costs what watching costs (the calls still pass through the observers) and
-  little more: each call's op name (to check that it repeats the step recorded before it)
-  and the one sum of its output that finds a NaN or an Inf (NOTE [Finite at a sum's cost] in
-  answers_values.py; a dot for a float32 output of more than 8,192 values, see ``_finite``);
-  an op that only rearranges its first argument's values (``t``, ``view``, ``reshape``...)
-  is not checked when that argument is a leaf checked finite earlier in the step and not
-  changed since (the same tensor, the same version: nbgrad's ``w.t()`` of a weight the
-  optimizer just updated reads it again otherwise); no record, no module group (the module
-  hooks are taken out), no backward trace (the pass runs unwatched,
-  ``GraphObserver.node_events``). A non-finite output ends the counting for the
-  rest of the block: that call and everything after it are recorded, so the origin of a NaN
-  is always shown; so does a failed backward pass.
-  ``counted_unlike`` counts the counted steps whose calls differed from the step before.
-- A torch step is watched through a TorchFunctionMode, which stays on in a counted step:
-  only it sees the call that makes a NaN, and the optimizer's ``add_``. With the mode off a
-  counted step would cost less, but a NaN made in it would show where it was found, not the
-  call that made it. ``tests/benchmarks/counted_steps.py`` prints what a counted step costs
-  over the plain step: the mode that only passes its calls on, the magic's recorder, and the
-  mode off (simulated).
+- A counted step of nbgrad's costs what watching costs (the calls still pass through the
+  observers) and little more: each call's op name (to check that it repeats the step
+  recorded before it) and the one sum of its output that finds a NaN or an Inf (NOTE
+  [Finite at a sum's cost] in answers_values.py; a dot for a float32 output of more than
+  8,192 values, see ``_finite``); an op that only rearranges its first argument's values
+  (``t``, ``view``, ``reshape``...) is not checked when that argument is a leaf checked
+  finite earlier in the step and not changed since (the same tensor, the same version:
+  nbgrad's ``w.t()`` of a weight the optimizer just updated reads it again otherwise); no
+  record, no module group (the module hooks are taken out), no backward trace (the pass
+  runs unwatched, ``GraphObserver.node_events``). A non-finite output ends the counting for
+  the rest of the block: that call and everything after it are recorded, so the origin of a
+  NaN is always shown; so does a failed backward pass. ``counted_unlike`` counts the counted
+  steps whose calls differed from the step before.
+- A torch step is watched through a TorchFunctionMode, and watching alone costs more than a
+  counted step may: of the 784-256-10 MLP's 840 us step, a mode that only passes its calls
+  on adds ~95 us, and a counted step with the mode on ~300 us (its calls' checks, the
+  gradient flow's reads, the call chain). So a torch loop's counted iterations run
+  unwatched: when the loop of a counted step gives its next item, the mode comes off torch's
+  stack (``_ModeHandle.pause``: only when it is the only mode there; a user's mode, around
+  the loop or inside it, keeps the path above, so that theirs sees what it saw) and the
+  loop's ``__next__`` becomes where an iteration ends. Each leaf of the last pass recorded
+  gets a post-accumulate-grad hook that notes the squared norm of each gradient it gets, as
+  the gradient flow reads it at a pass's end (so before a clip after ``backward``), and
+  whether it holds NaN/Inf. An iteration's end counts the passes its leaves saw, a step
+  each, and tells the subscribers of each (``counted_squares``). An iteration whose leaves
+  did not each get one gradient (a ``continue``, two passes), or that made another number of
+  nodes than the one before it (torch's sequence number), counts as unlike, and the next
+  iteration runs watched, as a counted step; its step's end lets the next ones run unwatched
+  again. The mode is back on for the iteration before the loop's last (the step shown
+  starts after that iteration's backward pass, with the optimizer's step, and must be
+  recorded as it ran), when the loop ends, when a ``break`` or an exception leaves it
+  (``Loop.__del__``), and when the recording stops.
+- What an unwatched iteration hides is its calls. A NaN/Inf is looked for in the gradients
+  the leaves got, at each iteration's end, and in the leaves' values when the run ends
+  (reading them at each iteration's end as well cost ~40 us an iteration, as much again as
+  the rest): found, it stops the counting (everything after is recorded), and the answer
+  says where it was found, which iterations ran unrecorded, and that ``%%autograd
+  --all-steps`` (``keep_steps`` None) records every step and shows the call that made it. A
+  NaN that reaches neither is not found (a side computation's). An unwatched iteration
+  costs ~60 us over the plain step there (the leaves' hooks ~35, mostly a dot of each
+  gradient; the iteration's end ~20, half of it the gradient flow's), what the NaN checks
+  and the flow's reads alone cost: ``tests/benchmarks/counted_steps.py`` prints the counted
+  run over the plain one, 117 us a step against 326 with the mode kept on (load 2, 100
+  steps, the four recorded in full included), and ``--cell`` the 60-step cell through the
+  magic: 74 ms over the plain 53.5 (1.38x; 1.61x with the mode kept on), of which the final
+  drawing is 10.5 and the run +10.
 - Of the steps recorded in full, at most ``keep_steps`` repeats in a row are kept (a loop of
   unknown length); the oldest is dropped and counted, and ``step_norms`` keeps the norm of
   the gradient each leaf got in it.
@@ -56,16 +83,20 @@ only counts the others:
 What is shown is exact: every step drawn is recorded as it was before, with its backward
 pass; what the counted steps would add is their number. The gradient flow over steps
 (``answers_flow.py``) needs each module's gradient norm at every step: the subscribers are
-told of a counted pass's end too, and read the parameters' ``.grad`` then; ``step_norms``
-keeps each leaf's norm for the steps dropped.
+told of a counted pass's end too, and read the parameters' ``.grad`` then (an unwatched
+pass's norms come from its leaves' hooks); ``step_norms`` keeps each leaf's norm for the
+steps dropped.
 """
 
 from __future__ import annotations
 
 import math
+import weakref
 from operator import length_hint
 
 import numpy as np
+
+from .answers_values import nonfinite_kinds
 
 __all__ = ["Loop", "RepeatedSteps"]
 
@@ -75,10 +106,10 @@ _isfinite = math.isfinite
 
 class Loop:
     """The iterator of a ``for`` loop of a recorded cell: the items of ``iterator`` (made from
-    ``iterable``), counting how many are left (``left``: -1 when unknown) for ``recorder``
-    (NOTE [Repeated steps counted])."""
+    ``iterable``), counting how many are left (``left``: -1 when unknown) and how many were
+    given (``done``) for ``recorder`` (NOTE [Repeated steps counted])."""
 
-    __slots__ = ("_next", "left", "_recorder")
+    __slots__ = ("_next", "left", "done", "seq", "advance", "unwatched", "_recorder", "__weakref__")
 
     def __init__(self, iterable, iterator, recorder):
         self._next = iterator.__next__
@@ -86,16 +117,33 @@ class Loop:
             self.left = length_hint(iterable, -1)
         except Exception:  # noqa: BLE001 - a length that fails to say: unknown
             self.left = -1
+        self.done = 0
+        self.seq = self.advance = None  # the graph's sequence number at the last item, and
+        # how far it went in the iteration before (the nodes it made)
+        self.unwatched = False  # its iterations run with the watch mode off
         self._recorder = recorder
 
     def __iter__(self):
         return self
 
     def __next__(self):
-        item = self._next()
+        try:
+            item = self._next()
+        except StopIteration:
+            if self.unwatched:  # (its length said more)
+                self._recorder._unwatched_end(self, self.done - 1, True)
+            raise
         self.left -= 1
-        self._recorder._loop = self
+        self.done += 1
+        self._recorder._yielded(self)
         return item
+
+    def __del__(self):
+        if self.unwatched:  # a ``break`` or an exception left the loop in an unwatched step
+            try:
+                self._recorder._unwatched_end(self, self.done - 1, True)
+            except Exception:  # noqa: BLE001 - (the recorder's stop ends it too)
+                pass
 
 
 def _finite(result) -> bool:
@@ -136,6 +184,68 @@ _REARRANGING = frozenset(
 )
 
 
+def _pauses(handle, source) -> bool:
+    """Whether ``handle`` watches ``source`` through a mode it can pause (torch's)."""
+    return hasattr(handle, "pause") and getattr(handle.mode, "source", None) is source
+
+
+def _noting(squares, kinds):
+    """A post-accumulate-grad hook that notes the squared norm of its leaf's new gradient, as
+    the gradient flow reads it (``answers_flow.py``), and the kinds of NaN/Inf it holds."""
+
+    def hook(leaf):
+        try:  # (inside the user's backward pass: never raises)
+            a = leaf.grad.numpy(force=True).reshape(-1)
+        except Exception:  # noqa: BLE001 - values NumPy cannot hold (bfloat16...): no norm
+            a = None
+        if a is None or a.dtype.kind != "f":
+            squares.append(None)
+            return
+        square = float(np.dot(a, a))
+        squares.append(square)
+        if not _isfinite(square):  # (or an overflow of finite values: then no kinds)
+            kinds.append((len(squares) - 1, nonfinite_kinds(a)))
+
+    return hook
+
+
+class _Unwatched:
+    """The counted iterations of a loop running with the watch mode off: the paused mode's
+    ``handle``, the ``leaves`` of the last pass recorded (``{id: (leaf, its accumulator)}``),
+    what their hooks note (``noted``: ``{id: (squared norms, [(pass, NaN/Inf kinds)])}``), the
+    hooks' handles, the nodes an iteration made before it (``advance``), the ``loop`` (a weak
+    reference) and its ``first`` iteration."""
+
+    __slots__ = ("handle", "leaves", "noted", "hooks", "advance", "loop", "first")
+
+    def __init__(self, handle, leaves, loop):
+        self.handle, self.leaves = handle, leaves
+        self.noted = {key: ([], []) for key in leaves}
+        self.hooks: list = []
+        self.advance, self.loop, self.first = loop.advance, weakref.ref(loop), loop.done - 1
+
+    def remove_hooks(self):
+        for h in self.hooks:
+            h.remove()
+        self.hooks = []
+
+    def nonfinite(self, iteration, values):
+        """The first NaN/Inf found at the end of ``iteration``, in a gradient a leaf got (its
+        hook's note) or, with ``values``, in a leaf's values now: ``(accumulator, leaf, where,
+        kinds, first iteration unwatched, iteration)``, or None."""
+        for key, (_, found) in self.noted.items():
+            for _, kinds in found:
+                if kinds:
+                    leaf, node = self.leaves[key]
+                    return (node, leaf, "gradient", kinds, self.first, iteration)
+        for leaf, node in self.leaves.values() if values else ():
+            if not _finite(leaf):
+                kinds = nonfinite_kinds(leaf.numpy(force=True))
+                if kinds:
+                    return (node, leaf, "value", kinds, self.first, iteration)
+        return None
+
+
 def _unchanged(known, t, version) -> bool:
     """Whether ``t`` is a leaf in ``known`` (checked finite) at the version it was checked at
     (``version``: the graph source's reader)."""
@@ -167,6 +277,11 @@ class RepeatedSteps:
         self._counted_passes: set = set()  # the ids of its graph tasks
         self._reference = None  # the op names of the last step recorded
         self._loop = None  # the Loop that yielded last in this step
+        self._counted_loop = None  # the loop whose counted step runs now (until it yields)
+        self._unwatched = None  # the _Unwatched run of a loop's counted iterations
+        self._partly_seen = False  # the counted step running began unwatched (not compared)
+        self._squares = None  # (pass count, {id(leaf): squared norm of its gradient then})
+        self.nonfinite_counted = None  # a NaN or Inf found at an unwatched iteration's end
 
     def loop(self, iterable):
         """``iterable`` as the magic runs a loop of its cell (NOTE [Repeated steps counted])."""
@@ -178,6 +293,94 @@ class RepeatedSteps:
             return iterable
         return Loop(iterable, iterator, self)
 
+    def _yielded(self, loop):
+        """``loop`` gave its next item: the unwatched iteration before it ended, or the counted
+        iterations run unwatched from this one on (NOTE [Repeated steps counted])."""
+        if self.graph_source.name == "torch":  # (nbgrad's steps are counted watched)
+            seq = self.graph_source.next_sequence_nr()
+            if loop.seq is not None:
+                loop.advance = seq - loop.seq
+            loop.seq = seq
+            if loop.unwatched:
+                self._unwatched_end(loop, loop.done - 2, loop.left < 2)
+            elif self._counting and loop is self._counted_loop and loop.left >= 2:
+                self._unwatch(loop)
+        if not loop.unwatched:
+            self._loop = loop
+
+    def _unwatch(self, loop):
+        """Run the iterations of ``loop`` from this one on with the watch mode off, the leaves
+        of the last pass recorded noting their gradients, if the mode is torch's only one."""
+        handle = next((h for h in self._watching if _pauses(h, self.graph_source)), None)
+        if handle is None or loop.advance is None or self._open_groups or not handle.pause():
+            return
+        leaves = {}
+        for acc in self.passes[-1].accumulations if self.passes else ():
+            leaf = acc.variable()
+            if leaf is not None:
+                leaves[id(leaf)] = (leaf, acc.node)
+        if not leaves:
+            handle.resume()
+            return
+        run = _Unwatched(handle, leaves, loop)
+        try:
+            for key, (leaf, _) in leaves.items():
+                hook = _noting(*run.noted[key])
+                run.hooks.append(leaf.register_post_accumulate_grad_hook(hook))
+        except Exception:  # noqa: BLE001 - a leaf that takes no hook: the mode stays on
+            run.remove_hooks()
+            handle.resume()
+            return
+        self._unwatched = run
+        self._counted_loop = None
+        loop.unwatched = True
+
+    def _unwatched_end(self, loop, iteration, last):
+        """An unwatched iteration of ``loop`` ended (``iteration``, from 0; ``last``: the loop
+        ends, or the next iteration is the one before the last): count the passes its leaves
+        saw, tell the subscribers of each, check the gradients for NaN/Inf (and the leaves'
+        values when the run ends), and put the mode back on where the run ends."""
+        run, self._unwatched = self._unwatched, None
+        loop = loop or run.loop()
+        if iteration is None:
+            iteration = loop.done - 1 if loop is not None else run.first
+        seen = {len(squares) for squares, _ in run.noted.values()}
+        passes = max(seen)
+        regular = seen == {1} and (last or loop is None or loop.advance == run.advance)
+        for j in range(passes):
+            self._pass_count += 1
+            self.counted_steps += 1
+            self.counted_at_end += 1
+            self._squares = (
+                self._pass_count,
+                {key: squares[j] for key, (squares, _) in run.noted.items() if j < len(squares)},
+            )
+            self._notify()
+        if not regular and (passes or not last):
+            self.counted_unlike += 1
+        found = run.nonfinite(iteration, values=False)
+        if not last and regular and found is None:
+            for squares, _ in run.noted.values():
+                squares.clear()
+            self._unwatched = run
+            return
+        found = found or run.nonfinite(iteration, values=True)
+        run.remove_hooks()
+        run.handle.resume()
+        if loop is not None:
+            loop.unwatched = False
+        self._partly_seen = True  # (its first calls ran unwatched)
+        self._counted_ops = []
+        if found is not None:
+            self.nonfinite_counted = found
+            self._stop_counting()
+
+    def counted_squares(self):
+        """``{id(leaf): squared norm of its gradient}`` for the pass that just ended, when it
+        ran unwatched (the gradient flow's); else None."""
+        got = self._squares
+        return got[1] if got is not None and got[0] == self._pass_count else None
+
     def _stop_counting(self):
         """Counting would hide something (a NaN, a failed pass): every step is recorded from
         now on."""
@@ -188,6 +391,8 @@ class RepeatedSteps:
     def _set_counting(self, on):
         """Count the steps from now on, or record them; the module hooks are taken out while
         counting (a module call makes no group then) and put back after."""
+        if not on and self._unwatched is not None:  # (the recording stops in one)
+            self._unwatched_end(None, None, True)
         if on and not self._counting:
             for h in self._module_handles:
                 h.remove()
@@ -219,7 +424,7 @@ class RepeatedSteps:
         """Whether the step after the one that just ended is counted: it repeats, and the
         loop that yielded in it has at least two items left."""
         loop, self._loop = self._loop, None
-        return (
+        counted = (
             repeats
             and self._may_count
             and loop is not None
@@ -227,6 +432,8 @@ class RepeatedSteps:
             and not self.nonfinite_found
             and not self._open_groups
         )
+        self._counted_loop = loop if counted else None
+        return counted
 
     def _step_ended(self):
         """A backward pass ran outside any other: what was recorded since the last one ended
@@ -262,7 +469,9 @@ class RepeatedSteps:
         """A counted step ended."""
         self.counted_steps += 1
         self.counted_at_end += 1
-        if self._counted_ops != self._reference:
+        if self._partly_seen:
+            self._partly_seen = False
+        elif self._counted_ops != self._reference:
             self.counted_unlike += 1
         self._counted_ops = []
         self._finite_leaves = {}

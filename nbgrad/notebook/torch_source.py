@@ -823,12 +823,32 @@ _MODE: dict = {}
 
 
 class _ModeHandle:
-    """An entered watch mode; ``remove()`` leaves it."""
+    """An entered watch mode; ``remove()`` leaves it; ``pause()`` and ``resume()`` take it off
+    torch's function-mode stack and put it back (NOTE [Repeated steps counted] in steps.py)."""
 
     def __init__(self, mode):
         self.mode = mode
+        self.paused = False
+
+    def pause(self) -> bool:
+        """Take the mode off torch's stack when it is the only mode there (with a mode of the
+        user's inside it or around it, it stays, so that theirs sees what it saw before):
+        whether it was taken off."""
+        stack = _torch().overrides._get_current_function_mode_stack()
+        if self.paused or len(stack) != 1 or stack[0] is not self.mode:
+            return False
+        self.mode.__exit__(None, None, None)  # (pops the innermost mode: this one)
+        self.paused = True
+        return True
+
+    def resume(self):
+        """Put a paused mode back on torch's stack."""
+        if self.paused:
+            self.paused = False
+            self.mode.__enter__()
 
     def remove(self):
+        self.resume()
         mode, self.mode = self.mode, None
         if mode is not None:
             mode.__exit__(None, None, None)

@@ -14,12 +14,12 @@ per step:
   watching);
 - a recorder as the magic makes it (``keep_steps``, the loop wrapped, the gradient flow
   subscribed): four steps recorded in full, the others counted (NOTE [Repeated steps
-  counted] in nbgrad/notebook/steps.py);
-- the same with every output of a counted step checked for NaN/Inf (``steps._REARRANGING``
+  counted] in nbgrad/notebook/steps.py), torch's iterations run with the watch mode off;
+- torch: the same with the mode kept on in the counted steps (each call checked for
+  NaN/Inf); nbgrad: with every output of a counted step checked (``steps._REARRANGING``
   emptied: a transpose of a weight checked finite is read again);
-- what a counted step would cost with the mode off, simulated: the plain step, then each
-  parameter's gradient norm (the gradient flow's) and the finite check of the loss and of
-  each parameter at the step's end, all that could still be read without the mode.
+- the step's end read alone, simulated: the plain step, then each parameter's gradient norm
+  (the gradient flow's) and the finite check of the loss and of each parameter.
 
 ``--cell`` splits what ``%%autograd`` adds to the 60-step training cell of
 ``notebook_cells.py`` (IPython's shell, plain and magic cells alternated, medians of the
@@ -47,7 +47,7 @@ from IPython.testing.globalipapp import get_ipython  # noqa: E402
 from IPython.utils.capture import capture_output  # noqa: E402
 
 import nbgrad as ng  # noqa: E402
-from nbgrad.notebook import _widget, graph_view, magics, steps  # noqa: E402
+from nbgrad.notebook import _widget, graph_view, magics, steps, torch_source  # noqa: E402
 from nbgrad.notebook.answers_flow import GradientFlow  # noqa: E402
 from nbgrad.notebook.recorder import Recorder  # noqa: E402
 from nbgrad.notebook.steps import _finite  # noqa: E402
@@ -91,7 +91,14 @@ def runs(torch):
         finally:
             steps._REARRANGING = rearranging
 
-    def mode_off():
+    def mode_kept_on():
+        pause, torch_source._ModeHandle.pause = torch_source._ModeHandle.pause, lambda h: False
+        try:
+            counted()
+        finally:
+            torch_source._ModeHandle.pause = pause
+
+    def step_end():
         for _ in range(STEPS):
             loss = step()
             for p in params:
@@ -114,9 +121,11 @@ def runs(torch):
 
         ways["a mode that passes calls on"] = mode
     ways["counted (the magic's recorder)"] = counted
-    ways["counted, every output checked"] = every_output_checked
-    # (nbgrad has no mode: what the step's end could check alone)
-    ways["mode off, simulated" if overrides is not None else "step-end checks only"] = mode_off
+    if overrides is not None:
+        ways["counted, the mode kept on"] = mode_kept_on
+    else:  # (nbgrad has no mode)
+        ways["counted, every output checked"] = every_output_checked
+    ways["the step's end read alone, simulated"] = step_end
     return ways
 
 

@@ -47,6 +47,16 @@ CELLS = [
     "z = ng.zeros(4, requires_grad=True)\nhs.append(z.sqrt())\n"
     "loss = ng.stack(hs).sum()\nloss.backward()",
     "big.graph.expand_all()",
+    # 9: a torch loop whose weight turns Inf in a step that ran unrecorded (NOTE [Repeated
+    # steps counted] in nbgrad/notebook/steps.py); its own names: cell 5's model, rebound,
+    # would be collected, and its gradient flow with it (a view holds modules weakly)
+    "%%autograd -o u\ntorch.manual_seed(0)\n"
+    "net = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))\n"
+    "sgd = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+    "xs, ys = torch.randn(5, 6), torch.tensor([0, 2, 1, 1, 0])\nfor step in range(20):\n"
+    "    with torch.no_grad():\n        net[2].weight.div_(0.0 if step == 12 else 1.0)\n"
+    "    sgd.zero_grad()\n    loss = torch.nn.functional.cross_entropy(net(xs), ys)\n"
+    "    loss.backward()\n    sgd.step()",
 ]
 
 
@@ -215,4 +225,18 @@ def test_a_big_graph_drawn_in_bulk_marks_its_inf_edge(book):
     marked = [title for on, title in edges if on]
     assert bad and marked == bad, (bad, marked)
     book.shot("answers-bulk-inf-edge", book.cell(7))
+    assert not book.errors
+
+
+def test_a_nan_found_in_a_torch_loop_s_unrecorded_steps_says_so(book):
+    graph = _graph(book, 9)
+    graph.locator(".nbg-node.nbg-nonfinite").first.wait_for(timeout=30_000)
+    graph.locator(".nbg-jump").click()
+    box = graph.locator(".nbg-answer-nonfinite").first
+    box.wait_for(timeout=30_000)
+    text = box.inner_text()
+    assert "Where the NaN/Inf was found (unrecorded steps)" in text
+    assert "the gradient net.2.bias got in the loop's iteration 12 held nan" in text
+    assert "iterations 3 to 12 ran unrecorded" in text and "--all-steps" in text
+    book.shot("answers-nan-unrecorded-torch", book.cell(9))
     assert not book.errors

@@ -236,6 +236,7 @@ TORCH_PUBLIC = {
     "_backward_hooks",
     "_post_accumulate_grad_hooks",
     "_execution_engine",
+    "_get_current_function_mode_stack",  # torch.overrides': the modes entered, innermost last
 }
 TORCH_PUBLIC_PREFIXES = ("_saved_", "_raw_saved_")
 # reads still to be moved behind the seam, by module (none left)
