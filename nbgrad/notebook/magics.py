@@ -536,8 +536,21 @@ class _Loops(ast.NodeTransformer):
 
     def visit_For(self, node):
         self.generic_visit(node)
-        call = ast.Call(ast.Name(LOOP, ast.Load()), [node.iter], [])
-        node.iter = ast.copy_location(call, node.iter)
+        it = node.iter
+        if (
+            isinstance(it, ast.Call)
+            and isinstance(it.func, ast.Name)
+            and it.func.id == "enumerate"
+            and it.args
+            and not isinstance(it.args[0], ast.Starred)
+        ):
+            # enumerate(X, ...) as LOOP(X, ..., outer=enumerate): X's length counts the steps
+            # (an enumerate has none); enumerate is still looked up, as the cell would
+            outer = ast.keyword("outer", it.func)
+            call = ast.Call(ast.Name(LOOP, ast.Load()), it.args, [*it.keywords, outer])
+        else:
+            call = ast.Call(ast.Name(LOOP, ast.Load()), [it], [])
+        node.iter = ast.copy_location(call, it)
         return node
 
     def visit_FunctionDef(self, node):

@@ -19,9 +19,9 @@ only counts the others:
   to be the last is only counted. The magic wraps each ``for`` loop of the cell's own code
   (not those inside a function; the name they call is in the namespace only while the cell
   runs) in a :class:`Loop`, which knows how many items its iterable has left
-  (``operator.length_hint``: a range, a list, a DataLoader). When a step ends, the
-  loop that yielded last during it says whether the next step is the last of that loop: if
-  at least two items are left, the next step is counted, else it is recorded in full. A loop
+  (``operator.length_hint``: a range, a list, a DataLoader; of ``enumerate(X)``, X's).
+  When a step ends, the loop that yielded last during it says whether the next step is the
+  last of that loop: if at least two items are left, the next step is counted, else it is recorded in full. A loop
   of unknown length (a generator, ``while``) never counts a step: every step is recorded.
 - A counted step of nbgrad's costs what watching costs (the calls still pass through the
   observers) and little more: each call's op name (to check that it repeats the step
@@ -283,8 +283,15 @@ class RepeatedSteps:
         self._squares = None  # (pass count, {id(leaf): squared norm of its gradient then})
         self.nonfinite_counted = None  # a NaN or Inf found at an unwatched iteration's end
 
-    def loop(self, iterable):
-        """``iterable`` as the magic runs a loop of its cell (NOTE [Repeated steps counted])."""
+    def loop(self, iterable, *args, outer=None, **kwargs):
+        """``iterable`` as the magic runs a loop of its cell (NOTE [Repeated steps counted]);
+        ``outer(iterable, *args, **kwargs)`` for a loop over ``enumerate(iterable, ...)``
+        (``outer``: what the cell's name ``enumerate`` is), counted by ``iterable``'s length
+        when ``outer`` is the builtin."""
+        if outer is not None:
+            if outer is enumerate:
+                return enumerate(self.loop(iterable), *args, **kwargs)
+            return self.loop(outer(iterable, *args, **kwargs))
         if self.keep_steps is None:
             return iterable
         try:

@@ -83,6 +83,24 @@ def test_the_last_step_is_recorded_as_in_full_and_the_others_counted(ip, framewo
     assert steps["count"] + snap["counted_steps"] == 19
 
 
+@pytest.mark.parametrize("framework", ["nbgrad", "torch"])
+def test_a_loop_over_enumerate_counts_its_steps(ip, framework):
+    """``for i, batch in enumerate(batches)``: the steps are counted by ``batches``' length
+    (an enumerate has none), and a cell's own ``enumerate`` is the one its loop calls."""
+    if framework == "torch":
+        pytest.importorskip("torch", reason="PyTorch is the test oracle (the test extra has it)")
+    _cell(ip, SETUP[framework] + MODEL)
+    body = STEP + "    seen.append(i)\n"
+    _cell(ip, "%%autograd -o s\nseen = []\nfor i, b in enumerate([x] * 20, start=1):\n" + body)
+    rec = ip.user_ns["s"].record
+    assert ip.user_ns["seen"] == list(range(1, 21))
+    assert rec.counted_steps == 16 and [p.index for p in rec.passes] == [0, 1, 2, 19]
+    own = "def enumerate(xs, start=0):\n    return [(10 * start, v) for v in xs]\n"
+    _cell(ip, "%%autograd -o s\n" + own + "seen = []\nfor i, b in enumerate([x] * 3, 2):\n" + body)
+    assert ip.user_ns["seen"] == [20, 20, 20] and len(ip.user_ns["s"].record.passes) == 3
+    del ip.user_ns["enumerate"]
+
+
 def test_a_loop_of_unknown_length_records_every_step(ip):
     _cell(ip, SETUP["nbgrad"] + MODEL)
     _cell(ip, "%%autograd -o s\nfor step in (i for i in range(10)):\n" + STEP)
