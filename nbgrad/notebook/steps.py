@@ -21,8 +21,9 @@ only counts the others:
   runs) in a :class:`Loop`, which knows how many items its iterable has left
   (``operator.length_hint``: a range, a list, a DataLoader; of ``enumerate(X)``, X's).
   When a step ends, the loop that yielded last during it says whether the next step is the
-  last of that loop: if at least two items are left, the next step is counted, else it is recorded in full. A loop
-  of unknown length (a generator, ``while``) never counts a step: every step is recorded.
+  last of that loop: if at least two items are left, the next step is counted, else it is
+  recorded in full. A loop of unknown length (a generator, ``while``) never counts a step:
+  every step is recorded.
 - A counted step of nbgrad's costs what watching costs (the calls still pass through the
   observers) and little more: each call's op name (to check that it repeats the step
   recorded before it) and the one sum of its output that finds a NaN or an Inf (NOTE
