@@ -14,6 +14,8 @@ from collections import namedtuple
 from collections.abc import Mapping, Sequence
 from itertools import count, repeat
 
+import numpy as np
+
 from nbgrad import Tensor as _Tensor
 
 from .sources import NBGRAD, dtype_name
@@ -477,6 +479,8 @@ class _Steps(Sequence):
 
 _new_tuple = tuple.__new__
 _weakref = weakref.ref
+_ndarray = np.ndarray
+MEMO_LIMIT = 4096  # entries: NOTE [The memo holds the living]
 
 
 class Accumulation:
@@ -551,7 +555,10 @@ class BackwardTrace:
         self.nonfinite_seen = False  # whether a gradient of the pass held NaN or Inf
         # what most steps of a long pass share: no buffer waiting, nothing else ready
         self._no_buffers, self._none_ready = {}, {"cpu": []}
-        self._memo = {}  # id(tensor) -> (weak reference, version, GradFacts), for this pass
+        # id(tensor) -> (weak reference, version, GradFacts), for this pass (NOTE [The memo
+        # holds the living])
+        self._memo = {}
+        self._memo_limit = MEMO_LIMIT
         self._version_of = source.version
         # how _observe_routing reads a node's next nodes: a pass observed from outside reads
         # each node's edges once (TorchPass.next_edges)
@@ -615,26 +622,49 @@ class BackwardTrace:
     def _summary(self, value):
         """A gradient's facts (NOTE [Summarise when shown]); the same tensor, unchanged since,
         is read once per pass (a node's output is the next node's input)."""
-        if value is None:
+        if type(value) is _Tensor:  # nbgrad's: read without calls through the source
+            counter = value._version_counter  # (its ``_version``, read without a call)
+            version = 0 if counter is None else counter[0]
+            hit = self._memo.get(id(value))
+            if hit is not None and hit[1] == version and hit[0]() is value:
+                return hit[2]
+            a = value._data
+            if type(a) is not _ndarray:
+                a = value.numpy(force=True)
+        elif value is None:
             return None
-        source = self.graph_source
-        ours = type(value) is _Tensor  # (nbgrad's: read without calls through the source)
-        if not ours and not source.is_tensor(value):
-            return grad_facts(value, self.max_values, source)
-        version = self._version_of(value)
-        memo = self._memo
-        hit = memo.get(id(value))
-        if hit is not None and hit[1] == version and hit[0]() is value:
-            return hit[2]
-        a = value.numpy(force=True) if ours else source.to_numpy(value)
-        facts = array_facts(a, value, self.max_values, source, self._norms)
+        else:
+            source = self.graph_source
+            if not source.is_tensor(value):
+                return grad_facts(value, self.max_values, source)
+            version = self._version_of(value)
+            hit = self._memo.get(id(value))
+            if hit is not None and hit[1] == version and hit[0]() is value:
+                return hit[2]
+            a = source.to_numpy(value)
+        facts = array_facts(a, value, self.max_values, self.graph_source, self._norms)
         if facts.nonfinite is not None:
             self.nonfinite_seen = True
+        memo = self._memo
+        if len(memo) >= self._memo_limit:
+            self._forget_dead()
         try:
             memo[id(value)] = (_weakref(value), version, facts)
         except TypeError:  # a tensor that takes no weak reference: not remembered
             pass
         return facts
+
+    # NOTE [The memo holds the living]
+    # A pass remembers the facts of each gradient it read (``_memo``), by the gradient's id, a
+    # weak reference and its version, so that a gradient read again (a node's output is its
+    # next node's input) is summarised once. Most gradients die a step or two after they are
+    # made; so once the memo holds ``_memo_limit`` entries, those whose gradient is gone
+    # (which can never be met again) are dropped, and the limit set to twice what is left: a
+    # 100,000-node chain held 100,000 entries (18 MB) at its end, and none is needed.
+    def _forget_dead(self):
+        memo = self._memo
+        self._memo = memo = {k: hit for k, hit in memo.items() if hit[0]() is not None}
+        self._memo_limit = max(MEMO_LIMIT, 2 * len(memo))
 
     def _observe_routing(self, graph_task):
         """What the nodes that ended since the last step changed: the counts (as flat pairs
