@@ -35,6 +35,7 @@ so that no call is counted twice.
 from __future__ import annotations
 
 import gc
+import math
 import os
 import sys
 import threading
@@ -42,11 +43,13 @@ import time
 import weakref
 from threading import get_ident
 
+import numpy as np
+
 from nbgrad import Tensor
 from nbgrad.autograd.graph import GraphObserver, try_get_grad_accumulator
 from nbgrad.backend import CPU as _CPU
 
-from .answers_values import check_forward
+from .answers_values import _FEW, check_forward
 from .records import (
     NOTHING,
     TENSOR_EDGES,
@@ -65,6 +68,8 @@ from .steps import RepeatedSteps
 
 _weakref = weakref.ref
 _getframe = sys._getframe
+_ndarray = np.ndarray
+_isfinite = math.isfinite
 _Tensor = None  # nbgrad.tensor.Tensor, set when a recorder starts (this module loads first)
 
 __all__ = [
@@ -400,15 +405,15 @@ class Recorder(RepeatedSteps):
         else:
             node = result.grad_fn
             # one output made by ``node``: its output_nr alone (an int: no tuple to make)
-            outputs = result.output_nr if node is not None else _leaf_pair(result)
+            outputs = result._output_nr if node is not None else _leaf_pair(result)
             refs = _weakref(result)
-        # the node's edges, one per argument, are the inputs' pairs (read later); its
-        # ``next_nodes()`` are read as stored (``next_functions`` makes a tuple of pairs each read)
+        # the node's edges, one per argument, are the inputs' pairs (read later); its next
+        # nodes are read as stored (``next_functions`` makes a tuple of pairs each read)
         inputs = None
         if node is None:
             inputs = _input_pairs(args)
         else:
-            fns = node.next_nodes()
+            fns = node._next_fns  # (``next_nodes()``, without its call)
             if len(fns) != len(args):
                 inputs = _input_pairs(args)
             elif None in fns:  # a number or a constant tensor among the arguments
@@ -420,14 +425,19 @@ class Recorder(RepeatedSteps):
         # the user code that made it: the first frame outside nbgrad (in a cell: the cell's);
         # the walk starts where the user's frame is at the earliest, four calls up (user code,
         # Tensor.__mul__ or ng.exp, _binary or _dispatch, _Watcher.forward, here): each frame
-        # passed on the way costs a frame object
+        # passed on the way costs a frame object; in a cell, the first is most often the cell's
         try:
             frame = _getframe(4)
         except ValueError:
             frame = _getframe(2)
-        fname, lineno = _user_line(frame, self.cell_filename, _NBGRAD_DIR)
+        cell = self.cell_filename
+        if cell is not None and frame.f_code.co_filename == cell:
+            fname, lineno = cell, frame.f_lineno
+        else:
+            fname, lineno = _user_line(frame, cell, _NBGRAD_DIR)
         groups = self._open_groups
-        self._raw.append(
+        raw = self._raw
+        raw.append(
             (
                 op.name,
                 inputs,
@@ -440,8 +450,16 @@ class Recorder(RepeatedSteps):
                 refs,
             )
         )
-        check_forward(self, NBGRAD, args, result)
-        if len(self._raw) == LARGE:  # NOTE [The collector while recording]
+        # (answers_values.check_forward, its commonest case inline: a few finite floats)
+        a = result._data if type(result) is _Tensor else None
+        if (
+            type(a) is not _ndarray
+            or a.size > _FEW
+            or a.dtype.kind == "f"
+            and not _isfinite(sum(a.ravel().tolist()))
+        ):
+            check_forward(self, NBGRAD, args, result)
+        if len(raw) == LARGE:  # NOTE [The collector while recording]
             self._raise_threshold()
         if self._subscribers and _perf_counter() >= self._notify_due:
             self._notify_calls()
@@ -755,11 +773,12 @@ class _Watcher(GraphObserver):
         trace = self.open_traces.get(id(graph_task))
         if trace is None:
             return
-        k = len(trace._nodes)
-        trace._nodes.append(node)
+        nodes = trace._nodes
+        k = len(nodes)
+        nodes.append(node)
         summary = trace._summary
         trace._inputs.append(  # (NOTE [Steps kept as columns])
-            summary(inputs[0]) if len(inputs) == 1 else tuple([summary(g) for g in inputs])
+            summary(inputs[0]) if len(inputs) == 1 else tuple(map(summary, inputs))
         )
         trace._outputs.append(NOTHING)
         pending = trace._pending_hooks
@@ -772,16 +791,22 @@ class _Watcher(GraphObserver):
             trace._made.append([])  # (the model's replay adds to it)
         else:
             trace._made.append(NOTHING)
-            for where, nodes in trace._ready.items():
-                if node in nodes:
-                    if where != "cpu":
-                        trace._device_at[k] = where
-                    del nodes[node]
-                    break
+            ready = trace._ready  # (nodes made ready on a device other than the CPU)
+            if ready:
+                for where, waiting in ready.items():
+                    if node in waiting:
+                        if where != "cpu":
+                            trace._device_at[k] = where
+                        del waiting[node]
+                        break
             deps, buffers = trace._observe_routing(graph_task)
             trace._deps.append(deps)
             trace._buffers.append(buffers)
-            trace._readies.append(trace._ready_now(graph_task, node))
+            trace._readies.append(
+                trace._ready_now(graph_task, node)
+                if ready or graph_task.cpu_ready_queue
+                else trace._none_ready  # (NOTE [Steps read alike])
+            )
         trace._ends.append(_NAN)
         trace._current[get_ident()] = k
         trace._times.append(_perf_counter())
@@ -820,7 +845,7 @@ class _Watcher(GraphObserver):
         k = trace._current.get(get_ident())
         summary = trace._summary
         summaries = (  # (NOTE [Steps kept as columns])
-            summary(outputs[0]) if len(outputs) == 1 else tuple([summary(g) for g in outputs])
+            summary(outputs[0]) if len(outputs) == 1 else tuple(map(summary, outputs))
         )
         if k is not None and trace._nodes[k] is node:
             trace._outputs[k] = summaries

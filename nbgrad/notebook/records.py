@@ -669,13 +669,23 @@ class BackwardTrace:
     def _observe_routing(self, graph_task):
         """What the nodes that ended since the last step changed: the counts (as flat pairs
         ``node, count``, see NOTE [Steps read alike]) and the buffers."""
-        flat = []
-        seen = None  # (made when a second node is reached: most steps reach one)
-        buffers = None
+        pending = self._pending
         deps = graph_task.dependencies
         not_ready = graph_task.not_ready
         next_nodes = self._next_nodes
-        for node in self._pending:
+        if len(pending) == 1:  # one node ended, and (a chain's) its one next node waits for none
+            fns = next_nodes(pending[0])
+            if len(fns) == 1 or len(fns) == 2 and fns[1] is None:
+                fn = fns[0]
+                if fn is not None and not (not_ready and fn in not_ready):
+                    pending.clear()
+                    count = deps.get(fn, 0)
+                    # (NOTE [Steps kept as columns]: a count of 0 as its node alone)
+                    return (fn if count == 0 else (fn, count)), self._no_buffers
+        flat = []
+        seen = None  # (made when a second node is reached: most steps reach one)
+        buffers = None
+        for node in pending:
             for fn in next_nodes(node):
                 if fn is None:
                     continue
@@ -691,7 +701,7 @@ class BackwardTrace:
                     if buffers is None:
                         buffers = {}
                     buffers[fn] = [self._summary(g) for g in buf]
-        self._pending = []
+        pending.clear()
         # (NOTE [Steps kept as columns]: one count of 0, the common change, as its node alone)
         flat = flat[0] if len(flat) == 2 and flat[1] == 0 else tuple(flat)
         return flat, buffers or self._no_buffers  # NOTE [Steps read alike]

@@ -27,6 +27,7 @@ def _num(v):
 LARGE = 8192  # elements: see NOTE [Summing a large gradient]
 _HYPOT = 16  # elements: see NOTE [A small gradient's norm]
 _hypot = math.hypot
+_isfinite = math.isfinite
 
 
 def _nums(a, finite=False):
@@ -119,15 +120,26 @@ class GradFacts:
     def summary(self) -> GradSummary:
         summary = self._summary
         if summary is None:
-            norm = self.norm
+            kind = self._kind
             head = self.head
+            norm = self._norm
+            if norm is FROM_HEAD:  # (its values read once, for the norm and the summary)
+                values = head.tolist()
+                norm = _hypot(*values)
+                if _isfinite(norm):
+                    values = [float(f"{v:.6g}") for v in values]
+                else:
+                    norm = small_norm(head)
+                    values = _nums(head)
+            else:
+                values = _nums(head, norm is not None and _isfinite(norm))
             summary = self._summary = {
-                "shape": shape_list(self.shape),
-                "dtype": self.dtype,
+                "shape": shape_list(kind[0]),
+                "dtype": kind[1],
                 "norm": _num(norm) if norm is not None else None,
-                "numel": self.numel,
-                "values": _nums(head, norm is not None and math.isfinite(norm)),
-                "truncated": bool(self.numel > len(head)),
+                "numel": kind[2],
+                "values": values,
+                "truncated": bool(kind[2] > len(head)),
             }
         return summary
 
@@ -256,7 +268,6 @@ def array_facts(a, value, max_values=16, source=NBGRAD, norms=None):
     return facts
 
 
-_isfinite = math.isfinite
 _KINDS: dict = {}  # shape -> the kinds met of that shape (NOTE [Facts kept small])
 
 
