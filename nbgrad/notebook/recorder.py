@@ -46,11 +46,12 @@ from threading import get_ident
 import numpy as np
 
 from nbgrad import Tensor
-from nbgrad.autograd.graph import GraphObserver, try_get_grad_accumulator
+from nbgrad.autograd.graph import GraphObserver
 from nbgrad.backend import CPU as _CPU
 
 from .answers_values import _FEW, check_forward
 from .records import (
+    CALL_FIELDS,
     NOTHING,
     TENSOR_EDGES,
     Accumulation,
@@ -60,6 +61,10 @@ from .records import (
     Record,
     RecordList,
     Step,
+    _foreign_pair,
+    _input_pairs,
+    _leaf_pair,
+    _user_line,
     counts,
     one_or_many,
 )
@@ -128,55 +133,6 @@ def module_exit(token, error=None):
             rec._module_exit(group, error)
 
 
-# NOTE [Forward capture reads nbgrad's tensors]
-# The functions below run inside every op of a recorded block, on the tensors of nbgrad's own
-# forward listener, so they read the Tensor's public attributes directly rather than through
-# the graph source (a call per read). Everything read later, when records, traces and
-# snapshots are made, goes through ``Recorder.graph_source`` (see NOTE [One reader of the graph]).
-def _leaf_pair(t):
-    """The pair a record keeps for a tensor without grad_fn (see NOTE [Recording cost])."""
-    if t.requires_grad:
-        acc = try_get_grad_accumulator(t)
-        if acc is not None:
-            return (acc, 0)
-    return (None, (t.shape, t.dtype, t.device, t.requires_grad))
-
-
-def _input_pairs(args):
-    """The flat pairs of the tensors among ``args`` (see NOTE [Recording cost])."""
-    inputs = []
-    for a in args:
-        ta = type(a)
-        if ta is _Tensor or (ta is not float and ta is not int and isinstance(a, _Tensor)):
-            fn = a.grad_fn
-            inputs += (fn, a.output_nr) if fn is not None else _leaf_pair(a)
-        elif ta is list:
-            for t in a:
-                if isinstance(t, _Tensor):
-                    fn = t.grad_fn
-                    inputs += (fn, t.output_nr) if fn is not None else _leaf_pair(t)
-    return inputs
-
-
-def _foreign_pair(t):
-    """The pair a record keeps for another framework's tensor (see NOTE [Recording cost])."""
-    fn = t.grad_fn
-    if fn is not None:
-        return (fn, t.output_nr)
-    return (None, (tuple(t.shape), t.dtype, t.device, t.requires_grad))
-
-
-def _user_line(frame, cell, framework_dirs):
-    """``(filename, line)`` of the user code that made a call: the first frame, from
-    ``frame`` up, in ``cell`` (a cell's file), or with no cell outside ``framework_dirs``."""
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if name == cell or (cell is None and not name.startswith(framework_dirs)):
-            return name, frame.f_lineno
-        frame = frame.f_back
-    return None, None
-
-
 class Recorder(RepeatedSteps):
     """Records forward calls, module calls and backward passes inside a ``with`` block.
 
@@ -215,6 +171,7 @@ class Recorder(RepeatedSteps):
         self.line_offset = line_offset
         self.records = RecordList(cell_filename, line_offset, self.graph_source)
         self._raw = self.records._raw
+        self._calls = self._raw.flat  # (NOTE [Calls kept flat])
         self.modules: list[ModuleCall] = []
         self.passes: list[BackwardTrace] = []
         self.error = None
@@ -305,6 +262,7 @@ class Recorder(RepeatedSteps):
         self._open_traces.clear()  # (in place: the watchers hold it)
         self._resume_collection()
         self._restore_threshold()
+        self.records._forget_dead()  # NOTE [Calls kept flat]
         self._backward_depth = 0
         self._stop_counting()  # passes run later (the hook editor's) are kept, each one
         self.keep_steps = None
@@ -436,8 +394,8 @@ class Recorder(RepeatedSteps):
         else:
             fname, lineno = _user_line(frame, cell, _NBGRAD_DIR)
         groups = self._open_groups
-        raw = self._raw
-        raw.append(
+        calls = self._calls
+        calls.extend(  # (NOTE [Calls kept flat])
             (
                 op.name,
                 inputs,
@@ -459,7 +417,7 @@ class Recorder(RepeatedSteps):
             and not _isfinite(sum(a.ravel().tolist()))
         ):
             check_forward(self, NBGRAD, args, result)
-        if len(raw) == LARGE:  # NOTE [The collector while recording]
+        if len(calls) == LARGE * CALL_FIELDS:  # NOTE [The collector while recording]
             self._raise_threshold()
         if self._subscribers and _perf_counter() >= self._notify_due:
             self._notify_calls()

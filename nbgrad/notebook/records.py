@@ -17,6 +17,7 @@ from itertools import count, repeat
 import numpy as np
 
 from nbgrad import Tensor as _Tensor
+from nbgrad.autograd.graph import try_get_grad_accumulator
 
 from .sources import NBGRAD, dtype_name
 from .summaries import array_facts, grad_facts
@@ -99,6 +100,55 @@ def _edge_pairs(node, source, numbers=False):
     return pairs
 
 
+# NOTE [Forward capture reads nbgrad's tensors]
+# The functions below run inside every op of a recorded block, on the tensors of nbgrad's own
+# forward listener, so they read the Tensor's public attributes directly rather than through
+# the graph source (a call per read). Everything read later, when records, traces and
+# snapshots are made, goes through ``Recorder.graph_source`` (see NOTE [One reader of the graph]).
+def _leaf_pair(t):
+    """The pair a record keeps for a tensor without grad_fn (see NOTE [Recording cost])."""
+    if t.requires_grad:
+        acc = try_get_grad_accumulator(t)
+        if acc is not None:
+            return (acc, 0)
+    return (None, (t.shape, t.dtype, t.device, t.requires_grad))
+
+
+def _input_pairs(args):
+    """The flat pairs of the tensors among ``args`` (see NOTE [Recording cost])."""
+    inputs = []
+    for a in args:
+        ta = type(a)
+        if ta is _Tensor or (ta is not float and ta is not int and isinstance(a, _Tensor)):
+            fn = a.grad_fn
+            inputs += (fn, a.output_nr) if fn is not None else _leaf_pair(a)
+        elif ta is list:
+            for t in a:
+                if isinstance(t, _Tensor):
+                    fn = t.grad_fn
+                    inputs += (fn, t.output_nr) if fn is not None else _leaf_pair(t)
+    return inputs
+
+
+def _foreign_pair(t):
+    """The pair a record keeps for another framework's tensor (see NOTE [Recording cost])."""
+    fn = t.grad_fn
+    if fn is not None:
+        return (fn, t.output_nr)
+    return (None, (tuple(t.shape), t.dtype, t.device, t.requires_grad))
+
+
+def _user_line(frame, cell, framework_dirs):
+    """``(filename, line)`` of the user code that made a call: the first frame, from
+    ``frame`` up, in ``cell`` (a cell's file), or with no cell outside ``framework_dirs``."""
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name == cell or (cell is None and not name.startswith(framework_dirs)):
+            return name, frame.f_lineno
+        frame = frame.f_back
+    return None, None
+
+
 class Record:
     """One forward call: ``op`` name, inputs and outputs (:class:`TensorInfo`), the Node it
     created (or None), ``elapsed`` seconds, the user code line and the module group.
@@ -106,7 +156,8 @@ class Record:
     NOTE [Recording cost]
     The recorder runs inside every op of a recorded block, so a record takes only what cannot
     wait, in as few objects as possible (each one is also work for the garbage collector):
-    one tuple per call in ``RecordList._raw``, not a Record object; the inputs and the outputs
+    nine entries per call in ``RecordList._raw``'s one flat list (NOTE [Calls kept flat]), not
+    a Record object; the inputs and the outputs
     are each one flat sequence of pairs, ``grad_fn, output_nr`` for a tensor that has a
     grad_fn (the node's input metadata give its shape, dtype and device later),
     ``AccumulateGrad, 0`` for a leaf that requires grad, ``None, (shape, dtype, device,
@@ -194,18 +245,100 @@ class Record:
         return len(refs) if type(refs) is tuple else 1
 
 
+# NOTE [Calls kept flat]
+# A recorder keeps each forward call as its nine fields (``CALL_FIELDS``: op, inputs, outputs,
+# node, elapsed, filename, line, group, weak references to the outputs) in one flat list, nine
+# entries a call (``_Calls``), not a tuple a call: 72 bytes a call, not 112 and its pointer, and
+# no object for the garbage collector to count. When the recording stops, the weak reference
+# of each output that has died is replaced by one shared dead reference (``DEAD``): a chain's
+# intermediate results die as the cell runs, and their 100,000 references held 8 MB. Readers
+# see the calls as tuples (``_raw[k]``, ``_raw[a:b]``, made when read).
+CALL_FIELDS = 9
+_REFS = 8  # the field of the weak references
+
+
+class _Gone:
+    pass
+
+
+DEAD = weakref.ref(_Gone())  # a weak reference whose object is gone (NOTE [Calls kept flat])
+_DEAD_TUPLES: dict = {}  # n -> (DEAD,) * n
+
+
+class _Calls:
+    """A recorder's forward calls as one flat list, ``CALL_FIELDS`` entries a call (NOTE
+    [Calls kept flat]); read as a sequence of tuples."""
+
+    __slots__ = ("flat",)
+
+    def __init__(self):
+        self.flat = []
+
+    def append(self, call):
+        self.flat.extend(call)
+
+    def __len__(self):
+        return len(self.flat) // CALL_FIELDS
+
+    def __bool__(self):
+        return bool(self.flat)
+
+    def __getitem__(self, k):
+        flat = self.flat
+        if type(k) is slice:
+            start, stop, step = k.indices(len(flat) // CALL_FIELDS)
+            return [
+                tuple(flat[i * CALL_FIELDS : (i + 1) * CALL_FIELDS])
+                for i in range(start, stop, step)
+            ]
+        n = len(flat) // CALL_FIELDS
+        if k < 0:
+            k += n
+        if not 0 <= k < n:
+            raise IndexError("call index out of range")
+        return tuple(flat[k * CALL_FIELDS : (k + 1) * CALL_FIELDS])
+
+    def __delitem__(self, k):
+        start, stop, step = k.indices(len(self.flat) // CALL_FIELDS)
+        if step != 1:
+            raise ValueError("calls are dropped as one run")
+        del self.flat[start * CALL_FIELDS : max(start, stop) * CALL_FIELDS]
+
+    def __iter__(self):
+        return iter(self[:])
+
+    def forget_dead(self, made, some):
+        """Replace the weak reference of each output gone by ``DEAD`` (NOTE [Calls kept
+        flat]), in the calls and in the Records made of them (``made`` in order, ``some`` by
+        index)."""
+        flat = self.flat
+        for i in range(_REFS, len(flat), CALL_FIELDS):
+            refs = flat[i]
+            if type(refs) is tuple:
+                if refs and refs[0] is not DEAD and all(r() is None for r in refs):
+                    dead = _DEAD_TUPLES.get(len(refs))
+                    if dead is None:
+                        dead = _DEAD_TUPLES[len(refs)] = (DEAD,) * len(refs)
+                    flat[i] = dead
+            elif refs is not DEAD and refs() is None:
+                flat[i] = DEAD
+        for k, rec in [*enumerate(made), *some.items()]:
+            rec._outputs_ref = flat[k * CALL_FIELDS + _REFS]
+
+
 class RecordList:
     """The records of a recorder, in call order: a read-only sequence of :class:`Record`.
 
-    The recorder appends one plain tuple per call (see NOTE [Recording cost]); the Record
-    objects are made when the list is first read past them, or (``since``) when the calls
-    after one are read: a snapshot of a graph cut at its ``max_nodes`` keeps the last calls
-    only, and reads the others' nodes alone (``made``)."""
+    The recorder keeps nine entries per call (see NOTE [Recording cost], NOTE [Calls kept
+    flat]); the Record objects are made when the list is first read past them, or (``since``)
+    when the calls after one are read: a snapshot of a graph cut at its ``max_nodes`` keeps the
+    last calls only, and reads the others' nodes alone (``made``)."""
 
     __slots__ = ("_raw", "_made", "_some", "_cell", "_line_offset", "graph_source")
 
     def __init__(self, cell=None, line_offset=0, source=NBGRAD):
-        self._raw = []  # (op, inputs, outputs, node, elapsed, filename, lineno, group, refs)
+        # op, inputs, outputs, node, elapsed, filename, lineno, group, refs: a call
+        self._raw = _Calls()
         self._made = []
         self._some = {}  # index -> Record, made by ``since`` past the ones made in order
         self._cell = cell
@@ -215,7 +348,8 @@ class RecordList:
     def made(self):
         """``(node, outputs)`` of each call, in order, without making its Record: the Node it
         created (or None) and its outputs as ``Record.output_tensors`` reads them."""
-        return [(raw[3], raw[8]) for raw in self._raw]
+        flat = self._raw.flat
+        return list(zip(flat[3::CALL_FIELDS], flat[_REFS::CALL_FIELDS]))
 
     def since(self, first, keep=True):
         """The records from index ``first`` on (a list), the earlier ones left unmade;
@@ -247,7 +381,9 @@ class RecordList:
         """The Record of call ``k``."""
         cell = self._cell
         source = self.graph_source
-        op, inputs, outputs, node, elapsed, filename, lineno, group, refs = self._raw[k]
+        at = k * CALL_FIELDS
+        call = self._raw.flat[at : at + CALL_FIELDS]
+        op, inputs, outputs, node, elapsed, filename, lineno, group, refs = call
         rec = _new_record(Record)
         rec.index = k
         rec.op = op
@@ -270,10 +406,14 @@ class RecordList:
         return rec
 
     def __len__(self):
-        return len(self._raw)
+        return len(self._raw.flat) // CALL_FIELDS
 
     def __bool__(self):
-        return bool(self._raw)
+        return bool(self._raw.flat)
+
+    def _forget_dead(self):
+        """When the recording stops: NOTE [Calls kept flat]."""
+        self._raw.forget_dead(self._made, self._some)
 
     def __getitem__(self, i):
         return self._sync()[i]

@@ -55,8 +55,26 @@ def test_a_recorded_chain_keeps_a_bounded_memory_per_node():
     assert len(rec.passes[0].steps) == nodes + 2
     # the nodes themselves (kept by the records), a forward call's record and a step each;
     # 1,734 bytes a node before the steps' fields were made compact (1,244 after; issue 34),
-    # 1,089 with a Step object a node, 741 with the steps kept as columns
-    assert kept / nodes < 850
+    # 1,089 with a Step object a node, 741 with the steps kept as columns, 728 before the calls
+    # were kept flat and the gradients' facts small (NOTE [Calls kept flat], NOTE [Facts kept
+    # small]), 551 after
+    assert kept / nodes < 600
+
+
+def test_the_records_of_outputs_gone_read_as_before():
+    # (NOTE [Calls kept flat]) the references of the outputs that died are dropped at the end
+    x = ng.arange(6.0).reshape(2, 3).requires_grad_()
+    with Recorder() as rec:
+        v, i = x.max(dim=0)
+        kept = x.max(dim=1)
+        y = v * 2
+        _ = rec.records[0]  # (a Record made while the outputs lived)
+        del v, i
+    gone, alive, mul = rec.records
+    assert (gone.n_outputs, gone.output_tensors()) == (2, [])
+    assert alive.n_outputs == 2 and alive.output_tensors() == list(kept)
+    assert mul.output_tensors() == [y] and [r.op for r in rec.records] == ["max_dim"] * 2 + ["mul"]
+    assert len(rec.records[:]) == 3 and rec.records.made()[2] == (y.grad_fn, mul._outputs_ref)
 
 
 def test_edge_grads_and_node_inputs_are_the_steps():
