@@ -287,10 +287,10 @@ class _Calls:
         flat = self.flat
         if type(k) is slice:
             start, stop, step = k.indices(len(flat) // CALL_FIELDS)
-            return [
-                tuple(flat[i * CALL_FIELDS : (i + 1) * CALL_FIELDS])
-                for i in range(start, stop, step)
-            ]
+            if step != 1 or stop <= start:
+                return [self[i] for i in range(start, stop, step)]
+            start, stop, by = start * CALL_FIELDS, stop * CALL_FIELDS, CALL_FIELDS
+            return list(zip(*[flat[start + j : stop : by] for j in range(by)]))
         n = len(flat) // CALL_FIELDS
         if k < 0:
             k += n
@@ -306,6 +306,12 @@ class _Calls:
 
     def __iter__(self):
         return iter(self[:])
+
+    def fields(self, start, *which) -> list:
+        """The fields ``which`` (their indices in a call) of each call from ``start`` on, a
+        tuple a call (made in C: no call's whole tuple made)."""
+        flat, at = self.flat, start * CALL_FIELDS
+        return list(zip(*[flat[at + j :: CALL_FIELDS] for j in which]))
 
     def forget_dead(self, made, some):
         """Replace the weak reference of each output gone by ``DEAD`` (NOTE [Calls kept

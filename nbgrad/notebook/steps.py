@@ -237,7 +237,7 @@ class RepeatedSteps:
         r0, g0, p0 = self._step_start
         raw, modules = self._raw, self.modules
         signature = (
-            [(x[0], x[5], x[6], x[3] is None) for x in raw[r0:]],
+            [(op, f, n, node is None) for op, f, n, node in raw.fields(r0, 0, 5, 6, 3)],
             [g.path for g in modules[g0:]],
             len(self.passes) - p0,
         )

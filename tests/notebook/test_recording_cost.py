@@ -75,6 +75,9 @@ def test_the_records_of_outputs_gone_read_as_before():
     assert alive.n_outputs == 2 and alive.output_tensors() == list(kept)
     assert mul.output_tensors() == [y] and [r.op for r in rec.records] == ["max_dim"] * 2 + ["mul"]
     assert len(rec.records[:]) == 3 and rec.records.made()[2] == (y.grad_fn, mul._outputs_ref)
+    calls = rec._raw  # (read as tuples: steps.py's signatures, answers_values' last op)
+    assert calls[1:] == [calls[1], calls[-1]] and calls[-1][3:5] == (y.grad_fn, mul.elapsed)
+    assert calls.fields(1, 0, 3) == [("max_dim", kept.values.grad_fn), ("mul", y.grad_fn)]
 
 
 def test_edge_grads_and_node_inputs_are_the_steps():
