@@ -107,3 +107,28 @@ def test_a_record_with_numbers_among_its_arguments_lists_its_tensors():
     assert [i.node for i in add.inputs] == [mul.node, None]
     assert add.inputs[1].shape == (2,) and not add.inputs[1].requires_grad
     assert [i.node for i in pow_.inputs] == [add.node]
+
+
+def test_reading_a_passes_gradients_by_node_keeps_little():
+    # NOTE [Steps found by id]: a pass finds a node's step by its sorted ids, 16 bytes a step
+    # (a dict node -> step kept 80 bytes a step on a 100,000-node chain)
+    with Recorder() as rec:
+        _x, loss = chain(20_000)
+        loss.backward()
+    (trace,) = rec.passes
+    nodes = list(trace.order)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in nodes:
+            trace.node_inputs[n], trace.edge_grads.get((n, 0))
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept / len(nodes) < 30
+    steps = trace.steps
+    assert [trace.node_inputs[n] for n in nodes] == [s.inputs for s in steps]
+    assert [trace.edge_grads.get((n, 0)) for n in nodes] == [
+        (s.outputs or [None])[0] for s in steps
+    ]
