@@ -110,7 +110,7 @@ def test_a_record_with_numbers_among_its_arguments_lists_its_tensors():
 
 
 def test_reading_a_passes_gradients_by_node_keeps_little():
-    # NOTE [Steps found by id]: a pass finds a node's step by its sorted ids, 16 bytes a step
+    # (NOTE [Steps found by id]) a pass finds a node's step by its sorted ids, 16 bytes a step
     # (a dict node -> step kept 80 bytes a step on a 100,000-node chain)
     with Recorder() as rec:
         _x, loss = chain(20_000)
