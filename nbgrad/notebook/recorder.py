@@ -806,6 +806,8 @@ class _Watcher(GraphObserver):
             summary(outputs[0]) if len(outputs) == 1 else tuple(map(summary, outputs))
         )
         if k is not None and trace._nodes[k] is node:
+            if len(outputs) == 2 and summaries[1] is None and not trace._modelled:
+                summaries = summaries[0]  # NOTE [Steps kept as columns]: (g, None) as g
             trace._outputs[k] = summaries
             trace._ends[k] = end
             trace._ended += 1

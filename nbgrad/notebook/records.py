@@ -483,10 +483,12 @@ class HookCall:
 # columns, and write through (the model of a torch pass fills its steps so). In a column, what
 # a node has one of is kept alone, not in a tuple: one gradient in or out (``Step.inputs``
 # reads it as a 1-tuple), one node made ready, and one changed count when it is 0 (the node it
-# made ready, as a chain's steps have). The counts the pass started with are two columns too
-# (nodes, counts), not a dict. On a 100,000-node chain (``tests/benchmarks/recording.py``):
-# 113 MB kept after the cell with a Step object a node, 72 MB so; the backward pass recorded
-# in 1.02-1.10 s against 1.17-1.20 s (plain: 0.33 s).
+# made ready, as a chain's steps have); so is the one gradient a node of nbgrad's with two
+# edges sent beside a None (``h * 1.0001``: ``_sent`` reads it back by the node's edges; its
+# engine checks that a node sends one gradient an edge). The counts the pass started with
+# are two columns too (nodes, counts), not a dict. On a 100,000-node chain
+# (``tests/benchmarks/recording.py``): 113 MB kept after the cell with a Step object a node,
+# 72 MB so; the backward pass recorded in 1.02-1.10 s against 1.17-1.20 s (plain: 0.33 s).
 class Step(namedtuple("StepView", "trace index node time end")):
     """One node of a backward pass, as the engine saw it when the node started: a view of its
     trace's columns (NOTE [Steps kept as columns]), made when read.
@@ -509,7 +511,7 @@ class Step(namedtuple("StepView", "trace index node time end")):
     @property
     def outputs(self) -> tuple:
         """The GradFacts of the gradients the node sent (empty while it runs)."""
-        return one_or_many(self[0]._outputs[self[1]])
+        return self[0]._sent(self[1])
 
     @property
     def hooks(self):
@@ -732,6 +734,17 @@ class BackwardTrace:
     def _steps(self) -> Sequence[Step]:  # (as the steps fill: no replay)
         return _Steps(self)
 
+    def _sent(self, k) -> tuple:
+        """The GradFacts step ``k``'s node sent, a tuple (NOTE [Steps kept as columns]): one
+        gradient alone is one of one, or, from a node of nbgrad's with two edges, one of two
+        (the second None)."""
+        value = self._outputs[k]
+        if type(value) is tuple:
+            return value
+        if not self._modelled and len(self._next_nodes(self._nodes[k])) == 2:
+            return (value, None)
+        return (value,)
+
     def _by_node(self) -> dict:
         """node -> the index of its step (the last, if it ran twice), made anew: for a walk
         over them all (a lookup reads ``_step_of``)."""
@@ -922,7 +935,7 @@ class _EdgeGrads(Mapping):
             return loose[key]
         node, i = key
         k = trace._step_of(node)
-        outputs = () if k is None else one_or_many(trace._outputs[k])
+        outputs = () if k is None else trace._sent(k)
         if not 0 <= i < len(outputs):
             raise KeyError(key)
         return outputs[i]
@@ -930,9 +943,8 @@ class _EdgeGrads(Mapping):
     def __iter__(self):
         trace = self._trace
         loose = trace._loose_grads
-        outputs = trace._outputs
         for node, k in list(trace._by_node().items()):
-            for i in range(len(one_or_many(outputs[k]))):
+            for i in range(len(trace._sent(k))):
                 if (node, i) not in loose:
                     yield (node, i)
         yield from list(loose)
