@@ -206,11 +206,16 @@ def array_facts(a, value, max_values=16, source=NBGRAD, norms=None):
         # small]); a NaN among them would make the hypot NaN, an Inf makes it Inf even beside
         # a NaN, so a norm that is not finite is taken again as the sum of squares (NumPy's
         # NaN where both are), as larger gradients' are
-        head = a.ravel()
+        values = (a if a.ndim == 1 else a.ravel()).tolist()
         facts._norm = FROM_HEAD
-        facts.nonfinite = None if _isfinite(_hypot(*head.tolist())) else nonfinite_kinds(a)
-        facts._head = head.tobytes()
-        facts._kind = _kind_of(a.shape, dt, size, source, value)
+        facts.nonfinite = None if _isfinite(_hypot(*values)) else nonfinite_kinds(a)
+        facts._head = a.tobytes()  # (in C order, as the values)
+        shape = a.shape
+        kinds = _KINDS.get(shape)  # (``_kind_of``, its commonest case inline)
+        if kinds is not None and kinds[0][3] is dt:
+            facts._kind = kinds[0]
+        else:
+            facts._kind = _kind_of(shape, dt, size, source, value)
         facts._summary = None
         return facts
     norm = None
