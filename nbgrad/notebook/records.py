@@ -319,18 +319,23 @@ class _Calls:
         flat]), in the calls and in the Records made of them (``made`` in order, ``some`` by
         index)."""
         flat = self.flat
-        for i in range(_REFS, len(flat), CALL_FIELDS):
-            refs = flat[i]
-            if type(refs) is tuple:
-                if refs and refs[0] is not DEAD and all(r() is None for r in refs):
-                    dead = _DEAD_TUPLES.get(len(refs))
-                    if dead is None:
-                        dead = _DEAD_TUPLES[len(refs)] = (DEAD,) * len(refs)
-                    flat[i] = dead
-            elif refs is not DEAD and refs() is None:
-                flat[i] = DEAD
+        flat[_REFS::CALL_FIELDS] = [
+            (DEAD if refs() is None else refs) if type(refs) is not tuple else _gone(refs)
+            for refs in flat[_REFS::CALL_FIELDS]
+        ]
         for k, rec in [*enumerate(made), *some.items()]:
             rec._outputs_ref = flat[k * CALL_FIELDS + _REFS]
+
+
+def _gone(refs: tuple) -> tuple:
+    """``refs`` (the weak references to a call's outputs), or ``DEAD`` for each when all are
+    gone (one tuple a length: NOTE [Calls kept flat])."""
+    if not refs or any(r() is not None for r in refs):
+        return refs
+    dead = _DEAD_TUPLES.get(len(refs))
+    if dead is None:
+        dead = _DEAD_TUPLES[len(refs)] = (DEAD,) * len(refs)
+    return dead
 
 
 class RecordList:
