@@ -649,8 +649,12 @@ class _Watcher(GraphObserver):
     # each node's events fill its step's columns and its gradients' GradFacts, taken while the
     # engine runs (a gradient may be freed or changed in place right after). They are made
     # compact (NOTE [Steps kept as columns], NOTE [Steps read alike], NOTE [Gradients read
-    # from the steps]); ``tests/benchmarks/recording.py``
-    # prints what a watched node costs in time and memory. Cheaper would mean keeping only the
+    # from the steps], NOTE [Facts kept small]), with few Python calls an event (a chain's
+    # routing and empty queue read without their general loops); ``tests/benchmarks/
+    # recording.py`` prints what a watched node costs in time and memory: on its 100,002-node
+    # chain the backward recorded takes 0.84 s against 0.32 plain and 0.44 with an observer
+    # that does nothing (the pass then carries Tensors), 521 bytes a node kept with the
+    # forward's records (1.0 s and 722 bytes before). Cheaper would mean keeping only the
     # order the nodes ran in and their gradients' facts, and replaying nbgrad's queue and
     # counts when a step is read, as torch's passes are (NOTE [The model run when read]).
     # NOTE [Events of a watched pass]
