@@ -753,8 +753,6 @@ class _Watcher(GraphObserver):
             trace._hooks_at[k] = pending.pop(node)
         if trace._modelled:  # NOTE [The model run when read]
             trace._deps.append(None)
-            trace._buffers.append(None)
-            trace._readies.append(None)
             trace._made.append([])  # (the model's replay adds to it)
         else:
             trace._made.append(NOTHING)
@@ -768,12 +766,12 @@ class _Watcher(GraphObserver):
                         break
             deps, buffers = trace._observe_routing(graph_task)
             trace._deps.append(deps)
-            trace._buffers.append(buffers)
-            trace._readies.append(
-                trace._ready_now(graph_task, node)
-                if ready or graph_task.cpu_ready_queue
-                else trace._none_ready  # (NOTE [Steps read alike])
-            )
+            if buffers is not trace._no_buffers:  # (NOTE [Steps read alike])
+                trace._buffers_at[k] = buffers
+            if ready or graph_task.cpu_ready_queue:
+                ready = trace._ready_now(graph_task, node)
+                if ready is not trace._none_ready:
+                    trace._ready_at[k] = ready
         trace._ends.append(_NAN)
         trace._current[get_ident()] = k
         trace._times.append(_perf_counter())
