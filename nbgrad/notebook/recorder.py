@@ -172,6 +172,7 @@ class Recorder(RepeatedSteps):
         self.records = RecordList(cell_filename, line_offset, self.graph_source)
         self._raw = self.records._raw
         self._calls = self._raw.flat  # (NOTE [Calls kept flat])
+        self._elapsed = self._raw.elapsed
         self.modules: list[ModuleCall] = []
         self.passes: list[BackwardTrace] = []
         self.error = None
@@ -404,13 +405,13 @@ class Recorder(RepeatedSteps):
                 inputs,
                 outputs,
                 node,
-                elapsed,
                 fname,
                 lineno,
                 groups[-1] if groups else None,
                 refs,
             )
         )
+        self._elapsed.append(elapsed)
         # (answers_values.check_forward, its commonest case inline: a few finite floats)
         a = result._data if type(result) is _Tensor else None
         if (

@@ -157,8 +157,8 @@ class Record:
     NOTE [Recording cost]
     The recorder runs inside every op of a recorded block, so a record takes only what cannot
     wait, in as few objects as possible (each one is also work for the garbage collector):
-    nine entries per call in ``RecordList._raw``'s one flat list (NOTE [Calls kept flat]), not
-    a Record object; the inputs and the outputs
+    eight entries per call in ``RecordList._raw``'s one flat list and its elapsed time in an
+    array (NOTE [Calls kept flat]), not a Record object; the inputs and the outputs
     are each one flat sequence of pairs, ``grad_fn, output_nr`` for a tensor that has a
     grad_fn (the node's input metadata give its shape, dtype and device later),
     ``AccumulateGrad, 0`` for a leaf that requires grad, ``None, (shape, dtype, device,
@@ -249,15 +249,17 @@ class Record:
 
 
 # NOTE [Calls kept flat]
-# A recorder keeps each forward call as its nine fields (``CALL_FIELDS``: op, inputs, outputs,
-# node, elapsed, filename, line, group, weak references to the outputs) in one flat list, nine
-# entries a call (``_Calls``), not a tuple a call: 72 bytes a call, not 112 and its pointer, and
-# no object for the garbage collector to count. When the recording stops, the weak reference
-# of each output that has died is replaced by one shared dead reference (``DEAD``): a chain's
+# A recorder keeps each forward call as its nine fields (op, inputs, outputs, node, elapsed,
+# filename, line, group, weak references to the outputs) in one flat list, eight entries a
+# call (``_Calls``, ``CALL_FIELDS``), with the elapsed times apart in an array of floats, not
+# a tuple a call: 72 bytes a call, not 112, its pointer and a float of 24, and no object for
+# the garbage collector to count. When the recording stops, the weak reference of each
+# output that has died is replaced by one shared dead reference (``DEAD``): a chain's
 # intermediate results die as the cell runs, and their 100,000 references held 8 MB. Readers
-# see the calls as tuples (``_raw[k]``, ``_raw[a:b]``, made when read).
-CALL_FIELDS = 9
-_REFS = 8  # the field of the weak references
+# see the calls as tuples of nine (``_raw[k]``, ``_raw[a:b]``, made when read).
+CALL_FIELDS = 8  # entries a call in the flat list (its elapsed time apart)
+_REFS = 7  # the entry of the weak references
+_FLAT_AT = (0, 1, 2, 3, None, 4, 5, 6, 7)  # a call's field -> its entry (None: the elapsed)
 
 
 class _Gone:
@@ -269,52 +271,69 @@ _DEAD_TUPLES: dict = {}  # n -> (DEAD,) * n
 
 
 class _Calls:
-    """A recorder's forward calls as one flat list, ``CALL_FIELDS`` entries a call (NOTE
-    [Calls kept flat]); read as a sequence of tuples."""
+    """A recorder's forward calls as one flat list, ``CALL_FIELDS`` entries a call, and their
+    elapsed times (NOTE [Calls kept flat]); read as a sequence of tuples."""
 
-    __slots__ = ("flat",)
+    __slots__ = ("flat", "elapsed")
 
     def __init__(self):
         self.flat = []
+        self.elapsed = array("d")
 
     def append(self, call):
-        self.flat.extend(call)
+        """Add a call given as its tuple of nine fields."""
+        self.flat.extend(call[:4])
+        self.flat.extend(call[5:])
+        self.elapsed.append(call[4])
+
+    def last_op(self):
+        return self.flat[-CALL_FIELDS]
 
     def __len__(self):
-        return len(self.flat) // CALL_FIELDS
+        return len(self.elapsed)
 
     def __bool__(self):
-        return bool(self.flat)
+        return bool(self.elapsed)
 
     def __getitem__(self, k):
-        flat = self.flat
         if type(k) is slice:
-            start, stop, step = k.indices(len(flat) // CALL_FIELDS)
+            start, stop, step = k.indices(len(self.elapsed))
             if step != 1 or stop <= start:
                 return [self[i] for i in range(start, stop, step)]
-            start, stop, by = start * CALL_FIELDS, stop * CALL_FIELDS, CALL_FIELDS
-            return list(zip(*[flat[start + j : stop : by] for j in range(by)]))
-        n = len(flat) // CALL_FIELDS
+            return self.fields(start, *range(9), stop=stop)
+        n = len(self.elapsed)
         if k < 0:
             k += n
         if not 0 <= k < n:
             raise IndexError("call index out of range")
-        return tuple(flat[k * CALL_FIELDS : (k + 1) * CALL_FIELDS])
+        at = k * CALL_FIELDS
+        call = self.flat[at : at + CALL_FIELDS]
+        call.insert(4, self.elapsed[k])
+        return tuple(call)
 
     def __delitem__(self, k):
-        start, stop, step = k.indices(len(self.flat) // CALL_FIELDS)
+        start, stop, step = k.indices(len(self.elapsed))
         if step != 1:
             raise ValueError("calls are dropped as one run")
-        del self.flat[start * CALL_FIELDS : max(start, stop) * CALL_FIELDS]
+        stop = max(start, stop)
+        del self.flat[start * CALL_FIELDS : stop * CALL_FIELDS]
+        del self.elapsed[start:stop]
 
     def __iter__(self):
         return iter(self[:])
 
-    def fields(self, start, *which) -> list:
-        """The fields ``which`` (their indices in a call) of each call from ``start`` on, a
-        tuple a call (made in C: no call's whole tuple made)."""
-        flat, at = self.flat, start * CALL_FIELDS
-        return list(zip(*[flat[at + j :: CALL_FIELDS] for j in which]))
+    def fields(self, start, *which, stop=None) -> list:
+        """The fields ``which`` (their indices in a call's tuple) of each call from ``start``
+        on (to ``stop``), a tuple a call (made in C: no call's whole tuple made)."""
+        stop = len(self.elapsed) if stop is None else stop
+        flat, at, end = self.flat, start * CALL_FIELDS, stop * CALL_FIELDS
+        columns = [
+            self.elapsed[start:stop]
+            if _FLAT_AT[j] is None
+            else flat[at + _FLAT_AT[j] : end : CALL_FIELDS]
+            for j in which
+        ]
+        return list(zip(*columns))
 
     def forget_dead(self, made, some):
         """Replace the weak reference of each output gone by ``DEAD`` (NOTE [Calls kept
@@ -343,10 +362,10 @@ def _gone(refs: tuple) -> tuple:
 class RecordList:
     """The records of a recorder, in call order: a read-only sequence of :class:`Record`.
 
-    The recorder keeps nine entries per call (see NOTE [Recording cost], NOTE [Calls kept
-    flat]); the Record objects are made when the list is first read past them, or (``since``)
-    when the calls after one are read: a snapshot of a graph cut at its ``max_nodes`` keeps the
-    last calls only, and reads the others' nodes alone (``made``)."""
+    The recorder keeps eight entries and a float per call (see NOTE [Recording cost], NOTE
+    [Calls kept flat]); the Record objects are made when the list is first read past them, or
+    (``since``) when the calls after one are read: a snapshot of a graph cut at its
+    ``max_nodes`` keeps the last calls only, and reads the others' nodes alone (``made``)."""
 
     __slots__ = ("_raw", "_made", "_some", "_cell", "_line_offset", "graph_source")
 
@@ -396,8 +415,10 @@ class RecordList:
         cell = self._cell
         source = self.graph_source
         at = k * CALL_FIELDS
-        call = self._raw.flat[at : at + CALL_FIELDS]
-        op, inputs, outputs, node, elapsed, filename, lineno, group, refs = call
+        op, inputs, outputs, node, filename, lineno, group, refs = self._raw.flat[
+            at : at + CALL_FIELDS
+        ]
+        elapsed = self._raw.elapsed[k]
         rec = _new_record(Record)
         rec.index = k
         rec.op = op
@@ -420,10 +441,10 @@ class RecordList:
         return rec
 
     def __len__(self):
-        return len(self._raw.flat) // CALL_FIELDS
+        return len(self._raw.elapsed)
 
     def __bool__(self):
-        return bool(self._raw.flat)
+        return bool(self._raw.elapsed)
 
     def _forget_dead(self):
         """When the recording stops: NOTE [Calls kept flat]."""
