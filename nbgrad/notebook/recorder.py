@@ -386,13 +386,16 @@ class Recorder(RepeatedSteps):
                         break
         # the user code that made it: the first frame outside nbgrad (in a cell: the cell's);
         # the walk starts where the user's frame is at the earliest, three calls up (user code,
-        # Tensor.__mul__ or ng.exp, _binary or _dispatch, here): each frame passed on the way
-        # costs a frame object; in a cell, the first is most often the cell's
+        # Tensor.__mul__ or ng.exp, _binary or _dispatch, here), most often four (the op's
+        # result function, NOTE [Generated forward result], calls here): each frame passed on
+        # the way costs a frame object; in a cell, those two are looked at first
         try:
             frame = _getframe(3)
         except ValueError:
             frame = _getframe(1)
         cell = self.cell_filename
+        if cell is not None and frame.f_code.co_filename != cell and frame.f_back is not None:
+            frame = frame.f_back
         if cell is not None and frame.f_code.co_filename == cell:
             fname, lineno = cell, frame.f_lineno
         else:
