@@ -656,11 +656,12 @@ class _Watcher(GraphObserver):
     # from the steps], NOTE [Facts kept small]), with few Python calls an event (a chain's
     # routing and empty queue read without their general loops); ``tests/benchmarks/
     # recording.py`` prints what a watched node costs in time and memory: on its 100,002-node
-    # chain the backward recorded takes 0.84 s against 0.32 plain and 0.44 with an observer
-    # that does nothing (the pass then carries Tensors), 521 bytes a node kept with the
-    # forward's records (1.0 s and 722 bytes before). Cheaper would mean keeping only the
-    # order the nodes ran in and their gradients' facts, and replaying nbgrad's queue and
-    # counts when a step is read, as torch's passes are (NOTE [The model run when read]).
+    # chain the backward recorded takes 0.83-0.87 s against 0.32 plain and 0.44 with an
+    # observer that does nothing (the pass then carries Tensors), 480 bytes a node kept with
+    # the forward's records and the nodes (1.0 s and 722 bytes before). Cheaper would mean
+    # keeping only the order the nodes ran in and their gradients' facts, and replaying
+    # nbgrad's queue and counts when a step is read, as torch's passes are (NOTE [The model
+    # run when read]).
     # NOTE [Events of a watched pass]
     # The events of one node (``node_ready``, ``node_start``, ``node_end``, ``hook``,
     # ``grad_accumulated``) come many times a pass, so they skip ``_exclusive``'s thread-local
