@@ -50,8 +50,8 @@ from nbgrad.autograd.graph import GraphObserver
 from nbgrad.backend import CPU as _CPU
 
 from .answers_values import _FEW, check_forward
+from .calls import CALL_FIELDS, _foreign_pair, _input_pairs, _leaf_pair, _user_line
 from .records import (
-    CALL_FIELDS,
     NOTHING,
     TENSOR_EDGES,
     Accumulation,
@@ -61,10 +61,6 @@ from .records import (
     Record,
     RecordList,
     Step,
-    _foreign_pair,
-    _input_pairs,
-    _leaf_pair,
-    _user_line,
     counts,
     one_or_many,
 )
