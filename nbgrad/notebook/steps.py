@@ -237,7 +237,7 @@ class RepeatedSteps:
         r0, g0, p0 = self._step_start
         raw, modules = self._raw, self.modules
         signature = (
-            [(op, f, n, node is None) for op, f, n, node in raw.fields(r0, 0, 5, 6, 3)],
+            raw.signature(r0),  # [(op, filename, line, node is None), ...]
             [g.path for g in modules[g0:]],
             len(self.passes) - p0,
         )

@@ -80,6 +80,13 @@ def test_the_records_of_outputs_gone_read_as_before():
     calls = rec._raw  # (read as tuples: steps.py's signatures, answers_values' last op)
     assert calls[1:] == [calls[1], calls[-1]] and calls[-1][3:5] == (y.grad_fn, mul.elapsed)
     assert calls.fields(1, 0, 3) == [("max_dim", kept.values.grad_fn), ("mul", y.grad_fn)]
+    # what steps.py compares a step by, a tuple for each kind of call
+    sig = calls.signature(0)
+    assert sig == [(c[0], c[5], c[6], c[3] is None) for c in calls] and sig[0] is not sig[2]
+    with Recorder() as loop:
+        for _ in range(3):
+            x = x * 1.5
+    assert len(loop._raw.signature(0)) == 3 and len({id(s) for s in loop._raw.signature(0)}) == 1
 
 
 def test_edge_grads_and_node_inputs_are_the_steps():
