@@ -60,6 +60,7 @@ into the engine, goes through the root package at call time (``nbgrad.autograd.b
 6 notebook      notebook/sources.py how a graph is read and watched (nbgrad's)
                 notebook/torch_source.py  the same for PyTorch's graph (never imports torch)
                 notebook/records.py     Record, ModuleCall, BackwardTrace, Step: what is kept
+                notebook/calls.py       a forward call taken as the recorder sees it, kept flat
                 notebook/recorder.py    the Recorder: forward calls, module groups, backward
                                     passes of a cell, through the sources' observers
                 notebook/schema.py  the records sent to the browser, defined once

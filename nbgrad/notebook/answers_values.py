@@ -70,7 +70,7 @@ def check_forward(rec, source, args, result):
     """Called by the recorder for each forward call it has just recorded: if an output of
     ``result`` (a tensor or a tuple of them) is not finite, note it on ``rec.nonfinite_found``
     with the inputs' values where it first is (NOTE [Finite at a sum's cost])."""
-    if rec._raw[-1][0] in _UNINITIALISED:
+    if rec._raw.last_op() in _UNINITIALISED:
         return
     if type(result) is not tuple and type(result) is not list:  # one output: inline
         try:

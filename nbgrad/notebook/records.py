@@ -10,12 +10,16 @@ from __future__ import annotations
 import linecache
 import weakref
 from array import array
+from bisect import bisect_right as _bisect_right
 from collections import namedtuple
 from collections.abc import Mapping, Sequence
 from itertools import count, repeat
 
+import numpy as np
+
 from nbgrad import Tensor as _Tensor
 
+from .calls import _REFS, CALL_FIELDS, _Calls
 from .sources import NBGRAD, dtype_name
 from .summaries import array_facts, grad_facts
 
@@ -104,7 +108,8 @@ class Record:
     NOTE [Recording cost]
     The recorder runs inside every op of a recorded block, so a record takes only what cannot
     wait, in as few objects as possible (each one is also work for the garbage collector):
-    one tuple per call in ``RecordList._raw``, not a Record object; the inputs and the outputs
+    eight entries per call in ``RecordList._raw``'s one flat list and its elapsed time in an
+    array (NOTE [Calls kept flat]), not a Record object; the inputs and the outputs
     are each one flat sequence of pairs, ``grad_fn, output_nr`` for a tensor that has a
     grad_fn (the node's input metadata give its shape, dtype and device later),
     ``AccumulateGrad, 0`` for a leaf that requires grad, ``None, (shape, dtype, device,
@@ -116,12 +121,14 @@ class Record:
     the output (a tuple of them for several);
     the user frame's file and line number. Record objects, ``inputs``, ``outputs`` (lists of
     TensorInfo) and ``source`` (the line's text) are made when first read. The frame walk
-    starts four calls up (each frame passed materialises a frame object). The garbage
-    collector's share grows with every container made, hence the flat tuples.
-    ``tests/benchmarks/notebook.py`` measures the cost: about +3 us per op, x2.2 on the
-    cheapest ops (16-element tensors; x1.1 on a 128x128 matmul), the NaN/Inf check of each
-    output (``answers_values.check_forward``) included; ``tests/benchmarks/recording.py``
-    the backward's too.
+    starts three calls up (each frame passed materialises a frame object; NOTE [One call a
+    forward call]), and in a cell stops at once when that frame is the cell's. The garbage
+    collector's share grows with every container made, hence the flat pairs. The NaN/Inf
+    check of each output (``answers_values.check_forward``) is included: a few floats are
+    summed inline, as it would. ``tests/benchmarks/notebook.py`` measures the cost (about +3
+    us per op, x2.2 on the cheapest ops before the calls were kept flat);
+    ``tests/benchmarks/recording.py`` the backward's too: on its 100,000-call chain the
+    forward recorded takes 0.46 s against 0.42 plain (0.52 before NOTE [Calls kept flat]).
     """
 
     __slots__ = (
@@ -195,15 +202,16 @@ class Record:
 class RecordList:
     """The records of a recorder, in call order: a read-only sequence of :class:`Record`.
 
-    The recorder appends one plain tuple per call (see NOTE [Recording cost]); the Record
-    objects are made when the list is first read past them, or (``since``) when the calls
-    after one are read: a snapshot of a graph cut at its ``max_nodes`` keeps the last calls
-    only, and reads the others' nodes alone (``made``)."""
+    The recorder keeps eight entries and a float per call (see NOTE [Recording cost], NOTE
+    [Calls kept flat]); the Record objects are made when the list is first read past them, or
+    (``since``) when the calls after one are read: a snapshot of a graph cut at its
+    ``max_nodes`` keeps the last calls only, and reads the others' nodes alone (``made``)."""
 
     __slots__ = ("_raw", "_made", "_some", "_cell", "_line_offset", "graph_source")
 
     def __init__(self, cell=None, line_offset=0, source=NBGRAD):
-        self._raw = []  # (op, inputs, outputs, node, elapsed, filename, lineno, group, refs)
+        # op, inputs, outputs, node, elapsed, filename, lineno, group, refs: a call
+        self._raw = _Calls()
         self._made = []
         self._some = {}  # index -> Record, made by ``since`` past the ones made in order
         self._cell = cell
@@ -213,7 +221,8 @@ class RecordList:
     def made(self):
         """``(node, outputs)`` of each call, in order, without making its Record: the Node it
         created (or None) and its outputs as ``Record.output_tensors`` reads them."""
-        return [(raw[3], raw[8]) for raw in self._raw]
+        flat = self._raw.flat
+        return list(zip(flat[3::CALL_FIELDS], flat[_REFS::CALL_FIELDS]))
 
     def since(self, first, keep=True):
         """The records from index ``first`` on (a list), the earlier ones left unmade;
@@ -245,7 +254,11 @@ class RecordList:
         """The Record of call ``k``."""
         cell = self._cell
         source = self.graph_source
-        op, inputs, outputs, node, elapsed, filename, lineno, group, refs = self._raw[k]
+        at = k * CALL_FIELDS
+        op, inputs, outputs, node, filename, lineno, group, refs = self._raw.flat[
+            at : at + CALL_FIELDS
+        ]
+        elapsed = self._raw.elapsed[k]
         rec = _new_record(Record)
         rec.index = k
         rec.op = op
@@ -268,10 +281,14 @@ class RecordList:
         return rec
 
     def __len__(self):
-        return len(self._raw)
+        return len(self._raw.elapsed)
 
     def __bool__(self):
-        return bool(self._raw)
+        return bool(self._raw.elapsed)
+
+    def _forget_dead(self):
+        """When the recording stops: NOTE [Calls kept flat]."""
+        self._raw.forget_dead(self._made, self._some)
 
     def __getitem__(self, i):
         return self._sync()[i]
@@ -334,10 +351,12 @@ class HookCall:
 # columns, and write through (the model of a torch pass fills its steps so). In a column, what
 # a node has one of is kept alone, not in a tuple: one gradient in or out (``Step.inputs``
 # reads it as a 1-tuple), one node made ready, and one changed count when it is 0 (the node it
-# made ready, as a chain's steps have). The counts the pass started with are two columns too
-# (nodes, counts), not a dict. On a 100,000-node chain (``tests/benchmarks/recording.py``):
-# 113 MB kept after the cell with a Step object a node, 72 MB so; the backward pass recorded
-# in 1.02-1.10 s against 1.17-1.20 s (plain: 0.33 s).
+# made ready, as a chain's steps have); so is the one gradient a node of nbgrad's with two
+# edges sent beside a None (``h * 1.0001``: ``_sent`` reads it back by the node's edges; its
+# engine checks that a node sends one gradient an edge). The counts the pass started with
+# are two columns too (nodes, counts), not a dict. On a 100,000-node chain
+# (``tests/benchmarks/recording.py``): 113 MB kept after the cell with a Step object a node,
+# 72 MB so; the backward pass recorded in 1.02-1.10 s against 1.17-1.20 s (plain: 0.33 s).
 class Step(namedtuple("StepView", "trace index node time end")):
     """One node of a backward pass, as the engine saw it when the node started: a view of its
     trace's columns (NOTE [Steps kept as columns]), made when read.
@@ -360,7 +379,7 @@ class Step(namedtuple("StepView", "trace index node time end")):
     @property
     def outputs(self) -> tuple:
         """The GradFacts of the gradients the node sent (empty while it runs)."""
-        return one_or_many(self[0]._outputs[self[1]])
+        return self[0]._sent(self[1])
 
     @property
     def hooks(self):
@@ -384,19 +403,21 @@ class Step(namedtuple("StepView", "trace index node time end")):
 
     @property
     def ready(self):
-        return self[0]._readies[self[1]]
+        trace = self[0]  # (NOTE [Steps read alike]: the common value is not kept a step)
+        return trace._ready_at.get(self[1], trace._usual_ready)
 
     @ready.setter
     def ready(self, ready):
-        self[0]._readies[self[1]] = ready
+        self[0]._ready_at[self[1]] = ready
 
     @property
     def buffers(self):
-        return self[0]._buffers[self[1]]
+        trace = self[0]
+        return trace._buffers_at.get(self[1], trace._usual_buffers)
 
     @buffers.setter
     def buffers(self, buffers):
-        self[0]._buffers[self[1]] = buffers
+        self[0]._buffers_at[self[1]] = buffers
 
     @property
     def made_ready(self):
@@ -477,6 +498,8 @@ class _Steps(Sequence):
 
 _new_tuple = tuple.__new__
 _weakref = weakref.ref
+_ndarray = np.ndarray
+MEMO_LIMIT = 4096  # entries: NOTE [The memo holds the living]
 
 
 class Accumulation:
@@ -507,15 +530,16 @@ class BackwardTrace:
         self._initial_counts = array("q", dependencies.values())
         self._initial_ready = {}
         # the steps, as columns (NOTE [Steps kept as columns]): per step, its node, its
-        # gradients in and out, changed counts, nodes made ready, ready queues, buffers, start
-        # and end; hooks, accumulations and devices other than the CPU by step index
+        # gradients in and out, changed counts, nodes made ready, start and end; hooks,
+        # accumulations, devices other than the CPU, and ready queues and buffers other than
+        # the usual ones (NOTE [Steps read alike]) by step index
         self._nodes: list = []
         self._inputs: list = []
         self._outputs: list = []
         self._deps: list = []
         self._made: list = []
-        self._readies: list = []
-        self._buffers: list = []
+        self._ready_at: dict = {}
+        self._buffers_at: dict = {}
         self._times = array("d")
         self._ends = array("d")  # (NaN: not ended)
         self._ended = 0  # how many steps ended
@@ -528,7 +552,7 @@ class BackwardTrace:
         # received (NOTE [Gradients read from the steps])
         self.edge_grads = _EdgeGrads(self)
         self.node_inputs = _NodeInputs(self)
-        self._index_of = None  # (steps, node -> the index of its step), made when read
+        self._index_of = None  # NOTE [Steps found by id]: made when read
         self._loose_grads: dict = {}  # (node, edge index) -> GradFacts sent outside its step
         self._final_dependencies: dict = {}
         self._final_buffers: dict = {}
@@ -549,9 +573,15 @@ class BackwardTrace:
         self._current = {}  # thread -> the index of the step running
         self._pending_hooks = {}  # node -> hooks that fired before node_start
         self.nonfinite_seen = False  # whether a gradient of the pass held NaN or Inf
-        # what most steps of a long pass share: no buffer waiting, nothing else ready
+        # what most steps of a long pass share: no buffer waiting, nothing else ready (a
+        # modelled pass's steps: None until its model runs)
         self._no_buffers, self._none_ready = {}, {"cpu": []}
-        self._memo = {}  # id(tensor) -> (weak reference, version, GradFacts), for this pass
+        self._usual_buffers = None if self._modelled else self._no_buffers
+        self._usual_ready = None if self._modelled else self._none_ready
+        # id(tensor) -> (weak reference, version, GradFacts), for this pass (NOTE [The memo
+        # holds the living])
+        self._memo = {}
+        self._memo_limit = MEMO_LIMIT
         self._version_of = source.version
         # how _observe_routing reads a node's next nodes: a pass observed from outside reads
         # each node's edges once (TorchPass.next_edges)
@@ -578,12 +608,47 @@ class BackwardTrace:
     def _steps(self) -> Sequence[Step]:  # (as the steps fill: no replay)
         return _Steps(self)
 
+    def _sent(self, k) -> tuple:
+        """The GradFacts step ``k``'s node sent, a tuple (NOTE [Steps kept as columns]): one
+        gradient alone is one of one, or, from a node of nbgrad's with two edges, one of two
+        (the second None)."""
+        value = self._outputs[k]
+        if type(value) is tuple:
+            return value
+        if not self._modelled and len(self._next_nodes(self._nodes[k])) == 2:
+            return (value, None)
+        return (value,)
+
     def _by_node(self) -> dict:
-        """node -> the index of its step (the last, if it ran twice)."""
+        """node -> the index of its step (the last, if it ran twice), made anew: for a walk
+        over them all (a lookup reads ``_step_of``)."""
+        return {n: k for k, n in enumerate(self._nodes)}
+
+    # NOTE [Steps found by id]
+    # Reading a node's gradients (``node_inputs``, ``edge_grads``) finds its step through the
+    # nodes' ids, sorted once into an array, with the step of each beside it (16 bytes a step),
+    # not through a dict node -> index kept on the pass: that one held 8 MB on a 100,000-node
+    # chain (its ints included) for as long as the pass lived. A lookup is a bisection (about
+    # 0.5 us, a dict's 0.05: a snapshot's 20,000 drawn nodes read each once or twice); the
+    # last lookup is kept (a reader asks ``node in`` before ``[node]``).
+    def _step_of(self, node):
+        """The index of ``node``'s step (the last, if it ran twice), or None (NOTE [Steps
+        found by id])."""
         made = self._index_of
-        if made is None or made[0] != len(self._nodes):
-            made = self._index_of = (len(self._nodes), {n: k for k, n in enumerate(self._nodes)})
-        return made[1]
+        nodes = self._nodes
+        key = id(node)  # (the nodes' ids are theirs while the pass holds them)
+        if made is None or made[0] != len(nodes):
+            keys = np.fromiter(map(id, nodes), np.int64, len(nodes))
+            order = np.argsort(keys, kind="stable")
+            ids, steps = array("q", keys[order].tobytes()), array("q", order.tobytes())
+            made = self._index_of = [len(nodes), ids, steps, None, None]
+        elif made[3] == key:
+            return made[4]
+        ids = made[1]
+        i = _bisect_right(ids, key) - 1
+        k = made[2][i] if i >= 0 and ids[i] == key else None
+        made[3], made[4] = key, k
+        return k
 
     @property
     def initial_dependencies(self) -> dict:
@@ -615,37 +680,70 @@ class BackwardTrace:
     def _summary(self, value):
         """A gradient's facts (NOTE [Summarise when shown]); the same tensor, unchanged since,
         is read once per pass (a node's output is the next node's input)."""
-        if value is None:
+        if type(value) is _Tensor:  # nbgrad's: read without calls through the source
+            counter = value._version_counter  # (its ``_version``, read without a call)
+            version = 0 if counter is None else counter[0]
+            hit = self._memo.get(id(value))
+            if hit is not None and hit[1] == version and hit[0]() is value:
+                return hit[2]
+            a = value._data
+            if type(a) is not _ndarray:
+                a = value.numpy(force=True)
+        elif value is None:
             return None
-        source = self.graph_source
-        ours = type(value) is _Tensor  # (nbgrad's: read without calls through the source)
-        if not ours and not source.is_tensor(value):
-            return grad_facts(value, self.max_values, source)
-        version = self._version_of(value)
-        memo = self._memo
-        hit = memo.get(id(value))
-        if hit is not None and hit[1] == version and hit[0]() is value:
-            return hit[2]
-        a = value.numpy(force=True) if ours else source.to_numpy(value)
-        facts = array_facts(a, value, self.max_values, source, self._norms)
+        else:
+            source = self.graph_source
+            if not source.is_tensor(value):
+                return grad_facts(value, self.max_values, source)
+            version = self._version_of(value)
+            hit = self._memo.get(id(value))
+            if hit is not None and hit[1] == version and hit[0]() is value:
+                return hit[2]
+            a = source.to_numpy(value)
+        facts = array_facts(a, value, self.max_values, self.graph_source, self._norms)
         if facts.nonfinite is not None:
             self.nonfinite_seen = True
+        memo = self._memo
+        if len(memo) >= self._memo_limit:
+            self._forget_dead()
         try:
             memo[id(value)] = (_weakref(value), version, facts)
         except TypeError:  # a tensor that takes no weak reference: not remembered
             pass
         return facts
 
+    # NOTE [The memo holds the living]
+    # A pass remembers the facts of each gradient it read (``_memo``), by the gradient's id, a
+    # weak reference and its version, so that a gradient read again (a node's output is its
+    # next node's input) is summarised once. Most gradients die a step or two after they are
+    # made; so once the memo holds ``_memo_limit`` entries, those whose gradient is gone
+    # (which can never be met again) are dropped, and the limit set to twice what is left: a
+    # 100,000-node chain held 100,000 entries (18 MB) at its end, and none is needed.
+    def _forget_dead(self):
+        memo = self._memo
+        self._memo = memo = {k: hit for k, hit in memo.items() if hit[0]() is not None}
+        self._memo_limit = max(MEMO_LIMIT, 2 * len(memo))
+
     def _observe_routing(self, graph_task):
         """What the nodes that ended since the last step changed: the counts (as flat pairs
         ``node, count``, see NOTE [Steps read alike]) and the buffers."""
-        flat = []
-        seen = None  # (made when a second node is reached: most steps reach one)
-        buffers = None
+        pending = self._pending
         deps = graph_task.dependencies
         not_ready = graph_task.not_ready
         next_nodes = self._next_nodes
-        for node in self._pending:
+        if len(pending) == 1:  # one node ended, and (a chain's) its one next node waits for none
+            fns = next_nodes(pending[0])
+            if len(fns) == 1 or len(fns) == 2 and fns[1] is None:
+                fn = fns[0]
+                if fn is not None and not (not_ready and fn in not_ready):
+                    pending.clear()
+                    count = deps.get(fn, 0)
+                    # (NOTE [Steps kept as columns]: a count of 0 as its node alone)
+                    return (fn if count == 0 else (fn, count)), self._no_buffers
+        flat = []
+        seen = None  # (made when a second node is reached: most steps reach one)
+        buffers = None
+        for node in pending:
             for fn in next_nodes(node):
                 if fn is None:
                     continue
@@ -661,7 +759,7 @@ class BackwardTrace:
                     if buffers is None:
                         buffers = {}
                     buffers[fn] = [self._summary(g) for g in buf]
-        self._pending = []
+        pending.clear()
         # (NOTE [Steps kept as columns]: one count of 0, the common change, as its node alone)
         flat = flat[0] if len(flat) == 2 and flat[1] == 0 else tuple(flat)
         return flat, buffers or self._no_buffers  # NOTE [Steps read alike]
@@ -669,7 +767,8 @@ class BackwardTrace:
     # NOTE [Steps read alike]
     # A step's ``ready`` and ``buffers`` are read, never changed, once made; on a chain nothing
     # else is ready and no buffer waits at nearly every step, so those steps share one empty
-    # value (of this pass): 300,000 objects fewer (24 MB) on a 100,000-node chain. So do the
+    # value (of this pass), not kept a step (read as the step's when it has none of its own):
+    # 300,000 objects fewer (24 MB) on a 100,000-node chain, and two columns. So do the
     # steps that ran no hook and made no node ready (one shared empty tuple), and a step keeps
     # its changed counts as one flat tuple ``node, count, ...``, made a dict when read
     # (``Step.dependencies``; 22 MB fewer on that chain).
@@ -710,8 +809,8 @@ class _EdgeGrads(Mapping):
         if loose and key in loose:
             return loose[key]
         node, i = key
-        k = trace._by_node().get(node)
-        outputs = () if k is None else one_or_many(trace._outputs[k])
+        k = trace._step_of(node)
+        outputs = () if k is None else trace._sent(k)
         if not 0 <= i < len(outputs):
             raise KeyError(key)
         return outputs[i]
@@ -719,9 +818,8 @@ class _EdgeGrads(Mapping):
     def __iter__(self):
         trace = self._trace
         loose = trace._loose_grads
-        outputs = trace._outputs
         for node, k in list(trace._by_node().items()):
-            for i in range(len(one_or_many(outputs[k]))):
+            for i in range(len(trace._sent(k))):
                 if (node, i) not in loose:
                     yield (node, i)
         yield from list(loose)
@@ -740,10 +838,13 @@ class _NodeInputs(Mapping):
 
     def __getitem__(self, node):
         trace = self._trace
-        return one_or_many(trace._inputs[trace._by_node()[node]])
+        k = trace._step_of(node)
+        if k is None:
+            raise KeyError(node)
+        return one_or_many(trace._inputs[k])
 
     def __contains__(self, node):
-        return node in self._trace._by_node()
+        return self._trace._step_of(node) is not None
 
     def __iter__(self):
         return iter(list(self._trace._by_node()))

@@ -452,7 +452,7 @@ class RepeatedSteps:
         r0, g0, p0 = self._step_start
         raw, modules = self._raw, self.modules
         signature = (
-            [(x[0], x[5], x[6], x[3] is None) for x in raw[r0:]],
+            raw.signature(r0),  # [(op, filename, line, node is None), ...]
             [g.path for g in modules[g0:]],
             len(self.passes) - p0,
         )
