@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import gc
 import weakref
 
@@ -33,7 +34,7 @@ from .schema import (
     pack_groups,
     pack_nodes,
 )
-from .snapshot_details import node_details, pass_order, record_entries
+from .snapshot_details import SnapshotDict, read_details
 from .sources import NBGRAD, UINT64_MAX, source_for
 from .summaries import grad_summary, summarised, tensor_summary
 
@@ -98,6 +99,8 @@ def view_snapshot(snap: Snapshot) -> ViewSnapshot:
 
 def details(snap: Snapshot, item_id: str = "", edge_ids=()) -> Details:
     """The :class:`Details` of node ``item_id`` or of the edges ``edge_ids`` of ``snap``."""
+    if item_id and isinstance(snap, SnapshotDict):
+        snap.whole()  # NOTE [Details read when first asked] in snapshot_details.py
     node = next((n for n in snap["nodes"] if n["id"] == item_id), None) if item_id else None
     record = None
     if node is not None and node["record"] is not None:
@@ -441,6 +444,7 @@ def build_snapshot(
     objects=None,
     source=None,
     first_view=None,
+    details=True,
 ) -> Snapshot:
     """The snapshot of what ``recorder`` recorded, or of the graph below ``roots``.
 
@@ -457,7 +461,9 @@ def build_snapshot(
     the recorder's, else the one that owns ``roots``). ``first_view(snap)``: for a graph of
     ``FIRST_VIEW_NODES`` nodes or more, called once the snapshot holds what a drawing reads,
     before the details only a selection reads are put in (NOTE [The drawing before the details]
-    in ``snapshot_details.py``).
+    in ``snapshot_details.py``). ``details=False``: the details are read when first asked for
+    (a :class:`~nbgrad.notebook.snapshot_details.SnapshotDict`: NOTE [Details read when first
+    asked] in ``snapshot_details.py``), and ``first_view`` is not called.
     """
     if source is None:
         source = recorder.graph_source if recorder is not None else source_for(roots)
@@ -534,15 +540,41 @@ def build_snapshot(
         "counted_steps": getattr(recorder, "counted_steps", 0),
         "failure": getattr(recorder, "failure", None),  # set by the magic (NOTE [Failed forward])
     }
-    if first_view is not None and len(out_nodes) >= FIRST_VIEW_NODES:
+    read = dict(ordered=ordered, source=source, ids=ids, passes=passes, recorder=recorder)
+    read.update(cut=node_set if truncated else None, group_ids=group_ids, timings=timings)
+    read["shared"] = drawn["shared"]
+    return _with_details(snap, read, records, details, first_view)
+
+
+def _with_details(snap, read, records, details, first_view):
+    """``snap`` with its details read (after ``first_view``), or to be read when first asked
+    for (``details`` False: NOTE [Details read when first asked] in snapshot_details.py); ``read``:
+    what ``read_details`` reads them with; ``records``: the Records kept."""
+    recorder = read["recorder"]
+    if not details and not getattr(recorder, "running", False):
+        snap = SnapshotDict(snap)
+        again = _records_again(recorder, records, read["cut"] is not None, read["ids"].drawn)
+        # (read as the rest was: NOTE [No collection while drawing])
+        snap._pending = functools.partial(no_collection()(read_details), snap, read, again)
+        return snap
+    if first_view is not None and len(snap["nodes"]) >= FIRST_VIEW_NODES:
         first_view(snap)
-    node_details(ordered, out_nodes, source, drawn["shared"], ids.drawn)
-    for p, entry in zip(passes, snap["passes"]):
-        entry["order"] = pass_order(p, ids, node_set if truncated else None)
-    snap["records"] = record_entries(
-        records, recorder, ids.drawn, group_ids, timings, drawn["shared"]
-    )
+    read_details(snap, read, lambda: records)
     return snap
+
+
+def _records_again(recorder, records, truncated, nids):
+    """A function that makes the Records ``records`` (the calls a snapshot keeps) again, from
+    its recorder's: NOTE [Details read when first asked]."""
+    if not records:
+        return list
+    first, end = records[0].index, len(recorder.records)
+
+    def again():
+        out = recorder.records.since(first, keep=False)[: end - first]
+        return [r for r in out if r.node is None or r.node in nids] if truncated else out
+
+    return again
 
 
 def _group_paths(groups, names, weak_names):

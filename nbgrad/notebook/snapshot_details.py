@@ -10,7 +10,7 @@ import os
 
 from .summaries import shape_list
 
-__all__ = ["node_details", "pass_order", "record_entries"]
+__all__ = ["SnapshotDict", "node_details", "pass_order", "read_details", "record_entries"]
 
 
 # NOTE [The drawing before the details]
@@ -19,11 +19,115 @@ __all__ = ["node_details", "pass_order", "record_entries"]
 # edges, the recorded calls and the passes' order: a quarter of a 20,000-node snapshot's time.
 # So ``build_snapshot`` reads those last, after ``first_view(snap)``, with which the graph view
 # lays the graph out and sends it (its first view: the details, the overlays that read them,
-# follow once the snapshot is whole, before the cell ends). A snapshot returned is whole. Only a
+# follow once the snapshot is whole, before the cell ends). A snapshot returned is whole (the
+# graph view's reads them when first asked for, and is sent early only while its recorder runs:
+# NOTE [Details read when first asked]). Only a
 # graph of FIRST_VIEW_NODES nodes or more (snapshot.py) is sent early: a small one's details take
 # milliseconds, and laid out after its whole snapshot is built (its temporaries let go), it keeps
 # the kernel's memory compact: laid out early, a 603-node cell re-run 50 times grew the kernel's
 # RSS by 32 MB instead of 28 (the objects Python holds the same: allocation order).
+
+
+# NOTE [Details read when first asked]
+# Most cells are drawn and never clicked, and the details of a big graph are a third of its
+# snapshot: on the 100,000-call chain (20,000 nodes drawn) 0.2 s of CPU and some 20 MB that the
+# cell's session keeps. So the graph view's snapshot (``build_snapshot(details=False)``) is a
+# :class:`SnapshotDict`, which reads them the first time something reads the snapshot whole: its
+# records, its items or values (JSON), a copy, a comparison whose drawings agree, ``details``
+# (a selection). Whole, it is the same dict, with the same values, as one built whole (the
+# records are made again from the recorder's, which do not change once the recording ends: a
+# snapshot made while its recorder runs, a live view's, is read whole at once). What changes
+# is when the graph is read: a node's saved values and metadata are read when first asked for,
+# as the answers (saved bytes, NaN/Inf) always were, so a later ``backward`` that frees the
+# saved tensors shows them freed there.
+class SnapshotDict(dict):
+    """A snapshot that reads its details when it is first read whole (NOTE [Details read when
+    first asked]); a dict, the same as one built whole to every reader."""
+
+    __slots__ = ("_pending",)
+
+    def whole(self) -> SnapshotDict:
+        """This snapshot with its details read (once)."""
+        pending = self._pending
+        if pending is not None:
+            self._pending = None
+            pending()
+        return self
+
+    def __getitem__(self, key):
+        if key == "records" and self._pending is not None:
+            self.whole()
+        return dict.__getitem__(self, key)
+
+    def get(self, key, default=None):
+        if key == "records" and self._pending is not None:
+            self.whole()
+        return dict.get(self, key, default)
+
+    def items(self):
+        return dict.items(self.whole())
+
+    def values(self):
+        return dict.values(self.whole())
+
+    def __iter__(self):  # (not dict's own: ``dict(snap)``, ``{**snap}`` read through __getitem__)
+        return dict.__iter__(self)
+
+    def copy(self):
+        return dict(self.whole())
+
+    def __reduce__(self):  # (pickle, copy.deepcopy: a plain dict, whole)
+        return dict, (dict(self.whole()),)
+
+    def __repr__(self):
+        return dict.__repr__(self.whole())
+
+    def __eq__(self, other):
+        if not isinstance(other, dict):
+            return NotImplemented
+        pending = self._pending is not None or getattr(other, "_pending", None) is not None
+        if pending and not _drawings_agree(self, other):  # (no need to read the details)
+            return False
+        if isinstance(other, SnapshotDict):
+            other.whole()
+        return dict.__eq__(self.whole(), other)
+
+    def __ne__(self, other):
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = None
+
+
+_DETAILS = ("nodes", "records", "passes")  # the keys whose values hold details
+
+
+def _drawings_agree(a, b):
+    """Whether snapshots ``a`` and ``b`` agree in all but their details (read or not)."""
+    keys = dict.keys(a)
+    if keys != dict.keys(b) or len(dict.__getitem__(a, "nodes")) != len(
+        dict.__getitem__(b, "nodes")
+    ):
+        return False
+    return all(dict.__getitem__(a, k) == dict.__getitem__(b, k) for k in keys if k not in _DETAILS)
+
+
+def read_details(snap, drawn, records):
+    """Read the details of ``snap`` (NOTE [The drawing before the details]): ``drawn`` has what
+    build_snapshot read the drawing with (``ordered`` nodes, ``source``, ``ids``, ``passes``,
+    ``cut``: the drawn nodes of a graph cut at its max_nodes, else None, ``recorder``,
+    ``group_ids``, ``timings``, ``shared``), ``records()`` the Records kept."""
+    ids, shared = drawn["ids"], drawn["shared"]
+    node_details(
+        drawn["ordered"], dict.__getitem__(snap, "nodes"), drawn["source"], shared, ids.drawn
+    )
+    for p, entry in zip(drawn["passes"], dict.__getitem__(snap, "passes")):
+        entry["order"] = pass_order(p, ids, drawn["cut"])
+    snap["records"] = record_entries(
+        records(), drawn["recorder"], ids.drawn, drawn["group_ids"], drawn["timings"], shared
+    )
+
+
 def node_details(ordered, out_nodes, source, shared, nids):
     """Put the details in the entries of the ``ordered`` nodes (NOTE [The drawing before the
     details]): saved values, metadata and next edges."""

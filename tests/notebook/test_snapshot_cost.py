@@ -2,6 +2,7 @@
 ``tests/benchmarks/notebook_shapes.py``): no cyclic collection while it is made (NOTE [No
 collection while drawing] in snapshot.py), each node's id made once."""
 
+import copy
 import gc
 import json
 import sys
@@ -236,7 +237,7 @@ def test_the_drawing_is_sent_before_the_details_are_read(monkeypatch):
     # metadata, next edges, records, passes' order) still to come; the snapshot returned is
     # whole, the same as one built without first_view (see NOTE [The drawing before the
     # details] in snapshot_details.py)
-    from nbgrad.notebook import graph_view, snapshot
+    from nbgrad.notebook import snapshot
 
     rec, _loss = recorded_chain(400)
     seen = []
@@ -261,21 +262,36 @@ def test_the_drawing_is_sent_before_the_details_are_read(monkeypatch):
     assert seen == [(402, 401, [], None, None, None)]
     assert whole == build_snapshot(rec, timings=False)
     assert whole["records"] and whole["nodes"][0]["saved"] and whole["passes"][0]["order"]
-    # the graph view lays out and sends its drawing there, before the records are read (a
-    # graph under FIRST_VIEW_NODES: after)
-    sent_first = []
-    real = snapshot.record_entries
 
-    def records_read(records, *args):
-        if records:  # (not the empty view's, made when the view is)
-            sent_first.append(json.loads(view._layout_json)["nodes"] != [])
-        return real(records, *args)
 
-    monkeypatch.setattr(snapshot, "record_entries", records_read)
-    for big in (403, 400):
-        monkeypatch.setattr(snapshot, "FIRST_VIEW_NODES", big)
-        view = graph_view.GraphView()
-        view.recorder = rec
-        view.refresh()
-        assert view.snapshot["records"] and len(view.graph_layout["nodes"]) > 0
-    assert sent_first == [False, True]
+def test_the_graph_view_reads_the_details_when_first_asked(monkeypatch):
+    # NOTE [Details read when first asked] in snapshot_details.py: the view's refresh reads no
+    # node's saved values and makes no record entry; a selection (or reading the snapshot
+    # whole) reads them, and the snapshot is then what build_snapshot makes whole
+    from nbgrad.notebook import graph_view, snapshot_details
+
+    rec, _loss = recorded_chain(400)
+    saved, records = [], []
+    source = rec.graph_source
+    real_saved, real_records = source.saved, snapshot_details.record_entries
+    monkeypatch.setattr(source, "saved", lambda node: saved.append(1) or real_saved(node))
+    monkeypatch.setattr(
+        snapshot_details, "record_entries", lambda *a: records.append(1) or real_records(*a)
+    )
+    view = graph_view.GraphView(recorder=rec, timings=False)
+    assert len(view.snapshot["nodes"]) == 402 and json.loads(view._layout_json)["nodes"]
+    assert saved == [] and records == []
+    node = view.snapshot["nodes"][5]["id"]
+    view.select(node)
+    shown = json.loads(view._details_json)
+    assert shown["node"]["saved"] and shown["record"]["index"] == shown["node"]["record"]
+    assert len(saved) == 402 and records == [1]
+    assert view.snapshot == build_snapshot(rec, timings=False)
+    assert json.dumps(view.snapshot) == json.dumps(build_snapshot(rec, timings=False))
+    # a snapshot read whole by JSON, a copy or its records is whole there too
+    for read in (json.dumps, dict, lambda s: {**s}, copy.deepcopy, lambda s: s["records"]):
+        lazy = build_snapshot(rec, timings=False, details=False)
+        assert lazy.get("nodes")[0]["next"] is None
+        read(lazy)
+        assert dict.__getitem__(lazy, "nodes")[0]["next"] is not None
+        assert lazy == build_snapshot(rec, timings=False)
