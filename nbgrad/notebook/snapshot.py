@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import functools
 import gc
 import weakref
 
@@ -34,7 +33,7 @@ from .schema import (
     pack_groups,
     pack_nodes,
 )
-from .snapshot_details import SnapshotDict, read_details
+from .snapshot_details import SnapshotDict, Unread, node_and_record, read_details
 from .sources import NBGRAD, UINT64_MAX, source_for
 from .summaries import grad_summary, summarised, tensor_summary
 
@@ -99,12 +98,9 @@ def view_snapshot(snap: Snapshot) -> ViewSnapshot:
 
 def details(snap: Snapshot, item_id: str = "", edge_ids=()) -> Details:
     """The :class:`Details` of node ``item_id`` or of the edges ``edge_ids`` of ``snap``."""
-    if item_id and isinstance(snap, SnapshotDict):
-        snap.whole()  # NOTE [Details read when first asked] in snapshot_details.py
-    node = next((n for n in snap["nodes"] if n["id"] == item_id), None) if item_id else None
-    record = None
-    if node is not None and node["record"] is not None:
-        record = _record_at(snap["records"], node["record"])
+    # (a SnapshotDict reads the details of this node alone: NOTE [Details read when first
+    # asked] in snapshot_details.py)
+    node, record = node_and_record(snap, item_id) if item_id else (None, None)
     wanted = set(edge_ids)
     return {
         "id": item_id,
@@ -113,13 +109,6 @@ def details(snap: Snapshot, item_id: str = "", edge_ids=()) -> Details:
         "incoming": [e for e in snap["edges"] if item_id and e["to"] == item_id],
         "edges": [e for e in snap["edges"] if e["id"] in wanted],
     }
-
-
-def _record_at(records, index):
-    """The record of ``index`` in a snapshot's records (all of them, or the last ones of a graph
-    cut at its ``max_nodes``)."""
-    k = bisect.bisect_left(records, index, key=lambda r: r["index"])
-    return records[k] if k < len(records) and records[k]["index"] == index else None
 
 
 def cut_note(snap) -> str:
@@ -541,7 +530,7 @@ def build_snapshot(
         "failure": getattr(recorder, "failure", None),  # set by the magic (NOTE [Failed forward])
     }
     read = dict(ordered=ordered, source=source, ids=ids, passes=passes, recorder=recorder)
-    read.update(cut=node_set if truncated else None, group_ids=group_ids, timings=timings)
+    read.update(cut=ids.drawn if truncated else None, group_ids=group_ids, timings=timings)
     read["shared"] = drawn["shared"]
     return _with_details(snap, read, records, details, first_view)
 
@@ -553,9 +542,9 @@ def _with_details(snap, read, records, details, first_view):
     recorder = read["recorder"]
     if not details and not getattr(recorder, "running", False):
         snap = SnapshotDict(snap)
-        again = _records_again(recorder, records, read["cut"] is not None, read["ids"].drawn)
+        again, one = _records_again(recorder, records, read["cut"] is not None, read["ids"].drawn)
         # (read as the rest was: NOTE [No collection while drawing])
-        snap._pending = functools.partial(no_collection()(read_details), snap, read, again)
+        snap._pending = Unread(snap, read, again, one, no_collection())
         return snap
     if first_view is not None and len(snap["nodes"]) >= FIRST_VIEW_NODES:
         first_view(snap)
@@ -564,17 +553,20 @@ def _with_details(snap, read, records, details, first_view):
 
 
 def _records_again(recorder, records, truncated, nids):
-    """A function that makes the Records ``records`` (the calls a snapshot keeps) again, from
-    its recorder's: NOTE [Details read when first asked]."""
+    """Two functions that make the Records ``records`` (the calls a snapshot keeps) again from
+    its recorder's (NOTE [Details read when first asked]): all of them, and call ``index``."""
     if not records:
-        return list
+        return list, None
     first, end = records[0].index, len(recorder.records)
 
     def again():
         out = recorder.records.since(first, keep=False)[: end - first]
         return [r for r in out if r.node is None or r.node in nids] if truncated else out
 
-    return again
+    def one(index):  # (the Records from ``index`` on are made, and only it is kept)
+        return recorder.records.since(index, keep=False)[0]
+
+    return again, one
 
 
 def _group_paths(groups, names, weak_names):

@@ -6,11 +6,20 @@ made once a snapshot (NOTE [Shared entries] in snapshot.py).
 
 from __future__ import annotations
 
+import bisect
 import os
 
 from .summaries import shape_list
 
-__all__ = ["SnapshotDict", "node_details", "pass_order", "read_details", "record_entries"]
+__all__ = [
+    "SnapshotDict",
+    "Unread",
+    "node_and_record",
+    "node_details",
+    "pass_order",
+    "read_details",
+    "record_entries",
+]
 
 
 # NOTE [The drawing before the details]
@@ -20,8 +29,7 @@ __all__ = ["SnapshotDict", "node_details", "pass_order", "read_details", "record
 # So ``build_snapshot`` reads those last, after ``first_view(snap)``, with which the graph view
 # lays the graph out and sends it (its first view: the details, the overlays that read them,
 # follow once the snapshot is whole, before the cell ends). A snapshot returned is whole (the
-# graph view's reads them when first asked for, and is sent early only while its recorder runs:
-# NOTE [Details read when first asked]). Only a
+# graph view's reads them when first asked for: NOTE [Details read when first asked]). Only a
 # graph of FIRST_VIEW_NODES nodes or more (snapshot.py) is sent early: a small one's details take
 # milliseconds, and laid out after its whole snapshot is built (its temporaries let go), it keeps
 # the kernel's memory compact: laid out early, a 603-node cell re-run 50 times grew the kernel's
@@ -30,16 +38,16 @@ __all__ = ["SnapshotDict", "node_details", "pass_order", "read_details", "record
 
 # NOTE [Details read when first asked]
 # Most cells are drawn and never clicked, and the details of a big graph are a third of its
-# snapshot: on the 100,000-call chain (20,000 nodes drawn) 0.2 s of CPU and some 20 MB that the
-# cell's session keeps. So the graph view's snapshot (``build_snapshot(details=False)``) is a
-# :class:`SnapshotDict`, which reads them the first time something reads the snapshot whole: its
-# records, its items or values (JSON), a copy, a comparison whose drawings agree, ``details``
-# (a selection). Whole, it is the same dict, with the same values, as one built whole (the
-# records are made again from the recorder's, which do not change once the recording ends: a
-# snapshot made while its recorder runs, a live view's, is read whole at once). What changes
-# is when the graph is read: a node's saved values and metadata are read when first asked for,
-# as the answers (saved bytes, NaN/Inf) always were, so a later ``backward`` that frees the
-# saved tensors shows them freed there.
+# snapshot: on the 100,000-call chain (20,000 nodes drawn) 0.2 s of the cell's 2.6 s of CPU and
+# 30 MB of the kernel's RSS. So the graph view's snapshot (``build_snapshot(details=False)``) is
+# a :class:`SnapshotDict`: it reads them all the first time something reads it whole (its
+# records, items or values: JSON; a copy; a comparison whose drawings agree), and a selection
+# (``details``) reads its own node's alone. Whole, it is the same dict with the same values as
+# one built whole: the records are made again from the recorder's, which do not change once the
+# recording ends (a snapshot made while its recorder runs, a live view's, is read whole at once,
+# after its first view). What changes is when the graph is read: a node's saved values and
+# metadata are read when first asked for, as the answers (saved bytes, NaN/Inf) always were, so
+# after a later ``backward`` that frees them, the saved tensors are shown freed there.
 class SnapshotDict(dict):
     """A snapshot that reads its details when it is first read whole (NOTE [Details read when
     first asked]); a dict, the same as one built whole to every reader."""
@@ -51,7 +59,7 @@ class SnapshotDict(dict):
         pending = self._pending
         if pending is not None:
             self._pending = None
-            pending()
+            pending.all()
         return self
 
     def __getitem__(self, key):
@@ -112,15 +120,66 @@ def _drawings_agree(a, b):
     return all(dict.__getitem__(a, k) == dict.__getitem__(b, k) for k in keys if k not in _DETAILS)
 
 
+def node_and_record(snap, item_id):
+    """``(node entry, record entry)`` of node ``item_id`` of ``snap`` (None, None: no such node):
+    of a :class:`SnapshotDict`, its details read for this node alone (a selection's)."""
+    pending = snap._pending if isinstance(snap, SnapshotDict) else None
+    if pending is not None:
+        return pending.node(item_id)
+    node = next((n for n in snap["nodes"] if n["id"] == item_id), None)
+    record = None
+    if node is not None and node["record"] is not None:
+        records = snap["records"]  # (all of them, or the last ones of a graph cut at max_nodes)
+        k = bisect.bisect_left(records, node["record"], key=lambda r: r["index"])
+        record = records[k] if k < len(records) and records[k]["index"] == node["record"] else None
+    return node, record
+
+
+class Unread:
+    """The details of a :class:`SnapshotDict` still to read: ``read`` and ``records()`` as
+    ``read_details`` takes them, ``record(index)``: the Record of call ``index``, made again
+    (NOTE [Details read when first asked]); ``guard``: the context they are read in."""
+
+    __slots__ = ("snap", "read", "records", "record", "guard", "_at")
+
+    def __init__(self, snap, read, records, record, guard):
+        self.snap, self.read, self.guard = snap, read, guard
+        self.records, self.record = records, record
+        self._at = None  # node id -> its place in the snapshot's nodes, made when first asked
+
+    def all(self):
+        with self.guard:
+            read_details(self.snap, self.read, self.records)
+
+    def node(self, item_id):
+        """``(node entry, record entry)`` of node ``item_id``, read alone."""
+        nodes = dict.__getitem__(self.snap, "nodes")
+        if self._at is None:
+            self._at = {n["id"]: k for k, n in enumerate(nodes)}
+        k = self._at.get(item_id)
+        if k is None:
+            return None, None
+        read, entry = self.read, nodes[k]
+        if entry["next"] is None:
+            node_details(
+                [read["ordered"][k]], [entry], read["source"], read["shared"], read["ids"].drawn
+            )
+        record = None
+        if entry["record"] is not None:
+            r = self.record(entry["record"])
+            args = (read["recorder"], read["ids"].drawn, read["group_ids"], read["timings"])
+            record = record_entries([r], *args, read["shared"])[0]
+        return entry, record
+
+
 def read_details(snap, drawn, records):
     """Read the details of ``snap`` (NOTE [The drawing before the details]): ``drawn`` has what
     build_snapshot read the drawing with (``ordered`` nodes, ``source``, ``ids``, ``passes``,
     ``cut``: the drawn nodes of a graph cut at its max_nodes, else None, ``recorder``,
     ``group_ids``, ``timings``, ``shared``), ``records()`` the Records kept."""
     ids, shared = drawn["ids"], drawn["shared"]
-    node_details(
-        drawn["ordered"], dict.__getitem__(snap, "nodes"), drawn["source"], shared, ids.drawn
-    )
+    nodes = dict.__getitem__(snap, "nodes")
+    node_details(drawn["ordered"], nodes, drawn["source"], shared, ids.drawn)
     for p, entry in zip(drawn["passes"], dict.__getitem__(snap, "passes")):
         entry["order"] = pass_order(p, ids, drawn["cut"])
     snap["records"] = record_entries(

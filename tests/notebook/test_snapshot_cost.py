@@ -9,7 +9,7 @@ import sys
 
 import nbgrad as ng
 from nbgrad.notebook.recorder import Recorder
-from nbgrad.notebook.snapshot import IdMap, build_snapshot, no_collection
+from nbgrad.notebook.snapshot import IdMap, build_snapshot, details, no_collection
 
 
 def recorded_chain(calls):
@@ -266,8 +266,8 @@ def test_the_drawing_is_sent_before_the_details_are_read(monkeypatch):
 
 def test_the_graph_view_reads_the_details_when_first_asked(monkeypatch):
     # NOTE [Details read when first asked] in snapshot_details.py: the view's refresh reads no
-    # node's saved values and makes no record entry; a selection (or reading the snapshot
-    # whole) reads them, and the snapshot is then what build_snapshot makes whole
+    # node's saved values and makes no record entry; a selection reads its node's, reading the
+    # snapshot whole reads them all, and it is then what build_snapshot makes whole
     from nbgrad.notebook import graph_view, snapshot_details
 
     rec, _loss = recorded_chain(400)
@@ -285,7 +285,11 @@ def test_the_graph_view_reads_the_details_when_first_asked(monkeypatch):
     view.select(node)
     shown = json.loads(view._details_json)
     assert shown["node"]["saved"] and shown["record"]["index"] == shown["node"]["record"]
-    assert len(saved) == 402 and records == [1]
+    assert len(saved) == 1 and len(records) == 1  # (that node's alone)
+    eager = details(build_snapshot(rec, timings=False), node)
+    assert [shown["node"], shown["record"]] == json.loads(
+        json.dumps((eager["node"], eager["record"]))
+    )
     assert view.snapshot == build_snapshot(rec, timings=False)
     assert json.dumps(view.snapshot) == json.dumps(build_snapshot(rec, timings=False))
     # a snapshot read whole by JSON, a copy or its records is whole there too
