@@ -755,6 +755,23 @@ def _hook_entries(ordered, groups, group_ids, ids, source):
 # entry that has it holds that object: the JSON is the same, and the snapshot is read, never
 # changed, once built. A 20,000-node chain's snapshot held 80 MB of Python objects, a third of
 # it such copies.
+# NOTE [Entries that share their keys]
+# A snapshot holds a dict per node and per edge (20,000 of each for a 100,000-call chain cut at
+# max_nodes), each with the same keys in the same order. A dict written as a literal holds its
+# own table of keys and values: 464 bytes for a node's 21 keys. Made as the ``__dict__`` of an
+# instance of a class of its own, keys set in the same order, a dict shares that class's table
+# of keys and holds its values alone (CPython's key-sharing dictionaries, PEP 412): 240 bytes,
+# and made faster (on 3.11, 20,000 node entries in 11 ms, against 20 ms as literals). It is a
+# plain ``dict`` all the same (JSON, ``==``, a key added or removed: a dict with its own table
+# again). Only the ``__dict__`` is kept; the instance it was made for is let go at once.
+class _NodeEntry:
+    """Made for its ``__dict__`` alone: NOTE [Entries that share their keys]."""
+
+
+class _EdgeEntry:
+    """Made for its ``__dict__`` alone: NOTE [Entries that share their keys]."""
+
+
 def _node_entries(ordered, ids, source, unexpanded, shown, order_of, drawn):
     """The entries of the ``ordered`` nodes; ``drawn``: what places and names them (a dict of
     node_hooks, node_record, node_group, names, param_group, group_ids, recorder, objects)."""
@@ -787,29 +804,28 @@ def _node_entries(ordered, ids, source, unexpanded, shown, order_of, drawn):
         if described is None:
             described = metas[meta] = _meta_entries(meta)
         name = node_name(node)
-        entry = {
-            "id": nid,
-            "kind": kind,
-            "name": name,
-            "label": name,
-            "seq": seq if seq != UINT64_MAX else None,
-            "shapes": described[0],
-            "dtype": described[2],
-            "device": described[3],
-            "group": None,
-            "record": None,
-            "line": None,
-            "source": "",
-            "metadata": None,  # these three: _node_details
-            "saved": None,
-            "next": None,
-            "input_metadata": described[1],
-            "hooks": node_hooks.get(node, none),
-            "tensor": None,
-            "grad": None,
-            "order": order_of.get(node),
-            "time": time_of.get(node),
-        }
+        entry = _NodeEntry().__dict__  # (NOTE [Entries that share their keys])
+        entry["id"] = nid
+        entry["kind"] = kind
+        entry["name"] = name
+        entry["label"] = name
+        entry["seq"] = seq if seq != UINT64_MAX else None
+        entry["shapes"] = described[0]
+        entry["dtype"] = described[2]
+        entry["device"] = described[3]
+        entry["group"] = None
+        entry["record"] = None
+        entry["line"] = None
+        entry["source"] = ""
+        entry["metadata"] = None  # these three: _node_details
+        entry["saved"] = None
+        entry["next"] = None
+        entry["input_metadata"] = described[1]
+        entry["hooks"] = node_hooks.get(node, none)
+        entry["tensor"] = None
+        entry["grad"] = None
+        entry["order"] = order_of.get(node)
+        entry["time"] = time_of.get(node)
         if objects is not None:
             objects[nid] = node
         rec = node_record.get(node)
@@ -858,16 +874,14 @@ def _edge_entries(ordered, unexpanded, shown, ids, source):
             to = nids.get(fn)
             if to is None:
                 continue
-            out_edges.append(
-                {
-                    "id": f"e{len(out_edges)}",
-                    "from": nids[entry_node],
-                    "to": to,
-                    "index": i,
-                    "input_nr": input_nr,
-                    "grad": summarised(edge_grads.get((entry_node, i))),
-                }
-            )
+            edge = _EdgeEntry().__dict__  # (NOTE [Entries that share their keys])
+            edge["id"] = f"e{len(out_edges)}"
+            edge["from"] = nids[entry_node]
+            edge["to"] = to
+            edge["index"] = i
+            edge["input_nr"] = input_nr
+            edge["grad"] = summarised(edge_grads.get((entry_node, i)))
+            out_edges.append(edge)
     return out_edges
 
 

@@ -107,17 +107,33 @@ class SnapshotDict(dict):
     __hash__ = None
 
 
-_DETAILS = ("nodes", "records", "passes")  # the keys whose values hold details
+_DETAILS = {"nodes": ("metadata", "saved", "next"), "records": None, "passes": ("order",)}
 
 
 def _drawings_agree(a, b):
-    """Whether snapshots ``a`` and ``b`` agree in all but their details (read or not)."""
+    """Whether snapshots ``a`` and ``b`` agree in all but their details, read or not (what
+    traitlets compares a view's new snapshot with its last: a live one's, most often)."""
     keys = dict.keys(a)
-    if keys != dict.keys(b) or len(dict.__getitem__(a, "nodes")) != len(
-        dict.__getitem__(b, "nodes")
-    ):
+    if keys != dict.keys(b):
         return False
-    return all(dict.__getitem__(a, k) == dict.__getitem__(b, k) for k in keys if k not in _DETAILS)
+    for k in keys:
+        x, y = dict.__getitem__(a, k), dict.__getitem__(b, k)
+        if k not in _DETAILS:
+            if x != y:
+                return False
+        elif _DETAILS[k] is not None and not _entries_agree(x, y, _DETAILS[k]):
+            return False
+    return True
+
+
+def _entries_agree(xs, ys, details):
+    """Whether the entries ``xs`` and ``ys`` agree in all but their keys ``details``."""
+    if len(xs) != len(ys):
+        return False
+    for x, y in zip(xs, ys):
+        if x.keys() != y.keys() or any(x[k] != y[k] for k in x if k not in details):
+            return False
+    return True
 
 
 def node_and_record(snap, item_id):
@@ -278,20 +294,24 @@ def record_entries(records, recorder, nids, group_ids, timings, shared):
         return out
 
     for r in records:
-        out_records.append(
-            {
-                "index": r.index,
-                "op": r.op,
-                "node": nids.get(r.node),
-                "inputs": summaries(r.inputs),
-                "outputs": summaries(r.outputs),
-                "time_us": round(r.elapsed * 1e6, 1) if timings else None,
-                "line": r.line,
-                "file": None
-                if r.filename is None
-                else ("<cell>" if r.filename == cell else os.path.basename(r.filename)),
-                "source": texts.setdefault(r.source, r.source),
-                "group": group_ids.get(r.group) if r.group is not None else None,
-            }
+        entry = _RecordEntry().__dict__  # (NOTE [Entries that share their keys] in snapshot.py)
+        entry["index"] = r.index
+        entry["op"] = r.op
+        entry["node"] = nids.get(r.node)
+        entry["inputs"] = summaries(r.inputs)
+        entry["outputs"] = summaries(r.outputs)
+        entry["time_us"] = round(r.elapsed * 1e6, 1) if timings else None
+        entry["line"] = r.line
+        entry["file"] = (
+            None
+            if r.filename is None
+            else ("<cell>" if r.filename == cell else os.path.basename(r.filename))
         )
+        entry["source"] = texts.setdefault(r.source, r.source)
+        entry["group"] = group_ids.get(r.group) if r.group is not None else None
+        out_records.append(entry)
     return out_records
+
+
+class _RecordEntry:
+    """Made for its ``__dict__`` alone: NOTE [Entries that share their keys] in snapshot.py."""

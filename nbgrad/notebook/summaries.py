@@ -76,6 +76,10 @@ def shape_list(shape) -> list:
 # place or be freed before anything is shown, and keeping it alive would change what the
 # framework does, e.g. torch steals a gradient nobody else holds), formatted into the summary
 # the first time a snapshot, a test or the user reads it.
+class _SummaryKeys:
+    """Made for its ``__dict__`` alone: NOTE [Entries that share their keys] in snapshot.py."""
+
+
 class GradFacts:
     """A gradient as an engine event saw it; reads as its :class:`GradSummary` (``facts["norm"]``,
     ``facts.summary()``), which is built once, when first read."""
@@ -92,14 +96,14 @@ class GradFacts:
         summary = self._summary
         if summary is None:
             norm = self.norm
-            summary = self._summary = {
-                "shape": shape_list(self.shape),
-                "dtype": self.dtype,
-                "norm": _num(norm) if norm is not None else None,
-                "numel": self.numel,
-                "values": _nums(self.head, norm is not None and math.isfinite(norm)),
-                "truncated": bool(self.numel > len(self.head)),
-            }
+            # (one table of keys for all: NOTE [Entries that share their keys] in snapshot.py)
+            summary = self._summary = _SummaryKeys().__dict__
+            summary["shape"] = shape_list(self.shape)
+            summary["dtype"] = self.dtype
+            summary["norm"] = _num(norm) if norm is not None else None
+            summary["numel"] = self.numel
+            summary["values"] = _nums(self.head, norm is not None and math.isfinite(norm))
+            summary["truncated"] = bool(self.numel > len(self.head))
         return summary
 
     def __getitem__(self, key):

@@ -299,3 +299,7 @@ def test_the_graph_view_reads_the_details_when_first_asked(monkeypatch):
         read(lazy)
         assert dict.__getitem__(lazy, "nodes")[0]["next"] is not None
         assert lazy == build_snapshot(rec, timings=False)
+    # compared with a snapshot whose drawing differs (a node's wall time, a cut), it reads none
+    lazy = build_snapshot(rec, timings=False, details=False)
+    assert lazy != build_snapshot(rec) and lazy != build_snapshot(rec, max_nodes=300)
+    assert dict.__getitem__(lazy, "nodes")[0]["next"] is None
