@@ -563,8 +563,8 @@ def _records_again(recorder, records, truncated, nids):
         out = recorder.records.since(first, keep=False)[: end - first]
         return [r for r in out if r.node is None or r.node in nids] if truncated else out
 
-    def one(index):  # (the Records from ``index`` on are made, and only it is kept)
-        return recorder.records.since(index, keep=False)[0]
+    def one(index):  # (made alone, not kept: ``since`` would make all those after it)
+        return recorder.records._make(index)
 
     return again, one
 
