@@ -196,7 +196,7 @@ class GraphView(StillWidget):
                 max_nodes=self.max_nodes,
                 objects=objects,
                 first_view=lambda snap: early.append(self._first_view(snap, objects)),
-                details=False,  # NOTE [Details read when first asked] in snapshot_details.py
+                whole=False,  # NOTE [Records read when first asked] in snapshot_details.py
             )
         finally:
             self._whole = True

@@ -33,7 +33,7 @@ from .schema import (
     pack_groups,
     pack_nodes,
 )
-from .snapshot_details import SnapshotDict, Unread, node_and_record, read_details
+from .snapshot_details import SnapshotDict, Unread, node_and_record, read_details, read_records
 from .sources import NBGRAD, UINT64_MAX, source_for
 from .summaries import grad_summary, summarised, tensor_summary
 
@@ -98,8 +98,8 @@ def view_snapshot(snap: Snapshot) -> ViewSnapshot:
 
 def details(snap: Snapshot, item_id: str = "", edge_ids=()) -> Details:
     """The :class:`Details` of node ``item_id`` or of the edges ``edge_ids`` of ``snap``."""
-    # (a SnapshotDict reads the details of this node alone: NOTE [Details read when first
-    # asked] in snapshot_details.py)
+    # (a SnapshotDict whose records are unread makes this node's alone: NOTE [Records read
+    # when first asked] in snapshot_details.py)
     node, record = node_and_record(snap, item_id) if item_id else (None, None)
     wanted = set(edge_ids)
     return {
@@ -433,7 +433,7 @@ def build_snapshot(
     objects=None,
     source=None,
     first_view=None,
-    details=True,
+    whole=True,
 ) -> Snapshot:
     """The snapshot of what ``recorder`` recorded, or of the graph below ``roots``.
 
@@ -450,8 +450,8 @@ def build_snapshot(
     the recorder's, else the one that owns ``roots``). ``first_view(snap)``: for a graph of
     ``FIRST_VIEW_NODES`` nodes or more, called once the snapshot holds what a drawing reads,
     before the details only a selection reads are put in (NOTE [The drawing before the details]
-    in ``snapshot_details.py``). ``details=False``: the details are read when first asked for
-    (a :class:`~nbgrad.notebook.snapshot_details.SnapshotDict`: NOTE [Details read when first
+    in ``snapshot_details.py``). ``whole=False``: the records are read when first asked for
+    (a :class:`~nbgrad.notebook.snapshot_details.SnapshotDict`: NOTE [Records read when first
     asked] in ``snapshot_details.py``), and ``first_view`` is not called.
     """
     if source is None:
@@ -532,15 +532,16 @@ def build_snapshot(
     read = dict(ordered=ordered, source=source, ids=ids, passes=passes, recorder=recorder)
     read.update(cut=ids.drawn if truncated else None, group_ids=group_ids, timings=timings)
     read["shared"] = drawn["shared"]
-    return _with_details(snap, read, records, details, first_view)
+    return _with_details(snap, read, records, whole, first_view)
 
 
-def _with_details(snap, read, records, details, first_view):
-    """``snap`` with its details read (after ``first_view``), or to be read when first asked
-    for (``details`` False: NOTE [Details read when first asked] in snapshot_details.py); ``read``:
+def _with_details(snap, read, records, whole, first_view):
+    """``snap`` with its details read (after ``first_view``), its records too unless
+    ``whole`` is False (NOTE [Records read when first asked] in snapshot_details.py); ``read``:
     what ``read_details`` reads them with; ``records``: the Records kept."""
     recorder = read["recorder"]
-    if not details and not getattr(recorder, "running", False):
+    if not whole and not getattr(recorder, "running", False):
+        read_details(snap, read)
         snap = SnapshotDict(snap)
         again, one = _records_again(recorder, records, read["cut"] is not None, read["ids"].drawn)
         # (read as the rest was: NOTE [No collection while drawing])
@@ -548,13 +549,14 @@ def _with_details(snap, read, records, details, first_view):
         return snap
     if first_view is not None and len(snap["nodes"]) >= FIRST_VIEW_NODES:
         first_view(snap)
-    read_details(snap, read, lambda: records)
+    read_details(snap, read)
+    read_records(snap, read, lambda: records)
     return snap
 
 
 def _records_again(recorder, records, truncated, nids):
     """Two functions that make the Records ``records`` (the calls a snapshot keeps) again from
-    its recorder's (NOTE [Details read when first asked]): all of them, and call ``index``."""
+    its recorder's (NOTE [Records read when first asked]): all of them, and call ``index``."""
     if not records:
         return list, None
     first, end = records[0].index, len(recorder.records)

@@ -18,6 +18,7 @@ __all__ = [
     "node_details",
     "pass_order",
     "read_details",
+    "read_records",
     "record_entries",
 ]
 
@@ -29,33 +30,36 @@ __all__ = [
 # So ``build_snapshot`` reads those last, after ``first_view(snap)``, with which the graph view
 # lays the graph out and sends it (its first view: the details, the overlays that read them,
 # follow once the snapshot is whole, before the cell ends). A snapshot returned is whole (the
-# graph view's reads them when first asked for: NOTE [Details read when first asked]). Only a
+# graph view's reads its records when first asked for: NOTE [Records read when first asked]).
+# Only a
 # graph of FIRST_VIEW_NODES nodes or more (snapshot.py) is sent early: a small one's details take
 # milliseconds, and laid out after its whole snapshot is built (its temporaries let go), it keeps
 # the kernel's memory compact: laid out early, a 603-node cell re-run 50 times grew the kernel's
 # RSS by 32 MB instead of 28 (the objects Python holds the same: allocation order).
 
 
-# NOTE [Details read when first asked]
-# Most cells are drawn and never clicked, and the details of a big graph are a third of its
-# snapshot: on the 100,000-call chain (20,000 nodes drawn) 0.2 s of the cell's 2.6 s of CPU and
-# 30 MB of the kernel's RSS. So the graph view's snapshot (``build_snapshot(details=False)``) is
-# a :class:`SnapshotDict`: it reads them all the first time something reads it whole (its
-# records, items or values: JSON; a copy; a comparison whose drawings agree), and a selection
-# (``details``) reads its own node's alone. Whole, it is the same dict with the same values as
-# one built whole: the records are made again from the recorder's, which do not change once the
-# recording ends (a snapshot made while its recorder runs, a live view's, is read whole at once,
-# after its first view). What changes is when the graph is read: a node's saved values and
-# metadata are read when first asked for, as the answers (saved bytes, NaN/Inf) always were, so
-# after a later ``backward`` that frees them, the saved tensors are shown freed there.
+# NOTE [Records read when first asked]
+# Most cells are drawn and never clicked, and the entries of the recorded calls are the
+# biggest detail of a big snapshot: on the 100,000-call chain (20,000 calls kept) 0.1 s of the
+# cell's 2.6 s of CPU, and 20,000 entries the cell's session keeps. Only a selection's details
+# (the call that made the node), the snapshot read whole (JSON, a copy) and a user read them.
+# So the graph view's snapshot (``build_snapshot(whole=False)``) is a :class:`SnapshotDict`,
+# which reads its records the first time they are asked for (``snap["records"]``, its items or
+# values: JSON; a copy; a comparison with a snapshot that agrees in all else), and a selection
+# (``details``) makes its own node's record alone. They are made again from the recorder's
+# (``RecordList``), which do not change once the recording ends (a snapshot made while its
+# recorder runs, a live view's, reads them at once), so the snapshot is the same dict, with
+# the same values, as one built whole. A node's details (saved values, metadata, next edges)
+# are read at once: a reader finds them in the node's own entry (``snap["nodes"][k]["saved"]``:
+# the tutorials do), a plain dict that cannot say when it is read.
 class SnapshotDict(dict):
-    """A snapshot that reads its details when it is first read whole (NOTE [Details read when
-    first asked]); a dict, the same as one built whole to every reader."""
+    """A snapshot that reads its records when they are first asked for (NOTE [Records read
+    when first asked]); a dict, the same as one built whole to every reader."""
 
     __slots__ = ("_pending",)
 
     def whole(self) -> SnapshotDict:
-        """This snapshot with its details read (once)."""
+        """This snapshot with its records read (once)."""
         pending = self._pending
         if pending is not None:
             self._pending = None
@@ -94,7 +98,9 @@ class SnapshotDict(dict):
         if not isinstance(other, dict):
             return NotImplemented
         pending = self._pending is not None or getattr(other, "_pending", None) is not None
-        if pending and not _drawings_agree(self, other):  # (no need to read the details)
+        # (traitlets compares a view's new snapshot with its last: records read only to tell
+        # two snapshots apart that agree in all else)
+        if pending and not _agree_but_records(self, other):
             return False
         if isinstance(other, SnapshotDict):
             other.whole()
@@ -107,44 +113,23 @@ class SnapshotDict(dict):
     __hash__ = None
 
 
-_DETAILS = {"nodes": ("metadata", "saved", "next"), "records": None, "passes": ("order",)}
-
-
-def _drawings_agree(a, b):
-    """Whether snapshots ``a`` and ``b`` agree in all but their details, read or not (what
-    traitlets compares a view's new snapshot with its last: a live one's, most often)."""
+def _agree_but_records(a, b):
+    """Whether snapshots ``a`` and ``b`` agree in all but their records, read or not."""
     keys = dict.keys(a)
     if keys != dict.keys(b):
         return False
-    for k in keys:
-        x, y = dict.__getitem__(a, k), dict.__getitem__(b, k)
-        if k not in _DETAILS:
-            if x != y:
-                return False
-        elif _DETAILS[k] is not None and not _entries_agree(x, y, _DETAILS[k]):
-            return False
-    return True
-
-
-def _entries_agree(xs, ys, details):
-    """Whether the entries ``xs`` and ``ys`` agree in all but their keys ``details``."""
-    if len(xs) != len(ys):
-        return False
-    for x, y in zip(xs, ys):
-        if x.keys() != y.keys() or any(x[k] != y[k] for k in x if k not in details):
-            return False
-    return True
+    return all(dict.__getitem__(a, k) == dict.__getitem__(b, k) for k in keys if k != "records")
 
 
 def node_and_record(snap, item_id):
-    """``(node entry, record entry)`` of node ``item_id`` of ``snap`` (None, None: no such node):
-    of a :class:`SnapshotDict`, its details read for this node alone (a selection's)."""
-    pending = snap._pending if isinstance(snap, SnapshotDict) else None
-    if pending is not None:
-        return pending.node(item_id)
+    """``(node entry, record entry)`` of node ``item_id`` of ``snap`` (None, None: no such
+    node); of a :class:`SnapshotDict` whose records are unread, its record made alone."""
     node = next((n for n in snap["nodes"] if n["id"] == item_id), None)
     record = None
     if node is not None and node["record"] is not None:
+        pending = snap._pending if isinstance(snap, SnapshotDict) else None
+        if pending is not None:
+            return node, pending.record(node["record"])
         records = snap["records"]  # (all of them, or the last ones of a graph cut at max_nodes)
         k = bisect.bisect_left(records, node["record"], key=lambda r: r["index"])
         record = records[k] if k < len(records) and records[k]["index"] == node["record"] else None
@@ -152,54 +137,49 @@ def node_and_record(snap, item_id):
 
 
 class Unread:
-    """The details of a :class:`SnapshotDict` still to read: ``read`` and ``records()`` as
-    ``read_details`` takes them, ``record(index)``: the Record of call ``index``, made again
-    (NOTE [Details read when first asked]); ``guard``: the context they are read in."""
+    """The records of a :class:`SnapshotDict` still to read (NOTE [Records read when first
+    asked]): ``read`` as ``read_records`` takes it, ``records()``: the Records kept, made again,
+    ``one(index)``: the Record of call ``index``, made alone; ``guard``: the context they are
+    all read in."""
 
-    __slots__ = ("snap", "read", "records", "record", "guard", "_at")
+    __slots__ = ("snap", "read", "records", "one", "guard")
 
-    def __init__(self, snap, read, records, record, guard):
+    def __init__(self, snap, read, records, one, guard):
         self.snap, self.read, self.guard = snap, read, guard
-        self.records, self.record = records, record
-        self._at = None  # node id -> its place in the snapshot's nodes, made when first asked
+        self.records, self.one = records, one
 
     def all(self):
         with self.guard:
-            read_details(self.snap, self.read, self.records)
+            read_records(self.snap, self.read, self.records)
 
-    def node(self, item_id):
-        """``(node entry, record entry)`` of node ``item_id``, read alone."""
-        nodes = dict.__getitem__(self.snap, "nodes")
-        if self._at is None:
-            self._at = {n["id"]: k for k, n in enumerate(nodes)}
-        k = self._at.get(item_id)
-        if k is None:
-            return None, None
-        read, entry = self.read, nodes[k]
-        if entry["next"] is None:
-            node_details(
-                [read["ordered"][k]], [entry], read["source"], read["shared"], read["ids"].drawn
-            )
-        record = None
-        if entry["record"] is not None:
-            r = self.record(entry["record"])
-            args = (read["recorder"], read["ids"].drawn, read["group_ids"], read["timings"])
-            record = record_entries([r], *args, read["shared"])[0]
-        return entry, record
+    def record(self, index):
+        """The entry of the record of call ``index`` (the snapshot's records left unread)."""
+        read = self.read
+        args = (read["recorder"], read["ids"].drawn, read["group_ids"], read["timings"])
+        return record_entries([self.one(index)], *args, read["shared"])[0]
 
 
-def read_details(snap, drawn, records):
-    """Read the details of ``snap`` (NOTE [The drawing before the details]): ``drawn`` has what
-    build_snapshot read the drawing with (``ordered`` nodes, ``source``, ``ids``, ``passes``,
-    ``cut``: the drawn nodes of a graph cut at its max_nodes, else None, ``recorder``,
-    ``group_ids``, ``timings``, ``shared``), ``records()`` the Records kept."""
+def read_details(snap, drawn):
+    """Read the details of ``snap`` but its records (NOTE [The drawing before the details]):
+    ``drawn`` has what build_snapshot read the drawing with (``ordered`` nodes, ``source``,
+    ``ids``, ``passes``, ``cut``: the drawn nodes of a graph cut at its max_nodes, else None,
+    ``recorder``, ``group_ids``, ``timings``, ``shared``)."""
     ids, shared = drawn["ids"], drawn["shared"]
-    nodes = dict.__getitem__(snap, "nodes")
-    node_details(drawn["ordered"], nodes, drawn["source"], shared, ids.drawn)
-    for p, entry in zip(drawn["passes"], dict.__getitem__(snap, "passes")):
+    node_details(drawn["ordered"], snap["nodes"], drawn["source"], shared, ids.drawn)
+    for p, entry in zip(drawn["passes"], snap["passes"]):
         entry["order"] = pass_order(p, ids, drawn["cut"])
+
+
+def read_records(snap, drawn, records):
+    """Read the records of ``snap``: ``records()``, the Records kept; ``drawn``: as
+    ``read_details`` takes it."""
     snap["records"] = record_entries(
-        records(), drawn["recorder"], ids.drawn, drawn["group_ids"], drawn["timings"], shared
+        records(),
+        drawn["recorder"],
+        drawn["ids"].drawn,
+        drawn["group_ids"],
+        drawn["timings"],
+        drawn["shared"],
     )
 
 

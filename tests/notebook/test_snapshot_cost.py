@@ -264,45 +264,48 @@ def test_the_drawing_is_sent_before_the_details_are_read(monkeypatch):
     assert whole["records"] and whole["nodes"][0]["saved"] and whole["passes"][0]["order"]
 
 
-def test_the_graph_view_reads_the_details_when_first_asked(monkeypatch):
-    # NOTE [Details read when first asked] in snapshot_details.py: the view's refresh reads no
-    # node's saved values and makes no record entry; a selection reads its node's, reading the
-    # snapshot whole reads them all, and it is then what build_snapshot makes whole
-    from nbgrad.notebook import graph_view, snapshot_details
+def test_the_graph_view_reads_its_records_when_first_asked(monkeypatch):
+    # NOTE [Records read when first asked] in snapshot_details.py: the view's refresh makes no
+    # record entry (nor Record); a selection makes its node's alone; reading the records (or
+    # the snapshot whole) makes them all, and the snapshot is then what build_snapshot makes
+    from nbgrad.notebook import graph_view, records, snapshot_details
 
     rec, _loss = recorded_chain(400)
-    saved, records = [], []
-    source = rec.graph_source
-    real_saved, real_records = source.saved, snapshot_details.record_entries
-    monkeypatch.setattr(source, "saved", lambda node: saved.append(1) or real_saved(node))
+    entries, made = [], []
+    real_entries, real_record = snapshot_details.record_entries, records._new_record
     monkeypatch.setattr(
-        snapshot_details, "record_entries", lambda *a: records.append(1) or real_records(*a)
+        snapshot_details,
+        "record_entries",
+        lambda rs, *a: entries.append(len(rs)) or real_entries(rs, *a),
     )
+    monkeypatch.setattr(records, "_new_record", lambda cls: made.append(1) or real_record(cls))
     view = graph_view.GraphView(recorder=rec, timings=False)
     assert len(view.snapshot["nodes"]) == 402 and json.loads(view._layout_json)["nodes"]
-    assert saved == [] and records == []
+    assert view.snapshot["nodes"][5]["saved"] and entries == []  # (a node's details: read)
+    made.clear()  # (the Records the snapshot read once)
     node = view.snapshot["nodes"][5]["id"]
     view.select(node)
     shown = json.loads(view._details_json)
-    assert shown["node"]["saved"] and shown["record"]["index"] == shown["node"]["record"]
-    assert len(saved) == 1 and len(records) == 1  # (that node's alone)
+    assert shown["record"]["index"] == shown["node"]["record"]
+    assert entries == [1] and len(made) == 1  # (that node's alone)
     eager = details(build_snapshot(rec, timings=False), node)
     assert [shown["node"], shown["record"]] == json.loads(
         json.dumps((eager["node"], eager["record"]))
     )
     assert view.snapshot == build_snapshot(rec, timings=False)
     assert json.dumps(view.snapshot) == json.dumps(build_snapshot(rec, timings=False))
-    # a snapshot read whole by JSON, a copy or its records is whole there too
-    for read in (json.dumps, dict, lambda s: {**s}, copy.deepcopy, lambda s: s["records"]):
-        lazy = build_snapshot(rec, timings=False, details=False)
-        assert lazy.get("nodes")[0]["next"] is None
+    # a snapshot read whole by JSON, a copy or its records has its records there
+    reads = (json.dumps, dict, lambda s: {**s}, copy.deepcopy, lambda s: s["records"], repr)
+    for read in reads + (lambda s: s.get("records"),):
+        lazy = build_snapshot(rec, timings=False, whole=False)
+        assert dict.__getitem__(lazy, "records") == []
         read(lazy)
-        assert dict.__getitem__(lazy, "nodes")[0]["next"] is not None
+        assert len(dict.__getitem__(lazy, "records")) == 401
         assert lazy == build_snapshot(rec, timings=False)
-    # compared with a snapshot whose drawing differs (a node's wall time, a cut), it reads none
-    lazy = build_snapshot(rec, timings=False, details=False)
+    # compared with a snapshot that differs in more (a node's wall time, a cut), it reads none
+    lazy = build_snapshot(rec, timings=False, whole=False)
     assert lazy != build_snapshot(rec) and lazy != build_snapshot(rec, max_nodes=300)
-    assert dict.__getitem__(lazy, "nodes")[0]["next"] is None
+    assert dict.__getitem__(lazy, "records") == []
 
 
 def test_a_selections_tensor_makes_no_record(monkeypatch):
