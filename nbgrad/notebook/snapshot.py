@@ -33,7 +33,14 @@ from .schema import (
     pack_groups,
     pack_nodes,
 )
-from .snapshot_details import SnapshotDict, Unread, node_and_record, read_details, read_records
+from .snapshot_details import (
+    SnapshotDict,
+    Unread,
+    line_text,
+    node_and_record,
+    read_details,
+    read_records,
+)
 from .sources import NBGRAD, UINT64_MAX, source_for
 from .summaries import grad_summary, summarised, tensor_summary
 
@@ -498,7 +505,7 @@ def build_snapshot(
         "time_of": time_of,
         "shared": {
             "none": [],
-            **{k: {} for k in ("meta", "next", "saved", "info", "empty", "text")},
+            **{k: {} for k in ("meta", "next", "saved", "info", "empty", "text", "line")},
         },
     }
     out_nodes = _node_entries(ordered, ids, source, unexpanded, shown, order_of, drawn)
@@ -787,7 +794,8 @@ def _node_entries(ordered, ids, source, unexpanded, shown, order_of, drawn):
     out_nodes = []
     nids = ids.drawn
     shared = drawn["shared"]  # NOTE [Shared entries]
-    metas, none, time_of, texts = shared["meta"], shared["none"], drawn["time_of"], shared["text"]
+    metas, none, time_of = shared["meta"], shared["none"], drawn["time_of"]
+    node_inputs = shown.node_inputs if shown is not None else {}
     # (the source's readers looked up once, not once a node)
     is_leaf, sequence_nr, node_name = source.is_accumulator, source.sequence_nr, source.node_name
     input_metadata = source.input_metadata
@@ -834,8 +842,7 @@ def _node_entries(ordered, ids, source, unexpanded, shown, order_of, drawn):
         if rec is not None:
             entry["record"] = rec.index
             entry["line"] = rec.line
-            source_text = rec.source
-            entry["source"] = texts.setdefault(source_text, source_text)
+            entry["source"] = line_text(rec, shared)
         group = node_group.get(node)
         if kind == "leaf":
             var = source.variable(node)
@@ -848,8 +855,9 @@ def _node_entries(ordered, ids, source, unexpanded, shown, order_of, drawn):
                 entry["label"] = name
             group = param_group.get(id(var), group)
         entry["group"] = group_ids.get(group) if group is not None else None
-        if shown is not None and node in shown.node_inputs:
-            entry["grad"] = summarised(shown.node_inputs[node])
+        inputs = node_inputs.get(node)  # (one lookup, not ``in`` and ``[]``)
+        if inputs is not None:
+            entry["grad"] = summarised(inputs)
         out_nodes.append(entry)
     return out_nodes
 

@@ -18,6 +18,7 @@ __all__ = [
     "node_details",
     "pass_order",
     "read_details",
+    "line_text",
     "read_records",
     "record_entries",
 ]
@@ -250,12 +251,24 @@ def pass_order(trace, ids, drawn=None):
     return [ids(n) for n in order]
 
 
+def line_text(record, shared):
+    """The text of ``record``'s line (``Record.source``), one string for equal texts (NOTE
+    [Shared entries] in snapshot.py) and read once a line: a loop's body is read once, not once
+    a call."""
+    key = (record.filename, record.lineno)
+    text = shared["line"].get(key)
+    if text is None:
+        text = record.source
+        text = shared["line"][key] = shared["text"].setdefault(text, text)
+    return text
+
+
 def record_entries(records, recorder, nids, group_ids, timings, shared):
     """The recorded calls kept (their tensors' entries shared: NOTE [Shared entries]);
     ``nids``: ``{node: id}`` of the nodes drawn."""
     out_records = []
     cell = getattr(recorder, "cell_filename", None)
-    infos, texts = shared["info"], shared["text"]
+    infos = shared["info"]
 
     def summaries(tensors):
         out = []
@@ -287,7 +300,7 @@ def record_entries(records, recorder, nids, group_ids, timings, shared):
             if r.filename is None
             else ("<cell>" if r.filename == cell else os.path.basename(r.filename))
         )
-        entry["source"] = texts.setdefault(r.source, r.source)
+        entry["source"] = line_text(r, shared)
         entry["group"] = group_ids.get(r.group) if r.group is not None else None
         out_records.append(entry)
     return out_records
