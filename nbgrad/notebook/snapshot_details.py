@@ -193,8 +193,10 @@ def node_details(ordered, out_nodes, source, shared, nids):
         for fn, input_nr in next_edges(node):
             key = (nids.get(fn), input_nr)
             edge = nexts.get(key)
-            if edge is None:
-                edge = nexts[key] = {"node": key[0], "input_nr": input_nr}
+            if edge is None:  # (NOTE [Entries that share their keys] in snapshot.py)
+                edge = nexts[key] = _NextEntry().__dict__
+                edge["node"] = key[0]
+                edge["input_nr"] = input_nr
             next_entries.append(edge)
         entry["metadata"] = _metadata_of(node, source, shared)
         entry["saved"] = _saved_of(node, source, shared)
@@ -307,4 +309,8 @@ def record_entries(records, recorder, nids, group_ids, timings, shared):
 
 
 class _RecordEntry:
+    """Made for its ``__dict__`` alone: NOTE [Entries that share their keys] in snapshot.py."""
+
+
+class _NextEntry:
     """Made for its ``__dict__`` alone: NOTE [Entries that share their keys] in snapshot.py."""
