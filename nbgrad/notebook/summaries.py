@@ -67,6 +67,10 @@ def shape_list(shape) -> list:
     return got
 
 
+class _SummaryKeys:
+    """Made for its ``__dict__`` alone: NOTE [Entries that share their keys] in snapshot.py."""
+
+
 # NOTE [Summarise when shown]
 # A backward pass reports its gradients at every engine event (a node's inputs and outputs, a
 # hook's before and after, a leaf's accumulation). Formatting each as a GradSummary (six
@@ -76,10 +80,6 @@ def shape_list(shape) -> list:
 # place or be freed before anything is shown, and keeping it alive would change what the
 # framework does, e.g. torch steals a gradient nobody else holds), formatted into the summary
 # the first time a snapshot, a test or the user reads it.
-class _SummaryKeys:
-    """Made for its ``__dict__`` alone: NOTE [Entries that share their keys] in snapshot.py."""
-
-
 class GradFacts:
     """A gradient as an engine event saw it; reads as its :class:`GradSummary` (``facts["norm"]``,
     ``facts.summary()``), which is built once, when first read."""
