@@ -459,7 +459,7 @@ def build_snapshot(
     before the details only a selection reads are put in (NOTE [The drawing before the details]
     in ``snapshot_details.py``). ``whole=False``: the records are read when first asked for
     (a :class:`~nbgrad.notebook.snapshot_details.SnapshotDict`: NOTE [Records read when first
-    asked] in ``snapshot_details.py``), and ``first_view`` is not called.
+    asked] in ``snapshot_details.py``).
     """
     if source is None:
         source = recorder.graph_source if recorder is not None else source_for(roots)
@@ -547,17 +547,17 @@ def _with_details(snap, read, records, whole, first_view):
     ``whole`` is False (NOTE [Records read when first asked] in snapshot_details.py); ``read``:
     what ``read_details`` reads them with; ``records``: the Records kept."""
     recorder = read["recorder"]
-    if not whole and not getattr(recorder, "running", False):
-        read_details(snap, read)
+    lazy = not whole and not getattr(recorder, "running", False)
+    if lazy:
         snap = SnapshotDict(snap)
         again, one = _records_again(recorder, records, read["cut"] is not None, read["ids"].drawn)
         # (read as the rest was: NOTE [No collection while drawing])
         snap._pending = Unread(snap, read, again, one, no_collection())
-        return snap
     if first_view is not None and len(snap["nodes"]) >= FIRST_VIEW_NODES:
         first_view(snap)
     read_details(snap, read)
-    read_records(snap, read, lambda: records)
+    if not lazy:
+        read_records(snap, read, lambda: records)
     return snap
 
 
