@@ -196,6 +196,7 @@ class GraphView(StillWidget):
                 max_nodes=self.max_nodes,
                 objects=objects,
                 first_view=lambda snap: early.append(self._first_view(snap, objects)),
+                whole=False,  # NOTE [Records read when first asked] in snapshot_details.py
             )
         finally:
             self._whole = True
@@ -284,6 +285,7 @@ class GraphView(StillWidget):
             return self.recorder.graph_source
         return source_for(self.roots)
 
+    @no_collection()  # (it lists every call: NOTE [No collection while drawing] in snapshot.py)
     def tensor(self, node_id):
         """A live tensor for a node id: a leaf's variable, or an output recorded for the node."""
         node = self.node(node_id)
@@ -293,11 +295,12 @@ class GraphView(StillWidget):
         var = source.variable(node)
         if var is not None:
             return var
-        if self.recorder is not None:
-            for r in self.recorder.records:
-                if r.node is node:
-                    for out in r.output_tensors():
-                        if source.tensor_facts(out).grad_fn is node:
+        if self.recorder is not None:  # (no Record made: NOTE [Records read once] in snapshot.py)
+            for made, refs in self.recorder.records.made():
+                if made is node:
+                    for ref in refs if type(refs) is tuple else (refs,):
+                        out = ref()
+                        if out is not None and source.tensor_facts(out).grad_fn is node:
                             return out
         for root in self.roots:
             if source.is_tensor(root) and source.tensor_facts(root).grad_fn is node:

@@ -68,6 +68,10 @@ def shape_list(shape) -> list:
     return got
 
 
+class _SummaryKeys:
+    """Made for its ``__dict__`` alone: NOTE [Entries that share their keys] in snapshot.py."""
+
+
 # NOTE [Summarise when shown]
 # A backward pass reports its gradients at every engine event (a node's inputs and outputs, a
 # hook's before and after, a leaf's accumulation). Formatting each as a GradSummary (six
@@ -133,14 +137,14 @@ class GradFacts:
                     values = _nums(head)
             else:
                 values = _nums(head, norm is not None and _isfinite(norm))
-            summary = self._summary = {
-                "shape": shape_list(kind[0]),
-                "dtype": kind[1],
-                "norm": _num(norm) if norm is not None else None,
-                "numel": kind[2],
-                "values": values,
-                "truncated": bool(kind[2] > len(head)),
-            }
+            # (one table of keys for all: NOTE [Entries that share their keys] in snapshot.py)
+            summary = self._summary = _SummaryKeys().__dict__
+            summary["shape"] = shape_list(kind[0])
+            summary["dtype"] = kind[1]
+            summary["norm"] = _num(norm) if norm is not None else None
+            summary["numel"] = kind[2]
+            summary["values"] = values
+            summary["truncated"] = bool(kind[2] > len(head))
         return summary
 
     def __getitem__(self, key):

@@ -2,13 +2,14 @@
 ``tests/benchmarks/notebook_shapes.py``): no cyclic collection while it is made (NOTE [No
 collection while drawing] in snapshot.py), each node's id made once."""
 
+import copy
 import gc
 import json
 import sys
 
 import nbgrad as ng
 from nbgrad.notebook.recorder import Recorder
-from nbgrad.notebook.snapshot import IdMap, build_snapshot, no_collection
+from nbgrad.notebook.snapshot import IdMap, build_snapshot, details, no_collection
 
 
 def recorded_chain(calls):
@@ -236,7 +237,7 @@ def test_the_drawing_is_sent_before_the_details_are_read(monkeypatch):
     # metadata, next edges, records, passes' order) still to come; the snapshot returned is
     # whole, the same as one built without first_view (see NOTE [The drawing before the
     # details] in snapshot_details.py)
-    from nbgrad.notebook import graph_view, snapshot
+    from nbgrad.notebook import snapshot
 
     rec, _loss = recorded_chain(400)
     seen = []
@@ -261,21 +262,90 @@ def test_the_drawing_is_sent_before_the_details_are_read(monkeypatch):
     assert seen == [(402, 401, [], None, None, None)]
     assert whole == build_snapshot(rec, timings=False)
     assert whole["records"] and whole["nodes"][0]["saved"] and whole["passes"][0]["order"]
-    # the graph view lays out and sends its drawing there, before the records are read (a
-    # graph under FIRST_VIEW_NODES: after)
+    # the graph view lays out and sends its drawing there, before its nodes' details are read
+    # (a graph under FIRST_VIEW_NODES: after); its records are left unread
+    from nbgrad.notebook import graph_view, snapshot_details
+
     sent_first = []
-    real = snapshot.record_entries
+    real = snapshot_details.node_details
 
-    def records_read(records, *args):
-        if records:  # (not the empty view's, made when the view is)
+    def details_read(ordered, *args):
+        if ordered:  # (not the empty view's, made when the view is)
             sent_first.append(json.loads(view._layout_json)["nodes"] != [])
-        return real(records, *args)
+        return real(ordered, *args)
 
-    monkeypatch.setattr(snapshot, "record_entries", records_read)
+    monkeypatch.setattr(snapshot_details, "node_details", details_read)
     for big in (403, 400):
         monkeypatch.setattr(snapshot, "FIRST_VIEW_NODES", big)
         view = graph_view.GraphView()
         view.recorder = rec
         view.refresh()
-        assert view.snapshot["records"] and len(view.graph_layout["nodes"]) > 0
+        assert dict.__getitem__(view.snapshot, "records") == []
+        assert view.snapshot["nodes"][0]["saved"] and len(view.graph_layout["nodes"]) > 0
     assert sent_first == [False, True]
+
+
+def test_the_graph_view_reads_its_records_when_first_asked(monkeypatch):
+    # NOTE [Records read when first asked] in snapshot_details.py: the view's refresh makes no
+    # record entry (nor Record); a selection makes its node's alone; reading the records (or
+    # the snapshot whole) makes them all, and the snapshot is then what build_snapshot makes
+    from nbgrad.notebook import graph_view, records, snapshot_details
+
+    rec, _loss = recorded_chain(400)
+    entries, made = [], []
+    real_entries, real_record = snapshot_details.record_entries, records._new_record
+    monkeypatch.setattr(
+        snapshot_details,
+        "record_entries",
+        lambda rs, *a: entries.append(len(rs)) or real_entries(rs, *a),
+    )
+    monkeypatch.setattr(records, "_new_record", lambda cls: made.append(1) or real_record(cls))
+    view = graph_view.GraphView(recorder=rec, timings=False)
+    assert len(view.snapshot["nodes"]) == 402 and json.loads(view._layout_json)["nodes"]
+    assert view.snapshot["nodes"][5]["saved"] and entries == []  # (a node's details: read)
+    made.clear()  # (the Records the snapshot read once)
+    node = view.snapshot["nodes"][5]["id"]
+    view.select(node)
+    shown = json.loads(view._details_json)
+    assert shown["record"]["index"] == shown["node"]["record"]
+    assert entries == [1] and len(made) == 1  # (that node's alone)
+    eager = details(build_snapshot(rec, timings=False), node)
+    assert [shown["node"], shown["record"]] == json.loads(
+        json.dumps((eager["node"], eager["record"]))
+    )
+    assert view.snapshot == build_snapshot(rec, timings=False)
+    assert json.dumps(view.snapshot) == json.dumps(build_snapshot(rec, timings=False))
+    # a snapshot read whole by JSON, a copy or its records has its records there
+    reads = (json.dumps, dict, lambda s: {**s}, copy.deepcopy, repr)
+    for read in reads + (lambda s: s["records"], lambda s: s.get("records")):
+        lazy = build_snapshot(rec, timings=False, whole=False)
+        assert dict.__getitem__(lazy, "records") == []
+        read(lazy)
+        assert len(dict.__getitem__(lazy, "records")) == 401
+        assert lazy == build_snapshot(rec, timings=False)
+    # compared with a snapshot that differs in more (a node's wall time, a cut), it reads none
+    lazy = build_snapshot(rec, timings=False, whole=False)
+    assert lazy != build_snapshot(rec) and lazy != build_snapshot(rec, max_nodes=300)
+    assert dict.__getitem__(lazy, "records") == []
+
+
+def test_a_selections_tensor_makes_no_record(monkeypatch):
+    # the hook editor follows a selection to its tensor: found among the calls' outputs
+    # without making their Records (a 100,000-call cell's first click made and kept them all:
+    # 0.45 s, 30 MB; NOTE [Records read once] in snapshot.py)
+    from nbgrad.notebook import graph_view, records
+
+    rec = Recorder()
+    with rec:
+        h = ng.ones(4, requires_grad=True)
+        outs = [h := (h * 1.0001).tanh() for _ in range(200)]
+        loss = h.sum()
+    made = []
+    real = records._new_record
+    monkeypatch.setattr(records, "_new_record", lambda cls: made.append(1) or real(cls))
+    view = graph_view.GraphView(recorder=rec)
+    made.clear()  # (those the snapshot read once, let go)
+    assert view.tensor(view.id_of(loss.grad_fn)) is loss
+    assert view.tensor(view.id_of(outs[100].grad_fn)) is outs[100]
+    assert view.tensor(view.id_of(outs[100].grad_fn.next_functions[0][0])) is None  # (freed)
+    assert made == []
