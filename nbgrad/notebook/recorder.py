@@ -363,7 +363,7 @@ class Recorder(RepeatedSteps):
         else:
             node = result.grad_fn
             # one output made by ``node``: its output_nr alone (an int: no tuple to make)
-            outputs = result._output_nr if node is not None else _leaf_pair(result)
+            outputs = result.output_nr if node is not None else _leaf_pair(result)
             refs = _weakref(result)
         # the node's edges, one per argument, are the inputs' pairs (read later); its next
         # nodes are read as stored (``next_functions`` makes a tuple of pairs each read)
@@ -371,7 +371,7 @@ class Recorder(RepeatedSteps):
         if node is None:
             inputs = _input_pairs(args)
         else:
-            fns = node._next_fns  # (``next_nodes()``, without its call)
+            fns = node.next_nodes()  # (as stored: no tuple made)
             if len(fns) != len(args):
                 inputs = _input_pairs(args)
             elif None in fns:  # a number or a constant tensor among the arguments
@@ -412,7 +412,7 @@ class Recorder(RepeatedSteps):
         )
         self._elapsed.append(elapsed)
         # (answers_values.check_forward, its commonest case inline: a few finite floats)
-        a = result._data if type(result) is _Tensor else None
+        a = result.numpy(force=True) if type(result) is _Tensor and result.device is _CPU else None
         if (
             type(a) is not _ndarray
             or a.size > _FEW

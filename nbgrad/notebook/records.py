@@ -681,14 +681,11 @@ class BackwardTrace:
         """A gradient's facts (NOTE [Summarise when shown]); the same tensor, unchanged since,
         is read once per pass (a node's output is the next node's input)."""
         if type(value) is _Tensor:  # nbgrad's: read without calls through the source
-            counter = value._version_counter  # (its ``_version``, read without a call)
-            version = 0 if counter is None else counter[0]
+            version = self._version_of(value)
             hit = self._memo.get(id(value))
             if hit is not None and hit[1] == version and hit[0]() is value:
                 return hit[2]
-            a = value._data
-            if type(a) is not _ndarray:
-                a = value.numpy(force=True)
+            a = value.numpy(force=True)
         elif value is None:
             return None
         else:
