@@ -73,24 +73,10 @@ _NUMBER = frozenset("0123456789.,-+e%")
 
 @functools.lru_cache(maxsize=512)
 def _glyph(char, size, bold, fill, halo):
-    """One character's halo and ink as RGBA sprites, each with its corner's offset from the
-    pen, and its advance (NOTE [Numbers put together from their characters])."""
-    font = _font(size, bold)
-    out = []
-    for stroke, ink in ((2, halo), (0, fill)):
-        left, top, right, bottom = font.getbbox(char, anchor="ls", stroke_width=stroke)
-        sprite = Image.new("RGBA", (max(1, right - left), max(1, bottom - top)), (*ink, 0))
-        ImageDraw.Draw(sprite).text(
-            (-left, -top),
-            char,
-            fill=ink,
-            font=font,
-            anchor="ls",
-            stroke_width=stroke,
-            stroke_fill=halo,
-        )
-        out.append((sprite, left, top))
-    return out[0], out[1], font.getlength(char)
+    """One character's halo and ink as sprites (``_text``'s), and its advance (NOTE [Numbers
+    put together from their characters])."""
+    halo_sprite = _text(char, size, bold, halo, halo, "ls")
+    return halo_sprite, _text(char, size, bold, fill, None, "ls"), _font(size, bold).getlength(char)
 
 
 def _number(canvas, text, x, y, key):
