@@ -296,12 +296,11 @@ class GraphView(StillWidget):
         if var is not None:
             return var
         if self.recorder is not None:  # (no Record made: NOTE [Records read once] in snapshot.py)
-            for made, refs in self.recorder.records.made():
-                if made is node:
-                    for ref in refs if type(refs) is tuple else (refs,):
-                        out = ref()
-                        if out is not None and source.tensor_facts(out).grad_fn is node:
-                            return out
+            refs = self.recorder.records.refs_of(node)
+            for ref in () if refs is None else refs if type(refs) is tuple else (refs,):
+                out = ref()
+                if out is not None and source.tensor_facts(out).grad_fn is node:
+                    return out
         for root in self.roots:
             if source.is_tensor(root) and source.tensor_facts(root).grad_fn is node:
                 return root

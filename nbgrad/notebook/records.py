@@ -224,6 +224,16 @@ class RecordList:
         flat = self._raw.flat
         return list(zip(flat[3::CALL_FIELDS], flat[_REFS::CALL_FIELDS]))
 
+    def refs_of(self, node):
+        """The outputs (as ``made`` gives them) of the call that created ``node``, found in C
+        without making a Record; None when no call did."""
+        flat = self._raw.flat
+        try:
+            k = flat[3::CALL_FIELDS].index(node)  # (a Node equals itself alone)
+        except ValueError:
+            return None
+        return flat[k * CALL_FIELDS + _REFS]
+
     def since(self, first, keep=True):
         """The records from index ``first`` on (a list), the earlier ones left unmade;
         ``keep=False``: those not made yet are made for this read alone, not kept (a snapshot
