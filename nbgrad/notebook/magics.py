@@ -540,12 +540,13 @@ class _Loops(ast.NodeTransformer):
         if (
             isinstance(it, ast.Call)
             and isinstance(it.func, ast.Name)
-            and it.func.id == "enumerate"
+            and it.func.id in ("enumerate", "zip")
             and it.args
-            and not isinstance(it.args[0], ast.Starred)
+            and not any(isinstance(a, ast.Starred) for a in it.args)
         ):
-            # enumerate(X, ...) as LOOP(X, ..., outer=enumerate): X's length counts the steps
-            # (an enumerate has none); enumerate is still looked up, as the cell would
+            # enumerate(X, ...) as LOOP(X, ..., outer=enumerate), zip(X, Y) as LOOP(X, Y,
+            # outer=zip): X's length counts the steps, or the shortest's (an enumerate and a
+            # zip have none); the name is still looked up, as the cell would
             outer = ast.keyword("outer", it.func)
             call = ast.Call(ast.Name(LOOP, ast.Load()), it.args, [*it.keywords, outer])
         else:

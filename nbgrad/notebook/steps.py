@@ -19,11 +19,11 @@ only counts the others:
   to be the last is only counted. The magic wraps each ``for`` loop of the cell's own code
   (not those inside a function; the name they call is in the namespace only while the cell
   runs) in a :class:`Loop`, which knows how many items its iterable has left
-  (``operator.length_hint``: a range, a list, a DataLoader; of ``enumerate(X)``, X's).
-  When a step ends, the loop that yielded last during it says whether the next step is the
-  last of that loop: if at least two items are left, the next step is counted, else it is
-  recorded in full. A loop of unknown length (a generator, ``while``) never counts a step:
-  every step is recorded.
+  (``operator.length_hint``: a range, a list, a DataLoader; of ``enumerate(X)``, X's; of
+  ``zip``, its shortest argument's). When a step ends, the loop that yielded last during it
+  says whether the next step is the last of that loop: if at least two items are left, the
+  next step is counted, else it is recorded in full. A loop of unknown length (a generator,
+  ``while``) never counts a step: every step is recorded.
 - A counted step of nbgrad's costs what watching costs (the calls still pass through the
   observers) and little more: each call's op name (to check that it repeats the step
   recorded before it) and the one sum of its output that finds a NaN or an Inf (NOTE
@@ -105,6 +105,14 @@ _sum = np.add.reduce
 _isfinite = math.isfinite
 
 
+def _hint(iterable) -> int:
+    """How many items ``iterable`` has (``operator.length_hint``), -1 when it cannot say."""
+    try:
+        return length_hint(iterable, -1)
+    except Exception:  # noqa: BLE001 - a length that fails to say: unknown
+        return -1
+
+
 class Loop:
     """The iterator of a ``for`` loop of a recorded cell: the items of ``iterator`` (made from
     ``iterable``), counting how many are left (``left``: -1 when unknown) and how many were
@@ -114,10 +122,7 @@ class Loop:
 
     def __init__(self, iterable, iterator, recorder):
         self._next = iterator.__next__
-        try:
-            self.left = length_hint(iterable, -1)
-        except Exception:  # noqa: BLE001 - a length that fails to say: unknown
-            self.left = -1
+        self.left = _hint(iterable)
         self.done = 0
         self.seq = self.advance = None  # the graph's sequence number at the last item, and
         # how far it went in the iteration before (the nodes it made)
@@ -286,12 +291,19 @@ class RepeatedSteps:
 
     def loop(self, iterable, *args, outer=None, **kwargs):
         """``iterable`` as the magic runs a loop of its cell (NOTE [Repeated steps counted]);
-        ``outer(iterable, *args, **kwargs)`` for a loop over ``enumerate(iterable, ...)``
-        (``outer``: what the cell's name ``enumerate`` is), counted by ``iterable``'s length
-        when ``outer`` is the builtin."""
+        ``outer(iterable, *args, **kwargs)`` for a loop over ``enumerate(iterable, ...)`` or
+        ``zip(iterable, *args)`` (``outer``: what the cell's name is), counted by
+        ``iterable``'s length, or the shortest argument's, when ``outer`` is the builtin."""
+        if outer is enumerate:
+            return enumerate(self.loop(iterable), *args, **kwargs)
+        if outer is zip:
+            parts = (iterable, *args)
+            hints = [_hint(p) for p in parts]  # (before the zip takes anything)
+            loop = self.loop(zip(*parts, **kwargs))
+            if type(loop) is Loop and min(hints) >= 0 and len(set(map(id, parts))) == len(parts):
+                loop.left = min(hints)  # (one iterator given twice: its length does not say)
+            return loop
         if outer is not None:
-            if outer is enumerate:
-                return enumerate(self.loop(iterable), *args, **kwargs)
             return self.loop(outer(iterable, *args, **kwargs))
         if self.keep_steps is None:
             return iterable

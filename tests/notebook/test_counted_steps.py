@@ -84,9 +84,10 @@ def test_the_last_step_is_recorded_as_in_full_and_the_others_counted(ip, framewo
 
 
 @pytest.mark.parametrize("framework", ["nbgrad", "torch"])
-def test_a_loop_over_enumerate_counts_its_steps(ip, framework):
+def test_a_loop_over_enumerate_or_zip_counts_its_steps(ip, framework):
     """``for i, batch in enumerate(batches)``: the steps are counted by ``batches``' length
-    (an enumerate has none), and a cell's own ``enumerate`` is the one its loop calls."""
+    (an enumerate has none), ``zip``'s by its shortest argument's, and a cell's own
+    ``enumerate`` is the one its loop calls."""
     if framework == "torch":
         pytest.importorskip("torch", reason="PyTorch is the test oracle (the test extra has it)")
     _cell(ip, SETUP[framework] + MODEL)
@@ -99,6 +100,16 @@ def test_a_loop_over_enumerate_counts_its_steps(ip, framework):
     _cell(ip, "%%autograd -o s\n" + own + "seen = []\nfor i, b in enumerate([x] * 3, 2):\n" + body)
     assert ip.user_ns["seen"] == [20, 20, 20] and len(ip.user_ns["s"].record.passes) == 3
     del ip.user_ns["enumerate"]
+    _cell(ip, "%%autograd -o s\nseen = []\nfor i, b in zip(range(50), [x] * 20):\n" + body)
+    rec = ip.user_ns["s"].record
+    assert ip.user_ns["seen"] == list(range(20))
+    assert rec.counted_steps == 16 and [p.index for p in rec.passes] == [0, 1, 2, 19]
+    # one iterator given twice: its length says nothing of the zip's, so nothing is counted
+    # by it (the steps recorded, in a ring)
+    _cell(ip, "%%autograd -o s\nit = iter(range(16))\nseen = []\nfor i, b in zip(it, it):\n" + body)
+    rec = ip.user_ns["s"].record
+    assert ip.user_ns["seen"] == list(range(0, 16, 2)) and rec.counted_at_end == 0
+    assert [p.index for p in rec.passes] == [0, 5, 6, 7]
 
 
 def test_a_loop_of_unknown_length_records_every_step(ip):
