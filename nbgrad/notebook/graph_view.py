@@ -285,7 +285,6 @@ class GraphView(StillWidget):
             return self.recorder.graph_source
         return source_for(self.roots)
 
-    @no_collection()  # (it lists every call: NOTE [No collection while drawing] in snapshot.py)
     def tensor(self, node_id):
         """A live tensor for a node id: a leaf's variable, or an output recorded for the node."""
         node = self.node(node_id)

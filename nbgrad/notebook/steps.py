@@ -68,8 +68,8 @@ only counts the others:
   and the flow's reads alone cost: ``tests/benchmarks/counted_steps.py`` prints the counted
   run over the plain one, 117 us a step against 326 with the mode kept on (load 2, 100
   steps, the four recorded in full included), and ``--cell`` the 60-step cell through the
-  magic: 74 ms over the plain 53.5 (1.38x; 1.61x with the mode kept on), of which the final
-  drawing is 10.5 and the run +10.
+  magic: 74.0 ms over the plain 53.9 (1.37x; 1.64x with the mode kept on), of which the
+  final drawing is 8.9 and the run +11.1.
 - Of the steps recorded in full, at most ``keep_steps`` repeats in a row are kept (a loop of
   unknown length); the oldest is dropped and counted, and ``step_norms`` keeps the norm of
   the gradient each leaf got in it.
